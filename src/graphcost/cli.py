@@ -1,0 +1,35 @@
+"""The `graphcost` command line: one typer app; each area registers its own thin commands.
+
+Subcommands live in `graphcost.commands.*`; they parse arguments and call the library.
+Heavy imports (torch, jax) happen inside the command functions so `--help` stays fast.
+"""
+
+import typer
+
+from graphcost.commands import collect, dag, data_io, data_proto, models
+
+app = typer.Typer(
+    help="graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+data_app = typer.Typer(help="TpuGraphs-schema data: download, synthesize, convert, inspect.", no_args_is_help=True)
+data_io.register(data_app)
+data_proto.register(data_app)
+app.add_typer(data_app, name="data")
+
+models.register(app)  # train, evaluate, rank, predict
+collect.register(app)  # collect
+
+dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True)
+dag.register(dag_app)
+app.add_typer(dag_app, name="dag")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
