@@ -1,0 +1,25 @@
+"""DAG datasets for LayerDAG: LP (synthetic, with a validity checker), TPU Tile (real), NAS-Bench-201 (real)."""
+
+from __future__ import annotations
+
+from graphcost.dag.graph import DAG
+
+DATASET_NAMES = ("lp", "tpu-tile", "nasbench201")
+
+
+def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
+    """{'train', 'valid', 'test'} lists of DAGs for a dataset name in DATASET_NAMES."""
+    if name == "lp":
+        from graphcost.dag.datasets.lp import generate_lp_dataset
+        from graphcost.dag.datasets.splits import split_by_graph
+
+        return split_by_graph(generate_lp_dataset(kwargs.get("num_graphs", 2000), seed=seed), seed=seed)
+    if name == "tpu-tile":
+        from graphcost.dag.datasets.tpu_tile import load_tpu_tile
+
+        return load_tpu_tile(kwargs.get("path"), seed=seed)
+    if name == "nasbench201":
+        from graphcost.dag.datasets.nasbench201 import load_nasbench201
+
+        return load_nasbench201(seed=seed, **kwargs)
+    raise ValueError(f"unknown DAG dataset '{name}'; choose one of {', '.join(DATASET_NAMES)}")
