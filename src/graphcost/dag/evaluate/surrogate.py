@@ -1,0 +1,143 @@
+"""Surrogate-model evaluation of conditional DAG generation (LayerDAG §V-A).
+
+Protocol: the real labelled DAGs are split into train/valid/test. The generator, trained on real
+train/valid, produces one DAG per real train/valid label (its condition). The same property
+predictor — a bidirectional MPNN regressor, trained by the same automated pipeline — is fitted
+once on the real train/valid graphs and once on the synthetic ones, and both are scored by the
+Pearson correlation of their predictions with the true labels of the REAL test set. The closer the
+synthetic-trained Pearson is to the real-trained one (ratio -> 1), the better the generator
+(paper, TPU Tile: 0.676 synthetic vs 0.761 real).
+
+Pipeline (fixed, identical for both runs): node-attribute embedding, 3 bidirectional MPNN layers
+sigma(A H W_fwd + A^T H W_rev + H W_self) (LayerDAG §III-B), mean ⊕ sum pooling, 2-layer MLP;
+target = z-scored log label; Adam 1e-3, mini-batches of 32 graphs, early stopping on valid MSE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from graphcost.dag.graph import DAG
+
+
+@dataclass(frozen=True)
+class SurrogateConfig:
+    hidden: int = 64
+    layers: int = 3
+    epochs: int = 150
+    patience: int = 25
+    batch_graphs: int = 32
+    lr: float = 1e-3
+    seed: int = 0
+
+
+class BiMPNNLayer(nn.Module):
+    """h' = GELU(A h W_fwd + A^T h W_rev + h W_self)  (LayerDAG §III-B). A[v, u] = 1 for edge u -> v."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.fwd, self.rev, self.self_ = nn.Linear(dim, dim, bias=False), nn.Linear(dim, dim, bias=False), nn.Linear(dim, dim)
+
+    def forward(self, h: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        fwd = torch.zeros_like(h).index_add_(0, dst, self.fwd(h)[src])  # messages along edges
+        rev = torch.zeros_like(h).index_add_(0, src, self.rev(h)[dst])  # messages against edges
+        return nn.functional.gelu(fwd + rev + self.self_(h))
+
+
+class DAGRegressor(nn.Module):
+    def __init__(self, num_categories: int, cfg: SurrogateConfig):
+        super().__init__()
+        self.embed = nn.Embedding(num_categories, cfg.hidden)
+        self.layers = nn.ModuleList(BiMPNNLayer(cfg.hidden) for _ in range(cfg.layers))
+        self.head = nn.Sequential(nn.Linear(2 * cfg.hidden, cfg.hidden), nn.GELU(), nn.Linear(cfg.hidden, 1))
+
+    def forward(self, cat, src, dst, graph_of, num_graphs):  # cat/graph_of (N,), src/dst (E,)
+        h = self.embed(cat)
+        for layer in self.layers:
+            h = h + layer(h, src, dst)
+        count = torch.zeros(num_graphs).index_add_(0, graph_of, torch.ones_like(graph_of, dtype=h.dtype))
+        total = torch.zeros(num_graphs, h.shape[1]).index_add_(0, graph_of, h)  # (G, H)
+        pooled = torch.cat([total / count.clamp(min=1)[:, None], total / 16.0], dim=1)
+        return self.head(pooled).squeeze(-1)  # (G,)
+
+
+def _collate(dags: list[DAG]):
+    offsets = np.cumsum([0] + [d.num_nodes for d in dags])
+    cat = torch.from_numpy(np.concatenate([d.node_attr for d in dags]))
+    src = torch.from_numpy(np.concatenate([d.src + o for d, o in zip(dags, offsets)]).astype(np.int64))
+    dst = torch.from_numpy(np.concatenate([d.dst + o for d, o in zip(dags, offsets)]).astype(np.int64))
+    graph_of = torch.from_numpy(np.repeat(np.arange(len(dags)), [d.num_nodes for d in dags]))
+    return cat, src, dst, graph_of, len(dags)
+
+
+def _labels(dags: list[DAG], where: str) -> np.ndarray:
+    y = np.array([np.nan if d.label is None else d.label for d in dags], dtype=np.float64)
+    if not np.all(np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError(f"{where}: every graph needs a finite positive label for the surrogate regressor")
+    return np.log(y)
+
+
+def fit_surrogate(train: list[DAG], valid: list[DAG], num_categories: int, cfg: SurrogateConfig = SurrogateConfig()):
+    """Train the regressor (early stopping on valid MSE); returns a predict(dags) -> labels function."""
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    y_train, y_valid = _labels(train, "train"), _labels(valid, "valid")
+    mu, sd = y_train.mean(), y_train.std() + 1e-8
+    model = DAGRegressor(num_categories, cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    valid_batch = _collate(valid)
+    target_valid = torch.tensor((y_valid - mu) / sd, dtype=torch.float32)
+    best, best_state, since = float("inf"), None, 0
+    for _ in range(cfg.epochs):
+        model.train()
+        order = rng.permutation(len(train))
+        for start in range(0, len(order), cfg.batch_graphs):
+            idx = order[start : start + cfg.batch_graphs]
+            target = torch.tensor((y_train[idx] - mu) / sd, dtype=torch.float32)
+            loss = nn.functional.mse_loss(model(*_collate([train[i] for i in idx])), target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        with torch.no_grad():
+            valid_loss = float(nn.functional.mse_loss(model(*valid_batch), target_valid))
+        if valid_loss < best - 1e-6:
+            best, since = valid_loss, 0
+            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+        else:
+            since += 1
+            if since >= cfg.patience:
+                break
+    model.load_state_dict(best_state)
+    model.eval()
+
+    def predict(dags: list[DAG]) -> np.ndarray:
+        with torch.no_grad():
+            return np.exp(model(*_collate(dags)).numpy().astype(np.float64) * sd + mu)
+
+    return predict
+
+
+def pearson(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.std() == 0 or b.std() == 0:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def surrogate_pearson(
+    real: dict[str, list[DAG]],
+    synthetic_train: list[DAG],
+    synthetic_valid: list[DAG],
+    num_categories: int,
+    cfg: SurrogateConfig = SurrogateConfig(),
+) -> dict[str, float]:
+    """Pearson on the real test set of regressors fitted on real vs synthetic train/valid, and their ratio."""
+    y_test = np.array([d.label for d in real["test"]], dtype=np.float64)
+    p_real = pearson(fit_surrogate(real["train"], real["valid"], num_categories, cfg)(real["test"]), y_test)
+    p_syn = pearson(fit_surrogate(synthetic_train, synthetic_valid, num_categories, cfg)(real["test"]), y_test)
+    return {"pearson_real": p_real, "pearson_synthetic": p_syn, "ratio": p_syn / p_real if p_real else float("nan")}
