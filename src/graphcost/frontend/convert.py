@@ -1,0 +1,317 @@
+"""TpuGraphs autotuner protobufs -> TpuGraphs npz graphs (`LayoutGraph` / `TileGraph`).
+
+Layout (`ModuleTuningData`, one HLO program, node-level configs), following tpu_graphs
+`ModuleTuningDataIterator`:
+  * a run is kept when it has a module (layout) config, no error, a profile and a positive
+    ``compute_time_ns``; the others are skipped and counted;
+  * a default run must be among the kept ones (the official pipeline drops the graph otherwise);
+  * ``node_config_ids`` = ``config_index_to_node`` (positions in the flattened node order);
+  * ``node_config_feat[k, i]`` = 18 values: output / input0 / input1(kernel) layouts of node i in
+    run k, 6 minor-to-major dims each, -1 where a tensor or dimension is absent
+    (README "Layout Config Features");
+  * ``config_runtime[k]`` = ``profile.compute_time_ns`` (int64 nanoseconds).
+
+Tile (`TuningData`, one record per fused kernel, graph-level configs), following
+`OpTuningDataIterator`:
+  * kernels with <= 1 run, without a module, or with a run lacking a tile-size config are skipped;
+  * a run is kept when it has no error and ``compute_time_ns > 1``;
+  * ``config_feat[k]`` = kernel/output/input bounds, each as 6 values + sum + product, the product
+    of an empty list being 0 here (README "Tile Config Features");
+  * ``config_runtime_normalizers[k]`` = runtime of the kernel's default run (same for all k).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+from graphcost.data.graph import LayoutGraph, TileGraph
+from graphcost.frontend.featurizer import featurize_module
+from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES
+from graphcost.frontend.protowire import ProtoDecodeError
+from graphcost.frontend.tuning_proto import (
+    ConfigProfile,
+    ModuleTuningData,
+    TileSizeConfig,
+    detect_kind,
+    parse_module_tuning_data,
+    parse_tuning_data,
+)
+
+LAYOUT_MAX_DIMS = 6
+LAYOUT_MAX_TENSORS = 3
+
+
+class ConversionError(ValueError):
+    """The tuning record cannot be converted; the message names the file/record and the problem."""
+
+
+@dataclass
+class ConversionStats:
+    """What a conversion kept and skipped (the numbers the CLI prints)."""
+
+    runs_total: int = 0
+    runs_kept: int = 0
+    runs_skipped: dict[str, int] = field(default_factory=dict)
+    modules_skipped: dict[str, str] = field(default_factory=dict)  # module name -> reason
+
+    def skip_run(self, reason: str) -> None:
+        self.runs_skipped[reason] = self.runs_skipped.get(reason, 0) + 1
+
+
+# --- layout ---------------------------------------------------------------------------------
+
+def layout_config_features(nodes: list[list[list[int]]], where: str) -> np.ndarray:
+    """(C, 18) float32 layout features of one run (FeaturizeLayoutConfig semantics)."""
+    out = np.full((len(nodes), LAYOUT_MAX_DIMS * LAYOUT_MAX_TENSORS), -1.0, dtype=np.float32)
+    for i, tensors in enumerate(nodes):
+        if len(tensors) > LAYOUT_MAX_TENSORS:
+            raise ConversionError(f"{where}: node {i} has {len(tensors)} tensor layouts, at most 3 expected")
+        for t, dims in enumerate(tensors):
+            head = dims[:LAYOUT_MAX_DIMS]
+            out[i, t * LAYOUT_MAX_DIMS:t * LAYOUT_MAX_DIMS + len(head)] = head
+    return out
+
+
+def _layout_run_ok(run: ConfigProfile, stats: ConversionStats) -> bool:
+    if run.module_config is None or run.module_config.layout_config is None:
+        stats.skip_run("no layout config")
+    elif run.error:
+        stats.skip_run("error")
+    elif run.profile is None:
+        stats.skip_run("no profile")
+    elif run.profile.compute_time_ns <= 0:
+        stats.skip_run("non-positive runtime")
+    else:
+        return True
+    return False
+
+
+def convert_layout(record: ModuleTuningData, source: str = "<bytes>", layout_pad: float = 0.0
+                   ) -> tuple[LayoutGraph, ConversionStats]:
+    """One `ModuleTuningData` -> a `LayoutGraph` (arrays in the official npz schema)."""
+    stats = ConversionStats(runs_total=len(record.runs))
+    module = record.module
+    if module is None:
+        raise ConversionError(f"{source}: ModuleTuningData has no HLO module (field 1)")
+    feat = featurize_module(module, layout_pad=layout_pad)
+    config_ids = np.asarray(record.config_index_to_node, dtype=np.int64)
+    if config_ids.size == 0:
+        raise ConversionError(f"{source}: config_index_to_node (field 4) is empty: no configurable nodes")
+    if config_ids.max() >= feat.num_nodes:
+        raise ConversionError(
+            f"{source}: config_index_to_node holds node {int(config_ids.max())} but the module has "
+            f"{feat.num_nodes} nodes")
+    if len(np.unique(config_ids)) != len(config_ids):
+        raise ConversionError(f"{source}: config_index_to_node repeats a node id")
+    kept = [run for run in record.runs if _layout_run_ok(run, stats)]
+    if not any(run.is_default for run in kept):
+        raise ConversionError(
+            f"{source}: no default run among the {len(kept)} valid runs; the official pipeline drops such graphs")
+    config_feat = np.empty((len(kept), len(config_ids), 18), dtype=np.float32)
+    runtime = np.empty(len(kept), dtype=np.int64)
+    for k, run in enumerate(kept):
+        nodes = run.module_config.layout_config.nodes  # type: ignore[union-attr]
+        where = f"{source}: run {record.runs.index(run)}"
+        if len(nodes) != len(config_ids):
+            raise ConversionError(
+                f"{where}: layout config has {len(nodes)} nodes but config_index_to_node has {len(config_ids)}")
+        config_feat[k] = layout_config_features(nodes, where)
+        runtime[k] = run.profile.compute_time_ns  # type: ignore[union-attr]
+    stats.runs_kept = len(kept)
+    graph = LayoutGraph(
+        path=None, node_feat=feat.node_feat, node_opcode=feat.node_opcode, edge_index=feat.edge_index,
+        node_config_ids=config_ids, node_config_feat=config_feat, config_runtime=runtime,
+        node_splits=feat.node_splits,
+    )
+    return graph, stats
+
+
+# --- tile -----------------------------------------------------------------------------------
+
+def _bounds(out: list[float], values: list[int]) -> None:
+    """6 values (zero-padded) + sum + product; product 0 for an empty list (zero_product_on_empty_source)."""
+    head = [float(v) for v in values[:LAYOUT_MAX_DIMS]]
+    out.extend(head + [0.0] * (LAYOUT_MAX_DIMS - len(head)))
+    product = 1
+    for v in values:
+        product *= int(v)
+    out.append(float(sum(int(v) for v in values)))
+    out.append(float(product) if values else 0.0)
+
+
+def tile_config_features(cfg: TileSizeConfig) -> np.ndarray:
+    """(24,) float32 tile config features (README "Tile Config Features")."""
+    out: list[float] = []
+    _bounds(out, cfg.kernel_bounds)  # 0-7
+    _bounds(out, cfg.output_bounds)  # 8-15
+    _bounds(out, cfg.input_bounds)  # 16-23
+    return np.asarray(out, dtype=np.float32)
+
+
+def _tile_skip_reason(record: ModuleTuningData) -> str | None:
+    if len(record.runs) <= 1:
+        return f"only {len(record.runs)} run(s)"
+    if record.module_bytes is None:
+        return "no HLO module"
+    if any(r.op_config is None or r.op_config.tile_size_config is None for r in record.runs):
+        return "a run has no tile-size config"
+    return None
+
+
+def convert_tile(record: ModuleTuningData, source: str = "<bytes>", layout_pad: float = 0.0,
+                 stats: ConversionStats | None = None) -> TileGraph | None:
+    """One kernel's `ModuleTuningData` -> a `TileGraph`, or None when the kernel is skipped (reason in `stats`)."""
+    stats = stats if stats is not None else ConversionStats()
+    stats.runs_total += len(record.runs)
+    reason = _tile_skip_reason(record)
+    module = record.module if reason is None else None
+    name = module.name if module is not None else source
+    if reason is None:
+        kept = []
+        for run in record.runs:
+            if run.error:
+                stats.skip_run("error")
+            elif run.profile is None or run.profile.compute_time_ns <= 1:
+                stats.skip_run("runtime <= 1 ns or no profile")
+            else:
+                kept.append(run)
+        default = next((r for r in kept if r.is_default), None)
+        if default is None:
+            reason = "no default run among the valid runs"
+    if reason is not None:
+        stats.modules_skipped[name] = reason
+        return None
+    feat = featurize_module(module, layout_pad=layout_pad)  # type: ignore[arg-type]
+    config_feat = np.stack([tile_config_features(r.op_config.tile_size_config) for r in kept])  # type: ignore[union-attr]
+    runtime = np.asarray([r.profile.compute_time_ns for r in kept], dtype=np.int64)  # type: ignore[union-attr]
+    normalizers = np.full(len(kept), default.profile.compute_time_ns, dtype=np.int64)  # type: ignore[union-attr]
+    stats.runs_kept += len(kept)
+    return TileGraph(
+        path=None, node_feat=feat.node_feat, node_opcode=feat.node_opcode, edge_index=feat.edge_index,
+        config_feat=config_feat, config_runtime=runtime, config_runtime_normalizers=normalizers,
+    )
+
+
+# --- files ----------------------------------------------------------------------------------
+
+def graph_arrays(graph: LayoutGraph | TileGraph) -> dict[str, np.ndarray]:
+    """The official npz keys of a graph."""
+    common = {"node_feat": graph.node_feat, "node_opcode": graph.node_opcode, "edge_index": graph.edge_index}
+    if isinstance(graph, LayoutGraph):
+        out = dict(common, node_config_ids=graph.node_config_ids, node_config_feat=graph.node_config_feat,
+                   config_runtime=graph.config_runtime)
+        if graph.node_splits is not None:
+            out["node_splits"] = graph.node_splits
+        return out
+    return dict(common, config_feat=graph.config_feat, config_runtime=graph.config_runtime,
+                config_runtime_normalizers=graph.config_runtime_normalizers)
+
+
+def save_npz_atomic(graph: LayoutGraph | TileGraph, path: Path) -> None:
+    """Write `graph` to `path` atomically, via data-io's `save_graph` when it exists."""
+    try:
+        from graphcost.data.tpugraphs_io import save_graph  # data-io owns the canonical writer
+    except ImportError:
+        save_graph = None
+    if save_graph is not None:
+        save_graph(graph, path)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **graph_arrays(graph))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe version of an HLO module name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "module"
+
+
+@dataclass
+class ProtoConversion:
+    """Result of `convert_file`: written paths and statistics."""
+
+    kind: str
+    written: list[Path] = field(default_factory=list)
+    existing: list[Path] = field(default_factory=list)
+    stats: ConversionStats = field(default_factory=ConversionStats)
+    configurable_opcodes_ok: bool = True
+
+
+def read_proto(path: Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ConversionError(f"{path}: cannot read file ({exc.strerror})") from None
+
+
+def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: float = 0.0, overwrite: bool = False,
+                 progress: Callable[[Iterator], Iterator] | None = None) -> ProtoConversion:
+    """Convert one tuning protobuf file into npz files under `out_dir`.
+
+    kind: "layout" (ModuleTuningData -> `<stem>.npz`), "tile" (TuningData -> one
+    `<kernel>_<fingerprint>.npz` per kernel) or "auto" (decided from the top-level fields).
+    Existing outputs are kept unless `overwrite` (so an interrupted run resumes).
+    """
+    path, out_dir = Path(path), Path(out_dir)
+    data = read_proto(path)
+    progress = progress or (lambda it: it)
+    try:
+        if kind == "auto":
+            kind = detect_kind(data)
+        if kind not in ("layout", "tile"):
+            raise ConversionError(f"unknown kind {kind!r}; expected auto, layout or tile")
+        result = ProtoConversion(kind=kind)
+        if kind == "layout":
+            target = out_dir / f"{safe_name(path.stem)}.npz"
+            if target.exists() and not overwrite:
+                result.existing.append(target)
+                return result
+            record = parse_module_tuning_data(data, f"{path.name}: ModuleTuningData")
+            graph, result.stats = convert_layout(record, source=str(path), layout_pad=layout_pad)
+            result.configurable_opcodes_ok = _configurable_ok(record, graph)
+            save_npz_atomic(graph, target)
+            result.written.append(target)
+            return result
+        tuning = parse_tuning_data(data, f"{path.name}: TuningData")
+        used: set[str] = set()
+        for record in progress(iter(tuning.modules)):
+            stem = safe_name(f"{_module_name(record)}_{record.fingerprint:016x}")
+            while stem in used:
+                stem += "_dup"
+            used.add(stem)
+            target = out_dir / f"{stem}.npz"
+            if target.exists() and not overwrite:
+                result.existing.append(target)
+                continue
+            graph = convert_tile(record, source=f"{path}: {stem}", layout_pad=layout_pad, stats=result.stats)
+            if graph is not None:
+                save_npz_atomic(graph, target)
+                result.written.append(target)
+        return result
+    except ProtoDecodeError as exc:
+        raise ConversionError(f"{path}: {exc}") from None
+
+
+def _module_name(record: ModuleTuningData) -> str:
+    return record.module.name if record.module_bytes is not None and record.module is not None else "kernel"
+
+
+def _configurable_ok(record: ModuleTuningData, graph: LayoutGraph) -> bool:
+    """True when every configurable node is a convolution/dot/reshape (TpuGraphs §3.1)."""
+    module = record.module
+    ops = [inst.opcode for comp in module.computations for inst in comp.instructions]  # type: ignore[union-attr]
+    return all(ops[i] in CONFIGURABLE_LAYOUT_OPCODES for i in graph.node_config_ids)
