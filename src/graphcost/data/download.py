@@ -1,0 +1,187 @@
+"""Download the official TpuGraphs tar files and extract them into the official layout.
+
+URLs (TpuGraphs README, "Dataset")::
+
+    http://download.tensorflow.org/data/tpu_graphs/v0/npz_tile_xla_{split}.tar
+    http://download.tensorflow.org/data/tpu_graphs/v0/npz_layout_{source}_{search}_{split}.tar
+
+Each tar holds ``npz/<optimization>/<source>[/<search>]/<split>/*.npz`` and is extracted into
+the data root (default ``~/data/tpugraphs``). Downloads go to ``<tar>.part`` and resume from
+its size with an HTTP Range request; a tar already present in the root is extracted without any
+network access (the offline route: fetch the tars elsewhere, copy them in). Extraction refuses
+absolute paths, ``..`` components, links and device files, and anything outside
+``npz/``; a ``.<tar>.extracted`` marker makes re-runs skip finished work.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tarfile
+import urllib.error
+import urllib.request
+from pathlib import Path, PurePosixPath
+from typing import Callable, Iterable
+
+from graphcost.data.discover import COLLECTIONS, SPLITS, check_collection, check_split, default_data_root
+
+__all__ = ["BASE_URL", "DownloadError", "tar_name", "tar_url", "download_file", "safe_extract", "download_collection"]
+
+BASE_URL = "http://download.tensorflow.org/data/tpu_graphs/v0"
+_BLOCK = 1 << 20
+
+
+class DownloadError(RuntimeError):
+    """A download could not be completed; the message says why and what to do instead."""
+
+
+def tar_name(collection: str, split: str) -> str:
+    """File name of the official tar for `collection` / `split` (README naming)."""
+    parts = check_collection(collection).split(":")
+    check_split(split)
+    return "npz_" + "_".join(parts) + f"_{split}.tar"
+
+
+def tar_url(collection: str, split: str, base_url: str = BASE_URL) -> str:
+    return f"{base_url.rstrip('/')}/{tar_name(collection, split)}"
+
+
+def _total_size(response, offset: int) -> int | None:
+    content_range = response.headers.get("Content-Range")  # "bytes 100-999/1000"
+    if content_range and "/" in content_range:
+        total = content_range.rsplit("/", 1)[1].strip()
+        return int(total) if total.isdigit() else None
+    length = response.headers.get("Content-Length")
+    return int(length) + offset if length and length.isdigit() else None
+
+
+def download_file(
+    url: str,
+    dest: str | Path,
+    timeout: float = 10.0,
+    opener: Callable | None = None,
+    progress: bool = True,
+) -> Path:
+    """Fetch `url` to `dest`, resuming ``dest.part`` if present; atomic rename when complete.
+
+    `opener(request, timeout=...)` defaults to `urllib.request.urlopen` (tests pass a fake).
+    Network failures raise `DownloadError` quickly (`timeout` seconds per connection/read).
+    """
+    from tqdm import tqdm
+
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    offset = part.stat().st_size if part.exists() else 0
+    request = urllib.request.Request(url, headers={"User-Agent": "graphcost"})
+    if offset:
+        request.add_header("Range", f"bytes={offset}-")
+    opener = opener or urllib.request.urlopen
+    try:
+        response = opener(request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and offset:  # range not satisfiable: the .part is already complete
+            os.replace(part, dest)
+            return dest
+        raise DownloadError(f"{url}: HTTP error {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, socket.timeout, TimeoutError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DownloadError(
+            f"cannot download {url}: {reason}. No internet access? Download the file elsewhere and copy it to "
+            f"{dest}; graphcost then extracts it without network access"
+            + (f" (partial download kept at {part}, {offset} bytes, resumed next time)" if offset else "")
+        ) from None
+    with response:
+        status = getattr(response, "status", 200)
+        if offset and status != 206:  # server ignored the Range header: start over
+            offset = 0
+        total = _total_size(response, offset)
+        mode = "ab" if offset else "wb"
+        try:
+            with open(part, mode) as fh, tqdm(
+                total=total, initial=offset, unit="B", unit_scale=True, desc=dest.name, disable=not progress
+            ) as bar:
+                while True:
+                    block = response.read(_BLOCK)
+                    if not block:
+                        break
+                    fh.write(block)
+                    bar.update(len(block))
+        except (socket.timeout, TimeoutError, OSError) as exc:
+            raise DownloadError(f"download of {url} interrupted ({exc}); run again to resume from {part}") from None
+    size = part.stat().st_size
+    if total is not None and size != total:
+        raise DownloadError(f"download of {url} incomplete: {size} of {total} bytes; run again to resume")
+    os.replace(part, dest)
+    return dest
+
+
+def _check_member(member: tarfile.TarInfo, root: Path, tar_path: Path) -> Path:
+    name = PurePosixPath(member.name)
+    if name.is_absolute() or ".." in name.parts:
+        raise DownloadError(f"{tar_path}: refusing unsafe member path {member.name!r}")
+    if not (member.isfile() or member.isdir()):
+        raise DownloadError(f"{tar_path}: refusing member {member.name!r} (only regular files and directories allowed)")
+    parts = [p for p in name.parts if p not in ("", ".")]
+    if parts and parts[0] != "npz":
+        raise DownloadError(f"{tar_path}: unexpected member {member.name!r} (TpuGraphs tars contain only npz/...)")
+    target = (root / Path(*parts)) if parts else root
+    if not target.resolve().is_relative_to(root.resolve()):
+        raise DownloadError(f"{tar_path}: member {member.name!r} would extract outside {root}")
+    return target
+
+
+def safe_extract(tar_path: str | Path, root: str | Path, progress: bool = True) -> int:
+    """Extract a TpuGraphs tar into `root`, refusing path traversal; returns the number of files."""
+    from tqdm import tqdm
+
+    tar_path, root = Path(tar_path), Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    count = 0
+    try:
+        with tarfile.open(tar_path, "r:*") as tar:
+            members = tar.getmembers()
+            targets = [_check_member(m, root, tar_path) for m in members]  # check all before writing any
+            for member, target in tqdm(list(zip(members, targets)), desc=f"extract {tar_path.name}", disable=not progress):
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(f".{target.name}.tmp")
+                with tar.extractfile(member) as src, open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst, _BLOCK)
+                os.replace(tmp, target)
+                count += 1
+    except tarfile.TarError as exc:
+        raise DownloadError(f"{tar_path}: not a readable tar file ({exc}); delete it and download again") from None
+    return count
+
+
+def download_collection(
+    collection: str,
+    root: str | Path | None = None,
+    splits: Iterable[str] = SPLITS,
+    base_url: str = BASE_URL,
+    timeout: float = 10.0,
+    opener: Callable | None = None,
+    keep_tar: bool = True,
+    progress: bool = True,
+) -> Path:
+    """Download (or reuse) and extract every split of `collection` into `root`; returns the collection dir."""
+    check_collection(collection)
+    root = default_data_root() if root is None else Path(root).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    for split in splits:
+        name = tar_name(collection, split)
+        tar_path = root / name
+        marker = root / f".{name}.extracted"
+        if marker.exists():
+            continue
+        if not tar_path.exists():
+            download_file(tar_url(collection, split, base_url), tar_path, timeout=timeout, opener=opener, progress=progress)
+        safe_extract(tar_path, root, progress=progress)
+        marker.write_text("ok\n")
+        if not keep_tar:
+            tar_path.unlink()
+    return root.joinpath(*COLLECTIONS[collection])

@@ -1,0 +1,340 @@
+"""Read and write single arrays inside an ``.npz`` zip without holding them in memory.
+
+An npz file is a zip archive with one ``<key>.npy`` member per array (stored for `np.savez`,
+deflated for `np.savez_compressed`). The NLP layout files hold a (c, nc, 18) float32
+``node_config_feat`` of up to 720 MB, so we:
+
+* parse the ``.npy`` header ourselves (`numpy.lib.format.read_magic` + header readers) and then
+  read C-ordered rows from the zip member stream chunk by chunk (`iter_rows`), which works for
+  stored and deflated members alike;
+* for a *stored* (uncompressed) member, locate its bytes inside the zip file and memory-map them,
+  giving true random access (`LazyNpyArray.__getitem__` on any rows);
+* write npz files member by member (`NpzWriter`), streaming an array in row chunks, into a
+  temporary file that is atomically renamed into place.
+
+Nothing is ever unpickled: object dtypes are refused.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from graphcost.data.schema import SchemaError
+
+__all__ = ["NpyHeader", "read_member_header", "iter_rows", "LazyNpyArray", "NpzWriter"]
+
+_READ_BLOCK = 1 << 20  # bytes per read() call when skipping / reading
+
+
+class NpyHeader:
+    """Shape/dtype/order of one ``.npy`` member and where its data starts."""
+
+    def __init__(self, shape, dtype, fortran_order, data_offset, compress_type, file_data_offset):
+        self.shape: tuple[int, ...] = tuple(int(s) for s in shape)
+        self.dtype: np.dtype = np.dtype(dtype)
+        self.fortran_order: bool = bool(fortran_order)
+        self.data_offset = data_offset  # offset of array data inside the member stream
+        self.compress_type = compress_type
+        self.file_data_offset = file_data_offset  # absolute offset in the zip file (stored members), else None
+
+    @property
+    def row_bytes(self) -> int:
+        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+
+
+def _member_name(zf: zipfile.ZipFile, key: str, path) -> zipfile.ZipInfo:
+    try:
+        return zf.getinfo(f"{key}.npy")
+    except KeyError:
+        raise SchemaError(path, key, f"missing (npz members: {sorted(n.removesuffix('.npy') for n in zf.namelist())})")
+
+
+def _parse_header(fp, path, key):
+    try:
+        version = npy_format.read_magic(fp)
+        if version == (1, 0):
+            shape, fortran, dtype = npy_format.read_array_header_1_0(fp)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = npy_format.read_array_header_2_0(fp)
+        else:  # pragma: no cover - numpy only writes 1.0-3.0
+            raise ValueError(f"unsupported .npy format version {version}")
+    except ValueError as exc:
+        raise SchemaError(path, key, f"unreadable .npy header: {exc}") from None
+    if np.dtype(dtype).hasobject:
+        raise SchemaError(path, key, "object dtype (would need unpickling; refused)")
+    return shape, fortran, dtype
+
+
+def _stored_data_start(path, info: zipfile.ZipInfo) -> int:
+    """Absolute file offset of a stored member's bytes (after its local file header)."""
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise SchemaError(path, info.filename, "corrupt zip local header")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        return info.header_offset + 30 + name_len + extra_len
+
+
+def read_member_header(path: str | Path, key: str) -> NpyHeader:
+    """Header of member ``key`` of the npz at `path` (reads only a few hundred bytes)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = _member_name(zf, key, path)
+            with zf.open(info) as fp:
+                shape, fortran, dtype = _parse_header(fp, path, key)
+                data_offset = fp.tell()
+    except zipfile.BadZipFile as exc:
+        raise SchemaError(path, key, f"not a readable npz/zip file: {exc}") from None
+    file_offset = None
+    if info.compress_type == zipfile.ZIP_STORED:
+        file_offset = _stored_data_start(path, info) + data_offset
+    return NpyHeader(shape, dtype, fortran, data_offset, info.compress_type, file_offset)
+
+
+def _read_exact(fp, nbytes: int, path, key) -> bytes:
+    buf = bytearray()
+    while len(buf) < nbytes:
+        block = fp.read(min(nbytes - len(buf), 64 * _READ_BLOCK))
+        if not block:
+            raise SchemaError(path, key, f"truncated data: expected {nbytes} more bytes, got {len(buf)}")
+        buf += block
+    return bytes(buf)
+
+
+def iter_rows(
+    path: str | Path, key: str, chunk_rows: int, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(first_row, rows)`` of member ``key``, `chunk_rows` rows at a time, along axis 0.
+
+    Memory is O(chunk_rows x row size). Works for stored and deflated members. A Fortran-ordered
+    array (rare; `np.savez` of a transposed array) cannot be streamed by rows: it is read whole.
+    """
+    if chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    header = read_member_header(path, key)
+    n = header.shape[0] if header.shape else 1
+    stop = n if stop is None else min(stop, n)
+    if start >= stop:
+        return
+    if header.fortran_order and len(header.shape) > 1:
+        with zipfile.ZipFile(path) as zf, zf.open(f"{key}.npy") as fp:
+            full = npy_format.read_array(fp, allow_pickle=False)
+        for s in range(start, stop, chunk_rows):
+            yield s, np.ascontiguousarray(full[s : min(s + chunk_rows, stop)])
+        return
+    if header.file_data_offset is not None:  # stored member: memory map, no copy of the whole file
+        lazy = LazyNpyArray(path, key, header)
+        for s in range(start, stop, chunk_rows):
+            yield s, lazy[s : min(s + chunk_rows, stop)]
+        return
+    row_bytes = header.row_bytes
+    with zipfile.ZipFile(path) as zf, zf.open(f"{key}.npy") as fp:
+        fp.seek(header.data_offset + start * row_bytes)  # forward seek = decompress and discard
+        for s in range(start, stop, chunk_rows):
+            k = min(chunk_rows, stop - s)
+            raw = _read_exact(fp, k * row_bytes, path, key)
+            yield s, np.frombuffer(raw, dtype=header.dtype).reshape((k,) + header.shape[1:])
+
+
+class LazyNpyArray:
+    """An array inside an npz, read on demand along axis 0.
+
+    Supports ``shape``, ``dtype``, ``ndim``, ``len()``, ``x[i]``, ``x[a:b]``, ``x[index_array]``
+    (optionally followed by more axes, e.g. ``x[idx, :, 3]``), ``iter_chunks(k)`` and
+    ``np.asarray(x)`` (materialises). Stored members are memory-mapped (random access is cheap);
+    deflated members are decompressed sequentially, so each ``__getitem__`` is one pass up to
+    the last requested row, with memory bounded by the chunk size plus the result.
+    """
+
+    def __init__(self, path: str | Path, key: str, header: NpyHeader | None = None, chunk_rows: int = 1024):
+        self.path = Path(path)
+        self.key = key
+        self.header = header or read_member_header(path, key)
+        self.chunk_rows = chunk_rows
+
+    shape = property(lambda self: self.header.shape)
+    dtype = property(lambda self: self.header.dtype)
+    ndim = property(lambda self: len(self.header.shape))
+    size = property(lambda self: int(np.prod(self.header.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.header.dtype.itemsize)
+
+    def __len__(self) -> int:
+        return self.header.shape[0]
+
+    def __repr__(self) -> str:
+        return f"LazyNpyArray({str(self.path)!r}, {self.key!r}, shape={self.shape}, dtype={self.dtype})"
+
+    def _memmap(self) -> np.ndarray | None:
+        h = self.header
+        if h.file_data_offset is None or (h.fortran_order and len(h.shape) > 1):
+            return None
+        if self.size == 0:
+            return np.zeros(h.shape, h.dtype)
+        return np.memmap(self.path, dtype=h.dtype, mode="r", offset=h.file_data_offset, shape=h.shape)
+
+    def iter_chunks(self, chunk_rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(start, rows)`` chunks along axis 0."""
+        return iter_rows(self.path, self.key, chunk_rows or self.chunk_rows)
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __getitem__(self, item):
+        rest = ()
+        if isinstance(item, tuple):
+            item, rest = item[0], item[1:]
+        out = self._rows(item)
+        if not rest:
+            return out
+        if isinstance(item, (int, np.integer)):
+            return out[rest]
+        lead = 1 if isinstance(item, slice) else max(np.ndim(item), 1)
+        return out[(slice(None),) * lead + tuple(rest)]
+
+    def _rows(self, item) -> np.ndarray:
+        n = len(self)
+        mm = self._memmap()
+        if isinstance(item, (int, np.integer)):
+            i = int(item) + n if item < 0 else int(item)
+            if not 0 <= i < n:
+                raise IndexError(f"index {item} out of range for axis 0 of size {n}")
+            return np.array(mm[i]) if mm is not None else next(iter_rows(self.path, self.key, 1, i, i + 1))[1][0]
+        if isinstance(item, slice):
+            start, stop, step = item.indices(n)
+            if step == 1:
+                if mm is not None:
+                    return np.array(mm[start:stop])
+                parts = [c for _, c in iter_rows(self.path, self.key, self.chunk_rows, start, stop)]
+                return np.concatenate(parts) if parts else np.zeros((0,) + self.shape[1:], self.dtype)
+            item = np.arange(start, stop, step)
+        idx = np.asarray(item)
+        if idx.dtype == bool:
+            if idx.shape != (n,):
+                raise IndexError(f"boolean index of shape {idx.shape} does not match axis 0 of size {n}")
+            idx = np.flatnonzero(idx)
+        if idx.dtype.kind not in "iu":
+            raise IndexError(f"unsupported index {item!r}")
+        idx = np.where(idx < 0, idx + n, idx).astype(np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise IndexError(f"index out of range for axis 0 of size {n}")
+        if mm is not None:
+            return np.array(mm[idx])
+        out = np.empty(idx.shape + self.shape[1:], self.dtype)
+        if idx.size == 0:
+            return out
+        flat = idx.reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        sorted_idx = flat[order]
+        lo, hi = int(sorted_idx[0]), int(sorted_idx[-1]) + 1
+        res = out.reshape((-1,) + self.shape[1:])
+        for s, chunk in iter_rows(self.path, self.key, self.chunk_rows, lo, hi):
+            a, b = np.searchsorted(sorted_idx, [s, s + len(chunk)])
+            res[order[a:b]] = chunk[sorted_idx[a:b] - s]
+        return out
+
+
+class NpzWriter:
+    """Write an npz (readable by `np.load`) member by member, atomically.
+
+    Usage::
+
+        with NpzWriter(path, compressed=True) as w:
+            w.write("node_feat", node_feat)
+            with w.stream("node_config_feat", (c, nc, 18), np.float32) as s:
+                for chunk in chunks:
+                    s.write(chunk)
+
+    The file is written to a temporary file in the destination directory and renamed into place
+    only when the block exits without error.
+    """
+
+    def __init__(self, path: str | Path, compressed: bool = True, compresslevel: int | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        os.close(fd)
+        self.tmp = Path(tmp)
+        method = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
+        self.zf = zipfile.ZipFile(self.tmp, "w", compression=method, allowZip64=True, compresslevel=compresslevel)
+        self._closed = False
+
+    def write(self, key: str, array) -> None:
+        array = np.asanyarray(array)
+        if array.dtype.hasobject:
+            raise ValueError(f"{key}: refusing to write an object array")
+        with self.stream(key, array.shape, array.dtype) as s:
+            if array.ndim == 0:
+                s._fp.write(array.tobytes())
+                s._written = 1
+            else:
+                s.write(array)
+
+    def stream(self, key: str, shape, dtype) -> "_MemberStream":
+        return _MemberStream(self.zf, key, tuple(int(x) for x in shape), np.dtype(dtype))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.zf.close()
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.zf.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> "NpzWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class _MemberStream:
+    """One ``<key>.npy`` member being written row-chunk by row-chunk (C order)."""
+
+    def __init__(self, zf: zipfile.ZipFile, key: str, shape: tuple[int, ...], dtype: np.dtype):
+        self.key, self.shape, self.dtype = key, shape, dtype
+        self._fp = zf.open(f"{key}.npy", "w", force_zip64=True)
+        header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+        npy_format.write_array_header_1_0(self._fp, header) if len(repr(header)) < 60000 else (
+            npy_format.write_array_header_2_0(self._fp, header)
+        )
+        self._written = 0
+        self._expected = shape[0] if shape else 1
+
+    def write(self, rows) -> None:
+        rows = np.ascontiguousarray(rows, dtype=self.dtype)
+        if rows.shape[1:] != self.shape[1:]:
+            raise ValueError(f"{self.key}: chunk shape {rows.shape} does not fit array shape {self.shape}")
+        if self._written + rows.shape[0] > self._expected:
+            raise ValueError(f"{self.key}: more rows written than the declared shape {self.shape}")
+        if rows.size:
+            self._fp.write(memoryview(rows.reshape(-1)).cast("B"))
+        self._written += rows.shape[0]
+
+    def __enter__(self) -> "_MemberStream":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._fp.close()
+        if exc_type is None and self._written != self._expected:
+            raise ValueError(f"{self.key}: wrote {self._written} rows, declared {self._expected}")

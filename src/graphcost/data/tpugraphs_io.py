@@ -1,0 +1,134 @@
+"""Load and save TpuGraphs npz files (schema: `graphcost.data.schema`).
+
+* `load_graph(path)` -> `LayoutGraph` or `TileGraph` (kind from the keys), validated by default.
+  ``lazy_config_feat=True`` keeps a layout file's ``node_config_feat`` on disk as a
+  `LazyNpyArray` (shape, dtype, row indexing, ``iter_chunks``), so a 100,000-configuration NLP
+  file (720 MB of float32) is validated and processed chunk by chunk in bounded memory.
+* `iter_node_config_feat_chunks(path, chunk_size)` streams ``(start, (k, nc, 18) float32)``
+  straight from the zip member (np.savez or np.savez_compressed files).
+* `save_graph(graph, path)` writes the official keys atomically (temporary file + os.replace),
+  streaming a lazy ``node_config_feat``.
+
+Index arrays are returned as int64 and feature arrays as float32 (the dtypes graphcost computes
+with); runtimes and opcodes keep the dtype stored in the file. Unknown extra keys are ignored.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from graphcost.data.graph import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
+from graphcost.data.npz_stream import LazyNpyArray, NpzWriter, iter_rows, read_member_header
+from graphcost.data.schema import SchemaError, detect_kind, keys_for_kind
+from graphcost.data.validate import graph_arrays, validate_arrays
+
+__all__ = ["load_graph", "save_graph", "iter_node_config_feat_chunks", "LazyNpyArray", "FILE_KEY"]
+
+FILE_KEY = "*"  # the `key` of a SchemaError about the file as a whole
+_INDEX_KEYS = ("edge_index", "node_config_ids", "node_splits")
+_FLOAT_KEYS = ("node_feat", "config_feat", "node_config_feat")
+
+
+def _open_npz(path: Path):
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such TpuGraphs npz file")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise SchemaError(path, FILE_KEY, f"not a readable npz file ({exc})") from None
+
+
+def _read_key(npz, path: Path, key: str) -> np.ndarray:
+    try:
+        return npz[key]
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise SchemaError(path, key, f"unreadable array ({exc})") from None
+
+
+def load_graph(
+    path: str | Path,
+    validate: bool = True,
+    lazy_config_feat: bool = False,
+    check_values: bool = True,
+) -> LayoutGraph | TileGraph:
+    """Read one TpuGraphs npz file into a `LayoutGraph` / `TileGraph`.
+
+    Args:
+        path: the ``.npz`` file.
+        validate: run `graphcost.data.validate.validate_arrays` (raises `SchemaError`).
+        lazy_config_feat: layout files only: leave ``node_config_feat`` on disk as a
+            `LazyNpyArray` instead of reading it (bounded memory for the NLP files).
+        check_values: with `validate`, also check values (ranges, finiteness, acyclicity);
+            the lazy ``node_config_feat`` is then scanned in chunks.
+    """
+    path = Path(path)
+    with _open_npz(path) as npz:
+        kind = detect_kind(npz.files, path)
+        arrays: dict = {}
+        for spec in keys_for_kind(kind):
+            if spec.name not in npz.files:
+                continue
+            if spec.name == "node_config_feat" and lazy_config_feat:
+                arrays[spec.name] = LazyNpyArray(path, spec.name)
+            else:
+                arrays[spec.name] = _read_key(npz, path, spec.name)
+    if validate:
+        validate_arrays(arrays, path=path, kind=kind, check_values=check_values)
+    for key in _INDEX_KEYS:
+        if key in arrays:
+            arrays[key] = arrays[key].astype(np.int64, copy=False)
+    for key in _FLOAT_KEYS:
+        if key in arrays and isinstance(arrays[key], np.ndarray):
+            arrays[key] = arrays[key].astype(np.float32, copy=False)
+    if kind == "tile":
+        return TileGraph(path=path, **arrays)
+    return LayoutGraph(path=path, **arrays)
+
+
+def iter_node_config_feat_chunks(path: str | Path, chunk_size: int = 1024) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(start, node_config_feat[start:start + k])`` as float32 (k, nc, 18) chunks.
+
+    Reads the ``node_config_feat.npy`` member of the zip stream directly; memory is
+    O(chunk_size x nc x 18), never the whole (c, nc, 18) array.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such TpuGraphs npz file")
+    header = read_member_header(path, "node_config_feat")
+    if len(header.shape) != 3 or header.shape[2] != LAYOUT_CONFIG_DIM:
+        raise SchemaError(path, "node_config_feat", f"shape {header.shape}, expected (c, nc, {LAYOUT_CONFIG_DIM})")
+    if header.dtype.kind != "f":
+        raise SchemaError(path, "node_config_feat", f"dtype {header.dtype} not allowed (README: float32)")
+    for start, chunk in iter_rows(path, "node_config_feat", chunk_size):
+        yield start, chunk.astype(np.float32, copy=False)
+
+
+def save_graph(
+    graph: LayoutGraph | TileGraph,
+    path: str | Path,
+    compressed: bool = True,
+    validate: bool = True,
+    chunk_rows: int = 2048,
+) -> Path:
+    """Write `graph` with the official npz keys, atomically (temp file in the same dir + os.replace).
+
+    Arrays keep their dtypes; a lazy ``node_config_feat`` is streamed in `chunk_rows` chunks.
+    Returns the written path.
+    """
+    path = Path(path)
+    arrays = graph_arrays(graph)
+    if validate:
+        validate_arrays(arrays, path=graph.path or path, kind=graph.kind)
+    with NpzWriter(path, compressed=compressed) as writer:
+        for key, value in arrays.items():
+            if isinstance(value, LazyNpyArray):
+                with writer.stream(key, value.shape, value.dtype) as stream:
+                    for _, chunk in value.iter_chunks(chunk_rows):
+                        stream.write(chunk)
+            else:
+                writer.write(key, np.asarray(value))
+    return path
