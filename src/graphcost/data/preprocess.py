@@ -1,0 +1,204 @@
+"""`prepare_graph`: one TpuGraphs file -> `PreparedGraph` (TGraph §2.2), cached on disk.
+
+Pipeline: load (-> validate) -> prune (§2.2.1, layout only) -> compress (§2.2.3) -> dedup
+(§2.2.2) -> -1 pad node_feat[134:140] (§2.2.4). Scaling (§2.2.5) is NOT applied here: it is
+fitted on training graphs only (`graphcost.data.scaler`) and applied when batching.
+
+Memory. A layout:nlp file holds up to 100k configurations x ~100 configurable nodes x 18 float32
+(720 MB). `node_config_feat` is therefore read and compressed `chunk_size` configurations at a
+time; only the (K, C, 3) int32 codes (120 MB) and one chunk are ever resident. Row hashes for
+de-duplication are computed per chunk from the codes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from graphcost.data.cache import cache_key, cache_path, load_cached, save_cached
+from graphcost.data.compress import compress_layout_config
+from graphcost.data.dedup import dedup_min_runtime, row_hashes
+from graphcost.data.graph import LayoutGraph, TileGraph
+from graphcost.data.padding import pad_minor_to_major
+from graphcost.data.prepared import PreparedGraph
+from graphcost.data.prune import identity_prune, prune_around_configurable
+
+DEFAULT_CHUNK = 8192  # configurations per chunk: 8192 x 100 x 18 float32 = 59 MB
+
+
+def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
+    from graphcost.data.tpugraphs_io import load_graph  # data-io's loader (lazy node_config_feat)
+
+    return load_graph(path, validate=validate)
+
+
+def iter_config_chunks(graph: LayoutGraph, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (start, (k, C, 18) array) chunks of a layout graph's node_config_feat.
+
+    In-memory arrays (and np.memmap) are sliced; a lazy stand-in from `load_graph` on a file is
+    read through data-io's `iter_node_config_feat_chunks`, which never materialises the whole.
+    """
+    feat = graph.node_config_feat
+    if isinstance(feat, np.ndarray):
+        for start in range(0, feat.shape[0], chunk_size):
+            yield start, feat[start : start + chunk_size]
+        return
+    if graph.path is not None:
+        from graphcost.data.tpugraphs_io import iter_node_config_feat_chunks
+
+        yield from iter_node_config_feat_chunks(graph.path, chunk_size)
+        return
+    for start in range(0, len(feat), chunk_size):  # generic sliceable stand-in
+        yield start, np.asarray(feat[start : start + chunk_size])
+
+
+def _num_configs(graph: LayoutGraph) -> int:
+    shape = getattr(graph.node_config_feat, "shape", None)
+    if shape is not None:
+        return int(shape[0])
+    return int(np.asarray(graph.config_runtime).shape[0])
+
+
+def _prepare_layout(graph: LayoutGraph, prune: bool, dedup: bool, chunk_size: int, progress: bool) -> PreparedGraph:
+    source = graph.path
+    node_feat = np.asarray(graph.node_feat)
+    n = node_feat.shape[0]
+    pr = (prune_around_configurable if prune else identity_prune)(n, graph.edge_index, graph.node_config_ids)
+    runtime = np.asarray(graph.config_runtime, dtype=np.float64)  # (K,)
+    k = _num_configs(graph)
+    c = int(np.asarray(graph.node_config_ids).shape[0])
+    if runtime.shape != (k,):
+        raise ValueError(f"{source}: config_runtime: expected shape ({k},), got {runtime.shape}")
+
+    codes = np.empty((k, c, 3), dtype=np.int32)  # (K, C, 3) base-7 codes, TGraph §2.2.3
+    hashes = np.empty(k, dtype=np.uint64)  # (K,) row hashes for TGraph §2.2.2
+    filled = 0
+    chunks = iter_config_chunks(graph, chunk_size)
+    if progress:
+        from tqdm import tqdm
+
+        chunks = tqdm(chunks, total=-(-k // chunk_size), desc=f"compress {graph.path or 'graph'}", unit="chunk")
+    for start, chunk in chunks:
+        if start != filled or start + chunk.shape[0] > k or chunk.shape[1:] != (c, 18):
+            raise ValueError(
+                f"{source}: node_config_feat: chunk at {start} of shape {chunk.shape} does not fit ({k}, {c}, 18)"
+            )
+        block = compress_layout_config(chunk, source=source, offset=start)  # (k_chunk, C, 3)
+        codes[start : start + block.shape[0]] = block
+        hashes[start : start + block.shape[0]] = row_hashes(block)
+        filled = start + block.shape[0]
+    if filled != k:
+        raise ValueError(f"{source}: node_config_feat: read {filled} configurations, expected {k}")
+
+    if dedup:
+        keep = dedup_min_runtime(hashes, runtime, codes)  # (K',) ascending
+        if keep.size < k:
+            codes = codes[keep]
+    else:
+        keep = np.arange(k, dtype=np.int64)
+    return PreparedGraph(
+        name=Path(source).stem if source is not None else "graph",
+        kind="layout",
+        node_feat=pad_minor_to_major(node_feat[pr.kept_nodes]),  # TGraph §2.2.4
+        node_opcode=np.asarray(graph.node_opcode, dtype=np.int64)[pr.kept_nodes],
+        edge_index=pr.edge_index,
+        config_node_index=pr.node_config_ids,
+        runtime=runtime[keep],
+        config_codes=codes,
+        source=Path(source) if source is not None else None,
+        kept_nodes=pr.kept_nodes,
+        config_source_index=keep,
+        num_source_configs=k,
+    )
+
+
+def _prepare_tile(graph: TileGraph, dedup: bool) -> PreparedGraph:
+    """Tile graphs: no pruning (the config applies to the whole kernel); runtime normalised."""
+    source = graph.path
+    node_feat = np.asarray(graph.node_feat)
+    config_feat = np.asarray(graph.config_feat, dtype=np.float32)  # (K, 24)
+    normalizers = np.asarray(graph.config_runtime_normalizers, dtype=np.float64)
+    if np.any(normalizers <= 0):
+        raise ValueError(f"{source}: config_runtime_normalizers: must be positive to normalise runtimes")
+    runtime = np.asarray(graph.config_runtime, dtype=np.float64) / normalizers  # (K,) TpuGraphs README
+    k = runtime.shape[0]
+    keep = dedup_min_runtime(row_hashes(config_feat), runtime, config_feat) if dedup else np.arange(k)
+    pr = identity_prune(node_feat.shape[0], graph.edge_index)
+    return PreparedGraph(
+        name=Path(source).stem if source is not None else "graph",
+        kind="tile",
+        node_feat=pad_minor_to_major(node_feat),
+        node_opcode=np.asarray(graph.node_opcode, dtype=np.int64),
+        edge_index=pr.edge_index,
+        config_node_index=np.zeros(0, dtype=np.int64),
+        runtime=runtime[keep],
+        config_feat=config_feat[keep],
+        source=Path(source) if source is not None else None,
+        kept_nodes=pr.kept_nodes,
+        config_source_index=np.asarray(keep, dtype=np.int64),
+        num_source_configs=k,
+    )
+
+
+def prepare_in_memory(
+    graph: LayoutGraph | TileGraph,
+    prune: bool = True,
+    dedup: bool = True,
+    chunk_size: int = DEFAULT_CHUNK,
+    progress: bool = False,
+) -> PreparedGraph:
+    """Preprocess an already loaded graph (no cache). See `prepare_graph`."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    if getattr(graph, "kind", None) == "layout":
+        return _prepare_layout(graph, prune, dedup, chunk_size, progress)
+    if getattr(graph, "kind", None) == "tile":
+        return _prepare_tile(graph, dedup)
+    raise TypeError(f"expected a LayoutGraph or TileGraph, got {type(graph).__name__}")
+
+
+def prepare_graph(
+    path_or_graph: str | Path | LayoutGraph | TileGraph,
+    prune: bool = True,
+    dedup: bool = True,
+    cache_dir: str | Path | None = None,
+    *,
+    validate: bool = True,
+    chunk_size: int = DEFAULT_CHUNK,
+    progress: bool = False,
+) -> PreparedGraph:
+    """Load, prune, compress, de-duplicate and pad one graph (TGraph §2.2), with an optional cache.
+
+    Args:
+        path_or_graph: a TpuGraphs npz path, or a LayoutGraph / TileGraph already in memory
+            (in-memory graphs are never cached).
+        prune: keep only configurable nodes and their neighbours (layout; TGraph §2.2.1).
+        dedup: keep one (the fastest) copy of identical configurations (TGraph §2.2.2). Use
+            dedup=False for evaluation on a file's full configuration list.
+        cache_dir: if given, reuse / write `<cache_dir>/<stem>-...npz` keyed by the source's
+            path, size, mtime, these options and `cache.FORMAT_VERSION`.
+        validate: passed to `load_graph` (schema checks before any processing).
+        chunk_size: configurations compressed at a time (bounds memory; result is identical).
+    Returns:
+        PreparedGraph (node_feat unscaled).
+    """
+    if isinstance(path_or_graph, (LayoutGraph, TileGraph)):
+        return prepare_in_memory(path_or_graph, prune, dedup, chunk_size, progress)
+    path = Path(path_or_graph)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such graph file")
+    options = {"prune": bool(prune), "dedup": bool(dedup)}
+    if cache_dir is not None:
+        key = cache_key(path, options)
+        entry = cache_path(cache_dir, path, options, key)
+        cached = load_cached(entry, key)
+        if cached is not None:
+            return cached
+    prepared = prepare_in_memory(_load(path, validate), prune, dedup, chunk_size, progress)
+    if prepared.source is None:
+        prepared.source = path
+    if cache_dir is not None:
+        save_cached(prepared, entry, key)
+    return prepared
