@@ -1,0 +1,62 @@
+"""The two denoising networks of LayerDAG's layerwise diffusion (§III-C, §III-D).
+
+Node attributes, φ_X(G(≤l), X(l+1, t), t): the prefix G(≤l) is encoded by a bidirectional MPNN
+and pooled; the graph vector, an embedding of t, of the layer index and of the label are added to
+the embedding of every noisy attribute of the new layer; a transformer WITHOUT positional
+encodings (a set transformer, permutation equivariant) over the new layer's nodes predicts x̂_0.
+
+Edges, φ_E(G(≤l), X(l+1), E(l+1, t), t): G(≤l) is augmented with the new nodes (flagged) and
+the current noisy edges E(l+1, t); a bidirectional MPNN gives node states h, and the probability
+of each candidate edge (u, v) ∈ V(≤l) × V(l+1) is MLP([h_u, h_v, emb(t)]).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from graphcost.dag.encoder import DAGEncoder, SinusoidalEmbedding
+
+
+class NodeDenoiser(nn.Module):
+    """x̂_0 logits for the attributes of the new layer's nodes."""
+
+    def __init__(self, num_categories: int, dim: int, num_mpnn: int, num_tf: int, heads: int):
+        super().__init__()
+        self.encoder = DAGEncoder(num_categories, dim, num_mpnn)
+        self.t_emb = SinusoidalEmbedding(dim, scale=1.0)
+        self.layer_emb = SinusoidalEmbedding(dim)
+        self.x_emb = nn.Embedding(num_categories, dim)
+        self.ctx = nn.Sequential(nn.Linear(4 * dim, dim), nn.GELU(), nn.Linear(dim, dim))
+        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, batch_first=True, norm_first=True)
+        self.transformer = nn.TransformerEncoder(layer, num_tf, enable_nested_tensor=False)  # no positional encoding
+        self.out = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, num_categories))
+
+    def graph_context(self, attr, depth, edge_index, batch, num_graphs, cond) -> torch.Tensor:
+        """(G, d) pooled representation of each prefix G(≤l) (reused across denoising steps)."""
+        return self.encoder(attr, depth, edge_index, batch, num_graphs, cond=cond)[1]
+
+    def forward(self, g, x_t, pad_mask, t, layer_idx, cond) -> torch.Tensor:
+        # g (S, d) prefix vectors of S sets; x_t (S, M) noisy attrs padded; pad_mask (S, M) True = padding;
+        # t (S,) timesteps; layer_idx (S,) l; cond (S, d) label embeddings
+        ctx = self.ctx(torch.cat([g, self.t_emb(t), self.layer_emb(layer_idx), cond], -1))  # (S, d)
+        tokens = self.x_emb(x_t) + ctx[:, None, :]  # (S, M, d)
+        h = self.transformer(tokens, src_key_padding_mask=pad_mask)
+        return self.out(h)  # (S, M, C)
+
+
+class EdgeDenoiser(nn.Module):
+    """Logit that candidate edge (u, v) exists, given the graph with the current noisy edges."""
+
+    def __init__(self, num_categories: int, dim: int, num_mpnn: int):
+        super().__init__()
+        self.encoder = DAGEncoder(num_categories, dim, num_mpnn, num_flags=2)
+        self.t_emb = SinusoidalEmbedding(dim)
+        self.mlp = nn.Sequential(nn.Linear(3 * dim, dim), nn.GELU(), nn.Linear(dim, dim), nn.GELU(), nn.Linear(dim, 1))
+
+    def forward(self, attr, depth, flag, edge_index, batch, num_graphs, t, cond, cand_src, cand_dst, cand_ex):
+        # attr/depth/flag/batch (N,) augmented graphs; edge_index (2, E) fixed + noisy edges;
+        # t (G,) and cond (G, d) per graph; cand_src/cand_dst (K,) node ids; cand_ex (K,) graph of each candidate
+        te = self.t_emb(t)  # (G, d)
+        h, _ = self.encoder(attr, depth, edge_index, batch, num_graphs, cond=cond + te, flag=flag)  # (N, d)
+        return self.mlp(torch.cat([h[cand_src], h[cand_dst], te[cand_ex]], -1)).squeeze(-1)  # (K,)

@@ -1,0 +1,115 @@
+"""DAG encoder for LayerDAG (§III-D): bidirectional MPNN, set pooling, sinusoidal embeddings.
+
+One bidirectional MPNN layer (LayerDAG §III-D):
+  H' = σ(A H W_fwd + Aᵀ H W_rev + H W_self)
+with A[v, u] = 1 for an edge u → v, so A H sums the predecessors' states and Aᵀ H the
+successors'. σ is LayerNorm + GELU here, with a residual connection around each layer. Sum
+aggregation over a fixed edge set makes the layer permutation equivariant; pooling (mean, max and
+an embedding of the node count) is permutation invariant.
+
+Batches are disjoint unions: node states (N, d), `edge_index` (2, E) with rows (src, dst) and
+`batch` (N,) the graph id of each node.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class SinusoidalEmbedding(nn.Module):
+    """Transformer-style embedding of a real scalar (Vaswani et al.): [sin(x ω_k), cos(x ω_k)], ω_k = 1/10000^(k/(d/2)),
+    followed by a 2-layer MLP. Used for the graph label (conditioning), the diffusion step and depths."""
+
+    def __init__(self, dim: int, scale: float = 1.0):
+        super().__init__()
+        self.dim, self.scale = dim, scale
+        half = dim // 2
+        self.register_buffer("freqs", torch.exp(-math.log(10000.0) * torch.arange(half) / max(1, half)), persistent=False)
+        self.mlp = nn.Sequential(nn.Linear(2 * half, dim), nn.GELU(), nn.Linear(dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (n,) -> (n, dim)
+        ang = (x.to(torch.float32) * self.scale).unsqueeze(-1) * self.freqs
+        return self.mlp(torch.cat([ang.sin(), ang.cos()], -1))
+
+
+class BiMPNNLayer(nn.Module):
+    """σ(A H W_fwd + Aᵀ H W_rev + H W_self) with a residual; LayerDAG §III-D."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.w_fwd = nn.Linear(dim, dim, bias=False)
+        self.w_rev = nn.Linear(dim, dim, bias=False)
+        self.w_self = nn.Linear(dim, dim)
+        self.norm = nn.LayerNorm(dim)
+        self.act = nn.GELU()
+
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:  # h (N, d), edge_index (2, E)
+        src, dst = edge_index[0], edge_index[1]
+        fwd = torch.zeros_like(h).index_add_(0, dst, self.w_fwd(h)[src])  # (A H W_fwd): predecessors -> node
+        rev = torch.zeros_like(h).index_add_(0, src, self.w_rev(h)[dst])  # (Aᵀ H W_rev): successors -> node
+        return h + self.act(self.norm(fwd + rev + self.w_self(h)))
+
+
+class BiMPNN(nn.Module):
+    """A stack of bidirectional MPNN layers."""
+
+    def __init__(self, dim: int, num_layers: int):
+        super().__init__()
+        self.layers = nn.ModuleList([BiMPNNLayer(dim) for _ in range(num_layers)])
+
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            h = layer(h, edge_index)
+        return h
+
+
+class SetPool(nn.Module):
+    """Permutation-invariant graph readout: [mean, max, emb(#nodes)] -> Linear (G, d).
+
+    Graphs with no nodes (the empty prefix G(≤0)) read out as zeros plus the count embedding of 0.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.count_emb = SinusoidalEmbedding(dim)
+        self.proj = nn.Linear(3 * dim, dim)
+
+    def forward(self, h: torch.Tensor, batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
+        d = h.shape[-1]
+        count = torch.zeros(num_graphs, dtype=h.dtype, device=h.device).index_add_(0, batch, torch.ones_like(batch, dtype=h.dtype))
+        total = torch.zeros(num_graphs, d, dtype=h.dtype, device=h.device).index_add_(0, batch, h)
+        mean = total / count.clamp_min(1).unsqueeze(-1)
+        mx = torch.full((num_graphs, d), -torch.inf, dtype=h.dtype, device=h.device)
+        mx = mx.scatter_reduce(0, batch.unsqueeze(-1).expand_as(h), h, reduce="amax", include_self=True)
+        mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))
+        return self.proj(torch.cat([mean, mx, self.count_emb(count)], -1))
+
+
+class DAGEncoder(nn.Module):
+    """Node embedding (attribute + depth [+ extra flag]) -> BiMPNN -> node states and pooled graph states.
+
+    Inputs: `attr` (N,) int64 in [0, C), `depth` (N,) 0-based layer of each node, optional `flag` (N,)
+    int64 in [0, num_flags) (e.g. 'node of the layer being generated'), `edge_index` (2, E),
+    `batch` (N,), `num_graphs`; the conditioning vector `cond` (G, d) is added to every node of its
+    graph before message passing (label conditioning, §V-A).
+    """
+
+    def __init__(self, num_categories: int, dim: int, num_layers: int, num_flags: int = 1):
+        super().__init__()
+        self.attr_emb = nn.Embedding(num_categories, dim)
+        self.flag_emb = nn.Embedding(num_flags, dim)
+        self.depth_emb = SinusoidalEmbedding(dim)
+        self.mpnn = BiMPNN(dim, num_layers)
+        self.pool = SetPool(dim)
+
+    def forward(self, attr, depth, edge_index, batch, num_graphs, cond=None, flag=None):
+        h = self.attr_emb(attr) + self.depth_emb(depth)  # (N, d)
+        if flag is not None:
+            h = h + self.flag_emb(flag)
+        if cond is not None:
+            h = h + cond[batch]
+        h = self.mpnn(h, edge_index)  # (N, d)
+        return h, self.pool(h, batch, num_graphs)  # (N, d), (G, d)

@@ -1,0 +1,147 @@
+"""LayerDAG (Li et al.): layer-size predictor + node-attribute diffusion + edge diffusion, §III.
+
+Generation of layer l+1 from G(≤l) (§III-B): |V(l+1)| ~ p(·|G(≤l)); X(l+1) by discrete diffusion
+given G(≤l) and the size; E(l+1) by discrete diffusion over candidates V(≤l) × V(l+1). The three
+modules share nothing but the data; they are trained together, teacher-forced over all layers of
+all graphs (`graphcost.dag.batch`). Conditioning: a sinusoidal embedding of the graph label (§V-A)
+is added to every module's inputs; the label is standardised (after log if all labels are > 0).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from graphcost.dag.denoisers import EdgeDenoiser, NodeDenoiser
+from graphcost.dag.diffusion import MarginalDiffusion
+from graphcost.dag.encoder import SinusoidalEmbedding
+from graphcost.dag.layer_size import LayerSizePredictor
+
+
+@dataclass
+class LayerDAGConfig:
+    num_categories: int
+    max_layer_size: int  # S_max: largest layer in the training data
+    max_layers: int  # L_max: most layers in the training data (schedule eq. 1, sampling cap)
+    max_nodes: int  # most nodes in the training data (sampling cap)
+    node_marginal: list[float] = field(default_factory=list)  # m for node attributes
+    edge_density: float = 0.1  # ρ: prior probability of a candidate edge
+    conditional: bool = False
+    label_log: bool = False
+    label_mean: float = 0.0
+    label_std: float = 1.0
+    dim: int = 64
+    size_mpnn_layers: int = 2
+    node_mpnn_layers: int = 2
+    edge_mpnn_layers: int = 2
+    transformer_layers: int = 1
+    heads: int = 4
+    T_node: int = 32
+    T_edge: int = 16
+
+    @classmethod
+    def sized(cls, size: str, **stats) -> "LayerDAGConfig":
+        """'small': a CPU default that trains in minutes; 'paper': widths/depths/steps of the
+        LayerDAG tpu_tile configuration (one shared width, the largest of its modules' widths 512
+        is cut to 256 to fit one dim)."""
+        if size == "small":
+            return cls(**stats)
+        if size == "paper":
+            return cls(**stats, dim=256, size_mpnn_layers=3, node_mpnn_layers=2, edge_mpnn_layers=4,
+                       transformer_layers=1, heads=4, T_node=64, T_edge=16)  # fmt: skip
+        raise ValueError(f"unknown model size '{size}' (choose small or paper)")
+
+
+class LayerDAG(nn.Module):
+    def __init__(self, config: LayerDAGConfig):
+        super().__init__()
+        c = self.config = config
+        if len(c.node_marginal) != c.num_categories:
+            raise ValueError(f"node_marginal has {len(c.node_marginal)} entries for {c.num_categories} categories")
+        d = c.dim
+        self.label_emb = SinusoidalEmbedding(d, scale=5.0)
+        self.size_model = LayerSizePredictor(c.num_categories, c.max_layer_size, d, c.size_mpnn_layers)
+        self.node_model = NodeDenoiser(c.num_categories, d, c.node_mpnn_layers, c.transformer_layers, c.heads)
+        self.edge_model = EdgeDenoiser(c.num_categories, d, c.edge_mpnn_layers)
+        self.node_diffusion = MarginalDiffusion(torch.tensor(c.node_marginal), c.T_node)
+        self.edge_diffusion = MarginalDiffusion(torch.tensor([1 - c.edge_density, c.edge_density]), c.T_edge)
+
+    # ---------------- conditioning ----------------
+    def normalise_label(self, labels: torch.Tensor) -> torch.Tensor:
+        c = self.config
+        x = labels.to(torch.float32)
+        if c.label_log:
+            x = torch.log(x.clamp_min(1e-12))
+        return (x - c.label_mean) / c.label_std
+
+    def cond(self, labels: torch.Tensor | None, n: int) -> torch.Tensor:
+        """(n, d) label embeddings; zeros for an unconditional model."""
+        if not self.config.conditional or labels is None:
+            return torch.zeros(n, self.config.dim)
+        if torch.isnan(labels).any():
+            raise ValueError("a conditional LayerDAG needs a label for every graph")
+        return self.label_emb(self.normalise_label(labels))
+
+    # ---------------- training ----------------
+    def loss(self, b: dict[str, torch.Tensor], labels: torch.Tensor, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        """Teacher-forced losses for one `build_batch` batch; labels (B,) raw graph labels (NaN if none)."""
+        c = self.config
+        cond_g = self.cond(labels, labels.shape[0])  # (B, d)
+        n_ex = b["p_graph"].shape[0]
+        cond_p = cond_g[b["p_graph"]]  # (P, d)
+
+        # layer size: CE over sizes 0..S_max (LayerDAG §III-B)
+        logits = self.size_model(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, b["p_layer"], cond_p)
+        size_loss = F.cross_entropy(logits, b["size_target"].clamp_max(c.max_layer_size))
+
+        # node attributes: x_t ~ q(x_t|x_0) per set, predict x_0 (D3PM x0-parameterisation)
+        g = self.node_model.graph_context(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, cond_p)
+        sets, set_idx = torch.unique(b["n_ex"], return_inverse=True)  # sets = prefix examples with l < L
+        S, M = sets.shape[0], int(b["n_pos"].max()) + 1
+        t_set = torch.randint(1, c.T_node + 1, (S,), generator=generator)
+        x_t = self.node_diffusion.q_sample(b["n_attr"], t_set[set_idx], generator)
+        x_pad = torch.zeros(S, M, dtype=torch.long)
+        x_pad[set_idx, b["n_pos"]] = x_t
+        pad = torch.ones(S, M, dtype=torch.bool)
+        pad[set_idx, b["n_pos"]] = False
+        node_logits = self.node_model(g[sets], x_pad, pad, t_set, b["p_layer"][sets], cond_p[sets])  # (S, M, C)
+        node_loss = F.cross_entropy(node_logits[set_idx, b["n_pos"]], b["n_attr"])
+
+        # edges: noisy candidate states e_t ~ q(e_t|e_0), predict e_0 (binary D3PM)
+        E = b["e_graph"].shape[0]
+        if E:
+            t_e = torch.randint(1, c.T_edge + 1, (E,), generator=generator)
+            e_t = self.edge_diffusion.q_sample(b["c_label"], t_e[b["c_ex"]], generator).bool()
+            ei = torch.cat([b["a_edge_index"], torch.stack([b["c_src"][e_t], b["c_dst"][e_t]])], 1)
+            edge_logits = self.edge_model(
+                b["a_attr"], b["a_depth"], b["a_flag"], ei, b["a_batch"], E, t_e, cond_g[b["e_graph"]],
+                b["c_src"], b["c_dst"], b["c_ex"],
+            )  # fmt: skip
+            edge_loss = F.binary_cross_entropy_with_logits(edge_logits, b["c_label"].float())
+        else:
+            edge_loss = torch.zeros(())
+        total = size_loss + node_loss + edge_loss
+        return {"loss": total, "size": size_loss, "node": node_loss, "edge": edge_loss}
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def config_dict(self) -> dict:
+        return asdict(self.config)
+
+
+def label_normalisation(labels: list[float | None]) -> dict:
+    """conditional / label_log / label_mean / label_std from the training labels."""
+    ys = [y for y in labels if y is not None and math.isfinite(y)]
+    if not ys or len(ys) < len(labels):
+        return {"conditional": False}
+    t = torch.tensor(ys, dtype=torch.float64)
+    use_log = bool((t > 0).all())
+    if use_log:
+        t = t.log()
+    std = float(t.std()) if t.numel() > 1 else 1.0
+    return {"conditional": True, "label_log": use_log, "label_mean": float(t.mean()), "label_std": std or 1.0}

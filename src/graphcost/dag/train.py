@@ -1,0 +1,178 @@
+"""Training LayerDAG: the three modules together, teacher-forced over all layers (LayerDAG §III-D).
+
+AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 BCE). A checkpoint
+(`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
+config, weights, optimiser state, the torch generator state and the history; `resume=True`
+continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
+seeded by (seed, epoch)). Checkpoints are read with `torch.load(weights_only=True)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
+from graphcost.dag.graph import DAG
+from graphcost.dag.model import LayerDAG, LayerDAGConfig, label_normalisation
+
+CHECKPOINT = "checkpoint.pt"
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 40
+    batch_size: int = 32  # graphs per step (each expands to all its layers)
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    grad_clip: float = 1.0
+    seed: int = 0
+    size: str = "small"
+
+
+def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
+    return torch.tensor([np.nan if g.label is None else g.label for g in graphs], dtype=torch.float32)
+
+
+def build_model(train_dags: list[DAG], size: str = "small", num_categories: int | None = None, **overrides) -> tuple[LayerDAG, list[PreparedDAG]]:
+    """A fresh LayerDAG whose marginals, size limits and label normalisation come from `train_dags`."""
+    prepared = [prepare(d) for d in train_dags]
+    if not prepared:
+        raise ValueError("no training graphs")
+    seen = max(int(g.attr.max()) for g in prepared) + 1
+    C = num_categories or seen
+    if seen > C:
+        raise ValueError(f"node attribute {seen - 1} is out of range for {C} categories")
+    stats = dataset_statistics(prepared, C)
+    stats.update(label_normalisation([g.label for g in prepared]))
+    stats["num_categories"] = C
+    cfg = LayerDAGConfig.sized(size, **stats)
+    for k, v in overrides.items():
+        if not hasattr(cfg, k):
+            raise ValueError(f"unknown LayerDAG config field '{k}'")
+        setattr(cfg, k, v)
+    return LayerDAG(cfg), prepared
+
+
+def _atomic_save(obj, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | Path) -> dict:
+    """Read a run directory's checkpoint (or a checkpoint file) safely."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT
+    if not path.is_file():
+        raise FileNotFoundError(f"no LayerDAG checkpoint at {path}")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - report the file, not a pickle traceback
+        raise ValueError(f"{path}: not a readable LayerDAG checkpoint ({exc})") from None
+    for key in ("model_config", "model"):
+        if key not in ckpt:
+            raise ValueError(f"{path}: key '{key}': missing from checkpoint")
+    return ckpt
+
+
+def load_model(path: str | Path) -> LayerDAG:
+    ckpt = load_checkpoint(path)
+    model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
+    model.load_state_dict(ckpt["model"])
+    model.eval()
+    return model
+
+
+@torch.no_grad()
+def evaluate_loss(model: LayerDAG, graphs: list[PreparedDAG], batch_size: int, seed: int = 0) -> dict[str, float]:
+    """Mean teacher-forced losses on `graphs` with fixed noise (for validation)."""
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    sums, n = {}, 0
+    for i in range(0, len(graphs), batch_size):
+        part = graphs[i : i + batch_size]
+        out = model.loss(build_batch(part), _labels(part), gen)
+        for k, v in out.items():
+            sums[k] = sums.get(k, 0.0) + float(v) * len(part)
+        n += len(part)
+    model.train()
+    return {k: v / max(1, n) for k, v in sums.items()}
+
+
+def train_layerdag(
+    train_dags: list[DAG],
+    out_dir: str | Path,
+    config: TrainConfig | None = None,
+    valid_dags: list[DAG] | None = None,
+    resume: bool = False,
+    num_categories: int | None = None,
+    progress: bool = True,
+    **model_overrides,
+) -> tuple[LayerDAG, list[dict]]:
+    """Train (or resume) a LayerDAG on `train_dags`; returns the model and the per-epoch history."""
+    cfg = config or TrainConfig()
+    out_dir = Path(out_dir)
+    ckpt_path = out_dir / CHECKPOINT
+    torch.manual_seed(cfg.seed)
+    model, prepared = build_model(train_dags, cfg.size, num_categories, **model_overrides)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    history: list[dict] = []
+    start_epoch = 0
+    if resume and ckpt_path.is_file():
+        ckpt = load_checkpoint(ckpt_path)
+        model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
+        model.load_state_dict(ckpt["model"])
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt.load_state_dict(ckpt["optim"])
+        gen.set_state(ckpt["rng"])
+        history = json.loads(ckpt["history"])
+        start_epoch = int(ckpt["epoch"])
+    valid = [prepare(d) for d in valid_dags] if valid_dags else []
+    model.train()
+    steps_per_epoch = (len(prepared) + cfg.batch_size - 1) // cfg.batch_size
+    bar = tqdm(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
+               desc="LayerDAG train", unit="step", disable=not progress)  # fmt: skip
+    for epoch in range(start_epoch, cfg.epochs):
+        t0 = time.perf_counter()
+        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(prepared))
+        sums: dict[str, float] = {}
+        for i in range(0, len(order), cfg.batch_size):
+            part = [prepared[j] for j in order[i : i + cfg.batch_size]]
+            out = model.loss(build_batch(part), _labels(part), gen)
+            opt.zero_grad(set_to_none=True)
+            out["loss"].backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            for k, v in out.items():
+                sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
+            bar.update(1)
+            bar.set_postfix(loss=f"{float(out['loss'].detach()):.3f}")
+        rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
+        rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
+        if valid:
+            rec.update({f"valid_{k}": v for k, v in evaluate_loss(model, valid, cfg.batch_size, cfg.seed).items()})
+        history.append(rec)
+        _atomic_save({
+            "model_config": asdict(model.config), "train_config": asdict(cfg), "model": model.state_dict(),
+            "optim": opt.state_dict(), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
+        }, ckpt_path)  # fmt: skip
+    bar.close()
+    model.eval()
+    return model, history

@@ -1,0 +1,39 @@
+"""Fixtures for the LayerDAG model tests: the real TPU Tile DAGs and random DAGs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphcost.dag.graph import DAG
+
+
+def load_flat(path) -> list[DAG]:
+    """Read the flat npz directly (independent of graphcost.dag.io)."""
+    with np.load(path, allow_pickle=False) as d:
+        no, eo, cat, src, dst, y = (d[k] for k in ("node_offsets", "edge_offsets", "node_cat", "src", "dst", "y"))
+    return [
+        DAG(cat[no[g] : no[g + 1]].astype(np.int64), src[eo[g] : eo[g + 1]].astype(np.int64),
+            dst[eo[g] : eo[g + 1]].astype(np.int64), float(y[g]))
+        for g in range(len(no) - 1)
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def tpu_dags(shared_data) -> list[DAG]:
+    return load_flat(shared_data / "tpu_tile_graphs" / "val.npz")
+
+
+def random_dag(rng: np.random.Generator, n: int, p: float = 0.2, num_categories: int = 5, shuffle: bool = True) -> DAG:
+    """Random DAG: edges i -> j (i < j) with probability p, then node ids shuffled."""
+    iu, ju = np.triu_indices(n, 1)
+    keep = rng.random(iu.size) < p
+    src, dst = iu[keep], ju[keep]
+    attr = rng.integers(0, num_categories, n)
+    if shuffle:
+        perm = rng.permutation(n)
+        src, dst = perm[src], perm[dst]
+        inv = np.empty(n, np.int64)
+        inv[perm] = np.arange(n)
+        attr = attr[inv]
+    return DAG(attr.astype(np.int64), src.astype(np.int64), dst.astype(np.int64), float(rng.random()))
