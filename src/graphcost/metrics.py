@@ -24,9 +24,12 @@ Metrics and their sources
 * :func:`tile_size_ape` — Kaufman et al. eq. 2, per program (a list of kernels), in percent.
 * :func:`mape` — mean absolute percentage error (Kaufman et al. §5.2), in percent.
 
-For the tile collection the runtimes passed here are the measured runtimes divided by
-``config_runtime_normalizers`` (TpuGraphs README); the ratio metrics are unchanged by a
-per-graph positive scale, but τ and OPA across mixed normalisers would not be.
+For the tile collection, runtimes must be the measured ``config_runtime`` divided element-wise
+by ``config_runtime_normalizers`` (TpuGraphs README): the normaliser is per configuration (the
+default tile's runtime in the same measurement run), so it changes the order and every metric
+here must see normalised runtimes. :func:`normalized_tile_runtime` does the division;
+:func:`evaluate_graph` does it when given ``normalizers``. ``PreparedGraph.runtime`` is already
+normalised.
 
 Aggregation: :func:`evaluate_graph` computes every metric of one graph for its kind, and
 :func:`aggregate` averages per-graph dicts (TpuGraphs §5: "an average across all kernels").
@@ -53,6 +56,7 @@ __all__ = [
     "tile_size_ape",
     "mape",
     "eval_subset_indices",
+    "normalized_tile_runtime",
     "evaluate_graph",
     "aggregate",
 ]
@@ -384,6 +388,24 @@ def eval_subset_indices(runtime: Any, num: int = 1000) -> np.ndarray:
     return order[ranks]
 
 
+def normalized_tile_runtime(config_runtime: Any, normalizers: Any) -> np.ndarray:
+    """Tile runtimes for evaluation: ``config_runtime / config_runtime_normalizers`` per config.
+
+    Both (n,) arrays; normalisers must be > 0. Returns float64 (n,).
+    """
+    r = _as_vector(config_runtime, "config_runtime")
+    z = _as_vector(normalizers, "config_runtime_normalizers")
+    if r.shape != z.shape:
+        raise ValueError(
+            f"config_runtime and config_runtime_normalizers must have equal lengths, got "
+            f"{r.shape[0]} and {z.shape[0]}"
+        )
+    if (z <= 0).any():
+        idx = int(np.flatnonzero(z <= 0)[0])
+        raise ValueError(f"config_runtime_normalizers: must be > 0, found {z[idx]} at index {idx}")
+    return r / z
+
+
 def _kind_of(kind: str) -> str:
     if not isinstance(kind, str):
         raise ValueError(f"kind must be a string, got {type(kind).__name__}")
@@ -396,14 +418,20 @@ def _kind_of(kind: str) -> str:
     return base
 
 
-def evaluate_graph(pred: Any, runtime: Any, kind: str) -> dict[str, float]:
+def evaluate_graph(
+    pred: Any, runtime: Any, kind: str, normalizers: Any | None = None
+) -> dict[str, float]:
     """Every metric of one graph for its kind.
 
     Keys: ``n_configs``, ``kendall_tau``, ``opa``, ``top{K}_slowdown`` for K in
     :data:`LAYOUT_TOP_K` (layout) or :data:`TILE_TOP_K` (tile), and ``tile_score`` (tile).
     ``kind`` is ``"layout"``, ``"tile"`` or a collection name (``"tile:xla"``, ...).
+    ``normalizers``: the tile graph's ``config_runtime_normalizers`` when ``runtime`` is the raw
+    ``config_runtime`` (leave None if ``runtime`` is already normalised).
     """
     base = _kind_of(kind)
+    if normalizers is not None:
+        runtime = normalized_tile_runtime(runtime, normalizers)
     p, r = _pair(pred, runtime, min_len=2, positive_runtime=True)
     out: dict[str, float] = {"n_configs": int(p.shape[0])}
     c = _pair_counts(p, r)  # one pass for both τ and OPA

@@ -115,3 +115,20 @@ def test_aggregate_of_evaluate_graph_end_to_end():
     agg = M.aggregate(per_graph)
     assert agg["kendall_tau"] == pytest.approx(np.mean(taus))
     assert agg["counts"]["tile_score"] == 5
+
+
+def test_normalized_tile_runtime_changes_order_and_feeds_evaluate_graph():
+    raw = np.array([100.0, 90.0, 50.0])
+    norm = np.array([100.0, 60.0, 25.0])  # per-config normalisers -> ratios 1.0, 1.5, 2.0
+    ratio = M.normalized_tile_runtime(raw, norm)
+    assert ratio.tolist() == [1.0, 1.5, 2.0]
+    pred = np.array([0.0, 1.0, 2.0])  # ranks the normalised runtimes perfectly
+    out = M.evaluate_graph(pred, raw, "tile", normalizers=norm)
+    assert out["kendall_tau"] == pytest.approx(1.0)
+    assert out["top1_slowdown"] == 0.0 and out["tile_score"] == 1.0
+    # on raw runtimes the same prediction is reversed
+    assert M.evaluate_graph(pred, raw, "tile")["kendall_tau"] == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="normalizers: must be > 0"):
+        M.normalized_tile_runtime(raw, [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="equal lengths"):
+        M.normalized_tile_runtime(raw, [1.0, 1.0])
