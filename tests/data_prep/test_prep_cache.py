@@ -4,28 +4,21 @@ import numpy as np
 
 from graphcost.data import cache as cache_mod
 from graphcost.data import preprocess
-from graphcost.data.graph import LayoutGraph
+from graphcost.data.tpugraphs_io import save_graph
 
 
 def _write_npz(g, path):
-    np.savez(
-        path,
-        node_feat=g.node_feat,
-        node_opcode=g.node_opcode,
-        edge_index=g.edge_index,
-        node_config_ids=g.node_config_ids,
-        node_config_feat=g.node_config_feat,
-        config_runtime=g.config_runtime,
-    )
+    save_graph(g, path)  # data-io's atomic writer (np.savez_compressed layout)
 
 
 def _counting_loader(monkeypatch):
+    """Wrap the real loader (data-io's load_graph) to count cache misses."""
     calls = []
+    real = preprocess._load
 
     def load(path, validate):
         calls.append(path)
-        with np.load(path, allow_pickle=False) as d:
-            return LayoutGraph(path=path, **{k: d[k] for k in d.files})
+        return real(path, validate)
 
     monkeypatch.setattr(preprocess, "_load", load)
     return calls

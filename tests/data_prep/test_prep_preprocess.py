@@ -62,3 +62,28 @@ def test_no_duplicates_keeps_everything(rng, layout_factory):
     g = layout_factory(rng, n=20, c=3, k=25)
     p = prepare_graph(g)
     assert p.num_configs == 25 and p.config_source_index.tolist() == list(range(25))
+
+
+def test_file_prepare_streams_chunks_and_equals_in_memory(tmp_path, layout_graph):
+    from graphcost.data.tpugraphs_io import save_graph
+
+    src = save_graph(layout_graph, tmp_path / "net.npz")
+    from_file = prepare_graph(src, chunk_size=7)
+    ref = prepare_graph(layout_graph)
+    for name in ("node_feat", "node_opcode", "edge_index", "config_node_index", "config_codes", "runtime",
+                 "kept_nodes", "config_source_index"):
+        assert np.array_equal(getattr(from_file, name), getattr(ref, name)), name
+    assert from_file.name == "net" and from_file.source == src
+
+
+def test_bad_config_value_names_file_and_key(tmp_path, layout_graph):
+    import pytest
+
+    from graphcost.data.tpugraphs_io import save_graph
+
+    layout_graph.node_config_feat[5, 2, 3] = 6.0
+    src = save_graph(layout_graph, tmp_path / "bad.npz", validate=False)
+    with pytest.raises(ValueError, match=r"bad\.npz.*node_config_feat.*\(5, 2, 3\)"):
+        prepare_graph(src)
+    with pytest.raises(ValueError, match=r"bad\.npz.*node_config_feat.*\(5, 2, 3\)"):
+        prepare_graph(src, validate=False)  # the compressor's own check

@@ -29,9 +29,10 @@ DEFAULT_CHUNK = 8192  # configurations per chunk: 8192 x 100 x 18 float32 = 59 M
 
 
 def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
-    from graphcost.data.tpugraphs_io import load_graph  # data-io's loader (lazy node_config_feat)
+    """data-io's loader; a layout file's node_config_feat stays on disk (read later in chunks)."""
+    from graphcost.data.tpugraphs_io import load_graph
 
-    return load_graph(path, validate=validate)
+    return load_graph(path, validate=validate, lazy_config_feat=True)
 
 
 def iter_config_chunks(graph: LayoutGraph, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -179,12 +180,16 @@ def prepare_graph(
             dedup=False for evaluation on a file's full configuration list.
         cache_dir: if given, reuse / write `<cache_dir>/<stem>-...npz` keyed by the source's
             path, size, mtime, these options and `cache.FORMAT_VERSION`.
-        validate: passed to `load_graph` (schema checks before any processing).
+        validate: schema checks before any processing (`load_graph` / `validate_graph`).
         chunk_size: configurations compressed at a time (bounds memory; result is identical).
     Returns:
         PreparedGraph (node_feat unscaled).
     """
     if isinstance(path_or_graph, (LayoutGraph, TileGraph)):
+        if validate:
+            from graphcost.data.validate import validate_graph
+
+            validate_graph(path_or_graph)  # SchemaError naming the key and problem
         return prepare_in_memory(path_or_graph, prune, dedup, chunk_size, progress)
     path = Path(path_or_graph)
     if not path.is_file():
