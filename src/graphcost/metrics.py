@@ -80,8 +80,10 @@ TILE_SCORE_K = 5  # TGraph eq. 10: K = 5
 def _as_vector(x: Any, name: str) -> np.ndarray:
     """Return ``x`` as a 1-D float64 array of finite values, or raise ValueError."""
     try:
+        if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor, possibly on GPU
+            x = x.detach().cpu().numpy()
         arr = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RuntimeError) as exc:
         raise ValueError(f"{name}: cannot be read as an array of numbers ({exc})") from None
     if arr.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D array, got shape {arr.shape}")

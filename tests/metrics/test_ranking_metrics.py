@@ -215,3 +215,10 @@ def test_validation_specifics():
         M.kendall_tau(["a", "b"], [1, 2])
     with pytest.raises(ValueError, match="pred_ties"):
         M.opa([1, 2], [1, 2], pred_ties="maybe")
+
+
+def test_accepts_torch_tensors_with_grad():
+    import torch
+
+    s = torch.tensor([0.1, 0.5, 0.3], requires_grad=True)
+    assert M.kendall_tau(s, torch.tensor([1.0, 3.0, 2.0])) == pytest.approx(1.0)
