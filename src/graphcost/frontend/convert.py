@@ -270,10 +270,16 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
     data = read_proto(path)
     progress = progress or (lambda it: it)
     try:
-        if kind == "auto":
-            kind = detect_kind(data)
-        if kind not in ("layout", "tile"):
+        if kind not in ("auto", "layout", "tile"):
             raise ConversionError(f"unknown kind {kind!r}; expected auto, layout or tile")
+        detected = detect_kind(data)
+        if kind == "auto":
+            kind = detected
+        elif kind != detected:
+            record_type = {"layout": "ModuleTuningData (layout)", "tile": "TuningData (tile)"}[detected]
+            raise ConversionError(
+                f"{path}: --kind {kind} was given but the file looks like a {record_type} record; "
+                f"use --kind {detected} or --kind auto")
         result = ProtoConversion(kind=kind)
         if kind == "layout":
             target = out_dir / f"{safe_name(path.stem)}.npz"

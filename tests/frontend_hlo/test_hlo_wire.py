@@ -1,0 +1,209 @@
+"""Protobuf wire decoder and HloModuleProto decoding on hand-encoded bytes (a tiny encoder below)."""
+
+import struct
+
+import numpy as np
+import pytest
+
+from graphcost.frontend.featurizer import HloGraphError, featurize_module
+from graphcost.frontend.hlo_proto import parse_hlo_module
+from graphcost.frontend.protowire import ProtoDecodeError, iter_fields, read_varint, unpack_varints, zigzag_decode
+from graphcost.frontend.tuning_proto import detect_kind, parse_module_tuning_data, parse_tuning_data
+
+
+# --- a minimal encoder, written independently of the decoder ---------------------------------
+
+def varint(v: int) -> bytes:
+    v &= (1 << 64) - 1  # negative ints are sign-extended to 64 bits (10 bytes)
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def key(num: int, wire: int) -> bytes:
+    return varint(num << 3 | wire)
+
+
+def vint(num: int, v: int) -> bytes:
+    return key(num, 0) + varint(v)
+
+
+def ld(num: int, payload: bytes) -> bytes:
+    return key(num, 2) + varint(len(payload)) + payload
+
+
+def s(num: int, text: str) -> bytes:
+    return ld(num, text.encode())
+
+
+def packed(num: int, values) -> bytes:
+    return ld(num, b"".join(varint(v) for v in values))
+
+
+def unpacked(num: int, values) -> bytes:
+    return b"".join(vint(num, v) for v in values)
+
+
+def shape(etype: int, dims, m2m=None, tuple_shapes=()) -> bytes:
+    out = vint(2, etype) + packed(3, dims) + b"".join(ld(4, t) for t in tuple_shapes)
+    if m2m is not None:
+        out += ld(5, packed(1, m2m))
+    return out
+
+
+def instruction(name, opcode, inst_id, shp, operands=(), called=(), extra=b"") -> bytes:
+    return (s(1, name) + s(2, opcode) + ld(3, shp) + vint(35, inst_id) + packed(36, operands)
+            + packed(38, called) + extra)
+
+
+def computation(name, comp_id, root_id, insts) -> bytes:
+    return s(1, name) + b"".join(ld(2, i) for i in insts) + vint(5, comp_id) + vint(6, root_id)
+
+
+# --- wire-level ---------------------------------------------------------------------------
+
+def test_varint_roundtrip_including_negative_int64():
+    for v in (0, 1, 127, 128, 300, 2**31, 2**63 - 1):
+        assert read_varint(varint(v), 0) == (v, len(varint(v)))
+    fields = list(iter_fields(vint(3, -5) + vint(4, -1), "M"))
+    assert unpack_varints(fields[0][1], fields[0][2], "M", 3) == [-5]
+    assert unpack_varints(fields[1][1], fields[1][2], "M", 4) == [-1]
+    assert len(varint(-1)) == 10
+    assert zigzag_decode(3) == -2 and zigzag_decode(4) == 2
+
+
+def test_packed_and_unpacked_repeated_give_the_same_values():
+    for data in (packed(7, [3, 0, 250, -2]), unpacked(7, [3, 0, 250, -2]), packed(7, [3, 0]) + unpacked(7, [250, -2])):
+        values = []
+        for num, wire, value, _ in iter_fields(data, "M"):
+            values += unpack_varints(wire, value, "M", num)
+        assert values == [3, 0, 250, -2]
+
+
+def test_fixed_width_fields_are_read():
+    data = key(1, 1) + struct.pack("<q", 7) + key(2, 5) + struct.pack("<f", 1.5)
+    fields = [(n, w, v) for n, w, v, _ in iter_fields(data, "M")]
+    assert fields[0] == (1, 1, 7)
+    assert struct.unpack("<f", fields[1][2].to_bytes(4, "little"))[0] == 1.5
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (b"\x08", "truncated varint"),
+        (b"\x08\x80\x80", "truncated varint"),
+        (ld(3, b"abcdef")[:-2], "truncated length-delimited"),
+        (key(1, 1) + b"\x00\x00", "truncated fixed64"),
+        (key(1, 5) + b"\x00", "truncated fixed32"),
+        (key(1, 3), "unsupported wire type 3"),
+        (b"\x08" + b"\xff" * 11, "longer than 10 bytes"),
+        (b"\x00\x01", "field number 0"),
+    ],
+)
+def test_corrupt_bytes_raise_named_errors(data, problem):
+    with pytest.raises(ProtoDecodeError, match=problem) as info:
+        list(iter_fields(data, "TestMessage"))
+    assert "TestMessage" in str(info.value)
+
+
+def test_truncated_real_files_raise_proto_errors(layout_pb, tile_pb):
+    data = layout_pb.read_bytes()
+    for cut in (1, 7, 1000, len(data) // 2, len(data) - 3):
+        with pytest.raises(ProtoDecodeError) as info:
+            record = parse_module_tuning_data(data[:cut])
+            record.module  # the module is decoded lazily
+        assert "ModuleTuningData" in str(info.value)
+    tile = tile_pb.read_bytes()
+    with pytest.raises(ProtoDecodeError, match=r"TuningData.*truncated"):
+        parse_tuning_data(tile[: len(tile) - 10])
+
+
+def test_nested_error_names_the_message_path():
+    bad_inst = s(1, "x") + vint(35, 1) + ld(3, vint(2, 11) + key(3, 2) + varint(50))  # shape.dimensions cut
+    module = s(1, "m") + ld(3, computation("c", 0, 1, [bad_inst]))
+    with pytest.raises(ProtoDecodeError, match=r"computations\[0\]\.instructions\[0\]\.shape"):
+        parse_hlo_module(module)
+
+
+def test_detect_kind_rejects_unrelated_bytes():
+    with pytest.raises(ProtoDecodeError, match="neither TuningData nor ModuleTuningData"):
+        detect_kind(vint(7, 1))
+
+
+# --- a synthetic module: every feature block lands in its README column --------------------
+
+def _synthetic_module() -> bytes:
+    f32, bf16, tuple_t = 11, 16, 13
+    p0 = instruction("p0", "parameter", 10, shape(bf16, [2, 8, 8, 3], [3, 2, 1, 0]), extra=vint(9, 0))
+    p1 = instruction("p1", "parameter", 11, shape(bf16, [3, 3, 3, 16], [0, 1, 2, 3]), extra=vint(9, 1))
+    window = b"".join(ld(1, vint(1, 3) + vint(2, 2) + vint(3, 1) + vint(4, -1) + vint(5, 1) + vint(6, 1)
+                         + vint(7, 1 if i == 0 else 0)) for i in range(2))
+    cdn = (vint(7, 0) + vint(8, 3) + packed(11, [1, 2]) + vint(3, 2) + vint(4, 3) + packed(6, [0, 1])
+           + vint(9, 0) + vint(10, 3) + packed(12, [1, 2]))
+    conv = instruction("conv", "convolution", 12, shape(bf16, [2, 4, 4, 16], [3, 0, 2, 1]), [10, 11],
+                       extra=ld(15, window) + ld(16, cdn) + vint(50, 1) + vint(58, 1))
+    slc = instruction("slc", "slice", 13, shape(bf16, [1, 4, 4, 16], [3, 2, 1, 0]), [12],
+                      extra=ld(17, vint(1, 1) + vint(2, 2) + vint(3, 1)) + ld(17, vint(1, 0) + vint(2, 4) + vint(3, 2))
+                      + ld(17, vint(2, 4) + vint(3, 1)) + ld(17, vint(2, 16) + vint(3, 1)))
+    pad = instruction("pad", "pad", 14, shape(f32, [3, 6]), [13, 13],
+                      extra=ld(21, ld(1, vint(1, 1) + vint(2, 1)) + ld(1, vint(1, -2) + vint(2, 3))))
+    tup = instruction("t", "tuple", 15, shape(tuple_t, [], None, [shape(f32, [3, 6])]), [14])
+    fused_root = instruction("fr", "add", 20, shape(f32, []), extra=b"")
+    fusion = instruction("fu", "fusion", 16, shape(f32, []), [15], called=[7])
+    entry = computation("cluster_0", 3, 16, [p0, p1, conv, slc, pad, tup, fusion])
+    fused = computation("fused_computation", 7, 20, [fused_root])
+    return s(1, "synthetic") + s(2, "cluster_0") + ld(3, fused) + ld(3, entry) + vint(6, 3)
+
+
+def test_synthetic_module_features_land_in_readme_columns():
+    module = parse_hlo_module(_synthetic_module())
+    assert module.entry_computation.name == "cluster_0"
+    f = featurize_module(module)
+    assert f.node_feat.shape == (8, 140) and f.node_feat.dtype == np.float32
+    order = [f.node_names.index(n) for n in ("fr", "p0", "p1", "conv", "slc", "pad", "t", "fu")]
+    assert order == list(range(8))  # proto order: fused computation first, then the entry
+    fr, p0, p1, conv, slc, pad, tup, fu = f.node_feat
+    assert fr[0] == 1 and fu[0] == 1 and conv[0] == 0  # is_root of their computations
+    assert conv[15] == 1 and conv[2:21].sum() == 1  # bf16 one-hot
+    assert tup[18] == 1 and tup[29] == 1  # tuple type, one tuple element
+    np.testing.assert_array_equal(conv[21:29], [2, 4, 4, 16, 0, 0, 26, 512])
+    assert p1[30] == 1  # parameter_number
+    np.testing.assert_array_equal(conv[37:45], [3, 3, 0, 0, 0, 0, 6, 9])  # window size
+    np.testing.assert_array_equal(conv[45:53], [2, 2, 0, 0, 0, 0, 4, 4])  # stride
+    np.testing.assert_array_equal(conv[53:61], [1, 1, 0, 0, 0, 0, 2, 1])  # padding low
+    np.testing.assert_array_equal(conv[61:69], [-1, -1, 0, 0, 0, 0, -2, 1])  # padding high (negative)
+    np.testing.assert_array_equal(conv[85:93], [1, 0, 0, 0, 0, 0, 1, 1])  # reversal, true/false counts
+    np.testing.assert_array_equal(conv[93:107], [0, 3, 1, 2, 0, 0, 2, 3, 0, 1, 0, 0, 0, 3])
+    assert conv[107] == 1 and conv[108] == 1
+    np.testing.assert_array_equal(conv[134:140], [3, 0, 2, 1, 0, 0])
+    np.testing.assert_array_equal(slc[109:121], [1, 0, 1, 0,  1, 2, 5, 2,  2, 4, 26, 512])
+    np.testing.assert_array_equal(pad[125:133], [1, -2, -1, -2, 1, 3, 4, 3])
+    # empty lists: product 1 (zero_product_on_empty_source is false for node features)
+    assert p0[44] == 1 and p0[28] == 2 * 8 * 8 * 3 and p0[27] == 21
+    assert fr[28] == 1 and fr[44] == 1 and fr[112] == 1 and fr[124] == 1
+    # edges: distinct operands + the fusion -> fused root edge, sorted
+    edges = {tuple(e) for e in f.edge_index.tolist()}
+    assert edges == {(3, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, 6), (7, 0)}
+    assert f.edge_index.tolist() == sorted(f.edge_index.tolist())
+    np.testing.assert_array_equal(f.node_splits, [0, 8])  # "cluster" ends the only major split
+    np.testing.assert_array_equal(f.configurable_nodes, [3])
+    g = featurize_module(module, layout_pad=-1)
+    np.testing.assert_array_equal(g.node_feat[3, 134:140], [3, 0, 2, 1, -1, -1])
+    np.testing.assert_array_equal(g.node_feat[5, 134:140], [-1] * 6)  # pad has no layout
+
+
+def test_unknown_opcode_maps_to_zero_and_dangling_operand_is_reported():
+    ok = s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "brand-new-op", 1, shape(11, [2]))]))
+    assert featurize_module(parse_hlo_module(ok)).node_opcode.tolist() == [0]
+    bad = s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]), [99])]))
+    with pytest.raises(HloGraphError, match="operand id 99"):
+        featurize_module(parse_hlo_module(bad))
+    dup = s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))] * 2))
+    with pytest.raises(HloGraphError, match="not unique"):
+        featurize_module(parse_hlo_module(dup))
