@@ -240,3 +240,15 @@ def test_cli_from_proto(layout_pb, tile_pb, tmp_path):
     assert len(list(tmp_path.glob("*.npz"))) == 16
     bad = runner.invoke(app, ["data", "from-proto", str(tile_pb), "--out", str(tmp_path), "--kind", "layout"])
     assert bad.exit_code == 1 and "looks like a TuningData" in bad.output
+
+
+def test_fallback_writer_without_data_io(layout_pb, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "graphcost.data.tpugraphs_io", None)  # import now fails
+    result = convert_file(layout_pb, tmp_path)
+    arrays = _load(result.written[0])
+    assert set(arrays) == {"node_feat", "node_opcode", "edge_index", "node_config_ids", "node_config_feat",
+                           "config_runtime", "node_splits"}
+    _check_npz(arrays, "layout")
+    assert [p.name for p in tmp_path.iterdir()] == [result.written[0].name]

@@ -199,6 +199,13 @@ def featurize_module(module: HloModule, layout_pad: float = 0.0) -> FeaturizedMo
     )
 
 
+def featurize_hlo_bytes(data: bytes, layout_pad: float = 0.0) -> FeaturizedModule:
+    """Serialized `xla.HloModuleProto` bytes (e.g. JAX's `as_serialized_hlo_module_proto()`) -> graph arrays."""
+    from graphcost.frontend.hlo_proto import parse_hlo_module
+
+    return featurize_module(parse_hlo_module(data), layout_pad=layout_pad)
+
+
 def is_topologically_ordered(edge_index: np.ndarray) -> bool:
     """True when every edge [u, v] (u consumes v) has v < u, i.e. producers come first."""
     return bool(edge_index.size == 0 or np.all(edge_index[:, 1] < edge_index[:, 0]))
