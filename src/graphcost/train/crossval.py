@@ -1,0 +1,213 @@
+"""K-fold cross-validation by graph, fold ensembles and test-time augmentation (TGraph §2.4.3, §2.5.3).
+
+TGraph merges the official train and validation splits, cuts them into K = 20 folds BY GRAPH
+(never configurations of one graph on both sides: runtimes within a graph are highly correlated,
+so splitting them would leak), trains only the first 5 folds, keeps the best 4 by validation
+score, and at inference averages the fold models' scores, each computed with TTA over N = 10
+permutations of the configuration batch (`graphcost.train.evaluate.score_configs`).
+
+Before averaging, each member's scores on a graph are standardised (zero mean, unit variance):
+this leaves a single model's ranking unchanged and stops one member with a larger score scale
+from dominating the ensemble.
+
+On disk a cross-validation run is ``RUN/fold_00 ... fold_{n-1}`` (each a normal training run)
+plus ``RUN/ensemble.json`` naming the kept folds and their scores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from graphcost.train import checkpoint as ckpt
+from graphcost.train.evaluate import score_configs, write_json
+
+ENSEMBLE_FILE = "ensemble.json"
+
+
+def kfold_split(names: Sequence[str], folds: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train_idx, valid_idx) per fold; items sharing a graph name always land in the same fold.
+
+    Graph names are shuffled with `seed` and dealt round-robin into `folds` folds.
+    """
+    names = [str(n) for n in names]
+    groups = sorted(set(names))
+    if folds < 2:
+        raise ValueError(f"--folds must be at least 2 for cross-validation (got {folds})")
+    if folds > len(groups):
+        raise ValueError(f"--folds {folds} exceeds the number of distinct graphs ({len(groups)})")
+    perm = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0xF01D]).permutation(len(groups))
+    fold_of_group = {groups[g]: pos % folds for pos, g in enumerate(perm)}
+    fold_of_item = np.array([fold_of_group[n] for n in names])
+    index = np.arange(len(names))
+    return [(index[fold_of_item != f], index[fold_of_item == f]) for f in range(folds)]
+
+
+@dataclass
+class CrossValResult:
+    fold_scores: list[float]  # best validation score of every trained fold
+    kept: list[int]  # fold numbers kept in the ensemble (best first)
+    mean_score: float  # mean of the kept folds' scores (TGraph §2.4.3)
+    metric: str
+    run_dir: Path
+
+
+def run_crossval(
+    config,
+    graphs: Sequence,
+    out_dir: str | Path,
+    *,
+    folds: int = 20,
+    train_folds: int = 5,
+    keep: int = 4,
+    resume: bool = False,
+    trainer_kwargs: dict | None = None,
+) -> CrossValResult:
+    """Train the first `train_folds` of a `folds`-fold split, keep the best `keep` (TGraph §2.4.3)."""
+    from graphcost.train.trainer import Trainer
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    splits = kfold_split([g.name for g in graphs], folds, config.seed)
+    train_folds = min(train_folds, folds)
+    keep = max(1, min(keep, train_folds))
+    scores: list[float] = []
+    metric = "tau"
+    for f in range(train_folds):
+        fold_dir = out_dir / f"fold_{f:02d}"
+        done = fold_dir / "done.json"
+        if resume and done.is_file():
+            info = json.loads(done.read_text())
+            scores.append(float(info["best_score"]))
+            metric = info.get("metric", metric)
+            continue
+        train_idx, valid_idx = splits[f]
+        fold_config = dataclasses.replace(config, seed=config.seed + f)
+        trainer = Trainer(
+            fold_config, [graphs[i] for i in train_idx], [graphs[i] for i in valid_idx], fold_dir,
+            **(trainer_kwargs or {}),
+        )
+        result = trainer.fit(resume=resume)
+        metric = trainer.metric
+        scores.append(float(result.best_score))
+        if trainer.dist.is_main:
+            write_json(
+                {"fold": f, "best_score": float(result.best_score), "metric": metric,
+                 "valid_graphs": [str(graphs[i].name) for i in valid_idx]},
+                done,
+            )
+    order = sorted(range(len(scores)), key=lambda i: (-np.nan_to_num(scores[i], nan=-np.inf), i))
+    kept = order[:keep]
+    mean = float(np.mean([scores[i] for i in kept]))
+    write_json(
+        {"folds": folds, "trained": train_folds, "metric": metric, "fold_scores": scores, "kept": kept,
+         "mean_score": mean, "members": [f"fold_{i:02d}/best.pt" for i in kept]},
+        out_dir / ENSEMBLE_FILE,
+    )
+    return CrossValResult(scores, kept, mean, metric, out_dir)
+
+
+def resolve_checkpoints(path: str | Path) -> list[Path]:
+    """Checkpoint files behind a MODEL argument: a .pt file, a run dir, or a CV run dir."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such model checkpoint or run directory")
+    manifest = path / ENSEMBLE_FILE
+    if manifest.is_file():
+        members = json.loads(manifest.read_text())["members"]
+        return [path / m if (path / m).is_file() else (path / m).with_name("checkpoint.pt") for m in members]
+    for name in ("best.pt", "checkpoint.pt"):
+        if (path / name).is_file():
+            return [path / name]
+    raise FileNotFoundError(f"{path}: run directory holds no best.pt, checkpoint.pt or {ENSEMBLE_FILE}")
+
+
+def load_scaler(state: dict):
+    from graphcost.data.scaler import FeatureScaler
+
+    return FeatureScaler.from_state_dict(state)
+
+
+def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, object, dict]:
+    """(model in eval mode, fitted scaler, checkpoint metadata) from a checkpoint file."""
+    from graphcost.train.trainer import build_from_spec
+
+    state = ckpt.load_checkpoint(path)
+    model = build_from_spec(state["model_spec"])
+    model.load_state_dict(state["model"])
+    model.to(device).eval()
+    meta = {k: v for k, v in state.items() if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score")}
+    return model, load_scaler(state["scaler"]), meta
+
+
+def standardise(scores: np.ndarray) -> np.ndarray:
+    """Zero-mean, unit-variance scores (order preserving)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    std = scores.std()
+    return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()
+
+
+class EnsemblePredictor:
+    """Average of fold models' TTA scores (TGraph §2.5.3); LOWER score = predicted faster."""
+
+    def __init__(
+        self,
+        members: Sequence[tuple[nn.Module, object]],
+        kind: str,
+        *,
+        batch_size: int = 128,
+        tta: int = 10,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+        make_batch: Callable | None = None,
+    ) -> None:
+        if not members:
+            raise ValueError("an ensemble needs at least one model")
+        self.members = list(members)
+        self.kind = kind
+        self.batch_size, self.tta, self.seed = batch_size, tta, seed
+        self.device = torch.device(device)
+        self.make_batch = make_batch
+
+    @classmethod
+    def load(cls, paths: Sequence[str | Path], device: str = "cpu", **kwargs) -> "EnsemblePredictor":
+        """Load every checkpoint behind `paths` (files, run dirs or CV run dirs)."""
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        files = [f for p in paths for f in resolve_checkpoints(p)]
+        members, kinds = [], set()
+        for f in files:
+            model, scaler, meta = load_trained(f, device)
+            members.append((model, scaler))
+            kinds.add(meta["model_spec"]["kind"])
+        if len(kinds) != 1:
+            raise ValueError(f"models mix graph kinds {sorted(kinds)}: ensemble only models of one collection")
+        predictor = cls(members, kinds.pop(), device=device, **kwargs)
+        predictor.files = files
+        return predictor
+
+    def score(self, prepared) -> np.ndarray:
+        """(K,) ensemble scores for every configuration of `prepared`, in its order."""
+        if prepared.kind != self.kind:
+            raise ValueError(f"{prepared.name}: a {prepared.kind} graph cannot be scored by a {self.kind} model")
+        total = np.zeros(int(np.asarray(prepared.runtime).shape[0]), dtype=np.float64)
+        for model, scaler in self.members:
+            raw = score_configs(
+                model, prepared, scaler, batch_size=self.batch_size, device=self.device, tta=self.tta,
+                seed=self.seed, make_batch=self.make_batch,
+            )
+            total += standardise(raw)
+        return total / len(self.members)
+
+    def rank(self, prepared) -> np.ndarray:
+        """Configuration indices of `prepared`, predicted fastest first."""
+        return np.argsort(self.score(prepared), kind="stable")

@@ -1,0 +1,144 @@
+"""Which npz files make the train / valid / test splits of a training run, and loading them.
+
+Accepted data locations (`resolve_splits`):
+
+1. the official TpuGraphs tree ``<dir>/npz/{tile/xla, layout/{xla,nlp}/{default,random}}/{train,valid,test}``
+   with ``--collection`` choosing one collection (`graphcost.data.discover`);
+2. any directory with ``train/``, ``valid/`` (and optionally ``test/``) subdirectories of npz files;
+3. a single directory of npz files, split BY GRAPH into train / valid (seeded, 80/20);
+4. no directory at all: the real CPU dataset shipped in the package (``graphcost/datasets``).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+SPLITS = ("train", "valid", "test")
+
+
+class DatasetError(FileNotFoundError):
+    """The requested training data cannot be found; the message says what to pass instead."""
+
+
+@dataclass
+class DataSplits:
+    root: Path
+    collection: str | None
+    files: dict[str, list[Path]] = field(default_factory=dict)
+    how: str = ""  # which of the accepted layouts was recognised
+
+    def describe(self) -> str:
+        counts = ", ".join(f"{s} {len(self.files.get(s, []))}" for s in SPLITS)
+        return f"{self.root} ({self.how}{', ' + self.collection if self.collection else ''}): {counts} graphs"
+
+
+def shipped_dataset_root() -> Path | None:
+    """The real CPU dataset shipped inside the package, or None when it is not installed."""
+    try:
+        root = importlib.resources.files("graphcost") / "datasets"
+    except (ModuleNotFoundError, TypeError):
+        return None
+    path = Path(str(root))
+    if not path.is_dir() or not any(path.rglob("*.npz")):
+        return None
+    return path
+
+
+def _npz(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.npz")) if directory.is_dir() else []
+
+
+def split_by_graph(files: Sequence[Path], valid_frac: float, seed: int) -> tuple[list[Path], list[Path]]:
+    """Seeded train/valid split of files (one file = one graph, so no graph is on both sides)."""
+    files = sorted(files)
+    if len(files) < 2:
+        return list(files), []
+    perm = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x5A17]).permutation(len(files))
+    n_valid = min(len(files) - 1, max(1, int(round(valid_frac * len(files)))))
+    valid = sorted(files[i] for i in perm[:n_valid])
+    train = sorted(files[i] for i in perm[n_valid:])
+    return train, valid
+
+
+def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: float) -> DataSplits:
+    from graphcost.data import discover
+
+    if (root / "npz").is_dir():  # official TpuGraphs tree
+        available = discover.available_collections(root)
+        if collection is None:
+            if len(available) != 1:
+                raise DatasetError(
+                    f"{root}: holds the collections {sorted(available) or 'none'}; choose one with --collection"
+                )
+            collection = next(iter(available))
+        if collection not in available:
+            raise DatasetError(
+                f"{root}: collection {collection} not found (available: {sorted(available) or 'none'}); "
+                f"expected {discover.collection_dir(root, collection)}/{{train,valid,test}}/*.npz"
+            )
+        return DataSplits(root, collection, {s: available[collection].get(s, []) for s in SPLITS}, "official layout")
+    if collection is not None:
+        sub = root.joinpath(*collection.split(":"))  # e.g. <root>/layout/xla/default
+        if sub.is_dir():
+            splits = _resolve_dir(sub, None, seed, valid_frac)
+            splits.collection = collection
+            return splits
+    split_files = {s: _npz(root / s) for s in SPLITS}
+    if split_files["train"]:
+        return DataSplits(root, collection, split_files, "train/valid/test subdirectories")
+    flat = _npz(root)
+    if flat:
+        train, valid = split_by_graph(flat, valid_frac, seed)
+        return DataSplits(root, collection, {"train": train, "valid": valid, "test": []}, "one directory, split by graph")
+    subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and any(d.rglob("*.npz"))]
+    if len(subdirs) == 1:  # e.g. a package folder holding one dataset
+        return _resolve_dir(subdirs[0], collection, seed, valid_frac)
+    raise DatasetError(
+        f"{root}: no npz graphs found (expected npz/<collection>/..., train/ valid/ test/ subdirectories, "
+        f"or *.npz files){'; subdirectories with data: ' + ', '.join(d.name for d in subdirs) if subdirs else ''}"
+    )
+
+
+def resolve_splits(
+    data_dir: str | Path | None,
+    collection: str | None = None,
+    *,
+    seed: int = 0,
+    valid_frac: float = 0.2,
+    max_graphs: int | None = None,
+) -> DataSplits:
+    """Find the npz files of each split; `max_graphs` keeps at most that many graphs per split."""
+    if data_dir is None:
+        root = shipped_dataset_root()
+        if root is None:
+            raise DatasetError(
+                "no --data-dir given and the shipped CPU dataset (graphcost/datasets) is not installed; "
+                "pass --data-dir DIR (an official TpuGraphs tree with --collection, or a directory of npz files)"
+            )
+    else:
+        root = Path(data_dir).expanduser()
+        if not root.is_dir():
+            raise DatasetError(f"{root}: --data-dir is not a directory")
+    splits = _resolve_dir(root, collection, seed, valid_frac)
+    if max_graphs is not None and max_graphs > 0:
+        splits.files = {s: f[:max_graphs] for s, f in splits.files.items()}
+    if not splits.files.get("train"):
+        raise DatasetError(f"{root}: no training graphs found")
+    return splits
+
+
+def load_prepared(files: Sequence[Path], cache_dir: str | Path | None = None, progress: bool = True, desc: str = "prepare"):
+    """`prepare_graph` on every file (pruned, de-duplicated, cached when `cache_dir` is given)."""
+    from tqdm.auto import tqdm
+
+    from graphcost.data.preprocess import prepare_graph
+
+    return [
+        prepare_graph(f, cache_dir=cache_dir)
+        for f in tqdm(list(files), desc=desc, unit="graph", disable=not progress or not files, leave=False)
+    ]

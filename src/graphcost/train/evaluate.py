@@ -1,0 +1,199 @@
+"""Scoring every configuration of a graph, per-graph metrics, and the evaluation report.
+
+Scoring (TGraph §2.5.3). A TGraph score depends on the other configurations in its batch
+(cross-configuration attention), so a graph's K configurations are scored in near-equal chunks
+of at most `batch_size`. With test-time augmentation (TTA) the K configurations are shuffled by
+N seeded permutations; each view is chunked and scored, the scores are put back in the original
+order (``scores[perm] = view``) and the N views are averaged.
+
+Metrics (TpuGraphs §5 / TGraph §2.5.2): layout graphs report Kendall tau (eq. 9), ordered-pair
+accuracy and top-K slowdown; tile graphs report the tile score (eq. 10, K = 5) as well. The
+selection score used for early stopping / fold ranking is mean tau (layout) or mean tile score
+(tile). Scores follow the project convention: LOWER = predicted FASTER.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+class Scorer(Protocol):
+    """Anything that maps a prepared graph to one score per configuration (LOWER = faster)."""
+
+    def score(self, prepared) -> np.ndarray: ...
+
+
+def num_configs(prepared) -> int:
+    return int(np.asarray(prepared.runtime).shape[0])
+
+
+def chunk_indices(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Split `order` into ceil(K / batch_size) near-equal consecutive chunks."""
+    count = len(order)
+    if count == 0:
+        return []
+    pieces = max(1, math.ceil(count / max(1, batch_size)))
+    return [chunk for chunk in np.array_split(order, pieces) if len(chunk)]
+
+
+def tta_orders(count: int, tta: int, seed: int) -> list[np.ndarray]:
+    """The configuration orders to score: identity when tta <= 1, else `tta` seeded permutations."""
+    if tta <= 1:
+        return [np.arange(count, dtype=np.int64)]
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, count, tta, 0x77A])
+    return [rng.permutation(count).astype(np.int64) for _ in range(tta)]
+
+
+@torch.no_grad()
+def score_configs(
+    model: nn.Module,
+    prepared,
+    scaler,
+    *,
+    batch_size: int = 128,
+    device: torch.device | str = "cpu",
+    tta: int = 0,
+    seed: int = 0,
+    make_batch: Callable | None = None,
+) -> np.ndarray:
+    """Scores of all K configurations of `prepared`, in its configuration order; (K,) float64.
+
+    TGraph §2.5.3: N permuted views of the configurations, each scored in chunks, restored to
+    the original order and averaged.
+    """
+    if make_batch is None:
+        from graphcost.data.batching import make_batch
+    was_training = model.training
+    model.eval()
+    count = num_configs(prepared)
+    total = np.zeros(count, dtype=np.float64)
+    orders = tta_orders(count, tta, seed)
+    for order in orders:
+        view = np.empty(count, dtype=np.float64)
+        for idx in chunk_indices(order, batch_size):
+            batch = make_batch(prepared, idx, scaler).to(device)
+            out = model(batch)  # (b,)
+            view[idx] = out.detach().double().cpu().numpy().reshape(-1)  # restore original order
+        total += view
+    if was_training:
+        model.train()
+    return total / len(orders)
+
+
+@dataclass
+class ModelScorer:
+    """A single model + its feature scaler as a `Scorer`."""
+
+    model: nn.Module
+    scaler: object
+    batch_size: int = 128
+    device: torch.device | str = "cpu"
+    tta: int = 0
+    seed: int = 0
+
+    def score(self, prepared) -> np.ndarray:
+        return score_configs(
+            self.model, prepared, self.scaler, batch_size=self.batch_size, device=self.device, tta=self.tta, seed=self.seed
+        )
+
+
+def graph_metrics(scores: np.ndarray, runtime: np.ndarray, kind: str) -> dict:
+    """Per-graph metrics (`graphcost.metrics.evaluate_graph`): n_configs, kendall_tau, opa,
+    top-K slowdowns, and tile_score for tile graphs. Scores: LOWER = predicted faster."""
+    from graphcost import metrics
+
+    return metrics.evaluate_graph(np.asarray(scores, dtype=np.float64), np.asarray(runtime, dtype=np.float64), kind)
+
+
+def selection_metric(kind: str) -> str:
+    """Metric that ranks checkpoints and folds: tau for layout, tile score for tile (TGraph §2.5.2)."""
+    return "tile_score" if kind == "tile" else "kendall_tau"
+
+
+@dataclass
+class EvalReport:
+    """Per-graph metric rows plus their mean."""
+
+    kind: str
+    rows: list[dict] = field(default_factory=list)  # each: {"graph": name, metric: value, ...}
+    scores: dict[str, np.ndarray] = field(default_factory=dict)  # graph name -> (K,) scores
+
+    @property
+    def aggregate(self) -> dict:
+        if not self.rows:
+            return {}
+        from graphcost import metrics
+
+        agg = metrics.aggregate(self.rows)  # mean over graphs (TpuGraphs §5)
+        agg.pop("counts", None)
+        return agg
+
+    @property
+    def score(self) -> float:
+        return float(self.aggregate.get(selection_metric(self.kind), float("nan")))
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "aggregate": self.aggregate, "graphs": self.rows}
+
+    def table(self) -> str:
+        """Fixed-width text table: one row per graph, then the mean."""
+        if not self.rows:
+            return "(no graphs)"
+        keys = [k for k in self.rows[0] if k != "graph"]
+        agg = self.aggregate
+        width = max(8, max(len(r["graph"]) for r in self.rows))
+        head = f"{'graph':<{width}} " + " ".join(f"{k:>14}" for k in keys)
+        lines = [head, "-" * len(head)]
+        fmt = lambda v: f"{v:>14d}" if isinstance(v, int) else f"{v:>14.4f}"  # noqa: E731
+        for r in self.rows:
+            lines.append(f"{r['graph']:<{width}} " + " ".join(fmt(r[k]) for k in keys))
+        lines.append("-" * len(head))
+        agg = dict(agg, n_configs=agg.get("n_configs", 0))
+        lines.append(f"{'MEAN':<{width}} " + " ".join(fmt(agg.get(k, float("nan"))) for k in keys))
+        return "\n".join(lines)
+
+
+def evaluate_graphs(scorer: Scorer, graphs: Sequence, kind: str | None = None, progress: bool = False) -> EvalReport:
+    """Score every configuration of every graph and compute per-graph metrics."""
+    kind = kind or (graphs[0].kind if graphs else "layout")
+    report = EvalReport(kind=kind)
+    iterator = graphs
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(graphs, desc="evaluate", unit="graph", leave=False)
+    for prepared in iterator:
+        runtime = np.asarray(prepared.runtime, dtype=np.float64)
+        if runtime.size < 2 or not np.all(np.isfinite(runtime)) or np.ptp(runtime) == 0:
+            raise ValueError(
+                f"{getattr(prepared, 'source', None) or prepared.name}: config_runtime has no usable labels "
+                "(fewer than 2 configurations or all runtimes equal); cannot evaluate this split"
+            )
+        scores = scorer.score(prepared)
+        row = {"graph": str(prepared.name)}
+        row.update(graph_metrics(scores, runtime, kind))
+        report.rows.append(row)
+        report.scores[str(prepared.name)] = scores
+    return report
+
+
+def write_json(data: dict, path: str | Path) -> Path:
+    """Atomic JSON write (temp file + os.replace)."""
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2, sort_keys=False)
+        handle.write("\n")
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,139 @@
+"""Rankings of a graph's configurations and the TpuGraphs Kaggle submission CSV.
+
+Predictions are made on the de-duplicated configurations (TGraph §2.2.2), then mapped back to
+the ORIGINAL file's configuration indices: a duplicate receives the score of its kept twin, so
+it is ranked right next to it. Layout rows list every original index, predicted fastest first;
+tile rows list the top 5 (the tile metric, TGraph eq. 10, looks at 5 candidates).
+
+Submission format (Kaggle "Google - Fast or Slow? Predict AI Model Runtime"): header
+``ID,TopConfigs``; ``ID`` is ``<collection>:<graph file stem>`` (e.g. ``layout:xla:default:foo``,
+``tile:xla:bar``) and ``TopConfigs`` the indices joined by ``;``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+TILE_TOP = 5
+COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
+
+
+def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None):
+    """(deduplicated PreparedGraph, (K_orig,) index of each original config's kept twin).
+
+    The file is prepared once WITHOUT de-duplication (every original configuration, file order),
+    then de-duplicated here with data-prep's rule (`graphcost.data.dedup`: identical rows -> one,
+    the fastest, kept); `twin[i]` is the position, among the kept ones, of original config i's twin.
+    """
+    from graphcost.data.dedup import dedup_min_runtime, row_hashes
+    from graphcost.data.preprocess import prepare_graph
+
+    full = prepare_graph(path, prune=True, dedup=False, cache_dir=cache_dir)
+    rows = full.config_codes if full.kind == "layout" else full.config_feat  # (K, C, 3) / (K, 24)
+    hashes = row_hashes(rows)  # (K,) uint64
+    keep = dedup_min_runtime(hashes, full.runtime, rows)  # (K',) ascending original indices
+    kept_hashes = hashes[keep]
+    order = np.argsort(kept_hashes, kind="stable")
+    pos = np.searchsorted(kept_hashes[order], hashes)
+    pos = np.minimum(pos, len(order) - 1)
+    twin = order[pos]  # (K,) position among kept
+    if not np.array_equal(kept_hashes[twin], hashes):
+        raise RuntimeError(f"{path}: internal error mapping configurations to their de-duplicated twins")
+    source = np.asarray(full.config_source_index) if len(full.config_source_index) else np.arange(len(hashes))
+    dedup = dataclasses.replace(
+        full,
+        runtime=full.runtime[keep],
+        config_codes=full.config_codes[keep] if full.config_codes is not None else None,
+        config_feat=full.config_feat[keep] if full.config_feat is not None else None,
+        config_source_index=source[keep],
+    )
+    return dedup, twin
+
+
+def rank_original(predictor, prepared, twin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(original config indices fastest first, (K_orig,) scores) for one graph.
+
+    `predictor.score` scores the kept configurations; every original configuration takes its
+    twin's score; a stable sort keeps duplicates adjacent in file order.
+    """
+    kept_scores = np.asarray(predictor.score(prepared), dtype=np.float64)  # (K',)
+    scores = kept_scores[twin]  # (K_orig,)
+    return np.argsort(scores, kind="stable"), scores
+
+
+def submission_id(collection: str, path: str | Path) -> str:
+    """Kaggle ID: ``<collection>:<file stem>``, e.g. ``layout:xla:default:resnet50``."""
+    if collection not in COLLECTIONS:
+        raise ValueError(f"unknown collection {collection!r}; expected one of {', '.join(COLLECTIONS)}")
+    return f"{collection}:{Path(path).stem}"
+
+
+def submission_rows(predictor, files: Sequence[str | Path], collection: str, cache_dir=None, progress=True):
+    """One (ID, "i;j;k...") row per graph file: layout = all indices, tile = top 5."""
+    from tqdm.auto import tqdm
+
+    kind = collection.split(":", 1)[0]
+    if predictor.kind != kind:
+        raise ValueError(f"a {predictor.kind} model cannot predict the {collection} collection")
+    rows = []
+    for path in tqdm(list(files), desc=f"predict {collection}", unit="graph", disable=not progress):
+        prepared, twin = prepare_for_prediction(path, cache_dir)
+        order, _ = rank_original(predictor, prepared, twin)
+        if kind == "tile":
+            order = order[:TILE_TOP]
+        rows.append((submission_id(collection, path), ";".join(str(int(i)) for i in order)))
+    return rows
+
+
+def write_csv_rows(rows: Iterable[tuple[str, str]], path: str | Path) -> Path:
+    """Atomically write ``ID,TopConfigs`` rows."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["ID", "TopConfigs"])
+    writer.writerows(rows)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(buf.getvalue())
+    os.replace(tmp, path)
+    return path
+
+
+def read_submission(path: str | Path) -> list[tuple[str, str]]:
+    """Rows of a submission CSV, checking the header and the ID / TopConfigs format."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such submission file")
+    with path.open(newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header != ["ID", "TopConfigs"]:
+            raise ValueError(f"{path}: header must be 'ID,TopConfigs', got {header}")
+        rows = []
+        for line, row in enumerate(reader, start=2):
+            if len(row) != 2 or not row[0] or not all(t.isdigit() for t in row[1].split(";")):
+                raise ValueError(f"{path}:{line}: expected '<collection>:<graph>,i;j;k', got {row}")
+            rows.append((row[0], row[1]))
+    return rows
+
+
+def combine_submissions(paths: Sequence[str | Path], out: str | Path) -> Path:
+    """Merge per-collection CSVs into one; an ID present in two files is an error."""
+    seen: dict[str, Path] = {}
+    rows = []
+    for p in paths:
+        for row in read_submission(p):
+            if row[0] in seen:
+                raise ValueError(f"{p}: ID {row[0]!r} already present in {seen[row[0]]}")
+            seen[row[0]] = Path(p)
+            rows.append(row)
+    return write_csv_rows(rows, out)

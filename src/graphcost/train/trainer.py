@@ -1,0 +1,391 @@
+"""Training loop for the configuration-ranking cost models (TGraph §2.2.5, §2.4).
+
+One optimisation step = one graph x a sample of its configurations (TGraph §2.2.5: 64 for the
+default-search collections, 128 for the random ones), the layout configurations decompressed
+on the fly by `graphcost.data.batching.make_batch`. The loss is a ranking loss over the batch
+(pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine + clipping come from
+`graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
+configuration of every validation graph (`graphcost.train.evaluate`), appends a row to
+`metrics.csv`, saves `checkpoint.pt` (full state, for `--resume`) and `best.pt` (best model).
+
+Determinism. Nothing depends on global RNG state carried across steps: the graph order of
+epoch e is a permutation drawn from (seed, e); the configuration sample and the torch seed of
+step s (dropout etc.) come from (seed, e, s, rank). Resuming from a checkpoint written after
+step s therefore replays exactly the steps an uninterrupted run would have taken.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import os
+import random
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from graphcost.train import checkpoint as ckpt
+from graphcost.train.distributed import DistContext, unwrap
+from graphcost.train.evaluate import evaluate_graphs, score_configs, selection_metric
+from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters of one training run (JSON-serialisable; stored in every checkpoint)."""
+
+    model: str = "tgraph"
+    model_config: dict = field(default_factory=dict)
+    loss: str = "hinge"
+    epochs: int = 10
+    batch_configs: int = 64  # TGraph §2.2.5: 64 (default collections) / 128 (random)
+    lr: float = 1e-3  # TGraph §2.4.2
+    weight_decay: float = 1e-5
+    warmup_frac: float = 0.05
+    clip_norm: float = 1.0
+    seed: int = 0
+    device: str = "auto"
+    eval_batch: int = 128  # TGraph §2.5.3
+    eval_tta: int = 0  # permutations at validation time (0/1 = none)
+    checkpoint_every: int = 0  # also checkpoint every N steps inside an epoch (0: epoch ends only)
+    progress: bool = True
+    plots: bool = True
+
+
+def default_batch_configs(collection: str | None) -> int:
+    """TGraph §2.2.5: 128 configurations per batch for random-search collections, else 64."""
+    return 128 if collection and collection.endswith(":random") else 64
+
+
+def step_seed(seed: int, epoch: int, step: int, rank: int = 0) -> int:
+    """A 32-bit seed derived only from the position (seed, epoch, step, rank)."""
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, epoch, step, rank]).generate_state(1)[0])
+
+
+def epoch_order(num_graphs: int, seed: int, epoch: int) -> np.ndarray:
+    """The graph visiting order of `epoch`: a permutation drawn from (seed, epoch) only."""
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, epoch, 0xE0C4]).permutation(num_graphs)
+
+
+def seed_everything(seed: int, deterministic: bool = True) -> None:
+    """Seed python / numpy / torch and ask torch for deterministic kernels where it has them."""
+    random.seed(seed)
+    np.random.seed(seed & 0xFFFFFFFF)
+    torch.manual_seed(seed)
+    if deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
+def model_spec(name: str, kind: str, model: nn.Module, fallback_config: dict) -> dict:
+    """{"name", "kind", "config"}: enough to rebuild `model` through the registry."""
+    config = getattr(model, "config", None)
+    if config is not None and dataclasses.is_dataclass(config):
+        config = dataclasses.asdict(config)
+    elif not isinstance(config, dict):
+        config = dict(fallback_config)
+    return {"name": name, "kind": kind, "config": config}
+
+
+def build_from_spec(spec: dict) -> nn.Module:
+    """Rebuild a model from its spec through `graphcost.models.registry`."""
+    from graphcost.models import registry
+
+    if hasattr(registry, "model_from_spec"):
+        return registry.model_from_spec(spec)
+    return registry.build_model(spec["name"], spec["kind"], **spec.get("config", {}))
+
+
+def write_csv_atomic(rows: Sequence[dict], path: Path) -> None:
+    """Rewrite the whole metrics CSV through a temp file + os.replace."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(buf.getvalue())
+    os.replace(tmp, path)
+
+
+class StopTraining(Exception):
+    """Raised by a step callback to stop training early (used to simulate kills in tests)."""
+
+
+@dataclass
+class TrainResult:
+    history: list[dict]
+    best_score: float
+    best_path: Path | None
+    last_path: Path
+    last_report: object | None = None
+
+
+class Trainer:
+    """Trains one model on prepared graphs; writes checkpoints, metrics.csv and plots to `out_dir`.
+
+    The data-prep, model and loss functions are looked up lazily from their modules; tests can
+    inject stand-ins through the keyword arguments.
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        train_graphs: Sequence,
+        valid_graphs: Sequence,
+        out_dir: str | Path,
+        *,
+        scaler=None,
+        dist_ctx: DistContext | None = None,
+        build_model_fn: Callable | None = None,
+        make_batch_fn: Callable | None = None,
+        sample_fn: Callable | None = None,
+        loss_fn: Callable | None = None,
+        scaler_factory: Callable | None = None,
+    ) -> None:
+        if not train_graphs:
+            raise ValueError("no training graphs: check --data-dir / --collection")
+        kinds = {g.kind for g in list(train_graphs) + list(valid_graphs)}
+        if len(kinds) != 1:
+            raise ValueError(f"training and validation graphs mix kinds {sorted(kinds)}; use one collection")
+        self.kind = kinds.pop()
+        self.config = config
+        self.train_graphs = list(train_graphs)
+        self.valid_graphs = list(valid_graphs)
+        self.out_dir = Path(out_dir)
+        self.dist = dist_ctx or DistContext()
+        self.device = self.dist.device(config.device)
+        self.metric = selection_metric(self.kind)
+        if make_batch_fn is None or sample_fn is None:
+            from graphcost.data import batching
+
+            make_batch_fn = make_batch_fn or batching.make_batch
+            sample_fn = sample_fn or batching.sample_config_indices
+        self.make_batch = make_batch_fn
+        self.sample = sample_fn
+        if loss_fn is None:
+            from graphcost.train.losses import get_loss
+
+            loss_fn = get_loss(config.loss)
+        self.loss_fn = loss_fn
+
+        seed_everything(config.seed)
+        if scaler is None:
+            if scaler_factory is None:
+                from graphcost.data.scaler import FeatureScaler
+
+                scaler_factory = FeatureScaler
+            scaler = scaler_factory()
+            fitted = scaler.fit(self.train_graphs)  # fit on TRAIN graphs only
+            scaler = fitted if fitted is not None else scaler
+        self.scaler = scaler
+        if build_model_fn is None:
+            from graphcost.models.registry import build_model as build_model_fn
+        torch.manual_seed(config.seed)  # parameter initialisation depends on the seed only
+        base = build_model_fn(config.model, self.kind, **config.model_config)
+        self.spec = model_spec(config.model, self.kind, base, config.model_config)
+        self.base_model = base.to(self.device)
+        self.model = self.dist.wrap(self.base_model, self.device)
+        self.optimizer = build_optimizer(self.base_model, config.lr, config.weight_decay)
+        self.steps_per_epoch = self.dist.steps_per_epoch(len(self.train_graphs))
+        self.total_steps = max(1, self.steps_per_epoch * config.epochs)
+        self.scheduler = build_scheduler(self.optimizer, self.total_steps, config.warmup_frac)
+        self.history: list[dict] = []
+        self.best_score = -math.inf
+        self.epoch = 0  # epochs completed
+        self.step = 0  # steps completed inside the current epoch
+        self.partial = {"loss_sum": 0.0, "steps": 0, "configs": 0, "seconds": 0.0, "skipped": 0}
+        self.last_report = None
+
+    # ------------------------------------------------------------------ paths / state
+    @property
+    def last_path(self) -> Path:
+        return self.out_dir / "checkpoint.pt"
+
+    @property
+    def best_path(self) -> Path:
+        return self.out_dir / "best.pt"
+
+    def _model_payload(self) -> dict:
+        return {
+            "model_spec": self.spec,
+            "model": {k: v.detach().cpu() for k, v in self.base_model.state_dict().items()},
+            "scaler": self.scaler.state_dict() if hasattr(self.scaler, "state_dict") else {},
+            "train_config": dataclasses.asdict(self.config),
+            "kind": self.kind,
+            "metric": self.metric,
+        }
+
+    def state_dict(self) -> dict:
+        """Everything `--resume` needs (tensors and plain values only)."""
+        state = self._model_payload()
+        state.update(
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            rng=ckpt.capture_rng_state(),
+            epoch=self.epoch,
+            step=self.step,
+            partial=dict(self.partial),
+            history=[dict(r) for r in self.history],
+            best_score=float(self.best_score),
+            train_graphs=[str(g.name) for g in self.train_graphs],
+        )
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("train_graphs") is not None and state["train_graphs"] != [str(g.name) for g in self.train_graphs]:
+            raise ckpt.CheckpointError(
+                f"{self.last_path}: checkpoint was trained on a different set of training graphs; "
+                "resume with the same --data-dir / --collection / --max-graphs / --folds"
+            )
+        self.base_model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        ckpt.restore_rng_state(state["rng"])
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+        self.partial = dict(state["partial"])
+        self.history = [dict(r) for r in state["history"]]
+        self.best_score = float(state["best_score"])
+
+    def save(self) -> None:
+        if self.dist.is_main:
+            ckpt.save_checkpoint(self.last_path, self.state_dict())
+
+    # ------------------------------------------------------------------ training
+    def _train_step(self, graph, epoch: int, step: int) -> None:
+        cfg = self.config
+        torch.manual_seed(step_seed(cfg.seed, epoch, step, self.dist.rank))
+        rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
+        idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
+        batch = self.make_batch(graph, idx, self.scaler).to(self.device)
+        scores = self.model(batch)  # (B,) LOWER = faster
+        runtime = batch.runtime.to(scores.dtype)
+        loss = self.loss_fn(scores, runtime)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = clip_gradients(self.base_model, cfg.clip_norm)  # TGraph §2.4.2
+        if math.isfinite(norm) and torch.isfinite(loss).item():
+            self.optimizer.step()
+        else:  # gradient explosion: skip this update (same decision on every rank: grads are all-reduced)
+            self.optimizer.zero_grad(set_to_none=True)
+            self.partial["skipped"] += 1
+        self.scheduler.step()
+        self.partial["loss_sum"] += float(loss.detach().item()) if torch.isfinite(loss).item() else 0.0
+        self.partial["steps"] += 1
+        self.partial["configs"] += int(idx.shape[0])
+
+    def evaluate(self, epoch: int):
+        """Validation metrics over ALL configurations of each validation graph (main rank)."""
+        trainer = self
+
+        class _Scorer:
+            def score(self, prepared) -> np.ndarray:
+                return score_configs(
+                    unwrap(trainer.model), prepared, trainer.scaler, batch_size=trainer.config.eval_batch,
+                    device=trainer.device, tta=trainer.config.eval_tta, seed=trainer.config.seed,
+                    make_batch=trainer.make_batch,
+                )
+
+        scorer = _Scorer()
+        return evaluate_graphs(scorer, self.valid_graphs, self.kind)
+
+    def fit(self, resume: bool = False, step_callback: Callable | None = None) -> TrainResult:
+        """Train for `config.epochs` epochs (continuing from `checkpoint.pt` when `resume`)."""
+        from tqdm.auto import tqdm
+
+        cfg = self.config
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if resume and self.last_path.is_file():
+            self.load_state_dict(ckpt.load_checkpoint(self.last_path))
+        writer = self._tensorboard() if self.dist.is_main else None
+        for epoch in range(self.epoch, cfg.epochs):
+            order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))
+            self.base_model.train()
+            bar = tqdm(
+                total=len(order), initial=self.step, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="graph",
+                disable=not (cfg.progress and self.dist.is_main), leave=False,
+            )
+            for step in range(self.step, len(order)):
+                t0 = time.perf_counter()
+                self._train_step(self.train_graphs[order[step]], epoch, step)
+                self.partial["seconds"] += time.perf_counter() - t0
+                self.step = step + 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{self.partial['loss_sum'] / max(1, self.partial['steps']):.4f}")
+                if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < len(order):
+                    self.save()
+                if step_callback is not None:
+                    step_callback(self, epoch, self.step)
+            bar.close()
+            self._end_epoch(epoch, writer)
+        if writer is not None:
+            writer.close()
+        if self.dist.is_main and cfg.plots:
+            self._plots()
+        self.dist.barrier()
+        return TrainResult(
+            self.history, self.best_score, self.best_path if self.best_path.exists() else None, self.last_path,
+            self.last_report,
+        )
+
+    def _end_epoch(self, epoch: int, writer) -> None:
+        part = self.partial
+        row = {
+            "epoch": epoch + 1,
+            "steps": int(part["steps"]),
+            "lr": float(self.scheduler.get_last_lr()[0]),
+            "train_loss": self.dist.all_reduce_mean(part["loss_sum"] / max(1, part["steps"])),
+            "skipped_steps": int(part["skipped"]),
+            "train_seconds": float(part["seconds"]),
+            "configs_per_s": float(part["configs"] * self.dist.world_size / max(part["seconds"], 1e-9)),
+        }
+        if self.dist.is_main and self.valid_graphs:
+            report = self.evaluate(epoch)
+            self.last_report = report
+            row.update({f"valid_{k}": v for k, v in report.aggregate.items() if k not in ("n_graphs", "n_configs")})
+            score = report.score
+        else:
+            score = -row["train_loss"]  # no validation split: keep the lowest training loss
+        self.history.append(row)
+        self.epoch, self.step = epoch + 1, 0
+        self.partial = {"loss_sum": 0.0, "steps": 0, "configs": 0, "seconds": 0.0, "skipped": 0}
+        if self.dist.is_main:
+            if math.isfinite(score) and score > self.best_score:
+                self.best_score = float(score)
+                payload = self._model_payload()
+                payload.update(epoch=epoch + 1, score=float(score))
+                ckpt.save_checkpoint(self.best_path, payload)
+            self.save()
+            write_csv_atomic(self.history, self.out_dir / "metrics.csv")
+            if writer is not None:
+                for key, value in row.items():
+                    if key != "epoch":
+                        writer.add_scalar(key, value, epoch + 1)
+                writer.flush()
+        self.dist.barrier()
+
+    def _tensorboard(self):
+        try:  # optional: only when the tensorboard package is installed
+            from torch.utils.tensorboard import SummaryWriter
+        except Exception:
+            return None
+        return SummaryWriter(log_dir=str(self.out_dir / "tensorboard"), purge_step=self.epoch + 1)
+
+    def _plots(self) -> None:
+        from graphcost.train import plots
+
+        plots.plot_learning_curves(self.history, self.out_dir / "learning_curves.png", metric=f"valid_{self.metric}")
+        if self.last_report is not None and self.last_report.scores:
+            runtimes = {str(g.name): np.asarray(g.runtime) for g in self.valid_graphs}
+            plots.plot_rank_scatter(self.last_report.scores, runtimes, self.out_dir / "valid_ranks.png")
