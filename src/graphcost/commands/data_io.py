@@ -1,7 +1,105 @@
-"""CLI: graphcost data download / synth / stats (issue: foundation)."""
+"""CLI: graphcost data download / synth / stats (issue: foundation).
+
+Thin wrappers: parse arguments, call `graphcost.data.{download,synth,stats}`, print results.
+Library imports happen inside the commands so `graphcost --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Optional
 
 import typer
 
 
+class Collection(str, Enum):
+    tile_xla = "tile:xla"
+    layout_xla_default = "layout:xla:default"
+    layout_xla_random = "layout:xla:random"
+    layout_nlp_default = "layout:nlp:default"
+    layout_nlp_random = "layout:nlp:random"
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=1)
+
+
+def download(
+    collection: list[Collection] = typer.Option(..., "--collection", "-c", help="collection(s) to fetch (repeatable)"),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="data root (default: $GRAPHCOST_DATA_DIR or ~/data/tpugraphs)"
+    ),
+    split: list[str] = typer.Option(["train", "valid", "test"], "--split", help="split(s) to fetch"),
+    timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for the server before giving up"),
+    keep_tar: bool = typer.Option(True, "--keep-tar/--delete-tar", help="keep the .tar files after extraction"),
+) -> None:
+    """Download and extract official TpuGraphs tar files (resumable; tars already in the data root are reused)."""
+    from graphcost.data.discover import default_data_root
+    from graphcost.data.download import DownloadError, download_collection
+
+    root = data_dir or default_data_root()
+    for c in collection:
+        try:
+            path = download_collection(c.value, root, splits=split, timeout=timeout, keep_tar=keep_tar)
+        except (DownloadError, ValueError) as exc:
+            _fail(str(exc))
+        typer.echo(f"{c.value}: {path}")
+
+
+def synth(
+    collection: Collection = typer.Option(..., "--collection", "-c", help="collection layout to imitate"),
+    out: Path = typer.Option(..., "--out", "-o", help="data root to write <out>/npz/... into"),
+    graphs: int = typer.Option(10, "--graphs", "-n", min=1, help="number of graphs (split 80/10/10)"),
+    seed: int = typer.Option(0, "--seed", help="random seed (same seed, same files)"),
+    min_nodes: Optional[int] = typer.Option(None, "--min-nodes", min=4, help="smallest graph (nodes)"),
+    max_nodes: Optional[int] = typer.Option(None, "--max-nodes", min=4, help="largest graph (nodes)"),
+    min_configs: Optional[int] = typer.Option(None, "--min-configs", min=1, help="fewest configurations per graph"),
+    max_configs: Optional[int] = typer.Option(None, "--max-configs", min=1, help="most configurations per graph"),
+    config_fraction: float = typer.Option(0.02, "--config-fraction", help="share of configurable nodes (layout)"),
+    noise: float = typer.Option(0.01, "--noise", help="lognormal runtime measurement noise (sigma)"),
+    compressed: bool = typer.Option(True, "--compressed/--stored", help="deflate the npz members"),
+) -> None:
+    """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
+    from graphcost.data.synth import write_synthetic_collection
+
+    try:
+        base = write_synthetic_collection(
+            out, collection.value, num_graphs=graphs, seed=seed, min_nodes=min_nodes, max_nodes=max_nodes,
+            min_configs=min_configs, max_configs=max_configs, config_fraction=config_fraction, noise=noise,
+            compressed=compressed,
+        )  # fmt: skip
+    except ValueError as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote SYNTHETIC {collection.value} data to {base} (see SYNTHETIC.md, manifest.json)")
+
+
+def stats(
+    path: Path = typer.Argument(..., help="an npz file, a collection directory, a data root, or any npz directory"),
+    per_file: bool = typer.Option(False, "--per-file", help="also one row per file"),
+    validate: bool = typer.Option(True, "--validate/--no-validate", help="validate every file first"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the rows as JSON here"),
+) -> None:
+    """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
+    from graphcost.data.schema import SchemaError
+    from graphcost.data.stats import format_table, stats_for_path
+
+    try:
+        rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
+    except (SchemaError, FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(format_table(rows))
+    if json_out is not None:
+        from graphcost.data.synth import _write_text_atomic
+
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        _write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
+    app.command("download")(download)
+    app.command("synth")(synth)
+    app.command("stats")(stats)

@@ -1,0 +1,171 @@
+"""Summary statistics of TpuGraphs files, collections and data roots (`graphcost data stats`).
+
+Per group of files (a file, a split of a collection, or a directory): graphs, nodes, edges,
+configurations, unique configurations (identical config rows counted once; TpuGraphs Table 1
+notes repeats), runtime range and nodes after pruning (configurable nodes plus their direct
+producers and consumers, TGraph §2.2.1). Layout files are read with a lazy
+``node_config_feat`` so memory stays bounded on the NLP collections.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from graphcost.data.discover import SPLITS, available_collections, find_npz_files
+from graphcost.data.graph import LayoutGraph, TileGraph
+from graphcost.data.tpugraphs_io import load_graph
+
+__all__ = ["GraphStats", "pruned_node_count", "graph_stats", "stats_for_path", "summarize", "format_table"]
+
+
+def _pruned_node_count_local(num_nodes: int, edge_index: np.ndarray, node_config_ids: np.ndarray) -> int:
+    """|configurable nodes ∪ their direct producers ∪ their direct consumers| (TGraph §2.2.1)."""
+    keep = np.zeros(num_nodes, dtype=bool)
+    ids = np.asarray(node_config_ids, dtype=np.int64).reshape(-1)
+    keep[ids] = True
+    e = np.asarray(edge_index, dtype=np.int64).reshape(-1, 2)
+    is_conf = np.zeros(num_nodes, dtype=bool)
+    is_conf[ids] = True
+    keep[e[is_conf[e[:, 0]], 1]] = True  # producers of configurable consumers
+    keep[e[is_conf[e[:, 1]], 0]] = True  # consumers of configurable producers
+    return int(keep.sum())
+
+
+def pruned_node_count(num_nodes: int, edge_index: np.ndarray, node_config_ids: np.ndarray | None) -> int:
+    """Nodes left after pruning around configurable nodes; all nodes when there are none (tile).
+
+    Uses the data-prep pruning transform (`graphcost.data.prune`) when available, else the
+    same definition computed here.
+    """
+    if node_config_ids is None:
+        return int(num_nodes)
+    try:
+        from graphcost.data.prune import prune_around_configurable
+    except ImportError:  # pragma: no cover - data-prep module absent
+        return _pruned_node_count_local(num_nodes, edge_index, node_config_ids)
+    return prune_around_configurable(num_nodes, edge_index, node_config_ids).num_nodes
+
+
+@dataclass
+class GraphStats:
+    """Statistics of one npz file."""
+
+    path: str
+    kind: str
+    nodes: int
+    edges: int
+    configs: int
+    unique_configs: int
+    config_nodes: int  # layout: configurable nodes; tile: 0
+    runtime_min: float
+    runtime_max: float
+    pruned_nodes: int
+
+
+def _unique_layout_configs(graph: LayoutGraph, chunk_rows: int = 2048) -> int:
+    feat = graph.node_config_feat
+    chunks = feat.iter_chunks(chunk_rows) if hasattr(feat, "iter_chunks") else (
+        (s, feat[s : s + chunk_rows]) for s in range(0, feat.shape[0], chunk_rows)
+    )
+    digests: set[bytes] = set()
+    for _, chunk in chunks:
+        rows = np.ascontiguousarray(np.asarray(chunk).reshape(len(chunk), -1).astype(np.int8))  # values in -1..5
+        digests.update(hashlib.blake2b(r.tobytes(), digest_size=16).digest() for r in rows)
+    return len(digests)
+
+
+def graph_stats(path: str | Path, validate: bool = True) -> GraphStats:
+    """Statistics of one TpuGraphs npz file (validated unless `validate` is False)."""
+    graph = load_graph(path, validate=validate, lazy_config_feat=True)
+    n = int(graph.node_feat.shape[0])
+    runtime = np.asarray(graph.config_runtime, dtype=np.float64)
+    if isinstance(graph, TileGraph):
+        unique = int(np.unique(np.asarray(graph.config_feat), axis=0).shape[0])
+        conf_ids = None
+    else:
+        unique = _unique_layout_configs(graph)
+        conf_ids = graph.node_config_ids
+    return GraphStats(
+        path=str(path),
+        kind=graph.kind,
+        nodes=n,
+        edges=int(graph.edge_index.shape[0]),
+        configs=int(runtime.shape[0]),
+        unique_configs=unique,
+        config_nodes=0 if conf_ids is None else int(len(conf_ids)),
+        runtime_min=float(runtime.min()),
+        runtime_max=float(runtime.max()),
+        pruned_nodes=pruned_node_count(n, graph.edge_index, conf_ids),
+    )
+
+
+def summarize(label: str, stats: list[GraphStats]) -> dict:
+    """One table row for a group of files."""
+    nodes = np.array([s.nodes for s in stats])
+    return {
+        "group": label,
+        "graphs": len(stats),
+        "nodes_mean": float(nodes.mean()),
+        "nodes_min": int(nodes.min()),
+        "nodes_max": int(nodes.max()),
+        "edges_mean": float(np.mean([s.edges for s in stats])),
+        "config_nodes_mean": float(np.mean([s.config_nodes for s in stats])),
+        "configs": int(sum(s.configs for s in stats)),
+        "configs_per_graph": float(np.mean([s.configs for s in stats])),
+        "unique_configs": int(sum(s.unique_configs for s in stats)),
+        "runtime_min": float(min(s.runtime_min for s in stats)),
+        "runtime_max": float(max(s.runtime_max for s in stats)),
+        "pruned_nodes_mean": float(np.mean([s.pruned_nodes for s in stats])),
+    }
+
+
+def _groups(path: Path) -> list[tuple[str, list[Path]]]:
+    """(label, files) groups for a file, a data root, a collection dir or any npz directory."""
+    if path.is_file():
+        return [(path.name, [path])]
+    if (path / "npz").is_dir():  # a data root in the official layout
+        found = available_collections(path)
+        if found:
+            return [(f"{c}/{s}", files) for c, splits in found.items() for s, files in splits.items()]
+    split_dirs = [s for s in SPLITS if (path / s).is_dir() and any((path / s).glob("*.npz"))]
+    groups = [(f"{path.name}/{s}", sorted((path / s).glob("*.npz"))) for s in split_dirs]
+    direct = sorted(path.glob("*.npz"))
+    if direct or not groups:
+        groups.insert(0, (path.name, direct or find_npz_files(path)))
+    return groups
+
+
+def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = True, progress: bool = False) -> list[dict]:
+    """Table rows for `path` (file, collection dir, data root or npz directory)."""
+    from tqdm import tqdm
+
+    rows = []
+    for label, files in _groups(Path(path).expanduser()):
+        stats = [graph_stats(f, validate=validate) for f in tqdm(files, desc=label, disable=not progress)]
+        if per_file and len(files) > 1:
+            rows += [summarize(f"{label}/{Path(s.path).name}", [s]) for s in stats]
+        rows.append(summarize(label, stats))
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """Plain-text table of `stats_for_path` rows."""
+    head = ["group", "graphs", "nodes (mean, min-max)", "edges", "conf nodes", "configs/graph", "unique configs",
+            "runtime range", "nodes after pruning"]  # fmt: skip
+    body = [
+        [
+            r["group"], str(r["graphs"]), f"{r['nodes_mean']:.0f} ({r['nodes_min']}-{r['nodes_max']})",
+            f"{r['edges_mean']:.0f}", f"{r['config_nodes_mean']:.1f}", f"{r['configs_per_graph']:.0f}",
+            f"{r['unique_configs']}/{r['configs']}", f"{r['runtime_min']:.4g}-{r['runtime_max']:.4g}",
+            f"{r['pruned_nodes_mean']:.0f}",
+        ]  # fmt: skip
+        for r in rows
+    ]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head] + body]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,264 @@
+"""Synthetic TpuGraphs-schema data (ALWAYS labelled synthetic).
+
+Graphs come from `synth_graph` (layered XLA-like DAGs with real node-feature meanings),
+layout runtimes from the analytical simulator in `synth_layout`, tile runtimes from the one in
+`synth_tile` (read their docstrings for the exact cost model). Files are named
+``synthetic_*.npz``; `write_synthetic_collection` also writes ``SYNTHETIC.md`` and
+``manifest.json`` beside them. The npz files themselves hold only the official keys, so every
+loader reads them unchanged.
+
+Determinism: graph structure depends on ``(seed, 0)`` and configuration block b (4,096
+configurations each) on ``(seed, 1, b)``, so the same seed gives byte-identical arrays whether a
+file is built in memory or streamed to disk, whatever the chunk size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from graphcost.data.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
+from graphcost.data.graph import LayoutGraph, TileGraph
+from graphcost.data.npz_stream import NpzWriter
+from graphcost.data.synth_graph import node_features, synth_program
+from graphcost.data.synth_layout import LayoutSimulator
+from graphcost.data.synth_tile import TileSimulator
+
+__all__ = [
+    "synth_layout_graph",
+    "synth_tile_graph",
+    "write_synthetic_layout_file",
+    "write_synthetic_tile_file",
+    "write_synthetic_collection",
+    "DEFAULT_SIZES",
+]
+
+GEN_BLOCK = 4096  # configurations generated per RNG block (fixed: part of the determinism contract)
+PREFIX = "synthetic_"
+# (min_nodes, max_nodes, min_configs, max_configs) per collection when not given; sizes are drawn
+# log-uniformly. Real collections (TpuGraphs Table 1) are larger: raise them with the CLI options.
+DEFAULT_SIZES = {
+    "tile:xla": (10, 120, 200, 2000),
+    "layout:xla:default": (1000, 10000, 1000, 10000),
+    "layout:xla:random": (1000, 10000, 1000, 10000),
+    "layout:nlp:default": (1000, 8000, 2000, 10000),
+    "layout:nlp:random": (1000, 8000, 2000, 10000),
+}
+
+
+def _rng(*key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([int(k) for k in key]))
+
+
+def _runtime_ns(t: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
+    """Measured runtime: model time x lognormal noise, as positive int64 nanoseconds."""
+    return np.maximum(1, np.rint(t * np.exp(sigma * rng.standard_normal(len(t))))).astype(np.int64)
+
+
+def _layout_setup(num_nodes, seed, source, config_fraction, layout_pad):
+    if source not in ("xla", "nlp"):
+        raise ValueError(f"unknown source {source!r}; expected 'xla' or 'nlp'")
+    program = synth_program(num_nodes, _rng(seed, 0), source, config_fraction)
+    sim = LayoutSimulator(program)
+    if sim.num_config_nodes == 0:
+        raise ValueError(f"synthetic graph (seed {seed}, {num_nodes} nodes) has no configurable node; raise num_nodes")
+    return program, sim, node_features(program, layout_pad)
+
+
+def _layout_blocks(sim: LayoutSimulator, num_configs, seed, search, noise) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    for b, start in enumerate(range(0, num_configs, GEN_BLOCK)):
+        rng = _rng(seed, 1, b)
+        k = min(GEN_BLOCK, num_configs - start)
+        choice = sim.sample_choices(rng, k, search, first=(start == 0))
+        yield sim.features(choice), _runtime_ns(sim.runtime(choice), rng, noise)
+
+
+def synth_layout_graph(
+    num_nodes: int = 1000,
+    num_configs: int = 1000,
+    seed: int = 0,
+    source: str = "xla",
+    search: str = "random",
+    config_fraction: float = 0.02,
+    noise: float = 0.01,
+    layout_pad: float = 0.0,
+) -> LayoutGraph:
+    """An in-memory synthetic layout graph (``path=None``). Use `write_synthetic_layout_file` for big ones."""
+    program, sim, feat = _layout_setup(num_nodes, seed, source, config_fraction, layout_pad)
+    blocks = list(_layout_blocks(sim, num_configs, seed, search, noise))
+    return LayoutGraph(
+        path=None,
+        node_feat=feat,
+        node_opcode=np.array([n.opcode for n in program.nodes], dtype=np.int32),
+        edge_index=program.edge_index,
+        node_config_ids=sim.config_ids,
+        node_config_feat=np.concatenate([f for f, _ in blocks]),
+        config_runtime=np.concatenate([r for _, r in blocks]),
+        node_splits=program.node_splits.reshape(1, -1),
+    )
+
+
+def write_synthetic_layout_file(
+    path: str | Path,
+    num_nodes: int = 1000,
+    num_configs: int = 1000,
+    seed: int = 0,
+    source: str = "xla",
+    search: str = "random",
+    config_fraction: float = 0.02,
+    noise: float = 0.01,
+    layout_pad: float = 0.0,
+    compressed: bool = True,
+    compresslevel: int | None = 1,
+) -> Path:
+    """Stream a synthetic layout npz to `path` (atomic); memory O(GEN_BLOCK x nc x 18)."""
+    program, sim, feat = _layout_setup(num_nodes, seed, source, config_fraction, layout_pad)
+    runtimes = []
+    with NpzWriter(path, compressed=compressed, compresslevel=compresslevel if compressed else None) as w:
+        w.write("node_feat", feat)
+        w.write("node_opcode", np.array([n.opcode for n in program.nodes], dtype=np.int32))
+        w.write("edge_index", program.edge_index)
+        w.write("node_config_ids", sim.config_ids)
+        w.write("node_splits", program.node_splits.reshape(1, -1))
+        with w.stream("node_config_feat", (num_configs, sim.num_config_nodes, 18), np.float32) as s:
+            for f, r in _layout_blocks(sim, num_configs, seed, search, noise):
+                s.write(f)
+                runtimes.append(r)
+        w.write("config_runtime", np.concatenate(runtimes))
+    return Path(path)
+
+
+def synth_tile_graph(
+    num_nodes: int = 40, num_configs: int = 2000, seed: int = 0, noise: float = 0.01, layout_pad: float = 0.0
+) -> TileGraph:
+    """A synthetic fused kernel with up to `num_configs` tile configurations (fewer if the space is smaller)."""
+    program = synth_program(max(num_nodes, 4), _rng(seed, 0), "xla", config_fraction=0.08)
+    sim = TileSimulator(program)
+    rng = _rng(seed, 1, 0)
+    tiles = sim.options(rng, num_configs)
+    default_t = float(sim.runtime(sim.default_tile()[None])[0])
+    return TileGraph(
+        path=None,
+        node_feat=node_features(program, layout_pad),
+        node_opcode=np.array([n.opcode for n in program.nodes], dtype=np.int32),
+        edge_index=program.edge_index,
+        config_feat=sim.features(tiles),
+        config_runtime=_runtime_ns(sim.runtime(tiles), rng, noise),
+        config_runtime_normalizers=_runtime_ns(np.full(len(tiles), default_t), rng, noise / 2),
+    )
+
+
+def write_synthetic_tile_file(path: str | Path, compressed: bool = True, **kwargs) -> Path:
+    """Write `synth_tile_graph(**kwargs)` to `path` atomically."""
+    from graphcost.data.validate import graph_arrays
+
+    graph = synth_tile_graph(**kwargs)
+    with NpzWriter(path, compressed=compressed) as w:
+        for key, value in graph_arrays(graph).items():
+            w.write(key, value)
+    return Path(path)
+
+
+def _split_counts(n: int, fractions) -> list[int]:
+    counts = [int(np.floor(n * f)) for f in fractions]
+    for i in range(n - sum(counts)):  # hand out the remainder, valid/test first
+        counts[(i + 1) % len(counts)] += 1
+    return counts
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+_README = """# SYNTHETIC DATA - not measured on hardware
+
+Written by `graphcost.data.synth` (`graphcost data synth`) in the official TpuGraphs npz
+schema so that code can be exercised without the real dataset. Graphs are synthetic XLA-like
+DAGs; runtimes come from a documented analytical simulator (see the docstrings of
+`graphcost/data/synth_layout.py` and `graphcost/data/synth_tile.py`) plus seeded noise.
+Numbers obtained on these files say nothing about real TPU performance.
+
+Collection: {collection}; seed: {seed}; parameters and files: manifest.json.
+"""
+
+
+def write_synthetic_collection(
+    root: str | Path,
+    collection: str,
+    num_graphs: int = 10,
+    seed: int = 0,
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1),
+    min_nodes: int | None = None,
+    max_nodes: int | None = None,
+    min_configs: int | None = None,
+    max_configs: int | None = None,
+    config_fraction: float = 0.02,
+    noise: float = 0.01,
+    compressed: bool = True,
+    progress: bool = True,
+) -> Path:
+    """Write `num_graphs` synthetic files into the official layout under `root`; returns the collection dir.
+
+    Files already present are kept (resumable). Sizes are drawn log-uniformly per graph.
+    """
+    from tqdm import tqdm
+
+    check_collection(collection)
+    defaults = DEFAULT_SIZES[collection]
+    lo_n, hi_n = min_nodes or defaults[0], max_nodes or defaults[1]
+    lo_c, hi_c = min_configs or defaults[2], max_configs or defaults[3]
+    if lo_n > hi_n or lo_c > hi_c:
+        raise ValueError(f"empty size range: nodes [{lo_n}, {hi_n}], configs [{lo_c}, {hi_c}]")
+    base = collection_dir(root, collection)
+    parts = collection.split(":")
+    counts = _split_counts(num_graphs, split_fractions)
+    files: dict[str, list[str]] = {s: [] for s in SPLITS}
+    jobs = []
+    i = 0
+    for split, count in zip(SPLITS, counts):
+        (base / split).mkdir(parents=True, exist_ok=True)
+        for _ in range(count):
+            name = f"{PREFIX}{'_'.join(parts[1:])}_{i:05d}.npz"
+            files[split].append(name)
+            jobs.append((i, base / split / name))
+            i += 1
+    for i, path in tqdm(jobs, desc=f"synth {collection}", disable=not progress):
+        if path.exists():
+            continue
+        r = _rng(seed, 2, i)
+        n = int(round(np.exp(r.uniform(np.log(lo_n), np.log(hi_n)))))
+        c = int(round(np.exp(r.uniform(np.log(lo_c), np.log(hi_c)))))
+        gseed = int(r.integers(2**31))
+        if parts[0] == "tile":
+            write_synthetic_tile_file(path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise)
+        else:
+            write_synthetic_layout_file(
+                path, num_nodes=n, num_configs=c, seed=gseed, source=parts[1], search=parts[2],
+                config_fraction=config_fraction, noise=noise, compressed=compressed,
+            )  # fmt: skip
+    manifest = {
+        "synthetic": True,
+        "generator": "graphcost.data.synth",
+        "collection": collection,
+        "seed": seed,
+        "num_graphs": num_graphs,
+        "nodes_range": [lo_n, hi_n],
+        "configs_range": [lo_c, hi_c],
+        "config_fraction": config_fraction,
+        "noise": noise,
+        "files": files,
+    }
+    _write_text_atomic(base / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    _write_text_atomic(base / "SYNTHETIC.md", _README.format(collection=collection, seed=seed))
+    return base
+
+
+assert set(DEFAULT_SIZES) == set(COLLECTIONS)
