@@ -41,8 +41,16 @@ def test_integer_input_and_all_codes_bijective():
 def test_bad_values_raise_clear_error(bad):
     feat = np.zeros((4, 2, 18), dtype=np.float32)
     feat[3, 1, 7] = bad
-    with pytest.raises(CompressionError, match=r"g\.npz: node_config_feat: value .* at index \(13, 1, 7\)"):
+    with pytest.raises(CompressionError, match=r"g\.npz: key 'node_config_feat': value .* at index \(13, 1, 7\)"):
         compress_layout_config(feat, source="g.npz", offset=10)
+
+
+def test_error_is_a_schema_error():
+    from graphcost.data.schema import SchemaError
+
+    with pytest.raises(SchemaError) as info:
+        compress_layout_config(np.full((1, 18), 7.0), source="x.npz")
+    assert info.value.key == "node_config_feat" and info.value.path == "x.npz"
 
 
 def test_bad_shape_and_codes():

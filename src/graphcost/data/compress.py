@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphcost.data.schema import SchemaError
+
 LAYOUT_WIDTH = 6  # values per layout (tensor rank <= 6)
 NUM_LAYOUTS = 3  # output, input, kernel
 BASE = 7  # symbols -1..5
@@ -25,15 +27,18 @@ MAX_CODE = BASE**LAYOUT_WIDTH - 1  # 117648
 POWERS = BASE ** np.arange(LAYOUT_WIDTH, dtype=np.int32)  # (6,) 1, 7, 49, ...
 
 
-class CompressionError(ValueError):
-    """A value cannot be base-7 encoded (outside {-1..5} or not an integer), or a code is invalid."""
+class CompressionError(SchemaError):
+    """A value cannot be base-7 encoded (outside {-1..5} or not an integer), or a code is invalid.
+
+    A `SchemaError` (hence a ValueError): the message names the file, the key and the problem.
+    """
 
     def __init__(self, problem: str, source: str | Path | None = None, key: str = "node_config_feat"):
-        where = f"{source}: " if source is not None else ""
-        super().__init__(f"{where}{key}: {problem}")
+        super().__init__(source, key, problem)
         self.source = source
-        self.key = key
-        self.problem = problem
+
+    def __reduce__(self):
+        return (CompressionError, (self.problem, self.source, self.key))
 
 
 def _first_bad(mask: np.ndarray) -> tuple[int, ...]:

@@ -28,11 +28,37 @@ from graphcost.data.prune import identity_prune, prune_around_configurable
 DEFAULT_CHUNK = 8192  # configurations per chunk: 8192 x 100 x 18 float32 = 59 MB
 
 
-def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
-    """data-io's loader; a layout file's node_config_feat stays on disk (read later in chunks)."""
-    from graphcost.data.tpugraphs_io import load_graph
+class _ShapeOnly:
+    """Stands in for a lazy node_config_feat during validation: shape/dtype, no value scan.
 
-    return load_graph(path, validate=validate, lazy_config_feat=True)
+    The values of node_config_feat are checked in the single streaming compression pass
+    (`compress_layout_config` enforces the same README rule: finite integers in -1..5 and raises
+    a SchemaError naming file, key and index), so validation does not read 720 MB twice.
+    """
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+
+    def iter_chunks(self, chunk_rows=None):
+        return iter(())
+
+
+def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
+    """data-io's loader + validator; a layout file's node_config_feat stays on disk.
+
+    Every key is validated (structure, shapes, dtypes, values, acyclicity) except the VALUES of
+    node_config_feat, which the compressor checks while streaming (see `_ShapeOnly`).
+    """
+    from graphcost.data.tpugraphs_io import load_graph
+    from graphcost.data.validate import graph_arrays, validate_arrays
+
+    graph = load_graph(path, validate=False, lazy_config_feat=True)
+    if validate:
+        arrays = graph_arrays(graph)
+        if graph.kind == "layout" and not isinstance(graph.node_config_feat, np.ndarray):
+            arrays["node_config_feat"] = _ShapeOnly(graph.node_config_feat.shape, graph.node_config_feat.dtype)
+        validate_arrays(arrays, path=path, kind=graph.kind, check_values=True)
+    return graph
 
 
 def iter_config_chunks(graph: LayoutGraph, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
