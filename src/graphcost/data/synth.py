@@ -165,10 +165,10 @@ def write_synthetic_tile_file(path: str | Path, compressed: bool = True, **kwarg
 
 
 def _split_counts(n: int, fractions) -> list[int]:
-    counts = [int(np.floor(n * f)) for f in fractions]
-    for i in range(n - sum(counts)):  # hand out the remainder, valid/test first
-        counts[(i + 1) % len(counts)] += 1
-    return counts
+    """Graphs per split: valid and test get round(n * f) but at least one each once n >= 3."""
+    valid = max(1, int(round(n * fractions[1]))) if n >= 2 else 0
+    test = max(1, int(round(n * fractions[2]))) if n >= 3 else 0
+    return [n - valid - test, valid, test]
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
@@ -213,8 +213,10 @@ def write_synthetic_collection(
 
     check_collection(collection)
     defaults = DEFAULT_SIZES[collection]
-    lo_n, hi_n = min_nodes or defaults[0], max_nodes or defaults[1]
-    lo_c, hi_c = min_configs or defaults[2], max_configs or defaults[3]
+    hi_n = max_nodes or max(defaults[1], min_nodes or 0)
+    lo_n = min_nodes or min(defaults[0], hi_n)
+    hi_c = max_configs or max(defaults[3], min_configs or 0)
+    lo_c = min_configs or min(defaults[2], hi_c)
     if lo_n > hi_n or lo_c > hi_c:
         raise ValueError(f"empty size range: nodes [{lo_n}, {hi_n}], configs [{lo_c}, {hi_c}]")
     base = collection_dir(root, collection)

@@ -215,9 +215,13 @@ def synth_program(num_nodes: int, rng: np.random.Generator, source: str = "xla",
         b.nodes[x].shape = (b.nodes[x].shape[0], b.nodes[x].shape[1], b.nodes[x].shape[1], b.nodes[x].shape[3])
     recent: list[int] = [x]
     target = num_nodes - 1  # leave room for the root tuple
+    configured = False
     while len(b.nodes) < target - 8:
         u = rng.random()
+        if not configured and len(b.nodes) >= target // 2:
+            u = 0.0  # every program gets at least one configurable node
         if u < config_fraction:
+            configured = True
             r = len(b.shape(x))
             kind = rng.random()
             if source == "xla" and r == 4 and kind < 0.6:

@@ -171,6 +171,13 @@ class LayoutSimulator:
             p = rng.beta(1.0, 30.0, size=(k, 1, 1))  # share of mutated layouts, mean ~3 %
             mutate = rng.random((k, C, 3)) < p
             choice = np.where(mutate, rand, self.default[None])
+            # every configuration differs from the default in at least one layout
+            same = np.flatnonzero((choice == self.default[None]).all(axis=(1, 2)))
+            free = np.argwhere(self.nperm > 1)  # (F, 2) (node, slot) with a choice
+            if len(same) and len(free):
+                node, slot = free[rng.integers(len(free), size=len(same))].T
+                step = 1 + np.floor(rng.random(len(same)) * (self.nperm[node, slot] - 1)).astype(np.int64)
+                choice[same, node, slot] = (self.default[node, slot] + step) % self.nperm[node, slot]
         else:
             raise ValueError(f"unknown search {search!r}; expected 'random' or 'default'")
         if first and k:
