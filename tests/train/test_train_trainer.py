@@ -63,7 +63,7 @@ def test_kill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, layout_graph
         _fit(layout_graphs, tmp_path / "killed", tiny_kwargs, config, step_callback=kill)
     resumed, resumed_result = _fit(layout_graphs, tmp_path / "killed", tiny_kwargs, config, resume=True)
     assert _metrics(resumed_result.history) == _metrics(full_result.history)
-    for (name, p), q in zip(full.base_model.state_dict().items(), resumed.base_model.state_dict().values()):
+    for (name, p), q in zip(full.model.state_dict().items(), resumed.model.state_dict().values()):
         assert torch.equal(p, q), name
     assert resumed.scheduler.last_epoch == full.scheduler.last_epoch
 

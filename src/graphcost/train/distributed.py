@@ -4,9 +4,18 @@ Launch with ``torchrun --nproc_per_node 2 -m graphcost train ...``. torchrun set
 WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; `init_from_env` reads them. Every epoch,
 the trainer draws ONE global graph order from (seed, epoch), pads it to a multiple of the world
 size by wrapping around, and rank r takes positions r, r + W, r + 2W, ... (`shard`), so the ranks
-see disjoint graphs and all take the same number of steps (DDP all-reduces gradients at every
-backward, so step counts must match). Gradients are averaged by DDP; clipping and the optimiser
-step then run on identical gradients, so parameters stay identical on every rank.
+see disjoint graphs and all take the same number of steps (gradients are all-reduced at every
+step, so step counts must match).
+
+Synchronisation is the data-parallel rule of DistributedDataParallel, done explicitly: rank 0's
+parameters and buffers are broadcast once (`broadcast_model`), and after every backward the
+gradients are averaged over ranks with ONE all-reduce of a flattened buffer (`average_gradients`;
+a parameter without a gradient on some rank, e.g. an unused branch, contributes zeros). Clipping
+and the optimiser step then see identical gradients, so parameters stay identical on every rank.
+We do not wrap the model in `nn.parallel.DistributedDataParallel`: its constructor imports
+torch._dynamo (seconds of start-up per process) and needs `find_unused_parameters` for models
+whose branches depend on the graph; for one-graph-per-step training its bucketed overlap of
+communication with backward buys nothing measurable.
 """
 
 from __future__ import annotations
@@ -57,12 +66,29 @@ class DistContext:
     def steps_per_epoch(self, num_items: int) -> int:
         return -(-num_items // max(1, self.world_size)) if num_items else 0
 
-    def wrap(self, model: nn.Module, device: torch.device) -> nn.Module:
-        """Wrap in DistributedDataParallel when running distributed (inputs are moved by the caller)."""
+    def broadcast_model(self, model: nn.Module) -> None:
+        """Copy rank 0's parameters and buffers to every rank (identical starting point)."""
         if not self.enabled:
-            return model
-        # find_unused_parameters: a model may skip branches (e.g. no edges in a tiny graph).
-        return nn.parallel.DistributedDataParallel(model, device_ids=None, find_unused_parameters=True)
+            return
+        with torch.no_grad():
+            for tensor in list(model.parameters()) + list(model.buffers()):
+                dist.broadcast(tensor.data, src=0)
+
+    def average_gradients(self, model: nn.Module) -> None:
+        """Average gradients over ranks with one all-reduce of a flattened buffer."""
+        if not self.enabled:
+            return
+        params = [p for p in model.parameters() if p.requires_grad]
+        if not params:
+            return
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
+        flat /= self.world_size
+        offset = 0
+        for p in params:
+            n = p.numel()
+            p.grad = flat[offset : offset + n].view_as(p).clone()
+            offset += n
 
     def all_reduce_mean(self, value: float) -> float:
         """Mean of a scalar over all ranks (identity when not distributed)."""
@@ -101,6 +127,3 @@ def shutdown(ctx: DistContext) -> None:
         dist.destroy_process_group()
 
 
-def unwrap(model: nn.Module) -> nn.Module:
-    """The plain module inside a DDP wrapper (for state_dict / evaluation)."""
-    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model

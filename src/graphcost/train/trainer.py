@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from graphcost.train import checkpoint as ckpt
-from graphcost.train.distributed import DistContext, unwrap
+from graphcost.train.distributed import DistContext
 from graphcost.train.evaluate import evaluate_graphs, score_configs, selection_metric
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
@@ -195,9 +195,9 @@ class Trainer:
         torch.manual_seed(config.seed)  # parameter initialisation depends on the seed only
         base = build_model_fn(config.model, self.kind, **config.model_config)
         self.spec = model_spec(config.model, self.kind, base, config.model_config)
-        self.base_model = base.to(self.device)
-        self.model = self.dist.wrap(self.base_model, self.device)
-        self.optimizer = build_optimizer(self.base_model, config.lr, config.weight_decay)
+        self.model = base.to(self.device)
+        self.dist.broadcast_model(self.model)
+        self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.steps_per_epoch = self.dist.steps_per_epoch(len(self.train_graphs))
         self.total_steps = max(1, self.steps_per_epoch * config.epochs)
         self.scheduler = build_scheduler(self.optimizer, self.total_steps, config.warmup_frac)
@@ -220,7 +220,7 @@ class Trainer:
     def _model_payload(self) -> dict:
         return {
             "model_spec": self.spec,
-            "model": {k: v.detach().cpu() for k, v in self.base_model.state_dict().items()},
+            "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
             "scaler": self.scaler.state_dict() if hasattr(self.scaler, "state_dict") else {},
             "train_config": dataclasses.asdict(self.config),
             "kind": self.kind,
@@ -249,7 +249,7 @@ class Trainer:
                 f"{self.last_path}: checkpoint was trained on a different set of training graphs; "
                 "resume with the same --data-dir / --collection / --max-graphs / --folds"
             )
-        self.base_model.load_state_dict(state["model"])
+        self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         ckpt.restore_rng_state(state["rng"])
@@ -274,7 +274,8 @@ class Trainer:
         loss = self.loss_fn(scores, runtime)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        norm = clip_gradients(self.base_model, cfg.clip_norm)  # TGraph §2.4.2
+        self.dist.average_gradients(self.model)  # data parallel: mean gradient over ranks
+        norm = clip_gradients(self.model, cfg.clip_norm)  # TGraph §2.4.2
         if math.isfinite(norm) and torch.isfinite(loss).item():
             self.optimizer.step()
         else:  # gradient explosion: skip this update (same decision on every rank: grads are all-reduced)
@@ -292,7 +293,7 @@ class Trainer:
         class _Scorer:
             def score(self, prepared) -> np.ndarray:
                 return score_configs(
-                    unwrap(trainer.model), prepared, trainer.scaler, batch_size=trainer.config.eval_batch,
+                    trainer.model, prepared, trainer.scaler, batch_size=trainer.config.eval_batch,
                     device=trainer.device, tta=trainer.config.eval_tta, seed=trainer.config.seed,
                     make_batch=trainer.make_batch,
                 )
@@ -311,7 +312,7 @@ class Trainer:
         writer = self._tensorboard() if self.dist.is_main else None
         for epoch in range(self.epoch, cfg.epochs):
             order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))
-            self.base_model.train()
+            self.model.train()
             bar = tqdm(
                 total=len(order), initial=self.step, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="graph",
                 disable=not (cfg.progress and self.dist.is_main), leave=False,
