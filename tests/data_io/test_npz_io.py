@@ -100,3 +100,15 @@ def test_chunk_reader_errors(tile_arrays, layout_arrays, write_npz, tmp_path):
         list(iter_node_config_feat_chunks(write_npz(bad, "b.npz"), 4))
     with pytest.raises(FileNotFoundError):
         list(iter_node_config_feat_chunks(tmp_path / "none.npz", 4))
+
+
+def test_lazy_validation_never_materialises(layout_arrays, write_npz, monkeypatch):
+    """Validating / loading lazily must stream: materialising the whole array is an error here."""
+    path = write_npz(layout_arrays, compressed=True)
+
+    def boom(self, *a, **k):
+        raise AssertionError("whole node_config_feat materialised")
+
+    monkeypatch.setattr(LazyNpyArray, "__array__", boom)
+    g = load_graph(path, lazy_config_feat=True)
+    assert g.node_config_feat.shape == layout_arrays["node_config_feat"].shape

@@ -60,6 +60,14 @@ def _fmt_shape(shape) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _dtype_shape(arr) -> tuple[np.dtype, tuple[int, ...]]:
+    """dtype and shape without materialising lazy arrays (getattr defaults are eager)."""
+    if hasattr(arr, "dtype") and hasattr(arr, "shape"):
+        return np.dtype(arr.dtype), tuple(arr.shape)
+    arr = np.asarray(arr)
+    return arr.dtype, arr.shape
+
+
 def _check_structure(arrays: Mapping[str, Any], path, kind: str) -> None:
     for spec in keys_for_kind(kind):
         if spec.name not in arrays or arrays[spec.name] is None:
@@ -67,8 +75,7 @@ def _check_structure(arrays: Mapping[str, Any], path, kind: str) -> None:
                 raise SchemaError(path, spec.name, f"missing (required in a {kind} file: {spec.doc})")
             continue
         arr = arrays[spec.name]
-        dtype = np.dtype(getattr(arr, "dtype", np.asarray(arr).dtype))
-        shape = tuple(getattr(arr, "shape", np.shape(arr)))
+        dtype, shape = _dtype_shape(arr)
         if not dtype_ok(spec, dtype):
             kinds = {"f": "float", "i": "signed int", "u": "unsigned int"}
             accepted = " / ".join(kinds[k] for k in spec.kinds)
@@ -86,7 +93,7 @@ def _check_structure(arrays: Mapping[str, Any], path, kind: str) -> None:
 
 
 def _check_shapes(arrays: Mapping[str, Any], path, kind: str) -> tuple[int, int]:
-    shape = {k: tuple(getattr(v, "shape", np.shape(v))) for k, v in arrays.items() if v is not None}
+    shape = {k: _dtype_shape(v)[1] for k, v in arrays.items() if v is not None}
     n = shape["node_feat"][0]
     if n < 1:
         raise SchemaError(path, "node_feat", "graph has no nodes")
