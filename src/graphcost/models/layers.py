@@ -1,0 +1,227 @@
+"""Layers shared by the cost models (TGraph, TpuGraphs baselines, Kaufman et al.).
+
+Conventions. Per-configuration node states are ``(B, N, F)`` (B configurations of one graph,
+N nodes, F channels); configuration-independent ones are ``(N, F)``. PyTorch Geometric's
+message passing works on either, since its node dimension is ``-2``.
+
+References (files under ``shared/papers``):
+* TGraph = Khizbullin et al., "Graph neural networks with configuration cross-attention for
+  tensor compilers" (eq. 2-6, §2.2.4-2.2.5).
+* TpuGraphs = Phothilimthana et al. 2023 (§4.2, §4.4).
+* Kaufman = Kaufman et al., "A learned performance model for TPUs", MLSys'21 (§3.2).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn import SAGEConv
+
+from graphcost.data.graph import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, NODE_FEAT_SCALED, TILE_CONFIG_DIM
+
+NUM_OPCODES = 128  # XLA HloOpcode ids used by TpuGraphs are < 121 (tpu_graphs hlo_opcode.h)
+LAYOUT_VALUES = 7  # a layout entry is one of -1, 0, ..., 5 (TGraph §2.2.3)
+
+
+def check_batch(batch, kind: str | None = None, num_opcodes: int = NUM_OPCODES) -> None:
+    """Raise a ValueError naming the field and the problem if `batch` cannot feed a model."""
+
+    def fail(field: str, problem: str) -> None:
+        raise ValueError(f"GraphBatch {batch.graph_name!r}: field {field!r}: {problem}")
+
+    if kind is not None and batch.kind != kind:
+        fail("kind", f"model expects {kind!r} batches, got {batch.kind!r}")
+    nf = batch.node_feat
+    if nf.dim() != 2 or nf.shape[1] != NODE_FEAT_DIM:
+        fail("node_feat", f"expected shape (N, {NODE_FEAT_DIM}), got {tuple(nf.shape)}")
+    n = nf.shape[0]
+    if n == 0:
+        fail("node_feat", "graph has no nodes")
+    if tuple(batch.node_opcode.shape) != (n,):
+        fail("node_opcode", f"expected shape ({n},), got {tuple(batch.node_opcode.shape)}")
+    if int(batch.node_opcode.min()) < 0 or int(batch.node_opcode.max()) >= num_opcodes:
+        fail("node_opcode", f"opcode ids must lie in [0, {num_opcodes})")
+    ei = batch.edge_index
+    if ei.dim() != 2 or ei.shape[0] != 2:
+        fail("edge_index", f"expected shape (2, E), got {tuple(ei.shape)}")
+    if ei.numel() and (int(ei.min()) < 0 or int(ei.max()) >= n):
+        fail("edge_index", f"node ids must lie in [0, {n})")
+    b = batch.num_configs
+    if batch.kind == "layout":
+        if batch.config_node_index is None or batch.node_config_feat is None:
+            fail("node_config_feat", "layout batches need config_node_index and node_config_feat")
+        c = batch.config_node_index.shape[0]
+        if tuple(batch.node_config_feat.shape) != (b, c, LAYOUT_CONFIG_DIM):
+            fail("node_config_feat", f"expected shape ({b}, {c}, {LAYOUT_CONFIG_DIM}), "
+                 f"got {tuple(batch.node_config_feat.shape)}")
+        if c and (int(batch.config_node_index.min()) < 0 or int(batch.config_node_index.max()) >= n):
+            fail("config_node_index", f"node ids must lie in [0, {n})")
+    else:
+        if batch.config_feat is None or tuple(batch.config_feat.shape) != (b, TILE_CONFIG_DIM):
+            shape = None if batch.config_feat is None else tuple(batch.config_feat.shape)
+            fail("config_feat", f"expected shape ({b}, {TILE_CONFIG_DIM}), got {shape}")
+
+
+class OpcodeEmbedding(nn.Embedding):
+    """Learned opcode embedding: ``e_i = E[opcode_i]`` (TGraph §2.2.5, TpuGraphs §4.2).
+
+    Input (N,) int64 opcode ids in [0, num_opcodes); output (N, dim).
+    """
+
+    def __init__(self, dim: int, num_opcodes: int = NUM_OPCODES):
+        super().__init__(num_opcodes, dim)
+
+
+class LayoutEmbedding(nn.Module):
+    """One learned table for every layout value, shared by node_feat[134:140] and the per-node
+    layout configuration features (TGraph §2.2.4-2.2.5: -1 padding makes both comparable).
+
+    Each entry v in {-1, 0, ..., 5} maps to ``T[v + 1]`` (T has 7 rows of `channels`); the
+    embeddings of the K entries are concatenated: input (..., K) -> output (..., K * channels).
+    """
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        self.channels = channels
+        self.table = nn.Embedding(LAYOUT_VALUES, channels)
+
+    def forward(self, values: Tensor) -> Tensor:
+        idx = torch.round(values).long() + 1  # -1..5 -> 0..6
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= LAYOUT_VALUES):
+            raise ValueError("layout values must lie in {-1, 0, ..., 5} (TGraph §2.2.3); "
+                             f"got range [{int(idx.min()) - 1}, {int(idx.max()) - 1}]")
+        out = self.table(idx)  # (..., K, channels)
+        return out.flatten(-2)  # (..., K * channels)
+
+
+class L2SAGE(SAGEConv):
+    """GraphSAGE with L2 normalisation (TGraph eq. 2; Kaufman §3.2):
+
+        S_i(ε) = N_L2( f_2( concat(ε_i, Σ_{j ∈ neighbours(i)} f_1(ε_j)) ) )
+
+    With f_1 linear (default) the composition of f_1 and the right half of f_2 is one matrix, so
+    eq. 2 is exactly PyG's ``SAGEConv(normalize=True)``: ``lin_r`` acts on ε_i, ``lin_l`` on the
+    aggregated neighbours, and the output is L2-normalised per node. ``project=True`` makes
+    f_1 = ReLU(Linear) as in PyG. ``aggr="sum"`` is eq. 2's Σ; ``"mean"`` is Kaufman's choice.
+    Works on (N, F) or (B, N, F) inputs (edges along dim -2).
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, aggr: str = "sum", project: bool = False):
+        super().__init__(in_channels, out_channels, aggr=aggr, normalize=True, project=project)
+
+
+class ChannelSE(nn.Module):
+    """Channel-wise self-attention, squeeze-and-excitation style (TGraph eq. 5):
+
+        A_self(ε) = ε ∘ σ( f_square( ReLU( f_excitation(ε) ) ) )
+
+    f_excitation: F -> F / reduction (8x bottleneck), f_square: F / reduction -> F. Per node, so
+    it applies to any (..., F) tensor.
+    """
+
+    def __init__(self, channels: int, reduction: int = 8):
+        super().__init__()
+        hidden = max(1, channels // reduction)
+        self.excite = nn.Linear(channels, hidden)
+        self.square = nn.Linear(hidden, channels)
+
+    def forward(self, x: Tensor) -> Tensor:  # (..., F) -> (..., F)
+        return x * torch.sigmoid(self.square(F.relu(self.excite(x))))  # TGraph eq. 5
+
+
+class CrossConfigAttention(nn.Module):
+    """Cross-configuration attention (TGraph eq. 6):
+
+        A_cross(ε)_i^b = ε_i^b ∘ Softmax_b(ε_i^b / T)
+
+    The softmax runs over the configuration axis b, separately for every node i and channel;
+    T > 0 is a learnable temperature (stored as log T). Input (B, N, F) with `dim=0` (default).
+    A node whose state is identical in every configuration gets weight exactly 1/B
+    (see `shared_value`).
+    """
+
+    def __init__(self, init_temperature: float = 1.0):
+        super().__init__()
+        self.log_temperature = nn.Parameter(torch.tensor(float(init_temperature)).log())
+
+    @property
+    def temperature(self) -> Tensor:
+        return self.log_temperature.exp()
+
+    def forward(self, x: Tensor, dim: int = 0) -> Tensor:
+        return x * torch.softmax(x / self.temperature, dim=dim)  # TGraph eq. 6
+
+    @staticmethod
+    def shared_value(x: Tensor, num_configs: int) -> Tensor:
+        """eq. 6 for a state shared by all `num_configs` configurations: softmax = 1/B."""
+        return x / num_configs
+
+
+class ReferenceInstanceNorm(nn.Module):
+    """Instance normalisation over the nodes of one graph (TGraph eq. 4, N_instance):
+
+        N(ε)_i = γ ∘ (ε_i - μ) / sqrt(σ² + eps) + β,   μ, σ² per channel over the nodes i.
+
+    ``mode="config"``: μ, σ² per configuration (paper-literal InstanceNorm; every node becomes
+    configuration dependent). ``mode="reference"`` (default in graphcost): μ, σ² are taken from
+    the graph's *reference* state (every layout entry unset, i.e. -1), shared by all
+    configurations; this keeps nodes that no configuration reaches identical across
+    configurations, so TGraph computes them once (see `graphcost.models.shared_nodes`), and makes
+    a score independent of which other configurations share its batch through the norm.
+    """
+
+    def __init__(self, channels: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+
+    def stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Per-channel mean and 1/std over the node axis (-2) of x (..., N, F)."""
+        mean = x.mean(dim=-2, keepdim=True)
+        var = (x - mean).pow(2).mean(dim=-2, keepdim=True)
+        return mean, torch.rsqrt(var + self.eps)
+
+    def apply(self, x: Tensor, mean: Tensor, inv_std: Tensor) -> Tensor:
+        return (x - mean) * inv_std * self.weight + self.bias
+
+    def forward(self, x: Tensor) -> Tensor:  # per-configuration statistics
+        mean, inv_std = self.stats(x)
+        return self.apply(x, mean, inv_std)
+
+
+def mlp(sizes: list[int], act: type[nn.Module] = nn.ReLU, last_act: bool = False, dropout: float = 0.0) -> nn.Sequential:
+    """Linear layers sizes[0] -> ... -> sizes[-1] with `act` between (and after, if last_act)."""
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2 or last_act:
+            layers.append(act())
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)
+
+
+def undirected(edge_index: Tensor) -> Tensor:
+    """(2, E) producer->consumer edges plus their reverses: (2, 2E)."""
+    return torch.cat([edge_index, edge_index.flip(0)], dim=1)
+
+
+def scaled_node_features(node_feat: Tensor) -> Tensor:
+    """The numeric, already standard-scaled part node_feat[:, :134] (TGraph §2.2.5)."""
+    return node_feat[:, :NODE_FEAT_SCALED]
+
+
+def layout_node_features(node_feat: Tensor) -> Tensor:
+    """The layout minor_to_major part node_feat[:, 134:140], -1 padded (TGraph §2.2.4)."""
+    return node_feat[:, NODE_FEAT_SCALED:]
+
+
+def per_node_config(batch, fill: float) -> Tensor:
+    """Layout batch -> (B, N, 18) per-node config features, `fill` on non-configurable nodes."""
+    n = batch.node_feat.shape[0]
+    b = batch.num_configs
+    out = batch.node_feat.new_full((b, n, LAYOUT_CONFIG_DIM), fill)
+    out[:, batch.config_node_index] = batch.node_config_feat.to(out.dtype)
+    return out
