@@ -4,8 +4,11 @@
 
 Writes (once, reused) a synthetic layout npz the size of a big layout:nlp graph — 5,600 nodes,
 100 configurable nodes, 100,000 configurations, node_config_feat (100000, 100, 18) float32 =
-720 MB raw, deflated like np.savez_compressed — then, in FRESH child processes (so peak RSS is
-the pipeline's own):
+720 MB raw, deflated like np.savez_compressed. By default the file comes from data-io's
+`graphcost.data.synth.write_synthetic_layout_file` (source "nlp", random search,
+config_fraction 0.03 -> 100 configurable nodes); `--generator own` uses the simpler
+`write_synthetic_layout` below (random permutations, ~19% duplicate configurations). Then, in
+FRESH child processes (so peak RSS is the pipeline's own):
 
 * `stages`: load (lazy) -> validate (data-io, streams node_config_feat) -> prune -> compress
   (+ row hashes, chunked) -> dedup -> pad, timing each stage and sampling RSS every 5 ms;
@@ -204,7 +207,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5600)
     ap.add_argument("--config-nodes", type=int, default=100)
     ap.add_argument("--configs", type=int, default=100_000)
-    ap.add_argument("--chunk-size", type=int, default=8192)
+    ap.add_argument("--chunk-size", type=int, default=2048, help="= preprocess.DEFAULT_CHUNK")
+    ap.add_argument("--generator", choices=("synth", "own"), default="synth")
+    ap.add_argument("--config-fraction", type=float, default=0.03, help="synth: share of configurable nodes")
     ap.add_argument("--data-dir", type=Path, default=Path(tempfile.gettempdir()) / "graphcost_bench")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--_child", nargs=2, metavar=("PATH", "MODE"), help=argparse.SUPPRESS)
@@ -213,11 +218,20 @@ def main() -> None:
         print(json.dumps(measure(Path(args._child[0]), args._child[1], args.chunk_size)))
         return
 
-    path = args.data_dir / f"synthetic_nlp_layout_n{args.nodes}_c{args.config_nodes}_k{args.configs}.npz"
+    if args.generator == "synth":
+        from graphcost.data.synth import write_synthetic_layout_file
+
+        path = args.data_dir / f"synthetic_nlp_layout_synth_n{args.nodes}_f{args.config_fraction}_k{args.configs}.npz"
+        write = lambda: write_synthetic_layout_file(  # noqa: E731
+            path, num_nodes=args.nodes, num_configs=args.configs, seed=0, source="nlp", search="random",
+            config_fraction=args.config_fraction)
+    else:
+        path = args.data_dir / f"synthetic_nlp_layout_own_n{args.nodes}_c{args.config_nodes}_k{args.configs}.npz"
+        write = lambda: write_synthetic_layout(path, args.nodes, args.config_nodes, args.configs)  # noqa: E731
     if not path.is_file():
         print(f"writing SYNTHETIC layout file {path} ...", flush=True)
         t0 = time.perf_counter()
-        write_synthetic_layout(path, args.nodes, args.config_nodes, args.configs)
+        write()
         print(f"  written in {time.perf_counter() - t0:.1f} s ({path.stat().st_size / 2**20:.0f} MiB on disk)")
     results = {}
     for mode in ("stages", "prepare", "validate_full"):
@@ -225,9 +239,11 @@ def main() -> None:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         results[mode] = json.loads(out)
 
-    print(f"\nData path on a SYNTHETIC NLP-sized layout graph: {args.nodes} nodes, {args.config_nodes} "
-          f"configurable, {args.configs} configs (raw node_config_feat "
-          f"{args.configs * args.config_nodes * 18 * 4 / 1e6:.0f} MB)")
+    from graphcost.data.npz_stream import read_member_header
+
+    k, c, _ = read_member_header(path, "node_config_feat").shape
+    print(f"\nData path on a SYNTHETIC NLP-sized layout graph ({args.generator} generator): {args.nodes} nodes, "
+          f"{c} configurable, {k} configs (raw node_config_feat {k * c * 18 * 4 / 1e6:.0f} MB)")
     print(f"{'stage':<75} {'wall s':>8} {'CPU s':>7} {'peak RSS MiB':>13}")
     for mode in ("stages", "prepare", "validate_full"):
         r = results[mode]
@@ -245,8 +261,10 @@ def main() -> None:
           f"< 90 s: {verdict['time_ok']} ({e2e:.1f} s)")
     payload = {
         "benchmark": "data_path",
-        "data": "SYNTHETIC layout graph (benchmarks/bench_data_path.py write_synthetic_layout)",
-        "shape": {"nodes": args.nodes, "config_nodes": args.config_nodes, "configs": args.configs},
+        "data": f"SYNTHETIC layout graph ({args.generator} generator: "
+                + ("graphcost.data.synth.write_synthetic_layout_file, nlp/random)" if args.generator == "synth"
+                   else "benchmarks/bench_data_path.py write_synthetic_layout)"),
+        "shape": {"nodes": args.nodes, "config_nodes": int(c), "configs": int(k)},
         "file_bytes": path.stat().st_size,
         "chunk_size": args.chunk_size,
         "machine": f"{os.cpu_count()}-core CPU, {platform.processor() or platform.machine()}",

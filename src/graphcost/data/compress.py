@@ -41,8 +41,11 @@ class CompressionError(SchemaError):
         return (CompressionError, (self.problem, self.source, self.key))
 
 
-def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
-    return tuple(int(i) for i in np.argwhere(mask)[0])
+def _raise_first(feat: np.ndarray, bad: np.ndarray, offset: int, why: str, source) -> None:
+    """Raise a CompressionError for the first True of `bad`, index shifted by the chunk offset."""
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    shown = (where[0] + offset,) + where[1:] if feat.ndim > 1 else where
+    raise CompressionError(f"value {feat[where]!r} at index {shown} {why}", source)
 
 
 def compress_layout_config(
@@ -65,23 +68,12 @@ def compress_layout_config(
     if feat.dtype.kind == "f":
         bad = ~np.isfinite(feat) | (feat != np.round(feat))
         if bad.any():
-            pos = _first_bad(bad)
-            pos = (pos[0] + offset,) + pos[1:] if pos and feat.ndim > 1 else pos
-            raise CompressionError(
-                f"value {feat[tuple(np.argwhere(bad)[0])]!r} at index {pos} is not an integer "
-                "(layout dimension indices must be integers in -1..5)",
-                source,
-            )
+            _raise_first(feat, bad, offset, "is not an integer (layout dimension indices are -1..5)", source)
     elif feat.dtype.kind not in "iu":
         raise CompressionError(f"unsupported dtype {feat.dtype}", source)
     bad = (feat < MIN_VALUE) | (feat > MAX_VALUE)  # checked before the cast, so 1e10 cannot wrap
     if bad.any():
-        where = np.argwhere(bad)[0]
-        pos = _first_bad(bad)
-        pos = (pos[0] + offset,) + pos[1:] if feat.ndim > 1 else pos
-        raise CompressionError(
-            f"value {feat[tuple(where)]!r} at index {pos} is outside the layout range -1..5", source
-        )
+        _raise_first(feat, bad, offset, "is outside the layout range -1..5", source)
     ints = feat.astype(np.int32)  # (..., 18)
     ints += 1  # symbols 0..6
     ints = ints.reshape(ints.shape[:-1] + (NUM_LAYOUTS, LAYOUT_WIDTH))  # (..., 3, 6)

@@ -13,7 +13,7 @@ de-duplication are computed per chunk from the codes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from graphcost.data.padding import pad_minor_to_major
 from graphcost.data.prepared import PreparedGraph
 from graphcost.data.prune import identity_prune, prune_around_configurable
 
-DEFAULT_CHUNK = 8192  # configurations per chunk: 8192 x 100 x 18 float32 = 59 MB
+DEFAULT_CHUNK = 2048  # configurations per chunk: 2048 x 100 x 18 float32 = 15 MB (fastest measured)
 
 
 class _ShapeOnly:
@@ -233,3 +233,24 @@ def prepare_graph(
     if cache_dir is not None:
         save_cached(prepared, entry, key)
     return prepared
+
+
+def prepare_graphs(
+    paths: Iterable[str | Path],
+    prune: bool = True,
+    dedup: bool = True,
+    cache_dir: str | Path | None = None,
+    *,
+    validate: bool = True,
+    chunk_size: int = DEFAULT_CHUNK,
+    progress: bool = True,
+) -> list[PreparedGraph]:
+    """`prepare_graph` over many files with a progress bar. With a `cache_dir`, an interrupted
+    run resumes where it stopped (finished graphs are cache hits)."""
+    from tqdm import tqdm
+
+    paths = list(paths)
+    return [
+        prepare_graph(p, prune, dedup, cache_dir, validate=validate, chunk_size=chunk_size)
+        for p in tqdm(paths, desc="prepare graphs", unit="graph", disable=not progress)
+    ]

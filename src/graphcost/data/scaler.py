@@ -33,6 +33,10 @@ class FeatureScaler:
 
     def __init__(self, num_features: int = NUM_SCALED):
         self.num_features = int(num_features)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all statistics."""
         self.n_samples = 0
         self.mean_ = np.zeros(self.num_features, dtype=np.float64)
         self._m2 = np.zeros(self.num_features, dtype=np.float64)
@@ -61,7 +65,7 @@ class FeatureScaler:
 
     def fit(self, graphs: Iterable) -> "FeatureScaler":
         """Fit from scratch on an iterable of training graphs (or (N, 140) arrays)."""
-        self.__init__(self.num_features)
+        self.reset()
         for g in graphs:
             self.partial_fit(g)
         if self.n_samples == 0:
