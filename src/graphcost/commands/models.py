@@ -1,7 +1,276 @@
-"""CLI: graphcost train / evaluate / rank / predict (issue: cost models)."""
+"""CLI: graphcost train / evaluate / rank / predict (issue 3: cost models).
+
+Thin wrappers over `graphcost.train.*`: parse arguments, find the data, call the library, print.
+Library (torch) imports happen inside the commands so `graphcost --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
 
 import typer
+
+COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
+RUN_INFO = "run.json"
+
+
+def _fail(message: str) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=1)
+
+
+def _parse_opts(items: list[str]) -> dict:
+    """--model-opt KEY=VALUE (VALUE parsed as JSON when possible: 32, 0.1, true, "x")."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            _fail(f"--model-opt expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _find_run_info(path: Path) -> dict:
+    """run.json of a run dir, of the run owning a checkpoint file, or of a fold's parent run."""
+    path = Path(path)
+    candidates = [path] if path.is_dir() else []
+    candidates += list(path.parents)[:3]
+    for directory in candidates:
+        info = directory / RUN_INFO
+        if info.is_file():
+            return json.loads(info.read_text())
+    return {}
+
+
+def _check_collection(collection: Optional[str]) -> Optional[str]:
+    from graphcost.train.predict import COLLECTIONS
+
+    if collection is not None and collection not in COLLECTIONS:
+        _fail(f"unknown collection {collection!r}; expected one of {COLLECTION_HELP}")
+    return collection
+
+
+def train(
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
+        "(default: the real CPU dataset shipped with graphcost)",
+    ),
+    model: str = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)"),
+    model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
+    loss: str = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse"),
+    epochs: int = typer.Option(20, "--epochs", min=1),
+    folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
+    train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
+    keep: int = typer.Option(4, "--keep", min=1, help="keep the best k folds in the ensemble"),
+    batch_configs: Optional[int] = typer.Option(
+        None, "--batch-configs", min=2, help="configurations per batch (default 128 for random collections, else 64)"
+    ),
+    lr: float = typer.Option(1e-3, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+    out: Path = typer.Option(Path("runs/model"), "--out", "-o", help="run directory"),
+    resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
+    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda"),
+    checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
+    eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
+
+    Under `torchrun --nproc_per_node N -m graphcost train ...` it trains data-parallel.
+    """
+    import dataclasses
+
+    from graphcost.train.crossval import run_crossval
+    from graphcost.train.datasets import DatasetError, load_prepared, resolve_splits
+    from graphcost.train.distributed import init_from_env, shutdown
+    from graphcost.train.evaluate import write_json
+    from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
+
+    _check_collection(collection)
+    try:
+        splits = resolve_splits(data_dir, collection, seed=seed, max_graphs=max_graphs)
+    except (DatasetError, ValueError) as exc:
+        _fail(str(exc))
+    collection = splits.collection
+    config = TrainConfig(
+        model=model, model_config=_parse_opts(model_opt), loss=loss, epochs=epochs,
+        batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
+        checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
+    )  # fmt: skip
+    ctx = init_from_env(device)
+    try:
+        if ctx.is_main:
+            typer.echo(f"data: {splits.describe()}")
+        train_graphs = load_prepared(splits.files["train"], cache_dir, progress and ctx.is_main, "prepare train")
+        valid_graphs = load_prepared(splits.files["valid"], cache_dir, progress and ctx.is_main, "prepare valid")
+        info = {
+            "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
+            "kind": train_graphs[0].kind, "folds": folds, "train_folds": train_folds, "keep": keep,
+            "max_graphs": max_graphs, "config": dataclasses.asdict(config),
+        }  # fmt: skip
+        previous = _find_run_info(out) if (out / RUN_INFO).is_file() else {}
+        if resume and previous and previous.get("config", {}).get("model") != model:
+            _fail(f"{out}: --resume with --model {model}, but the run trained {previous['config'].get('model')}")
+        if ctx.is_main:
+            out.mkdir(parents=True, exist_ok=True)
+            write_json(info, out / RUN_INFO)
+        if folds:
+            result = run_crossval(
+                config, train_graphs + valid_graphs, out, folds=folds, train_folds=train_folds, keep=keep,
+                resume=resume, trainer_kwargs={"dist_ctx": ctx},
+            )  # fmt: skip
+            if ctx.is_main:
+                scores = ", ".join(f"{s:.4f}" for s in result.fold_scores)
+                typer.echo(f"folds {scores}; kept {result.kept}; mean {result.metric} {result.mean_score:.4f}")
+                typer.echo(f"ensemble: {out / 'ensemble.json'}")
+        else:
+            trainer = Trainer(config, train_graphs, valid_graphs, out, dist_ctx=ctx)
+            result = trainer.fit(resume=resume)
+            if ctx.is_main:
+                last = result.history[-1]
+                typer.echo(
+                    f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, "
+                    f"best valid {trainer.metric} {result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s"
+                )
+                typer.echo(f"model: {result.best_path or result.last_path}")
+    except (DatasetError, ValueError, KeyError) as exc:
+        _fail(str(exc))
+    finally:
+        shutdown(ctx)
+
+
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str):
+    from graphcost.train.checkpoint import CheckpointError
+    from graphcost.train.crossval import EnsemblePredictor
+
+    try:
+        return EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch)
+    except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
+        _fail(str(exc))
+
+
+def evaluate(
+    run: Path = typer.Argument(..., help="run directory (single or cross-validation) or a checkpoint .pt"),
+    split: str = typer.Option("valid", "--split", help="valid | test (test needs runtimes)"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
+    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
+    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1),
+    device: str = typer.Option("auto", "--device"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
+) -> None:
+    """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
+    from graphcost.data.preprocess import prepare_graph
+    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.train.evaluate import evaluate_graphs, write_json
+
+    if split not in ("train", "valid", "test"):
+        _fail(f"--split must be train, valid or test, got {split!r}")
+    info = _find_run_info(run)
+    predictor = _load_predictor([run], tta, batch, device)
+    data = data_dir or info.get("data_dir")
+    try:
+        splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),
+                                max_graphs=max_graphs)  # fmt: skip
+    except (DatasetError, ValueError) as exc:
+        _fail(str(exc))
+    files = splits.files.get(split, [])
+    if not files:
+        _fail(f"{splits.root}: no {split} graphs")
+    if info.get("folds") and split != "test":
+        typer.secho(
+            "warning: a cross-validation ensemble was trained on train+valid; its valid score is optimistic "
+            "(see ensemble.json for the held-out fold scores)", fg=typer.colors.YELLOW, err=True,
+        )
+    try:
+        graphs = [prepare_graph(f, dedup=False, cache_dir=cache_dir) for f in files]  # every configuration
+        report = evaluate_graphs(predictor, graphs, predictor.kind, progress=True)
+    except ValueError as exc:
+        _fail(str(exc))
+    typer.echo(report.table())
+    if json_out is not None:
+        write_json(report.to_json(), json_out)
+        typer.echo(f"wrote {json_out}")
+
+
+def rank(
+    model: Path = typer.Argument(..., help="run directory or checkpoint .pt"),
+    graph: Path = typer.Argument(..., help="a TpuGraphs-schema npz file"),
+    top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
+    tta: int = typer.Option(10, "--tta", min=0),
+    batch: int = typer.Option(128, "--batch", min=1),
+    device: str = typer.Option("auto", "--device"),
+) -> None:
+    """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
+    from graphcost.train.predict import prepare_for_prediction, rank_original
+
+    predictor = _load_predictor([model], tta, batch, device)
+    try:
+        prepared, twin = prepare_for_prediction(graph)
+        order, scores = rank_original(predictor, prepared, twin)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+    shown = order[:top] if top else order
+    typer.echo(f"{'rank':>6} {'config':>8} {'score':>12}")
+    for position, index in enumerate(shown):
+        typer.echo(f"{position:>6} {int(index):>8} {scores[index]:>12.5f}")
+
+
+def predict(
+    models: list[Path] = typer.Argument(..., help="model run dirs / checkpoints; with --combine: CSV files"),
+    out: Path = typer.Option(..., "--out", "-o", help="submission CSV to write"),
+    combine: bool = typer.Option(False, "--combine", help="merge the given per-collection CSVs into --out"),
+    split: str = typer.Option("test", "--split"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
+    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    tta: int = typer.Option(10, "--tta", min=0),
+    batch: int = typer.Option(128, "--batch", min=1),
+    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1),
+    device: str = typer.Option("auto", "--device"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
+) -> None:
+    """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
+    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
+
+    if combine:
+        try:
+            combine_submissions(models, out)
+        except (FileNotFoundError, ValueError) as exc:
+            _fail(str(exc))
+        typer.echo(f"wrote {out}")
+        return
+    info = _find_run_info(models[0])
+    collection = _check_collection(collection or info.get("collection"))
+    if collection is None:
+        _fail("cannot tell the collection for the submission IDs; pass --collection")
+    predictor = _load_predictor(models, tta, batch, device)
+    try:
+        splits = resolve_splits(data_dir or info.get("data_dir"), collection, max_graphs=max_graphs,
+                                seed=info.get("config", {}).get("seed", 0))  # fmt: skip
+        files = splits.files.get(split, [])
+        if not files:
+            _fail(f"{splits.root}: no {split} graphs")
+        rows = submission_rows(predictor, files, collection, cache_dir=cache_dir)
+    except (DatasetError, ValueError) as exc:
+        _fail(str(exc))
+    write_csv_rows(rows, out)
+    typer.echo(f"wrote {len(rows)} rows to {out}")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
+    app.command("train")(train)
+    app.command("evaluate")(evaluate)
+    app.command("rank")(rank)
+    app.command("predict")(predict)

@@ -1,0 +1,104 @@
+"""End to end through the CLI on tiny SYNTHETIC collections: train -> evaluate -> rank -> predict.
+
+TGraph and the TpuGraphs layout baseline (sage) on layout:xla:random, TGraph and the tile MLP
+baseline on tile:xla; cross-validation ensembles; --combine of the two submissions.
+"""
+
+import csv
+import json
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from graphcost.cli import app
+from graphcost.data.synth import write_synthetic_collection
+from graphcost.data.tpugraphs_io import load_graph
+
+SMALL = {
+    "tgraph": ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",
+               "--model-opt", "num_blocks=1"],
+    "sage": ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "num_layers=1"],
+    "tile-mlp": ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "num_layers=1"],
+}
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("synthetic")
+    for collection in ("layout:xla:random", "tile:xla"):
+        write_synthetic_collection(root, collection, num_graphs=5, seed=1, split_fractions=(0.6, 0.2, 0.2),
+                                   max_nodes=30, max_configs=24, progress=False)
+    return root
+
+
+def _run(*args):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.output
+
+
+@pytest.mark.parametrize("collection,model", [("layout:xla:random", "tgraph"), ("layout:xla:random", "sage"),
+                                              ("tile:xla", "tgraph"), ("tile:xla", "tile-mlp")])
+def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
+    run = tmp_path / "run"
+    out = _run("train", "--collection", collection, "--data-dir", data_root, "--model", model, *SMALL[model],
+               "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
+    assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
+    report = tmp_path / "eval.json"
+    out = _run("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
+    data = json.loads(report.read_text())
+    assert data["kind"] == collection.split(":")[0] and len(data["graphs"]) == 1
+    assert "kendall_tau" in data["aggregate"] and "MEAN" in out
+    if collection == "tile:xla":
+        assert "tile_score" in data["aggregate"]
+
+    test_file = sorted((data_root / "npz").rglob("test/*.npz"))
+    test_file = [f for f in test_file if ("tile" in f.parts) == (collection == "tile:xla")][0]
+    num_configs = load_graph(test_file).config_runtime.shape[0]
+    out = _run("rank", run, test_file, "--tta", "2", "--device", "cpu")
+    ranked = [int(line.split()[1]) for line in out.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
+    assert sorted(ranked) == list(range(num_configs))  # every ORIGINAL configuration, once
+    scores = [float(line.split()[2]) for line in out.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
+    assert scores == sorted(scores)  # fastest (lowest score) first
+
+    sub = tmp_path / "sub.csv"
+    _run("predict", run, "--out", sub, "--tta", "2", "--device", "cpu")
+    rows = list(csv.reader(open(sub)))
+    assert rows[0] == ["ID", "TopConfigs"] and len(rows) == 2
+    assert rows[1][0] == f"{collection}:{test_file.stem}"
+    ids = [int(i) for i in rows[1][1].split(";")]
+    expected = ranked[:5] if collection == "tile:xla" else ranked
+    assert ids == expected
+
+
+def test_crossval_ensemble_and_combine(tmp_path, data_root):
+    run = tmp_path / "cv"
+    out = _run("train", "--collection", "layout:xla:random", "--data-dir", data_root, "--model", "tgraph",
+               *SMALL["tgraph"], "--epochs", "1", "--batch-configs", "8", "--folds", "3", "--train-folds", "2",
+               "--keep", "1", "--out", run, "--no-progress", "--device", "cpu")
+    manifest = json.loads((run / "ensemble.json").read_text())
+    assert len(manifest["fold_scores"]) == 2 and len(manifest["kept"]) == 1
+    assert manifest["mean_score"] == pytest.approx(max(manifest["fold_scores"]))
+    for fold in (0, 1):  # validation graphs of a fold never appear in its training set
+        done = json.loads((run / f"fold_{fold:02d}" / "done.json").read_text())
+        assert done["valid_graphs"]
+    assert "kept" in out
+    layout_csv, tile_csv, both = tmp_path / "l.csv", tmp_path / "t.csv", tmp_path / "all.csv"
+    _run("predict", run, "--out", layout_csv, "--tta", "2", "--device", "cpu")
+    (tmp_path / "t.csv").write_text("ID,TopConfigs\ntile:xla:k1,3;1;0;2;4\n")
+    _run("predict", "--combine", layout_csv, tile_csv, "--out", both)
+    rows = list(csv.reader(open(both)))
+    assert [r[0].split(":")[0] for r in rows[1:]] == ["layout", "tile"]
+    result = CliRunner().invoke(app, ["predict", "--combine", str(layout_csv), str(layout_csv), "--out", str(both)])
+    assert result.exit_code == 1 and "already present" in result.output
+
+
+def test_clear_errors(tmp_path, data_root):
+    result = CliRunner().invoke(app, ["train", "--data-dir", str(tmp_path / "nope")])
+    assert result.exit_code == 1 and "not a directory" in result.output
+    result = CliRunner().invoke(app, ["train", "--data-dir", str(data_root)])
+    assert result.exit_code == 1 and "--collection" in result.output  # two collections: must choose
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "missing-run")])
+    assert result.exit_code == 1 and "missing-run" in result.output
