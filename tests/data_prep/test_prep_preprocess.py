@@ -87,3 +87,9 @@ def test_bad_config_value_names_file_and_key(tmp_path, layout_graph):
         prepare_graph(src)
     with pytest.raises(ValueError, match=r"bad\.npz.*node_config_feat.*\(5, 2, 3\)"):
         prepare_graph(src, validate=False)  # the compressor's own check
+
+
+def test_layout_without_configurable_nodes_is_kept_whole(layout_factory, rng):
+    g = layout_factory(rng, n=15, c=0, k=4)
+    p = prepare_graph(g, validate=False)
+    assert p.num_nodes == 15 and p.config_codes.shape == (1, 0, 3)  # all 4 configs identical (empty)

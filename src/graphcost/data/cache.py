@@ -81,7 +81,7 @@ def save_cached(prepared: PreparedGraph, path: str | Path, key: str) -> Path:
         raise
     # Entries for the same (source, options) under another key (old mtime / format version) are stale.
     prefix = path.name.rsplit("-", 1)[0] + "-"
-    for old in path.parent.glob(prefix + "*.npz"):
-        if old != path:
+    for old in path.parent.iterdir():
+        if old != path and old.name.startswith(prefix) and old.suffix == ".npz":
             old.unlink(missing_ok=True)
     return path

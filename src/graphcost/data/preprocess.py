@@ -64,13 +64,17 @@ def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
 def iter_config_chunks(graph: LayoutGraph, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
     """Yield (start, (k, C, 18) array) chunks of a layout graph's node_config_feat.
 
-    In-memory arrays (and np.memmap) are sliced; a lazy stand-in from `load_graph` on a file is
-    read through data-io's `iter_node_config_feat_chunks`, which never materialises the whole.
+    In-memory arrays (and np.memmap) are sliced; data-io's lazy array (`load_graph(...,
+    lazy_config_feat=True)`) is streamed from its npz member, never materialised whole.
     """
     feat = graph.node_config_feat
     if isinstance(feat, np.ndarray):
         for start in range(0, feat.shape[0], chunk_size):
             yield start, feat[start : start + chunk_size]
+        return
+    if hasattr(feat, "iter_chunks"):  # data-io's LazyNpyArray: streams its own npz member
+        for start, chunk in feat.iter_chunks(chunk_size):
+            yield start, np.asarray(chunk, dtype=np.float32)
         return
     if graph.path is not None:
         from graphcost.data.tpugraphs_io import iter_node_config_feat_chunks
@@ -92,10 +96,12 @@ def _prepare_layout(graph: LayoutGraph, prune: bool, dedup: bool, chunk_size: in
     source = graph.path
     node_feat = np.asarray(graph.node_feat)
     n = node_feat.shape[0]
-    pr = (prune_around_configurable if prune else identity_prune)(n, graph.edge_index, graph.node_config_ids)
+    c = int(np.asarray(graph.node_config_ids).shape[0])
+    # With no configurable node, pruning would leave an empty graph: keep it whole instead.
+    do_prune = prune and c > 0
+    pr = (prune_around_configurable if do_prune else identity_prune)(n, graph.edge_index, graph.node_config_ids)
     runtime = np.asarray(graph.config_runtime, dtype=np.float64)  # (K,)
     k = _num_configs(graph)
-    c = int(np.asarray(graph.node_config_ids).shape[0])
     if runtime.shape != (k,):
         raise ValueError(f"{source}: config_runtime: expected shape ({k},), got {runtime.shape}")
 
@@ -201,7 +207,8 @@ def prepare_graph(
     Args:
         path_or_graph: a TpuGraphs npz path, or a LayoutGraph / TileGraph already in memory
             (in-memory graphs are never cached).
-        prune: keep only configurable nodes and their neighbours (layout; TGraph §2.2.1).
+        prune: keep only configurable nodes and their neighbours (layout; TGraph §2.2.1). Tile
+            graphs, and layout graphs without configurable nodes, are never pruned.
         dedup: keep one (the fastest) copy of identical configurations (TGraph §2.2.2). Use
             dedup=False for evaluation on a file's full configuration list.
         cache_dir: if given, reuse / write `<cache_dir>/<stem>-...npz` keyed by the source's
