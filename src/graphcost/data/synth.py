@@ -7,9 +7,10 @@ layout runtimes from the analytical simulator in `synth_layout`, tile runtimes f
 ``manifest.json`` beside them. The npz files themselves hold only the official keys, so every
 loader reads them unchanged.
 
-Determinism: graph structure depends on ``(seed, 0)`` and configuration block b (4,096
-configurations each) on ``(seed, 1, b)``, so the same seed gives byte-identical arrays whether a
-file is built in memory or streamed to disk, whatever the chunk size.
+Determinism: graph structure depends on ``(seed, 0)`` and configuration block b on
+``(seed, 1, b)``; the block size is a function of the graph only (`gen_block`), so the same seed
+gives identical arrays whether a file is built in memory or streamed to disk. Memory while
+streaming is O(block x nc x 18) (about 100 MB), independent of the number of configurations.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ __all__ = [
     "DEFAULT_SIZES",
 ]
 
-GEN_BLOCK = 4096  # configurations generated per RNG block (fixed: part of the determinism contract)
+GEN_ELEMENTS = 1 << 20  # RNG block = GEN_ELEMENTS // nc configurations (clipped to [256, 8192])
 PREFIX = "synthetic_"
 # (min_nodes, max_nodes, min_configs, max_configs) per collection when not given; sizes are drawn
 # log-uniformly. Real collections (TpuGraphs Table 1) are larger: raise them with the CLI options.
@@ -70,10 +71,16 @@ def _layout_setup(num_nodes, seed, source, config_fraction, layout_pad):
     return program, sim, node_features(program, layout_pad)
 
 
+def gen_block(num_config_nodes: int) -> int:
+    """Configurations per RNG block: depends only on the graph, so output is independent of chunking."""
+    return int(np.clip(GEN_ELEMENTS // max(num_config_nodes, 1), 256, 8192))
+
+
 def _layout_blocks(sim: LayoutSimulator, num_configs, seed, search, noise) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    for b, start in enumerate(range(0, num_configs, GEN_BLOCK)):
+    block = gen_block(sim.num_config_nodes)
+    for b, start in enumerate(range(0, num_configs, block)):
         rng = _rng(seed, 1, b)
-        k = min(GEN_BLOCK, num_configs - start)
+        k = min(block, num_configs - start)
         choice = sim.sample_choices(rng, k, search, first=(start == 0))
         yield sim.features(choice), _runtime_ns(sim.runtime(choice), rng, noise)
 
@@ -116,7 +123,7 @@ def write_synthetic_layout_file(
     compressed: bool = True,
     compresslevel: int | None = 1,
 ) -> Path:
-    """Stream a synthetic layout npz to `path` (atomic); memory O(GEN_BLOCK x nc x 18)."""
+    """Stream a synthetic layout npz to `path` (atomic); memory O(gen_block(nc) x nc x 18)."""
     program, sim, feat = _layout_setup(num_nodes, seed, source, config_fraction, layout_pad)
     runtimes = []
     with NpzWriter(path, compressed=compressed, compresslevel=compresslevel if compressed else None) as w:
