@@ -160,3 +160,19 @@ def test_synth_and_download_cli(tmp_path):
 def test_synth_tile_runtime_op_ids():
     g = synth.synth_tile_graph(num_nodes=30, num_configs=10, seed=0)
     assert set(np.unique(g.node_opcode)) <= set(OPCODES.values())
+
+
+def test_layout_pad_minus_one():
+    g = synth.synth_layout_graph(num_nodes=300, num_configs=5, seed=3, layout_pad=-1.0)
+    validate_graph(g)
+    rank = (g.node_feat[:, 21:27] > 0).sum(1)
+    for r in range(5):
+        assert np.all(g.node_feat[rank == r, 134 + r : 140] == -1)
+
+
+def test_stats_cli_default_root(tmp_path, monkeypatch):
+    synth.write_synthetic_collection(tmp_path, "tile:xla", num_graphs=3, seed=1, max_configs=20, progress=False)
+    monkeypatch.setenv("GRAPHCOST_DATA_DIR", str(tmp_path))
+    res = CliRunner().invoke(app, ["data", "stats"])
+    assert res.exit_code == 0, res.output
+    assert "tile:xla/test" in res.output

@@ -61,15 +61,21 @@ def synth(
     config_fraction: float = typer.Option(0.02, "--config-fraction", help="share of configurable nodes (layout)"),
     noise: float = typer.Option(0.01, "--noise", help="lognormal runtime measurement noise (sigma)"),
     compressed: bool = typer.Option(True, "--compressed/--stored", help="deflate the npz members"),
+    layout_pad: float = typer.Option(
+        0.0, "--layout-pad",
+        help="value for node_feat[134:140] beyond a tensor's rank: 0 as in the official TpuGraphs files, -1 for TGraph padding",
+    ),
 ) -> None:
     """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
     from graphcost.data.synth import write_synthetic_collection
 
+    if layout_pad not in (0.0, -1.0):
+        raise typer.BadParameter("--layout-pad must be 0 or -1")
     try:
         base = write_synthetic_collection(
             out, collection.value, num_graphs=graphs, seed=seed, min_nodes=min_nodes, max_nodes=max_nodes,
             min_configs=min_configs, max_configs=max_configs, config_fraction=config_fraction, noise=noise,
-            compressed=compressed,
+            compressed=compressed, layout_pad=layout_pad,
         )  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
@@ -77,15 +83,19 @@ def synth(
 
 
 def stats(
-    path: Path = typer.Argument(..., help="an npz file, a collection directory, a data root, or any npz directory"),
+    path: Optional[Path] = typer.Argument(
+        None, help="an npz file, a collection directory, a data root, or any npz directory (default: the data root)"
+    ),
     per_file: bool = typer.Option(False, "--per-file", help="also one row per file"),
     validate: bool = typer.Option(True, "--validate/--no-validate", help="validate every file first"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the rows as JSON here"),
 ) -> None:
     """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
+    from graphcost.data.discover import default_data_root
     from graphcost.data.schema import SchemaError
     from graphcost.data.stats import format_table, stats_for_path
 
+    path = path or default_data_root()
     try:
         rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
     except (SchemaError, FileNotFoundError, ValueError) as exc:

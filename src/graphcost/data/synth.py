@@ -211,10 +211,12 @@ def write_synthetic_collection(
     noise: float = 0.01,
     compressed: bool = True,
     progress: bool = True,
+    layout_pad: float = 0.0,
 ) -> Path:
     """Write `num_graphs` synthetic files into the official layout under `root`; returns the collection dir.
 
     Files already present are kept (resumable). Sizes are drawn log-uniformly per graph.
+    ``layout_pad`` fills node_feat[134:140] beyond a tensor's rank: 0 like the official files, or -1.
     """
     from tqdm import tqdm
 
@@ -247,11 +249,13 @@ def write_synthetic_collection(
         c = int(round(np.exp(r.uniform(np.log(lo_c), np.log(hi_c)))))
         gseed = int(r.integers(2**31))
         if parts[0] == "tile":
-            write_synthetic_tile_file(path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise)
+            write_synthetic_tile_file(
+                path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise, layout_pad=layout_pad
+            )
         else:
             write_synthetic_layout_file(
                 path, num_nodes=n, num_configs=c, seed=gseed, source=parts[1], search=parts[2],
-                config_fraction=config_fraction, noise=noise, compressed=compressed,
+                config_fraction=config_fraction, noise=noise, compressed=compressed, layout_pad=layout_pad,
             )  # fmt: skip
     manifest = {
         "synthetic": True,
@@ -263,6 +267,7 @@ def write_synthetic_collection(
         "configs_range": [lo_c, hi_c],
         "config_fraction": config_fraction,
         "noise": noise,
+        "layout_pad": layout_pad,
         "files": files,
     }
     _write_text_atomic(base / "manifest.json", json.dumps(manifest, indent=2) + "\n")
