@@ -106,7 +106,7 @@ def _prepare_layout(graph: LayoutGraph, prune: bool, dedup: bool, chunk_size: in
         raise ValueError(f"{source}: config_runtime: expected shape ({k},), got {runtime.shape}")
 
     codes = np.empty((k, c, 3), dtype=np.int32)  # (K, C, 3) base-7 codes, TGraph §2.2.3
-    hashes = np.empty(k, dtype=np.uint64)  # (K,) row hashes for TGraph §2.2.2
+    hashes = np.empty(k if dedup else 0, dtype=np.uint64)  # (K,) row hashes for TGraph §2.2.2
     filled = 0
     chunks = iter_config_chunks(graph, chunk_size)
     if progress:
@@ -120,7 +120,8 @@ def _prepare_layout(graph: LayoutGraph, prune: bool, dedup: bool, chunk_size: in
             )
         block = compress_layout_config(chunk, source=source, offset=start)  # (k_chunk, C, 3)
         codes[start : start + block.shape[0]] = block
-        hashes[start : start + block.shape[0]] = row_hashes(block)
+        if dedup:
+            hashes[start : start + block.shape[0]] = row_hashes(block)
         filled = start + block.shape[0]
     if filled != k:
         raise ValueError(f"{source}: node_config_feat: read {filled} configurations, expected {k}")
