@@ -137,3 +137,28 @@ def test_extract_refuses_symlink(tmp_path):
         tar.addfile(info)
     with pytest.raises(DownloadError, match="only regular files"):
         safe_extract(tmp_path / "link.tar", tmp_path / "root", progress=False)
+
+
+def test_interrupted_download_keeps_part(tmp_path):
+    import http.client
+
+    class _Broken(_FakeResponse):
+        def read(self, n=-1):
+            data = super().read(100)
+            if not data:
+                raise http.client.IncompleteRead(b"", 50)
+            return data
+
+    payload = b"x" * 300
+    dest = tmp_path / "g.tar"
+    with pytest.raises(DownloadError, match="interrupted"):
+        download_file("http://example.invalid/g.tar", dest, progress=False,
+                      opener=lambda req, timeout: _Broken(payload, 200, {"Content-Length": "350"}))
+    assert (tmp_path / "g.tar.part").stat().st_size == 300 and not dest.exists()
+
+    def rest(request, timeout):
+        assert request.get_header("Range") == "bytes=300-"
+        return _FakeResponse(b"y" * 50, 206, {"Content-Range": "bytes 300-349/350"})
+
+    download_file("http://example.invalid/g.tar", dest, progress=False, opener=rest)
+    assert dest.read_bytes() == payload + b"y" * 50

@@ -109,11 +109,8 @@ def test_collection_layout_and_labels(tmp_path):
 def test_pruned_node_count_matches_definition():
     g = synth.synth_layout_graph(num_nodes=500, num_configs=5, seed=2)
     n = g.node_feat.shape[0]
-    expected = set(g.node_config_ids.tolist())
-    for u, v in g.edge_index.tolist():
-        if u in expected or v in expected:
-            pass
     conf = set(g.node_config_ids.tolist())
+    expected = set(conf)
     for u, v in g.edge_index.tolist():  # u consumes v
         if u in conf:
             expected.add(v)

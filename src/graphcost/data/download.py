@@ -15,6 +15,7 @@ absolute paths, ``..`` components, links and device files, and anything outside
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import socket
@@ -108,7 +109,7 @@ def download_file(
                         break
                     fh.write(block)
                     bar.update(len(block))
-        except (socket.timeout, TimeoutError, OSError) as exc:
+        except (socket.timeout, TimeoutError, OSError, http.client.HTTPException) as exc:
             raise DownloadError(f"download of {url} interrupted ({exc}); run again to resume from {part}") from None
     size = part.stat().st_size
     if total is not None and size != total:

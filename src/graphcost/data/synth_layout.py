@@ -33,8 +33,6 @@ so its runtimes are close to each other, as in the real default collections.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-
 import numpy as np
 
 from graphcost.data.schema import OPCODES
@@ -72,12 +70,6 @@ def _eff(shape, perms: np.ndarray) -> np.ndarray:
     d0 = s[perms[:, 0]]
     d1 = s[perms[:, 1]] if len(shape) >= 2 else np.ones(len(perms))
     return d0 / (128 * np.ceil(d0 / 128)) * d1 / (8 * np.ceil(d1 / 8))
-
-
-@dataclass
-class _Var:
-    node: int  # position among configurable nodes
-    slot: int  # 0 output, 1 input, 2 kernel
 
 
 class LayoutSimulator:
