@@ -1,0 +1,204 @@
+"""Benchmark: TGraph vs the TpuGraphs layout baseline (GraphSAGE, `sage`), plus TGraph ablations.
+
+    python benchmarks/bench_models.py [--epochs 3] [--graphs 25] [--threads 2] [--no-markdown]
+
+Every model gets the same budget on the same data: the same training graphs, epochs, batch of
+configurations, optimiser/schedule (TGraph §2.4.2), seed, and validation over ALL configurations
+of every validation graph (no TTA). Rows:
+
+* tgraph                   full TGraph (channel + cross-configuration attention, edges)
+* tgraph -channel-attn     TGraph Table 3 ablation: no channel-wise self-attention
+* tgraph -cross-attn       no cross-configuration attention
+* tgraph -edges            no graph edges (no message passing)
+* sage                     TpuGraphs layout baseline (3-layer GraphSAGE)
+
+Datasets:
+
+* SYNTHETIC layout:xla:random from `graphcost.data.synth` (simulated runtimes; labelled so);
+* the REAL CPU dataset shipped in `graphcost/datasets` when it is installed.
+
+Reports the final-epoch validation Kendall tau, OPA, top-1/top-10 slowdown and training
+throughput (configurations / second of optimisation steps). Writes
+benchmarks/results/bench_models.json and replaces the "Cost models (issue 3)" section of
+BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "bench_models.json"
+SECTION = "## Cost models (issue 3)"
+
+VARIANTS = [
+    ("tgraph", "tgraph", {}),
+    ("tgraph -channel-attn", "tgraph", {"channel_attention": False}),
+    ("tgraph -cross-attn", "tgraph", {"cross_attention": False}),
+    ("tgraph -edges", "tgraph", {"use_edges": False}),
+    ("sage", "sage", {}),
+]
+
+
+def synthetic_data(root: Path, graphs: int) -> Path:
+    from graphcost.data.synth import write_synthetic_collection
+
+    write_synthetic_collection(
+        root, "layout:xla:random", num_graphs=graphs, seed=0, split_fractions=(0.8, 0.2, 0.0),
+        max_nodes=400, max_configs=300, progress=False,
+    )  # fmt: skip
+    return root
+
+
+def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, out_dir: Path) -> dict:
+    from graphcost.train.datasets import load_prepared, resolve_splits
+    from graphcost.train.trainer import TrainConfig, Trainer
+
+    splits = resolve_splits(data_dir, collection, seed=0, max_graphs=args.max_graphs)
+    train = load_prepared(splits.files["train"], progress=False)
+    valid = load_prepared(splits.files["valid"], progress=False)
+    if not valid:
+        raise SystemExit(f"{name}: no validation graphs")
+    info = {
+        "dataset": name, "source": splits.describe(), "train_graphs": len(train), "valid_graphs": len(valid),
+        "valid_configs": int(sum(g.num_configs for g in valid)),
+        "train_nodes_mean": float(sum(g.num_nodes for g in train) / len(train)), "rows": [],
+    }  # fmt: skip
+    print(f"\n{name}: {splits.describe()}", flush=True)
+    kind = train[0].kind
+    info["kind"] = kind
+    variants = [v if v[0] != "sage" or kind == "layout" else ("tile-mlp", "tile-mlp", {}) for v in VARIANTS]
+    for model in dict.fromkeys(v[1] for v in variants):  # warm-up: one-time imports / JIT out of the timings
+        warm = TrainConfig(model=model, model_config={"hidden": 8}, epochs=1, batch_configs=8, device="cpu",
+                           progress=False, plots=False)  # fmt: skip
+        Trainer(warm, train[:1], valid[:1], out_dir / "warmup" / model).fit()
+    for label, model, overrides in variants:
+        opts = {"hidden": args.hidden, **overrides}
+        config = TrainConfig(
+            model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs, seed=0,
+            device="cpu", progress=False, plots=False,
+        )  # fmt: skip
+        start = time.perf_counter()
+        trainer = Trainer(config, train, valid, out_dir / name / label.replace(" ", "_"))
+        result = trainer.fit()
+        wall = time.perf_counter() - start
+        last = result.history[-1]
+        configs = sum(r["configs_per_s"] * r["train_seconds"] for r in result.history)
+        seconds = sum(r["train_seconds"] for r in result.history)
+        row = {
+            "variant": label, "model": model, "model_config": opts,
+            "params": int(sum(p.numel() for p in trainer.model.parameters())),
+            "kendall_tau": last["valid_kendall_tau"], "opa": last["valid_opa"],
+            "top1_slowdown": last["valid_top1_slowdown"], "top10_slowdown": last["valid_top10_slowdown"],
+            "best_epoch_tau": max(r["valid_kendall_tau"] for r in result.history),
+            "train_loss": last["train_loss"], "configs_per_s": configs / max(seconds, 1e-9), "wall_s": wall,
+        }  # fmt: skip
+        info["rows"].append(row)
+        print(
+            f"  {label:<22} tau {row['kendall_tau']:+.4f}  opa {row['opa']:.4f}  top1 {row['top1_slowdown']:.4f}  "
+            f"{row['configs_per_s']:7.1f} configs/s  ({wall:.0f} s)", flush=True,
+        )
+    return info
+
+
+def markdown(report: dict) -> str:
+    lines = [
+        SECTION, "",
+        f"`{report['command']}` — {report['machine']}, {report['date']}. Same budget for every row: "
+        f"{report['epochs']} epochs x every training graph, {report['batch_configs']} configurations per batch, "
+        f"hidden {report['hidden']}, AdamW 1e-3 + 5% warm-up + cosine, pairwise hinge, seed 0; validation over ALL "
+        "(de-duplicated) configurations of each validation graph, no TTA, final epoch. Throughput = configurations "
+        "per second of optimisation steps (forward + backward + step), torch threads = "
+        f"{report['threads']}. JSON: `benchmarks/results/bench_models.json`.", "",
+    ]  # fmt: skip
+    for ds in report["datasets"]:
+        lines += [
+            f"**{ds['dataset']}** — {ds['source']}; {ds['valid_configs']} validation configurations.", "",
+            "| model | params | Kendall τ | OPA | top-1 slowdown | top-10 slowdown | best-epoch τ | configs/s |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]  # fmt: skip
+        for r in ds["rows"]:
+            lines.append(
+                f"| {r['variant']} | {r['params']:,} | {r['kendall_tau']:.4f} | {r['opa']:.4f} | "
+                f"{r['top1_slowdown']:.4f} | {r['top10_slowdown']:.4f} | {r['best_epoch_tau']:.4f} | "
+                f"{r['configs_per_s']:.0f} |"
+            )
+        lines.append("")
+    lines += report.get("notes", [])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def replace_section(text: str, section: str) -> str:
+    """Replace the body of SECTION (up to the next '## ' heading) with `section`."""
+    start = text.find(SECTION)
+    if start < 0:
+        return text.rstrip() + "\n\n" + section
+    end = text.find("\n## ", start + len(SECTION))
+    end = len(text) if end < 0 else end + 1
+    return text[:start] + section + "\n" + text[end:]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--graphs", type=int, default=25, help="synthetic graphs (80/20 train/valid)")
+    parser.add_argument("--max-graphs", type=int, default=None, help="at most N graphs per split")
+    parser.add_argument("--batch-configs", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
+    parser.add_argument("--skip-real", action="store_true", help="skip the shipped real dataset")
+    args = parser.parse_args()
+
+    import torch
+
+    from graphcost.train.datasets import shipped_dataset_root
+
+    torch.set_num_threads(args.threads)
+    report = {
+        "command": "python benchmarks/bench_models.py " + " ".join(sys.argv[1:]),
+        "machine": f"2-core CPU ({platform.machine()}, shared with other jobs), torch {torch.__version__}",
+        "date": str(date.today()), "epochs": args.epochs, "batch_configs": args.batch_configs,
+        "hidden": args.hidden, "threads": args.threads, "datasets": [], "notes": [],
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        synth_root = synthetic_data(tmp / "synthetic", args.graphs)
+        report["datasets"].append(
+            run_dataset("SYNTHETIC layout:xla:random (graphcost.data.synth)", synth_root, "layout:xla:random",
+                        args, tmp / "runs")
+        )  # fmt: skip
+        real = None if args.skip_real else shipped_dataset_root()
+        if real is not None:
+            report["datasets"].append(run_dataset("REAL shipped CPU dataset", None, None, args, tmp / "runs"))
+        else:
+            report["notes"].append(
+                "The real shipped CPU dataset (graphcost/datasets) was not installed when this ran, so only the "
+                "synthetic rows exist."
+            )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(RESULTS, json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {RESULTS}")
+    if not args.no_markdown:
+        bench = ROOT / "BENCHMARKS.md"
+        write_atomic(bench, replace_section(bench.read_text(), markdown(report)))
+        print(f"updated {bench} ({SECTION})")
+
+
+if __name__ == "__main__":
+    main()
