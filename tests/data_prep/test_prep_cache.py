@@ -65,3 +65,16 @@ def test_corrupt_entry_is_a_miss(tmp_path, layout_graph, monkeypatch):
     again = preprocess.prepare_graph(src, cache_dir=cdir)
     assert len(calls) == 2 and again.num_configs > 0
     assert not list(cdir.glob("*.tmp"))  # atomic writes leave no temp files
+
+
+def test_prepare_graphs_resumes_from_cache(tmp_path, layout_factory, rng, monkeypatch):
+    calls = _counting_loader(monkeypatch)
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"g{i}.npz")
+        _write_npz(layout_factory(rng, n=20, c=3, k=10), files[-1])
+    cdir = tmp_path / "cache"
+    preprocess.prepare_graph(files[0], cache_dir=cdir)  # an "interrupted" earlier run did one file
+    out = preprocess.prepare_graphs(files, cache_dir=cdir, progress=False)
+    assert [p.name for p in out] == ["g0", "g1", "g2"]
+    assert len(calls) == 3  # g0 came from the cache
