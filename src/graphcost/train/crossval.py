@@ -78,8 +78,10 @@ def run_crossval(
     splits = kfold_split([g.name for g in graphs], folds, config.seed)
     train_folds = min(train_folds, folds)
     keep = max(1, min(keep, train_folds))
+    ctx = (trainer_kwargs or {}).get("dist_ctx")
+    is_main = ctx is None or ctx.is_main
     scores: list[float] = []
-    metric = "tau"
+    metric = "kendall_tau"
     for f in range(train_folds):
         fold_dir = out_dir / f"fold_{f:02d}"
         done = fold_dir / "done.json"
@@ -97,7 +99,7 @@ def run_crossval(
         result = trainer.fit(resume=resume)
         metric = trainer.metric
         scores.append(float(result.best_score))
-        if trainer.dist.is_main:
+        if is_main:
             write_json(
                 {"fold": f, "best_score": float(result.best_score), "metric": metric,
                  "valid_graphs": [str(graphs[i].name) for i in valid_idx]},
@@ -106,6 +108,8 @@ def run_crossval(
     order = sorted(range(len(scores)), key=lambda i: (-np.nan_to_num(scores[i], nan=-np.inf), i))
     kept = order[:keep]
     mean = float(np.mean([scores[i] for i in kept]))
+    if not is_main:
+        return CrossValResult(scores, kept, mean, metric, out_dir)
     write_json(
         {"folds": folds, "trained": train_folds, "metric": metric, "fold_scores": scores, "kept": kept,
          "mean_score": mean, "members": [f"fold_{i:02d}/best.pt" for i in kept]},
@@ -123,8 +127,9 @@ def resolve_checkpoints(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{path}: no such model checkpoint or run directory")
     manifest = path / ENSEMBLE_FILE
     if manifest.is_file():
-        members = json.loads(manifest.read_text())["members"]
-        return [path / m if (path / m).is_file() else (path / m).with_name("checkpoint.pt") for m in members]
+        members = [path / m for m in json.loads(manifest.read_text())["members"]]
+        # a fold without a validation improvement has no best.pt: use its last checkpoint
+        return [m if m.is_file() else m.with_name("checkpoint.pt") for m in members]
     for name in ("best.pt", "checkpoint.pt"):
         if (path / name).is_file():
             return [path / name]

@@ -89,7 +89,7 @@ def score_configs(
 
 @dataclass
 class ModelScorer:
-    """A single model + its feature scaler as a `Scorer`."""
+    """A single model + its feature scaler as a `Scorer` (`make_batch` None: data-prep's)."""
 
     model: nn.Module
     scaler: object
@@ -97,11 +97,13 @@ class ModelScorer:
     device: torch.device | str = "cpu"
     tta: int = 0
     seed: int = 0
+    make_batch: Callable | None = None
 
     def score(self, prepared) -> np.ndarray:
         return score_configs(
-            self.model, prepared, self.scaler, batch_size=self.batch_size, device=self.device, tta=self.tta, seed=self.seed
-        )
+            self.model, prepared, self.scaler, batch_size=self.batch_size, device=self.device, tta=self.tta,
+            seed=self.seed, make_batch=self.make_batch,
+        )  # fmt: skip
 
 
 def graph_metrics(scores: np.ndarray, runtime: np.ndarray, kind: str) -> dict:

@@ -34,7 +34,7 @@ from torch import nn
 
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.distributed import DistContext
-from graphcost.train.evaluate import evaluate_graphs, score_configs, selection_metric
+from graphcost.train.evaluate import ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
 
@@ -286,19 +286,10 @@ class Trainer:
         self.partial["steps"] += 1
         self.partial["configs"] += int(idx.shape[0])
 
-    def evaluate(self, epoch: int):
-        """Validation metrics over ALL configurations of each validation graph (main rank)."""
-        trainer = self
-
-        class _Scorer:
-            def score(self, prepared) -> np.ndarray:
-                return score_configs(
-                    trainer.model, prepared, trainer.scaler, batch_size=trainer.config.eval_batch,
-                    device=trainer.device, tta=trainer.config.eval_tta, seed=trainer.config.seed,
-                    make_batch=trainer.make_batch,
-                )
-
-        scorer = _Scorer()
+    def evaluate(self):
+        """Validation metrics over ALL (de-duplicated) configurations of each validation graph."""
+        cfg = self.config
+        scorer = ModelScorer(self.model, self.scaler, cfg.eval_batch, self.device, cfg.eval_tta, cfg.seed, self.make_batch)
         return evaluate_graphs(scorer, self.valid_graphs, self.kind)
 
     def fit(self, resume: bool = False, step_callback: Callable | None = None) -> TrainResult:
@@ -352,7 +343,7 @@ class Trainer:
             "configs_per_s": float(part["configs"] * self.dist.world_size / max(part["seconds"], 1e-9)),
         }
         if self.dist.is_main and self.valid_graphs:
-            report = self.evaluate(epoch)
+            report = self.evaluate()
             self.last_report = report
             row.update({f"valid_{k}": v for k, v in report.aggregate.items() if k not in ("n_graphs", "n_configs")})
             score = report.score

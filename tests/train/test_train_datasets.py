@@ -1,0 +1,52 @@
+"""Where training data comes from: official trees, split dirs, flat dirs, the shipped dataset."""
+
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from graphcost.cli import app
+from graphcost.data.synth import write_synthetic_collection
+from graphcost.train import datasets
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+    root = tmp_path_factory.mktemp("official")
+    write_synthetic_collection(root, "tile:xla", num_graphs=6, seed=2, max_configs=12, progress=False)
+    return root
+
+
+def test_official_tree_and_collection_choice(official):
+    splits = datasets.resolve_splits(official)  # only one collection present: chosen automatically
+    assert splits.collection == "tile:xla" and splits.how == "official layout"
+    assert all(splits.files[s] for s in ("train", "valid", "test"))
+    with pytest.raises(datasets.DatasetError, match="layout:xla:default not found"):
+        datasets.resolve_splits(official, "layout:xla:default")
+
+
+def test_split_subdirs_and_flat_directory(official, tmp_path):
+    base = official / "npz" / "tile" / "xla"
+    split_dir = tmp_path / "splits"
+    shutil.copytree(base, split_dir)
+    splits = datasets.resolve_splits(split_dir)
+    assert splits.how.startswith("train/valid/test") and len(splits.files["train"]) == len(list((base / "train").glob("*.npz")))
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for f in base.rglob("*.npz"):
+        shutil.copy(f, flat / f.name)
+    splits = datasets.resolve_splits(flat, seed=3)
+    train, valid = splits.files["train"], splits.files["valid"]
+    assert len(train) + len(valid) == 6 and len(valid) == 1
+    assert not {f.name for f in train} & {f.name for f in valid}  # split by graph (file)
+    assert datasets.resolve_splits(flat, seed=3).files == splits.files  # deterministic
+    assert len(datasets.resolve_splits(flat, max_graphs=2).files["train"]) == 2
+
+
+def test_no_data_argument_uses_the_shipped_dataset(official, monkeypatch):
+    monkeypatch.setattr(datasets, "shipped_dataset_root", lambda: None)
+    result = CliRunner().invoke(app, ["train"])
+    assert result.exit_code == 1 and "--data-dir" in result.output and "shipped" in result.output
+    monkeypatch.setattr(datasets, "shipped_dataset_root", lambda: official)
+    splits = datasets.resolve_splits(None)
+    assert splits.root == official and splits.collection == "tile:xla"
