@@ -1,0 +1,110 @@
+"""TGraph: the shared-node fast path equals the dense PyG path; the layers do their equations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from graphcost.models.layers import ChannelSE, CrossConfigAttention, L2SAGE, LayoutEmbedding, ReferenceInstanceNorm
+from graphcost.models.registry import build_model
+from graphcost.models.tgraph import TGraph, TGraphConfig
+from models_testutil import make_layout_batch, make_tile_batch
+
+ABLATIONS = [{}, {"channel_attention": False}, {"cross_attention": False}, {"use_edges": False},
+             {"norm": "none"}, {"aggr": "mean"}, {"directed": True}]
+
+
+@pytest.mark.parametrize("extra", ABLATIONS, ids=str)
+def test_fast_path_equals_dense_pyg_path(extra):
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small(**extra))
+    batch = make_layout_batch(num_nodes=20, num_configs=6, num_configurable=3, seed=3)
+    fast = model(batch)
+    dense = model.forward_dense(batch)
+    torch.testing.assert_close(fast, dense, rtol=1e-4, atol=1e-5)
+    # gradients of the fast path reach every parameter used
+    fast.sum().backward()
+    assert all(p.grad is not None for n, p in model.named_parameters() if "blocks" in n and p.requires_grad)
+
+
+def test_tile_fast_equals_dense():
+    torch.manual_seed(0)
+    model = TGraph("tile", TGraphConfig.small())
+    batch = make_tile_batch()
+    torch.testing.assert_close(model(batch), model.forward_dense(batch))
+
+
+def test_chunked_scoring_groups_cross_attention():
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small()).eval()
+    batch = make_layout_batch(num_configs=10)
+    with torch.no_grad():
+        whole = model(batch)
+        torch.testing.assert_close(model.score_chunked(batch, chunk_size=10), whole)
+        chunked = model.score_chunked(batch, chunk_size=4)  # groups 4 + 4 + 2
+        first = model(make_layout_batch(num_configs=10).__class__(**{
+            **batch.__dict__, "runtime": batch.runtime[:4], "config_index": batch.config_index[:4],
+            "node_config_feat": batch.node_config_feat[:4]}))
+    torch.testing.assert_close(chunked[:4], first)
+
+
+def test_cross_attention_compares_configurations():
+    """With A_cross a score depends on the other configurations of the batch; without, not."""
+    batch = make_layout_batch(num_configs=6)
+    other = make_layout_batch(num_configs=6)
+    other.node_config_feat = other.node_config_feat.clone()
+    other.node_config_feat[1:] = torch.flip(other.node_config_feat[1:], dims=[2])  # change configs 1..5
+    for cross, should_change in ((True, True), (False, False)):
+        torch.manual_seed(0)
+        model = TGraph("layout", TGraphConfig.small(cross_attention=cross)).eval()
+        with torch.no_grad():
+            a, b = model(batch)[0], model(other)[0]
+        assert (not torch.isclose(a, b, atol=1e-7)) == should_change
+
+
+def test_ablation_shapes_keep_the_residual():
+    on = TGraph("layout", TGraphConfig.small(hidden=32))
+    off = TGraph("layout", TGraphConfig.small(hidden=32, cross_attention=False))
+    assert on.blocks[0].sage.out_channels == 16  # concat(η, A_cross(η)) = 32
+    assert off.blocks[0].sage.out_channels == 32
+    assert on.blocks[0].se.excite.out_features == 2  # 8x bottleneck of 16
+
+
+def test_paper_default_sizes():
+    m = build_model("tgraph", "layout")
+    assert m.config.hidden == 256 and m.config.opcode_dim == 16 and m.config.layout_dim == 4
+    assert m.f_in[0].in_features == 134 + 6 * 4 + 18 * 4 + 16
+    assert len(m.blocks) == 2
+
+
+def test_layers_do_their_equations():
+    torch.manual_seed(0)
+    x = torch.randn(5, 7, 16)  # (B, N, F)
+    cross = CrossConfigAttention(init_temperature=2.0)
+    expected = x * torch.softmax(x / 2.0, dim=0)
+    torch.testing.assert_close(cross(x), expected)
+    same = x[:1].expand(5, -1, -1)
+    torch.testing.assert_close(cross(same), CrossConfigAttention.shared_value(same, 5))
+    se = ChannelSE(16)
+    gate = torch.sigmoid(se.square(F.relu(se.excite(x))))
+    torch.testing.assert_close(se(x), x * gate)
+    assert se.excite.out_features == 2
+    sage = L2SAGE(16, 8)
+    ei = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    out = sage(x, ei)
+    torch.testing.assert_close(out.norm(dim=-1), torch.ones(5, 7))
+    norm = ReferenceInstanceNorm(16)
+    y = norm(x)
+    torch.testing.assert_close(y.mean(-2), torch.zeros(5, 16), atol=1e-5, rtol=0)
+
+
+def test_layout_embedding_shared_table_and_range_check():
+    emb = LayoutEmbedding(3)
+    v = torch.tensor([[-1.0, 0.0, 5.0]])
+    out = emb(v)
+    assert out.shape == (1, 9)
+    torch.testing.assert_close(out[0, :3], emb.table.weight[0])
+    torch.testing.assert_close(out[0, 6:], emb.table.weight[6])
+    with pytest.raises(ValueError, match="layout values"):
+        emb(torch.tensor([[6.0]]))
