@@ -73,3 +73,10 @@ def test_resume_refuses_other_training_graphs(tmp_path, layout_graphs, tiny_kwar
     other = Trainer(_config(epochs=2), layout_graphs[1:5], layout_graphs[5:], tmp_path / "r", **tiny_kwargs)
     with pytest.raises(ValueError, match="different set of training graphs"):
         other.fit(resume=True)
+
+
+def test_resume_refuses_changed_settings(tmp_path, layout_graphs, tiny_kwargs):
+    _fit(layout_graphs, tmp_path / "r", tiny_kwargs, _config(epochs=1))
+    other = Trainer(_config(epochs=1, lr=0.1), layout_graphs[:4], layout_graphs[4:], tmp_path / "r", **tiny_kwargs)
+    with pytest.raises(ValueError, match="different settings.*lr"):
+        other.fit(resume=True)

@@ -60,6 +60,9 @@ class TrainConfig:
     plots: bool = True
 
 
+RESUME_FREE = ("device", "progress", "plots", "checkpoint_every")  # may change between resumes
+
+
 def default_batch_configs(collection: str | None) -> int:
     """TGraph §2.2.5: 128 configurations per batch for random-search collections, else 64."""
     return 128 if collection and collection.endswith(":random") else 64
@@ -248,6 +251,14 @@ class Trainer:
             raise ckpt.CheckpointError(
                 f"{self.last_path}: checkpoint was trained on a different set of training graphs; "
                 "resume with the same --data-dir / --collection / --max-graphs / --folds"
+            )
+        mine = {k: v for k, v in dataclasses.asdict(self.config).items() if k not in RESUME_FREE}
+        theirs = {k: v for k, v in state.get("train_config", {}).items() if k not in RESUME_FREE}
+        changed = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+        if changed:
+            raise ckpt.CheckpointError(
+                f"{self.last_path}: cannot resume with different settings ({', '.join(changed)}); a resumed run "
+                "must use the settings of the interrupted one to end where it would have"
             )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
