@@ -55,6 +55,36 @@ def _check_collection(collection: Optional[str]) -> Optional[str]:
     return collection
 
 
+LATEST = Path("runs/latest")
+
+
+def _run_dir(out: Optional[Path], model: str, resume: bool, ctx) -> Path:
+    """--out, or runs/latest when resuming, or a fresh runs/<model>-<time> that runs/latest points to."""
+    import os
+    import time
+
+    if out is not None:
+        return out
+    if resume:
+        if not LATEST.exists():
+            _fail(f"--resume without --out resumes {LATEST}, which does not exist; pass --out RUN_DIR")
+        return LATEST.resolve()
+    name = [f"{model}-{time.strftime('%Y%m%d-%H%M%S')}"]
+    if ctx.enabled:  # every rank must use rank 0's name
+        import torch.distributed as dist
+
+        dist.broadcast_object_list(name, src=0)
+    run = LATEST.parent / name[0]
+    if ctx.is_main:
+        run.mkdir(parents=True, exist_ok=True)
+        tmp = LATEST.parent / f".latest-{os.getpid()}"
+        if tmp.is_symlink():
+            tmp.unlink()
+        tmp.symlink_to(run.name)
+        os.replace(tmp, LATEST)  # atomic re-point of runs/latest
+    return run
+
+
 def train(
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
     data_dir: Optional[Path] = typer.Option(
@@ -73,7 +103,10 @@ def train(
     ),
     lr: float = typer.Option(1e-3, "--lr"),
     seed: int = typer.Option(0, "--seed"),
-    out: Path = typer.Option(Path("runs/model"), "--out", "-o", help="run directory"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="run directory (default: runs/<model>-<time>, linked as runs/latest; "
+        "with --resume: runs/latest)",
+    ),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda"),
@@ -107,8 +140,10 @@ def train(
     )  # fmt: skip
     ctx = init_from_env(device)
     try:
+        out = _run_dir(out, model, resume, ctx)
         if ctx.is_main:
             typer.echo(f"data: {splits.describe()}")
+            typer.echo(f"run: {out}")
         train_graphs = load_prepared(splits.files["train"], cache_dir, progress and ctx.is_main, "prepare train")
         valid_graphs = load_prepared(splits.files["valid"], cache_dir, progress and ctx.is_main, "prepare valid")
         info = {
