@@ -80,3 +80,23 @@ def test_resume_refuses_changed_settings(tmp_path, layout_graphs, tiny_kwargs):
     other = Trainer(_config(epochs=1, lr=0.1), layout_graphs[:4], layout_graphs[4:], tmp_path / "r", **tiny_kwargs)
     with pytest.raises(ValueError, match="different settings.*lr"):
         other.fit(resume=True)
+
+
+def test_kill_and_resume_with_the_real_tgraph(tmp_path, layout_graphs):
+    """Same guarantee for TGraph itself (PyG message passing, attention, dropout-free)."""
+    small = {"hidden": 8, "opcode_dim": 2, "layout_dim": 2, "num_blocks": 1}
+    config = _config(model="tgraph", model_config=small, epochs=2, checkpoint_every=1)
+    graphs = layout_graphs[:3] + layout_graphs[4:5]
+    full = Trainer(config, graphs[:3], graphs[3:], tmp_path / "full")
+    full_result = full.fit()
+
+    def kill(trainer, epoch, step):
+        if (epoch, step) == (1, 1):
+            raise StopTraining
+
+    with pytest.raises(StopTraining):
+        Trainer(config, graphs[:3], graphs[3:], tmp_path / "k").fit(step_callback=kill)
+    resumed = Trainer(config, graphs[:3], graphs[3:], tmp_path / "k")
+    assert _metrics(resumed.fit(resume=True).history) == _metrics(full_result.history)
+    for (name, p), q in zip(full.model.state_dict().items(), resumed.model.state_dict().values()):
+        assert torch.equal(p, q), name
