@@ -145,7 +145,11 @@ def train(
             typer.echo(f"data: {splits.describe()}")
             typer.echo(f"run: {out}")
         train_graphs = load_prepared(splits.files["train"], cache_dir, progress and ctx.is_main, "prepare train")
-        valid_graphs = load_prepared(splits.files["valid"], cache_dir, progress and ctx.is_main, "prepare valid")
+        # cross-validation pools train+valid for training (de-duplicated); otherwise validation
+        # keeps every configuration of each file
+        valid_graphs = load_prepared(
+            splits.files["valid"], cache_dir, progress and ctx.is_main, "prepare valid", dedup=bool(folds)
+        )
         info = {
             "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
             "kind": train_graphs[0].kind, "folds": folds, "train_folds": train_folds, "keep": keep,

@@ -6,7 +6,8 @@ Accepted data locations (`resolve_splits`):
    with ``--collection`` choosing one collection (`graphcost.data.discover`);
 2. any directory with ``train/``, ``valid/`` (and optionally ``test/``) subdirectories of npz files;
 3. a single directory of npz files, split BY GRAPH into train / valid (seeded, 80/20);
-4. no directory at all: the real CPU dataset shipped in the package (``graphcost/datasets``).
+4. no directory at all: the real CPU dataset shipped in the package
+   (``graphcost/datasets/cpu_layout/{train,valid,test}``, found with importlib.resources).
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ class DataSplits:
 
 
 def shipped_dataset_root() -> Path | None:
-    """The real CPU dataset shipped inside the package, or None when it is not installed."""
+    """The real CPU dataset shipped inside the package (graphcost/datasets/cpu_layout), or None."""
     try:
-        root = importlib.resources.files("graphcost") / "datasets"
+        root = Path(str(importlib.resources.files("graphcost.datasets")))
     except (ModuleNotFoundError, TypeError):
         return None
-    path = Path(str(root))
-    if not path.is_dir() or not any(path.rglob("*.npz")):
-        return None
-    return path
+    for candidate in (root / "cpu_layout", root):
+        if candidate.is_dir() and any(candidate.rglob("*.npz")):
+            return candidate
+    return None
 
 
 def _npz(directory: Path) -> list[Path]:
@@ -132,13 +133,21 @@ def resolve_splits(
     return splits
 
 
-def load_prepared(files: Sequence[Path], cache_dir: str | Path | None = None, progress: bool = True, desc: str = "prepare"):
-    """`prepare_graph` on every file (pruned, de-duplicated, cached when `cache_dir` is given)."""
+def load_prepared(
+    files: Sequence[Path],
+    cache_dir: str | Path | None = None,
+    progress: bool = True,
+    desc: str = "prepare",
+    dedup: bool = True,
+):
+    """`prepare_graph` on every file (pruned; de-duplicated unless `dedup` is False; cached when
+    `cache_dir` is given). Training uses de-duplicated graphs (TGraph §2.2.2); validation on the
+    official split keeps every configuration so metrics match the file's full list."""
     from tqdm.auto import tqdm
 
     from graphcost.data.preprocess import prepare_graph
 
     return [
-        prepare_graph(f, cache_dir=cache_dir)
+        prepare_graph(f, dedup=dedup, cache_dir=cache_dir)
         for f in tqdm(list(files), desc=desc, unit="graph", disable=not progress or not files, leave=False)
     ]
