@@ -1,0 +1,134 @@
+"""JAX programs -> HLO module protos -> TpuGraphs node features.
+
+`featurize_jax(fn, *args)` lowers and compiles a function with `jax.jit`, takes the serialized
+``xla.HloModuleProto`` of either the OPTIMIZED module (after XLA's CPU pipeline: fusion, layout
+assignment, ...; ``stage="optimized"``, the default) or the module as lowered from JAX before any
+XLA pass (``stage="unoptimized"``), and feeds it to the HLO featurizer
+(`graphcost.frontend.featurizer.featurize_module`), giving the 140-column node features, opcodes
+and edges of the TpuGraphs schema.
+
+APIs used (jax/jaxlib 0.10): ``jax.jit(fn).lower(*args)`` -> ``Lowered``;
+``Lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()`` (unoptimized);
+``Lowered.compile(compiler_options=...)`` -> ``Compiled``;
+``Compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()`` (optimized).
+
+JAX is an optional extra (``pip install graphcost[jax]``): it is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Literal
+
+Stage = Literal["optimized", "unoptimized"]
+
+
+def require_jax():
+    """Import and return `jax`, or raise an ImportError that says how to install it."""
+    try:
+        import jax  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "the JAX frontend needs JAX: install it with `pip install 'graphcost[jax]'` "
+            "(jax, jaxlib, flax, optax)") from exc
+    return jax
+
+
+def jax_versions() -> dict[str, str]:
+    """Versions of jax / jaxlib / flax / optax that are importable (for dataset metadata)."""
+    import importlib
+
+    out = {}
+    for name in ("jax", "jaxlib", "flax", "optax"):
+        try:
+            out[name] = importlib.import_module(name).__version__
+        except Exception:  # noqa: BLE001 - a missing optional package is just not recorded
+            continue
+    return out
+
+
+def lower(fn: Callable, args: tuple, jit_kwargs: dict | None = None):
+    """``jax.jit(fn, **jit_kwargs).lower(*args)`` (a `jax.stages.Lowered`)."""
+    jax = require_jax()
+    return jax.jit(fn, **(jit_kwargs or {})).lower(*args)
+
+
+def compile_lowered(lowered, compiler_options: dict[str, Any] | None = None):
+    """Compile a `Lowered` with optional per-compilation XLA options (e.g. ``{"xla_backend_optimization_level": 1}``)."""
+    return lowered.compile(compiler_options=compiler_options) if compiler_options else lowered.compile()
+
+
+def optimized_hlo_bytes(compiled) -> bytes:
+    """Serialized HloModuleProto of a compiled executable's (first) optimized module."""
+    modules = compiled.runtime_executable().hlo_modules()
+    if not modules:
+        raise RuntimeError("compiled executable exposes no HLO module")
+    return modules[0].as_serialized_hlo_module_proto()
+
+
+def unoptimized_hlo_bytes(lowered) -> bytes:
+    """Serialized HloModuleProto of the module as lowered from JAX (before XLA passes)."""
+    return lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+
+
+def hlo_module_bytes(fn: Callable, args: tuple, stage: Stage = "optimized",
+                     compiler_options: dict[str, Any] | None = None) -> bytes:
+    """HloModuleProto bytes of ``jax.jit(fn)`` at `args`, at the requested `stage`."""
+    lowered = lower(fn, args)
+    if stage == "unoptimized":
+        return unoptimized_hlo_bytes(lowered)
+    if stage != "optimized":
+        raise ValueError(f"stage must be 'optimized' or 'unoptimized', got {stage!r}")
+    return optimized_hlo_bytes(compile_lowered(lowered, compiler_options))
+
+
+def featurize_hlo_bytes(data: bytes):
+    """Parse HloModuleProto bytes and featurize them (TpuGraphs 140-column node features)."""
+    from graphcost.frontend.featurizer import featurize_module
+    from graphcost.frontend.hlo_proto import parse_hlo_module
+
+    return featurize_module(parse_hlo_module(data))
+
+
+def featurize_jax(fn: Callable, *args, stage: Stage = "optimized", compiler_options: dict[str, Any] | None = None):
+    """Featurize a JAX function at example `args`: returns a `FeaturizedModule`.
+
+    >>> import jax.numpy as jnp
+    >>> fm = featurize_jax(lambda x: jnp.tanh(x @ x.T), jnp.ones((4, 8)))
+    >>> fm.node_feat.shape[1]
+    140
+    """
+    return featurize_hlo_bytes(hlo_module_bytes(fn, args, stage, compiler_options))
+
+
+# --- instruction metadata -------------------------------------------------------------------
+# The HLO parser keeps what the featurizer needs; the collector additionally needs each
+# instruction's `metadata.op_name` (which carries JAX named scopes) to map JAX equations to HLO
+# instructions. Field numbers from xla/service/hlo.proto: HloModuleProto.computations = 3,
+# HloComputationProto.instructions = 2, HloInstructionProto.metadata = 7, .opcode = 2, .id = 35,
+# OpMetadata.op_name = 2.
+
+def instruction_op_names(data: bytes) -> dict[int, tuple[str, str]]:
+    """Map instruction id -> (opcode, metadata.op_name) for every instruction of the module."""
+    from graphcost.frontend.protowire import expect_len, iter_fields, to_int64, to_str
+
+    out: dict[int, tuple[str, str]] = {}
+    for num, _, comp, _ in iter_fields(data, "HloModuleProto"):
+        if num != 3:
+            continue
+        for cnum, _, instr, _ in iter_fields(expect_len(comp, "HloModuleProto", 3), "HloComputationProto"):
+            if cnum != 2:
+                continue
+            msg = "HloInstructionProto"
+            iid, opcode, op_name = None, "", ""
+            for inum, _, value, _ in iter_fields(expect_len(instr, "HloComputationProto", 2), msg):
+                if inum == 35:
+                    iid = to_int64(value)
+                elif inum == 2:
+                    opcode = to_str(value, msg, 2)
+                elif inum == 7:
+                    for mnum, _, mval, _ in iter_fields(expect_len(value, msg, 7), "OpMetadata"):
+                        if mnum == 2:
+                            op_name = to_str(mval, "OpMetadata", 2)
+            if iid is not None:
+                out[iid] = (opcode, op_name)
+    return out

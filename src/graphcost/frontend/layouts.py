@@ -1,0 +1,257 @@
+"""Real per-node layout configurations for JAX programs (the TpuGraphs *layout* search space, on CPU).
+
+What a configuration IS. A JAX program is traced to a jaxpr; every ``dot_general``,
+``conv_general_dilated`` and ``reshape`` equation whose tensors have rank >= 2 is a
+*configurable node* (TpuGraphs: convolution, dot and reshape nodes). A configuration assigns to
+each configurable node three physical layouts, written as XLA ``minor_to_major`` permutations:
+the layout of its output, of operand 0 and of operand 1 (``None`` = not applicable). The program
+is re-evaluated from its jaxpr with ``jax.experimental.layout.with_layout_constraint`` placed on
+the node's output and on its operands with those layouts. This lowers to a
+``custom-call "LayoutConstraint"`` in the HLO; XLA's layout assignment honours it on the CPU
+backend by materialising the value in the requested layout (a ``copy`` with that layout in the
+optimized module, fused with neighbours where possible), and consumers that need another layout
+get another copy. The runtime differences between configurations are therefore real: they come
+from the copies / transposes and from the memory-access order of the fused kernels that read
+the re-laid-out values. Measured on jax/jaxlib 0.10.2 CPU (see tests/frontend_jax).
+
+The *default* layout of the XLA CPU compiler is row-major (``minor_to_major = (r-1, ..., 0)``);
+the default configuration (all nodes row-major) compiles to the same program as no constraint.
+
+Search modes (TpuGraphs ``random`` / ``default``): ``random`` draws every layout of every
+configurable node uniformly among all permutations; ``default`` starts from the compiler's
+default and mutates the layouts of a few (1 to 3) nodes. Configuration 0 of ``default`` is the
+default itself.
+
+Per-node config features (TpuGraphs README, layout config table, 18 columns):
+``[0:6]`` output minor_to_major, ``[6:12]`` operand-0 minor_to_major, ``[12:18]`` operand-1
+minor_to_major, each padded with -1 beyond the tensor's rank (and all -1 for an absent operand).
+
+The graph of a layout collection is the UNOPTIMIZED HLO module of the program without
+constraints (before layout assignment, as in TpuGraphs). Each configurable node is located in it
+through a JAX named scope ``gcnode<k>`` carried in the instruction's ``metadata.op_name``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+CONFIGURABLE = {"dot_general": "dot", "conv_general_dilated": "convolution", "reshape": "reshape"}
+# Call-like primitives whose body is inlined by the interpreter (so nodes inside are configurable).
+_INLINE = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call",
+           "custom_vjp_call_jaxpr", "remat", "checkpoint"}
+_SCOPE = "gcnode"
+MAX_RANK = 6
+
+Perm = tuple[int, ...]  # minor_to_major
+
+
+@dataclass(frozen=True)
+class Site:
+    """One configurable node: its jaxpr primitive and the ranks of output / operand 0 / operand 1."""
+
+    index: int
+    primitive: str
+    ranks: tuple[int, int, int]  # 0 = absent or scalar-like (not configurable)
+
+
+def default_perm(rank: int) -> Perm:
+    """XLA's default (row-major) minor_to_major for a rank-`rank` array."""
+    return tuple(range(rank - 1, -1, -1))
+
+
+def _rank_ok(rank: int) -> bool:
+    return 2 <= rank <= MAX_RANK
+
+
+class LayoutProgram:
+    """A JAX program whose configurable nodes can be given explicit layouts.
+
+    fn, args: the program and its example arguments (``fn(*args)``).
+    """
+
+    def __init__(self, fn: Callable, args: tuple):
+        import jax
+
+        self.fn, self.args = fn, tuple(args)
+        self._flat_args, self._in_tree = jax.tree_util.tree_flatten(self.args)
+        flat_fn = lambda *flat: fn(*jax.tree_util.tree_unflatten(self._in_tree, list(flat)))  # noqa: E731
+        self.closed = jax.make_jaxpr(flat_fn)(*self._flat_args)
+        self.sites: list[Site] = []
+        # Abstract evaluation (no computation) records the configurable sites in order.
+        jax.eval_shape(lambda *flat: self._evaluate(self.closed.jaxpr, self.closed.consts, list(flat), None, record=True),
+                       *self._flat_args)
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def _evaluate(self, jaxpr, consts, args, config, record=False, counter=None):
+        """Evaluate `jaxpr` (tracing under jit), constraining configurable nodes per `config`.
+
+        config: None (no constraints) or a list indexed by site: ``(out, in0, in1)`` permutations.
+        """
+        import jax
+        from jax.experimental.layout import Layout, with_layout_constraint
+        from jax.extend.core import Literal
+
+        counter = counter if counter is not None else [0]
+        env = {}
+
+        def read(v):
+            return v.val if isinstance(v, Literal) else env[v]
+
+        for var, val in zip(jaxpr.constvars, consts):
+            env[var] = val
+        for var, val in zip(jaxpr.invars, args):
+            env[var] = val
+
+        def constrain(x, perm):
+            if perm is None or tuple(perm) == default_perm(len(perm)):
+                return x
+            return with_layout_constraint(x, Layout(major_to_minor=tuple(reversed(perm))))
+
+        for eqn in jaxpr.eqns:
+            invals = [read(v) for v in eqn.invars]
+            name = eqn.primitive.name
+            if name in _INLINE:
+                inner = next((eqn.params[k] for k in ("jaxpr", "call_jaxpr", "fun_jaxpr") if k in eqn.params), None)
+                if inner is not None:
+                    inner_jaxpr, inner_consts = (inner.jaxpr, inner.consts) if hasattr(inner, "consts") else (inner, ())
+                    outs = self._evaluate(inner_jaxpr, inner_consts, invals, config, record, counter)
+                    for var, val in zip(eqn.outvars, outs):
+                        env[var] = val
+                    continue
+            in_ranks = [len(eqn.invars[j].aval.shape) if j < len(eqn.invars) else 0 for j in range(2)]
+            ranks = (len(eqn.outvars[0].aval.shape), *in_ranks) if eqn.outvars else (0, 0, 0)
+            configurable = name in CONFIGURABLE and _rank_ok(ranks[0])
+            if configurable:
+                k = counter[0]
+                counter[0] += 1
+                if name == "reshape":
+                    ranks = (ranks[0], ranks[1], 0)
+                ranks = tuple(r if _rank_ok(r) else 0 for r in ranks)
+                if record:
+                    self.sites.append(Site(k, name, ranks))
+                choice = config[k] if config is not None else (None, None, None)
+                n_cfg_inputs = 1 if name == "reshape" else 2
+                invals = [constrain(x, choice[1 + i]) if i < n_cfg_inputs and ranks[1 + i] else x
+                          for i, x in enumerate(invals)]
+                with jax.named_scope(f"{_SCOPE}{k}"), eqn.ctx.manager:
+                    out = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
+                out = constrain(out, choice[0])
+                outs = [out]
+            else:
+                with eqn.ctx.manager:
+                    out = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
+                outs = out if eqn.primitive.multiple_results else [out]
+            for var, val in zip(eqn.outvars, outs):
+                env[var] = val
+        return [read(v) for v in jaxpr.outvars]
+
+    def program(self, config: list[tuple[Perm | None, Perm | None, Perm | None]] | None) -> Callable:
+        """A function of the flat arguments that evaluates the program under `config`."""
+        if config is not None and len(config) != len(self.sites):
+            raise ValueError(f"config has {len(config)} entries, program has {len(self.sites)} configurable nodes")
+
+        def run(*flat_args):
+            return self._evaluate(self.closed.jaxpr, self.closed.consts, list(flat_args), config)
+
+        return run
+
+    def full_config(self, active: list[Site], config: list[tuple]) -> list[tuple]:
+        """Expand a configuration over the `active` sites to all sites (others unconstrained)."""
+        full: list[tuple] = [(None, None, None)] * len(self.sites)
+        for site, choice in zip(active, config, strict=True):
+            full[site.index] = choice
+        return full
+
+    @property
+    def flat_args(self) -> list:
+        return list(self._flat_args)
+
+    # -- graph ------------------------------------------------------------------------------
+    def lowered(self, config=None):
+        import jax
+
+        return jax.jit(self.program(config)).lower(*self._flat_args)
+
+    def site_instruction_ids(self, hlo_bytes: bytes) -> list[int | None]:
+        """HLO instruction id of each site in the (unoptimized, unconstrained) module, via named scopes."""
+        from graphcost.frontend.jax_program import instruction_op_names
+
+        pattern = re.compile(rf"(?:^|/){_SCOPE}(\d+)(?:/|$)")
+        found: dict[int, int] = {}
+        for iid in sorted(names := instruction_op_names(hlo_bytes)):
+            opcode, op_name = names[iid]
+            m = pattern.search(op_name)
+            if not m:
+                continue
+            k = int(m.group(1))
+            if k < len(self.sites) and opcode == CONFIGURABLE[self.sites[k].primitive] and k not in found:
+                found[k] = iid
+        return [found.get(s.index) for s in self.sites]
+
+
+# --- configurations ------------------------------------------------------------------------
+
+def _perms(rank: int) -> list[Perm]:
+    return list(itertools.permutations(range(rank)))
+
+
+def default_config(sites: list[Site]) -> list[tuple]:
+    """Every configurable tensor in the compiler's default row-major layout."""
+    return [tuple(default_perm(r) if r else None for r in s.ranks) for s in sites]
+
+
+def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tries: int = 50) -> list[list[tuple]]:
+    """`num` distinct configurations (fewer only if the space is smaller), deterministic in `seed`.
+
+    mode ``random``: each tensor's layout uniform over all permutations of its rank.
+    mode ``default``: configuration 0 is the default; the others mutate 1-3 random tensors of
+    random nodes away from the default layout.
+    """
+    if mode not in ("random", "default"):
+        raise ValueError(f"mode must be 'random' or 'default', got {mode!r}")
+    rng = np.random.default_rng(seed)
+    slots = [(i, j) for i, s in enumerate(sites) for j, r in enumerate(s.ranks) if r]
+    if not slots:
+        return [default_config(sites)]
+    base = default_config(sites)
+    out, seen = [], set()
+    if mode == "default":
+        out.append(base)
+        seen.add(tuple(base))
+    tries = 0
+    while len(out) < num and tries < max_tries * num:
+        tries += 1
+        cfg = [list(c) for c in base]
+        if mode == "random":
+            for i, j in slots:
+                options = _perms(sites[i].ranks[j])
+                cfg[i][j] = options[rng.integers(len(options))]
+        else:
+            n_mut = int(rng.integers(1, min(3, len(slots)) + 1))
+            for pick in rng.choice(len(slots), size=n_mut, replace=False):
+                i, j = slots[pick]
+                options = [p for p in _perms(sites[i].ranks[j]) if p != base[i][j]]
+                cfg[i][j] = options[rng.integers(len(options))]
+        key = tuple(tuple(c) for c in cfg)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append([tuple(c) for c in cfg])
+    return out
+
+
+def config_features(configs: list[list[tuple]]) -> np.ndarray:
+    """(K, C, 18) float32: per node output / operand-0 / operand-1 minor_to_major, -1 padded."""
+    k, c = len(configs), len(configs[0]) if configs else 0
+    feat = np.full((k, c, 18), -1.0, np.float32)
+    for a, cfg in enumerate(configs):
+        for b, triple in enumerate(cfg):
+            for j, perm in enumerate(triple):
+                if perm is not None:
+                    feat[a, b, 6 * j: 6 * j + len(perm)] = perm
+    return feat
