@@ -1,7 +1,197 @@
-"""CLI: graphcost dag ... (issue: LayerDAG)."""
+"""CLI: graphcost dag train / sample / evaluate (issue 5: LayerDAG). Thin: parse, call graphcost.dag."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+DATASETS = ("lp", "tpu-tile", "nasbench201")
+RUN_INFO = "run.json"
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code=2)
+
+
+def _write_json(obj, path: Path) -> None:
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=2)
+    os.replace(tmp, path)
+
+
+def _load_splits(dataset: str, seed: int, num_graphs: Optional[int]):
+    from graphcost.dag.datasets import load_dataset
+
+    if dataset not in DATASETS:
+        _fail(f"--dataset must be one of {', '.join(DATASETS)}, got '{dataset}'")
+    kwargs = {} if num_graphs is None or dataset == "tpu-tile" else {"num_graphs": num_graphs}
+    try:
+        return load_dataset(dataset, seed=seed, **kwargs)
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(str(exc))
+
+
+def _run_info(run: Path) -> dict:
+    path = run / RUN_INFO if run.is_dir() else run.parent / RUN_INFO
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text())
+
+
+def _schedule(model, kind: str, tmin: Optional[int], tmax: Optional[int]):
+    from graphcost.dag.schedule import make_schedule
+
+    try:
+        return make_schedule(kind, model.config.T_node, model.config.max_layers, tmin, tmax)
+    except ValueError as exc:
+        _fail(str(exc))
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add train / sample / evaluate to the `dag` group."""
+
+    @app.command("train")
+    def train(
+        dataset: str = typer.Option(..., help="lp | tpu-tile | nasbench201"),
+        out: Path = typer.Option(Path("runs/layerdag"), help="run directory (checkpoint.pt, run.json)"),
+        epochs: int = typer.Option(40, help="training epochs"),
+        resume: bool = typer.Option(False, help="continue from OUT/checkpoint.pt"),
+        size: str = typer.Option("small", help="small (CPU default) | paper (LayerDAG widths/depths/steps)"),
+        batch_size: int = typer.Option(32, help="graphs per step (each with all its layers)"),
+        lr: float = typer.Option(1e-3),
+        seed: int = typer.Option(0, help="seed for data split, init, noise"),
+        num_graphs: Optional[int] = typer.Option(None, help="LP / NAS-Bench-201: graphs to generate / draw"),
+    ) -> None:
+        """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
+        import torch
+
+        from graphcost.dag.experiment import num_categories
+        from graphcost.dag.train import TrainConfig, train_layerdag
+
+        if size not in ("small", "paper"):
+            _fail(f"--size must be small or paper, got '{size}'")
+        torch.manual_seed(seed)
+        splits = _load_splits(dataset, seed, num_graphs)
+        info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
+                "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
+        _write_json(info, out / RUN_INFO)
+        cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size)
+        model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
+                                     num_categories=num_categories(dataset, splits))  # fmt: skip
+        last = hist[-1] if hist else {}
+        typer.echo(f"trained {model.num_parameters():,} parameters on {len(splits['train'])} {dataset} graphs; "
+                   f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip
+        typer.echo(f"checkpoint: {out / 'checkpoint.pt'}")
+
+    @app.command("sample")
+    def sample(
+        model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory or checkpoint.pt"),
+        n: int = typer.Option(100, "-n", help="number of DAGs"),
+        label: Optional[list[float]] = typer.Option(None, help="target label (repeat for one per graph); "
+                                                    "default for a conditional model: training labels drawn at random"),
+        schedule: str = typer.Option("linear", help="linear (LayerDAG eq. 1) | constant"),
+        tmin: Optional[int] = typer.Option(None, help="eq. 1 T_min (default 1)"),
+        tmax: Optional[int] = typer.Option(None, help="eq. 1 T_max / constant T (default: trained T)"),
+        out: Path = typer.Option(..., help="output .npz (flat DAG format); a PNG of a few is written beside it"),
+        seed: int = typer.Option(0),
+    ) -> None:
+        """Sample DAGs from a trained LayerDAG."""
+        import numpy as np
+
+        from graphcost.dag.draw import draw_dags
+        from graphcost.dag.io import save_dags
+        from graphcost.dag.sample import sample_dags
+        from graphcost.dag.train import load_model
+
+        try:
+            model = load_model(model_path)
+        except (FileNotFoundError, ValueError) as exc:
+            _fail(str(exc))
+        labels = None
+        if label:
+            labels = np.array(label, dtype=np.float64)
+            if labels.size not in (1, n):
+                _fail(f"--label given {labels.size} times; give it once or once per graph (-n {n})")
+        elif model.config.conditional:
+            pool = _run_info(model_path).get("train_labels")
+            if not pool:
+                _fail("this model is conditional: pass --label")
+            labels = np.random.default_rng(seed).choice(np.array(pool), size=n)
+            typer.echo(f"no --label: conditioning on {n} labels drawn from the training labels")
+        sched = _schedule(model, schedule, tmin, tmax)
+        import time
+
+        t0 = time.perf_counter()
+        dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed)
+        secs = time.perf_counter() - t0
+        save_dags(dags, out)
+        png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)")
+        typer.echo(f"wrote {n} DAGs to {out} ({secs / n * 1000:.1f} ms/graph) and a drawing to {png}")
+
+    @app.command("evaluate")
+    def evaluate(
+        model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory or checkpoint.pt"),
+        dataset: Optional[str] = typer.Option(None, help="default: the dataset the run was trained on"),
+        samples: Optional[Path] = typer.Option(None, help="score this .npz instead of generating (no Pearson)"),
+        schedule: str = typer.Option("constant", help="linear (eq. 1) | constant"),
+        tmin: Optional[int] = typer.Option(None),
+        tmax: Optional[int] = typer.Option(None),
+        num_samples: Optional[int] = typer.Option(None, help="unconditional models: DAGs to generate"),
+        seed: int = typer.Option(0),
+        json_out: Path = typer.Option(Path("layerdag_eval.json"), "--json", help="where to write the results"),
+    ) -> None:
+        """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
+        from graphcost.dag.experiment import describe_samples, evaluate_model
+        from graphcost.dag.io import load_dags
+        from graphcost.dag.train import load_model
+
+        info = _run_info(model_path)
+        dataset = dataset or info.get("dataset")
+        if dataset is None:
+            _fail("pass --dataset (the run directory has no run.json)")
+        splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"))
+        if samples is not None:
+            try:
+                res = describe_samples(load_dags(samples), splits, dataset)
+            except ValueError as exc:
+                _fail(str(exc))
+        else:
+            try:
+                model = load_model(model_path)
+            except (FileNotFoundError, ValueError) as exc:
+                _fail(str(exc))
+            res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
+                                    num_samples=num_samples)  # fmt: skip
+        _print_results(res)
+        _write_json(res, json_out)
+        typer.echo(f"results: {json_out}")
+
+
+def _print_results(res: dict) -> None:
+    rows = [("generated graphs", res["num_generated"]),
+            ("mean nodes (real test)", f"{res['mean_nodes']:.1f} ({res['real_mean_nodes']:.1f})"),
+            ("mean edges (real test)", f"{res['mean_edges']:.1f} ({res['real_mean_edges']:.1f})")]  # fmt: skip
+    if "validity" in res:
+        rows.append(("LP validity", f"{res['validity']:.3f}"))
+    rows += [("uniqueness", f"{res['uniqueness']:.3f}"), ("novelty", f"{res['novelty']:.3f}")]
+    if "surrogate" in res:
+        s = res["surrogate"]
+        rows += [("Pearson real-trained", f"{s['pearson_real']:.3f}"),
+                 ("Pearson synthetic-trained", f"{s['pearson_synthetic']:.3f}"), ("ratio", f"{s['ratio']:.3f}")]  # fmt: skip
+    if "sample_seconds_per_graph" in res:
+        rows.append(("sampling s/graph", f"{res['sample_seconds_per_graph']:.4f}"))
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        typer.echo(f"{k:<{width}}  {v}")
+    typer.echo("MMD^2 vs real test set:")
+    for k, v in res["mmd"].items():
+        typer.echo(f"  {k:<{width - 2}}  {v:.4f}")

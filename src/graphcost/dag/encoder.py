@@ -67,17 +67,19 @@ class BiMPNN(nn.Module):
 
 
 class SetPool(nn.Module):
-    """Permutation-invariant graph readout: [mean, max, emb(#nodes)] -> Linear (G, d).
+    """Permutation-invariant graph readout: [mean, max, sum over the frontier, emb(#nodes)] -> Linear (G, d).
 
+    The frontier is the deepest layer present in each graph (the layer the next one attaches to);
+    its sum keeps per-attribute counts of that layer, which mean/max pooling would lose.
     Graphs with no nodes (the empty prefix G(≤0)) read out as zeros plus the count embedding of 0.
     """
 
     def __init__(self, dim: int):
         super().__init__()
         self.count_emb = SinusoidalEmbedding(dim)
-        self.proj = nn.Linear(3 * dim, dim)
+        self.proj = nn.Linear(4 * dim, dim)
 
-    def forward(self, h: torch.Tensor, batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, batch: torch.Tensor, num_graphs: int, depth: torch.Tensor) -> torch.Tensor:
         d = h.shape[-1]
         count = torch.zeros(num_graphs, dtype=h.dtype, device=h.device).index_add_(0, batch, torch.ones_like(batch, dtype=h.dtype))
         total = torch.zeros(num_graphs, d, dtype=h.dtype, device=h.device).index_add_(0, batch, h)
@@ -85,7 +87,11 @@ class SetPool(nn.Module):
         mx = torch.full((num_graphs, d), -torch.inf, dtype=h.dtype, device=h.device)
         mx = mx.scatter_reduce(0, batch.unsqueeze(-1).expand_as(h), h, reduce="amax", include_self=True)
         mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))
-        return self.proj(torch.cat([mean, mx, self.count_emb(count)], -1))
+        deepest = torch.full((num_graphs,), -1, dtype=depth.dtype, device=h.device).scatter_reduce(
+            0, batch, depth, reduce="amax", include_self=True)  # fmt: skip
+        front = (depth == deepest[batch]).to(h.dtype).unsqueeze(-1)  # (N, 1)
+        fsum = torch.zeros(num_graphs, d, dtype=h.dtype, device=h.device).index_add_(0, batch, h * front) * 0.1
+        return self.proj(torch.cat([mean, mx, fsum, self.count_emb(count)], -1))
 
 
 class DAGEncoder(nn.Module):
@@ -112,4 +118,4 @@ class DAGEncoder(nn.Module):
         if cond is not None:
             h = h + cond[batch]
         h = self.mpnn(h, edge_index)  # (N, d)
-        return h, self.pool(h, batch, num_graphs)  # (N, d), (G, d)
+        return h, self.pool(h, batch, num_graphs, depth)  # (N, d), (G, d)

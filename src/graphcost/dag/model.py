@@ -119,7 +119,7 @@ class LayerDAG(nn.Module):
             ei = torch.cat([b["a_edge_index"], torch.stack([b["c_src"][e_t], b["c_dst"][e_t]])], 1)
             edge_logits = self.edge_model(
                 b["a_attr"], b["a_depth"], b["a_flag"], ei, b["a_batch"], E, t_e, cond_g[b["e_graph"]],
-                b["c_src"], b["c_dst"], b["c_ex"],
+                b["c_src"], b["c_dst"], b["c_ex"], e_t.long(),
             )  # fmt: skip
             edge_loss = F.binary_cross_entropy_with_logits(edge_logits, b["c_label"].float())
         else:

@@ -93,7 +93,7 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen):
     for t, s in zip(grid[:-1], grid[1:]):
         on = e.bool()
         ei = torch.cat([fixed, torch.stack([cs[on], cd[on]])], 1)
-        logits = model.edge_model(attr, depth, flag, ei, batch, G, torch.full((G,), int(t)), cond, cs, cd, cx)
+        logits = model.edge_model(attr, depth, flag, ei, batch, G, torch.full((G,), int(t)), cond, cs, cd, cx, e)
         p1 = torch.sigmoid(logits)
         e = diff.reverse_sample(e, torch.stack([1 - p1, p1], -1), int(s), int(t), gen)
     chosen = e.bool()
