@@ -11,7 +11,9 @@ configuration of every validation graph (`graphcost.train.evaluate`), appends a 
 Determinism. Nothing depends on global RNG state carried across steps: the graph order of
 epoch e is a permutation drawn from (seed, e); the configuration sample and the torch seed of
 step s (dropout etc.) come from (seed, e, s, rank). Resuming from a checkpoint written after
-step s therefore replays exactly the steps an uninterrupted run would have taken.
+step s therefore replays exactly the steps an uninterrupted run would have taken. On CPU,
+`torch.use_deterministic_algorithms` is switched on, so the replay is bitwise identical; on GPU
+it is left off (speed), so a resumed run matches only up to floating-point reduction order.
 """
 
 from __future__ import annotations
@@ -183,7 +185,7 @@ class Trainer:
             loss_fn = get_loss(config.loss)
         self.loss_fn = loss_fn
 
-        seed_everything(config.seed)
+        seed_everything(config.seed, deterministic=self.device.type == "cpu")  # GPU: speed over bitwise repeatability
         if scaler is None:
             if scaler_factory is None:
                 from graphcost.data.scaler import FeatureScaler
@@ -287,9 +289,9 @@ class Trainer:
         loss.backward()
         self.dist.average_gradients(self.model)  # data parallel: mean gradient over ranks
         norm = clip_gradients(self.model, cfg.clip_norm)  # TGraph §2.4.2
-        if math.isfinite(norm) and torch.isfinite(loss).item():
+        if math.isfinite(norm):  # the norm of all-reduced gradients: the same decision on every rank
             self.optimizer.step()
-        else:  # gradient explosion: skip this update (same decision on every rank: grads are all-reduced)
+        else:  # gradient explosion (TGraph §2.4.3 notes rare "parameter corruption"): skip this update
             self.optimizer.zero_grad(set_to_none=True)
             self.partial["skipped"] += 1
         self.scheduler.step()
