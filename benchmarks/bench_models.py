@@ -1,6 +1,6 @@
 """Benchmark: TGraph vs the TpuGraphs layout baseline (GraphSAGE, `sage`), plus TGraph ablations.
 
-    python benchmarks/bench_models.py [--epochs 3] [--graphs 25] [--threads 2] [--no-markdown]
+    python benchmarks/bench_models.py [--epochs 5] [--graphs 25] [--threads 2] [--no-markdown]
 
 Every model gets the same budget on the same data: the same training graphs, epochs, batch of
 configurations, optimiser/schedule (TGraph §2.4.2), seed, and validation over ALL configurations
@@ -155,7 +155,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--graphs", type=int, default=25, help="synthetic graphs (80/20 train/valid)")
     parser.add_argument("--max-graphs", type=int, default=None, help="at most N graphs per split")
     parser.add_argument("--batch-configs", type=int, default=64)
