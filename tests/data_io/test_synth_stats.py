@@ -57,6 +57,15 @@ def test_layout_runtime_has_learnable_structure():
             x[0, c, 1] = (x[0, c, 1] + 1) % sim.nperm[c, 1]
             changed.append(sim.runtime(x)[0] - t0)
     assert changed and max(changed) > 0  # layouts matter
+    # configurable nodes joined through layout propagation interact (not an additive per-node cost)
+    assert len(sim.ve_cost) > 0
+    a, sa, b, sb = sim.ve[0]
+    x = (sim.default[a, sa] + 1) % sim.nperm[a, sa]
+    both, only_a, only_b = base.copy(), base.copy(), base.copy()
+    both[0, a, sa] = only_a[0, a, sa] = x
+    both[0, b, sb] = only_b[0, b, sb] = x
+    f = lambda c: sim.runtime(c)[0]  # noqa: E731
+    assert abs(f(both) - f(only_a) - f(only_b) + t0) > 0
     rng = np.random.default_rng(0)
     rand = sim.sample_choices(rng, 200, "random", first=False)
     assert np.std(sim.runtime(rand)) > 0

@@ -18,11 +18,17 @@ kernel (6 cols); a layout is a permutation of the tensor's dimensions in minor-t
           most-minor and its kernel output-feature dim (HWIO dim 3) most-minor (x1.25 otherwise); a
           dot wants its contracting (last) input dim most-minor (x1.2); a reshape costs an extra
           transpose (x2 its bytes) unless both its layouts are the default row-major ones
-    T_copy(e) = 500 ns + 2 * bytes / 900 GB/s: the copy XLA inserts when a producer's layout
-          differs from the layout its consumer expects (TpuGraphs Fig. 3); E_c are the edges
-          touching configurable nodes (producer side: chosen output layout or the node's fixed
-          layout from node_feat[134:140]; consumer side: chosen input/kernel layout or the
-          consumer's fixed layout when ranks agree, else the default layout)
+    T_copy(e) = 500 ns + 2 * bytes / 900 GB/s: the copy XLA inserts on edge e when the layout a
+          producer provides differs from the layout its consumer expects (TpuGraphs Fig. 3).
+          Layout propagation: an elementwise op with a default layout adopts its first operand's
+          layout, so a configurable node's chosen output layout flows down elementwise chains.
+          Provided layout = the chosen output layout of the configurable node the tensor flows
+          from, else the tensor's fixed layout (node_feat[134:140]). Expected layout = the chosen
+          input (first operand) or kernel (convolution) layout of a configurable consumer; for the
+          other operands of a propagating op, the layout of its first operand; otherwise the
+          consumer's fixed layout when ranks agree, else the default layout. Edges whose two
+          sides are both fixed only add a constant; the rest are summed per distinct comparison
+          (config-vs-constant and config-vs-config pairs, the latter couple configurable nodes)
     measured(x) = T(x) * exp(sigma * N(0, 1))  (seeded measurement noise, sigma = 1 %)
 
 Search modes: "random" draws every layout uniformly; "default" starts from the compiler's default
@@ -75,7 +81,7 @@ def _eff(shape, perms: np.ndarray) -> np.ndarray:
 class LayoutSimulator:
     """Cost tables for one synthetic program; `sample_choices` + `features` + `runtime` per chunk."""
 
-    def __init__(self, program: Program, node_feat_layouts: np.ndarray | None = None):
+    def __init__(self, program: Program):
         nodes = program.nodes
         conf_ops = {OPCODES["convolution"], OPCODES["dot"], OPCODES["reshape"]}
         self.config_ids = np.array([i for i, n in enumerate(nodes) if n.opcode in conf_ops], dtype=np.int64)
@@ -86,68 +92,87 @@ class LayoutSimulator:
         self.op_cost = np.full((C, 3, NPERM), _BIG)
         self.reshape_pen = np.zeros(C)
         layout_of = [n.layout or default_layout(len(n.shape)) for n in nodes]
-        const_edges: list[tuple[int, int, int, float]] = []  # (c, slot, const perm idx, cost)
-        var_edges: list[tuple[int, int, int, int, float]] = []  # (c_a, slot_a, c_b, slot_b, cost)
-        self.fixed_ns = 0.0
-        consumers: dict[int, list[int]] = {}
-        for u, n in enumerate(nodes):
-            for v in n.operands:
-                consumers.setdefault(v, []).append(u)
-        for u, n in enumerate(nodes):
-            if u not in pos:
-                self.fixed_ns += 4.0 * _vol(n.shape) / BYTES_PER_NS + 50.0
+        self.fixed_ns = sum(4.0 * _vol(n.shape) / BYTES_PER_NS + 50.0 for u, n in enumerate(nodes) if u not in pos)
         for c, u in enumerate(self.config_ids.tolist()):
-            n = nodes[u]
-            x = nodes[n.operands[0]]
-            shapes = [n.shape, x.shape, nodes[n.operands[1]].shape if n.opcode == OPCODES["convolution"] else ()]
-            self.rank[c] = [len(s) for s in shapes]
-            self.default[c] = [_perm_index(layout_of[u]), _perm_index(layout_of[n.operands[0]]), 0]
-            out_bytes = 4.0 * _vol(n.shape)
-            if n.opcode == OPCODES["convolution"]:
-                kh, kw, cin, _ = shapes[2]
-                base = max(2.0 * _vol(n.shape) * kh * kw * cin / PEAK_FLOP_PER_NS, (out_bytes + 4 * _vol(x.shape)) / BYTES_PER_NS)
-                weights, prefer = (0.5, 0.3, 0.2), (None, 3, 3)
-            elif n.opcode == OPCODES["dot"]:
-                base = max(2.0 * _vol(n.shape) * x.shape[-1] / PEAK_FLOP_PER_NS, (out_bytes + 4 * _vol(x.shape)) / BYTES_PER_NS)
-                weights, prefer = (0.6, 0.4, 0.0), (None, len(x.shape) - 1, None)
-            else:  # reshape
-                base = 2 * out_bytes / BYTES_PER_NS
-                weights, prefer = (0.6, 0.4, 0.0), (None, None, None)
-                self.reshape_pen[c] = 2 * out_bytes / BYTES_PER_NS
-            for s in range(3):
-                r = self.rank[c, s]
-                if s == 2 and n.opcode != OPCODES["convolution"]:
-                    self.op_cost[c, s, 0] = 0.0
-                    continue
-                perms = _PERMS[r]
-                pref = np.ones(len(perms))
-                if prefer[s] is not None and r:
-                    pref = np.where(perms[:, 0] == prefer[s], 1.0, 1.2 if n.opcode == OPCODES["dot"] else 1.25)
-                self.op_cost[c, s, : len(perms)] = base * weights[s] * pref / _eff(shapes[s], perms)
-            # copies on the edges touching this node (eq. 1)
-            p = n.operands[0]
-            cost_in = COPY_LAUNCH_NS + 2 * 4.0 * _vol(x.shape) / BYTES_PER_NS
-            if p in pos:
-                var_edges.append((pos[p], 0, c, 1, cost_in))
-            else:
-                const_edges.append((c, 1, _perm_index(layout_of[p]), cost_in))
-            if n.opcode == OPCODES["convolution"]:
-                k = n.operands[1]
-                const_edges.append((c, 2, _perm_index(layout_of[k]), COPY_LAUNCH_NS + 8.0 * _vol(shapes[2]) / BYTES_PER_NS))
-            for q in consumers.get(u, []):
-                if q in pos and nodes[q].operands[0] == u:
-                    continue  # counted as q's input edge
-                rq = len(nodes[q].shape)
-                want = layout_of[q] if rq == len(n.shape) and nodes[q].element_type != "tuple" else default_layout(len(n.shape))
-                const_edges.append((c, 0, _perm_index(want), COPY_LAUNCH_NS + 2 * out_bytes / BYTES_PER_NS))
+            self._op_costs(c, nodes[u], nodes)
+        # Layout propagation: a layout-transparent node carries the layout of its first operand, so
+        # src[v] = the configurable node whose chosen output layout v's tensor has (-1: fixed layout).
+        src = np.full(len(nodes), -1, np.int64)
+        for v, n in enumerate(nodes):
+            if v in pos:
+                src[v] = pos[v]
+            elif _propagates(n, nodes):
+                src[v] = src[n.operands[0]]
+        flow_default = [int(self.default[src[v], 0]) if src[v] >= 0 else _perm_index(layout_of[v]) for v in range(len(nodes))]
+        for c, u in enumerate(self.config_ids.tolist()):
+            self.default[c, 1] = flow_default[nodes[u].operands[0]]  # the compiler's default avoids the input copy
+        const_cost: dict[tuple[int, int, int], float] = {}  # (c, slot, perm idx) -> copy cost
+        var_cost: dict[tuple[int, int, int, int], float] = {}  # (c_a, slot_a, c_b, slot_b) -> copy cost
+        for q, nq in enumerate(nodes):
+            for j, v in enumerate(nq.operands):
+                if j == 0 and q not in pos and _propagates(nq, nodes):
+                    continue  # q adopts v's layout: no copy here
+                provided = ("var", int(src[v]), 0) if src[v] >= 0 else ("const", flow_default[v])
+                if q in pos and j == 0:
+                    expected = ("var", pos[q], 1)
+                elif q in pos and j == 1 and nq.opcode == OPCODES["convolution"]:
+                    expected = ("var", pos[q], 2)
+                elif q not in pos and _propagates(nq, nodes):  # other operands must match operand 0's layout
+                    o = nq.operands[0]
+                    expected = ("var", int(src[o]), 0) if src[o] >= 0 else ("const", flow_default[o])
+                elif q not in pos and len(nq.shape) == len(nodes[v].shape) and nq.element_type != "tuple":
+                    expected = ("const", _perm_index(layout_of[q]))
+                else:
+                    expected = ("const", 0)  # default layout of v's rank
+                cost = COPY_LAUNCH_NS + 2 * 4.0 * _vol(nodes[v].shape) / BYTES_PER_NS
+                if provided[0] == "const" and expected[0] == "const":
+                    self.fixed_ns += cost if provided[1] != expected[1] else 0.0
+                elif provided[0] == "var" and expected[0] == "var":
+                    if provided[1:] != expected[1:]:
+                        key = provided[1:] + expected[1:]
+                        var_cost[key] = var_cost.get(key, 0.0) + cost
+                else:
+                    var, const = (provided, expected) if provided[0] == "var" else (expected, provided)
+                    key = (var[1], var[2], const[1])
+                    const_cost[key] = const_cost.get(key, 0.0) + cost
         self.nperm = np.array([[len(_PERMS[r]) for r in row] for row in self.rank], dtype=np.int64).reshape(C, 3)
         self.nperm[:, 2] = np.where(self.rank[:, 2] > 0, self.nperm[:, 2], 1)
-        ce = np.array(const_edges, dtype=np.float64).reshape(-1, 4)
+        ce = np.array([k + (v,) for k, v in const_cost.items()], dtype=np.float64).reshape(-1, 4)
         self.ce_c, self.ce_s, self.ce_val, self.ce_cost = ce[:, 0].astype(int), ce[:, 1].astype(int), ce[:, 2].astype(int), ce[:, 3]
-        ve = np.array(var_edges, dtype=np.float64).reshape(-1, 5)
+        ve = np.array([k + (v,) for k, v in var_cost.items()], dtype=np.float64).reshape(-1, 5)
         self.ve = ve[:, :4].astype(int)
         self.ve_cost = ve[:, 4]
         self.is_reshape = np.array([nodes[u].opcode == OPCODES["reshape"] for u in self.config_ids.tolist()], bool)
+
+    def _op_costs(self, c: int, n, nodes) -> None:
+        """Per-slot operator cost tables of configurable node c (eq. 2)."""
+        x = nodes[n.operands[0]]
+        is_conv = n.opcode == OPCODES["convolution"]
+        shapes = [n.shape, x.shape, nodes[n.operands[1]].shape if is_conv else ()]
+        self.rank[c] = [len(s) for s in shapes]
+        self.default[c] = [_perm_index(n.layout or default_layout(len(n.shape))), 0, 0]
+        out_bytes = 4.0 * _vol(n.shape)
+        io_time = (out_bytes + 4 * _vol(x.shape)) / BYTES_PER_NS
+        if is_conv:
+            kh, kw, cin, _ = shapes[2]
+            base = max(2.0 * _vol(n.shape) * kh * kw * cin / PEAK_FLOP_PER_NS, io_time)
+            weights, prefer, penalty = (0.5, 0.3, 0.2), (None, 3, 3), 1.25
+        elif n.opcode == OPCODES["dot"]:
+            base = max(2.0 * _vol(n.shape) * x.shape[-1] / PEAK_FLOP_PER_NS, io_time)
+            weights, prefer, penalty = (0.6, 0.4, 0.0), (None, len(x.shape) - 1, None), 1.2
+        else:  # reshape
+            base = 2 * out_bytes / BYTES_PER_NS
+            weights, prefer, penalty = (0.6, 0.4, 0.0), (None, None, None), 1.0
+            self.reshape_pen[c] = 2 * out_bytes / BYTES_PER_NS
+        for s in range(3):
+            if s == 2 and not is_conv:
+                self.op_cost[c, s, 0] = 0.0
+                continue
+            perms = _PERMS[self.rank[c, s]]
+            pref = np.ones(len(perms))
+            if prefer[s] is not None and len(shapes[s]):
+                pref = np.where(perms[:, 0] == prefer[s], 1.0, penalty)
+            self.op_cost[c, s, : len(perms)] = base * weights[s] * pref / _eff(shapes[s], perms)
 
     @property
     def num_config_nodes(self) -> int:
@@ -193,6 +218,20 @@ class LayoutSimulator:
             a, sa, b, sb = self.ve.T
             op += (choice[:, a, sa] != choice[:, b, sb]) @ self.ve_cost
         return self.fixed_ns + op
+
+
+_TRANSPARENT = {OPCODES[k] for k in (
+    "add", "multiply", "maximum", "minimum", "subtract", "divide", "select", "compare", "exponential", "tanh",
+    "rsqrt", "negate", "convert", "logistic", "abs", "sqrt",
+)}  # fmt: skip
+
+
+def _propagates(n, nodes) -> bool:
+    """Elementwise ops with the default layout take their first operand's layout (layout propagation)."""
+    return (
+        n.opcode in _TRANSPARENT and n.layout is None and bool(n.operands)
+        and len(nodes[n.operands[0]].shape) == len(n.shape)
+    )  # fmt: skip
 
 
 def _vol(shape) -> float:
