@@ -31,7 +31,7 @@ def test_each_family_builds(family):
 
 def test_flag_space():
     cfgs = flag_configs(12, seed=1)
-    assert cfgs[0].values == DEFAULT and cfgs[0].compiler_options() == {}
+    assert cfgs[0].values == DEFAULT and cfgs[0].compiler_options() == {"xla_cpu_multi_thread_eigen": True}
     assert len({c.values for c in cfgs}) == 12
     feat = flag_features(cfgs)
     assert feat.shape == (12, 24) and (feat[:, len(FLAG_COLUMNS):] == 0).all() and (feat >= 0).all()

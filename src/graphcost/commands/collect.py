@@ -1,5 +1,6 @@
 """CLI: graphcost collect — measure real configurations of JAX zoo programs on this machine."""
 
+import os
 from pathlib import Path
 
 import typer
@@ -18,16 +19,21 @@ def register(app: typer.Typer) -> None:
                                   "(XLA CPU compiler options, tile schema)."),
         mode: str = typer.Option("random", help="Layout search mode: random or default (mutations of the default)."),
         rounds: int = typer.Option(5, min=1, help="Timing rounds (median over rounds)."),
-        calls: int = typer.Option(3, min=1, help="Calls per configuration per round (minimum kept)."),
+        calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
         warmup: int = typer.Option(2, min=0, help="Warm-up calls per configuration."),
-        limit: int = typer.Option(6, min=0, help="At most this many programs (a seeded sample across families); 0 = all."),
+        limit: int = typer.Option(6, min=0, help="At most this many programs (a seeded sample of the cheaper half of each "
+                                 "selected family, spread over families); 0 = all."),
+        single_thread: bool = typer.Option(True, "--single-thread/--multi-thread", help="Run XLA's CPU kernels "
+                                           "single-threaded (--xla_cpu_multi_thread_eigen=false): far less "
+                                           "sensitive to preemption on a shared machine."),
         compile_workers: int = typer.Option(2, min=1, help="Threads compiling configurations in parallel."),
         seed: int = typer.Option(0, help="Seed for program sampling, splits, configurations and visit order."),
         list_only: bool = typer.Option(False, "--list", help="Print the selected program names and exit."),
     ) -> None:
         """Compile and time real configurations of JAX/Flax programs; write TpuGraphs-schema npz files.
 
-        Resumable: re-running the same command skips finished graphs. Needs `pip install 'graphcost[jax]'`.
+        Resumable: re-running the same command skips finished graphs. Needs the optional jax extra
+        of graphcost (jax, jaxlib, flax, optax).
         """
         if space not in ("layout", "flags"):
             raise typer.BadParameter(f"--space must be 'layout' or 'flags', got {space!r}")
@@ -45,6 +51,10 @@ def register(app: typer.Typer) -> None:
             for s in specs:
                 typer.echo(s.name)
             return
+        if single_thread:  # must be set before JAX initialises its CPU backend
+            flag = "--xla_cpu_multi_thread_eigen=false"
+            if flag not in os.environ.get("XLA_FLAGS", ""):
+                os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
         try:
             require_jax()
         except ImportError as exc:

@@ -53,7 +53,7 @@ class CollectOptions:
     def key(self) -> dict[str, Any]:
         return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
                 "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
-                "warmup": self.protocol.warmup}
+                "warmup": self.protocol.warmup, "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
 # --- program selection and splits ------------------------------------------------------------
@@ -67,7 +67,11 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
     by_family: dict[str, list[ProgramSpec]] = {}
     for s in specs:
         by_family.setdefault(s.family, []).append(s)
-    queues = [[group[i] for i in rng.permutation(len(group))] for group in by_family.values()]
+    # sample from the cheaper half of each family (size proxy: product of integer hparams, x3 for training)
+    queues = []
+    for group in by_family.values():
+        group = sorted(group, key=program_cost)[: max(1, (len(group) + 1) // 2)]
+        queues.append([group[i] for i in rng.permutation(len(group))])
     chosen: list[ProgramSpec] = []
     while len(chosen) < limit:  # round-robin over families
         for q in queues:
@@ -75,6 +79,12 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
                 chosen.append(q.pop(0))
     names = {s.name for s in chosen}
     return [s for s in specs if s.name in names]
+
+
+def program_cost(spec: ProgramSpec) -> float:
+    """A rough size proxy of a program: product of its integer hyper-parameters, x3 for a training step."""
+    ints = [v for v in spec.hparams.values() if isinstance(v, int) and not isinstance(v, bool)]
+    return float(np.prod(ints)) * (3.0 if spec.hparams.get("mode") == "train" else 1.0)
 
 
 def assign_splits(specs: list[ProgramSpec], fractions=(0.7, 0.15, 0.15), seed: int = 0) -> dict[str, str]:

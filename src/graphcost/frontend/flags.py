@@ -3,7 +3,8 @@
 A configuration is a set of per-compilation XLA options passed as
 ``jax.jit(f).lower(*args).compile(compiler_options=...)`` (accepted by the CPU backend of
 jax/jaxlib 0.10.2; names checked against that build: unknown names are rejected by XLA with
-"No such compile option"). Options left at their default are not passed.
+"No such compile option"). Options left at their default are not passed, except
+``xla_cpu_multi_thread_eigen``, which is always passed explicitly.
 
 Stored in the TpuGraphs TILE schema, with ``config_feat`` (K, 24) float32 holding the flag
 vector (non-negative, zero-padded) — columns:
@@ -46,7 +47,8 @@ class FlagConfig:
     values: tuple[int, ...] = DEFAULT
 
     def compiler_options(self) -> dict[str, object]:
-        """The `compiler_options` dict for `Lowered.compile` (only non-default options)."""
+        """The `compiler_options` dict for `Lowered.compile`: non-default options, plus
+        ``xla_cpu_multi_thread_eigen`` always (it may differ from the default in ``XLA_FLAGS``)."""
         v, opts = self.values, {}
         if v[0] != DEFAULT[0]:
             opts["xla_backend_optimization_level"] = v[0]
@@ -56,8 +58,8 @@ class FlagConfig:
             opts["xla_cpu_use_fusion_emitters"] = False
         if v[3] == 1:
             opts["xla_cpu_enable_fast_math"] = True
-        if v[4] == 0:
-            opts["xla_cpu_multi_thread_eigen"] = False
+        # always explicit: `graphcost collect --single-thread` sets it to false in XLA_FLAGS
+        opts["xla_cpu_multi_thread_eigen"] = bool(v[4])
         if v[5] != DEFAULT[5]:
             opts["xla_cpu_prefer_vector_width"] = 128 * 2 ** v[5]
         if v[6] == 1:

@@ -17,8 +17,8 @@ the re-laid-out values. Measured on jax/jaxlib 0.10.2 CPU (see tests/frontend_ja
 The *default* layout of the XLA CPU compiler is row-major (``minor_to_major = (r-1, ..., 0)``);
 the default configuration (all nodes row-major) compiles to the same program as no constraint.
 
-Search modes (TpuGraphs ``random`` / ``default``): ``random`` draws every layout of every
-configurable node uniformly among all permutations; ``default`` starts from the compiler's
+Search modes (TpuGraphs ``random`` / ``default``): ``random`` draws random layouts for a random
+share of the configurable tensors (see `sample_configs`); ``default`` starts from the compiler's
 default and mutates the layouts of a few (1 to 3) nodes. Configuration 0 of ``default`` is the
 default itself.
 
@@ -208,7 +208,11 @@ def default_config(sites: list[Site]) -> list[tuple]:
 def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tries: int = 50) -> list[list[tuple]]:
     """`num` distinct configurations (fewer only if the space is smaller), deterministic in `seed`.
 
-    mode ``random``: each tensor's layout uniform over all permutations of its rank.
+    mode ``random``: a density rho ~ U(0, 1) is drawn per configuration; each configurable
+    tensor independently takes, with probability rho, a uniformly random non-default
+    permutation of its rank (otherwise the default). Varying rho spreads the configurations
+    from near-default to fully re-laid-out (uniform layouts for all tensors would give
+    configurations of nearly equal cost, since runtime sums over many tensors).
     mode ``default``: configuration 0 is the default; the others mutate 1-3 random tensors of
     random nodes away from the default layout.
     """
@@ -228,9 +232,11 @@ def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tr
         tries += 1
         cfg = [list(c) for c in base]
         if mode == "random":
+            density = rng.uniform(0.0, 1.0)  # share of tensors moved off the default layout
             for i, j in slots:
-                options = _perms(sites[i].ranks[j])
-                cfg[i][j] = options[rng.integers(len(options))]
+                if rng.uniform() < density:
+                    options = [p for p in _perms(sites[i].ranks[j]) if p != base[i][j]]
+                    cfg[i][j] = options[rng.integers(len(options))]
         else:
             n_mut = int(rng.integers(1, min(3, len(slots)) + 1))
             for pick in rng.choice(len(slots), size=n_mut, replace=False):

@@ -30,7 +30,7 @@ class Protocol:
     """Timing protocol parameters (see module docstring)."""
 
     rounds: int = 5
-    calls: int = 3
+    calls: int = 10
     warmup: int = 2
     seed: int = 0
 
