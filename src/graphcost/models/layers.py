@@ -184,7 +184,8 @@ class ReferenceInstanceNorm(nn.Module):
         return mean, torch.rsqrt(var + self.eps)
 
     def apply(self, x: Tensor, mean: Tensor, inv_std: Tensor) -> Tensor:
-        return (x - mean) * inv_std * self.weight + self.bias
+        scale = inv_std * self.weight  # γ / σ
+        return torch.addcmul(self.bias - mean * scale, x, scale)  # one pass over x
 
     def forward(self, x: Tensor) -> Tensor:  # per-configuration statistics
         mean, inv_std = self.stats(x)

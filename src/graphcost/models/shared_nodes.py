@@ -111,13 +111,12 @@ def sage_split(conv: SAGEConv, state: SplitState, edges: Edges, static_out: Tens
     delta = state.delta()  # (B, D, F)
     d_l = F.linear(delta, conv.lin_l.weight)  # (B, D, F_out), lin_l's bias is in static_out
     d_r = F.linear(delta, conv.lin_r.weight)  # (B, D, F_out)
-    out = static_out[new_idx].unsqueeze(0).expand(state.num_configs, -1, -1).clone()
-    out[:, torch.searchsorted(new_idx, state.idx)] += d_r
+    out = static_out[new_idx].unsqueeze(0).expand(state.num_configs, -1, -1).clone()  # (B, D', F_out)
+    out.index_add_(1, torch.searchsorted(new_idx, state.idx), d_r)
     if e_src.numel():
         pos_src = torch.searchsorted(state.idx, e_src)
         msg = d_l[:, pos_src]  # (B, E_D, F_out)
         if conv.aggr == "mean":
             msg = msg / edges.in_degree[e_dst].clamp(min=1).view(1, -1, 1)
-        out = out + scatter(msg, torch.searchsorted(new_idx, e_dst), dim=1,
-                            dim_size=new_idx.numel(), reduce="sum")
+        out.index_add_(1, torch.searchsorted(new_idx, e_dst), msg)  # scatter-sum onto targets
     return SplitState(static_out, new_idx, out)

@@ -183,12 +183,48 @@ class TGraph(nn.Module):
             c = cache[k]
             n_dyn = blk.norm.apply(state.dyn, c["mean"], c["inv_std"]) if blk.norm is not None else state.dyn
             s = sage_split(blk.sage, SplitState(c["n"], state.idx, n_dyn), edges, c["sage_raw"])
-            eta = blk.attend(F.normalize(s.dyn, p=2.0, dim=-1))  # (B, D', H')
-            cross = blk.cross(eta, dim=0) if blk.cross is not None else None
-            eps_in = state.expand(s.idx)
-            state = SplitState(cache[k + 1]["eps"], s.idx, blk.combine(eps_in.dyn, eta, cross))
-        pooled = state.mean_pool(cache[-1]["sum"])  # (B, H) global mean pool (eq. 7)
+            last = k + 1 == len(self.blocks)
+            if not last:
+                eps_in = state.expand(s.idx).dyn  # (B, D', H)
+                state = SplitState(cache[k + 1]["eps"], s.idx, self._block_tail(blk, s.dyn, eps_in))
+                continue
+            # last block: only the node mean is needed, so sum B(ε) = ε + GELU(...) over the
+            # dynamic rows without materialising it (eq. 3 then eq. 7's pooling)
+            total = cache[-1]["sum"] + state.delta().sum(1)  # Σ_i ε_i per configuration
+            gel = self._block_tail(blk, s.dyn, None)  # (B, H) Σ_i GELU(...)
+            ref_out = cache[k + 1]["eps"][s.idx] - cache[k]["eps"][s.idx]  # reference GELU(...) rows
+            pooled = (total + gel - ref_out.sum(0)) / state.static.shape[0]  # (B, H) mean pool
+            return self.f_out(pooled).squeeze(-1)
+        pooled = state.mean_pool(cache[-1]["sum"])  # (B, H) global mean pool (eq. 7), no blocks
         return self.f_out(pooled).squeeze(-1)
+
+    @staticmethod
+    def _tile_rows(b: int, channels: int) -> int:
+        """Nodes per tile so that one (B, tile, channels) float tensor is ~4 MiB (stays in cache)."""
+        return max(1, (1 << 20) // max(1, b * channels))
+
+    def _block_tail(self, blk: _Block, s_raw: Tensor, eps_in: Tensor | None) -> Tensor:
+        """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (B, D', H').
+
+        Everything here is per node (A_cross per node and channel, over B), so without
+        gradients it runs in node tiles that stay in cache. eps_in (B, D', H) given: returns
+        B(ε) = ε + GELU(concat(η, A_cross(η))) (written into eps_in when gradients are off);
+        None: returns Σ_i GELU(...) over the rows, (B, H)."""
+        b, d, h_out = s_raw.shape
+        grad = torch.is_grad_enabled()
+        step = d if grad else self._tile_rows(b, h_out)
+        sums = []
+        for r0 in range(0, d, step):
+            eta = blk.attend(F.normalize(s_raw[:, r0:r0 + step], p=2.0, dim=-1))  # (B, t, H')
+            cross = blk.cross(eta, dim=0) if blk.cross is not None else None
+            g = F.gelu(torch.cat([eta, cross], dim=-1) if cross is not None else eta)  # (B, t, H)
+            if eps_in is None:
+                sums.append(g.sum(1))
+            elif grad:
+                return eps_in + g  # one tile when gradients are on
+            else:
+                eps_in[:, r0:r0 + step] += g
+        return torch.stack(sums).sum(0) if eps_in is None else eps_in
 
     # ------------------------------------------------------------ dense path
     def forward_dense(self, batch) -> Tensor:
