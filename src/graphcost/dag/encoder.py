@@ -3,7 +3,8 @@
 One bidirectional MPNN layer (LayerDAG §III-D):
   H' = σ(A H W_fwd + Aᵀ H W_rev + H W_self)
 with A[v, u] = 1 for an edge u → v, so A H sums the predecessors' states and Aᵀ H the
-successors'. σ is LayerNorm + GELU here, with a residual connection around each layer. Sum
+successors'. σ is GELU, H is layer-normalised first (pre-norm, so sums keep neighbour counts), with a
+residual connection around each layer. Sum
 aggregation over a fixed edge set makes the layer permutation equivariant; pooling (mean, max and
 an embedding of the node count) is permutation invariant.
 
@@ -48,9 +49,10 @@ class BiMPNNLayer(nn.Module):
 
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:  # h (N, d), edge_index (2, E)
         src, dst = edge_index[0], edge_index[1]
-        fwd = torch.zeros_like(h).index_add_(0, dst, self.w_fwd(h)[src])  # (A H W_fwd): predecessors -> node
-        rev = torch.zeros_like(h).index_add_(0, src, self.w_rev(h)[dst])  # (Aᵀ H W_rev): successors -> node
-        return h + self.act(self.norm(fwd + rev + self.w_self(h)))
+        x = self.norm(h)  # pre-norm: the sums below keep neighbour counts (a norm after them would not)
+        fwd = torch.zeros_like(x).index_add_(0, dst, self.w_fwd(x)[src])  # (A H W_fwd): predecessors -> node
+        rev = torch.zeros_like(x).index_add_(0, src, self.w_rev(x)[dst])  # (Aᵀ H W_rev): successors -> node
+        return h + self.act(fwd + rev + self.w_self(x))
 
 
 class BiMPNN(nn.Module):

@@ -34,14 +34,14 @@ class LayerDAGConfig:
     label_log: bool = False
     label_mean: float = 0.0
     label_std: float = 1.0
-    dim: int = 64
+    dim: int = 96
     size_mpnn_layers: int = 2
     node_mpnn_layers: int = 2
-    edge_mpnn_layers: int = 2
+    edge_mpnn_layers: int = 3
     transformer_layers: int = 1
     heads: int = 4
     T_node: int = 32
-    T_edge: int = 16
+    T_edge: int = 32
 
     @classmethod
     def sized(cls, size: str, **stats) -> "LayerDAGConfig":

@@ -1,0 +1,136 @@
+"""LayerDAG end to end on CPU (issue 5): train, sample, evaluate on LP (synthetic) and TPU Tile (real).
+
+    python benchmarks/bench_layerdag.py [--lp-graphs 600 --lp-epochs 20 --tpu-epochs 20]
+                                         [--work-dir /tmp/graphcost_bench_layerdag] [--json benchmarks/results/layerdag.json]
+
+LP (SYNTHETIC, layerdag-data's generator): train on the train split, sample 200 DAGs (full T),
+report validity (paper Table II: 0.907), MMD vs the test split, uniqueness/novelty, and a
+quality-vs-time sweep of the eq.-1 linear and the constant schedules (LayerDAG §V-C).
+TPU Tile (REAL, ../shared/data/tpu_tile_graphs/val.npz split 80/10/10): train; generate one DAG per
+real train/valid label; fit the same surrogate regressor on real and on synthetic train/valid;
+Pearson on the real test set (paper: 0.676 synthetic vs 0.761 real, ratio 0.89); MMD table.
+Training resumes from the work dir's checkpoints if re-run. Prints tables and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _train(name, splits, work, epochs, lr, ncat, seed):
+    from graphcost.dag.train import TrainConfig, train_layerdag
+
+    t0 = time.perf_counter()
+    model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed),
+                                 valid_dags=splits["valid"], resume=True, num_categories=ncat)  # fmt: skip
+    wall = time.perf_counter() - t0
+    epoch_secs = sum(h["seconds"] for h in hist)
+    return model, {
+        "epochs": epochs, "lr": lr, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
+        "train_seconds_this_run": wall, "train_seconds_all_epochs": epoch_secs,
+        "train_seconds_per_graph_epoch": epoch_secs / (epochs * len(splits["train"])),
+        "final": hist[-1], "config": model.config_dict() | {"node_marginal": "..."},
+    }  # fmt: skip
+
+
+def bench_lp(args) -> dict:
+    from graphcost.dag.datasets import load_dataset
+    from graphcost.dag.experiment import evaluate_model, quality_vs_time
+
+    splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
+    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed)
+    res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples)
+    from graphcost.dag.draw import draw_dags
+
+    draw_dags(gen, args.work_dir / "lp_samples.png", title="LayerDAG on LP (synthetic)")
+    sweep = quality_vs_time(model, splits, "lp", args.sweep_t, seed=args.seed, num_samples=100)
+    return {"train": train, "eval": res, "quality_vs_time": sweep}
+
+
+def bench_tpu(args) -> dict:
+    from graphcost.dag.datasets import load_dataset
+    from graphcost.dag.evaluate.surrogate import SurrogateConfig
+    from graphcost.dag.experiment import evaluate_model
+
+    splits = load_dataset("tpu-tile", seed=args.seed)
+    model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed)
+    res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed,
+                              surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
+    from graphcost.dag.draw import draw_dags
+
+    draw_dags(gen, args.work_dir / "tpu_tile_samples.png", title="LayerDAG on TPU Tile")
+    return {"train": train, "eval": res}
+
+
+def _print(results: dict) -> None:
+    print("\nLayerDAG (issue 5) — CPU")
+    for name, r in results.items():
+        if name not in ("lp", "tpu_tile"):
+            continue
+        e, t = r["eval"], r["train"]
+        print(f"\n[{name}] {t['train_graphs']} train graphs, {t['epochs']} epochs, {t['parameters']:,} params")
+        print(f"  train s/epoch {t['train_seconds_all_epochs'] / t['epochs']:.1f}  "
+              f"train ms per graph-epoch {1000 * t['train_seconds_per_graph_epoch']:.1f}  "
+              f"sampling ms/graph {1000 * e['sample_seconds_per_graph']:.1f}")  # fmt: skip
+        if "validity" in e:
+            print(f"  validity {e['validity']:.3f} (target >= 0.90; paper 0.907)")
+        if "surrogate" in e:
+            s = e["surrogate"]
+            print(f"  Pearson real {s['pearson_real']:.3f}  synthetic {s['pearson_synthetic']:.3f}  "
+                  f"ratio {s['ratio']:.3f} (target >= 0.89; paper 0.676/0.761)")  # fmt: skip
+        print(f"  nodes {e['mean_nodes']:.1f} (real {e['real_mean_nodes']:.1f})  edges {e['mean_edges']:.1f} "
+              f"(real {e['real_mean_edges']:.1f})  uniqueness {e['uniqueness']:.3f}  novelty {e['novelty']:.3f}")  # fmt: skip
+        print("  MMD^2 " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
+        for row in r.get("quality_vs_time", []):
+            print(f"  {row['schedule']:>8} T={row['T']:<3} quality {row['quality']:.3f}  "
+                  f"{1000 * row['sample_seconds_per_graph']:.1f} ms/graph")  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lp-graphs", type=int, default=600)
+    p.add_argument("--lp-epochs", type=int, default=20)
+    p.add_argument("--lp-samples", type=int, default=200)
+    p.add_argument("--tpu-epochs", type=int, default=20)
+    p.add_argument("--surrogate-epochs", type=int, default=100)
+    p.add_argument("--sweep-t", type=int, nargs="*", default=[4, 8, 16, 32])
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--only", choices=["lp", "tpu"], default=None)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "graphcost_bench_layerdag")
+    p.add_argument("--json", type=Path, default=Path("benchmarks/results/layerdag.json"))
+    args = p.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.work_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    results: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()}-core CPU ({platform.processor() or platform.machine()}), "
+                     f"load average at start {os.getloadavg()[0]:.1f}", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+    if args.only in (None, "lp"):
+        results["lp"] = bench_lp(args)
+    if args.only in (None, "tpu"):
+        results["tpu_tile"] = bench_tpu(args)
+    results["total_seconds"] = time.perf_counter() - t0
+    results["load_average_end"] = os.getloadavg()[0]
+    _print(results)
+    print(f"\ntotal {results['total_seconds']:.0f} s")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=args.json.name + ".", suffix=".tmp", dir=args.json.parent)
+    with os.fdopen(fd, "w") as f:
+        json.dump(results, f, indent=2, default=float)
+    os.replace(tmp, args.json)
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
