@@ -52,7 +52,9 @@ def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
     from graphcost.data.tpugraphs_io import load_graph
     from graphcost.data.validate import graph_arrays, validate_arrays
 
-    graph = load_graph(path, validate=False, lazy_config_feat=True)
+    # Structure (keys present, shapes, dtypes) is checked before the record is built, so a file
+    # missing a key is a SchemaError naming it, not a TypeError from the dataclass constructor.
+    graph = load_graph(path, validate=validate, lazy_config_feat=True, check_values=False)
     if validate:
         arrays = graph_arrays(graph)
         if graph.kind == "layout" and not isinstance(graph.node_config_feat, np.ndarray):

@@ -1,0 +1,37 @@
+"""QA: malformed npz files given to prepare_graph fail with a SchemaError naming file and key."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from graphcost.data.preprocess import prepare_graph
+from graphcost.data.schema import SchemaError
+from graphcost.data.validate import graph_arrays
+
+
+def _save_without(graph, path, key):
+    arrays = {k: v for k, v in graph_arrays(graph).items() if v is not None and k != key}
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize("key", ["node_feat", "node_opcode", "edge_index", "config_runtime"])
+def test_missing_key_is_a_schema_error(tmp_path, layout_graph, key):
+    src = _save_without(layout_graph, tmp_path / "broken.npz", key)
+    with pytest.raises(SchemaError, match=rf"broken\.npz.*{key}.*missing"):
+        prepare_graph(src)
+
+
+def test_missing_key_in_tile_file_is_a_schema_error(tmp_path, tile_graph):
+    src = _save_without(tile_graph, tmp_path / "kernel.npz", "node_feat")
+    with pytest.raises(SchemaError, match=r"kernel\.npz.*node_feat.*missing"):
+        prepare_graph(src)
+
+
+def test_wrong_width_is_a_schema_error(tmp_path, layout_graph):
+    g = dataclasses.replace(layout_graph, node_feat=layout_graph.node_feat[:, :100])
+    path = tmp_path / "narrow.npz"
+    np.savez(path, **{k: v for k, v in graph_arrays(g).items() if v is not None})
+    with pytest.raises(SchemaError, match=r"narrow\.npz.*node_feat.*140"):
+        prepare_graph(path)
