@@ -50,3 +50,23 @@ def test_no_data_argument_uses_the_shipped_dataset(official, monkeypatch):
     monkeypatch.setattr(datasets, "shipped_dataset_root", lambda: official)
     splits = datasets.resolve_splits(None)
     assert splits.root == official and splits.collection == "tile:xla"
+
+
+def test_lazy_graphs_train_exactly_like_in_memory_ones(official, tmp_path):
+    from graphcost.train.trainer import TrainConfig, Trainer
+
+    files = datasets.resolve_splits(official).files
+    eager = datasets.load_prepared(files["train"], progress=False)
+    lazy = datasets.load_prepared(files["train"], tmp_path / "cache", progress=False, max_memory_gb=1e-9)
+    assert isinstance(lazy, datasets.LazyPrepared) and len(lazy) == len(eager)
+    assert datasets.graph_names(lazy) == [g.name for g in eager]
+    assert lazy.subset([1]).names == [eager[1].name] and lazy.subset([1])[0].name == eager[1].name
+    valid = datasets.load_prepared(files["valid"], progress=False, dedup=False)
+    config = TrainConfig(model="tile-mlp", model_config={"hidden": 8, "opcode_dim": 2, "num_layers": 1}, epochs=2,
+                         batch_configs=8, device="cpu", progress=False, plots=False)
+    a = Trainer(config, eager, valid, tmp_path / "a").fit().history
+    b = Trainer(config, lazy, valid, tmp_path / "b").fit().history
+    drop = ("train_seconds", "configs_per_s")
+    assert [{k: v for k, v in r.items() if k not in drop} for r in a] == [
+        {k: v for k, v in r.items() if k not in drop} for r in b
+    ]

@@ -113,6 +113,9 @@ def train(
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
+    max_memory_gb: float = typer.Option(
+        8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
@@ -122,7 +125,7 @@ def train(
     import dataclasses
 
     from graphcost.train.crossval import run_crossval
-    from graphcost.train.datasets import DatasetError, load_prepared, resolve_splits
+    from graphcost.train.datasets import DatasetError, graph_kinds, load_prepared, resolve_splits
     from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.evaluate import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
@@ -144,15 +147,20 @@ def train(
         if ctx.is_main:
             typer.echo(f"data: {splits.describe()}")
             typer.echo(f"run: {out}")
-        train_graphs = load_prepared(splits.files["train"], cache_dir, progress and ctx.is_main, "prepare train")
-        # cross-validation pools train+valid for training (de-duplicated); otherwise validation
-        # keeps every configuration of each file
-        valid_graphs = load_prepared(
-            splits.files["valid"], cache_dir, progress and ctx.is_main, "prepare valid", dedup=bool(folds)
-        )
+        show = progress and ctx.is_main
+        if folds:  # cross-validation pools train + valid (all de-duplicated for training)
+            pool = load_prepared(
+                splits.files["train"] + splits.files["valid"], cache_dir, show, "prepare", max_memory_gb=max_memory_gb
+            )
+        else:  # validation keeps every configuration of each file
+            train_graphs = load_prepared(splits.files["train"], cache_dir, show, "prepare train",
+                                         max_memory_gb=max_memory_gb)  # fmt: skip
+            valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
+                                         max_memory_gb=max_memory_gb)  # fmt: skip
+            pool = train_graphs
         info = {
             "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
-            "kind": train_graphs[0].kind, "folds": folds, "train_folds": train_folds, "keep": keep,
+            "kind": graph_kinds(pool)[0], "folds": folds, "train_folds": train_folds, "keep": keep,
             "max_graphs": max_graphs, "config": dataclasses.asdict(config),
         }  # fmt: skip
         previous = _find_run_info(out) if (out / RUN_INFO).is_file() else {}
@@ -163,7 +171,7 @@ def train(
             write_json(info, out / RUN_INFO)
         if folds:
             result = run_crossval(
-                config, train_graphs + valid_graphs, out, folds=folds, train_folds=train_folds, keep=keep,
+                config, pool, out, folds=folds, train_folds=train_folds, keep=keep,
                 resume=resume, trainer_kwargs={"dist_ctx": ctx},
             )  # fmt: skip
             if ctx.is_main:

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from graphcost.train import checkpoint as ckpt
+from graphcost.train.datasets import graph_names, subset
 from graphcost.train.evaluate import score_configs, write_json
 
 ENSEMBLE_FILE = "ensemble.json"
@@ -75,7 +76,8 @@ def run_crossval(
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    splits = kfold_split([g.name for g in graphs], folds, config.seed)
+    names = graph_names(graphs)
+    splits = kfold_split(names, folds, config.seed)
     train_folds = min(train_folds, folds)
     keep = max(1, min(keep, train_folds))
     ctx = (trainer_kwargs or {}).get("dist_ctx")
@@ -93,7 +95,7 @@ def run_crossval(
         train_idx, valid_idx = splits[f]
         fold_config = dataclasses.replace(config, seed=config.seed + f)
         trainer = Trainer(
-            fold_config, [graphs[i] for i in train_idx], [graphs[i] for i in valid_idx], fold_dir,
+            fold_config, subset(graphs, train_idx), subset(graphs, valid_idx), fold_dir,
             **(trainer_kwargs or {}),
         )
         result = trainer.fit(resume=resume)
@@ -102,7 +104,7 @@ def run_crossval(
         if is_main:
             write_json(
                 {"fold": f, "best_score": float(result.best_score), "metric": metric,
-                 "valid_graphs": [str(graphs[i].name) for i in valid_idx]},
+                 "valid_graphs": [names[i] for i in valid_idx]},
                 done,
             )
     order = sorted(range(len(scores)), key=lambda i: (-np.nan_to_num(scores[i], nan=-np.inf), i))

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from graphcost.train import checkpoint as ckpt
+from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
 from graphcost.train.evaluate import ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
@@ -161,13 +162,14 @@ class Trainer:
     ) -> None:
         if not train_graphs:
             raise ValueError("no training graphs: check --data-dir / --collection")
-        kinds = {g.kind for g in list(train_graphs) + list(valid_graphs)}
+        kinds = set(graph_kinds(train_graphs)) | set(graph_kinds(valid_graphs))
         if len(kinds) != 1:
             raise ValueError(f"training and validation graphs mix kinds {sorted(kinds)}; use one collection")
         self.kind = kinds.pop()
         self.config = config
-        self.train_graphs = list(train_graphs)
-        self.valid_graphs = list(valid_graphs)
+        self.train_graphs = train_graphs if isinstance(train_graphs, LazyPrepared) else list(train_graphs)
+        self.valid_graphs = valid_graphs if isinstance(valid_graphs, LazyPrepared) else list(valid_graphs)
+        self.train_names = graph_names(self.train_graphs)
         self.out_dir = Path(out_dir)
         self.dist = dist_ctx or DistContext()
         self.device = self.dist.device(config.device)
@@ -244,12 +246,12 @@ class Trainer:
             partial=dict(self.partial),
             history=[dict(r) for r in self.history],
             best_score=float(self.best_score),
-            train_graphs=[str(g.name) for g in self.train_graphs],
+            train_graphs=list(self.train_names),
         )
         return state
 
     def load_state_dict(self, state: dict) -> None:
-        if state.get("train_graphs") is not None and state["train_graphs"] != [str(g.name) for g in self.train_graphs]:
+        if state.get("train_graphs") is not None and list(state["train_graphs"]) != self.train_names:
             raise ckpt.CheckpointError(
                 f"{self.last_path}: checkpoint was trained on a different set of training graphs; "
                 "resume with the same --data-dir / --collection / --max-graphs / --folds"
@@ -392,5 +394,6 @@ class Trainer:
 
         plots.plot_learning_curves(self.history, self.out_dir / "learning_curves.png", metric=f"valid_{self.metric}")
         if self.last_report is not None and self.last_report.scores:
-            runtimes = {str(g.name): np.asarray(g.runtime) for g in self.valid_graphs}
+            shown = [i for i, n in enumerate(graph_names(self.valid_graphs)) if n in self.last_report.scores][:6]
+            runtimes = {str(g.name): np.asarray(g.runtime) for g in (self.valid_graphs[i] for i in shown)}
             plots.plot_rank_scatter(self.last_report.scores, runtimes, self.out_dir / "valid_ranks.png")
