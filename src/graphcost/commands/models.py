@@ -240,8 +240,8 @@ def evaluate(
             "(see ensemble.json for the held-out fold scores)", fg=typer.colors.YELLOW, err=True,
         )
     try:
-        graphs = [prepare_graph(f, dedup=False, cache_dir=cache_dir) for f in files]  # every configuration
-        report = evaluate_graphs(predictor, graphs, predictor.kind, progress=True)
+        graphs = (prepare_graph(f, dedup=False, cache_dir=cache_dir) for f in files)  # all configs, one at a time
+        report = evaluate_graphs(predictor, graphs, predictor.kind, progress=True, total=len(files))
     except ValueError as exc:
         _fail(str(exc))
     typer.echo(report.table())

@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Iterable, Protocol
 
 import numpy as np
 import torch
@@ -162,15 +162,22 @@ class EvalReport:
         return "\n".join(lines)
 
 
-def evaluate_graphs(scorer: Scorer, graphs: Sequence, kind: str | None = None, progress: bool = False) -> EvalReport:
-    """Score every configuration of every graph and compute per-graph metrics."""
-    kind = kind or (graphs[0].kind if graphs else "layout")
+def evaluate_graphs(
+    scorer: Scorer, graphs: Iterable, kind: str | None = None, progress: bool = False, total: int | None = None
+) -> EvalReport:
+    """Score every configuration of every graph and compute per-graph metrics.
+
+    `graphs` may be a generator (one graph in memory at a time); then pass `kind`.
+    """
+    if kind is None:
+        graphs = list(graphs)
+        kind = graphs[0].kind if graphs else "layout"
     report = EvalReport(kind=kind)
     iterator = graphs
     if progress:
         from tqdm.auto import tqdm
 
-        iterator = tqdm(graphs, desc="evaluate", unit="graph", leave=False)
+        iterator = tqdm(graphs, desc="evaluate", unit="graph", leave=False, total=total)
     for prepared in iterator:
         runtime = np.asarray(prepared.runtime, dtype=np.float64)
         if runtime.size < 2 or not np.all(np.isfinite(runtime)) or np.ptp(runtime) == 0:
