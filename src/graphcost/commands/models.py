@@ -130,12 +130,23 @@ def train(
     from graphcost.train.evaluate import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
+    from graphcost.models.registry import MODEL_NAMES, model_kinds
+    from graphcost.train.losses import get_loss
+
     _check_collection(collection)
+    if model not in MODEL_NAMES:  # fail before any data is prepared
+        _fail(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
+    try:
+        get_loss(loss)
+    except ValueError as exc:
+        _fail(str(exc))
     try:
         splits = resolve_splits(data_dir, collection, seed=seed, max_graphs=max_graphs)
     except (DatasetError, ValueError) as exc:
         _fail(str(exc))
     collection = splits.collection
+    if collection and collection.split(":")[0] not in model_kinds(model):
+        _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
     config = TrainConfig(
         model=model, model_config=_parse_opts(model_opt), loss=loss, epochs=epochs,
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
