@@ -315,9 +315,10 @@ class _MemberStream:
         self.key, self.shape, self.dtype = key, shape, dtype
         self._fp = zf.open(f"{key}.npy", "w", force_zip64=True)
         header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
-        npy_format.write_array_header_1_0(self._fp, header) if len(repr(header)) < 60000 else (
+        if len(repr(header)) < 60000:  # format 1.0 headers hold up to 65,535 bytes
+            npy_format.write_array_header_1_0(self._fp, header)
+        else:
             npy_format.write_array_header_2_0(self._fp, header)
-        )
         self._written = 0
         self._expected = shape[0] if shape else 1
 
