@@ -102,3 +102,32 @@ def test_clear_errors(tmp_path, data_root):
     assert result.exit_code == 1 and "--collection" in result.output  # two collections: must choose
     result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "missing-run")])
     assert result.exit_code == 1 and "missing-run" in result.output
+
+
+def test_killed_cli_run_resumes_to_the_same_result(tmp_path, data_root, monkeypatch):
+    from graphcost.train import trainer as trainer_mod
+
+    args = ["train", "--collection", "tile:xla", "--data-dir", data_root, "--model", "tile-mlp", *SMALL["tile-mlp"],
+            "--epochs", "3", "--batch-configs", "8", "--checkpoint-every", "1", "--no-progress", "--device", "cpu"]
+    _run(*args, "--out", tmp_path / "full")
+    real_fit = trainer_mod.Trainer.fit
+
+    def killed_fit(self, resume=False, step_callback=None):
+        def kill(trainer, epoch, step):
+            if (epoch, step) == (1, 2):
+                raise trainer_mod.StopTraining("simulated kill")
+
+        return real_fit(self, resume=resume, step_callback=kill)
+
+    monkeypatch.setattr(trainer_mod.Trainer, "fit", killed_fit)
+    result = CliRunner().invoke(app, [str(a) for a in args] + ["--out", str(tmp_path / "killed")])
+    assert isinstance(result.exception, trainer_mod.StopTraining)
+    monkeypatch.setattr(trainer_mod.Trainer, "fit", real_fit)
+    out = _run("train", "--resume", "--out", tmp_path / "killed", "--no-progress")  # settings come from run.json
+    assert "resuming" in out
+
+    def metrics(run):
+        rows = list(csv.DictReader(open(run / "metrics.csv")))
+        return [{k: v for k, v in r.items() if k not in ("train_seconds", "configs_per_s")} for r in rows]
+
+    assert metrics(tmp_path / "killed") == metrics(tmp_path / "full") and len(metrics(tmp_path / "full")) == 3

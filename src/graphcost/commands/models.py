@@ -134,6 +134,18 @@ def train(
     from graphcost.train.losses import get_loss
 
     _check_collection(collection)
+    previous: dict = {}
+    if resume:  # a resumed run reuses the interrupted run's data and settings
+        run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
+        previous = _find_run_info(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
+        if previous:
+            old_cfg = previous["config"]
+            data_dir = Path(previous["data_dir"]) if previous.get("data_dir") else None
+            collection, max_graphs = previous.get("collection"), previous.get("max_graphs")
+            folds, train_folds, keep = previous["folds"], previous["train_folds"], previous["keep"]
+            model, model_opt, loss, epochs = old_cfg["model"], [], old_cfg["loss"], old_cfg["epochs"]
+            batch_configs, lr, seed, eval_tta = old_cfg["batch_configs"], old_cfg["lr"], old_cfg["seed"], old_cfg["eval_tta"]
+            typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
     if model not in MODEL_NAMES:  # fail before any data is prepared
         _fail(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
     try:
@@ -148,7 +160,8 @@ def train(
     if collection and collection.split(":")[0] not in model_kinds(model):
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
     config = TrainConfig(
-        model=model, model_config=_parse_opts(model_opt), loss=loss, epochs=epochs,
+        model=model, model_config=previous["config"]["model_config"] if previous else _parse_opts(model_opt),
+        loss=loss, epochs=epochs,
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
         checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
     )  # fmt: skip
@@ -174,9 +187,6 @@ def train(
             "kind": graph_kinds(pool)[0], "folds": folds, "train_folds": train_folds, "keep": keep,
             "max_graphs": max_graphs, "config": dataclasses.asdict(config),
         }  # fmt: skip
-        previous = _find_run_info(out) if (out / RUN_INFO).is_file() else {}
-        if resume and previous and previous.get("config", {}).get("model") != model:
-            _fail(f"{out}: --resume with --model {model}, but the run trained {previous['config'].get('model')}")
         if ctx.is_main:
             out.mkdir(parents=True, exist_ok=True)
             write_json(info, out / RUN_INFO)
