@@ -252,3 +252,22 @@ def test_fallback_writer_without_data_io(layout_pb, tmp_path, monkeypatch):
                            "config_runtime", "node_splits"}
     _check_npz(arrays, "layout")
     assert [p.name for p in tmp_path.iterdir()] == [result.written[0].name]
+
+
+def test_out_that_is_a_file_is_a_clear_error(tile_pb, tmp_path):
+    """QA: --out naming an existing file was a FileExistsError traceback."""
+    taken = tmp_path / "taken.npz"
+    taken.write_bytes(b"x")
+    with pytest.raises(ConversionError, match=r"taken\.npz.*not a directory"):
+        convert_file(tile_pb, taken)
+    result = CliRunner().invoke(app, ["data", "from-proto", str(tile_pb), "--out", str(taken)])
+    assert result.exit_code == 1 and "not a directory" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_cli_from_proto_warns_when_kinds_share_a_directory(layout_pb, tile_pb, tmp_path):
+    """QA: layout + tile outputs in one directory cannot be trained on together; say so."""
+    both = CliRunner().invoke(app, ["data", "from-proto", str(layout_pb), str(tile_pb), "--out", str(tmp_path / "a")])
+    assert both.exit_code == 0 and "holds both layout and tile graphs" in both.output
+    one = CliRunner().invoke(app, ["data", "from-proto", str(tile_pb), "--out", str(tmp_path / "b")])
+    assert one.exit_code == 0 and "holds both" not in one.output

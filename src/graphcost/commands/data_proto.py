@@ -36,7 +36,11 @@ def from_proto(
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
+    if out.exists() and not out.is_dir():
+        typer.secho(f"error: {out}: --out exists and is not a directory", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=1)
     failed = 0
+    kinds: set[str] = set()
     for path in tqdm(inputs, desc="proto files", unit="file", disable=len(inputs) < 2):
         try:
             result = convert_file(
@@ -47,6 +51,7 @@ def from_proto(
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
             failed += 1
             continue
+        kinds.add(result.kind)
         s = result.stats
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.runs_skipped.items())) or "none"
         typer.echo(
@@ -59,6 +64,12 @@ def from_proto(
             typer.secho("  warning: some configurable nodes are not convolution/dot/reshape", fg=typer.colors.YELLOW)
         for written in result.written:
             typer.echo(f"  {written}")
+    if len(kinds) > 1:  # `graphcost train` / `evaluate` need one kind of graph per directory
+        typer.secho(
+            f"note: {out} now holds both layout and tile graphs; to train on them, convert each kind into "
+            "its own --out directory (e.g. --out real_proto/layout and --out real_proto/tile)",
+            fg=typer.colors.YELLOW, err=True,
+        )
     if failed:
         raise typer.Exit(code=1)
 

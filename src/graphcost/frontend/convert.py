@@ -267,6 +267,8 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
     Existing outputs are kept unless `overwrite` (so an interrupted run resumes).
     """
     path, out_dir = Path(path), Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConversionError(f"{out_dir}: output path exists and is not a directory")
     data = read_proto(path)
     progress = progress or (lambda it: it)
     try:
@@ -310,6 +312,8 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
         return result
     except ProtoDecodeError as exc:
         raise ConversionError(f"{path}: {exc}") from None
+    except OSError as exc:  # output directory not writable, disk full, ...
+        raise ConversionError(f"{exc.filename or out_dir}: cannot write output ({exc.strerror or exc})") from None
 
 
 def _module_name(record: ModuleTuningData) -> str:
