@@ -58,20 +58,24 @@ def synthetic_data(root: Path, graphs: int) -> Path:
     return root
 
 
-def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, out_dir: Path) -> dict:
+def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, out_dir: Path, seeds: int) -> dict:
+    import numpy as np
+
     from graphcost.train.datasets import load_prepared, resolve_splits
     from graphcost.train.trainer import TrainConfig, Trainer
 
     splits = resolve_splits(data_dir, collection, seed=0, max_graphs=args.max_graphs)
     train = load_prepared(splits.files["train"], progress=False)
-    valid = load_prepared(splits.files["valid"], progress=False)
+    valid = load_prepared(splits.files["valid"], progress=False, dedup=False)  # every configuration
     if not valid:
         raise SystemExit(f"{name}: no validation graphs")
     info = {
-        "dataset": name, "source": splits.describe(), "train_graphs": len(train), "valid_graphs": len(valid),
-        "valid_configs": int(sum(g.num_configs for g in valid)),
+        "dataset": name, "train_graphs": len(train), "valid_graphs": len(valid),
+        "valid_configs": int(sum(g.num_configs for g in valid)), "seeds": seeds,
         "train_nodes_mean": float(sum(g.num_nodes for g in train) / len(train)), "rows": [],
     }  # fmt: skip
+    where = "graphcost/datasets/" + splits.root.name if data_dir is None else f"{collection} written by synth"
+    info["source"] = f"{where}; train {len(train)} / valid {len(valid)} graphs"
     print(f"\n{name}: {splits.describe()}", flush=True)
     kind = train[0].kind
     info["kind"] = kind
@@ -82,29 +86,35 @@ def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, 
         Trainer(warm, train[:1], valid[:1], out_dir / "warmup" / model).fit()
     for label, model, overrides in variants:
         opts = {"hidden": args.hidden, **overrides}
-        config = TrainConfig(
-            model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs, seed=0,
-            device="cpu", progress=False, plots=False,
-        )  # fmt: skip
-        start = time.perf_counter()
-        trainer = Trainer(config, train, valid, out_dir / name / label.replace(" ", "_"))
-        result = trainer.fit()
-        wall = time.perf_counter() - start
-        last = result.history[-1]
-        configs = sum(r["configs_per_s"] * r["train_seconds"] for r in result.history)
-        seconds = sum(r["train_seconds"] for r in result.history)
-        row = {
-            "variant": label, "model": model, "model_config": opts,
-            "params": int(sum(p.numel() for p in trainer.model.parameters())),
-            "kendall_tau": last["valid_kendall_tau"], "opa": last["valid_opa"],
-            "top1_slowdown": last["valid_top1_slowdown"], "top10_slowdown": last["valid_top10_slowdown"],
-            "best_epoch_tau": max(r["valid_kendall_tau"] for r in result.history),
-            "train_loss": last["train_loss"], "configs_per_s": configs / max(seconds, 1e-9), "wall_s": wall,
-        }  # fmt: skip
+        runs = []
+        for seed in range(seeds):
+            config = TrainConfig(
+                model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs, seed=seed,
+                device="cpu", progress=False, plots=False,
+            )  # fmt: skip
+            start = time.perf_counter()
+            trainer = Trainer(config, train, valid, out_dir / name / f"{label.replace(' ', '_')}_s{seed}")
+            result = trainer.fit()
+            wall = time.perf_counter() - start
+            last = result.history[-1]
+            configs = sum(r["configs_per_s"] * r["train_seconds"] for r in result.history)
+            seconds = sum(r["train_seconds"] for r in result.history)
+            runs.append({
+                "kendall_tau": last["valid_kendall_tau"], "opa": last["valid_opa"],
+                "top1_slowdown": last["valid_top1_slowdown"], "top10_slowdown": last["valid_top10_slowdown"],
+                "best_epoch_tau": max(r["valid_kendall_tau"] for r in result.history),
+                "train_loss": last["train_loss"], "configs_per_s": configs / max(seconds, 1e-9), "wall_s": wall,
+            })  # fmt: skip
+        row = {"variant": label, "model": model, "model_config": opts, "runs": runs,
+               "params": int(sum(p.numel() for p in trainer.model.parameters()))}  # fmt: skip
+        for key in runs[0]:
+            values = np.array([r[key] for r in runs], dtype=float)
+            row[key], row[f"{key}_std"] = float(values.mean()), float(values.std())
         info["rows"].append(row)
         print(
-            f"  {label:<22} tau {row['kendall_tau']:+.4f}  opa {row['opa']:.4f}  top1 {row['top1_slowdown']:.4f}  "
-            f"{row['configs_per_s']:7.1f} configs/s  ({wall:.0f} s)", flush=True,
+            f"  {label:<22} tau {row['kendall_tau']:+.4f} ± {row['kendall_tau_std']:.4f}  opa {row['opa']:.4f}  "
+            f"top1 {row['top1_slowdown']:.4f}  {row['configs_per_s']:7.1f} configs/s  ({row['wall_s'] * seeds:.0f} s)",
+            flush=True,
         )
     return info
 
@@ -114,20 +124,22 @@ def markdown(report: dict) -> str:
         SECTION, "",
         f"`{report['command']}` — {report['machine']}, {report['date']}. Same budget for every row: "
         f"{report['epochs']} epochs x every training graph, {report['batch_configs']} configurations per batch, "
-        f"hidden {report['hidden']}, AdamW 1e-3 + 5% warm-up + cosine, pairwise hinge, seed 0; validation over ALL "
-        "(de-duplicated) configurations of each validation graph, no TTA, final epoch. Throughput = configurations "
+        f"hidden {report['hidden']}, AdamW 1e-3 + 5% warm-up + cosine, pairwise hinge, seeds 0..n-1; validation over ALL "
+        "configurations of each validation graph, no TTA, final epoch. Throughput = configurations "
         "per second of optimisation steps (forward + backward + step), torch threads = "
         f"{report['threads']}. JSON: `benchmarks/results/bench_models.json`.", "",
     ]  # fmt: skip
     for ds in report["datasets"]:
         lines += [
-            f"**{ds['dataset']}** — {ds['source']}; {ds['valid_configs']} validation configurations.", "",
-            "| model | params | Kendall τ | OPA | top-1 slowdown | top-10 slowdown | best-epoch τ | configs/s |",
+            f"**{ds['dataset']}** — {ds['source']}; {ds['valid_configs']} validation configurations; "
+            f"{ds['seeds']} seed(s) per row.", "",
+            "| model | params | Kendall τ (mean ± std over seeds) | OPA | top-1 slowdown | top-10 slowdown | "
+            "best-epoch τ | configs/s |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]  # fmt: skip
         for r in ds["rows"]:
             lines.append(
-                f"| {r['variant']} | {r['params']:,} | {r['kendall_tau']:.4f} | {r['opa']:.4f} | "
+                f"| {r['variant']} | {r['params']:,} | {r['kendall_tau']:.4f} ± {r['kendall_tau_std']:.4f} | {r['opa']:.4f} | "
                 f"{r['top1_slowdown']:.4f} | {r['top10_slowdown']:.4f} | {r['best_epoch_tau']:.4f} | "
                 f"{r['configs_per_s']:.0f} |"
             )
@@ -161,6 +173,8 @@ def main() -> None:
     parser.add_argument("--batch-configs", type=int, default=64)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds per row on the synthetic data")
+    parser.add_argument("--real-seeds", type=int, default=3, help="seeds per row on the real shipped data")
     parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     parser.add_argument("--skip-real", action="store_true", help="skip the shipped real dataset")
     args = parser.parse_args()
@@ -181,11 +195,11 @@ def main() -> None:
         synth_root = synthetic_data(tmp / "synthetic", args.graphs)
         report["datasets"].append(
             run_dataset("SYNTHETIC layout:xla:random (graphcost.data.synth)", synth_root, "layout:xla:random",
-                        args, tmp / "runs")
+                        args, tmp / "runs", args.seeds)
         )  # fmt: skip
         real = None if args.skip_real else shipped_dataset_root()
         if real is not None:
-            report["datasets"].append(run_dataset("REAL shipped CPU dataset", None, None, args, tmp / "runs"))
+            report["datasets"].append(run_dataset("REAL shipped CPU dataset", None, None, args, tmp / "runs", args.real_seeds))
         else:
             report["notes"].append(
                 "The real shipped CPU dataset (graphcost/datasets) was not installed when this ran, so only the "
