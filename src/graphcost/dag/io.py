@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -35,18 +37,44 @@ def _check_offsets(path: Path, key: str, offsets: np.ndarray, total: int) -> Non
         raise DAGFileError(path, key, "offsets must be non-decreasing")
 
 
+def _acyclic(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> bool:
+    """Kahn's algorithm: True when repeatedly removing nodes without predecessors removes all."""
+    indeg = np.bincount(dst, minlength=num_nodes)
+    order = np.argsort(src, kind="stable")
+    succ_of = np.split(dst[order], np.searchsorted(src[order], np.arange(1, num_nodes)))
+    frontier = list(np.flatnonzero(indeg == 0))
+    removed = 0
+    while frontier:
+        u = frontier.pop()
+        removed += 1
+        for v in succ_of[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                frontier.append(v)
+    return removed == num_nodes
+
+
 def load_dags(path: str | Path) -> list[DAG]:
     """Read and validate a flat DAG npz file; returns one `DAG` per graph."""
     path = Path(path)
+    if path.is_dir():
+        raise DAGFileError(path, "*", "is a directory, expected a flat DAG .npz file")
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise DAGFileError(path, "*", f"not a readable npz file ({exc})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):  # a bare .npy array
+        raise DAGFileError(path, "*", f"expected an npz archive of {', '.join(FLAT_KEYS)}, got a single .npy array")
     with data:
         missing = [k for k in FLAT_KEYS if k not in data.files]
         if missing:
             raise DAGFileError(path, missing[0], "missing key")
-        arrays = {k: data[k] for k in FLAT_KEYS}
+        arrays = {}
+        for k in FLAT_KEYS:
+            try:
+                arrays[k] = data[k]
+            except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as exc:  # corrupt member
+                raise DAGFileError(path, k, f"cannot read the array ({exc})") from None
     for key in ("node_offsets", "edge_offsets", "node_cat", "src", "dst"):
         if arrays[key].dtype.kind not in "iu":
             raise DAGFileError(path, key, f"expected an integer dtype, got {arrays[key].dtype}")
@@ -61,6 +89,9 @@ def load_dags(path: str | Path) -> list[DAG]:
     if edge_off.shape[0] - 1 != num_graphs:
         raise DAGFileError(path, "edge_offsets", f"{edge_off.shape[0] - 1} graphs, node_offsets has {num_graphs}")
     y = arrays["y"]
+    if y.dtype.kind not in "fiu":
+        raise DAGFileError(path, "y", f"expected a float dtype (NaN = unlabelled), got {y.dtype}")
+    y = y.astype(np.float64)
     if y.shape != (num_graphs,):
         raise DAGFileError(path, "y", f"expected shape ({num_graphs},), got {y.shape}")
     if np.any(arrays["node_cat"] < 0):
@@ -73,6 +104,8 @@ def load_dags(path: str | Path) -> list[DAG]:
         for key, ids in (("src", src), ("dst", dst)):
             if ids.size and (ids.min() < 0 or ids.max() >= n):
                 raise DAGFileError(path, key, f"graph {g}: node id out of range [0, {n})")
+        if src.size and np.any(src >= dst) and not _acyclic(n, src, dst):  # src < dst everywhere: topological
+            raise DAGFileError(path, "src", f"graph {g}: edges form a cycle (or a self-loop); expected a DAG")
         label = float(y[g]) if np.isfinite(y[g]) else None
         dags.append(DAG(arrays["node_cat"][node_off[g] : node_off[g + 1]].astype(np.int64), src, dst, label))
     return dags

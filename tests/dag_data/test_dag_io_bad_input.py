@@ -1,0 +1,74 @@
+"""QA: malformed flat DAG npz files are DAGFileErrors naming file and key, never numpy/zip tracebacks."""
+
+import numpy as np
+import pytest
+
+from graphcost.dag.graph import DAG
+from graphcost.dag.io import DAGFileError, dags_to_arrays, load_dags, save_dags
+
+
+def _arrays():
+    return dags_to_arrays([DAG(np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64),
+                               np.array([1, 2], np.int64), 1.0)])  # fmt: skip
+
+
+def _write(tmp_path, arrays, name="bad.npz"):
+    path = tmp_path / name
+    np.savez(path, **arrays)
+    return path
+
+
+def test_truncated_file(tmp_path):
+    good = save_dags([DAG(np.arange(50) % 3, np.arange(49), np.arange(1, 50), None)], tmp_path / "g.npz")
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(good.read_bytes()[:-40])
+    with pytest.raises(DAGFileError, match=r"cut\.npz: key '\*': not a readable npz"):
+        load_dags(cut)
+
+
+def test_corrupt_member(tmp_path):
+    good = save_dags([DAG(np.arange(400) % 7, np.arange(399), np.arange(1, 400), None)], tmp_path / "g.npz")
+    raw = bytearray(good.read_bytes())
+    start = raw.index(b"node_cat.npy") + 40  # inside the deflated member's data
+    raw[start : start + 30] = b"\xff" * 30
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes(bytes(raw))
+    with pytest.raises(DAGFileError, match=r"broken\.npz"):
+        load_dags(broken)
+
+
+def test_directory_and_bare_npy(tmp_path):
+    with pytest.raises(DAGFileError, match="is a directory"):
+        load_dags(tmp_path)
+    np.save(tmp_path / "a.npy", np.zeros(3))
+    with pytest.raises(DAGFileError, match=r"a\.npy.*single \.npy array"):
+        load_dags(tmp_path / "a.npy")
+
+
+def test_non_numeric_label(tmp_path):
+    arrays = _arrays()
+    arrays["y"] = np.array(["fast"])
+    with pytest.raises(DAGFileError, match=r"key 'y'.*float dtype"):
+        load_dags(_write(tmp_path, arrays))
+
+
+def test_integer_labels_are_accepted(tmp_path):
+    arrays = _arrays()
+    arrays["y"] = np.array([3])
+    assert load_dags(_write(tmp_path, arrays))[0].label == 3.0
+
+
+@pytest.mark.parametrize("src, dst", [([0, 1, 2], [1, 2, 0]), ([0, 1, 1], [1, 2, 1])])
+def test_cycle_or_self_loop_names_the_graph(tmp_path, src, dst):
+    arrays = _arrays()
+    arrays["src"], arrays["dst"] = np.array(src), np.array(dst)
+    arrays["edge_offsets"] = np.array([0, 3])
+    with pytest.raises(DAGFileError, match=r"bad\.npz: key 'src': graph 0: .*cycle"):
+        load_dags(_write(tmp_path, arrays))
+
+
+def test_acyclic_graph_not_in_topological_order_is_accepted(tmp_path):
+    arrays = _arrays()
+    arrays["src"], arrays["dst"] = np.array([2, 1]), np.array([1, 0])  # 2 -> 1 -> 0
+    dags = load_dags(_write(tmp_path, arrays))
+    np.testing.assert_array_equal(dags[0].src, [2, 1])
