@@ -116,4 +116,4 @@ def test_nasbench_loader_labels(shared_data):
     assert sum(len(v) for v in parts.values()) == 50
     assert all(d.label > 0 for d in parts["train"])
     with pytest.raises(ValueError, match="no device"):
-        load_dataset("nasbench201", num_graphs=5, device="abacus")
+        load_dataset("nasbench201", num_graphs=10, device="abacus")

@@ -72,3 +72,35 @@ def test_acyclic_graph_not_in_topological_order_is_accepted(tmp_path):
     arrays["src"], arrays["dst"] = np.array([2, 1]), np.array([1, 0])  # 2 -> 1 -> 0
     dags = load_dags(_write(tmp_path, arrays))
     np.testing.assert_array_equal(dags[0].src, [2, 1])
+
+
+def test_save_to_a_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(DAGFileError, match="is a directory"):
+        save_dags([DAG(np.array([0]), np.zeros(0, np.int64), np.zeros(0, np.int64), None)], tmp_path)
+
+
+@pytest.mark.parametrize("name", ["lp", "nasbench201"])
+@pytest.mark.parametrize("num_graphs", [0, -3, 7])
+def test_too_few_graphs_is_a_value_error(name, num_graphs):
+    from graphcost.dag.datasets import load_dataset
+
+    with pytest.raises(ValueError, match=rf"{name}: num_graphs must be at least 8.*got {num_graphs}"):
+        load_dataset(name, num_graphs=num_graphs)
+
+
+def test_eight_lp_graphs_fill_every_split():
+    from graphcost.dag.datasets import load_dataset
+
+    splits = load_dataset("lp", num_graphs=8, seed=3)
+    assert all(len(v) >= 1 for v in splits.values())
+
+
+def test_cli_dag_train_with_too_few_graphs_fails_cleanly(tmp_path):
+    from typer.testing import CliRunner
+
+    from graphcost.cli import app
+
+    result = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "0", "--epochs", "1",
+                                      "--out", str(tmp_path / "run")])  # fmt: skip
+    assert result.exit_code != 0 and "num_graphs must be at least 8" in result.output
+    assert isinstance(result.exception, SystemExit)  # typer.Exit, not a traceback

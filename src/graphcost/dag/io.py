@@ -131,6 +131,8 @@ def dags_to_arrays(dags: list[DAG]) -> dict[str, np.ndarray]:
 def save_dags(dags: list[DAG], path: str | Path) -> Path:
     """Write DAGs to a flat npz file atomically (temp file in the same directory, then rename)."""
     path = Path(path)
+    if path.is_dir():
+        raise DAGFileError(path, "*", "is a directory; give the .npz file to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp.npz", dir=path.parent)
     os.close(fd)

@@ -5,10 +5,17 @@ from __future__ import annotations
 from graphcost.dag.graph import DAG
 
 DATASET_NAMES = ("lp", "tpu-tile", "nasbench201")
+MIN_GRAPHS = 8  # smallest count whose seeded 80/10/10 split (splits.split_by_graph) leaves no split empty
 
 
 def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
     """{'train', 'valid', 'test'} lists of DAGs for a dataset name in DATASET_NAMES."""
+    num_graphs = kwargs.get("num_graphs")
+    if name in ("lp", "nasbench201") and num_graphs is not None and not MIN_GRAPHS <= num_graphs:
+        raise ValueError(
+            f"{name}: num_graphs must be at least {MIN_GRAPHS} (the 80/10/10 split needs a graph in "
+            f"train, valid and test), got {num_graphs}"
+        )
     if name == "lp":
         from graphcost.dag.datasets.lp import generate_lp_dataset
         from graphcost.dag.datasets.splits import split_by_graph
