@@ -35,3 +35,18 @@ def test_wrong_width_is_a_schema_error(tmp_path, layout_graph):
     np.savez(path, **{k: v for k, v in graph_arrays(g).items() if v is not None})
     with pytest.raises(SchemaError, match=r"narrow\.npz.*node_feat.*140"):
         prepare_graph(path)
+
+
+def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, layout_graph):
+    """QA: --cache-dir naming a file was a FileExistsError traceback in graphcost evaluate."""
+    from graphcost.data.cache import CacheError
+    from graphcost.data.tpugraphs_io import save_graph
+
+    src = save_graph(layout_graph, tmp_path / "net.npz")
+    not_a_dir = tmp_path / "cache.txt"
+    not_a_dir.write_text("x")
+    with pytest.raises(CacheError, match=r"cache\.txt: cache directory exists and is not a directory"):
+        prepare_graph(src, cache_dir=not_a_dir)
+    with pytest.raises(CacheError, match=r"cache\.txt.*cannot write"):
+        prepare_graph(src, cache_dir=not_a_dir / "sub")
+    assert isinstance(CacheError("x"), ValueError)  # the CLI commands report ValueErrors in one line

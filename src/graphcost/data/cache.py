@@ -64,14 +64,27 @@ def load_cached(path: str | Path, key: str) -> PreparedGraph | None:
         return None  # truncated / foreign / older layout: treat as a miss and rebuild
 
 
+class CacheError(ValueError):
+    """The cache directory cannot be used (not a directory, not writable); names the path."""
+
+
 def save_cached(prepared: PreparedGraph, path: str | Path, key: str) -> Path:
-    """Atomically write `prepared` to `path`; remove stale entries of the same source."""
+    """Atomically write `prepared` to `path`; remove stale entries of the same source.
+
+    Raises CacheError (a ValueError naming the directory) when the cache directory is a file or
+    cannot be written.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise CacheError(f"{path.parent}: cache directory exists and is not a directory")
     arrays = prepared.to_arrays()
     arrays["format_version"] = np.array(FORMAT_VERSION, dtype=np.int64)
     arrays["cache_key"] = np.array(key)
-    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # a parent is a file, no permission, read-only file system, ...
+        raise CacheError(f"{path.parent}: cannot write to the cache directory ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             np.savez(fh, **arrays)
