@@ -35,7 +35,8 @@ def synthetic_layout_batch(num_nodes: int, num_configurable: int, num_configs: i
     fan_in = torch.randint(1, 4, (num_nodes,), generator=g)
     fan_in[0] = 0
     dst = torch.repeat_interleave(torch.arange(num_nodes), fan_in)
-    offset = torch.distributions.Geometric(probs=torch.tensor(0.3)).sample((dst.numel(),)).long() + 1
+    u = torch.rand(dst.numel(), generator=g).clamp(min=1e-12)
+    offset = torch.floor(torch.log(u) / torch.log(torch.tensor(0.7))).long() + 1  # Geometric(0.3), seeded
     src = (dst - offset).clamp(min=0)
     keep = src < dst
     edge_index = torch.unique(torch.stack([src[keep], dst[keep]]), dim=1)  # (2, E) producer -> consumer

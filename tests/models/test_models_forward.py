@@ -67,3 +67,15 @@ def test_kaufman_directed_differs_from_undirected():
         rev = make_tile_batch()
         rev.edge_index = rev.edge_index.flip(0)
         assert not torch.allclose(a, d(rev))
+
+
+@pytest.mark.parametrize("name", ["tgraph", "sage", "kaufman"])
+def test_layout_graph_without_configurable_nodes(name):
+    """C = 0: every configuration is the same program; scores are finite and all equal."""
+    torch.manual_seed(0)
+    model = build_model(name, "layout", **small(name, {})).eval()
+    batch = make_layout_batch(num_configurable=0)
+    with torch.no_grad():
+        scores = model(batch)
+    assert scores.shape == (batch.num_configs,) and torch.isfinite(scores).all()
+    torch.testing.assert_close(scores, scores[:1].expand_as(scores))

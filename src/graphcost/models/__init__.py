@@ -1,1 +1,13 @@
-"""graphcost.models."""
+"""graphcost.models: learned cost models that score B configurations of one graph.
+
+* `registry`            build_model(name, kind, **config), MODEL_NAMES, model_spec / model_from_spec
+* `tgraph`              TGraph (Khizbullin et al. 2024) with its ablation switches
+* `tpugraphs_baselines` TpuGraphs baselines: layout GraphSAGE (+ Graph Segment Training), tile
+                        MLP / Early|Late SAGE|GCN
+* `kaufman`             Kaufman et al. (MLSys'21): GraphSAGE | GAT | none x per-node | column-wise |
+                        LSTM | Transformer reductions, directed or undirected
+* `layers`              shared layers (embeddings, L2 SAGE, channel SE, cross-config attention, norm)
+* `shared_nodes`        computing configuration-independent nodes once for all B configurations
+
+Every model: ``model(batch: GraphBatch) -> Tensor (B,)``; LOWER score = predicted FASTER.
+"""

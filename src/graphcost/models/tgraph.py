@@ -211,6 +211,8 @@ class TGraph(nn.Module):
         B(ε) = ε + GELU(concat(η, A_cross(η))) (written into eps_in when gradients are off);
         None: returns Σ_i GELU(...) over the rows, (B, H)."""
         b, d, h_out = s_raw.shape
+        if d == 0:  # no configurable node: nothing differs from the reference state
+            return eps_in if eps_in is not None else s_raw.new_zeros(b, self.config.hidden)
         grad = torch.is_grad_enabled()
         step = d if grad else self._tile_rows(b, h_out)
         sums = []
