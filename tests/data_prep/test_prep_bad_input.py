@@ -50,3 +50,17 @@ def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, layout_graph):
     with pytest.raises(CacheError, match=r"cache\.txt.*cannot write"):
         prepare_graph(src, cache_dir=not_a_dir / "sub")
     assert isinstance(CacheError("x"), ValueError)  # the CLI commands report ValueErrors in one line
+
+
+def test_cache_dir_tilde_is_the_home_directory(tmp_path, layout_graph, monkeypatch):
+    """QA: the README's cache_dir="~/.cache/graphcost" created a directory literally named '~'."""
+    from graphcost.data.tpugraphs_io import save_graph
+
+    src = save_graph(layout_graph, tmp_path / "net.npz")
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    prepare_graph(src, cache_dir="~/.cache/graphcost")
+    assert len(list((home / ".cache" / "graphcost").glob("*.npz"))) == 1
+    assert not (work / "~").exists()

@@ -44,10 +44,11 @@ def cache_path(cache_dir: str | Path, source: str | Path, options: dict[str, Any
     """<cache_dir>/<source stem>-<digest of (path, options)>-<key[:16]>.npz
 
     Entries of one (source, options) pair share the prefix, so a newer entry replaces older ones.
+    A leading ``~`` in `cache_dir` is the user's home (as in the README's ``"~/.cache/graphcost"``).
     """
     ident = json.dumps({"path": str(Path(source).resolve()), "options": options}, sort_keys=True, default=str)
     digest = hashlib.sha256(ident.encode()).hexdigest()[:10]
-    return Path(cache_dir) / f"{Path(source).stem}-{digest}-{key[:16]}.npz"
+    return Path(cache_dir).expanduser() / f"{Path(source).stem}-{digest}-{key[:16]}.npz"
 
 
 def load_cached(path: str | Path, key: str) -> PreparedGraph | None:
