@@ -64,3 +64,13 @@ def test_cache_dir_tilde_is_the_home_directory(tmp_path, layout_graph, monkeypat
     prepare_graph(src, cache_dir="~/.cache/graphcost")
     assert len(list((home / ".cache" / "graphcost").glob("*.npz"))) == 1
     assert not (work / "~").exists()
+
+
+def test_source_path_tilde_is_the_home_directory(tmp_path, layout_graph, monkeypatch):
+    from graphcost.data.tpugraphs_io import save_graph
+
+    save_graph(layout_graph, tmp_path / "net.npz")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert prepare_graph("~/net.npz").name == "net"
+    with pytest.raises(FileNotFoundError, match="no such graph file"):
+        prepare_graph(tmp_path / "missing.npz")

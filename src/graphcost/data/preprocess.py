@@ -227,7 +227,7 @@ def prepare_graph(
 
             validate_graph(path_or_graph)  # SchemaError naming the key and problem
         return prepare_in_memory(path_or_graph, prune, dedup, chunk_size, progress)
-    path = Path(path_or_graph)
+    path = Path(path_or_graph).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such graph file")
     options = {"prune": bool(prune), "dedup": bool(dedup)}
