@@ -104,7 +104,7 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", choices=["lp", "tpu"], default=None)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "graphcost_bench_layerdag")
     p.add_argument("--json", type=Path, default=Path("benchmarks/results/layerdag.json"))
     args = p.parse_args()

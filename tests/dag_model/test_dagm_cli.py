@@ -12,12 +12,12 @@ from graphcost.dag.tokenise import tokenise
 
 def test_dag_cli_train_sample_evaluate(tmp_path):
     run = tmp_path / "run"
-    r = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "12", "--epochs", "1",
+    r = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "12", "--epochs", "1", "--threads", "1",
                                  "--out", str(run)])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert (run / "checkpoint.pt").is_file() and (run / "run.json").is_file()
     out = tmp_path / "samples.npz"
-    r = CliRunner().invoke(app, ["dag", "sample", str(run), "-n", "3", "--tmax", "2", "--out", str(out)])
+    r = CliRunner().invoke(app, ["dag", "sample", str(run), "-n", "3", "--tmax", "2", "--threads", "1", "--out", str(out)])
     assert r.exit_code == 0, r.output
     dags = load_dags(out)
     assert len(dags) == 3 and out.with_suffix(".png").is_file()
