@@ -74,3 +74,14 @@ def test_source_path_tilde_is_the_home_directory(tmp_path, layout_graph, monkeyp
     assert prepare_graph("~/net.npz").name == "net"
     with pytest.raises(FileNotFoundError, match="no such graph file"):
         prepare_graph(tmp_path / "missing.npz")
+
+
+@pytest.mark.parametrize("bad", [np.array([0.5, 1.0]), np.array([True, False]), np.array(["0", "1"])])
+def test_make_batch_rejects_non_integer_indices(layout_graph, bad):
+    """QA: make_batch(p, [0.5]) silently truncated to configuration 0."""
+    from graphcost.data.batching import make_batch
+
+    p = prepare_graph(layout_graph)
+    with pytest.raises(TypeError, match="config indices must be integers"):
+        make_batch(p, bad, None)
+    assert make_batch(p, np.array([1.0, 0.0]), None).config_index.tolist() == [1, 0]  # integral floats are fine

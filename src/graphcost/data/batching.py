@@ -49,7 +49,10 @@ def make_batch(prepared: PreparedGraph, config_idx, scaler: FeatureScaler | None
         runtime (B,) f32, config_index (B,) i64, and for layout config_node_index (C,) i64 +
         node_config_feat (B, C, 18) f32; for tile config_feat (B, 24) f32.
     """
-    idx = np.asarray(config_idx, dtype=np.int64).reshape(-1)  # (B,)
+    raw = np.asarray(config_idx).reshape(-1)
+    if raw.size and not (raw.dtype.kind in "iu" or (raw.dtype.kind == "f" and np.all(raw == np.floor(raw)))):
+        raise TypeError(f"{prepared.name}: config indices must be integers, got dtype {raw.dtype} ({raw[:3]}...)")
+    idx = raw.astype(np.int64)  # (B,)
     k = prepared.num_configs
     if idx.size and (idx.min() < 0 or idx.max() >= k):
         raise IndexError(f"{prepared.name}: config indices must lie in [0, {k}), got [{idx.min()}, {idx.max()}]")
