@@ -271,3 +271,12 @@ def test_cli_from_proto_warns_when_kinds_share_a_directory(layout_pb, tile_pb, t
     assert both.exit_code == 0 and "holds both layout and tile graphs" in both.output
     one = CliRunner().invoke(app, ["data", "from-proto", str(tile_pb), "--out", str(tmp_path / "b")])
     assert one.exit_code == 0 and "holds both" not in one.output
+
+
+def test_layout_dimension_out_of_range_names_the_run():
+    """QA: a corrupt minor_to_major value surfaced as a SchemaError about the OUTPUT npz."""
+    from graphcost.frontend.convert import layout_config_features
+
+    np.testing.assert_array_equal(layout_config_features([[[1, 0]]], "x")[0, :3], [1, 0, -1])
+    with pytest.raises(ConversionError, match=r"m\.pb: run 7: node 1 tensor 0: layout dimension 55 outside 0\.\.5"):
+        layout_config_features([[[0]], [[55, 0]]], "m.pb: run 7")

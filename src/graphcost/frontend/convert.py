@@ -75,6 +75,10 @@ def layout_config_features(nodes: list[list[list[int]]], where: str) -> np.ndarr
             raise ConversionError(f"{where}: node {i} has {len(tensors)} tensor layouts, at most 3 expected")
         for t, dims in enumerate(tensors):
             head = dims[:LAYOUT_MAX_DIMS]
+            bad = [d for d in head if not 0 <= d < LAYOUT_MAX_DIMS]
+            if bad:  # the npz schema allows minor_to_major entries 0..5 (-1 = padding) only
+                raise ConversionError(
+                    f"{where}: node {i} tensor {t}: layout dimension {bad[0]} outside 0..{LAYOUT_MAX_DIMS - 1}")
             out[i, t * LAYOUT_MAX_DIMS:t * LAYOUT_MAX_DIMS + len(head)] = head
     return out
 
