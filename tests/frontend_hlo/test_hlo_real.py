@@ -280,3 +280,16 @@ def test_layout_dimension_out_of_range_names_the_run():
     np.testing.assert_array_equal(layout_config_features([[[1, 0]]], "x")[0, :3], [1, 0, -1])
     with pytest.raises(ConversionError, match=r"m\.pb: run 7: node 1 tensor 0: layout dimension 55 outside 0\.\.5"):
         layout_config_features([[[0]], [[55, 0]]], "m.pb: run 7")
+
+
+def test_unfeaturizable_module_error_names_the_file(layout_pb, tmp_path, monkeypatch):
+    """QA: an HloGraphError (e.g. a repeated instruction id in a corrupt proto) did not name the .pb file."""
+    from graphcost.frontend import convert as convert_mod
+    from graphcost.frontend.featurizer import HloGraphError
+
+    def broken(module, layout_pad=0.0):
+        raise HloGraphError("module 'm': instruction id 0 is not unique")
+
+    monkeypatch.setattr(convert_mod, "featurize_module", broken)
+    with pytest.raises(ConversionError, match=rf"{layout_pb.name}: module 'm': instruction id 0"):
+        convert_file(layout_pb, tmp_path)

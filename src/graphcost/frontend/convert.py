@@ -32,7 +32,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.frontend.featurizer import featurize_module
+from graphcost.frontend.featurizer import HloGraphError, featurize_module
 from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES
 from graphcost.frontend.protowire import ProtoDecodeError
 from graphcost.frontend.tuning_proto import (
@@ -314,7 +314,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
                 save_npz_atomic(graph, target)
                 result.written.append(target)
         return result
-    except ProtoDecodeError as exc:
+    except (ProtoDecodeError, HloGraphError) as exc:  # corrupt bytes, or an HLO graph we cannot featurize
         raise ConversionError(f"{path}: {exc}") from None
     except OSError as exc:  # output directory not writable, disk full, ...
         raise ConversionError(f"{exc.filename or out_dir}: cannot write output ({exc.strerror or exc})") from None
