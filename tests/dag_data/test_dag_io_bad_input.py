@@ -104,3 +104,24 @@ def test_cli_dag_train_with_too_few_graphs_fails_cleanly(tmp_path):
                                       "--out", str(tmp_path / "run")])  # fmt: skip
     assert result.exit_code != 0 and "num_graphs must be at least 8" in result.output
     assert isinstance(result.exception, SystemExit)  # typer.Exit, not a traceback
+
+
+def test_unsupported_compression_method(tmp_path):
+    """QA: a damaged zip directory entry (unknown compression method) was a NotImplementedError traceback."""
+    path = _write(tmp_path, _arrays(), "method.npz")
+    raw = bytearray(path.read_bytes())
+    entry = raw.index(b"PK\x01\x02")  # first central-directory entry
+    raw[entry + 10 : entry + 12] = (99).to_bytes(2, "little")  # compression method 99
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DAGFileError, match=r"method\.npz"):
+        load_dags(path)
+
+
+def test_unparsable_npy_header(tmp_path):
+    path = _write(tmp_path, _arrays(), "header.npz")
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b"{'descr'")
+    raw[at : at + 2] = b"{("  # an unclosed bracket: the header no longer parses
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DAGFileError, match=r"header\.npz"):
+        load_dags(path)
