@@ -85,3 +85,29 @@ def test_make_batch_rejects_non_integer_indices(layout_graph, bad):
     with pytest.raises(TypeError, match="config indices must be integers"):
         make_batch(p, bad, None)
     assert make_batch(p, np.array([1.0, 0.0]), None).config_index.tolist() == [1, 0]  # integral floats are fine
+
+
+def _damaged_copy(tmp_path, layout_graph, how):
+    from graphcost.data.tpugraphs_io import save_graph
+
+    src = save_graph(layout_graph, tmp_path / "net.npz")
+    raw = bytearray(src.read_bytes())
+    if how == "crc":  # flip a byte in the middle of the node_config_feat member's data (deflated or stored)
+        at = raw.index(b"node_config_feat.npy") + 200
+        raw[at] ^= 0xFF
+    else:  # unknown compression method in every central-directory entry
+        at = raw.find(b"PK\x01\x02")
+        while at >= 0:
+            raw[at + 10 : at + 12] = (99).to_bytes(2, "little")
+            at = raw.find(b"PK\x01\x02", at + 4)
+    bad = tmp_path / f"damaged_{how}.npz"
+    bad.write_bytes(bytes(raw))
+    return bad
+
+
+@pytest.mark.parametrize("how", ["crc", "method"])
+def test_damaged_archive_is_a_schema_error(tmp_path, layout_graph, how):
+    """QA (byte-flip fuzzing): BadZipFile / zlib.error / NotImplementedError escaped as tracebacks."""
+    bad = _damaged_copy(tmp_path, layout_graph, how)
+    with pytest.raises(ValueError, match=rf"damaged_{how}\.npz"):
+        prepare_graph(bad)

@@ -12,6 +12,9 @@ de-duplication are computed per chunk from the codes.
 
 from __future__ import annotations
 
+import tokenize
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -24,6 +27,10 @@ from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.padding import pad_minor_to_major
 from graphcost.data.prepared import PreparedGraph
 from graphcost.data.prune import identity_prune, prune_around_configurable
+
+# What reading a damaged npz member can raise besides ValueError/OSError: a CRC mismatch, a bad
+# deflate stream, an unknown compression method, an unparsable .npy header.
+_DAMAGED_ARCHIVE = (zipfile.BadZipFile, zlib.error, NotImplementedError, tokenize.TokenError, SyntaxError, EOFError)
 
 DEFAULT_CHUNK = 2048  # configurations per chunk: 2048 x 100 x 18 float32 = 15 MB (fastest measured)
 
@@ -237,7 +244,12 @@ def prepare_graph(
         cached = load_cached(entry, key)
         if cached is not None:
             return cached
-    prepared = prepare_in_memory(_load(path, validate), prune, dedup, chunk_size, progress)
+    try:
+        prepared = prepare_in_memory(_load(path, validate), prune, dedup, chunk_size, progress)
+    except _DAMAGED_ARCHIVE as exc:  # raised by zipfile / zlib / numpy while reading members
+        from graphcost.data.schema import SchemaError
+
+        raise SchemaError(path, "*", f"damaged npz file ({type(exc).__name__}: {exc})") from None
     if prepared.source is None:
         prepared.source = path
     if cache_dir is not None:
