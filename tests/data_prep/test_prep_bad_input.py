@@ -111,3 +111,21 @@ def test_damaged_archive_is_a_schema_error(tmp_path, layout_graph, how):
     bad = _damaged_copy(tmp_path, layout_graph, how)
     with pytest.raises(ValueError, match=rf"damaged_{how}\.npz"):
         prepare_graph(bad)
+
+
+def test_damaged_cache_entry_is_a_miss(tmp_path, layout_graph):
+    """A cache entry with a corrupt zip directory is rebuilt, not a NotImplementedError traceback."""
+    from graphcost.data.tpugraphs_io import save_graph
+
+    src = save_graph(layout_graph, tmp_path / "net.npz")
+    cache = tmp_path / "cache"
+    first = prepare_graph(src, cache_dir=cache)
+    (entry,) = cache.glob("*.npz")
+    raw = bytearray(entry.read_bytes())
+    at = raw.find(b"PK\x01\x02")
+    while at >= 0:
+        raw[at + 10 : at + 12] = (99).to_bytes(2, "little")
+        at = raw.find(b"PK\x01\x02", at + 4)
+    entry.write_bytes(bytes(raw))
+    again = prepare_graph(src, cache_dir=cache)
+    assert np.array_equal(again.config_codes, first.config_codes)

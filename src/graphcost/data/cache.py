@@ -13,7 +13,9 @@ import hashlib
 import json
 import os
 import tempfile
+import tokenize
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +63,8 @@ def load_cached(path: str | Path, key: str) -> PreparedGraph | None:
             if int(d["format_version"][()]) != FORMAT_VERSION or str(d["cache_key"][()]) != key:
                 return None
             return PreparedGraph.from_arrays(d)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError):
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError,
+            SyntaxError, tokenize.TokenError):  # fmt: skip
         return None  # truncated / foreign / older layout: treat as a miss and rebuild
 
 
