@@ -10,3 +10,10 @@ def test_help_lists_subcommand_groups():
     assert result.exit_code == 0, result.output
     for name in ("data", "dag"):
         assert name in result.output
+
+
+def test_version_flag():
+    from graphcost import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and __version__ in result.output

@@ -6,6 +6,7 @@ Heavy imports (torch, jax) happen inside the command functions so `--help` stays
 
 import typer
 
+from graphcost import __version__
 from graphcost.commands import collect, dag, data_io, data_proto, models
 
 app = typer.Typer(
@@ -21,6 +22,21 @@ app.add_typer(data_app, name="data")
 
 models.register(app)  # train, evaluate, rank, predict
 collect.register(app)  # collect
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"graphcost {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG)."""
+
 
 dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True)
 dag.register(dag_app)
