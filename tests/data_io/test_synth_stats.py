@@ -148,7 +148,7 @@ def test_stats_cli(tmp_path):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"nope")
     res = runner.invoke(app, ["data", "stats", str(bad)])
-    assert res.exit_code == 1 and "not a readable npz" in res.output
+    assert res.exit_code == 1 and "not an npz (zip) archive" in res.output
 
 
 def test_synth_and_download_cli(tmp_path):

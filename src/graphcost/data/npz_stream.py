@@ -12,7 +12,10 @@ deflated for `np.savez_compressed`). The NLP layout files hold a (c, nc, 18) flo
 * write npz files member by member (`NpzWriter`), streaming an array in row chunks, into a
   temporary file that is atomically renamed into place.
 
-Nothing is ever unpickled: object dtypes are refused.
+Nothing is ever unpickled: object dtypes are refused. A damaged archive (bad CRC or deflate
+stream, unknown compression method, unparsable ``.npy`` header, a header shape larger than the
+member's bytes) is reported as a `SchemaError` naming the file and member (`damaged_npz`),
+never as a zlib/zipfile/tokenize traceback or a huge allocation.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from __future__ import annotations
 import os
 import struct
 import tempfile
+import tokenize
 import zipfile
+import zlib
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -29,9 +35,49 @@ from numpy.lib import format as npy_format
 
 from graphcost.data.schema import SchemaError
 
-__all__ = ["NpyHeader", "read_member_header", "iter_rows", "LazyNpyArray", "NpzWriter"]
+__all__ = [
+    "NpyHeader", "read_member_header", "header_from_zip", "iter_rows", "LazyNpyArray", "NpzWriter",
+    "DAMAGED_ARCHIVE_ERRORS", "damaged_npz", "check_zip_magic",
+]  # fmt: skip
 
 _READ_BLOCK = 1 << 20  # bytes per read() call when skipping / reading
+
+# What reading a damaged npz can raise inside zipfile / zlib / numpy.lib.format: a bad CRC or zip
+# structure (BadZipFile), a bad deflate stream (zlib.error), an unknown compression method
+# (NotImplementedError), an unparsable .npy header dict (TokenError / SyntaxError / ValueError),
+# short reads (EOFError / ValueError / OSError), absurd sizes (MemoryError / OverflowError / struct.error),
+# a flipped "encrypted" flag bit (RuntimeError).
+DAMAGED_ARCHIVE_ERRORS = (
+    zipfile.BadZipFile, zlib.error, NotImplementedError, tokenize.TokenError, SyntaxError, EOFError,
+    ValueError, OSError, MemoryError, OverflowError, struct.error, RuntimeError,  # RuntimeError: "encrypted" flag
+)  # fmt: skip
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")  # a local file header / an empty archive's end record
+
+
+@contextmanager
+def damaged_npz(path, key: str):
+    """Turn any error of reading a damaged npz (see `DAMAGED_ARCHIVE_ERRORS`) into a `SchemaError`.
+
+    A `SchemaError` passes through unchanged; a missing file or a permission problem stays an
+    `OSError` (it is about the path, not the content).
+    """
+    try:
+        yield
+    except SchemaError:
+        raise
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise
+    except DAMAGED_ARCHIVE_ERRORS as exc:
+        raise SchemaError(path, key, f"damaged npz archive ({type(exc).__name__}: {exc})") from None
+
+
+def check_zip_magic(path, key: str = "*") -> None:
+    """Raise `SchemaError` unless `path` starts like a zip archive (every npz does)."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head[:4] not in _ZIP_MAGICS:
+        what = "a single-array .npy file" if head.startswith(b"\x93NUMPY") else f"first bytes {head[:4]!r}"
+        raise SchemaError(path, key, f"not an npz (zip) archive ({what}); expected a TpuGraphs .npz file")
 
 
 class NpyHeader:
@@ -66,8 +112,8 @@ def _parse_header(fp, path, key):
             shape, fortran, dtype = npy_format.read_array_header_2_0(fp)
         else:  # pragma: no cover - numpy only writes 1.0-3.0
             raise ValueError(f"unsupported .npy format version {version}")
-    except ValueError as exc:
-        raise SchemaError(path, key, f"unreadable .npy header: {exc}") from None
+    except (ValueError, tokenize.TokenError, SyntaxError, EOFError, zlib.error, zipfile.BadZipFile) as exc:
+        raise SchemaError(path, key, f"unreadable .npy header ({type(exc).__name__}: {exc})") from None
     if np.dtype(dtype).hasobject:
         raise SchemaError(path, key, "object dtype (would need unpickling; refused)")
     return shape, fortran, dtype
@@ -84,20 +130,39 @@ def _stored_data_start(path, info: zipfile.ZipInfo) -> int:
         return info.header_offset + 30 + name_len + extra_len
 
 
+def header_from_zip(zf: zipfile.ZipFile, path, key: str) -> NpyHeader:
+    """Header of member ``key`` of the open npz `zf`; checks the declared shape fits the member.
+
+    A (damaged) header whose shape needs more bytes than the member holds is refused here, before
+    anyone allocates or memory-maps it.
+    """
+    with damaged_npz(path, key):
+        info = _member_name(zf, key, path)
+        with zf.open(info) as fp:
+            shape, fortran, dtype = _parse_header(fp, path, key)
+            data_offset = fp.tell()
+        header = NpyHeader(shape, dtype, fortran, data_offset, info.compress_type, None)
+        if any(d < 0 for d in header.shape):
+            raise SchemaError(path, key, f"negative dimension in .npy header shape {header.shape}")
+        needed = data_offset + int(np.prod(header.shape, dtype=object)) * header.dtype.itemsize
+        if needed > info.file_size:
+            raise SchemaError(
+                path, key, f".npy header declares shape {header.shape} {header.dtype} ({needed} bytes) but the "
+                f"member holds {info.file_size} bytes (truncated or damaged file)",
+            )
+        if info.compress_type == zipfile.ZIP_STORED:
+            header.file_data_offset = _stored_data_start(path, info) + data_offset
+            if header.file_data_offset + needed - data_offset > os.path.getsize(path):
+                raise SchemaError(path, key, "member data runs past the end of the file (truncated or damaged file)")
+    return header
+
+
 def read_member_header(path: str | Path, key: str) -> NpyHeader:
     """Header of member ``key`` of the npz at `path` (reads only a few hundred bytes)."""
-    try:
+    check_zip_magic(path, key)
+    with damaged_npz(path, key):
         with zipfile.ZipFile(path) as zf:
-            info = _member_name(zf, key, path)
-            with zf.open(info) as fp:
-                shape, fortran, dtype = _parse_header(fp, path, key)
-                data_offset = fp.tell()
-    except zipfile.BadZipFile as exc:
-        raise SchemaError(path, key, f"not a readable npz/zip file: {exc}") from None
-    file_offset = None
-    if info.compress_type == zipfile.ZIP_STORED:
-        file_offset = _stored_data_start(path, info) + data_offset
-    return NpyHeader(shape, dtype, fortran, data_offset, info.compress_type, file_offset)
+            return header_from_zip(zf, path, key)
 
 
 def _read_exact(fp, nbytes: int, path, key) -> bytes:
@@ -117,9 +182,24 @@ def iter_rows(
 
     Memory is O(chunk_rows x row size). Works for stored and deflated members. A Fortran-ordered
     array (rare; `np.savez` of a transposed array) cannot be streamed by rows: it is read whole.
+    A damaged member raises `SchemaError` (see `damaged_npz`).
     """
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    rows = _iter_rows(path, key, chunk_rows, start, stop)
+    try:
+        while True:
+            with damaged_npz(path, key):  # only the reading, never the consumer's code
+                try:
+                    item = next(rows)
+                except StopIteration:
+                    return
+            yield item
+    finally:
+        rows.close()
+
+
+def _iter_rows(path, key: str, chunk_rows: int, start: int, stop: int | None) -> Iterator[tuple[int, np.ndarray]]:
     header = read_member_header(path, key)
     n = header.shape[0] if header.shape else 1
     stop = n if stop is None else min(stop, n)
@@ -179,7 +259,8 @@ class LazyNpyArray:
             return None
         if self.size == 0:
             return np.zeros(h.shape, h.dtype)
-        return np.memmap(self.path, dtype=h.dtype, mode="r", offset=h.file_data_offset, shape=h.shape)
+        with damaged_npz(self.path, self.key):
+            return np.memmap(self.path, dtype=h.dtype, mode="r", offset=h.file_data_offset, shape=h.shape)
 
     def iter_chunks(self, chunk_rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, rows)`` chunks along axis 0."""

@@ -15,14 +15,15 @@ with); runtimes and opcodes keep the dtype stored in the file. Unknown extra key
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
 from graphcost.data.graph import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
-from graphcost.data.npz_stream import LazyNpyArray, NpzWriter, iter_rows, read_member_header
+from graphcost.data.npz_stream import (
+    LazyNpyArray, NpzWriter, check_zip_magic, damaged_npz, header_from_zip, iter_rows, read_member_header,
+)  # fmt: skip
 from graphcost.data.schema import SchemaError, detect_kind, keys_for_kind
 from graphcost.data.validate import graph_arrays, validate_arrays
 
@@ -36,17 +37,16 @@ _FLOAT_KEYS = ("node_feat", "config_feat", "node_config_feat")
 def _open_npz(path: Path):
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such TpuGraphs npz file")
-    try:
+    check_zip_magic(path, FILE_KEY)  # np.load would try to unpickle anything else ("pickled data")
+    with damaged_npz(path, FILE_KEY):
         return np.load(path, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise SchemaError(path, FILE_KEY, f"not a readable npz file ({exc})") from None
 
 
 def _read_key(npz, path: Path, key: str) -> np.ndarray:
-    try:
+    """``npz[key]`` after checking its header fits the member (no huge allocation from a bad header)."""
+    header_from_zip(npz.zip, path, key)
+    with damaged_npz(path, key):
         return npz[key]
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise SchemaError(path, key, f"unreadable array ({exc})") from None
 
 
 def load_graph(
