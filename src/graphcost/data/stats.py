@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.data.discover import SPLITS, available_collections, find_npz_files
+from graphcost.data.discover import SPLITS, DataNotFoundError, available_collections, collection_dir, find_npz_files
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.tpugraphs_io import load_graph
 
@@ -123,32 +123,73 @@ def summarize(label: str, stats: list[GraphStats]) -> dict:
     }
 
 
+def _official_groups(path: Path) -> list[tuple[str, list[Path]]] | None:
+    """Groups labelled ``collection/split`` when `path` lies in the official layout, else None.
+
+    `path` may be the data root, ``<root>/npz`` or any directory below it: ``.../npz/layout``,
+    a collection directory ``.../npz/layout/xla/random`` or a split ``.../npz/layout/xla/random/train``.
+    """
+    parts = path.resolve().parts
+    if (path / "npz").is_dir():
+        root = path
+    elif "npz" in parts:
+        k = len(parts) - 1 - parts[::-1].index("npz")  # the innermost "npz" component
+        root = Path(*parts[:k]) if k else Path(parts[0])
+    else:
+        return None
+    here = path.resolve()
+    groups = []
+    for collection, splits in available_collections(root).items():
+        base = collection_dir(root, collection).resolve()
+        for split, files in splits.items():
+            split_dir = base / split
+            if split_dir == here or here in split_dir.parents:  # path is the split, its collection, or above
+                groups.append((f"{collection}/{split}", files))
+    return groups or None
+
+
 def _groups(path: Path) -> list[tuple[str, list[Path]]]:
-    """(label, files) groups for a file, a data root, a collection dir or any npz directory."""
+    """(label, files) groups for a file, a data root, a collection / split dir or any npz directory."""
     if path.is_file():
         return [(path.name, [path])]
-    if (path / "npz").is_dir():  # a data root in the official layout
-        found = available_collections(path)
-        if found:
-            return [(f"{c}/{s}", files) for c, splits in found.items() for s, files in splits.items()]
+    if not path.is_dir():
+        raise DataNotFoundError(f"{path}: no such file or directory (expected an .npz file or a directory of them)")
+    official = _official_groups(path)
+    if official:
+        return official
+    name = path.resolve().name or str(path)  # `graphcost data stats .` is labelled by the directory's name
     split_dirs = [s for s in SPLITS if (path / s).is_dir() and any((path / s).glob("*.npz"))]
-    groups = [(f"{path.name}/{s}", sorted((path / s).glob("*.npz"))) for s in split_dirs]
+    groups = [(f"{name}/{s}", sorted((path / s).glob("*.npz"))) for s in split_dirs]
     direct = sorted(path.glob("*.npz"))
     if direct or not groups:
-        groups.insert(0, (path.name, direct or find_npz_files(path)))
+        groups.insert(0, (name, direct or find_npz_files(path)))
     return groups
 
 
+def _by_kind(label: str, stats: list[GraphStats]) -> list[tuple[str, list[GraphStats]]]:
+    """Split a group mixing tile and layout files into ``label [tile]`` / ``label [layout]``."""
+    kinds = sorted({s.kind for s in stats})
+    if len(kinds) <= 1:
+        return [(label, stats)]
+    return [(f"{label} [{k}]", [s for s in stats if s.kind == k]) for k in kinds]
+
+
 def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = True, progress: bool = False) -> list[dict]:
-    """Table rows for `path` (file, collection dir, data root or npz directory)."""
+    """Table rows for `path` (file, collection dir, data root or npz directory).
+
+    Tile and layout files are never summarised together: a directory holding both gives one
+    row per kind.
+    """
     from tqdm import tqdm
 
     rows = []
     for label, files in _groups(Path(path).expanduser()):
-        stats = [graph_stats(f, validate=validate) for f in tqdm(files, desc=label, disable=not progress)]
-        if per_file and len(files) > 1:
-            rows += [summarize(f"{label}/{Path(s.path).name}", [s]) for s in stats]
-        rows.append(summarize(label, stats))
+        with tqdm(files, desc=label, disable=not progress) as bar:  # closed even on error: the message gets its own line
+            stats = [graph_stats(f, validate=validate) for f in bar]
+        for sub_label, sub in _by_kind(label, stats):
+            if per_file and len(files) > 1:
+                rows += [summarize(f"{sub_label}/{Path(s.path).name}", [s]) for s in sub]
+            rows.append(summarize(sub_label, sub))
     return rows
 
 
