@@ -58,8 +58,10 @@ def synth(
     max_nodes: Optional[int] = typer.Option(None, "--max-nodes", min=4, help="largest graph (nodes)"),
     min_configs: Optional[int] = typer.Option(None, "--min-configs", min=1, help="fewest configurations per graph"),
     max_configs: Optional[int] = typer.Option(None, "--max-configs", min=1, help="most configurations per graph"),
-    config_fraction: float = typer.Option(0.02, "--config-fraction", help="share of configurable nodes (layout)"),
-    noise: float = typer.Option(0.01, "--noise", help="lognormal runtime measurement noise (sigma)"),
+    config_fraction: float = typer.Option(
+        0.02, "--config-fraction", min=0.0, max=1.0, help="share of configurable nodes (layout), in (0, 1]"
+    ),
+    noise: float = typer.Option(0.01, "--noise", min=0.0, help="lognormal runtime measurement noise (sigma >= 0)"),
     compressed: bool = typer.Option(True, "--compressed/--stored", help="deflate the npz members"),
     layout_pad: float = typer.Option(
         0.0, "--layout-pad",
@@ -67,10 +69,17 @@ def synth(
     ),
 ) -> None:
     """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
-    from graphcost.data.synth import write_synthetic_collection
+    from graphcost.data.synth import check_synth_params, write_synthetic_collection
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
+    for hint, knob in (("--config-fraction", dict(config_fraction=config_fraction)), ("--noise", dict(noise=noise))):
+        try:
+            check_synth_params(**knob)  # beyond typer's min/max: refuses a fraction of 0 and nan
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint=hint) from None
+    if out.exists() and not out.is_dir():
+        _fail(f"--out {out}: is a file; expected the data root directory to write npz/... into")
     try:
         base = write_synthetic_collection(
             out, collection.value, num_graphs=graphs, seed=seed, min_nodes=min_nodes, max_nodes=max_nodes,
@@ -79,6 +88,8 @@ def synth(
         )  # fmt: skip
     except ValueError as exc:
         _fail(str(exc))
+    except OSError as exc:  # e.g. a file where a directory of the layout should be, no permission, disk full
+        _fail(f"cannot write synthetic data under {out}: {exc.strerror or exc} ({exc.filename})")
     typer.echo(f"wrote SYNTHETIC {collection.value} data to {base} (see SYNTHETIC.md, manifest.json)")
 
 
@@ -95,17 +106,30 @@ def stats(
     from graphcost.data.schema import SchemaError
     from graphcost.data.stats import format_table, stats_for_path
 
-    path = path or default_data_root()
+    if path is None:
+        path = default_data_root()
+        if not path.exists():
+            _fail(
+                f"no path given and the data root {path} does not exist (set $GRAPHCOST_DATA_DIR or pass a path); "
+                "get data with `graphcost data download -c tile:xla` or `graphcost data synth -c tile:xla -o DIR`"
+            )
+    if json_out is not None and json_out.is_dir():  # refuse before spending time on the statistics
+        _fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
     try:
         rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
-    except (SchemaError, FileNotFoundError, ValueError) as exc:
+    except (SchemaError, ValueError) as exc:
         _fail(str(exc))
+    except OSError as exc:  # missing path (DataNotFoundError / FileNotFoundError), permissions, ...
+        _fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
     typer.echo(format_table(rows))
     if json_out is not None:
         from graphcost.data.synth import _write_text_atomic
 
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        _write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")
+        try:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            _write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")  # temp file removed on failure
+        except OSError as exc:
+            _fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
 
 
 def register(app: typer.Typer) -> None:

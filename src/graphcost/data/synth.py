@@ -58,10 +58,20 @@ def _rng(*key: int) -> np.random.Generator:
 
 def _runtime_ns(t: np.ndarray, rng: np.random.Generator, sigma: float) -> np.ndarray:
     """Measured runtime: model time x lognormal noise, as positive int64 nanoseconds."""
+    check_synth_params(noise=sigma)
     return np.maximum(1, np.rint(t * np.exp(sigma * rng.standard_normal(len(t))))).astype(np.int64)
 
 
+def check_synth_params(config_fraction: float | None = None, noise: float | None = None) -> None:
+    """Raise ValueError unless 0 < config_fraction <= 1 and noise (lognormal sigma) is finite and >= 0."""
+    if config_fraction is not None and not (0.0 < config_fraction <= 1.0):
+        raise ValueError(f"config_fraction must be in (0, 1] (share of configurable nodes), got {config_fraction}")
+    if noise is not None and not (np.isfinite(noise) and noise >= 0.0):
+        raise ValueError(f"noise must be a finite sigma >= 0 (lognormal measurement noise), got {noise}")
+
+
 def _layout_setup(num_nodes, seed, source, config_fraction, layout_pad):
+    check_synth_params(config_fraction=config_fraction)
     if source not in ("xla", "nlp"):
         raise ValueError(f"unknown source {source!r}; expected 'xla' or 'nlp'")
     program = synth_program(num_nodes, _rng(seed, 0), source, config_fraction)
@@ -179,10 +189,18 @@ def _split_counts(n: int, fractions) -> list[int]:
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temp file next to `path`, then os.replace; the temp file never survives a failure."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory, expected a file path")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 _README = """# SYNTHETIC DATA - not measured on hardware
@@ -221,6 +239,7 @@ def write_synthetic_collection(
     from tqdm import tqdm
 
     check_collection(collection)
+    check_synth_params(config_fraction=config_fraction, noise=noise)
     defaults = DEFAULT_SIZES[collection]
     hi_n = max_nodes or max(defaults[1], min_nodes or 0)
     lo_n = min_nodes or min(defaults[0], hi_n)
@@ -241,22 +260,23 @@ def write_synthetic_collection(
             files[split].append(name)
             jobs.append((i, base / split / name))
             i += 1
-    for i, path in tqdm(jobs, desc=f"synth {collection}", disable=not progress):
-        if path.exists():
-            continue
-        r = _rng(seed, 2, i)
-        n = int(round(np.exp(r.uniform(np.log(lo_n), np.log(hi_n)))))
-        c = int(round(np.exp(r.uniform(np.log(lo_c), np.log(hi_c)))))
-        gseed = int(r.integers(2**31))
-        if parts[0] == "tile":
-            write_synthetic_tile_file(
-                path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise, layout_pad=layout_pad
-            )
-        else:
-            write_synthetic_layout_file(
-                path, num_nodes=n, num_configs=c, seed=gseed, source=parts[1], search=parts[2],
-                config_fraction=config_fraction, noise=noise, compressed=compressed, layout_pad=layout_pad,
-            )  # fmt: skip
+    with tqdm(jobs, desc=f"synth {collection}", disable=not progress) as bar:  # closed on error too
+        for i, path in bar:
+            if path.exists():
+                continue
+            r = _rng(seed, 2, i)
+            n = int(round(np.exp(r.uniform(np.log(lo_n), np.log(hi_n)))))
+            c = int(round(np.exp(r.uniform(np.log(lo_c), np.log(hi_c)))))
+            gseed = int(r.integers(2**31))
+            if parts[0] == "tile":
+                write_synthetic_tile_file(
+                    path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise, layout_pad=layout_pad
+                )
+            else:
+                write_synthetic_layout_file(
+                    path, num_nodes=n, num_configs=c, seed=gseed, source=parts[1], search=parts[2],
+                    config_fraction=config_fraction, noise=noise, compressed=compressed, layout_pad=layout_pad,
+                )  # fmt: skip
     manifest = {
         "synthetic": True,
         "generator": "graphcost.data.synth",
