@@ -184,7 +184,8 @@ def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = Tr
 
     rows = []
     for label, files in _groups(Path(path).expanduser()):
-        with tqdm(files, desc=label, disable=not progress) as bar:  # closed even on error: the message gets its own line
+        # `with` closes the bar even on error, so an error message gets its own line
+        with tqdm(files, desc=label, disable=not progress) as bar:
             stats = [graph_stats(f, validate=validate) for f in bar]
         for sub_label, sub in _by_kind(label, stats):
             if per_file and len(files) > 1:

@@ -270,7 +270,8 @@ def write_synthetic_collection(
             gseed = int(r.integers(2**31))
             if parts[0] == "tile":
                 write_synthetic_tile_file(
-                    path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise, layout_pad=layout_pad
+                    path, compressed=compressed, num_nodes=n, num_configs=c, seed=gseed, noise=noise,
+                    layout_pad=layout_pad,
                 )
             else:
                 write_synthetic_layout_file(
