@@ -37,7 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_models.json"
-SECTION = "## Cost models (issue 3)"
+SECTION = "### Training quality and throughput — `benchmarks/bench_models.py`"
+PARENT = "## Cost models (issue 3)"
 
 VARIANTS = [
     ("tgraph", "tgraph", {}),
@@ -149,12 +150,17 @@ def markdown(report: dict) -> str:
 
 
 def replace_section(text: str, section: str) -> str:
-    """Replace the body of SECTION (up to the next '## ' heading) with `section`."""
+    """Replace this script's subsection SECTION (up to the next '## ' or '### ' heading) with
+    `section`, leaving the rest of PARENT (other scripts' results) untouched."""
     start = text.find(SECTION)
     if start < 0:
-        return text.rstrip() + "\n\n" + section
-    end = text.find("\n## ", start + len(SECTION))
-    end = len(text) if end < 0 else end + 1
+        parent = text.find(PARENT)
+        if parent < 0:
+            return text.rstrip() + "\n\n" + PARENT + "\n\n" + section
+        start = end = parent + len(PARENT) + 2
+        return text[:start] + section + "\n" + text[end:]
+    ends = [i for i in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if i >= 0]
+    end = min(ends) + 1 if ends else len(text)
     return text[:start] + section + "\n" + text[end:]
 
 
