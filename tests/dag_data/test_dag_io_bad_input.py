@@ -100,7 +100,7 @@ def test_cli_dag_train_with_too_few_graphs_fails_cleanly(tmp_path):
 
     from graphcost.cli import app
 
-    result = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "0", "--epochs", "1",
+    result = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "3", "--epochs", "1",
                                       "--out", str(tmp_path / "run")])  # fmt: skip
     assert result.exit_code != 0 and "num_graphs must be at least 8" in result.output
     assert isinstance(result.exception, SystemExit)  # typer.Exit, not a traceback

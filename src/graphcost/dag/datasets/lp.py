@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphcost.dag.graph import DAG
+from graphcost.dag.tokenise import NotADAGError, layer_index
 
 
 @dataclass(frozen=True)
@@ -26,29 +27,6 @@ class LPConfig:
     max_layers: int = 8
     max_nodes: int = 120
     two_parent_prob: float = 0.5  # chance that a new node asks for a second predecessor
-
-
-def _layer_of(dag: DAG) -> np.ndarray | None:
-    """Layer index (0-based) per node from the layerwise partition; None if the graph has a cycle."""
-    n = dag.num_nodes
-    indeg = np.bincount(dag.dst, minlength=n)
-    succ = [[] for _ in range(n)]
-    for u, v in zip(dag.src.tolist(), dag.dst.tolist()):
-        succ[u].append(v)
-    layer = np.full(n, -1, dtype=np.int64)
-    frontier = [v for v in range(n) if indeg[v] == 0]
-    depth, placed = 0, 0
-    while frontier:
-        nxt = []
-        for u in frontier:
-            layer[u] = depth
-            placed += 1
-            for v in succ[u]:
-                indeg[v] -= 1
-                if indeg[v] == 0:
-                    nxt.append(v)
-        frontier, depth = nxt, depth + 1
-    return layer if placed == n else None
 
 
 def generate_lp_dag(rng: np.random.Generator, cfg: LPConfig = LPConfig()) -> DAG:
@@ -100,8 +78,9 @@ def lp_violations(dag: DAG) -> list[str]:
         return problems + ["edge endpoint out of range"]
     if np.any(dag.src == dag.dst):
         return problems + ["self-loop"]
-    layer = _layer_of(dag)
-    if layer is None:
+    try:
+        layer = layer_index(dag.num_nodes, dag.src, dag.dst)
+    except NotADAGError:
         return problems + ["cycle"]
     num_layers = int(layer.max()) + 1
     if int((layer == 0).sum()) != 1:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphcost.dag.datasets.lp import _layer_of
 from graphcost.dag.graph import DAG
+from graphcost.dag.tokenise import layer_index
 
 STATISTICS = ("in_degree", "out_degree", "layer_size", "num_layers")
 
@@ -25,9 +25,7 @@ STATISTICS = ("in_degree", "out_degree", "layer_size", "num_layers")
 def graph_histograms(dag: DAG) -> dict[str, np.ndarray]:
     """Un-normalised histograms of one DAG's statistics."""
     n = dag.num_nodes
-    layer = _layer_of(dag)
-    if layer is None:
-        raise ValueError("graph has a cycle; statistics need a DAG")
+    layer = layer_index(n, dag.src, dag.dst)  # raises NotADAGError (a ValueError) on a cycle
     num_layers = int(layer.max()) + 1 if n else 0
     return {
         "in_degree": np.bincount(np.bincount(dag.dst, minlength=n)),

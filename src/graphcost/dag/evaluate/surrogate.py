@@ -9,7 +9,8 @@ synthetic-trained Pearson is to the real-trained one (ratio -> 1), the better th
 (paper, TPU Tile: 0.676 synthetic vs 0.761 real).
 
 Pipeline (fixed, identical for both runs): node-attribute embedding, 3 bidirectional MPNN layers
-sigma(A H W_fwd + A^T H W_rev + H W_self) (LayerDAG §III-B), mean ⊕ sum pooling, 2-layer MLP;
+sigma(A H W_fwd + A^T H W_rev + H W_self) (LayerDAG §III-B; `graphcost.dag.encoder.BiMPNN`, pre-norm
+and residual), mean ⊕ sum pooling, 2-layer MLP;
 target = z-scored log label; Adam 1e-3, mini-batches of 32 graphs, early stopping on valid MSE.
 """
 
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from graphcost.dag.encoder import BiMPNN
 from graphcost.dag.graph import DAG
 
 
@@ -35,30 +37,15 @@ class SurrogateConfig:
     seed: int = 0
 
 
-class BiMPNNLayer(nn.Module):
-    """h' = GELU(A h W_fwd + A^T h W_rev + h W_self)  (LayerDAG §III-B). A[v, u] = 1 for edge u -> v."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.fwd, self.rev, self.self_ = nn.Linear(dim, dim, bias=False), nn.Linear(dim, dim, bias=False), nn.Linear(dim, dim)
-
-    def forward(self, h: torch.Tensor, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
-        fwd = torch.zeros_like(h).index_add_(0, dst, self.fwd(h)[src])  # messages along edges
-        rev = torch.zeros_like(h).index_add_(0, src, self.rev(h)[dst])  # messages against edges
-        return nn.functional.gelu(fwd + rev + self.self_(h))
-
-
 class DAGRegressor(nn.Module):
     def __init__(self, num_categories: int, cfg: SurrogateConfig):
         super().__init__()
         self.embed = nn.Embedding(num_categories, cfg.hidden)
-        self.layers = nn.ModuleList(BiMPNNLayer(cfg.hidden) for _ in range(cfg.layers))
+        self.mpnn = BiMPNN(cfg.hidden, cfg.layers)  # the generator's encoder layers (LayerDAG §III-B)
         self.head = nn.Sequential(nn.Linear(2 * cfg.hidden, cfg.hidden), nn.GELU(), nn.Linear(cfg.hidden, 1))
 
     def forward(self, cat, src, dst, graph_of, num_graphs):  # cat/graph_of (N,), src/dst (E,)
-        h = self.embed(cat)
-        for layer in self.layers:
-            h = h + layer(h, src, dst)
+        h = self.mpnn(self.embed(cat), torch.stack([src, dst]))  # (N, H)
         count = torch.zeros(num_graphs).index_add_(0, graph_of, torch.ones_like(graph_of, dtype=h.dtype))
         total = torch.zeros(num_graphs, h.shape[1]).index_add_(0, graph_of, h)  # (G, H)
         pooled = torch.cat([total / count.clamp(min=1)[:, None], total / 16.0], dim=1)
