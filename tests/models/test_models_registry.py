@@ -84,3 +84,17 @@ def test_graph_segment_training():
     assert out.shape == (batch.num_configs,) and torch.isfinite(out).all()
     out.sum().backward()
     assert model.gnn.convs[0].lin_l.weight.grad is not None
+
+
+def test_config_values_are_type_checked_and_converted():
+    from graphcost.models.registry import coerce_config
+
+    # strings from --model-opt are converted to the dataclass field types
+    assert coerce_config("tgraph", {"hidden": "16", "directed": "true", "init_temperature": 2}) == {
+        "hidden": 16, "directed": True, "init_temperature": 2.0}
+    model = build_model("tgraph", "layout", hidden="8", opcode_dim=2, num_blocks=1)
+    assert model.config.hidden == 8 and isinstance(model.config.hidden, int)
+    for bad in ({"hidden": "abc"}, {"hidden": 1.5}, {"hidden": True}, {"directed": "maybe"}, {"aggr": 3}):
+        key = next(iter(bad))
+        with pytest.raises(ValueError, match=f"option {key}=.* must be of type"):
+            build_model("tgraph", "layout", **bad)

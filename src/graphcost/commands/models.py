@@ -35,7 +35,7 @@ def _parse_opts(items: list[str]) -> dict:
     return out
 
 
-def _find_run_info(path: Path) -> dict:
+def _find_run_info_file(path: Path) -> Optional[Path]:
     """run.json of a run dir, of the run owning a checkpoint file, or of a fold's parent run."""
     path = Path(path)
     candidates = [path] if path.is_dir() else []
@@ -43,8 +43,61 @@ def _find_run_info(path: Path) -> dict:
     for directory in candidates:
         info = directory / RUN_INFO
         if info.is_file():
-            return json.loads(info.read_text())
-    return {}
+            return info
+    return None
+
+
+def _find_run_info(path: Path) -> dict:
+    """The parsed run.json behind `path` ({} when there is none); a broken one is a one-line error."""
+    info = _find_run_info_file(path)
+    if info is None:
+        return {}
+    try:
+        data = json.loads(info.read_text())
+    except json.JSONDecodeError as exc:
+        _fail(f"{info}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"{info}: cannot read ({exc})")
+    if not isinstance(data, dict):
+        _fail(f"{info}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _run_data(data_dir: Optional[Path], info: dict, run: Path) -> tuple:
+    """(data dir, the run.json it was recorded in or None): --data-dir wins over the run's record."""
+    if data_dir is not None or not info.get("data_dir"):
+        return data_dir, None
+    return info["data_dir"], _find_run_info_file(run)
+
+
+def _check_device(device: str) -> str:
+    """--device: auto, cpu, cuda or cuda:N, checked before any work (one-line error otherwise)."""
+    from graphcost.train.distributed import check_device
+
+    try:
+        return check_device(device)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+def _check_output_file(path: Path, option: str) -> None:
+    from graphcost.train.evaluate import check_output_file
+
+    try:
+        check_output_file(path)
+    except ValueError as exc:
+        _fail(f"{option}: {exc}")
+
+
+def _check_run_dir(out: Path) -> None:
+    """--out of train must be (or become) a directory: refuse a file or a path below a file."""
+    if out.exists() and not out.is_dir():
+        _fail(f"{out}: --out must be a run directory, but this path is a file")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                _fail(f"{out}: --out cannot be created, {parent} is a file, not a directory")
+            break
 
 
 def _check_collection(collection: Optional[str]) -> Optional[str]:
@@ -64,6 +117,7 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx) -> Path:
     import time
 
     if out is not None:
+        _check_run_dir(out)
         return out
     if resume:
         if not LATEST.exists():
@@ -94,29 +148,29 @@ def train(
     model: str = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)"),
     model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
     loss: str = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse"),
-    epochs: int = typer.Option(20, "--epochs", min=1),
+    epochs: int = typer.Option(20, "--epochs", min=1, help="passes over the training graphs"),
     folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
     train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
     keep: int = typer.Option(4, "--keep", min=1, help="keep the best k folds in the ensemble"),
     batch_configs: Optional[int] = typer.Option(
         None, "--batch-configs", min=2, help="configurations per batch (default 128 for random collections, else 64)"
     ),
-    lr: float = typer.Option(1e-3, "--lr"),
-    seed: int = typer.Option(0, "--seed"),
+    lr: float = typer.Option(1e-3, "--lr", help="peak AdamW learning rate (warm-up + cosine decay)"),
+    seed: int = typer.Option(0, "--seed", help="random seed (data split, sampling, initialisation)"),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="run directory (default: runs/<model>-<time>, linked as runs/latest; "
         "with --resume: runs/latest)",
     ),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda"),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     max_memory_gb: float = typer.Option(
         8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -130,10 +184,12 @@ def train(
     from graphcost.train.evaluate import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
-    from graphcost.models.registry import MODEL_NAMES, model_kinds
+    from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
     from graphcost.train.losses import get_loss
 
     _check_collection(collection)
+    device = _check_device(device)
+    recorded_in = None
     previous: dict = {}
     if resume:  # a resumed run reuses the interrupted run's data and settings
         run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
@@ -141,6 +197,7 @@ def train(
         if previous:
             old_cfg = previous["config"]
             data_dir = Path(previous["data_dir"]) if previous.get("data_dir") else None
+            recorded_in = run_dir / RUN_INFO if data_dir is not None else None
             collection, max_graphs = previous.get("collection"), previous.get("max_graphs")
             folds, train_folds, keep = previous["folds"], previous["train_folds"], previous["keep"]
             model, model_opt, loss, epochs = old_cfg["model"], [], old_cfg["loss"], old_cfg["epochs"]
@@ -148,19 +205,27 @@ def train(
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
     if model not in MODEL_NAMES:  # fail before any data is prepared
         _fail(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
+    if folds < 0 or folds == 1:
+        _fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {folds}")
+    try:
+        model_config = previous["config"]["model_config"] if previous else coerce_config(model, _parse_opts(model_opt))
+    except ValueError as exc:
+        _fail(f"--model-opt: {exc}")
+    if out is not None:
+        _check_run_dir(out)
     try:
         get_loss(loss)
     except ValueError as exc:
         _fail(str(exc))
     try:
-        splits = resolve_splits(data_dir, collection, seed=seed, max_graphs=max_graphs)
+        splits = resolve_splits(data_dir, collection, seed=seed, max_graphs=max_graphs, recorded_in=recorded_in)
     except (DatasetError, ValueError) as exc:
         _fail(str(exc))
     collection = splits.collection
     if collection and collection.split(":")[0] not in model_kinds(model):
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
     config = TrainConfig(
-        model=model, model_config=previous["config"]["model_config"] if previous else _parse_opts(model_opt),
+        model=model, model_config=model_config,
         loss=loss, epochs=epochs,
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
         checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
@@ -209,7 +274,7 @@ def train(
                     f"best valid {trainer.metric} {result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s"
                 )
                 typer.echo(f"model: {result.best_path or result.last_path}")
-    except (DatasetError, ValueError, KeyError) as exc:
+    except (DatasetError, ValueError, KeyError, OSError) as exc:
         _fail(str(exc))
     finally:
         shutdown(ctx)
@@ -233,23 +298,29 @@ def evaluate(
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
-    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1),
-    device: str = typer.Option("auto", "--device"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
+    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
     from graphcost.data.preprocess import prepare_graph
     from graphcost.train.datasets import DatasetError, resolve_splits
+    import warnings
+
     from graphcost.train.evaluate import evaluate_graphs, write_json
 
     if split not in ("train", "valid", "test"):
         _fail(f"--split must be train, valid or test, got {split!r}")
+    _check_collection(collection)
+    device = _check_device(device)
+    if json_out is not None:
+        _check_output_file(json_out, "--json")
     info = _find_run_info(run)
     predictor = _load_predictor([run], tta, batch, device)
-    data = data_dir or info.get("data_dir")
+    data, recorded_in = _run_data(data_dir, info, run)
     try:
         splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),
-                                max_graphs=max_graphs)  # fmt: skip
+                                max_graphs=max_graphs, recorded_in=recorded_in)  # fmt: skip
     except (DatasetError, ValueError) as exc:
         _fail(str(exc))
     files = splits.files.get(split, [])
@@ -262,12 +333,22 @@ def evaluate(
         )
     try:
         graphs = (prepare_graph(f, dedup=False, cache_dir=cache_dir) for f in files)  # all configs, one at a time
-        report = evaluate_graphs(predictor, graphs, predictor.kind, progress=True, total=len(files))
+        with warnings.catch_warnings():  # skipped graphs are reported once, below
+            warnings.simplefilter("ignore")
+            report = evaluate_graphs(predictor, graphs, predictor.kind, progress=True, total=len(files))
     except ValueError as exc:
         _fail(str(exc))
+    if report.skipped:
+        typer.secho(
+            f"warning: skipped {len(report.skipped)} graph(s) whose runtimes are all equal or unusable: "
+            f"{', '.join(report.skipped)}", fg=typer.colors.YELLOW, err=True,
+        )  # fmt: skip
     typer.echo(report.table())
     if json_out is not None:
-        write_json(report.to_json(), json_out)
+        try:
+            write_json(report.to_json(), json_out)
+        except (OSError, ValueError) as exc:
+            _fail(f"--json {json_out}: {exc}")
         typer.echo(f"wrote {json_out}")
 
 
@@ -275,13 +356,14 @@ def rank(
     model: Path = typer.Argument(..., help="run directory or checkpoint .pt"),
     graph: Path = typer.Argument(..., help="a TpuGraphs-schema npz file"),
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
-    tta: int = typer.Option(10, "--tta", min=0),
-    batch: int = typer.Option(128, "--batch", min=1),
-    device: str = typer.Option("auto", "--device"),
+    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
+    device = _check_device(device)
     predictor = _load_predictor([model], tta, batch, device)
     try:
         prepared, twin = prepare_for_prediction(graph)
@@ -298,19 +380,20 @@ def predict(
     models: list[Path] = typer.Argument(..., help="model run dirs / checkpoints; with --combine: CSV files"),
     out: Path = typer.Option(..., "--out", "-o", help="submission CSV to write"),
     combine: bool = typer.Option(False, "--combine", help="merge the given per-collection CSVs into --out"),
-    split: str = typer.Option("test", "--split"),
+    split: str = typer.Option("test", "--split", help="train | valid | test: which split's graphs to rank"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
     collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
-    tta: int = typer.Option(10, "--tta", min=0),
-    batch: int = typer.Option(128, "--batch", min=1),
-    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1),
-    device: str = typer.Option("auto", "--device"),
-    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir"),
+    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
+    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
+    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
     from graphcost.train.datasets import DatasetError, resolve_splits
     from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
 
+    _check_output_file(out, "--out")
     if combine:
         try:
             combine_submissions(models, out)
@@ -318,13 +401,20 @@ def predict(
             _fail(str(exc))
         typer.echo(f"wrote {out}")
         return
+    for model in models:
+        if not model.exists():
+            _fail(f"{model}: no such model checkpoint or run directory")
+    if split not in ("train", "valid", "test"):
+        _fail(f"--split must be train, valid or test, got {split!r}")
+    device = _check_device(device)
     info = _find_run_info(models[0])
     collection = _check_collection(collection or info.get("collection"))
     if collection is None:
         _fail("cannot tell the collection for the submission IDs; pass --collection")
     predictor = _load_predictor(models, tta, batch, device)
     try:
-        splits = resolve_splits(data_dir or info.get("data_dir"), collection, max_graphs=max_graphs,
+        data, recorded_in = _run_data(data_dir, info, models[0])
+        splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,
                                 seed=info.get("config", {}).get("seed", 0))  # fmt: skip
         files = splits.files.get(split, [])
         if not files:
@@ -332,7 +422,10 @@ def predict(
         rows = submission_rows(predictor, files, collection, cache_dir=cache_dir)
     except (DatasetError, ValueError) as exc:
         _fail(str(exc))
-    write_csv_rows(rows, out)
+    try:
+        write_csv_rows(rows, out)
+    except (OSError, ValueError) as exc:
+        _fail(f"--out {out}: {exc}")
     typer.echo(f"wrote {len(rows)} rows to {out}")
 
 

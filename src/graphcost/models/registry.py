@@ -11,6 +11,7 @@ Every model: ``model(batch: GraphBatch) -> Tensor (B,)``, lower score = predicte
 from __future__ import annotations
 
 import dataclasses
+import typing
 from typing import Any, Callable
 
 from torch import nn
@@ -49,13 +50,68 @@ def build_model(name: str, kind: str, **config: Any) -> nn.Module:
     config_cls, kinds, make = _entry(name)
     if kind not in kinds:
         raise ValueError(f"model {name!r} does not support kind {kind!r} (supports: {', '.join(kinds)})")
+    model = make(kind, config_cls(**coerce_config(name, config)))
+    model.name, model.kind = name, kind
+    return model
+
+
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def _coerce_value(value: Any, kind: type) -> Any:
+    """`value` as a `kind` (int, float, bool or str); raises TypeError/ValueError when it is not one."""
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError
+    if kind is int:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            return int(value.strip())
+        raise ValueError
+    if kind is float:
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            return float(value.strip())
+        raise ValueError
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        raise ValueError
+    return value  # other annotations: passed through unchecked
+
+
+def coerce_config(name: str, config: dict) -> dict:
+    """Check `config` against model `name`'s config dataclass: unknown fields are rejected and each
+    value is converted to its field's type (int, float, bool, str), e.g. "64" -> 64 for `hidden`.
+
+    Raises ValueError naming the option, e.g. ``model 'tgraph': option hidden='abc' must be an int``.
+    """
+    config_cls = _entry(name)[0]
     fields = {f.name for f in dataclasses.fields(config_cls)}
     unknown = sorted(set(config) - fields)
     if unknown:
         raise ValueError(f"model {name!r}: unknown config field(s) {unknown}; valid: {sorted(fields)}")
-    model = make(kind, config_cls(**config))
-    model.name, model.kind = name, kind
-    return model
+    hints = typing.get_type_hints(config_cls)
+    out = {}
+    for key, value in config.items():
+        kind = hints.get(key)
+        try:
+            out[key] = _coerce_value(value, kind)
+        except (TypeError, ValueError):
+            label = getattr(kind, "__name__", str(kind))
+            raise ValueError(f"model {name!r}: option {key}={value!r} must be of type {label}") from None
+    return out
 
 
 def model_spec(model: nn.Module) -> dict:

@@ -150,7 +150,14 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
 
     state = ckpt.load_checkpoint(path)
     model = build_from_spec(state["model_spec"])
-    model.load_state_dict(state["model"])
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:  # wrong tensor shapes / missing or unexpected keys
+        first = str(exc).strip().splitlines()
+        detail = " ".join(line.strip() for line in first[1:3]) or (first[0] if first else "")
+        raise ckpt.CheckpointError(
+            f"{path}: model weights do not match the architecture recorded in the checkpoint ({detail})"
+        ) from None
     model.to(device).eval()
     meta = {k: v for k, v in state.items() if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score")}
     return model, load_scaler(state["scaler"]), meta
@@ -188,8 +195,11 @@ class EnsemblePredictor:
     @classmethod
     def load(cls, paths: Sequence[str | Path], device: str = "cpu", **kwargs) -> "EnsemblePredictor":
         """Load every checkpoint behind `paths` (files, run dirs or CV run dirs)."""
+        from graphcost.train.distributed import check_device
+
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = check_device(device)
         files = [f for p in paths for f in resolve_checkpoints(p)]
         members, kinds = [], set()
         for f in files:

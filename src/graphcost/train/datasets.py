@@ -55,6 +55,38 @@ def _npz(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.npz")) if directory.is_dir() else []
 
 
+def file_kind(path: Path) -> str | None:
+    """"layout" or "tile" from an npz file's keys (node_config_feat / config_feat), None if unknown.
+
+    Reads only the zip directory, not the arrays.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            keys = set(npz.files)
+    except Exception:  # unreadable: leave it to the loader, which names the problem
+        return None
+    if "node_config_feat" in keys:
+        return "layout"
+    if "config_feat" in keys:
+        return "tile"
+    return None
+
+
+def _filter_kind(root: Path, split_files: dict[str, list[Path]], collection: str | None) -> dict[str, list[Path]]:
+    """Keep only files of the collection's kind; without a collection, refuse a mix of kinds."""
+    kinds = {s: [file_kind(f) for f in files] for s, files in split_files.items()}
+    if collection is not None:
+        want = collection.split(":", 1)[0]
+        return {s: [f for f, k in zip(files, kinds[s]) if k in (want, None)] for s, files in split_files.items()}
+    found = {k for ks in kinds.values() for k in ks if k is not None}
+    if len(found) > 1:
+        raise DatasetError(
+            f"{root}: holds both layout and tile graphs; pass --collection tile:xla or a layout collection "
+            "(layout:xla:default, layout:xla:random, layout:nlp:default, layout:nlp:random)"
+        )
+    return split_files
+
+
 def split_by_graph(files: Sequence[Path], valid_frac: float, seed: int) -> tuple[list[Path], list[Path]]:
     """Seeded train/valid split of files (one file = one graph, so no graph is on both sides)."""
     files = sorted(files)
@@ -92,9 +124,15 @@ def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: floa
             return splits
     split_files = {s: _npz(root / s) for s in SPLITS}
     if split_files["train"]:
+        split_files = _filter_kind(root, split_files, collection)
+        if not split_files["train"]:
+            raise DatasetError(f"{root}/train: no {collection.split(':', 1)[0]} graphs for --collection {collection}")
         return DataSplits(root, collection, split_files, "train/valid/test subdirectories")
     flat = _npz(root)
     if flat:
+        flat = _filter_kind(root, {"train": flat}, collection)["train"]
+        if not flat:
+            raise DatasetError(f"{root}: no {collection.split(':', 1)[0]} graphs for --collection {collection}")
         train, valid = split_by_graph(flat, valid_frac, seed)
         return DataSplits(root, collection, {"train": train, "valid": valid, "test": []}, "one directory, split by graph")
     subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and any(d.rglob("*.npz"))]
@@ -113,8 +151,13 @@ def resolve_splits(
     seed: int = 0,
     valid_frac: float = 0.2,
     max_graphs: int | None = None,
+    recorded_in: str | Path | None = None,
 ) -> DataSplits:
-    """Find the npz files of each split; `max_graphs` keeps at most that many graphs per split."""
+    """Find the npz files of each split; `max_graphs` keeps at most that many graphs per split.
+
+    `recorded_in`: the run.json that `data_dir` was read from (not passed by the user), so a
+    missing directory is reported as moved data rather than as a bad --data-dir.
+    """
     if data_dir is None:
         root = shipped_dataset_root()
         if root is None:
@@ -125,6 +168,11 @@ def resolve_splits(
     else:
         root = Path(data_dir).expanduser()
         if not root.is_dir():
+            if recorded_in is not None:
+                raise DatasetError(
+                    f"{root}: the data directory recorded in {recorded_in} no longer exists (moved or deleted); "
+                    "pass --data-dir DIR to say where the data is now"
+                )
             raise DatasetError(f"{root}: --data-dir is not a directory")
     splits = _resolve_dir(root, collection, seed, valid_frac)
     if max_graphs is not None and max_graphs > 0:

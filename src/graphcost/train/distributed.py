@@ -29,6 +29,27 @@ import torch.distributed as dist
 from torch import nn
 
 
+def check_device(device: str) -> str:
+    """Validate a --device value up front: auto, cpu, cuda or cuda:N (CUDA must be usable).
+
+    Returns the value unchanged; raises ValueError with a one-line message otherwise.
+    """
+    import re
+
+    device = str(device).strip()
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
+        raise ValueError(f"--device {device!r}: expected auto, cpu, cuda or cuda:N")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"--device {device}: CUDA is not available (this torch has no CUDA support or no GPU is visible); "
+                "use --device cpu"
+            )
+        if ":" in device and int(device.split(":")[1]) >= torch.cuda.device_count():
+            raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+    return device
+
+
 @dataclass
 class DistContext:
     """Where this process sits in a (possibly single-process) data-parallel job."""
@@ -50,6 +71,7 @@ class DistContext:
         """The device this rank trains on (`cuda:<local_rank>` when CUDA is used)."""
         if requested == "auto":
             requested = "cuda" if torch.cuda.is_available() else "cpu"
+        requested = check_device(requested)
         if requested == "cuda":
             return torch.device("cuda", self.local_rank if self.enabled else torch.cuda.current_device())
         return torch.device(requested)
@@ -107,6 +129,7 @@ class DistContext:
 
 def init_from_env(device: str = "auto") -> DistContext:
     """Initialise the process group when launched by torchrun (WORLD_SIZE > 1), else single process."""
+    check_device(device)
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return DistContext()

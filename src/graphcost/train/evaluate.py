@@ -126,6 +126,7 @@ class EvalReport:
     kind: str
     rows: list[dict] = field(default_factory=list)  # each: {"graph": name, metric: value, ...}
     scores: dict[str, np.ndarray] = field(default_factory=dict)  # graph name -> (K,) scores
+    skipped: list[str] = field(default_factory=list)  # graphs without usable labels (all runtimes equal, ...)
 
     @property
     def aggregate(self) -> dict:
@@ -142,7 +143,8 @@ class EvalReport:
         return float(self.aggregate.get(selection_metric(self.kind), float("nan")))
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "aggregate": self.aggregate, "graphs": self.rows}
+        return {"kind": self.kind, "aggregate": self.aggregate, "graphs": self.rows,
+                "skipped_graphs": list(self.skipped), "n_skipped": len(self.skipped)}  # fmt: skip
 
     def table(self) -> str:
         """Fixed-width text table: one row per graph, then the mean."""
@@ -159,6 +161,8 @@ class EvalReport:
         lines.append("-" * len(head))
         agg = dict(agg, n_configs=agg.get("n_configs", 0))
         lines.append(f"{'MEAN':<{width}} " + " ".join(fmt(agg.get(k, float("nan"))) for k in keys))
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)} graph(s) without usable runtimes: {', '.join(self.skipped)}")
         return "\n".join(lines)
 
 
@@ -181,10 +185,13 @@ def evaluate_graphs(
     for prepared in iterator:
         runtime = np.asarray(prepared.runtime, dtype=np.float64)
         if runtime.size < 2 or not np.all(np.isfinite(runtime)) or np.ptp(runtime) == 0:
-            raise ValueError(
-                f"{getattr(prepared, 'source', None) or prepared.name}: config_runtime has no usable labels "
-                "(fewer than 2 configurations or all runtimes equal); cannot evaluate this split"
-            )
+            import warnings
+
+            where = getattr(prepared, "source", None) or prepared.name
+            warnings.warn(f"{where}: config_runtime has no usable labels (fewer than 2 configurations, "
+                          "non-finite or all runtimes equal); skipped", stacklevel=2)  # fmt: skip
+            report.skipped.append(str(prepared.name))
+            continue
         scores = scorer.score(prepared)
         row = {"graph": str(prepared.name)}
         row.update(graph_metrics(scores, runtime, kind))
@@ -198,11 +205,28 @@ def write_json(data: dict, path: str | Path) -> Path:
     import os
     import tempfile
 
-    path = Path(path)
+    path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=False)
-        handle.write("\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # never leave a .*.tmp behind
+        raise
+    return path
+
+
+def check_output_file(path: str | Path) -> Path:
+    """`path` as a Path if a file can be written there; ValueError when it (or a parent) is not a file target."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory; give a file path to write")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{path}: cannot write there, {parent} is a file, not a directory")
+            break
     return path

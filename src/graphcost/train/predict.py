@@ -103,16 +103,22 @@ def submission_rows(predictor, files: Sequence[str | Path], collection: str, cac
 
 def write_csv_rows(rows: Iterable[tuple[str, str]], path: str | Path) -> Path:
     """Atomically write ``ID,TopConfigs`` rows."""
-    path = Path(path)
+    from graphcost.train.evaluate import check_output_file
+
+    path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["ID", "TopConfigs"])
     writer.writerows(rows)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(buf.getvalue())
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(buf.getvalue())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)  # never leave a .*.tmp behind
+        raise
     return path
 
 

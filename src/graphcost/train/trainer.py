@@ -164,7 +164,11 @@ class Trainer:
             raise ValueError("no training graphs: check --data-dir / --collection")
         kinds = set(graph_kinds(train_graphs)) | set(graph_kinds(valid_graphs))
         if len(kinds) != 1:
-            raise ValueError(f"training and validation graphs mix kinds {sorted(kinds)}; use one collection")
+            raise ValueError(
+                f"training and validation graphs mix kinds {sorted(kinds)}; train on one collection: pass "
+                "--collection tile:xla or a layout collection (layout:xla:default, layout:xla:random, "
+                "layout:nlp:default, layout:nlp:random)"
+            )
         self.kind = kinds.pop()
         self.config = config
         self.train_graphs = train_graphs if isinstance(train_graphs, LazyPrepared) else list(train_graphs)
@@ -285,7 +289,9 @@ class Trainer:
         idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
         batch = self.make_batch(graph, idx, self.scaler).to(self.device)
         scores = self.model(batch)  # (B,) LOWER = faster
-        runtime = batch.runtime.to(scores.dtype)
+        # float64 labels: layout runtimes (~1e9 ns) in float32 would merge close runtimes into ties;
+        # the losses accept (float32 scores, float64 runtime)
+        runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx]).to(self.device)  # (B,)
         loss = self.loss_fn(scores, runtime)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
