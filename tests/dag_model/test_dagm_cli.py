@@ -31,6 +31,6 @@ def test_dag_cli_train_sample_evaluate(tmp_path):
     assert "LP validity" in r.output and np.isfinite(res["uniqueness"])
     # bad inputs are clear errors
     r = CliRunner().invoke(app, ["dag", "sample", str(tmp_path / "nope"), "--out", str(out)])
-    assert r.exit_code == 2 and "checkpoint" in r.output
+    assert r.exit_code == 1 and "no such run directory" in r.output
     r = CliRunner().invoke(app, ["dag", "sample", str(run), "--tmax", "999", "--out", str(out)])
-    assert r.exit_code == 2 and "exceeds" in r.output
+    assert r.exit_code == 1 and "exceeds" in r.output

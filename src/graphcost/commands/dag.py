@@ -13,19 +13,50 @@ RUN_INFO = "run.json"
 
 
 def _fail(msg: str) -> None:
+    """One-line error, exit code 1 (data/file errors, as in the other graphcost commands)."""
     typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=1)
 
 
 def _write_json(obj, path: Path) -> None:
+    """Write JSON atomically; the temp file is removed if anything fails."""
     import os
     import tempfile
 
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory; give the .json file to write")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(obj, f, indent=2)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=2)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _os_msg(exc: OSError) -> str:
+    """'PATH: problem' for an OSError (its own text when it carries no file name)."""
+    if exc.filename is None:
+        return str(exc)
+    return f"{exc.filename}: {exc.strerror or exc}"
+
+
+def _check_out_file(opt: str, path: Path) -> None:
+    """Fail early (before any work) when an output file path cannot be a file."""
+    if path.is_dir():
+        _fail(f"{opt} {path}: is a directory; give the file to write")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                _fail(f"{opt} {path}: {parent} is not a directory")
+            return
+
+
+def _check_model_path(path: Path) -> None:
+    if not path.exists():
+        _fail(f"MODEL {path}: no such run directory or checkpoint file")
 
 
 def _load_splits(dataset: str, seed: int, num_graphs: Optional[int]):
@@ -44,7 +75,13 @@ def _run_info(run: Path) -> dict:
     path = run / RUN_INFO if run.is_dir() else run.parent / RUN_INFO
     if not path.is_file():
         return {}
-    return json.loads(path.read_text())
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        _fail(f"{path}: not a readable run description ({exc})")
+    if not isinstance(info, dict):
+        _fail(f"{path}: not a run description (expected a JSON object)")
+    return info
 
 
 def _threads(n: int) -> None:
@@ -55,6 +92,7 @@ def _threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
+LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
 THREADS_HELP = "torch CPU threads (0 = torch default; 1 is fastest on a busy 2-core machine)"
 
 
@@ -73,15 +111,15 @@ def register(app: typer.Typer) -> None:
     @app.command("train")
     def train(
         dataset: str = typer.Option(..., help="lp | tpu-tile | nasbench201"),
-        out: Path = typer.Option(Path("runs/layerdag"), help="run directory (checkpoint.pt, run.json)"),
-        epochs: int = typer.Option(40, help="training epochs"),
+        out: Path = typer.Option(Path("runs/layerdag"), help="run directory (checkpoint.pt, best.pt, run.json)"),
+        epochs: int = typer.Option(40, min=1, help="training epochs"),
         resume: bool = typer.Option(False, help="continue from OUT/checkpoint.pt"),
         size: str = typer.Option("small", help="small (CPU default) | paper (LayerDAG widths/depths/steps)"),
-        batch_size: int = typer.Option(32, help="graphs per step (each with all its layers)"),
+        batch_size: int = typer.Option(32, min=1, help="graphs per step (each with all its layers)"),
         lr: float = typer.Option(1e-3),
         seed: int = typer.Option(0, help="seed for data split, init, noise"),
-        num_graphs: Optional[int] = typer.Option(None, help="LP / NAS-Bench-201: graphs to generate / draw"),
-        threads: int = typer.Option(0, help=THREADS_HELP),
+        num_graphs: Optional[int] = typer.Option(None, min=1, help="LP / NAS-Bench-201: graphs to generate / draw"),
+        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -92,31 +130,49 @@ def register(app: typer.Typer) -> None:
         _threads(threads)
         if size not in ("small", "paper"):
             _fail(f"--size must be small or paper, got '{size}'")
+        if not lr > 0:
+            _fail(f"--lr must be > 0, got {lr}")
+        if out.exists() and not out.is_dir():
+            _fail(f"--out {out}: is a file; give a run directory")
+        for parent in out.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    _fail(f"--out {out}: {parent} is not a directory")
+                break
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        _write_json(info, out / RUN_INFO)
         cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size)
-        model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
-                                     num_categories=num_categories(dataset, splits))  # fmt: skip
+        try:
+            _write_json(info, out / RUN_INFO)
+            model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
+                                         num_categories=num_categories(dataset, splits))  # fmt: skip
+        except OSError as exc:
+            _fail(f"--out: {_os_msg(exc)}")
+        except ValueError as exc:
+            _fail(str(exc))
         last = hist[-1] if hist else {}
         typer.echo(f"trained {model.num_parameters():,} parameters on {len(splits['train'])} {dataset} graphs; "
                    f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip
-        typer.echo(f"checkpoint: {out / 'checkpoint.pt'}")
+        from graphcost.dag.train import BEST
+
+        best = out / BEST
+        typer.echo(f"checkpoint: {out / 'checkpoint.pt'}" + (f"; best validation loss: {best}" if best.is_file() else ""))
 
     @app.command("sample")
     def sample(
-        model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory or checkpoint.pt"),
-        n: int = typer.Option(100, "-n", help="number of DAGs"),
+        model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory (uses best.pt if present) or a checkpoint file"),
+        n: int = typer.Option(100, "-n", min=1, help="number of DAGs"),
         label: Optional[list[float]] = typer.Option(None, help="target label (repeat for one per graph); "
                                                     "default for a conditional model: training labels drawn at random"),
         schedule: str = typer.Option("constant", help="constant (all --tmax steps every layer) | linear (LayerDAG eq. 1, --tmin..--tmax)"),
-        tmin: Optional[int] = typer.Option(None, help="eq. 1 T_min (default 1)"),
-        tmax: Optional[int] = typer.Option(None, help="eq. 1 T_max / constant T (default: trained T)"),
+        tmin: Optional[int] = typer.Option(None, min=1, help="eq. 1 T_min (default 1)"),
+        tmax: Optional[int] = typer.Option(None, min=1, help="eq. 1 T_max / constant T (default: trained T)"),
         out: Path = typer.Option(..., help="output .npz (flat DAG format); a PNG of a few is written beside it"),
         seed: int = typer.Option(0),
-        threads: int = typer.Option(0, help=THREADS_HELP),
+        last: bool = typer.Option(False, "--last", help=LAST_HELP),
+        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         _threads(threads)
@@ -127,8 +183,10 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.sample import sample_dags
         from graphcost.dag.train import load_model
 
+        _check_model_path(model_path)
+        _check_out_file("--out", out)
         try:
-            model = load_model(model_path)
+            model = load_model(model_path, last=last)
         except (FileNotFoundError, ValueError) as exc:
             _fail(str(exc))
         labels = None
@@ -148,22 +206,28 @@ def register(app: typer.Typer) -> None:
         t0 = time.perf_counter()
         dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed)
         secs = time.perf_counter() - t0
-        save_dags(dags, out)
-        png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)")
+        try:
+            save_dags(dags, out)
+            png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)")
+        except OSError as exc:
+            _fail(f"--out: {_os_msg(exc)}")
+        except ValueError as exc:  # DAGFileError names the file
+            _fail(f"--out: {exc}")
         typer.echo(f"wrote {n} DAGs to {out} ({secs / n * 1000:.1f} ms/graph) and a drawing to {png}")
 
     @app.command("evaluate")
     def evaluate(
-        model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory or checkpoint.pt"),
+        model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory (uses best.pt if present) or a checkpoint file"),
         dataset: Optional[str] = typer.Option(None, help="default: the dataset the run was trained on"),
         samples: Optional[Path] = typer.Option(None, help="score this .npz instead of generating (no Pearson)"),
         schedule: str = typer.Option("constant", help="linear (eq. 1) | constant"),
-        tmin: Optional[int] = typer.Option(None),
-        tmax: Optional[int] = typer.Option(None),
-        num_samples: Optional[int] = typer.Option(None, help="unconditional models: DAGs to generate"),
+        tmin: Optional[int] = typer.Option(None, min=1),
+        tmax: Optional[int] = typer.Option(None, min=1),
+        num_samples: Optional[int] = typer.Option(None, min=1, help="unconditional models: DAGs to generate"),
         seed: int = typer.Option(0),
-        json_out: Path = typer.Option(Path("layerdag_eval.json"), "--json", help="where to write the results"),
-        threads: int = typer.Option(0, help=THREADS_HELP),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results as JSON here"),
+        last: bool = typer.Option(False, "--last", help=LAST_HELP),
+        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         _threads(threads)
@@ -171,10 +235,13 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.io import load_dags
         from graphcost.dag.train import load_model
 
+        _check_model_path(model_path)
+        if json_out is not None:
+            _check_out_file("--json", json_out)
         info = _run_info(model_path)
         dataset = dataset or info.get("dataset")
         if dataset is None:
-            _fail("pass --dataset (the run directory has no run.json)")
+            _fail(f"MODEL {model_path}: no run.json beside it; pass --dataset")
         splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"))
         if samples is not None:
             try:
@@ -183,14 +250,18 @@ def register(app: typer.Typer) -> None:
                 _fail(str(exc))
         else:
             try:
-                model = load_model(model_path)
+                model = load_model(model_path, last=last)
             except (FileNotFoundError, ValueError) as exc:
                 _fail(str(exc))
             res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
                                     num_samples=num_samples)  # fmt: skip
         _print_results(res)
-        _write_json(res, json_out)
-        typer.echo(f"results: {json_out}")
+        if json_out is not None:
+            try:
+                _write_json(res, json_out)
+            except OSError as exc:
+                _fail(f"--json: {_os_msg(exc)}")
+            typer.echo(f"results: {json_out}")
 
 
 def _print_results(res: dict) -> None:

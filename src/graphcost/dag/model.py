@@ -51,6 +51,7 @@ class LayerDAGConfig:
         if size == "small":
             return cls(**stats)
         if size == "paper":
+            # numbers (not code) from the public LayerDAG repo's configs/LayerDAG/tpu_tile.yaml (Graph-COM/LayerDAG)
             return cls(**stats, dim=256, size_mpnn_layers=3, node_mpnn_layers=2, edge_mpnn_layers=4,
                        transformer_layers=1, heads=4, T_node=64, T_edge=16)  # fmt: skip
         raise ValueError(f"unknown model size '{size}' (choose small or paper)")

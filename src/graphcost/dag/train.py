@@ -4,7 +4,11 @@ AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 B
 (`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
-seeded by (seed, epoch)). Checkpoints are read with `torch.load(weights_only=True)`.
+seeded by (seed, epoch)). With a validation split, `best.pt` (config + weights of the epoch with
+the lowest validation loss so far, fixed-noise teacher-forced loss) is also written atomically
+whenever that loss improves; `load_model(run_dir)` prefers it (`last=True` for the final weights).
+The best loss so far is recomputed from the history on resume, so resuming stays exact.
+Checkpoints are read with `torch.load(weights_only=True)`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from graphcost.dag.graph import DAG
 from graphcost.dag.model import LayerDAG, LayerDAGConfig, label_normalisation
 
 CHECKPOINT = "checkpoint.pt"
+BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)
 
 
 @dataclass
@@ -74,13 +79,23 @@ def _atomic_save(obj, path: Path) -> None:
         raise
 
 
-def load_checkpoint(path: str | Path) -> dict:
-    """Read a run directory's checkpoint (or a checkpoint file) safely."""
+def checkpoint_path(path: str | Path, last: bool = False) -> Path:
+    """The checkpoint file for a run directory (best.pt if present and not `last`) or a file path."""
     path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such LayerDAG run directory or checkpoint file")
     if path.is_dir():
-        path = path / CHECKPOINT
+        best = path / BEST
+        path = best if not last and best.is_file() else path / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"no LayerDAG checkpoint at {path}")
+    return path
+
+
+def load_checkpoint(path: str | Path, last: bool = True) -> dict:
+    """Read a run directory's checkpoint (or a checkpoint file) safely; a directory gives its
+    checkpoint.pt, or best.pt when present and `last` is False."""
+    path = checkpoint_path(path, last)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - report the file, not a pickle traceback
@@ -91,8 +106,9 @@ def load_checkpoint(path: str | Path) -> dict:
     return ckpt
 
 
-def load_model(path: str | Path) -> LayerDAG:
-    ckpt = load_checkpoint(path)
+def load_model(path: str | Path, last: bool = False) -> LayerDAG:
+    """The model of a run directory (best.pt when present unless `last`) or of a checkpoint file."""
+    ckpt = load_checkpoint(path, last)
     model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
     model.load_state_dict(ckpt["model"])
     model.eval()
@@ -127,6 +143,8 @@ def train_layerdag(
 ) -> tuple[LayerDAG, list[dict]]:
     """Train (or resume) a LayerDAG on `train_dags`; returns the model and the per-epoch history."""
     cfg = config or TrainConfig()
+    if cfg.epochs < 1 or cfg.batch_size < 1:
+        raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
     out_dir = Path(out_dir)
     ckpt_path = out_dir / CHECKPOINT
     torch.manual_seed(cfg.seed)
@@ -144,7 +162,10 @@ def train_layerdag(
         gen.set_state(ckpt["rng"])
         history = json.loads(ckpt["history"])
         start_epoch = int(ckpt["epoch"])
+    else:
+        (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
     valid = [prepare(d) for d in valid_dags] if valid_dags else []
+    best_valid = min((r["valid_loss"] for r in history if "valid_loss" in r), default=float("inf"))
     model.train()
     steps_per_epoch = (len(prepared) + cfg.batch_size - 1) // cfg.batch_size
     bar = tqdm(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
@@ -169,6 +190,10 @@ def train_layerdag(
         if valid:
             rec.update({f"valid_{k}": v for k, v in evaluate_loss(model, valid, cfg.batch_size, cfg.seed).items()})
         history.append(rec)
+        if valid and rec["valid_loss"] < best_valid:
+            best_valid = rec["valid_loss"]
+            _atomic_save({"model_config": asdict(model.config), "train_config": asdict(cfg), "model": model.state_dict(),
+                          "epoch": epoch + 1, "valid_loss": best_valid}, out_dir / BEST)  # fmt: skip
         _atomic_save({
             "model_config": asdict(model.config), "train_config": asdict(cfg), "model": model.state_dict(),
             "optim": opt.state_dict(), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
