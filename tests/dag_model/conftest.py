@@ -24,16 +24,3 @@ def tpu_dags(shared_data) -> list[DAG]:
     return load_flat(shared_data / "tpu_tile_graphs" / "val.npz")
 
 
-def random_dag(rng: np.random.Generator, n: int, p: float = 0.2, num_categories: int = 5, shuffle: bool = True) -> DAG:
-    """Random DAG: edges i -> j (i < j) with probability p, then node ids shuffled."""
-    iu, ju = np.triu_indices(n, 1)
-    keep = rng.random(iu.size) < p
-    src, dst = iu[keep], ju[keep]
-    attr = rng.integers(0, num_categories, n)
-    if shuffle:
-        perm = rng.permutation(n)
-        src, dst = perm[src], perm[dst]
-        inv = np.empty(n, np.int64)
-        inv[perm] = np.arange(n)
-        attr = attr[inv]
-    return DAG(attr.astype(np.int64), src.astype(np.int64), dst.astype(np.int64), float(rng.random()))

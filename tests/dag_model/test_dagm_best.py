@@ -3,7 +3,7 @@ exact under resume."""
 
 import numpy as np
 import torch
-from conftest import random_dag
+from dag_fixtures import random_dag
 
 from graphcost.dag.train import BEST, CHECKPOINT, TrainConfig, load_checkpoint, load_model, train_layerdag
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from conftest import random_dag
+from dag_fixtures import random_dag
 
 from graphcost.dag.encoder import DAGEncoder
 from graphcost.dag.sample import sample_dags

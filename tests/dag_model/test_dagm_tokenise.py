@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import random_dag
+from dag_fixtures import random_dag
 
 from graphcost.dag.graph import DAG
 from graphcost.dag.tokenise import NotADAGError, canonicalise, dags_equal, reconstruct, tokenise

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from conftest import TinyConfig, TinyModel
+from train_stubs import TinyConfig, TinyModel
 
 from graphcost.data.batching import make_batch
 from graphcost.train.crossval import EnsemblePredictor, kfold_split, standardise

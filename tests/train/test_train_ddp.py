@@ -33,7 +33,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    from conftest import build_tiny, make_layout_graph
+    from train_stubs import build_tiny, make_layout_graph
 
     from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.trainer import TrainConfig, Trainer
