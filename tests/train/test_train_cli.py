@@ -8,7 +8,6 @@ import csv
 import json
 import re
 
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 

@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-import tokenize
-import zipfile
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from graphcost.dag.graph import DAG
+from graphcost.data.npz_stream import DAMAGED_ARCHIVE_ERRORS
 
 FLAT_KEYS = ("node_offsets", "edge_offsets", "node_cat", "src", "dst", "y")
-# What numpy / zipfile raise on a damaged archive: bad zip structure or CRC, bad deflate stream,
-# an unsupported compression method, an unparsable .npy header, a header claiming a huge array.
-_READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, SyntaxError,
-                tokenize.TokenError, MemoryError)  # fmt: skip
 
 
 class DAGFileError(ValueError):
@@ -66,7 +60,7 @@ def load_dags(path: str | Path) -> list[DAG]:
         raise DAGFileError(path, "*", "is a directory, expected a flat DAG .npz file")
     try:
         data = np.load(path, allow_pickle=False)
-    except _READ_ERRORS as exc:
+    except DAMAGED_ARCHIVE_ERRORS as exc:
         raise DAGFileError(path, "*", f"not a readable npz file ({exc})") from None
     if not isinstance(data, np.lib.npyio.NpzFile):  # a bare .npy array
         raise DAGFileError(path, "*", f"expected an npz archive of {', '.join(FLAT_KEYS)}, got a single .npy array")
@@ -78,7 +72,7 @@ def load_dags(path: str | Path) -> list[DAG]:
         for k in FLAT_KEYS:
             try:
                 arrays[k] = data[k]
-            except _READ_ERRORS as exc:  # corrupt member
+            except DAMAGED_ARCHIVE_ERRORS as exc:  # corrupt member
                 raise DAGFileError(path, k, f"cannot read the array ({exc})") from None
     for key in ("node_offsets", "edge_offsets", "node_cat", "src", "dst"):
         if arrays[key].dtype.kind not in "iu":

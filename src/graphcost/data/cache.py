@@ -13,14 +13,12 @@ import hashlib
 import json
 import os
 import tempfile
-import tokenize
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graphcost.data.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.data.prepared import PreparedGraph
 
 FORMAT_VERSION = 1
@@ -63,8 +61,7 @@ def load_cached(path: str | Path, key: str) -> PreparedGraph | None:
             if int(d["format_version"][()]) != FORMAT_VERSION or str(d["cache_key"][()]) != key:
                 return None
             return PreparedGraph.from_arrays(d)
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError,
-            SyntaxError, tokenize.TokenError):  # fmt: skip
+    except (KeyError, *DAMAGED_ARCHIVE_ERRORS):
         return None  # truncated / foreign / older layout: treat as a miss and rebuild
 
 
