@@ -242,18 +242,6 @@ def test_cli_from_proto(layout_pb, tile_pb, tmp_path):
     assert bad.exit_code == 1 and "looks like a TuningData" in bad.output
 
 
-def test_fallback_writer_without_data_io(layout_pb, tmp_path, monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "graphcost.data.tpugraphs_io", None)  # import now fails
-    result = convert_file(layout_pb, tmp_path)
-    arrays = _load(result.written[0])
-    assert set(arrays) == {"node_feat", "node_opcode", "edge_index", "node_config_ids", "node_config_feat",
-                           "config_runtime", "node_splits"}
-    _check_npz(arrays, "layout")
-    assert [p.name for p in tmp_path.iterdir()] == [result.written[0].name]
-
-
 def test_out_that_is_a_file_is_a_clear_error(tile_pb, tmp_path):
     """QA: --out naming an existing file was a FileExistsError traceback."""
     taken = tmp_path / "taken.npz"

@@ -22,9 +22,7 @@ Tile (`TuningData`, one record per fused kernel, graph-level configs), following
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
@@ -32,6 +30,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
+from graphcost.data.tpugraphs_io import save_graph
 from graphcost.frontend.featurizer import HloGraphError, featurize_module
 from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES
 from graphcost.frontend.protowire import ProtoDecodeError
@@ -218,27 +217,6 @@ def graph_arrays(graph: LayoutGraph | TileGraph) -> dict[str, np.ndarray]:
                 config_runtime_normalizers=graph.config_runtime_normalizers)
 
 
-def save_npz_atomic(graph: LayoutGraph | TileGraph, path: Path) -> None:
-    """Write `graph` to `path` atomically, via data-io's `save_graph` when it exists."""
-    try:
-        from graphcost.data.tpugraphs_io import save_graph  # data-io owns the canonical writer
-    except ImportError:
-        save_graph = None
-    if save_graph is not None:
-        save_graph(graph, path)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **graph_arrays(graph))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def safe_name(name: str) -> str:
     """A file-name-safe version of an HLO module name."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "module"
@@ -295,7 +273,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
             record = parse_module_tuning_data(data, f"{path.name}: ModuleTuningData")
             graph, result.stats = convert_layout(record, source=str(path), layout_pad=layout_pad)
             result.configurable_opcodes_ok = _configurable_ok(record, graph)
-            save_npz_atomic(graph, target)
+            save_graph(graph, target)
             result.written.append(target)
             return result
         tuning = parse_tuning_data(data, f"{path.name}: TuningData")
@@ -311,7 +289,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
                 continue
             graph = convert_tile(record, source=f"{path}: {stem}", layout_pad=layout_pad, stats=result.stats)
             if graph is not None:
-                save_npz_atomic(graph, target)
+                save_graph(graph, target)
                 result.written.append(target)
         return result
     except (ProtoDecodeError, HloGraphError) as exc:  # corrupt bytes, or an HLO graph we cannot featurize
