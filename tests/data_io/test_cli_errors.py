@@ -53,7 +53,9 @@ def test_write_text_atomic_leaves_no_temp_file(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(synth.os, "replace", broken_replace)
+    import graphcost.atomic
+
+    monkeypatch.setattr(graphcost.atomic.os, "replace", broken_replace)  # the shared atomic writer
     with pytest.raises(OSError):
         synth._write_text_atomic(tmp_path / "a.json", "x")
     assert os.listdir(tmp_path) == []

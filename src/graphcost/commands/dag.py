@@ -20,20 +20,11 @@ def _fail(msg: str) -> None:
 
 def _write_json(obj, path: Path) -> None:
     """Write JSON atomically; the temp file is removed if anything fails."""
-    import os
-    import tempfile
+    from graphcost.atomic import atomic_write_json
 
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a directory; give the .json file to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_json(obj, path)
 
 
 def _os_msg(exc: OSError) -> str:

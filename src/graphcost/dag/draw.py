@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from graphcost.atomic import atomic_write
 from graphcost.dag.graph import DAG
 from graphcost.dag.tokenise import tokenise
 
@@ -50,13 +49,9 @@ def draw_dags(dags: list[DAG], path: str | Path, max_graphs: int = 6, title: str
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".png", dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, path)
+        with atomic_write(path) as handle:
+            fig.savefig(handle, format="png", dpi=110)
     finally:
         plt.close(fig)
-        Path(tmp).unlink(missing_ok=True)
     return path

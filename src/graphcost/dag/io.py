@@ -7,12 +7,11 @@ Graph g owns `node_cat[node_offsets[g]:node_offsets[g+1]]` and `src/dst[edge_off
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from graphcost.atomic import atomic_write
 from graphcost.dag.graph import DAG
 from graphcost.data.npz_stream import DAMAGED_ARCHIVE_ERRORS
 
@@ -132,13 +131,6 @@ def save_dags(dags: list[DAG], path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise DAGFileError(path, "*", "is a directory; give the .npz file to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp.npz", dir=path.parent)
-    os.close(fd)
-    try:
-        np.savez_compressed(tmp, **dags_to_arrays(dags))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as handle:
+        np.savez_compressed(handle, **dags_to_arrays(dags))
     return path

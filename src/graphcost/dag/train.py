@@ -14,8 +14,6 @@ Checkpoints are read with `torch.load(weights_only=True)`.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from graphcost.atomic import atomic_write
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import LayerDAG, LayerDAGConfig, label_normalisation
@@ -68,15 +67,8 @@ def build_model(train_dags: list[DAG], size: str = "small", num_categories: int 
 
 
 def _atomic_save(obj, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path) as handle:
+        torch.save(obj, handle)
 
 
 def checkpoint_path(path: str | Path, last: bool = False) -> Path:

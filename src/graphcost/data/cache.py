@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graphcost.atomic import atomic_write
 from graphcost.data.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.data.prepared import PreparedGraph
 
@@ -82,17 +81,10 @@ def save_cached(prepared: PreparedGraph, path: str | Path, key: str) -> Path:
     arrays["format_version"] = np.array(FORMAT_VERSION, dtype=np.int64)
     arrays["cache_key"] = np.array(key)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
-    except OSError as exc:  # a parent is a file, no permission, read-only file system, ...
+        with atomic_write(path) as handle:
+            np.savez(handle, **arrays)
+    except OSError as exc:  # a parent is a file, no permission, read-only file system, disk full, ...
         raise CacheError(f"{path.parent}: cannot write to the cache directory ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     # Entries for the same (source, options) under another key (old mtime / format version) are stale.
     prefix = path.name.rsplit("-", 1)[0] + "-"
     for old in path.parent.iterdir():

@@ -16,13 +16,12 @@ streaming is O(block x nc x 18) (about 100 MB), independent of the number of con
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
+from graphcost.atomic import atomic_write_text
 from graphcost.data.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.npz_stream import NpzWriter
@@ -193,14 +192,7 @@ def _write_text_atomic(path: Path, text: str) -> None:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a directory, expected a file path")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
 
 
 _README = """# SYNTHETIC DATA - not measured on hardware

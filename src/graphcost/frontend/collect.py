@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from graphcost.atomic import atomic_write_json
 from graphcost.frontend.measure import Protocol, environment_metadata, measure_interleaved, spearman
 from graphcost.frontend.zoo import ProgramSpec, list_programs
 
@@ -111,20 +111,6 @@ def assign_splits(specs: list[ProgramSpec], fractions=(0.7, 0.15, 0.15), seed: i
 
 # --- manifest ------------------------------------------------------------------------------
 
-def write_json_atomic(obj: Any, path: Path) -> None:
-    """json.dump to a temp file in the same directory, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=1, sort_keys=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
     """The existing manifest (checked against `options`) or a fresh one."""
     path = out_dir / MANIFEST
@@ -150,8 +136,15 @@ def collect_layout_graph(spec: ProgramSpec, options: CollectOptions, bar=None) -
 
     Returns ``(arrays, info)``: npz arrays in the layout schema and a manifest entry.
     """
-    from graphcost.frontend.jax_program import featurize_hlo_bytes, unoptimized_hlo_bytes
-    from graphcost.frontend.layouts import LayoutProgram, config_features, sample_configs
+    from graphcost.frontend.jax_program import (
+        featurize_hlo_bytes,
+        unoptimized_hlo_bytes,
+    )
+    from graphcost.frontend.layouts import (
+        LayoutProgram,
+        config_features,
+        sample_configs,
+    )
 
     t0 = time.perf_counter()
     fn, args = spec.build()
@@ -218,7 +211,11 @@ def _info(spec: ProgramSpec, n_nodes: int, n_edges: int, m, t_compile: float, t_
 def collect_flags_graph(spec: ProgramSpec, options: CollectOptions, bar=None) -> tuple[dict, dict]:
     """One program in the compiler-flag space: tile-schema arrays and a manifest entry."""
     from graphcost.frontend.flags import flag_configs, flag_features
-    from graphcost.frontend.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
+    from graphcost.frontend.jax_program import (
+        featurize_hlo_bytes,
+        lower,
+        unoptimized_hlo_bytes,
+    )
 
     t0 = time.perf_counter()
     fn, args = spec.build()
@@ -274,10 +271,10 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
             rel = f"{splits[spec.name]}/{spec.name}.npz"
             save_arrays(arrays, out_dir / rel, kind)
             manifest["graphs"][spec.name] = {"file": rel, "split": splits[spec.name], **info}
-            write_json_atomic(manifest, out_dir / MANIFEST)
+            atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
             bar.update(1)
     finally:
         bar.close()
     manifest["environment"]["loadavg_end"] = environment_metadata()["host"]["loadavg"]
-    write_json_atomic(manifest, out_dir / MANIFEST)
+    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
     return manifest

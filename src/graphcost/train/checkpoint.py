@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from graphcost.atomic import atomic_write
 
 _NDARRAY_TAG = "__ndarray__"
 
@@ -91,18 +92,8 @@ def restore_rng_state(state: dict) -> None:
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     """`torch.save` to a temp file in the target directory, fsync, then `os.replace`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            torch.save(obj, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_write(path, fsync=True) as handle:
+        torch.save(obj, handle)
     return path
 
 

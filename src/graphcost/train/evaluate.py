@@ -14,7 +14,6 @@ selection score used for early stopping / fold ranking is mean tau (layout) or m
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,9 @@ from typing import Callable, Iterable, Protocol
 import numpy as np
 import torch
 from torch import nn
+
+from graphcost.atomic import atomic_write_json
+
 
 class Scorer(Protocol):
     """Anything that maps a prepared graph to one score per configuration (LOWER = faster)."""
@@ -202,21 +204,7 @@ def evaluate_graphs(
 
 def write_json(data: dict, path: str | Path) -> Path:
     """Atomic JSON write (temp file + os.replace)."""
-    import os
-    import tempfile
-
-    path = check_output_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, sort_keys=False)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)  # never leave a .*.tmp behind
-        raise
-    return path
+    return atomic_write_json(data, check_output_file(path))
 
 
 def check_output_file(path: str | Path) -> Path:

@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+
+from graphcost.atomic import atomic_write
 
 
 def _pyplot():
@@ -26,11 +26,8 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    os.replace(tmp, path)
+    with atomic_write(path) as handle:
+        fig.savefig(handle, format="png", dpi=110, bbox_inches="tight")
     return path
 
 

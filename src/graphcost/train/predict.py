@@ -15,12 +15,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from graphcost.atomic import atomic_write_text
 
 TILE_TOP = 5
 COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
@@ -106,20 +106,11 @@ def write_csv_rows(rows: Iterable[tuple[str, str]], path: str | Path) -> Path:
     from graphcost.train.evaluate import check_output_file
 
     path = check_output_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["ID", "TopConfigs"])
     writer.writerows(rows)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(buf.getvalue())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)  # never leave a .*.tmp behind
-        raise
-    return path
+    return atomic_write_text(path, buf.getvalue())
 
 
 def read_submission(path: str | Path) -> list[tuple[str, str]]:

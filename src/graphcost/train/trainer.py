@@ -24,7 +24,6 @@ import io
 import math
 import os
 import random
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from graphcost.atomic import atomic_write_text
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
@@ -119,10 +119,7 @@ def write_csv_atomic(rows: Sequence[dict], path: Path) -> None:
     writer = csv.DictWriter(buf, fieldnames=columns)
     writer.writeheader()
     writer.writerows(rows)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(buf.getvalue())
-    os.replace(tmp, path)
+    atomic_write_text(path, buf.getvalue())
 
 
 class StopTraining(Exception):
