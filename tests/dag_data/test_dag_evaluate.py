@@ -62,6 +62,10 @@ def test_surrogate_learns_a_structural_label():
     assert pearson(pred, [d.label for d in dags[100:]]) > 0.9
     out = surrogate_pearson({"train": dags[:80], "valid": dags[80:100], "test": dags[100:]}, dags[:80], dags[80:100], 1, cfg)
     assert out["ratio"] == pytest.approx(1.0, abs=1e-6)  # same data on both sides -> same regressor
+    assert out["label_fidelity"] > 0.9  # "synthetic" graphs that really have their labels' sizes
+    shuffled = [DAG(d.node_attr, d.src, d.dst, float(y)) for d, y in zip(dags[:100], rng.permutation([d.label for d in dags[:100]]))]
+    out = surrogate_pearson({"train": dags[:80], "valid": dags[80:100], "test": dags[100:]}, shuffled[:80], shuffled[80:], 1, cfg)
+    assert abs(out["label_fidelity"]) < 0.4  # labels unrelated to the graphs: conditioning did nothing
 
 
 def test_surrogate_rejects_unlabelled_graphs():

@@ -5,6 +5,9 @@ given G(≤l) and the size; E(l+1) by discrete diffusion over candidates V(≤l)
 modules share nothing but the data; they are trained together, teacher-forced over all layers of
 all graphs (`graphcost.dag.batch`). Conditioning: a sinusoidal embedding of the graph label (§V-A)
 is added to every module's inputs; the label is standardised (after log if all labels are > 0).
+Each module has its OWN label embedding, so the three parameter groups (`MODULES`) are disjoint:
+the summed loss trains them exactly as three independent models (paper §III), and each can keep
+the weights of its own best validation epoch (`graphcost.dag.train`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,14 @@ from graphcost.dag.denoisers import EdgeDenoiser, NodeDenoiser
 from graphcost.dag.diffusion import MarginalDiffusion
 from graphcost.dag.encoder import SinusoidalEmbedding
 from graphcost.dag.layer_size import LayerSizePredictor
+
+# the three independently trained modules: name -> attribute prefixes of their parameters
+MODULES = {
+    "size": ("size_model.", "size_label_emb."),
+    "node": ("node_model.", "node_label_emb."),
+    "edge": ("edge_model.", "edge_label_emb."),
+}
+_LEGACY_LABEL_EMB = "label_emb."  # checkpoints before per-module embeddings: one shared label MLP
 
 
 @dataclass
@@ -64,7 +75,9 @@ class LayerDAG(nn.Module):
         if len(c.node_marginal) != c.num_categories:
             raise ValueError(f"node_marginal has {len(c.node_marginal)} entries for {c.num_categories} categories")
         d = c.dim
-        self.label_emb = SinusoidalEmbedding(d, scale=5.0)
+        self.size_label_emb = SinusoidalEmbedding(d, scale=5.0)
+        self.node_label_emb = SinusoidalEmbedding(d, scale=5.0)
+        self.edge_label_emb = SinusoidalEmbedding(d, scale=5.0)
         self.size_model = LayerSizePredictor(c.num_categories, c.max_layer_size, d, c.size_mpnn_layers)
         self.node_model = NodeDenoiser(c.num_categories, d, c.node_mpnn_layers, c.transformer_layers, c.heads)
         self.edge_model = EdgeDenoiser(c.num_categories, d, c.edge_mpnn_layers)
@@ -79,28 +92,56 @@ class LayerDAG(nn.Module):
             x = torch.log(x.clamp_min(1e-12))
         return (x - c.label_mean) / c.label_std
 
-    def cond(self, labels: torch.Tensor | None, n: int) -> torch.Tensor:
-        """(n, d) label embeddings; zeros for an unconditional model."""
+    def cond(self, labels: torch.Tensor | None, n: int, module: str) -> torch.Tensor:
+        """(n, d) label embeddings of `module` ('size', 'node' or 'edge'); zeros for an unconditional model."""
+        if module not in MODULES:
+            raise ValueError(f"unknown LayerDAG module '{module}' (choose {', '.join(MODULES)})")
         if not self.config.conditional or labels is None:
             return torch.zeros(n, self.config.dim)
         if torch.isnan(labels).any():
             raise ValueError("a conditional LayerDAG needs a label for every graph")
-        return self.label_emb(self.normalise_label(labels))
+        return getattr(self, f"{module}_label_emb")(self.normalise_label(labels))
+
+    # ---------------- per-module weights ----------------
+    @staticmethod
+    def module_of(key: str) -> str:
+        """The module ('size' / 'node' / 'edge') a state_dict key belongs to."""
+        for name, prefixes in MODULES.items():
+            if key.startswith(prefixes):
+                return name
+        raise KeyError(f"state_dict key '{key}' belongs to no LayerDAG module")
+
+    def module_state(self, module: str) -> dict[str, torch.Tensor]:
+        """Detached copies of one module's parameters and buffers."""
+        return {k: v.detach().clone() for k, v in self.state_dict().items() if self.module_of(k) == module}
+
+    def load_state_dict(self, state, strict: bool = True, assign: bool = False):
+        """Also accepts checkpoints from before per-module label embeddings: their shared
+        `label_emb.*` weights are copied into all three modules' embeddings (same function)."""
+        state = dict(state)
+        legacy = [k for k in state if k.startswith(_LEGACY_LABEL_EMB)]
+        for k in legacy:
+            v = state.pop(k)
+            for module in MODULES:
+                state[f"{module}_{k}"] = v
+        return super().load_state_dict(state, strict=strict, assign=assign)
 
     # ---------------- training ----------------
     def loss(self, b: dict[str, torch.Tensor], labels: torch.Tensor, generator: torch.Generator) -> dict[str, torch.Tensor]:
         """Teacher-forced losses for one `build_batch` batch; labels (B,) raw graph labels (NaN if none)."""
         c = self.config
-        cond_g = self.cond(labels, labels.shape[0])  # (B, d)
+        B = labels.shape[0]
         n_ex = b["p_graph"].shape[0]
-        cond_p = cond_g[b["p_graph"]]  # (P, d)
+        cond_s = self.cond(labels, B, "size")[b["p_graph"]]  # (P, d) per prefix example
+        cond_n = self.cond(labels, B, "node")[b["p_graph"]]  # (P, d)
+        cond_e = self.cond(labels, B, "edge")  # (B, d)
 
         # layer size: CE over sizes 0..S_max (LayerDAG §III-B)
-        logits = self.size_model(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, b["p_layer"], cond_p)
+        logits = self.size_model(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, b["p_layer"], cond_s)
         size_loss = F.cross_entropy(logits, b["size_target"].clamp_max(c.max_layer_size))
 
         # node attributes: x_t ~ q(x_t|x_0) per set, predict x_0 (D3PM x0-parameterisation)
-        g = self.node_model.graph_context(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, cond_p)
+        g = self.node_model.graph_context(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, cond_n)
         sets, set_idx = torch.unique(b["n_ex"], return_inverse=True)  # sets = prefix examples with l < L
         S, M = sets.shape[0], int(b["n_pos"].max()) + 1
         t_set = torch.randint(1, c.T_node + 1, (S,), generator=generator)
@@ -109,7 +150,7 @@ class LayerDAG(nn.Module):
         x_pad[set_idx, b["n_pos"]] = x_t
         pad = torch.ones(S, M, dtype=torch.bool)
         pad[set_idx, b["n_pos"]] = False
-        node_logits = self.node_model(g[sets], x_pad, pad, t_set, b["p_layer"][sets], cond_p[sets])  # (S, M, C)
+        node_logits = self.node_model(g[sets], x_pad, pad, t_set, b["p_layer"][sets], cond_n[sets])  # (S, M, C)
         node_loss = F.cross_entropy(node_logits[set_idx, b["n_pos"]], b["n_attr"])
 
         # edges: noisy candidate states e_t ~ q(e_t|e_0), predict e_0 (binary D3PM)
@@ -119,7 +160,7 @@ class LayerDAG(nn.Module):
             e_t = self.edge_diffusion.q_sample(b["c_label"], t_e[b["c_ex"]], generator).bool()
             ei = torch.cat([b["a_edge_index"], torch.stack([b["c_src"][e_t], b["c_dst"][e_t]])], 1)
             edge_logits = self.edge_model(
-                b["a_attr"], b["a_depth"], b["a_flag"], ei, b["a_batch"], E, t_e, cond_g[b["e_graph"]],
+                b["a_attr"], b["a_depth"], b["a_flag"], ei, b["a_batch"], E, t_e, cond_e[b["e_graph"]],
                 b["c_src"], b["c_dst"], b["c_ex"], e_t.long(),
             )  # fmt: skip
             edge_loss = F.binary_cross_entropy_with_logits(edge_logits, b["c_label"].float())

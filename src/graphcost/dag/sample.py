@@ -37,7 +37,15 @@ def _union(states, idx):
     return t(np.concatenate(attr)), t(np.concatenate(depth)), torch.stack([t(src), t(dst)]), t(batch), bases, sizes
 
 
-def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen):
+def _final(diff, x, probs, s, t, gen, final_step):
+    """One reverse step t -> s; the last one (s = 0) draws from p̂(x_0) or, with final_step='mode',
+    takes its most probable value (removes the independent low-probability draws of the last step)."""
+    if s == 0 and final_step == "mode":
+        return probs.argmax(-1)
+    return diff.reverse_sample(x, probs, int(s), int(t), gen)
+
+
+def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen, final_step="sample"):
     """X(l+1) for S sets of sizes `sizes` (S,) by the strided reverse chain; returns (sum sizes,)."""
     diff = model.node_diffusion
     S, M = len(sizes), int(sizes.max())
@@ -53,11 +61,11 @@ def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen):
         x_pad[set_idx, pos] = x
         logits = model.node_model(g_ctx, x_pad, pad, torch.full((S,), int(t)), layer, cond)  # (S, M, C)
         p0 = torch.softmax(logits[set_idx, pos], -1)
-        x = diff.reverse_sample(x, p0, int(s), int(t), gen)
+        x = _final(diff, x, p0, s, t, gen, final_step)
     return x
 
 
-def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen):
+def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, final_step="sample"):
     """E(l+1) for the graphs `grow` given their new nodes; returns per-graph (src, dst) arrays."""
     diff = model.edge_diffusion
     parts, base = [], 0
@@ -95,7 +103,7 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen):
         ei = torch.cat([fixed, torch.stack([cs[on], cd[on]])], 1)
         logits = model.edge_model(attr, depth, flag, ei, batch, G, torch.full((G,), int(t)), cond, cs, cd, cx, e)
         p1 = torch.sigmoid(logits)
-        e = diff.reverse_sample(e, torch.stack([1 - p1, p1], -1), int(s), int(t), gen)
+        e = _final(diff, e, torch.stack([1 - p1, p1], -1), s, t, gen, final_step)
     chosen = e.bool()
     # every new node needs a predecessor in the previous layer: add its most probable one
     score = torch.where(prev, p1, torch.full_like(p1, -1.0))
@@ -114,9 +122,10 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen):
 
 
 @torch.no_grad()
-def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: int) -> list[DAG]:
+def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: int, final_step: str) -> list[DAG]:
     c = model.config
-    cond_all = model.cond(None if labels is None else torch.from_numpy(labels).to(torch.float32), B)  # (B, d)
+    lab_t = None if labels is None else torch.from_numpy(labels).to(torch.float32)
+    cond_all = {m: model.cond(lab_t, B, m) for m in ("size", "node", "edge")}  # each (B, d)
     states = [{"attr": np.zeros(0, np.int64), "depth": np.zeros(0, np.int64),
                "src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64)} for _ in range(B)]  # fmt: skip
     active = np.arange(B)
@@ -125,7 +134,8 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
             break
         attr, depth, ei, batch, _, n_now = _union(states, active)
         A = active.size
-        cond = cond_all[torch.from_numpy(active)]
+        act = torch.from_numpy(active)
+        cond, cond_nodes = cond_all["size"][act], cond_all["node"][act]
         layer_idx = torch.full((A,), l, dtype=torch.long)
         logits = model.size_model(attr, depth, ei, batch, A, layer_idx, cond)
         room = torch.from_numpy(c.max_nodes - n_now).clamp_min(0)
@@ -136,13 +146,13 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
             break
         grow, sizes = active[keep], size[keep]
         steps = schedule.steps(l)
-        g_ctx = model.node_model.graph_context(attr, depth, ei, batch, A, cond)[torch.from_numpy(np.flatnonzero(keep))]
-        cond_g = cond_all[torch.from_numpy(grow)]
-        new_attr = _sample_nodes(model, g_ctx, sizes, l, cond_g, steps, gen).numpy()
+        g_ctx = model.node_model.graph_context(attr, depth, ei, batch, A, cond_nodes)[torch.from_numpy(np.flatnonzero(keep))]
+        grow_t = torch.from_numpy(grow)
+        new_attr = _sample_nodes(model, g_ctx, sizes, l, cond_all["node"][grow_t], steps, gen, final_step).numpy()
         edges = None
         if l >= 1:
             e_steps = min(c.T_edge, max(1, round(steps * c.T_edge / c.T_node)))
-            edges = _sample_edges(model, states, grow, new_attr, sizes, l, cond_g, e_steps, gen)
+            edges = _sample_edges(model, states, grow, new_attr, sizes, l, cond_all["edge"][grow_t], e_steps, gen, final_step)
         start = 0
         for j, i in enumerate(grow):
             st, k = states[i], int(sizes[j])
@@ -170,12 +180,16 @@ def sample_dags(
     seed: int = 0,
     max_layers: int | None = None,
     progress: bool = True,
+    final_step: str = "sample",
 ) -> list[DAG]:
     """Sample `num` DAGs; `labels` (num,) conditions a conditional model (required for one).
 
     `schedule` has `.steps(l)` (LinearSchedule / ConstantSchedule); default: all T_node steps.
-    Deterministic given `seed`.
+    `final_step`: 'sample' draws the last reverse step from p̂(x_0) like every other step (D3PM);
+    'mode' takes the most probable x_0 there (node attributes and edges). Deterministic given `seed`.
     """
+    if final_step not in ("sample", "mode"):
+        raise ValueError(f"final_step must be 'sample' or 'mode', got '{final_step}'")
     c = model.config
     if c.conditional and labels is None:
         raise ValueError("this LayerDAG is conditional: pass a target label per graph (--label)")
@@ -195,7 +209,7 @@ def sample_dags(
         for start in range(0, num, batch_size):
             B = min(batch_size, num - start)
             lab = None if labels is None else labels[start : start + B]
-            out.extend(_sample_batch(model, B, lab, schedule, gen, max_layers))
+            out.extend(_sample_batch(model, B, lab, schedule, gen, max_layers, final_step))
             bar.update(B)
     model.train(was_training)
     return out

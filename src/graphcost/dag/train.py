@@ -1,13 +1,20 @@
 """Training LayerDAG: the three modules together, teacher-forced over all layers (LayerDAG §III-D).
 
-AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 BCE). A checkpoint
+AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 BCE). The three
+modules have disjoint parameters (`graphcost.dag.model.MODULES`) and gradients are clipped per
+module, so this is exactly three independent trainings in one loop (paper §III). A checkpoint
 (`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
-seeded by (seed, epoch)). With a validation split, `best.pt` (config + weights of the epoch with
-the lowest validation loss so far, fixed-noise teacher-forced loss) is also written atomically
-whenever that loss improves; `load_model(run_dir)` prefers it (`last=True` for the final weights).
-The best loss so far is recomputed from the history on resume, so resuming stays exact.
+seeded by (seed, epoch)). With a validation split, `best.pt` holds the selected weights
+(fixed-noise teacher-forced validation loss):
+- `select="module"` (default): each module keeps the weights of ITS OWN lowest validation loss
+  (layer-size CE, node CE, edge BCE), so an early-overfitting size predictor does not drag the
+  edge model back to an early epoch; best.pt records each module's epoch (`module_epochs`);
+- `select="total"`: the weights of the epoch with the lowest summed validation loss.
+best.pt is rewritten atomically whenever a selection changes; `load_model(run_dir)` prefers it
+(`last=True` for the final weights). On resume the best losses are recomputed from the history
+and the per-module best weights are read back from best.pt, so resuming stays exact.
 Checkpoints are read with `torch.load(weights_only=True)`.
 """
 
@@ -25,7 +32,7 @@ from tqdm import tqdm
 from graphcost.atomic import atomic_write
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
-from graphcost.dag.model import LayerDAG, LayerDAGConfig, label_normalisation
+from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)
@@ -40,6 +47,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     seed: int = 0
     size: str = "small"
+    select: str = "module"  # best.pt: 'module' = per-module best validation loss; 'total' = best summed loss
 
 
 def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
@@ -107,6 +115,51 @@ def load_model(path: str | Path, last: bool = False) -> LayerDAG:
     return model
 
 
+class _BestSelector:
+    """Keeps best.pt up to date: per-module (select='module') or whole-model ('total') selection.
+
+    Per module m the criterion is history's `valid_<m>`; a tie keeps the later epoch. The selected
+    weights of each module live in memory (`self.states`) and are merged into one state_dict."""
+
+    def __init__(self, select: str, history: list[dict], path: Path, resume: bool):
+        if select not in ("module", "total"):
+            raise ValueError(f"select must be 'module' or 'total', got '{select}'")
+        self.select, self.path = select, path
+        keys = {"total": ("loss",), "module": tuple(MODULES)}[select]
+        self.best = {k: float("inf") for k in keys}  # criterion name -> best validation loss so far
+        self.epochs = {k: 0 for k in keys}
+        for r in history:  # recompute from the history on resume (same ties rule as update)
+            for k in keys:
+                if f"valid_{k}" in r and r[f"valid_{k}"] <= self.best[k]:
+                    self.best[k], self.epochs[k] = r[f"valid_{k}"], r["epoch"]
+        self.states: dict[str, dict] = {}
+        if not path.is_file():  # no saved selection to resume from (e.g. deleted): select afresh
+            self.best = {k: float("inf") for k in keys}
+            self.epochs = {k: 0 for k in keys}
+        elif resume and any(self.epochs.values()):
+            saved = load_checkpoint(path)
+            merged = saved["model"]
+            for m in MODULES:
+                self.states[m] = {k: v for k, v in merged.items() if LayerDAG.module_of(k) == m}
+
+    def update(self, model: LayerDAG, rec: dict, cfg: TrainConfig) -> None:
+        changed = False
+        for k in self.best:
+            if rec[f"valid_{k}"] <= self.best[k]:
+                self.best[k], self.epochs[k] = rec[f"valid_{k}"], rec["epoch"]
+                for m in (MODULES if k == "loss" else (k,)):
+                    self.states[m] = model.module_state(m)
+                changed = True
+        if not changed:
+            return
+        merged = {k: v for m in MODULES for k, v in self.states[m].items()}
+        module_epochs = {m: self.epochs["loss" if self.select == "total" else m] for m in MODULES}
+        _atomic_save({"model_config": asdict(model.config), "train_config": asdict(cfg), "model": merged,
+                      "select": self.select, "epoch": max(module_epochs.values()), "module_epochs": module_epochs,
+                      "valid_loss": sum(self.best.values()) if self.select == "module" else self.best["loss"],
+                      "module_valid": {k: self.best[k] for k in self.best}}, self.path)  # fmt: skip
+
+
 @torch.no_grad()
 def evaluate_loss(model: LayerDAG, graphs: list[PreparedDAG], batch_size: int, seed: int = 0) -> dict[str, float]:
     """Mean teacher-forced losses on `graphs` with fixed noise (for validation)."""
@@ -157,7 +210,8 @@ def train_layerdag(
     else:
         (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
     valid = [prepare(d) for d in valid_dags] if valid_dags else []
-    best_valid = min((r["valid_loss"] for r in history if "valid_loss" in r), default=float("inf"))
+    selector = _BestSelector(cfg.select, history, out_dir / BEST, resume)
+    groups = {m: [p for k, p in model.named_parameters() if LayerDAG.module_of(k) == m] for m in MODULES}
     model.train()
     steps_per_epoch = (len(prepared) + cfg.batch_size - 1) // cfg.batch_size
     bar = tqdm(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
@@ -171,7 +225,8 @@ def train_layerdag(
             out = model.loss(build_batch(part), _labels(part), gen)
             opt.zero_grad(set_to_none=True)
             out["loss"].backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            for params in groups.values():  # per module: the three trainings stay independent
+                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             opt.step()
             for k, v in out.items():
                 sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
@@ -182,10 +237,8 @@ def train_layerdag(
         if valid:
             rec.update({f"valid_{k}": v for k, v in evaluate_loss(model, valid, cfg.batch_size, cfg.seed).items()})
         history.append(rec)
-        if valid and rec["valid_loss"] < best_valid:
-            best_valid = rec["valid_loss"]
-            _atomic_save({"model_config": asdict(model.config), "train_config": asdict(cfg), "model": model.state_dict(),
-                          "epoch": epoch + 1, "valid_loss": best_valid}, out_dir / BEST)  # fmt: skip
+        if valid:
+            selector.update(model, rec, cfg)
         _atomic_save({
             "model_config": asdict(model.config), "train_config": asdict(cfg), "model": model.state_dict(),
             "optim": opt.state_dict(), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
