@@ -127,7 +127,10 @@ class ChannelSE(nn.Module):
         self.square = nn.Linear(hidden, channels)
 
     def forward(self, x: Tensor) -> Tensor:  # (..., F) -> (..., F)
-        return x * torch.sigmoid(self.square(F.relu(self.excite(x))))  # TGraph eq. 5
+        gate = self.square(F.relu(self.excite(x)))
+        if torch.is_grad_enabled():
+            return x * torch.sigmoid(gate)  # TGraph eq. 5
+        return gate.sigmoid_().mul_(x)  # same, without temporaries
 
 
 class CrossConfigAttention(nn.Module):

@@ -8,21 +8,31 @@ same state in every configuration. `SplitState` stores such a layer output as
 * ``static`` (N, F): every node's state under the *reference* configuration (all layout
   entries unset, -1) -- computed once, shared by all B configurations;
 * ``idx`` (D,): sorted ids of the nodes whose state may differ from the reference;
-* ``dyn`` (B, D, F): their per-configuration states.
+* ``dyn`` (D, B, F): their per-configuration states, node-major so that moving a node's
+  states along an edge moves one contiguous (B, F) block.
 
 The dense (B, N, F) tensor it stands for is ``static`` broadcast over B with rows ``idx``
-replaced by ``dyn`` (`to_dense`). Node-wise operations act on both parts; message passing
-(`sage_split`) moves the differences ``dyn - static[idx]`` along the edges, which is exact
-because the aggregation and both SAGE linear maps are linear. Work per layer is
-O(N F^2 + B D F^2 + B E_D F) instead of O(B N F^2), where E_D are the edges leaving ``idx``.
+replaced by ``dyn`` (`to_dense`).
+
+A SAGE layer out_i = W_r x_i + Σ_{j->i} w_ji W_l x_j + b (w = 1 for sum, 1/deg_in(i) for mean)
+is linear, so on a SplitState it splits into a configuration-independent part and a part that
+only touches the dynamic rows (`SagePlan`):
+
+    out_i^b = const_i + Σ_{j ∈ idx, j->i} w_ji W_l x_j^b + [i ∈ idx] W_r x_i^b,
+    const_i = out_i^ref - Σ_{j ∈ idx, j->i} w_ji W_l x_j^ref - [i ∈ idx] W_r x_i^ref,
+
+for i in the new dynamic set idx' = idx ∪ {targets of edges leaving idx}. Both sums are one
+sparse (D', 2D) matrix `mix` applied to [W_l x^b; W_r x^b] of the D dynamic rows. Work per
+layer is O(N F^2) once plus O(B D F^2 + B nnz(mix) F) per batch instead of O(B N F^2).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import SAGEConv
 from torch_geometric.utils import scatter
@@ -32,41 +42,22 @@ from torch_geometric.utils import scatter
 class SplitState:
     static: Tensor  # (N, F) reference-configuration state
     idx: Tensor  # (D,) int64, sorted node ids that may differ from the reference
-    dyn: Tensor  # (B, D, F) their per-configuration states
+    dyn: Tensor  # (D, B, F) their per-configuration states, node-major
 
     @property
     def num_configs(self) -> int:
-        return int(self.dyn.shape[0])
+        return int(self.dyn.shape[1])
 
     def to_dense(self) -> Tensor:
         """(B, N, F) per-configuration states."""
         out = self.static.unsqueeze(0).expand(self.num_configs, -1, -1).clone()
-        out[:, self.idx] = self.dyn
+        out[:, self.idx] = self.dyn.transpose(0, 1)
         return out
-
-    def delta(self) -> Tensor:
-        """(B, D, F) difference to the reference state."""
-        return self.dyn - self.static[self.idx]
-
-    def expand(self, new_idx: Tensor) -> "SplitState":
-        """Same states, with `new_idx` (a sorted superset of idx) as the dynamic set."""
-        if new_idx.numel() == self.idx.numel():
-            return self
-        pos = torch.searchsorted(new_idx, self.idx)
-        dyn = self.static[new_idx].unsqueeze(0).expand(self.num_configs, -1, -1).clone()
-        dyn[:, pos] = self.dyn
-        return SplitState(self.static, new_idx, dyn)
-
-    def mean_pool(self, static_sum: Tensor | None = None) -> Tensor:
-        """Mean over all N nodes per configuration: (B, F). `static_sum` may be precomputed."""
-        n = self.static.shape[0]
-        total = self.static.sum(0) if static_sum is None else static_sum  # (F,)
-        return (total + self.delta().sum(1)) / n
 
 
 @dataclass
 class Edges:
-    """Message-passing edges (source -> target) with what `sage_split` needs, built once per graph."""
+    """Message-passing edges (source -> target) with what `SagePlan` needs, built once per graph."""
 
     src: Tensor  # (E,)
     dst: Tensor  # (E,)
@@ -83,40 +74,100 @@ class Edges:
         return torch.stack([self.src, self.dst])
 
 
+def _check_conv(conv: SAGEConv) -> None:
+    if conv.project:
+        raise ValueError("the split SAGE path supports SAGEConv(project=False) only (f_1 linear)")
+    if conv.aggr not in ("sum", "mean"):
+        raise ValueError(f"the split SAGE path supports aggr 'sum' or 'mean', not {conv.aggr!r}")
+
+
 def sage_static(conv: SAGEConv, x: Tensor, edges: Edges) -> Tensor:
     """Unnormalised SAGE output lin_l(aggr_j x_j) + lin_r(x_i) for (N, F) states."""
-    if conv.project:
-        raise ValueError("sage_split supports SAGEConv(project=False) only (f_1 linear)")
+    _check_conv(conv)
     agg = scatter(x[edges.src], edges.dst, dim=0, dim_size=x.shape[0], reduce="sum")  # (N, F)
     if conv.aggr == "mean":
         agg = agg / edges.in_degree.clamp(min=1).unsqueeze(-1)
-    elif conv.aggr != "sum":
-        raise ValueError(f"sage_split supports aggr 'sum' or 'mean', not {conv.aggr!r}")
     return conv.lin_l(agg) + conv.lin_r(x)
 
 
-def sage_split(conv: SAGEConv, state: SplitState, edges: Edges, static_out: Tensor) -> SplitState:
-    """SAGEConv on a SplitState, given ``static_out = sage_static(conv, state.static, edges)``.
+@dataclass
+class SagePlan:
+    """The configuration-independent part of one SAGE layer on a SplitState (see module doc).
 
-    Returns the *unnormalised* output; new dynamic set = idx ∪ targets of edges leaving idx.
-    Exactness: out_b = out_ref + W_r Δ_i + Σ_{j->i} w_ji W_l Δ_j with Δ = dyn - static,
-    w_ji = 1 (sum) or 1/deg_in(i) (mean).
+    Built once per graph (and weights) from the reference input; `apply` then costs two dense
+    (D·B, F) x (F, F_out) products and one sparse product per batch of configurations.
     """
-    n = state.static.shape[0]
-    is_dyn = torch.zeros(n, dtype=torch.bool, device=state.idx.device)
-    is_dyn[state.idx] = True
-    emask = is_dyn[edges.src]
-    e_src, e_dst = edges.src[emask], edges.dst[emask]
-    new_idx = torch.unique(torch.cat([state.idx, e_dst]))  # sorted
-    delta = state.delta()  # (B, D, F)
-    d_l = F.linear(delta, conv.lin_l.weight)  # (B, D, F_out), lin_l's bias is in static_out
-    d_r = F.linear(delta, conv.lin_r.weight)  # (B, D, F_out)
-    out = static_out[new_idx].unsqueeze(0).expand(state.num_configs, -1, -1).clone()  # (B, D', F_out)
-    out.index_add_(1, torch.searchsorted(new_idx, state.idx), d_r)
-    if e_src.numel():
-        pos_src = torch.searchsorted(state.idx, e_src)
-        msg = d_l[:, pos_src]  # (B, E_D, F_out)
+
+    idx_in: Tensor  # (D,) dynamic input rows
+    idx_out: Tensor  # (D',) dynamic output rows, a sorted superset of idx_in
+    pos_in: Tensor  # (D,) position of each idx_in row within idx_out
+    mix: Tensor  # sparse CSR (D', 2D): [edge weights w_ji | placement of W_r x_i]
+    const: Tensor  # (D', F_out) const_i of the module doc
+    w_l: Tensor  # (F_out, F) neighbour weight (any input scaling folded in)
+    w_r: Tensor  # (F_out, F) root weight
+
+    @classmethod
+    def build(cls, conv: SAGEConv, edges: Edges, idx_in: Tensor, x_ref: Tensor, static_out: Tensor,
+              in_scale: Tensor | None = None) -> "SagePlan":
+        """`x_ref` (N, F): reference input; `static_out` (N, F_out): the layer's reference output.
+
+        `in_scale` (F,): the layer really sees in_scale ⊙ x + shift (a folded affine norm); the
+        shift only moves the reference output, so folding the scale into W_l and W_r is exact
+        for the differences that `apply` adds."""
+        _check_conv(conv)
+        w_l, w_r = conv.lin_l.weight, conv.lin_r.weight  # (F_out, F)
+        if in_scale is not None:
+            w_l, w_r = w_l * in_scale, w_r * in_scale
+        n, d = x_ref.shape[0], idx_in.numel()
+        is_dyn = torch.zeros(n, dtype=torch.bool, device=idx_in.device)
+        is_dyn[idx_in] = True
+        emask = is_dyn[edges.src]
+        e_src, e_dst = edges.src[emask], edges.dst[emask]
+        idx_out = torch.unique(torch.cat([idx_in, e_dst]))  # sorted
+        pos_in = torch.searchsorted(idx_out, idx_in)
+        w = torch.ones(e_src.numel(), dtype=x_ref.dtype, device=x_ref.device)
         if conv.aggr == "mean":
-            msg = msg / edges.in_degree[e_dst].clamp(min=1).view(1, -1, 1)
-        out.index_add_(1, torch.searchsorted(new_idx, e_dst), msg)  # scatter-sum onto targets
-    return SplitState(static_out, new_idx, out)
+            w = w / edges.in_degree[e_dst].clamp(min=1)
+        rows = torch.cat([torch.searchsorted(idx_out, e_dst), pos_in])
+        cols = torch.cat([torch.searchsorted(idx_in, e_src), d + torch.arange(d, device=idx_in.device)])
+        vals = torch.cat([w, torch.ones(d, dtype=x_ref.dtype, device=x_ref.device)])
+        mix = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (idx_out.numel(), 2 * d), check_invariants=True)
+        with warnings.catch_warnings():  # "CSR support is in beta": CSR @ dense is what we use, and it is tested
+            warnings.simplefilter("ignore", UserWarning)
+            mix = mix.coalesce().to_sparse_csr()  # duplicate edges add up, like the scatter-sum
+        plan = cls(idx_in, idx_out, pos_in, mix, static_out.new_zeros(0), w_l, w_r)
+        plan.const = static_out[idx_out] - plan._mixed(x_ref[idx_in])
+        return plan
+
+    def to(self, dtype: torch.dtype) -> "SagePlan":
+        """This plan with weights, constants and mix in `dtype` (MKL's CSR product is float32/64
+        only, so other dtypes use a COO mix)."""
+        mix = self.mix if dtype in (torch.float32, torch.float64) else self.mix.to_sparse_coo()
+        return SagePlan(self.idx_in, self.idx_out, self.pos_in, mix.to(dtype), self.const.to(dtype),
+                        self.w_l.to(dtype), self.w_r.to(dtype))
+
+    def _mixed(self, x: Tensor) -> Tensor:
+        """mix @ [W_l x; W_r x] for rows x (D, ..., F) -> (D', ..., F_out)."""
+        if torch.is_grad_enabled():
+            y = torch.cat([x @ self.w_l.T, x @ self.w_r.T], dim=0)  # (2D, ..., F_out)
+        else:  # same, written in place
+            d = x.shape[0]
+            y = x.new_empty(2 * d, *x.shape[1:-1], self.w_l.shape[0])
+            torch.matmul(x, self.w_l.T, out=y[:d])
+            torch.matmul(x, self.w_r.T, out=y[d:])
+        out = torch.sparse.mm(self.mix, y.reshape(y.shape[0], math.prod(y.shape[1:])))  # (D', prod(...) * F_out)
+        return out.view(self.idx_out.numel(), *y.shape[1:])
+
+    def apply(self, dyn: Tensor) -> Tensor:
+        """Unnormalised SAGE outputs (D', B, F_out) of the dynamic rows, given dyn (D, B, F)."""
+        out = self._mixed(dyn)
+        if torch.is_grad_enabled():
+            return out + self.const.unsqueeze(1)
+        return out.add_(self.const.unsqueeze(1))
+
+    def expand(self, dyn: Tensor, static: Tensor) -> Tensor:
+        """(D', B, F): the input states of the output rows (dyn where dynamic, else static)."""
+        out = static[self.idx_out].unsqueeze(1).repeat(1, dyn.shape[1], 1)
+        if torch.is_grad_enabled():
+            return out.index_copy(0, self.pos_in, dyn)
+        return out.index_copy_(0, self.pos_in, dyn)

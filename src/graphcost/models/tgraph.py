@@ -18,14 +18,16 @@ SAGE output then keeps H channels so the residual still matches), ``use_edges`` 
 message passing). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
 ``"config"`` (per-configuration InstanceNorm, paper-literal, dense path) or ``"none"``.
 
-Speed: for layout batches with norm "reference"/"none" the forward pass uses
-`shared_nodes.SplitState`: nodes no configuration reaches are computed once for all B
-configurations. `forward_dense` is the plain (B, N, F) PyG path (used to test the fast path).
+Speed: for layout batches with norm "reference"/"none" the forward pass computes the nodes no
+configuration reaches once for all B configurations (reference pass) and only the rows a
+configuration can reach per configuration, node-major, with the SAGE layers split by
+`shared_nodes.SagePlan` (exact; the reference norm is folded into the SAGE weights). `forward_dense` is the plain (B, N, F) PyG path (used to test the fast path).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +49,10 @@ from graphcost.models.layers import (
     scaled_node_features,
     undirected,
 )
-from graphcost.models.shared_nodes import Edges, SplitState, sage_split, sage_static
+from graphcost.models.shared_nodes import Edges, SagePlan, sage_static
+
+
+PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}  # score_chunked(precision=...)
 
 
 @dataclass
@@ -70,6 +75,35 @@ class TGraphConfig:
     def small(cls, **overrides) -> "TGraphConfig":
         """A tiny configuration for CPU tests."""
         return cls(**{"hidden": 32, "opcode_dim": 4, "layout_dim": 2, **overrides})
+
+
+@dataclass
+class _BlockRef:
+    """One block's reference-configuration pass (see TGraph._static_pass)."""
+
+    eps_in: Tensor  # (N, H) block input ε
+    mean: Tensor | None = None  # (1, H) reference norm statistics
+    inv_std: Tensor | None = None
+    plan: SagePlan | None = None  # layout only: the split SAGE layer
+
+
+@dataclass
+class _Reference:
+    """The configuration-independent pass of one graph, reused by every batch of configurations."""
+
+    eps0: Tensor  # (N, H) f_in output
+    blocks: list[_BlockRef] = field(default_factory=list)
+    eps_final: Tensor | None = None  # (N, H) output of the last block
+    # layout only:
+    fin_static: Tensor | None = None  # (C, H) node part of f_in's first layer, configurable nodes
+    config_order: Tensor | None = None  # (C,) order of config_node_index that sorts the node ids
+    pool_const: Tensor | None = None  # (H,) float32 Σ_i of the final states over the static rows
+
+    def to(self, dtype: torch.dtype) -> "_Reference":
+        """The tensors the dynamic pass reads, in `dtype` (pool_const stays float32)."""
+        cast = [_BlockRef(b.eps_in.to(dtype), b.mean, b.inv_std, b.plan.to(dtype)) for b in self.blocks]
+        return _Reference(self.eps0.to(dtype), cast, self.eps_final.to(dtype), self.fin_static.to(dtype),
+                          self.config_order, self.pool_const)
 
 
 class _Block(nn.Module):
@@ -151,82 +185,96 @@ class TGraph(nn.Module):
         return torch.cat([base[..., : -emb.shape[-1]], emb], dim=-1)
 
     # ------------------------------------------------------- split (fast) path
-    def _static_pass(self, batch, edges: Edges, num_configs: int) -> list[dict]:
-        """Reference-configuration states of every block (shared by all configurations)."""
+    def _static_pass(self, batch, edges: Edges, num_configs: int) -> _Reference:
+        """Reference-configuration states of every block (shared by all configurations) and,
+        for layout batches, the per-block `SagePlan`s of the nodes a configuration can reach."""
         x = self._static_input(batch)  # (N, in)
         eps = self.f_in(x)  # (N, H)
-        cache = [{"x": x, "eps": eps}]
+        ref = _Reference(eps0=eps)
+        idx = torch.sort(batch.config_node_index).values if self.kind == "layout" else None
+        if idx is not None:
+            lin = self.f_in[0]  # first f_in layer, split into node part (static) and config part
+            n_cfg = LAYOUT_CONFIG_DIM * self.config.layout_dim
+            ref.fin_static = F.linear(x[idx, :-n_cfg], lin.weight[:, :-n_cfg], lin.bias)  # (C, H)
+            ref.config_order = torch.argsort(batch.config_node_index)
+            ref.pool_const = eps.sum(0) - eps[idx].sum(0)  # no blocks: Σ of the static f_in rows
         for blk in self.blocks:
-            c = {}
+            br = _BlockRef(eps_in=eps)
             if blk.norm is not None:
-                c["mean"], c["inv_std"] = blk.norm.stats(eps)
-                n_s = blk.norm.apply(eps, c["mean"], c["inv_std"])
+                br.mean, br.inv_std = blk.norm.stats(eps)
+                n_s = blk.norm.apply(eps, br.mean, br.inv_std)
+                scale = (br.inv_std * blk.norm.weight).reshape(-1)  # (H,) norm = scale ⊙ ε + shift
             else:
-                n_s = eps
-            c["n"] = n_s
-            c["sage_raw"] = sage_static(blk.sage, n_s, edges)  # (N, H')
-            eta = blk.attend(F.normalize(c["sage_raw"], p=2.0, dim=-1))
+                n_s, scale = eps, None
+            sage_raw = sage_static(blk.sage, n_s, edges)  # (N, H')
+            eta = blk.attend(F.normalize(sage_raw, p=2.0, dim=-1))
             cross = CrossConfigAttention.shared_value(eta, num_configs) if blk.cross is not None else None
-            eps = blk.combine(eps, eta, cross)
-            cache[-1].update(c)
-            cache.append({"eps": eps})
-        cache[-1]["sum"] = eps.sum(0)
-        return cache
+            out = blk.combine(eps, eta, cross)
+            if idx is not None:
+                br.plan = SagePlan.build(blk.sage, edges, idx, eps, sage_raw, scale)
+                # Σ_i of the last output = Σ of the rows no configuration reaches + Σ of dynamic rows
+                ref.pool_const = out.sum(0) - eps[br.plan.idx_in].sum(0) - (out - eps)[br.plan.idx_out].sum(0)
+                idx = br.plan.idx_out
+            ref.blocks.append(br)
+            eps = out
+        ref.eps_final = eps
+        return ref
 
-    def _dynamic_pass(self, batch, edges: Edges, cache: list[dict], cfg: Tensor) -> Tensor:
-        """Scores (B,) of configurations `cfg` (B, C, 18) given the reference-state cache."""
-        node_ids, order = torch.sort(batch.config_node_index)
-        cfg = cfg[:, order]
-        x_dyn = self._config_input(cache[0]["x"], node_ids, cfg)
-        state = SplitState(cache[0]["eps"], node_ids, self.f_in(x_dyn))
-        for k, blk in enumerate(self.blocks):
-            c = cache[k]
-            n_dyn = blk.norm.apply(state.dyn, c["mean"], c["inv_std"]) if blk.norm is not None else state.dyn
-            s = sage_split(blk.sage, SplitState(c["n"], state.idx, n_dyn), edges, c["sage_raw"])
-            last = k + 1 == len(self.blocks)
-            if not last:
-                eps_in = state.expand(s.idx).dyn  # (B, D', H)
-                state = SplitState(cache[k + 1]["eps"], s.idx, self._block_tail(blk, s.dyn, eps_in))
-                continue
-            # last block: only the node mean is needed, so sum B(ε) = ε + GELU(...) over the
-            # dynamic rows without materialising it (eq. 3 then eq. 7's pooling)
-            total = cache[-1]["sum"] + state.delta().sum(1)  # Σ_i ε_i per configuration
-            gel = self._block_tail(blk, s.dyn, None)  # (B, H) Σ_i GELU(...)
-            ref_out = cache[k + 1]["eps"][s.idx] - cache[k]["eps"][s.idx]  # reference GELU(...) rows
-            pooled = (total + gel - ref_out.sum(0)) / state.static.shape[0]  # (B, H) mean pool
-            return self.f_out(pooled).squeeze(-1)
-        pooled = state.mean_pool(cache[-1]["sum"])  # (B, H) global mean pool (eq. 7), no blocks
-        return self.f_out(pooled).squeeze(-1)
+    def _dynamic_pool(self, batch, ref: _Reference, cfg: Tensor) -> Tensor:
+        """Mean-pooled final states (B, H), float32, of configurations `cfg` (B, C, 18).
+
+        Runs in the dtype of `ref` and of this module's weights (see `score_chunked`'s
+        precision); sums are accumulated in float32."""
+        n = batch.node_feat.shape[0]
+        if cfg.shape[1] == 0:  # no configurable node: every configuration is the reference graph
+            return ref.eps_final.float().mean(0).expand(cfg.shape[0], -1)
+        cfg = cfg[:, ref.config_order].transpose(0, 1)  # (C, B, 18), sorted node ids
+        lin = self.f_in[0]
+        emb = self.layout_emb(cfg).to(lin.weight.dtype)  # (C, B, 18 * layout_dim)
+        h = F.linear(emb, lin.weight[:, -emb.shape[-1]:])  # (C, B, H) config part of layer 1
+        h = h + ref.fin_static.unsqueeze(1) if torch.is_grad_enabled() else h.add_(ref.fin_static.unsqueeze(1))
+        h = self.f_in[1:](h)  # ε^0 of the configurable nodes
+        tail = None
+        for k, (blk, br) in enumerate(zip(self.blocks, ref.blocks)):
+            s = br.plan.apply(h)  # (D', B, H') unnormalised SAGE output (eq. 2, norm folded in)
+            if k + 1 < len(self.blocks):
+                h = self._block_tail(blk, s, br.plan.expand(h, br.eps_in))  # B(ε) rows (D', B, H)
+            else:  # last block: only Σ_i B(ε)_i = Σ_i ε_i + Σ_i GELU(...)_i is needed (eq. 3, 7)
+                tail = self._block_tail(blk, s, None)  # (B, H) float32
+        total = ref.pool_const + h.sum(0, dtype=torch.float32)
+        return (total if tail is None else total + tail) / n  # (B, H) global mean pool
 
     @staticmethod
     def _tile_rows(b: int, channels: int) -> int:
-        """Nodes per tile so that one (B, tile, channels) float tensor is ~4 MiB (stays in cache)."""
+        """Nodes per tile so that one (tile, B, channels) float tensor is ~4 MiB (stays in cache)."""
         return max(1, (1 << 20) // max(1, b * channels))
 
     def _block_tail(self, blk: _Block, s_raw: Tensor, eps_in: Tensor | None) -> Tensor:
-        """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (B, D', H').
+        """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (D', B, H').
 
         Everything here is per node (A_cross per node and channel, over B), so without
-        gradients it runs in node tiles that stay in cache. eps_in (B, D', H) given: returns
+        gradients it runs in node tiles that stay in cache, writing each half of
+        concat(η, A_cross(η)) in place. eps_in (D', B, H) given: returns
         B(ε) = ε + GELU(concat(η, A_cross(η))) (written into eps_in when gradients are off);
-        None: returns Σ_i GELU(...) over the rows, (B, H)."""
-        b, d, h_out = s_raw.shape
-        if d == 0:  # no configurable node: nothing differs from the reference state
-            return eps_in if eps_in is not None else s_raw.new_zeros(b, self.config.hidden)
+        None: returns Σ_i GELU(...) over the rows, (B, H) float32."""
+        d, b, h_out = s_raw.shape
         grad = torch.is_grad_enabled()
-        step = d if grad else self._tile_rows(b, h_out)
-        sums = []
+        step = max(d, 1) if grad else self._tile_rows(b, h_out)
+        total = s_raw.new_zeros(b, self.config.hidden, dtype=torch.float32)
         for r0 in range(0, d, step):
-            eta = blk.attend(F.normalize(s_raw[:, r0:r0 + step], p=2.0, dim=-1))  # (B, t, H')
-            cross = blk.cross(eta, dim=0) if blk.cross is not None else None
-            g = F.gelu(torch.cat([eta, cross], dim=-1) if cross is not None else eta)  # (B, t, H)
-            if eps_in is None:
-                sums.append(g.sum(1))
-            elif grad:
-                return eps_in + g  # one tile when gradients are on
-            else:
-                eps_in[:, r0:r0 + step] += g
-        return torch.stack(sums).sum(0) if eps_in is None else eps_in
+            eta = blk.attend(F.normalize(s_raw[r0:r0 + step], p=2.0, dim=-1))  # (t, B, H')
+            halves = [eta] if blk.cross is None else [eta, blk.cross(eta, dim=1)]  # A_cross over B
+            if grad:
+                g = F.gelu(torch.cat(halves, dim=-1))  # (t, B, H)
+                return eps_in + g if eps_in is not None else g.sum(0, dtype=torch.float32)
+            for j, half in enumerate(halves):
+                g = F.gelu(half)
+                cols = slice(j * h_out, (j + 1) * h_out)
+                if eps_in is None:
+                    total[:, cols] += g.sum(0, dtype=torch.float32)
+                else:
+                    eps_in[r0:r0 + step, :, cols] += g
+        return total if eps_in is None else eps_in
 
     # ------------------------------------------------------------ dense path
     def forward_dense(self, batch) -> Tensor:
@@ -247,7 +295,7 @@ class TGraph(nn.Module):
             elif ref is None:  # per-configuration InstanceNorm
                 n = blk.norm(eps)
             else:
-                n = blk.norm.apply(eps, ref[k]["mean"], ref[k]["inv_std"])
+                n = blk.norm.apply(eps, ref.blocks[k].mean, ref.blocks[k].inv_std)
             eta = blk.attend(blk.sage(n, edges.edge_index))  # PyG SAGEConv(normalize=True)
             cross = blk.cross(eta, dim=0) if blk.cross is not None else None
             eps = blk.combine(eps, eta, cross)
@@ -273,27 +321,38 @@ class TGraph(nn.Module):
             return self.forward_dense(batch)
         return self.score_chunked(batch, chunk_size=None)
 
-    def score_chunked(self, batch, chunk_size: int | None = 128) -> Tensor:
+    def score_chunked(self, batch, chunk_size: int | None = 128, precision: str = "fp32") -> Tensor:
         """Scores (B,) computing configurations in chunks of `chunk_size` (each chunk is one
         cross-attention group, as at training time). Configuration-independent work is done
-        once per distinct chunk length. Use under torch.no_grad() for inference."""
+        once per distinct chunk length. Use under torch.no_grad() for inference.
+
+        precision "bf16" (inference only): the per-configuration work of layout batches runs in
+        bfloat16 (≈ 3x faster matrix products on CPUs with AVX512-BF16 or AMX); the reference
+        pass, the pooling sums and f_out stay float32. Rankings agree closely with "fp32" but
+        not exactly (see BENCHMARKS.md)."""
         check_batch(batch, self.kind, self.config.num_opcodes)
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")
+        dtype = PRECISIONS[precision]
+        if dtype != torch.float32 and torch.is_grad_enabled():
+            raise ValueError(f"precision {precision!r} is for inference: call under torch.no_grad()")
         edges = self._edges(batch)
         b = batch.num_configs
+        step = chunk_size or b
         if self.kind == "tile":
-            cache = self._static_pass(batch, edges, 1)
-            graph_emb = cache[-1]["sum"] / batch.node_feat.shape[0]
-            step = chunk_size or b
+            graph_emb = self._static_pass(batch, edges, 1).eps_final.mean(0)  # (H,)
             return torch.cat([self._tile_head(graph_emb, batch.config_feat[i:i + step])
                               for i in range(0, b, step)])
         if self.config.norm == "config":
             raise ValueError("score_chunked needs norm 'reference' or 'none' (per-config norm is dense-only)")
-        step = chunk_size or b
-        caches: dict[int, list[dict]] = {}
+        runner = self if dtype == torch.float32 else copy.deepcopy(self).to(dtype)
+        refs: dict[int, _Reference] = {}  # A_cross of a shared state depends on the group size
         out = []
         for i in range(0, b, step):
-            cfg = batch.node_config_feat[i:i + step].to(batch.node_feat.dtype)
-            if cfg.shape[0] not in caches:
-                caches[cfg.shape[0]] = self._static_pass(batch, edges, cfg.shape[0])
-            out.append(self._dynamic_pass(batch, edges, caches[cfg.shape[0]], cfg))
+            cfg = batch.node_config_feat[i:i + step]
+            if cfg.shape[0] not in refs:
+                ref = self._static_pass(batch, edges, cfg.shape[0])
+                refs[cfg.shape[0]] = ref if dtype == torch.float32 else ref.to(dtype)
+            pooled = runner._dynamic_pool(batch, refs[cfg.shape[0]], cfg)  # (B, H) float32
+            out.append(self.f_out(pooled).squeeze(-1))
         return torch.cat(out)
