@@ -1,8 +1,11 @@
 """LayerDAG end to end on CPU (issue 5): train, sample, evaluate on LP (synthetic) and TPU Tile (real).
 
-    python benchmarks/bench_layerdag.py [--lp-graphs 600 --lp-epochs 20 --tpu-epochs 20]
+    python benchmarks/bench_layerdag.py [--quick] [--lp-graphs N --lp-epochs E --tpu-epochs E]
                                          [--work-dir /tmp/graphcost_bench_layerdag] [--json benchmarks/results/layerdag.json]
 
+Models are trained with per-module selection (each of the three modules keeps its own best
+validation epoch, best.pt) and sampled from best.pt with `--final-step` (default mode).
+`--quick` is a smoke run of a few minutes (small data, few epochs; numbers not comparable).
 LP (SYNTHETIC, layerdag-data's generator): train on the train split, sample 200 DAGs (full T),
 report validity (paper Table II: 0.907), MMD vs the test split, uniqueness/novelty, and a
 quality-vs-time sweep of the eq.-1 linear and the constant schedules (LayerDAG §V-C).
@@ -23,17 +26,24 @@ import tempfile
 import time
 from pathlib import Path
 
+LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 16, 20
+DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
-def _train(name, splits, work, epochs, lr, ncat, seed):
-    from graphcost.dag.train import TrainConfig, train_layerdag
+
+def _train(name, splits, work, epochs, lr, ncat, seed, select, lr_decay):
+    from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
     t0 = time.perf_counter()
-    model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed),
+    model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed, select=select, lr_decay=lr_decay),
                                  valid_dags=splits["valid"], resume=True, num_categories=ncat)  # fmt: skip
     wall = time.perf_counter() - t0
     epoch_secs = sum(h["seconds"] for h in hist)
+    best = load_checkpoint(work / name / BEST)
+    model = load_model(work / name)  # the selected weights (best.pt)
     return model, {
-        "epochs": epochs, "lr": lr, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
+        "select": select, "module_epochs": best.get("module_epochs"), "module_valid": best.get("module_valid"),
+        "history": [{k: v for k, v in h.items() if k.startswith(("epoch", "valid_", "train_loss"))} for h in hist],
+        "epochs": epochs, "lr": lr, "lr_decay": lr_decay, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
         "train_seconds_this_run": wall, "train_seconds_all_epochs": epoch_secs,
         "train_seconds_per_graph_epoch": epoch_secs / (epochs * len(splits["train"])),
         "final": hist[-1], "config": model.config_dict() | {"node_marginal": "..."},
@@ -45,12 +55,15 @@ def bench_lp(args) -> dict:
     from graphcost.dag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
-    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed)
-    res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples)
+    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed, args.select, args.lr_decay)
+    res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples, final_step=args.final_step)
+    if args.final_step == "mode":  # the same model with the plain D3PM last step, for comparison
+        res["validity_final_step_sample"] = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples,
+                                                           final_step="sample", progress=False)[0]["validity"]  # fmt: skip
     from graphcost.dag.draw import draw_dags
 
     draw_dags(gen, args.work_dir / "lp_samples.png", title="LayerDAG on LP (synthetic)")
-    sweep = quality_vs_time(model, splits, "lp", args.sweep_t, seed=args.seed, num_samples=100)
+    sweep = quality_vs_time(model, splits, "lp", args.sweep_t, seed=args.seed, num_samples=100, final_step=args.final_step)
     return {"train": train, "eval": res, "quality_vs_time": sweep}
 
 
@@ -60,8 +73,8 @@ def bench_tpu(args) -> dict:
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
-    model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed)
-    res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed,
+    model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed, args.select, args.lr_decay)
+    res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step,
                               surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
     from graphcost.dag.draw import draw_dags
 
@@ -75,16 +88,18 @@ def _print(results: dict) -> None:
         if name not in ("lp", "tpu_tile"):
             continue
         e, t = r["eval"], r["train"]
-        print(f"\n[{name}] {t['train_graphs']} train graphs, {t['epochs']} epochs, {t['parameters']:,} params")
+        print(f"\n[{name}] {t['train_graphs']} train graphs, {t['epochs']} epochs, {t['parameters']:,} params, "
+              f"selected epochs {t['module_epochs']}")  # fmt: skip
         print(f"  train s/epoch {t['train_seconds_all_epochs'] / t['epochs']:.1f}  "
               f"train ms per graph-epoch {1000 * t['train_seconds_per_graph_epoch']:.1f}  "
               f"sampling ms/graph {1000 * e['sample_seconds_per_graph']:.1f}")  # fmt: skip
         if "validity" in e:
-            print(f"  validity {e['validity']:.3f} (target >= 0.90; paper 0.907)")
+            print(f"  validity {e['validity']:.3f} (target >= 0.90; paper 0.907)"
+                  + (f"; with a sampled last step {e['validity_final_step_sample']:.3f}" if "validity_final_step_sample" in e else ""))  # fmt: skip
         if "surrogate" in e:
             s = e["surrogate"]
             print(f"  Pearson real {s['pearson_real']:.3f}  synthetic {s['pearson_synthetic']:.3f}  "
-                  f"ratio {s['ratio']:.3f} (target >= 0.89; paper 0.676/0.761)")  # fmt: skip
+                  f"ratio {s['ratio']:.3f} (target >= 0.89; paper 0.676/0.761); label fidelity {s['label_fidelity']:.3f}")  # fmt: skip
         print(f"  nodes {e['mean_nodes']:.1f} (real {e['real_mean_nodes']:.1f})  edges {e['mean_edges']:.1f} "
               f"(real {e['real_mean_edges']:.1f})  uniqueness {e['uniqueness']:.3f}  novelty {e['novelty']:.3f}")  # fmt: skip
         print("  MMD^2 " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
@@ -95,19 +110,29 @@ def _print(results: dict) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--lp-graphs", type=int, default=600)
-    p.add_argument("--lp-epochs", type=int, default=20)
+    p.add_argument("--quick", action="store_true", help="smoke run: LP 200 graphs / 3 epochs / 50 samples, TPU 2 epochs, "
+                   "surrogate 10 epochs, sweep T=4 (overrides those options)")
+    p.add_argument("--lp-graphs", type=int, default=LP_GRAPHS)
+    p.add_argument("--lp-epochs", type=int, default=LP_EPOCHS)
     p.add_argument("--lp-samples", type=int, default=200)
-    p.add_argument("--tpu-epochs", type=int, default=20)
+    p.add_argument("--tpu-epochs", type=int, default=TPU_EPOCHS)
     p.add_argument("--surrogate-epochs", type=int, default=100)
     p.add_argument("--sweep-t", type=int, nargs="*", default=[4, 8, 16, 32])
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--lr-decay", choices=["none", "cosine"], default="cosine")
+    p.add_argument("--select", choices=["module", "total"], default="module", help="best.pt selection rule")
+    p.add_argument("--final-step", choices=["mode", "sample"], default="mode", help="last reverse diffusion step")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", choices=["lp", "tpu"], default=None)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "graphcost_bench_layerdag")
-    p.add_argument("--json", type=Path, default=Path("benchmarks/results/layerdag.json"))
+    p.add_argument("--json", type=Path, default=Path(DEFAULT_JSON))
     args = p.parse_args()
+    if args.quick:
+        args.lp_graphs, args.lp_epochs, args.lp_samples, args.tpu_epochs = 200, 3, 50, 2
+        args.surrogate_epochs, args.sweep_t = 10, [4]
+        if args.json == Path(DEFAULT_JSON):
+            args.json = Path(tempfile.gettempdir()) / "layerdag_quick.json"
 
     import torch
 

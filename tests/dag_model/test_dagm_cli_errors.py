@@ -111,3 +111,23 @@ def test_sample_write_errors_are_one_line(run_dir, tmp_path, monkeypatch, exc):
     r = _run(["dag", "sample", run_dir, "-n", "1", "--tmax", "2", "--threads", "1", "--out", out])
     assert r.exit_code == 1 and "Traceback" not in r.output and r.output.strip().splitlines()[-1].startswith("error: --out")
     assert str(out) in r.output.strip().splitlines()[-1]
+
+
+def test_select_and_final_step_options(run_dir, tmp_path):
+    _one_line_error(_run(TRAIN + ["--epochs", "1", "--select", "best", "--out", tmp_path / "r"]), 1, "--select", "best")
+    _one_line_error(_run(TRAIN + ["--epochs", "1", "--lr-decay", "step", "--out", tmp_path / "r"]), 1, "--lr-decay", "step")
+    assert not (tmp_path / "r").exists()
+    for cmd in (["dag", "sample", run_dir, "-n", "2", "--out", tmp_path / "s.npz"], ["dag", "evaluate", run_dir]):
+        _one_line_error(_run(cmd + ["--final-step", "argmax"]), 1, "--final-step", "argmax")
+    r = _run(["dag", "sample", run_dir, "-n", "2", "--tmax", "2", "--threads", "1", "--final-step", "sample",
+              "--out", tmp_path / "s.npz"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = _run(TRAIN + ["--epochs", "1", "--select", "total", "--out", tmp_path / "t"])
+    assert r.exit_code == 0 and "--select total" in r.output, r.output
+    assert torch_load(tmp_path / "t" / "best.pt")["select"] == "total"
+
+
+def torch_load(path):
+    import torch
+
+    return torch.load(path, weights_only=True)

@@ -84,6 +84,15 @@ def _threads(n: int) -> None:
 
 
 LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
+FINAL_HELP = ("last reverse diffusion step: mode (most probable node attribute / edge state) | sample "
+              "(draw it, as every other step)")
+
+
+def _check_final_step(value: str) -> None:
+    if value not in ("mode", "sample"):
+        _fail(f"--final-step must be mode or sample, got '{value}'")
+
+
 THREADS_HELP = "torch CPU threads (0 = torch default; 1 is fastest on a busy 2-core machine)"
 
 
@@ -111,6 +120,9 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, help="seed for data split, init, noise"),
         num_graphs: Optional[int] = typer.Option(None, min=1, help="LP / NAS-Bench-201: graphs to generate / draw"),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
+                                   "epoch) | total (epoch with the best summed validation loss)"),
+        lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -123,6 +135,10 @@ def register(app: typer.Typer) -> None:
             _fail(f"--size must be small or paper, got '{size}'")
         if not lr > 0:
             _fail(f"--lr must be > 0, got {lr}")
+        if select not in ("module", "total"):
+            _fail(f"--select must be module or total, got '{select}'")
+        if lr_decay not in ("none", "cosine"):
+            _fail(f"--lr-decay must be none or cosine, got '{lr_decay}'")
         if out.exists() and not out.is_dir():
             _fail(f"--out {out}: is a file; give a run directory")
         for parent in out.parents:
@@ -134,7 +150,7 @@ def register(app: typer.Typer) -> None:
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size)
+        cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay)
         try:
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
@@ -149,7 +165,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.train import BEST
 
         best = out / BEST
-        typer.echo(f"checkpoint: {out / 'checkpoint.pt'}" + (f"; best validation loss: {best}" if best.is_file() else ""))
+        typer.echo(f"checkpoint: {out / 'checkpoint.pt'}" + (f"; selected weights (--select {select}): {best}" if best.is_file() else ""))
 
     @app.command("sample")
     def sample(
@@ -164,6 +180,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        final_step: str = typer.Option("mode", help=FINAL_HELP),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         _threads(threads)
@@ -174,6 +191,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.sample import sample_dags
         from graphcost.dag.train import load_model
 
+        _check_final_step(final_step)
         _check_model_path(model_path)
         _check_out_file("--out", out)
         try:
@@ -195,7 +213,7 @@ def register(app: typer.Typer) -> None:
         import time
 
         t0 = time.perf_counter()
-        dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed)
+        dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed, final_step=final_step)
         secs = time.perf_counter() - t0
         try:
             save_dags(dags, out)
@@ -219,6 +237,7 @@ def register(app: typer.Typer) -> None:
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results as JSON here"),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        final_step: str = typer.Option("mode", help=FINAL_HELP),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         _threads(threads)
@@ -226,6 +245,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.io import load_dags
         from graphcost.dag.train import load_model
 
+        _check_final_step(final_step)
         _check_model_path(model_path)
         if json_out is not None:
             _check_out_file("--json", json_out)
@@ -245,7 +265,7 @@ def register(app: typer.Typer) -> None:
             except (FileNotFoundError, ValueError) as exc:
                 _fail(str(exc))
             res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
-                                    num_samples=num_samples)  # fmt: skip
+                                    num_samples=num_samples, final_step=final_step)  # fmt: skip
         _print_results(res)
         if json_out is not None:
             try:
@@ -266,6 +286,8 @@ def _print_results(res: dict) -> None:
         s = res["surrogate"]
         rows += [("Pearson real-trained", f"{s['pearson_real']:.3f}"),
                  ("Pearson synthetic-trained", f"{s['pearson_synthetic']:.3f}"), ("ratio", f"{s['ratio']:.3f}")]  # fmt: skip
+        if "label_fidelity" in s:
+            rows.append(("label fidelity (Pearson)", f"{s['label_fidelity']:.3f}"))
     if "sample_seconds_per_graph" in res:
         rows.append(("sampling s/graph", f"{res['sample_seconds_per_graph']:.4f}"))
     width = max(len(k) for k, _ in rows)

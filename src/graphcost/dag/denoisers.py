@@ -1,8 +1,10 @@
 """The two denoising networks of LayerDAG's layerwise diffusion (§III-C, §III-D).
 
-Node attributes, φ_X(G(≤l), X(l+1, t), t): the prefix G(≤l) is encoded by a bidirectional MPNN
-and pooled; the graph vector, an embedding of t, of the layer index and of the label are added to
-the embedding of every noisy attribute of the new layer; a transformer WITHOUT positional
+Node attributes, φ_X(G(≤l), X(l+1, t), t) modelling p(X(l+1) | G(≤l), |V(l+1)|): the prefix G(≤l)
+is encoded by a bidirectional MPNN and pooled; the graph vector, an embedding of t, of the layer
+index, of the label and (`size_cond`) of the layer size |V(l+1)| are added to the embedding of
+every noisy attribute of the new layer (without the size, attention only sees label FRACTIONS of
+the set, not counts, so count rules like LP's per-label bounds are out of reach); a transformer WITHOUT positional
 encodings (a set transformer, permutation equivariant) over the new layer's nodes predicts x̂_0.
 
 Edges, φ_E(G(≤l), X(l+1), E(l+1, t), t): G(≤l) is augmented with the new nodes (flagged) and
@@ -21,9 +23,10 @@ from graphcost.dag.encoder import DAGEncoder, SinusoidalEmbedding
 class NodeDenoiser(nn.Module):
     """x̂_0 logits for the attributes of the new layer's nodes."""
 
-    def __init__(self, num_categories: int, dim: int, num_mpnn: int, num_tf: int, heads: int):
+    def __init__(self, num_categories: int, dim: int, num_mpnn: int, num_tf: int, heads: int, size_cond: bool = False):
         super().__init__()
         self.encoder = DAGEncoder(num_categories, dim, num_mpnn)
+        self.size_emb = SinusoidalEmbedding(dim) if size_cond else None  # emb(|V(l+1)|)
         self.t_emb = SinusoidalEmbedding(dim, scale=1.0)
         self.layer_emb = SinusoidalEmbedding(dim)
         self.x_emb = nn.Embedding(num_categories, dim)
@@ -40,6 +43,8 @@ class NodeDenoiser(nn.Module):
         # g (S, d) prefix vectors of S sets; x_t (S, M) noisy attrs padded; pad_mask (S, M) True = padding;
         # t (S,) timesteps; layer_idx (S,) l; cond (S, d) label embeddings
         ctx = self.ctx(torch.cat([g, self.t_emb(t), self.layer_emb(layer_idx), cond], -1))  # (S, d)
+        if self.size_emb is not None:
+            ctx = ctx + self.size_emb((~pad_mask).sum(1))  # |V(l+1)| of each set
         tokens = self.x_emb(x_t) + ctx[:, None, :]  # (S, M, d)
         h = self.transformer(tokens, src_key_padding_mask=pad_mask)
         return self.out(h)  # (S, M, C)

@@ -21,6 +21,7 @@ Checkpoints are read with `torch.load(weights_only=True)`.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,6 +49,7 @@ class TrainConfig:
     seed: int = 0
     size: str = "small"
     select: str = "module"  # best.pt: 'module' = per-module best validation loss; 'total' = best summed loss
+    lr_decay: str = "none"  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
 
 
 def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
@@ -188,6 +190,8 @@ def train_layerdag(
 ) -> tuple[LayerDAG, list[dict]]:
     """Train (or resume) a LayerDAG on `train_dags`; returns the model and the per-epoch history."""
     cfg = config or TrainConfig()
+    if cfg.lr_decay not in ("none", "cosine"):
+        raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
     if cfg.epochs < 1 or cfg.batch_size < 1:
         raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
     out_dir = Path(out_dir)
@@ -221,6 +225,10 @@ def train_layerdag(
         order = np.random.default_rng([cfg.seed, epoch]).permutation(len(prepared))
         sums: dict[str, float] = {}
         for i in range(0, len(order), cfg.batch_size):
+            if cfg.lr_decay == "cosine":
+                step = epoch * steps_per_epoch + i // cfg.batch_size
+                for group in opt.param_groups:
+                    group["lr"] = cfg.lr * 0.5 * (1 + math.cos(math.pi * step / (cfg.epochs * steps_per_epoch)))
             part = [prepared[j] for j in order[i : i + cfg.batch_size]]
             out = model.loss(build_batch(part), _labels(part), gen)
             opt.zero_grad(set_to_none=True)

@@ -1,0 +1,94 @@
+"""Training/sampling options: cosine lr decay (resume exact after an interruption), the 'mode' last
+reverse step, the node denoiser's layer-size conditioning and loading checkpoints without it."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from dag_fixtures import random_dag
+
+import graphcost.dag.train as train_mod
+from graphcost.dag.model import LayerDAG, LayerDAGConfig
+from graphcost.dag.sample import sample_dags
+from graphcost.dag.tokenise import tokenise
+from graphcost.dag.train import TrainConfig, load_checkpoint, load_model, train_layerdag
+
+TINY = dict(dim=16, T_node=6, T_edge=4, heads=2)
+
+
+def _data(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    return [random_dag(rng, int(rng.integers(3, 9)), p=0.35, num_categories=3) for _ in range(n)]
+
+
+def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
+    torch.set_num_threads(1)
+    data = _data()
+    cfg = TrainConfig(epochs=3, batch_size=4, lr=1e-2, lr_decay="cosine")
+    full, _ = train_layerdag(data, tmp_path / "a", cfg, progress=False, **TINY)
+    # the decay really lowers the lr: the final optimiser lr is below the base lr
+    assert load_checkpoint(tmp_path / "a")["optim"]["param_groups"][0]["lr"] < 0.2 * cfg.lr
+    saves = []
+    real_save = train_mod._atomic_save
+
+    def crash_after_first_epoch(obj, path):
+        real_save(obj, path)
+        saves.append(path)
+        if path.name == train_mod.CHECKPOINT:
+            raise KeyboardInterrupt  # killed right after the epoch-1 checkpoint
+
+    monkeypatch.setattr(train_mod, "_atomic_save", crash_after_first_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        train_layerdag(data, tmp_path / "b", cfg, progress=False, **TINY)
+    monkeypatch.setattr(train_mod, "_atomic_save", real_save)
+    assert load_checkpoint(tmp_path / "b")["epoch"] == 1
+    resumed, hist = train_layerdag(data, tmp_path / "b", cfg, resume=True, progress=False, **TINY)
+    assert [h["epoch"] for h in hist] == [1, 2, 3]
+    for (k, p), q in zip(full.state_dict().items(), resumed.state_dict().values()):
+        assert torch.allclose(p, q, atol=1e-6), k
+    with pytest.raises(ValueError, match="lr_decay"):
+        train_layerdag(data, tmp_path / "c", TrainConfig(epochs=1, lr_decay="step"), progress=False, **TINY)
+
+
+def test_mode_final_step_is_deterministic_and_differs_from_sampling(tmp_path):
+    torch.set_num_threads(1)
+    model, _ = train_layerdag(_data(16), tmp_path / "r", TrainConfig(epochs=3, batch_size=8, lr=3e-3), progress=False, **TINY)
+    lab = np.linspace(0.2, 0.9, 8)
+    a = sample_dags(model, 8, labels=lab, seed=3, progress=False, final_step="mode")
+    b = sample_dags(model, 8, labels=lab, seed=3, progress=False, final_step="mode")
+    c = sample_dags(model, 8, labels=lab, seed=3, progress=False, final_step="sample")
+    same = lambda x, y: all(np.array_equal(p.node_attr, q.node_attr) and np.array_equal(p.src, q.src)  # noqa: E731
+                            and np.array_equal(p.dst, q.dst) for p, q in zip(x, y))  # fmt: skip
+    assert same(a, b) and not same(a, c)
+    for d in a:  # still DAGs with in-range attributes (tokenise raises on cycles / duplicate edges)
+        tokenise(d)
+        assert d.node_attr.min() >= 0 and d.node_attr.max() < 3
+    with pytest.raises(ValueError, match="final_step"):
+        sample_dags(model, 1, labels=[0.5], progress=False, final_step="argmax")
+
+
+def test_node_denoiser_uses_the_layer_size():
+    torch.manual_seed(0)
+    cfg = LayerDAGConfig.sized("small", num_categories=2, max_layer_size=6, max_layers=4, max_nodes=20,
+                               node_marginal=[0.5, 0.5])  # fmt: skip
+    cfg = dataclasses.replace(cfg, **TINY)
+    assert cfg.node_size_cond
+    model = LayerDAG(cfg).eval()
+    g, t, layer, cond = torch.randn(1, 16), torch.tensor([2]), torch.tensor([1]), torch.zeros(1, 16)
+    # the same two tokens; in the second set two padded slots are real nodes: the two tokens' logits must change
+    x = torch.zeros(1, 4, dtype=torch.long)
+    small = model.node_model(g, x, torch.tensor([[False, False, True, True]]), t, layer, cond)[0, :2]
+    large = model.node_model(g, x, torch.tensor([[False, False, False, False]]), t, layer, cond)[0, :2]
+    assert not torch.allclose(small, large)
+
+
+def test_checkpoint_from_before_size_conditioning_loads(tmp_path):
+    torch.set_num_threads(1)
+    train_layerdag(_data(), tmp_path / "r", TrainConfig(epochs=1, batch_size=6), progress=False, node_size_cond=False, **TINY)
+    ckpt = load_checkpoint(tmp_path / "r")
+    del ckpt["model_config"]["node_size_cond"]  # a config written before the field existed
+    torch.save(ckpt, tmp_path / "old.pt")
+    model = load_model(tmp_path / "old.pt")
+    assert not model.config.node_size_cond and model.node_model.size_emb is None
+    assert len(sample_dags(model, 2, labels=[0.3, 0.6], seed=0, progress=False)) == 2
