@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from graphcost.models.layers import ChannelSE, CrossConfigAttention, L2SAGE, LayoutEmbedding, ReferenceInstanceNorm
 from graphcost.models.registry import build_model
 from graphcost.models.tgraph import TGraph, TGraphConfig
-from models_testutil import make_layout_batch, make_tile_batch
+from models_testutil import make_layout_batch, make_tile_batch, permute_configs
 
 ABLATIONS = [{}, {"channel_attention": False}, {"cross_attention": False}, {"use_edges": False},
              {"norm": "none"}, {"aggr": "mean"}, {"directed": True}]
@@ -121,3 +121,37 @@ def test_inference_node_tiling_matches_dense(monkeypatch, extra):
         fast = model.score_chunked(batch, chunk_size=9)
         dense = model.forward_dense(batch)
     torch.testing.assert_close(fast, dense, rtol=1e-4, atol=1e-5)
+
+
+def test_explicit_chunk_sizes_score_each_chunk_as_its_own_group():
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small()).eval()
+    batch = make_layout_batch(num_nodes=30, num_configs=11, num_configurable=4, seed=5)
+    with torch.no_grad():
+        got = model.score_chunked(batch, chunk_sizes=[4, 4, 3])
+        for start, size in ((0, 4), (4, 4), (8, 3)):
+            part = slice(start, start + size)
+            alone = model(permute_configs(batch, torch.arange(11)[part]))
+            torch.testing.assert_close(got[part], alone)
+        with pytest.raises(ValueError, match="add up"):
+            model.score_chunked(batch, chunk_sizes=[4, 4])
+
+
+@pytest.mark.parametrize("extra", [{}, {"num_blocks": 3}, {"num_blocks": 0}], ids=str)
+def test_bf16_inference_follows_fp32(extra):
+    """bf16 rounds the per-configuration states (rel. error ~2^-8) but keeps the reference pass
+    and the pooling sums in float32: scores move a little (here corr ≈ 0.9998), not the order."""
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small(**extra)).eval()
+    batch = make_layout_batch(num_nodes=60, num_configs=40, num_configurable=8, seed=6)
+    with torch.no_grad():
+        fp32 = model.score_chunked(batch, chunk_size=16)
+        bf16 = model.score_chunked(batch, chunk_size=16, precision="bf16")
+    assert bf16.dtype == torch.float32 and bf16.shape == fp32.shape
+    corr = torch.corrcoef(torch.stack([fp32, bf16]))[0, 1]
+    assert corr > 0.995, corr
+    assert not torch.equal(fp32, bf16)  # it really ran in bfloat16
+    with pytest.raises(ValueError, match="precision"):
+        model.score_chunked(batch, precision="fp8")
+    with pytest.raises(ValueError, match="no_grad"):
+        model.score_chunked(batch, precision="bf16")  # gradients on: bf16 is inference only

@@ -8,6 +8,7 @@ import csv
 import json
 import re
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -61,6 +62,12 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     assert sorted(ranked) == list(range(num_configs))  # every ORIGINAL configuration, once
     scores = [float(line.split()[2]) for line in out.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
     assert scores == sorted(scores)  # fastest (lowest score) first
+    if model == "tgraph":  # bf16 inference: a full ranking too, close to the fp32 one
+        out16 = _run("rank", run, test_file, "--tta", "2", "--device", "cpu", "--precision", "bf16")
+        ranked16 = [int(line.split()[1]) for line in out16.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
+        assert sorted(ranked16) == list(range(num_configs))
+        pos16 = np.argsort(ranked16)
+        assert np.corrcoef(np.argsort(ranked), pos16)[0, 1] > 0.9
 
     sub = tmp_path / "sub.csv"
     _run("predict", run, "--out", sub, "--tta", "2", "--device", "cpu")

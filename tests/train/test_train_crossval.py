@@ -62,3 +62,24 @@ def test_ensemble_averages_standardised_member_scores(layout_graphs):
     ranking = ens.rank(graph)
     assert sorted(ranking.tolist()) == list(range(graph.num_configs))
     assert np.all(np.diff(ens.score(graph)[ranking]) >= 0)  # fastest (lowest score) first
+
+
+def test_score_configs_groups_chunks_for_tgraph_and_checks_precision(layout_graphs):
+    """TGraph gets several chunks per call (shared reference pass): same scores as one call per
+    chunk; bf16 is TGraph-only."""
+    from graphcost.data.scaler import FeatureScaler
+    from graphcost.models.tgraph import TGraph, TGraphConfig
+
+    graph = layout_graphs[0]
+    scaler = FeatureScaler().fit([graph])
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small()).eval()
+    manual = np.zeros(graph.num_configs)
+    with torch.no_grad():
+        for idx in chunk_indices(np.arange(graph.num_configs), 16):
+            manual[idx] = model(make_batch(graph, idx, scaler)).double().numpy()
+    np.testing.assert_allclose(score_configs(model, graph, scaler, batch_size=16), manual, rtol=1e-5, atol=1e-7)
+    bf16 = score_configs(model, graph, scaler, batch_size=16, precision="bf16")
+    assert np.corrcoef(bf16, manual)[0, 1] > 0.99
+    with pytest.raises(ValueError, match="TGraph only"):
+        score_configs(TinyModel(TinyConfig()).eval(), graph, None, batch_size=16, precision="bf16")

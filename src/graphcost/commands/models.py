@@ -280,14 +280,25 @@ def train(
         shutdown(ctx)
 
 
-def _load_predictor(models: list[Path], tta: int, batch: int, device: str):
+PRECISION_HELP = "fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, faster, rankings close to fp32)"
+
+
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "fp32"):
+    from graphcost.models.tgraph import PRECISIONS
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
 
+    if precision not in PRECISIONS:
+        _fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     try:
-        return EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch)
+        predictor = EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
         _fail(str(exc))
+    if precision != "fp32":
+        for model, _ in predictor.members:
+            if not getattr(model, "can_score_chunked", False):
+                _fail(f"--precision {precision} is supported by TGraph models only, not by {type(model).__name__}")
+    return predictor
 
 
 def evaluate(
@@ -299,6 +310,7 @@ def evaluate(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
+    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
@@ -316,7 +328,7 @@ def evaluate(
     if json_out is not None:
         _check_output_file(json_out, "--json")
     info = _find_run_info(run)
-    predictor = _load_predictor([run], tta, batch, device)
+    predictor = _load_predictor([run], tta, batch, device, precision)
     data, recorded_in = _run_data(data_dir, info, run)
     try:
         splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),
@@ -358,13 +370,14 @@ def rank(
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
+    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
     device = _check_device(device)
-    predictor = _load_predictor([model], tta, batch, device)
+    predictor = _load_predictor([model], tta, batch, device, precision)
     try:
         prepared, twin = prepare_for_prediction(graph)
         order, scores = rank_original(predictor, prepared, twin)
@@ -386,6 +399,7 @@ def predict(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
+    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
@@ -411,7 +425,7 @@ def predict(
     collection = _check_collection(collection or info.get("collection"))
     if collection is None:
         _fail("cannot tell the collection for the submission IDs; pass --collection")
-    predictor = _load_predictor(models, tta, batch, device)
+    predictor = _load_predictor(models, tta, batch, device, precision)
     try:
         data, recorded_in = _run_data(data_dir, info, models[0])
         splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,

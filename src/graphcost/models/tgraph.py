@@ -27,6 +27,7 @@ configuration can reach per configuration, node-major, with the SAGE layers spli
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -124,6 +125,17 @@ class _Block(nn.Module):
     def combine(self, eps: Tensor, eta: Tensor, cross: Tensor | None) -> Tensor:
         mixed = torch.cat([eta, cross], dim=-1) if cross is not None else eta
         return eps + F.gelu(mixed)  # TGraph eq. 3
+
+
+def _row_sum_fp32(x: Tensor, rows: int = 16) -> Tensor:
+    """x (D, ...) summed over dim 0 in float32. A low-precision x is converted `rows` rows at a
+    time (in cache), not as one float32 copy of the whole tensor."""
+    if x.dtype == torch.float32 or torch.is_grad_enabled():
+        return x.sum(0, dtype=torch.float32)
+    total = x.new_zeros(x.shape[1:], dtype=torch.float32)
+    for r0 in range(0, x.shape[0], rows):
+        total += x[r0:r0 + rows].sum(0, dtype=torch.float32)
+    return total
 
 
 class TGraph(nn.Module):
@@ -241,7 +253,7 @@ class TGraph(nn.Module):
                 h = self._block_tail(blk, s, br.plan.expand(h, br.eps_in))  # B(ε) rows (D', B, H)
             else:  # last block: only Σ_i B(ε)_i = Σ_i ε_i + Σ_i GELU(...)_i is needed (eq. 3, 7)
                 tail = self._block_tail(blk, s, None)  # (B, H) float32
-        total = ref.pool_const + h.sum(0, dtype=torch.float32)
+        total = ref.pool_const + _row_sum_fp32(h)
         return (total if tail is None else total + tail) / n  # (B, H) global mean pool
 
     @staticmethod
@@ -266,12 +278,12 @@ class TGraph(nn.Module):
             halves = [eta] if blk.cross is None else [eta, blk.cross(eta, dim=1)]  # A_cross over B
             if grad:
                 g = F.gelu(torch.cat(halves, dim=-1))  # (t, B, H)
-                return eps_in + g if eps_in is not None else g.sum(0, dtype=torch.float32)
+                return eps_in + g if eps_in is not None else _row_sum_fp32(g)
             for j, half in enumerate(halves):
                 g = F.gelu(half)
                 cols = slice(j * h_out, (j + 1) * h_out)
                 if eps_in is None:
-                    total[:, cols] += g.sum(0, dtype=torch.float32)
+                    total[:, cols] += _row_sum_fp32(g)
                 else:
                     eps_in[r0:r0 + step, :, cols] += g
         return total if eps_in is None else eps_in
@@ -321,10 +333,17 @@ class TGraph(nn.Module):
             return self.forward_dense(batch)
         return self.score_chunked(batch, chunk_size=None)
 
-    def score_chunked(self, batch, chunk_size: int | None = 128, precision: str = "fp32") -> Tensor:
-        """Scores (B,) computing configurations in chunks of `chunk_size` (each chunk is one
-        cross-attention group, as at training time). Configuration-independent work is done
-        once per distinct chunk length. Use under torch.no_grad() for inference.
+    @property
+    def can_score_chunked(self) -> bool:
+        """Whether `score_chunked` applies (not with the dense-only per-configuration norm)."""
+        return self.kind == "tile" or self.config.norm != "config"
+
+    def score_chunked(self, batch, chunk_size: int | None = 128, precision: str = "fp32",
+                      chunk_sizes: Sequence[int] | None = None) -> Tensor:
+        """Scores (B,) computing configurations in consecutive chunks of `chunk_size` (or of the
+        given `chunk_sizes`, which must add up to B); each chunk is one cross-attention group, as
+        at training time. Configuration-independent work is done once per distinct chunk
+        length. Use under torch.no_grad() for inference.
 
         precision "bf16" (inference only): the per-configuration work of layout batches runs in
         bfloat16 (≈ 3x faster matrix products on CPUs with AVX512-BF16 or AMX); the reference
@@ -338,18 +357,23 @@ class TGraph(nn.Module):
             raise ValueError(f"precision {precision!r} is for inference: call under torch.no_grad()")
         edges = self._edges(batch)
         b = batch.num_configs
-        step = chunk_size or b
+        if chunk_sizes is None:
+            step = chunk_size or max(b, 1)
+            chunk_sizes = [min(step, b - i) for i in range(0, b, step)]
+        elif sum(chunk_sizes) != b or min(chunk_sizes, default=1) < 1:
+            raise ValueError(f"chunk_sizes {list(chunk_sizes)} must be positive and add up to the batch's {b} configurations")
+        starts = [sum(chunk_sizes[:k]) for k in range(len(chunk_sizes))]
         if self.kind == "tile":
             graph_emb = self._static_pass(batch, edges, 1).eps_final.mean(0)  # (H,)
-            return torch.cat([self._tile_head(graph_emb, batch.config_feat[i:i + step])
-                              for i in range(0, b, step)])
+            return torch.cat([self._tile_head(graph_emb, batch.config_feat[i:i + n])
+                              for i, n in zip(starts, chunk_sizes)])
         if self.config.norm == "config":
             raise ValueError("score_chunked needs norm 'reference' or 'none' (per-config norm is dense-only)")
         runner = self if dtype == torch.float32 else copy.deepcopy(self).to(dtype)
         refs: dict[int, _Reference] = {}  # A_cross of a shared state depends on the group size
         out = []
-        for i in range(0, b, step):
-            cfg = batch.node_config_feat[i:i + step]
+        for i, n in zip(starts, chunk_sizes):
+            cfg = batch.node_config_feat[i:i + n]
             if cfg.shape[0] not in refs:
                 ref = self._static_pass(batch, edges, cfg.shape[0])
                 refs[cfg.shape[0]] = ref if dtype == torch.float32 else ref.to(dtype)

@@ -183,12 +183,13 @@ class EnsemblePredictor:
         seed: int = 0,
         device: str | torch.device = "cpu",
         make_batch: Callable | None = None,
+        precision: str = "fp32",
     ) -> None:
         if not members:
             raise ValueError("an ensemble needs at least one model")
         self.members = list(members)
         self.kind = kind
-        self.batch_size, self.tta, self.seed = batch_size, tta, seed
+        self.batch_size, self.tta, self.seed, self.precision = batch_size, tta, seed, precision
         self.device = torch.device(device)
         self.make_batch = make_batch
 
@@ -220,7 +221,7 @@ class EnsemblePredictor:
         for model, scaler in self.members:
             raw = score_configs(
                 model, prepared, scaler, batch_size=self.batch_size, device=self.device, tta=self.tta,
-                seed=self.seed, make_batch=self.make_batch,
+                seed=self.seed, make_batch=self.make_batch, precision=self.precision,
             )
             total += standardise(raw)
         return total / len(self.members)

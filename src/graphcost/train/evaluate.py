@@ -32,6 +32,9 @@ class Scorer(Protocol):
     def score(self, prepared) -> np.ndarray: ...
 
 
+CHUNKS_PER_CALL = 32  # chunks scored per model call by `score_chunked` models (bounds the batch's memory)
+
+
 def num_configs(prepared) -> int:
     return int(np.asarray(prepared.runtime).shape[0])
 
@@ -64,14 +67,20 @@ def score_configs(
     tta: int = 0,
     seed: int = 0,
     make_batch: Callable | None = None,
+    precision: str = "fp32",
 ) -> np.ndarray:
     """Scores of all K configurations of `prepared`, in its configuration order; (K,) float64.
 
     TGraph §2.5.3: N permuted views of the configurations, each scored in chunks, restored to
-    the original order and averaged.
+    the original order and averaged. Models with `score_chunked` (TGraph) get up to
+    `CHUNKS_PER_CALL` chunks per call, so their configuration-independent pass is shared;
+    `precision` "bf16" is only offered by those (see `TGraph.score_chunked`).
     """
     if make_batch is None:
         from graphcost.data.batching import make_batch
+    chunked = getattr(model, "can_score_chunked", False)
+    if precision != "fp32" and not chunked:
+        raise ValueError(f"precision {precision!r} is supported by TGraph only, not by {type(model).__name__}")
     was_training = model.training
     model.eval()
     count = num_configs(prepared)
@@ -79,9 +88,16 @@ def score_configs(
     orders = tta_orders(count, tta, seed)
     for order in orders:
         view = np.empty(count, dtype=np.float64)
-        for idx in chunk_indices(order, batch_size):
+        chunks = chunk_indices(order, batch_size)
+        groups = [chunks[i:i + CHUNKS_PER_CALL] for i in range(0, len(chunks), CHUNKS_PER_CALL)] if chunked \
+            else [[c] for c in chunks]
+        for group in groups:
+            idx = np.concatenate(group)
             batch = make_batch(prepared, idx, scaler).to(device)
-            out = model(batch)  # (b,)
+            if chunked:
+                out = model.score_chunked(batch, chunk_sizes=[len(c) for c in group], precision=precision)
+            else:
+                out = model(batch)  # (b,)
             view[idx] = out.detach().double().cpu().numpy().reshape(-1)  # restore original order
         total += view
     if was_training:
@@ -100,11 +116,12 @@ class ModelScorer:
     tta: int = 0
     seed: int = 0
     make_batch: Callable | None = None
+    precision: str = "fp32"
 
     def score(self, prepared) -> np.ndarray:
         return score_configs(
             self.model, prepared, self.scaler, batch_size=self.batch_size, device=self.device, tta=self.tta,
-            seed=self.seed, make_batch=self.make_batch,
+            seed=self.seed, make_batch=self.make_batch, precision=self.precision,
         )  # fmt: skip
 
 
