@@ -6,8 +6,11 @@ geometric distance (HLO-like locality), `--configurable` random configurable nod
 the share in the real module of shared/data/tpu_graphs_raw: 62 of 3,163), random layout
 configurations in {-1..5}. Rows "full" = the whole graph; "pruned" = after TGraph §2.2.1
 pruning (configurable nodes + direct neighbours), which is what the data pipeline feeds the model.
-CPU seconds are reported besides wall time because the 2-core host is shared (see BENCHMARKS.md).
-Prints a table and writes JSON.
+Rows per precision: "fp32" and "bf16" (`TGraph.score_chunked(precision=...)`, with Kendall tau
+of the bf16 ranking against the fp32 one). Row "npz -> rank (pipeline)": the same graph written
+as a TpuGraphs npz and ranked the way `graphcost rank MODEL GRAPH --tta 0` does after loading the
+model (read, prune, de-duplicate, score, sort). Weights are untrained (latency does not depend
+on them). CPU seconds are reported besides wall time; prints a table and writes JSON.
 
     python benchmarks/bench_inference.py --out benchmarks/results/bench_inference.json
 """
@@ -15,7 +18,6 @@ Prints a table and writes JSON.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
@@ -26,7 +28,9 @@ from pathlib import Path
 
 import torch
 
+from graphcost.atomic import atomic_write_json
 from graphcost.data.graph import GraphBatch
+from graphcost.metrics import kendall_tau
 from graphcost.models.registry import build_model
 
 
@@ -71,6 +75,48 @@ def tgraph_pruned(batch: GraphBatch) -> GraphBatch:
         node_config_feat=batch.node_config_feat)
 
 
+def time_call(fn, repeats: int) -> tuple[list[float], list[float], float, object]:
+    """(wall seconds, CPU seconds, 1-min load average before the last call, last result)."""
+    walls, cpus, load, out = [], [], 0.0, None
+    for _ in range(repeats):
+        load = os.getloadavg()[0]
+        t0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return walls, cpus, load, out
+
+
+def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: int) -> dict:
+    """What `graphcost rank MODEL GRAPH.npz --tta 0` does after loading the model: read the npz,
+    prune (graphcost.data.prune), de-duplicate, score every configuration, sort."""
+    from graphcost.data.graph import LayoutGraph
+    from graphcost.data.scaler import FeatureScaler
+    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.predict import prepare_for_prediction, rank_original
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "synthetic_10k.npz"
+        graph = LayoutGraph(
+            path=None, node_feat=batch.node_feat.numpy(), node_opcode=batch.node_opcode.numpy().astype("uint8"),
+            edge_index=batch.edge_index.flip(0).T.contiguous().numpy(),  # TpuGraphs rows [u, v]: u consumes v
+            node_config_ids=batch.config_node_index.numpy(), node_config_feat=batch.node_config_feat.numpy(),
+            config_runtime=batch.runtime.double().numpy() + 1.0)
+        save_graph(graph, path)
+        scaler = FeatureScaler().fit([prepare_for_prediction(path)[0]])
+        predictor = EnsemblePredictor([(model, scaler)], "layout", batch_size=chunk, tta=0, precision=precision)
+
+        def rank():
+            prepared, twin = prepare_for_prediction(path)
+            return rank_original(predictor, prepared, twin), prepared
+
+        walls, cpus, load, ((order, _), prepared) = time_call(rank, repeats)
+    assert len(order) == batch.num_configs
+    return {"graph": "npz -> rank (pipeline)", "nodes": int(prepared.node_feat.shape[0]), "wall_s_all": walls,
+            "cpu_s_all": cpus, "load_avg_1min": load}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=10_000)
@@ -78,7 +124,8 @@ def main() -> None:
     ap.add_argument("--configs", type=int, default=1_000)
     ap.add_argument("--chunk", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--hidden", type=int, nargs="+", default=[256, 128, 64])
+    ap.add_argument("--hidden", type=int, nargs="+", default=[256, 64])
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -86,42 +133,47 @@ def main() -> None:
     full = synthetic_layout_batch(args.nodes, args.configurable, args.configs)
     pruned = tgraph_pruned(full)
     rows = []
-    for (graph, batch), hidden in itertools.product((("full", full), ("pruned", pruned)), args.hidden):
-        model = build_model("tgraph", "layout", hidden=hidden).eval()
-        times, cpu = [], []
-        with torch.inference_mode():
-            for _ in range(args.repeats):
-                load = os.getloadavg()[0]
-                t0, c0 = time.perf_counter(), time.process_time()
-                scores = model.score_chunked(batch, chunk_size=args.chunk)
-                times.append(time.perf_counter() - t0)
-                cpu.append(time.process_time() - c0)
-        assert scores.shape == (args.configs,) and torch.isfinite(scores).all()
-        best = min(times)
-        # CPU seconds / threads = the wall time on `threads` otherwise idle cores (the host is
-        # shared: wall time on a loaded machine overstates it; load average recorded)
-        idle_est = min(cpu) / args.threads
-        rows.append({"graph": graph, "nodes": int(batch.node_feat.shape[0]), "hidden": hidden, "wall_s_best": best, "wall_s_all": times, "cpu_s_all": cpu,
-                     "est_idle_wall_s": idle_est, "load_avg_1min": load,
-                     "ms_per_config_wall": 1000 * best / args.configs,
-                     "ms_per_config_est_idle": 1000 * idle_est / args.configs,
-                     "meets_2s_wall": best < 2.0, "meets_2s_est_idle": idle_est < 2.0})
+    with torch.inference_mode():
+        for hidden in args.hidden:
+            torch.manual_seed(0)
+            model = build_model("tgraph", "layout", hidden=hidden).eval()
+            for graph, batch in (("full", full), ("pruned", pruned)):
+                reference = None
+                for precision in args.precision:
+                    walls, cpus, load, scores = time_call(
+                        lambda: model.score_chunked(batch, chunk_size=args.chunk, precision=precision), args.repeats)
+                    assert scores.shape == (args.configs,) and torch.isfinite(scores).all()
+                    row = {"graph": graph, "nodes": int(batch.node_feat.shape[0]), "hidden": hidden,
+                           "precision": precision, "wall_s_all": walls, "cpu_s_all": cpus, "load_avg_1min": load}
+                    if reference is None:
+                        reference = scores
+                    else:  # ranking agreement with the first precision (untrained weights: a hard case)
+                        row["kendall_tau_vs_" + args.precision[0]] = float(kendall_tau(scores.numpy(), reference.numpy()))
+                    rows.append(row)
+            if hidden == args.hidden[0]:
+                for precision in args.precision:
+                    rows.append({**end_to_end(full, model, precision, args.chunk, args.repeats), "hidden": hidden,
+                                 "precision": precision})
+    for r in rows:
+        r["wall_s_best"] = min(r["wall_s_all"])
+        r["ms_per_config_wall"] = 1000 * r["wall_s_best"] / args.configs
+        r["meets_2s_wall"] = r["wall_s_best"] < 2.0
     info = {"benchmark": "tgraph_inference_latency", "data": "synthetic", "nodes": args.nodes,
-            "edges": int(full.edge_index.shape[1]), "pruned_nodes": int(pruned.node_feat.shape[0]), "configurable_nodes": args.configurable,
-            "configs": args.configs, "chunk": args.chunk, "threads": args.threads,
+            "edges": int(full.edge_index.shape[1]), "pruned_nodes": int(pruned.node_feat.shape[0]),
+            "configurable_nodes": args.configurable, "configs": args.configs, "chunk": args.chunk,
+            "threads": args.threads, "weights": "untrained (seed 0)",
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "results": rows}
-    print(f"TGraph inference, synthetic graph: N={args.nodes} (pruned {info['pruned_nodes']}), E={info['edges']}, "
+    print(f"TGraph inference, SYNTHETIC graph: N={args.nodes} (pruned {info['pruned_nodes']}), E={info['edges']}, "
           f"C={args.configurable}, {args.configs} configs, chunk {args.chunk}, {args.threads} threads")
-    print(f"{'graph':>7} {'nodes':>6} {'hidden':>6} {'wall s':>8} {'cpu s':>8} {'cpu/threads s':>14} {'ms/config (est)':>16} {'load':>5}")
+    print(f"{'graph':>24} {'nodes':>6} {'hidden':>6} {'prec':>5} {'wall s':>8} {'cpu s':>8} {'ms/config':>10} "
+          f"{'tau vs fp32':>11} {'load':>5}")
     for r in rows:
-        print(f"{r['graph']:>7} {r['nodes']:>6} {r['hidden']:>6} {r['wall_s_best']:>8.2f} {min(r['cpu_s_all']):>8.2f} {r['est_idle_wall_s']:>14.2f} "
-              f"{r['ms_per_config_est_idle']:>16.3f} {r['load_avg_1min']:>5.1f}")
+        tau = next((f"{v:.4f}" for k, v in r.items() if k.startswith("kendall_tau_vs")), "")
+        print(f"{r['graph']:>24} {r['nodes']:>6} {r['hidden']:>6} {r['precision']:>5} {r['wall_s_best']:>8.2f} "
+              f"{min(r['cpu_s_all']):>8.2f} {r['ms_per_config_wall']:>10.3f} {tau:>11} {r['load_avg_1min']:>5.1f}")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, suffix=".tmp") as f:
-            json.dump(info, f, indent=2)
-        os.replace(f.name, args.out)
+        atomic_write_json(info, args.out)
 
 
 if __name__ == "__main__":
