@@ -3,20 +3,18 @@
 In a layout batch only the configurable nodes (C of N, typically a few percent) carry
 configuration features. A node's state depends on the configuration only if some configurable
 node lies within as many hops as message-passing layers have run; all other nodes have the
-same state in every configuration. `SplitState` stores such a layer output as
+same state in every configuration. A layer output is therefore kept as
 
-* ``static`` (N, F): every node's state under the *reference* configuration (all layout
+* a static (N, F) tensor: every node's state under the *reference* configuration (all layout
   entries unset, -1) -- computed once, shared by all B configurations;
 * ``idx`` (D,): sorted ids of the nodes whose state may differ from the reference;
-* ``dyn`` (D, B, F): their per-configuration states, node-major so that moving a node's
-  states along an edge moves one contiguous (B, F) block.
+* dyn (D, B, F): their per-configuration states, node-major so that moving a node's states
+  along an edge moves one contiguous (B, F) block.
 
-The dense (B, N, F) tensor it stands for is ``static`` broadcast over B with rows ``idx``
-replaced by ``dyn`` (`to_dense`).
-
-A SAGE layer out_i = W_r x_i + Σ_{j->i} w_ji W_l x_j + b (w = 1 for sum, 1/deg_in(i) for mean)
-is linear, so on a SplitState it splits into a configuration-independent part and a part that
-only touches the dynamic rows (`SagePlan`):
+The dense (B, N, F) tensor this stands for is the static one broadcast over B with rows
+``idx`` replaced by dyn. A SAGE layer out_i = W_r x_i + Σ_{j->i} w_ji W_l x_j + b (w = 1 for
+sum, 1/deg_in(i) for mean) is linear, so it splits into a configuration-independent part and a
+part that only touches the dynamic rows (`SagePlan`):
 
     out_i^b = const_i + Σ_{j ∈ idx, j->i} w_ji W_l x_j^b + [i ∈ idx] W_r x_i^b,
     const_i = out_i^ref - Σ_{j ∈ idx, j->i} w_ji W_l x_j^ref - [i ∈ idx] W_r x_i^ref,
@@ -39,23 +37,6 @@ from torch_geometric.utils import scatter
 
 
 @dataclass
-class SplitState:
-    static: Tensor  # (N, F) reference-configuration state
-    idx: Tensor  # (D,) int64, sorted node ids that may differ from the reference
-    dyn: Tensor  # (D, B, F) their per-configuration states, node-major
-
-    @property
-    def num_configs(self) -> int:
-        return int(self.dyn.shape[1])
-
-    def to_dense(self) -> Tensor:
-        """(B, N, F) per-configuration states."""
-        out = self.static.unsqueeze(0).expand(self.num_configs, -1, -1).clone()
-        out[:, self.idx] = self.dyn.transpose(0, 1)
-        return out
-
-
-@dataclass
 class Edges:
     """Message-passing edges (source -> target) with what `SagePlan` needs, built once per graph."""
 
@@ -64,7 +45,7 @@ class Edges:
     in_degree: Tensor  # (N,) float, number of incoming edges per node
 
     @classmethod
-    def build(cls, edge_index: Tensor, num_nodes: int) -> "Edges":
+    def build(cls, edge_index: Tensor, num_nodes: int) -> Edges:
         src, dst = edge_index[0], edge_index[1]
         deg = torch.bincount(dst, minlength=num_nodes).to(torch.float32)
         return cls(src, dst, deg)
@@ -108,7 +89,7 @@ class SagePlan:
 
     @classmethod
     def build(cls, conv: SAGEConv, edges: Edges, idx_in: Tensor, x_ref: Tensor, static_out: Tensor,
-              in_scale: Tensor | None = None) -> "SagePlan":
+              in_scale: Tensor | None = None) -> SagePlan:
         """`x_ref` (N, F): reference input; `static_out` (N, F_out): the layer's reference output.
 
         `in_scale` (F,): the layer really sees in_scale ⊙ x + shift (a folded affine norm); the
@@ -139,7 +120,7 @@ class SagePlan:
         plan.const = static_out[idx_out] - plan._mixed(x_ref[idx_in])
         return plan
 
-    def to(self, dtype: torch.dtype) -> "SagePlan":
+    def to(self, dtype: torch.dtype) -> SagePlan:
         """This plan with weights, constants and mix in `dtype` (MKL's CSR product is float32/64
         only, so other dtypes use a COO mix)."""
         mix = self.mix if dtype in (torch.float32, torch.float64) else self.mix.to_sparse_coo()

@@ -21,7 +21,8 @@ message passing). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceN
 Speed: for layout batches with norm "reference"/"none" the forward pass computes the nodes no
 configuration reaches once for all B configurations (reference pass) and only the rows a
 configuration can reach per configuration, node-major, with the SAGE layers split by
-`shared_nodes.SagePlan` (exact; the reference norm is folded into the SAGE weights). `forward_dense` is the plain (B, N, F) PyG path (used to test the fast path).
+`shared_nodes.SagePlan` (exact; the reference norm is folded into the SAGE weights).
+`forward_dense` is the plain (B, N, F) PyG path (used to test the fast path).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class _Reference:
     config_order: Tensor | None = None  # (C,) order of config_node_index that sorts the node ids
     pool_const: Tensor | None = None  # (H,) float32 Σ_i of the final states over the static rows
 
-    def to(self, dtype: torch.dtype) -> "_Reference":
+    def to(self, dtype: torch.dtype) -> _Reference:
         """The tensors the dynamic pass reads, in `dtype` (pool_const stays float32)."""
         cast = [_BlockRef(b.eps_in.to(dtype), b.mean, b.inv_std, b.plan.to(dtype)) for b in self.blocks]
         return _Reference(self.eps0.to(dtype), cast, self.eps_final.to(dtype), self.fin_static.to(dtype),
