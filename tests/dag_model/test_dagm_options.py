@@ -1,5 +1,5 @@
 """Training/sampling options: cosine lr decay (resume exact after an interruption), the 'mode' last
-reverse step, the node denoiser's layer-size conditioning and loading checkpoints without it."""
+reverse step, the node denoiser's set features and loading checkpoints without them."""
 
 import dataclasses
 
@@ -68,27 +68,43 @@ def test_mode_final_step_is_deterministic_and_differs_from_sampling(tmp_path):
         sample_dags(model, 1, labels=[0.5], progress=False, final_step="argmax")
 
 
-def test_node_denoiser_uses_the_layer_size():
+def test_node_denoiser_set_features():
     torch.manual_seed(0)
     cfg = LayerDAGConfig.sized("small", num_categories=2, max_layer_size=6, max_layers=4, max_nodes=20,
                                node_marginal=[0.5, 0.5])  # fmt: skip
     cfg = dataclasses.replace(cfg, **TINY)
-    assert cfg.node_size_cond
-    model = LayerDAG(cfg).eval()
-    g, t, layer, cond = torch.randn(1, 16), torch.tensor([2]), torch.tensor([1]), torch.zeros(1, 16)
-    # the same two tokens; in the second set two padded slots are real nodes: the two tokens' logits must change
+    assert cfg.node_set_features
+    nm = LayerDAG(cfg).eval().node_model
+    # prefix: a root (label 0) and a layer of two nodes with labels (1, 1) vs (0, 1): only the
+    # deepest-layer histogram differs (the context must differ); the root is not part of it
+    edges = torch.tensor([[0, 0], [1, 2]])
+    ctx = lambda attr: nm.graph_context(torch.tensor(attr), torch.tensor([0, 1, 1]), edges, torch.zeros(3, dtype=torch.long), 1,  # noqa: E731
+                                        torch.zeros(1, 16))  # fmt: skip
+    a, b = ctx([0, 1, 1]), ctx([0, 0, 1])
+    assert a.shape == (1, 32) and not torch.allclose(a[:, 16:], b[:, 16:])
+    assert torch.allclose(nm.front_proj(torch.tensor([[0.0, 2.0]]) / 4.0), a[:, 16:])  # histogram (0, 2)
+    g, t, layer, cond = a, torch.tensor([2]), torch.tensor([1]), torch.zeros(1, 16)
+    # the same first two tokens; (i) two padded slots become real nodes (|V| changes), (ii) the other
+    # tokens' noisy labels change (histogram changes): the first two tokens' logits must change
     x = torch.zeros(1, 4, dtype=torch.long)
-    small = model.node_model(g, x, torch.tensor([[False, False, True, True]]), t, layer, cond)[0, :2]
-    large = model.node_model(g, x, torch.tensor([[False, False, False, False]]), t, layer, cond)[0, :2]
-    assert not torch.allclose(small, large)
+    small = nm(g, x, torch.tensor([[False, False, True, True]]), t, layer, cond)[0, :2]
+    large = nm(g, x, torch.tensor([[False, False, False, False]]), t, layer, cond)[0, :2]
+    other = nm(g, torch.tensor([[0, 0, 1, 1]]), torch.tensor([[False, False, False, False]]), t, layer, cond)[0, :2]
+    assert not torch.allclose(small, large) and not torch.allclose(large, other)
+    # permutation equivariant: permuting the set permutes the logits
+    perm = torch.tensor([2, 0, 3, 1])
+    xs = torch.tensor([[0, 0, 1, 1]])
+    full = torch.zeros(1, 4, dtype=torch.bool)
+    assert torch.allclose(nm(g, xs[:, perm], full, t, layer, cond), nm(g, xs, full, t, layer, cond)[:, perm], atol=1e-5)
 
 
 def test_checkpoint_from_before_size_conditioning_loads(tmp_path):
     torch.set_num_threads(1)
-    train_layerdag(_data(), tmp_path / "r", TrainConfig(epochs=1, batch_size=6), progress=False, node_size_cond=False, **TINY)
+    train_layerdag(_data(), tmp_path / "r", TrainConfig(epochs=1, batch_size=6), progress=False, node_set_features=False, **TINY)
     ckpt = load_checkpoint(tmp_path / "r")
-    del ckpt["model_config"]["node_size_cond"]  # a config written before the field existed
+    del ckpt["model_config"]["node_set_features"]  # a config written before the field existed
     torch.save(ckpt, tmp_path / "old.pt")
     model = load_model(tmp_path / "old.pt")
-    assert not model.config.node_size_cond and model.node_model.size_emb is None
+    assert not model.config.node_set_features and not hasattr(model.node_model, "hist_proj")
     assert len(sample_dags(model, 2, labels=[0.3, 0.6], seed=0, progress=False)) == 2
+

@@ -84,8 +84,8 @@ def _threads(n: int) -> None:
 
 
 LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
-FINAL_HELP = ("last reverse diffusion step: mode (most probable node attribute / edge state) | sample "
-              "(draw it, as every other step)")
+FINAL_HELP = ("last reverse diffusion step: sample (draw it, as every other step; D3PM) | mode (most probable "
+              "node attribute / edge state)")
 
 
 def _check_final_step(value: str) -> None:
@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
-        final_step: str = typer.Option("mode", help=FINAL_HELP),
+        final_step: str = typer.Option("sample", help=FINAL_HELP),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         _threads(threads)
@@ -237,7 +237,7 @@ def register(app: typer.Typer) -> None:
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results as JSON here"),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
-        final_step: str = typer.Option("mode", help=FINAL_HELP),
+        final_step: str = typer.Option("sample", help=FINAL_HELP),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         _threads(threads)

@@ -2,9 +2,9 @@
 
 Node attributes, φ_X(G(≤l), X(l+1, t), t) modelling p(X(l+1) | G(≤l), |V(l+1)|): the prefix G(≤l)
 is encoded by a bidirectional MPNN and pooled; the graph vector, an embedding of t, of the layer
-index, of the label and (`size_cond`) of the layer size |V(l+1)| are added to the embedding of
-every noisy attribute of the new layer (without the size, attention only sees label FRACTIONS of
-the set, not counts, so count rules like LP's per-label bounds are out of reach); a transformer WITHOUT positional
+index, of the label and (`set_features`) set statistics — |V(l+1)|, the noisy attribute histogram
+of the new layer and the attribute histogram of layer l — are added to the embedding of
+every noisy attribute of the new layer; a transformer WITHOUT positional
 encodings (a set transformer, permutation equivariant) over the new layer's nodes predicts x̂_0.
 
 Edges, φ_E(G(≤l), X(l+1), E(l+1, t), t): G(≤l) is augmented with the new nodes (flagged) and
@@ -21,30 +21,56 @@ from graphcost.dag.encoder import DAGEncoder, SinusoidalEmbedding
 
 
 class NodeDenoiser(nn.Module):
-    """x̂_0 logits for the attributes of the new layer's nodes."""
+    """x̂_0 logits for the attributes of the new layer's nodes.
 
-    def __init__(self, num_categories: int, dim: int, num_mpnn: int, num_tf: int, heads: int, size_cond: bool = False):
+    With `set_features` (set statistics as extra denoiser inputs, in the spirit of DiGress's extra
+    features computed from the noisy graph), the context MLP also receives, per set: an embedding of
+    |V(l+1)|, the histogram of the noisy attributes X(l+1, t) (counts / 4 and fractions) and the
+    attribute histogram of the prefix's deepest layer V(l) (counts / 4). All are permutation
+    invariant. Without them the network must learn counting through attention, and in our CPU runs
+    it did not: it denoised each node from its own noisy state only, so count rules between
+    consecutive layers (LP's per-label bounds) were met only by chance."""
+
+    def __init__(self, num_categories: int, dim: int, num_mpnn: int, num_tf: int, heads: int, set_features: bool = False):
         super().__init__()
+        self.num_categories = num_categories
         self.encoder = DAGEncoder(num_categories, dim, num_mpnn)
-        self.size_emb = SinusoidalEmbedding(dim) if size_cond else None  # emb(|V(l+1)|)
         self.t_emb = SinusoidalEmbedding(dim, scale=1.0)
         self.layer_emb = SinusoidalEmbedding(dim)
         self.x_emb = nn.Embedding(num_categories, dim)
-        self.ctx = nn.Sequential(nn.Linear(4 * dim, dim), nn.GELU(), nn.Linear(dim, dim))
+        self.set_features = set_features
+        if set_features:
+            self.size_emb = SinusoidalEmbedding(dim)  # emb(|V(l+1)|)
+            self.hist_proj = nn.Linear(2 * num_categories, dim)  # noisy histogram of X(l+1, t)
+            self.front_proj = nn.Linear(num_categories, dim)  # histogram of V(l)
+        n_in = 7 if set_features else 4
+        self.ctx = nn.Sequential(nn.Linear(n_in * dim, dim), nn.GELU(), nn.Linear(dim, dim))
         layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, batch_first=True, norm_first=True)
         self.transformer = nn.TransformerEncoder(layer, num_tf, enable_nested_tensor=False)  # no positional encoding
         self.out = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, num_categories))
 
     def graph_context(self, attr, depth, edge_index, batch, num_graphs, cond) -> torch.Tensor:
-        """(G, d) pooled representation of each prefix G(≤l) (reused across denoising steps)."""
-        return self.encoder(attr, depth, edge_index, batch, num_graphs, cond=cond)[1]
+        """(G, d) or (G, 2d) representation of each prefix G(≤l) (reused across denoising steps):
+        the pooled encoder state, plus the projected attribute histogram of its deepest layer."""
+        g = self.encoder(attr, depth, edge_index, batch, num_graphs, cond=cond)[1]  # (G, d)
+        if not self.set_features:
+            return g
+        deepest = torch.full((num_graphs,), -1, dtype=depth.dtype).scatter_reduce(0, batch, depth, reduce="amax", include_self=True)
+        front = depth == deepest[batch]  # (N,) nodes of V(l)
+        hist = torch.zeros(num_graphs, self.num_categories)
+        hist.index_put_((batch[front], attr[front]), torch.ones(int(front.sum())), accumulate=True)  # (G, C)
+        return torch.cat([g, self.front_proj(hist / 4.0)], -1)  # (G, 2d)
 
     def forward(self, g, x_t, pad_mask, t, layer_idx, cond) -> torch.Tensor:
-        # g (S, d) prefix vectors of S sets; x_t (S, M) noisy attrs padded; pad_mask (S, M) True = padding;
-        # t (S,) timesteps; layer_idx (S,) l; cond (S, d) label embeddings
-        ctx = self.ctx(torch.cat([g, self.t_emb(t), self.layer_emb(layer_idx), cond], -1))  # (S, d)
-        if self.size_emb is not None:
-            ctx = ctx + self.size_emb((~pad_mask).sum(1))  # |V(l+1)| of each set
+        # g (S, d | 2d) prefix vectors of S sets (graph_context); x_t (S, M) noisy attrs padded;
+        # pad_mask (S, M) True = padding; t (S,) timesteps; layer_idx (S,) l; cond (S, d) label embeddings
+        parts = [g, self.t_emb(t), self.layer_emb(layer_idx), cond]
+        if self.set_features:
+            real = (~pad_mask).to(torch.float32)  # (S, M)
+            k = real.sum(1)  # (S,) |V(l+1)|
+            counts = (nn.functional.one_hot(x_t, self.num_categories) * real[..., None]).sum(1)  # (S, C)
+            parts += [self.size_emb(k), self.hist_proj(torch.cat([counts / 4.0, counts / k.clamp_min(1)[:, None]], -1))]
+        ctx = self.ctx(torch.cat(parts, -1))  # (S, d)
         tokens = self.x_emb(x_t) + ctx[:, None, :]  # (S, M, d)
         h = self.transformer(tokens, src_key_padding_mask=pad_mask)
         return self.out(h)  # (S, M, C)

@@ -29,7 +29,7 @@ def num_categories(dataset: str, splits: dict[str, list[DAG]] | None = None) -> 
     return int(max(int(d.node_attr.max()) for part in splits.values() for d in part if d.num_nodes)) + 1
 
 
-def timed_sample(model, num, labels=None, schedule=None, seed=0, batch_size=64, progress=True, final_step="mode"):
+def timed_sample(model, num, labels=None, schedule=None, seed=0, batch_size=64, progress=True, final_step="sample"):
     """(dags, seconds) for `sample_dags`."""
     from graphcost.dag.sample import sample_dags
 
@@ -63,7 +63,7 @@ def describe_samples(generated: list[DAG], splits: dict[str, list[DAG]], dataset
 
 def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=None, seed: int = 0,
                    num_samples: int | None = None, surrogate: bool = True, surrogate_cfg=None,
-                   progress: bool = True, final_step: str = "mode") -> tuple[dict, list[DAG]]:  # fmt: skip
+                   progress: bool = True, final_step: str = "sample") -> tuple[dict, list[DAG]]:  # fmt: skip
     """Generate and score (see module docstring); returns (results, generated DAGs)."""
     if model.config.conditional:
         labels = [d.label for d in splits["train"]] + [d.label for d in splits["valid"]]
@@ -88,7 +88,7 @@ def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=N
 
 
 def quality_vs_time(model, splits, dataset: str, t_values: list[int], seed: int = 0, num_samples: int = 100,
-                    surrogate_cfg=None, progress: bool = False, final_step: str = "mode") -> list[dict]:  # fmt: skip
+                    surrogate_cfg=None, progress: bool = False, final_step: str = "sample") -> list[dict]:  # fmt: skip
     """Quality and sampling time for the eq.-1 linear schedule (t_min=1, t_max=T) and the constant
     schedule (T) for each T in `t_values` (≤ the trained T_node) — LayerDAG §V-C, Fig. 4.
     Quality: LP validity; conditional datasets: surrogate Pearson ratio."""

@@ -53,15 +53,16 @@ class LayerDAGConfig:
     heads: int = 4
     T_node: int = 32
     T_edge: int = 32
-    # the node denoiser sees |V(l+1)| (p(X | G, |V|), §III-B); False only for checkpoints from before it existed
-    node_size_cond: bool = False
+    # the node denoiser gets set statistics (|V(l+1)|, noisy and layer-l attribute histograms; see
+    # denoisers.NodeDenoiser); False only for checkpoints from before they existed
+    node_set_features: bool = False
 
     @classmethod
     def sized(cls, size: str, **stats) -> "LayerDAGConfig":
         """'small': a CPU default that trains in minutes; 'paper': widths/depths/steps of the
         LayerDAG tpu_tile configuration (one shared width, the largest of its modules' widths 512
         is cut to 256 to fit one dim)."""
-        stats = {"node_size_cond": True, **stats}
+        stats = {"node_set_features": True, **stats}
         if size == "small":
             return cls(**stats)
         if size == "paper":
@@ -82,7 +83,7 @@ class LayerDAG(nn.Module):
         self.node_label_emb = SinusoidalEmbedding(d, scale=5.0)
         self.edge_label_emb = SinusoidalEmbedding(d, scale=5.0)
         self.size_model = LayerSizePredictor(c.num_categories, c.max_layer_size, d, c.size_mpnn_layers)
-        self.node_model = NodeDenoiser(c.num_categories, d, c.node_mpnn_layers, c.transformer_layers, c.heads, c.node_size_cond)
+        self.node_model = NodeDenoiser(c.num_categories, d, c.node_mpnn_layers, c.transformer_layers, c.heads, c.node_set_features)
         self.edge_model = EdgeDenoiser(c.num_categories, d, c.edge_mpnn_layers)
         self.node_diffusion = MarginalDiffusion(torch.tensor(c.node_marginal), c.T_node)
         self.edge_diffusion = MarginalDiffusion(torch.tensor([1 - c.edge_density, c.edge_density]), c.T_edge)
