@@ -42,11 +42,11 @@ def test_chunked_scoring_groups_cross_attention():
     with torch.no_grad():
         whole = model(batch)
         torch.testing.assert_close(model.score_chunked(batch, chunk_size=10), whole)
-        chunked = model.score_chunked(batch, chunk_size=4)  # groups 4 + 4 + 2
-        first = model(make_layout_batch(num_configs=10).__class__(**{
-            **batch.__dict__, "runtime": batch.runtime[:4], "config_index": batch.config_index[:4],
-            "node_config_feat": batch.node_config_feat[:4]}))
+        chunked = model.score_chunked(batch, chunk_size=4)  # near-equal groups 4 + 3 + 3
+        first = model(permute_configs(batch, torch.arange(4)))
+        last = model(permute_configs(batch, torch.arange(7, 10)))
     torch.testing.assert_close(chunked[:4], first)
+    torch.testing.assert_close(chunked[7:], last)
 
 
 def test_cross_attention_compares_configurations():

@@ -341,9 +341,9 @@ class TGraph(nn.Module):
 
     def score_chunked(self, batch, chunk_size: int | None = 128, precision: str = "fp32",
                       chunk_sizes: Sequence[int] | None = None) -> Tensor:
-        """Scores (B,) computing configurations in consecutive chunks of `chunk_size` (or of the
-        given `chunk_sizes`, which must add up to B); each chunk is one cross-attention group, as
-        at training time. Configuration-independent work is done once per distinct chunk
+        """Scores (B,) computing configurations in ceil(B / chunk_size) consecutive near-equal
+        chunks (or chunks of the given `chunk_sizes`, which must add up to B); each chunk is one
+        cross-attention group, as at training time. Configuration-independent work is done once per distinct chunk
         length. Use under torch.no_grad() for inference.
 
         precision "bf16" (inference only): the per-configuration work of layout batches runs in
@@ -358,9 +358,9 @@ class TGraph(nn.Module):
             raise ValueError(f"precision {precision!r} is for inference: call under torch.no_grad()")
         edges = self._edges(batch)
         b = batch.num_configs
-        if chunk_sizes is None:
-            step = chunk_size or max(b, 1)
-            chunk_sizes = [min(step, b - i) for i in range(0, b, step)]
+        if chunk_sizes is None:  # ceil(B / chunk_size) near-equal chunks, larger first (= evaluate.chunk_indices)
+            pieces = -(-b // chunk_size) if chunk_size else min(b, 1)
+            chunk_sizes = [b // pieces + (k < b % pieces) for k in range(pieces)]
         elif sum(chunk_sizes) != b or min(chunk_sizes, default=1) < 1:
             raise ValueError(f"chunk_sizes {list(chunk_sizes)} must be positive and add up to the batch's {b} configurations")
         starts = [sum(chunk_sizes[:k]) for k in range(len(chunk_sizes))]
