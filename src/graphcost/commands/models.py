@@ -280,14 +280,19 @@ def train(
         shutdown(ctx)
 
 
+THREADS_HELP = "torch CPU threads (0 = torch's default; on a busy machine use fewer threads than free cores)"
 PRECISION_HELP = "fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, faster, rankings close to fp32)"
 
 
-def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "fp32"):
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "fp32", threads: int = 0):
+    import torch
+
     from graphcost.models.tgraph import PRECISIONS
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
 
+    if threads > 0:
+        torch.set_num_threads(threads)
     if precision not in PRECISIONS:
         _fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     try:
@@ -310,6 +315,7 @@ def evaluate(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
+    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
@@ -328,7 +334,7 @@ def evaluate(
     if json_out is not None:
         _check_output_file(json_out, "--json")
     info = _find_run_info(run)
-    predictor = _load_predictor([run], tta, batch, device, precision)
+    predictor = _load_predictor([run], tta, batch, device, precision, threads)
     data, recorded_in = _run_data(data_dir, info, run)
     try:
         splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),
@@ -370,6 +376,7 @@ def rank(
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
+    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
 ) -> None:
@@ -377,7 +384,7 @@ def rank(
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
     device = _check_device(device)
-    predictor = _load_predictor([model], tta, batch, device, precision)
+    predictor = _load_predictor([model], tta, batch, device, precision, threads)
     try:
         prepared, twin = prepare_for_prediction(graph)
         order, scores = rank_original(predictor, prepared, twin)
@@ -399,6 +406,7 @@ def predict(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
+    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
@@ -425,7 +433,7 @@ def predict(
     collection = _check_collection(collection or info.get("collection"))
     if collection is None:
         _fail("cannot tell the collection for the submission IDs; pass --collection")
-    predictor = _load_predictor(models, tta, batch, device, precision)
+    predictor = _load_predictor(models, tta, batch, device, precision, threads)
     try:
         data, recorded_in = _run_data(data_dir, info, models[0])
         splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,
