@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from graphcost.cli import app
@@ -63,7 +64,10 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     scores = [float(line.split()[2]) for line in out.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
     assert scores == sorted(scores)  # fastest (lowest score) first
     if model == "tgraph":  # bf16 inference: a full ranking too, close to the fp32 one
+        threads = torch.get_num_threads()
         out16 = _run("rank", run, test_file, "--tta", "2", "--device", "cpu", "--precision", "bf16", "--threads", "1")
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(threads)  # the CLI sets it for its process; this one goes on testing
         ranked16 = [int(line.split()[1]) for line in out16.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
         assert sorted(ranked16) == list(range(num_configs))
         pos16 = np.argsort(ranked16)
