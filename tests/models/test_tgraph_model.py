@@ -155,3 +155,12 @@ def test_bf16_inference_follows_fp32(extra):
         model.score_chunked(batch, precision="fp8")
     with pytest.raises(ValueError, match="no_grad"):
         model.score_chunked(batch, precision="bf16")  # gradients on: bf16 is inference only
+
+
+def test_fast_path_counts_duplicate_edges_like_pyg():
+    """An operand used twice is two identical edges; both paths must sum both messages."""
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small())
+    batch = make_layout_batch(num_nodes=20, num_configs=5, num_configurable=3, seed=4)
+    batch.edge_index = torch.cat([batch.edge_index, batch.edge_index[:, :7]], dim=1)  # 7 doubled edges
+    torch.testing.assert_close(model(batch), model.forward_dense(batch), rtol=1e-4, atol=1e-5)
