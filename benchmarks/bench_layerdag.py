@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 20, 20
+LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 40, 25
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
@@ -82,6 +82,16 @@ def bench_tpu(args) -> dict:
 
     draw_dags(gen, args.work_dir / "tpu_tile_samples.png", title="LayerDAG on TPU Tile")
     return {"train": train, "eval": res}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _print(results: dict) -> None:
@@ -141,8 +151,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     args.work_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    results: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()}-core CPU ({platform.processor() or platform.machine()}), "
-                     f"load average at start {os.getloadavg()[0]:.1f}", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+    results: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()}-core CPU ({_cpu_name()}), {args.threads} torch "
+                     f"thread(s), load average at start {os.getloadavg()[0]:.1f}", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     if args.only in (None, "lp"):
         results["lp"] = bench_lp(args)
     if args.only in (None, "tpu"):

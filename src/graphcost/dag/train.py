@@ -2,7 +2,9 @@
 
 AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 BCE). The three
 modules have disjoint parameters (`graphcost.dag.model.MODULES`) and gradients are clipped per
-module, so this is exactly three independent trainings in one loop (paper §III). A checkpoint
+module, so this is exactly three independent trainings in one loop (paper §III). Optional
+cosine decay (`lr_decay="cosine"`): lr_k = lr · ½(1 + cos(π k / K)) at step k of K = epochs ×
+steps per epoch — a function of the step, so resuming with the same `epochs` is exact. A checkpoint
 (`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
