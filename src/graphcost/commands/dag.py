@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from graphcost.commands import THREADS_HELP, set_threads
+
 DATASETS = ("lp", "tpu-tile", "nasbench201")
 RUN_INFO = "run.json"
 
@@ -75,14 +77,6 @@ def _run_info(run: Path) -> dict:
     return info
 
 
-def _threads(n: int) -> None:
-    """torch intra-op threads (0 = torch's default); 1 is much faster on a small, shared CPU."""
-    import torch
-
-    if n > 0:
-        torch.set_num_threads(n)
-
-
 LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
 FINAL_HELP = ("last reverse diffusion step: sample (draw it, as every other step; D3PM) | mode (most probable "
               "node attribute / edge state)")
@@ -93,7 +87,6 @@ def _check_final_step(value: str) -> None:
         _fail(f"--final-step must be mode or sample, got '{value}'")
 
 
-THREADS_HELP = "torch CPU threads (0 = torch default; 1 is fastest on a busy 2-core machine)"
 
 
 def _schedule(model, kind: str, tmin: Optional[int], tmax: Optional[int]):
@@ -130,7 +123,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.experiment import num_categories
         from graphcost.dag.train import TrainConfig, train_layerdag
 
-        _threads(threads)
+        set_threads(threads)
         if size not in ("small", "paper"):
             _fail(f"--size must be small or paper, got '{size}'")
         if not lr > 0:
@@ -183,7 +176,7 @@ def register(app: typer.Typer) -> None:
         final_step: str = typer.Option("sample", help=FINAL_HELP),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
-        _threads(threads)
+        set_threads(threads)
         import numpy as np
 
         from graphcost.dag.draw import draw_dags
@@ -240,7 +233,7 @@ def register(app: typer.Typer) -> None:
         final_step: str = typer.Option("sample", help=FINAL_HELP),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
-        _threads(threads)
+        set_threads(threads)
         from graphcost.dag.experiment import describe_samples, evaluate_model
         from graphcost.dag.io import load_dags
         from graphcost.dag.train import load_model

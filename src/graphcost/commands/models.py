@@ -12,6 +12,8 @@ from typing import Optional
 
 import typer
 
+from graphcost.commands import THREADS_HELP, set_threads
+
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
 RUN_INFO = "run.json"
 
@@ -280,19 +282,15 @@ def train(
         shutdown(ctx)
 
 
-THREADS_HELP = "torch CPU threads (0 = torch's default; on a busy machine use fewer threads than free cores)"
 PRECISION_HELP = "fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, faster, rankings close to fp32)"
 
 
 def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "fp32", threads: int = 0):
-    import torch
-
     from graphcost.models.tgraph import PRECISIONS
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
 
-    if threads > 0:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     if precision not in PRECISIONS:
         _fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     try:
