@@ -73,7 +73,7 @@ def sage_static(conv: SAGEConv, x: Tensor, edges: Edges) -> Tensor:
 
 @dataclass
 class SagePlan:
-    """The configuration-independent part of one SAGE layer on a SplitState (see module doc).
+    """The configuration-independent part of one SAGE layer on static + dynamic rows (module doc).
 
     Built once per graph (and weights) from the reference input; `apply` then costs two dense
     (D·B, F) x (F, F_out) products and one sparse product per batch of configurations.

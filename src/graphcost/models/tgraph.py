@@ -210,7 +210,6 @@ class TGraph(nn.Module):
             n_cfg = LAYOUT_CONFIG_DIM * self.config.layout_dim
             ref.fin_static = F.linear(x[idx, :-n_cfg], lin.weight[:, :-n_cfg], lin.bias)  # (C, H)
             ref.config_order = torch.argsort(batch.config_node_index)
-            ref.pool_const = eps.sum(0) - eps[idx].sum(0)  # no blocks: Σ of the static f_in rows
         for blk in self.blocks:
             br = _BlockRef(eps_in=eps)
             if blk.norm is not None:
@@ -225,12 +224,17 @@ class TGraph(nn.Module):
             out = blk.combine(eps, eta, cross)
             if idx is not None:
                 br.plan = SagePlan.build(blk.sage, edges, idx, eps, sage_raw, scale)
-                # Σ_i of the last output = Σ of the rows no configuration reaches + Σ of dynamic rows
-                ref.pool_const = out.sum(0) - eps[br.plan.idx_in].sum(0) - (out - eps)[br.plan.idx_out].sum(0)
                 idx = br.plan.idx_out
             ref.blocks.append(br)
             eps = out
         ref.eps_final = eps
+        if self.kind == "layout":  # Σ_i of the final states minus the rows `_dynamic_pool` adds per configuration
+            if ref.blocks:  # last block: its dynamic input rows (ε) and output rows (GELU(...) = out - ε)
+                last = ref.blocks[-1]
+                gelu = eps[last.plan.idx_out] - last.eps_in[last.plan.idx_out]
+                ref.pool_const = eps.sum(0) - last.eps_in[last.plan.idx_in].sum(0) - gelu.sum(0)
+            else:  # no blocks: the configurable nodes' f_in rows
+                ref.pool_const = eps.sum(0) - eps[torch.sort(batch.config_node_index).values].sum(0)
         return ref
 
     def _dynamic_pool(self, batch, ref: _Reference, cfg: Tensor) -> Tensor:
