@@ -83,3 +83,8 @@ def test_score_configs_groups_chunks_for_tgraph_and_checks_precision(layout_grap
     assert np.corrcoef(bf16, manual)[0, 1] > 0.99
     with pytest.raises(ValueError, match="TGraph only"):
         score_configs(TinyModel(TinyConfig()).eval(), graph, None, batch_size=16, precision="bf16")
+
+
+def test_ensemble_refuses_bf16_for_models_without_chunked_scoring():
+    with pytest.raises(ValueError, match="TGraph only"):
+        EnsemblePredictor([(TinyModel(TinyConfig()), None)], "layout", precision="bf16")

@@ -294,14 +294,9 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
     if precision not in PRECISIONS:
         _fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     try:
-        predictor = EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
+        return EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
         _fail(str(exc))
-    if precision != "fp32":
-        for model, _ in predictor.members:
-            if not getattr(model, "can_score_chunked", False):
-                _fail(f"--precision {precision} is supported by TGraph models only, not by {type(model).__name__}")
-    return predictor
 
 
 def evaluate(

@@ -187,6 +187,10 @@ class EnsemblePredictor:
     ) -> None:
         if not members:
             raise ValueError("an ensemble needs at least one model")
+        if precision != "fp32":  # the same rule as score_configs, checked before any graph is read
+            for model, _ in members:
+                if not getattr(model, "can_score_chunked", False):
+                    raise ValueError(f"precision {precision!r} is supported by TGraph only, not by {type(model).__name__}")
         self.members = list(members)
         self.kind = kind
         self.batch_size, self.tta, self.seed, self.precision = batch_size, tta, seed, precision
