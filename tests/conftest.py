@@ -1,15 +1,17 @@
 """Shared test fixtures: where the real shared data lives."""
 
+import os
 from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the checkout, or $GRAPHCOST_SHARED_DATA (the variable the dataset loaders read too)
+SHARED_DATA = Path(os.environ.get("GRAPHCOST_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """../shared/data beside the checkout (present locally and in CI)."""
+    """../shared/data beside the checkout (present locally and in CI), or $GRAPHCOST_SHARED_DATA."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data not found at {SHARED_DATA}; the checkout must sit beside ../shared")
+        pytest.fail(f"shared data not found at {SHARED_DATA}; put the checkout beside ../shared or set GRAPHCOST_SHARED_DATA")
     return SHARED_DATA
