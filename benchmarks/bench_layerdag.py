@@ -1,7 +1,8 @@
-"""LayerDAG end to end on CPU (issue 5): train, sample, evaluate on LP (synthetic) and TPU Tile (real).
+"""LayerDAG end to end on CPU or one GPU (issue 5): train, sample, evaluate on LP (synthetic) and TPU Tile (real).
 
     python benchmarks/bench_layerdag.py [--quick] [--lp-graphs N --lp-epochs E --tpu-epochs E]
                                          [--work-dir /tmp/graphcost_bench_layerdag] [--json benchmarks/results/layerdag.json]
+                                         [--device cpu|cuda]
 
 Models are trained with per-module selection (each of the three modules keeps its own best
 validation epoch, best.pt) and sampled from best.pt with `--final-step` (default sample, the D3PM
@@ -31,16 +32,17 @@ LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 40, 25
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
-def _train(name, splits, work, epochs, lr, ncat, seed, select, lr_decay):
+def _train(name, splits, work, epochs, lr, ncat, seed, select, lr_decay, device):
     from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
     t0 = time.perf_counter()
-    model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed, select=select, lr_decay=lr_decay),
+    model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed, select=select, lr_decay=lr_decay,
+                                                                                 device=device),
                                  valid_dags=splits["valid"], resume=True, num_categories=ncat)  # fmt: skip
     wall = time.perf_counter() - t0
     epoch_secs = sum(h["seconds"] for h in hist)
     best = load_checkpoint(work / name / BEST)
-    model = load_model(work / name)  # the selected weights (best.pt)
+    model = load_model(work / name).to(device)  # the selected weights (best.pt); sampling runs there too
     return model, {
         "select": select, "module_epochs": best.get("module_epochs"), "module_valid": best.get("module_valid"),
         "history": [{k: v for k, v in h.items() if k.startswith(("epoch", "valid_", "train_loss"))} for h in hist],
@@ -56,7 +58,7 @@ def bench_lp(args) -> dict:
     from graphcost.dag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
-    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed, args.select, args.lr_decay)
+    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed, args.select, args.lr_decay, args.device)
     res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples, final_step=args.final_step)
     other = "sample" if args.final_step == "mode" else "mode"  # the same model with the other last step
     res["final_step"], res["other_final_step"] = args.final_step, other
@@ -75,7 +77,8 @@ def bench_tpu(args) -> dict:
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
-    model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed, args.select, args.lr_decay)
+    model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed, args.select, args.lr_decay,
+                          args.device)
     res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step,
                               surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
     from graphcost.dag.draw import draw_dags
@@ -95,7 +98,7 @@ def _cpu_name() -> str:
 
 
 def _print(results: dict) -> None:
-    print("\nLayerDAG (issue 5) — CPU")
+    print("\nLayerDAG (issue 5)")
     for name, r in results.items():
         if name not in ("lp", "tpu_tile"):
             continue
@@ -137,6 +140,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", choices=["lp", "tpu"], default=None)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N — where the LayerDAG networks train and sample "
+                   "(the surrogate regressor and all random draws stay on CPU)")
     p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "graphcost_bench_layerdag")
     p.add_argument("--json", type=Path, default=Path(DEFAULT_JSON))
     args = p.parse_args()
@@ -151,8 +156,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     args.work_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    results: dict = {"command": " ".join(sys.argv), "machine": f"{os.cpu_count()}-core CPU ({_cpu_name()}), {args.threads} torch "
-                     f"thread(s), load average at start {os.getloadavg()[0]:.1f}", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+    machine = f"{os.cpu_count()}-core CPU ({_cpu_name()}), {args.threads} torch thread(s), load average at start {os.getloadavg()[0]:.1f}"
+    if args.device.startswith("cuda"):
+        machine += f"; LayerDAG on {torch.cuda.get_device_name(torch.device(args.device))} (torch {torch.__version__})"
+    results: dict = {"command": " ".join(sys.argv), "machine": machine, "device": args.device,
+                     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     if args.only in (None, "lp"):
         results["lp"] = bench_lp(args)
     if args.only in (None, "tpu"):

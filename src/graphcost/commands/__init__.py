@@ -1,5 +1,6 @@
 """Thin CLI command modules; each exposes `register(app)` which adds its commands to a typer app."""
 
+DEVICE_HELP = "auto (CUDA when present) | cpu | cuda | cuda:N"
 THREADS_HELP = "torch CPU threads (0 = torch's default; on a busy machine, fewer threads than free cores: 1 on a shared 2-core box)"
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.commands import THREADS_HELP, set_threads
+from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
 RUN_INFO = "run.json"
@@ -45,6 +45,16 @@ def _check_out_file(opt: str, path: Path) -> None:
             if not parent.is_dir():
                 _fail(f"{opt} {path}: {parent} is not a directory")
             return
+
+
+def _device(device: str):
+    """--device checked before any work (one-line error when unusable)."""
+    from graphcost.dag.train import resolve_device
+
+    try:
+        return resolve_device(device)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _check_model_path(path: Path) -> None:
@@ -116,6 +126,7 @@ def register(app: typer.Typer) -> None:
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -124,6 +135,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.train import TrainConfig, train_layerdag
 
         set_threads(threads)
+        _device(device)
         if size not in ("small", "paper"):
             _fail(f"--size must be small or paper, got '{size}'")
         if not lr > 0:
@@ -143,7 +155,8 @@ def register(app: typer.Typer) -> None:
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay)
+        cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
+                          device=device)
         try:
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
@@ -174,9 +187,11 @@ def register(app: typer.Typer) -> None:
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         set_threads(threads)
+        dev = _device(device)
         import numpy as np
 
         from graphcost.dag.draw import draw_dags
@@ -188,7 +203,7 @@ def register(app: typer.Typer) -> None:
         _check_model_path(model_path)
         _check_out_file("--out", out)
         try:
-            model = load_model(model_path, last=last)
+            model = load_model(model_path, last=last).to(dev)
         except (FileNotFoundError, ValueError) as exc:
             _fail(str(exc))
         labels = None
@@ -231,9 +246,11 @@ def register(app: typer.Typer) -> None:
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         set_threads(threads)
+        dev = _device(device)
         from graphcost.dag.experiment import describe_samples, evaluate_model
         from graphcost.dag.io import load_dags
         from graphcost.dag.train import load_model
@@ -254,7 +271,7 @@ def register(app: typer.Typer) -> None:
                 _fail(str(exc))
         else:
             try:
-                model = load_model(model_path, last=last)
+                model = load_model(model_path, last=last).to(dev)
             except (FileNotFoundError, ValueError) as exc:
                 _fail(str(exc))
             res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,

@@ -55,10 +55,11 @@ class NodeDenoiser(nn.Module):
         g = self.encoder(attr, depth, edge_index, batch, num_graphs, cond=cond)[1]  # (G, d)
         if not self.set_features:
             return g
-        deepest = torch.full((num_graphs,), -1, dtype=depth.dtype).scatter_reduce(0, batch, depth, reduce="amax", include_self=True)
-        front = depth == deepest[batch]  # (N,) nodes of V(l)
-        hist = torch.zeros(num_graphs, self.num_categories)
-        hist.index_put_((batch[front], attr[front]), torch.ones(int(front.sum())), accumulate=True)  # (G, C)
+        deepest = torch.full((num_graphs,), -1, dtype=depth.dtype, device=depth.device)
+        deepest = deepest.scatter_reduce(0, batch, depth, reduce="amax", include_self=True)  # (G,)
+        front = (depth == deepest[batch]).to(torch.float32)  # (N,) 1 for the nodes of V(l)
+        hist = torch.zeros(num_graphs, self.num_categories, device=g.device)
+        hist.index_put_((batch, attr), front, accumulate=True)  # (G, C)
         return torch.cat([g, self.front_proj(hist / 4.0)], -1)  # (G, 2d)
 
     def forward(self, g, x_t, pad_mask, t, layer_idx, cond) -> torch.Tensor:

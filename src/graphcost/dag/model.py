@@ -101,10 +101,15 @@ class LayerDAG(nn.Module):
         if module not in MODULES:
             raise ValueError(f"unknown LayerDAG module '{module}' (choose {', '.join(MODULES)})")
         if not self.config.conditional or labels is None:
-            return torch.zeros(n, self.config.dim)
+            return torch.zeros(n, self.config.dim, device=self.device)
         if torch.isnan(labels).any():
             raise ValueError("a conditional LayerDAG needs a label for every graph")
-        return getattr(self, f"{module}_label_emb")(self.normalise_label(labels))
+        return getattr(self, f"{module}_label_emb")(self.normalise_label(labels.to(self.device)))
+
+    @property
+    def device(self) -> torch.device:
+        """Where the networks' parameters live (every input is moved here; noise is drawn on CPU)."""
+        return next(self.parameters()).device
 
     # ---------------- per-module weights ----------------
     @staticmethod
@@ -116,8 +121,8 @@ class LayerDAG(nn.Module):
         raise KeyError(f"state_dict key '{key}' belongs to no LayerDAG module")
 
     def module_state(self, module: str) -> dict[str, torch.Tensor]:
-        """Detached copies of one module's parameters and buffers."""
-        return {k: v.detach().clone() for k, v in self.state_dict().items() if self.module_of(k) == module}
+        """Detached CPU copies of one module's parameters and buffers."""
+        return {k: v.detach().to("cpu", copy=True) for k, v in self.state_dict().items() if self.module_of(k) == module}
 
     def load_state_dict(self, state, strict: bool = True, assign: bool = False):
         """Also accepts checkpoints from before per-module label embeddings: their shared
@@ -132,10 +137,29 @@ class LayerDAG(nn.Module):
 
     # ---------------- training ----------------
     def loss(self, b: dict[str, torch.Tensor], labels: torch.Tensor, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """Teacher-forced losses for one `build_batch` batch; labels (B,) raw graph labels (NaN if none)."""
+        """Teacher-forced losses for one `build_batch` batch (CPU tensors); labels (B,) raw graph labels (NaN if none).
+
+        The diffusion noise (timesteps t and x_t ~ q(x_t | x_0)) is drawn on CPU with the CPU
+        `generator`, then the batch moves to the model's device: the random stream, and so a
+        resumed run, is the same whichever device trains."""
         c = self.config
         B = labels.shape[0]
         n_ex = b["p_graph"].shape[0]
+        # ---- noise, on CPU ----
+        sets, set_idx = torch.unique(b["n_ex"], return_inverse=True)  # sets = prefix examples with l < L
+        S, M = sets.shape[0], int(b["n_pos"].max()) + 1
+        t_set = torch.randint(1, c.T_node + 1, (S,), generator=generator)
+        x_t = self.node_diffusion.q_sample(b["n_attr"], t_set[set_idx], generator)
+        E = b["e_graph"].shape[0]
+        if E:
+            t_e = torch.randint(1, c.T_edge + 1, (E,), generator=generator)
+            e_t = self.edge_diffusion.q_sample(b["c_label"], t_e[b["c_ex"]], generator).bool()
+        dev = self.device
+        if dev.type != "cpu":
+            b = {k: v.to(dev, non_blocking=True) for k, v in b.items()}
+            sets, set_idx, t_set, x_t = sets.to(dev), set_idx.to(dev), t_set.to(dev), x_t.to(dev)
+            if E:
+                t_e, e_t = t_e.to(dev), e_t.to(dev)
         cond_s = self.cond(labels, B, "size")[b["p_graph"]]  # (P, d) per prefix example
         cond_n = self.cond(labels, B, "node")[b["p_graph"]]  # (P, d)
         cond_e = self.cond(labels, B, "edge")  # (B, d)
@@ -144,24 +168,17 @@ class LayerDAG(nn.Module):
         logits = self.size_model(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, b["p_layer"], cond_s)
         size_loss = F.cross_entropy(logits, b["size_target"].clamp_max(c.max_layer_size))
 
-        # node attributes: x_t ~ q(x_t|x_0) per set, predict x_0 (D3PM x0-parameterisation)
+        # node attributes: from x_t ~ q(x_t|x_0) per set, predict x_0 (D3PM x0-parameterisation)
         g = self.node_model.graph_context(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, cond_n)
-        sets, set_idx = torch.unique(b["n_ex"], return_inverse=True)  # sets = prefix examples with l < L
-        S, M = sets.shape[0], int(b["n_pos"].max()) + 1
-        t_set = torch.randint(1, c.T_node + 1, (S,), generator=generator)
-        x_t = self.node_diffusion.q_sample(b["n_attr"], t_set[set_idx], generator)
-        x_pad = torch.zeros(S, M, dtype=torch.long)
+        x_pad = torch.zeros(S, M, dtype=torch.long, device=dev)
         x_pad[set_idx, b["n_pos"]] = x_t
-        pad = torch.ones(S, M, dtype=torch.bool)
+        pad = torch.ones(S, M, dtype=torch.bool, device=dev)
         pad[set_idx, b["n_pos"]] = False
         node_logits = self.node_model(g[sets], x_pad, pad, t_set, b["p_layer"][sets], cond_n[sets])  # (S, M, C)
         node_loss = F.cross_entropy(node_logits[set_idx, b["n_pos"]], b["n_attr"])
 
-        # edges: noisy candidate states e_t ~ q(e_t|e_0), predict e_0 (binary D3PM)
-        E = b["e_graph"].shape[0]
+        # edges: from noisy candidate states e_t ~ q(e_t|e_0), predict e_0 (binary D3PM)
         if E:
-            t_e = torch.randint(1, c.T_edge + 1, (E,), generator=generator)
-            e_t = self.edge_diffusion.q_sample(b["c_label"], t_e[b["c_ex"]], generator).bool()
             ei = torch.cat([b["a_edge_index"], torch.stack([b["c_src"][e_t], b["c_dst"][e_t]])], 1)
             edge_logits = self.edge_model(
                 b["a_attr"], b["a_depth"], b["a_flag"], ei, b["a_batch"], E, t_e, cond_e[b["e_graph"]],
@@ -169,7 +186,7 @@ class LayerDAG(nn.Module):
             )  # fmt: skip
             edge_loss = F.binary_cross_entropy_with_logits(edge_logits, b["c_label"].float())
         else:
-            edge_loss = torch.zeros(())
+            edge_loss = torch.zeros((), device=dev)
         total = size_loss + node_loss + edge_loss
         return {"loss": total, "size": size_loss, "node": node_loss, "edge": edge_loss}
 

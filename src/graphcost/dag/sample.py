@@ -10,6 +10,8 @@ For l = 0, 1, ... (l = layers generated so far), for every unfinished graph:
    (the previous layer — true of every real layered DAG) gets its most probable such edge, so each
    new node has a predecessor and the generated layering is the DAG's own layerwise partition.
 T(l) comes from a schedule (`graphcost.dag.schedule`): eq. 1 or constant; default constant T_node.
+The networks run on the model's device; the bookkeeping and every random draw stay on CPU with
+one CPU generator, so a seed gives the same DAGs on any device up to float rounding.
 """
 
 from __future__ import annotations
@@ -37,6 +39,15 @@ def _union(states, idx):
     return t(np.concatenate(attr)), t(np.concatenate(depth)), torch.stack([t(src), t(dst)]), t(batch), bases, sizes
 
 
+def _net(model: LayerDAG, fn, *args) -> torch.Tensor:
+    """fn(*args) (one of `model`'s networks) with the tensor arguments on the model's device;
+    the result comes back to CPU as float32."""
+    dev = model.device
+    if dev.type == "cpu":
+        return fn(*args)
+    return fn(*(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)).float().cpu()
+
+
 def _final(diff, x, probs, s, t, gen, final_step):
     """One reverse step t -> s; the last one (s = 0) draws from p̂(x_0) or, with final_step='mode',
     takes its most probable value (removes the independent low-probability draws of the last step)."""
@@ -59,7 +70,7 @@ def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen, final_step="sample")
     for t, s in zip(grid[:-1], grid[1:]):
         x_pad = torch.zeros(S, M, dtype=torch.long)
         x_pad[set_idx, pos] = x
-        logits = model.node_model(g_ctx, x_pad, pad, torch.full((S,), int(t)), layer, cond)  # (S, M, C)
+        logits = _net(model, model.node_model, g_ctx, x_pad, pad, torch.full((S,), int(t)), layer, cond)  # (S, M, C)
         p0 = torch.softmax(logits[set_idx, pos], -1)
         x = _final(diff, x, p0, s, t, gen, final_step)
     return x
@@ -101,7 +112,7 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, fin
     for t, s in zip(grid[:-1], grid[1:]):
         on = e.bool()
         ei = torch.cat([fixed, torch.stack([cs[on], cd[on]])], 1)
-        logits = model.edge_model(attr, depth, flag, ei, batch, G, torch.full((G,), int(t)), cond, cs, cd, cx, e)
+        logits = _net(model, model.edge_model, attr, depth, flag, ei, batch, G, torch.full((G,), int(t)), cond, cs, cd, cx, e)
         p1 = torch.sigmoid(logits)
         e = _final(diff, e, torch.stack([1 - p1, p1], -1), s, t, gen, final_step)
     chosen = e.bool()
@@ -125,7 +136,7 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, fin
 def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: int, final_step: str) -> list[DAG]:
     c = model.config
     lab_t = None if labels is None else torch.from_numpy(labels).to(torch.float32)
-    cond_all = {m: model.cond(lab_t, B, m) for m in ("size", "node", "edge")}  # each (B, d)
+    cond_all = {m: model.cond(lab_t, B, m).cpu() for m in ("size", "node", "edge")}  # each (B, d)
     states = [{"attr": np.zeros(0, np.int64), "depth": np.zeros(0, np.int64),
                "src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64)} for _ in range(B)]  # fmt: skip
     active = np.arange(B)
@@ -137,7 +148,7 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
         act = torch.from_numpy(active)
         cond, cond_nodes = cond_all["size"][act], cond_all["node"][act]
         layer_idx = torch.full((A,), l, dtype=torch.long)
-        logits = model.size_model(attr, depth, ei, batch, A, layer_idx, cond)
+        logits = _net(model, model.size_model, attr, depth, ei, batch, A, layer_idx, cond)
         room = torch.from_numpy(c.max_nodes - n_now).clamp_min(0)
         logits = LayerSizePredictor.mask_logits(logits, layer_idx, room)
         size = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).squeeze(-1).numpy()
@@ -146,7 +157,7 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
             break
         grow, sizes = active[keep], size[keep]
         steps = schedule.steps(l)
-        g_ctx = model.node_model.graph_context(attr, depth, ei, batch, A, cond_nodes)[torch.from_numpy(np.flatnonzero(keep))]
+        g_ctx = _net(model, model.node_model.graph_context, attr, depth, ei, batch, A, cond_nodes)[torch.from_numpy(np.flatnonzero(keep))]
         grow_t = torch.from_numpy(grow)
         new_attr = _sample_nodes(model, g_ctx, sizes, l, cond_all["node"][grow_t], steps, gen, final_step).numpy()
         edges = None

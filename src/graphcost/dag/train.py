@@ -8,7 +8,10 @@ steps per epoch — a function of the step, so resuming with the same `epochs` i
 (`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
-seeded by (seed, epoch)). With a validation split, `best.pt` holds the selected weights
+seeded by (seed, epoch)). The networks train on `device` (CUDA when present by default); the
+diffusion noise is drawn on CPU (`LayerDAG.loss`) and checkpoints hold CPU tensors, so a run
+started on a GPU resumes on a CPU and the other way round. On CPU training is bitwise
+deterministic; on CUDA, scatter-add atomics make it repeatable only up to float rounding. With a validation split, `best.pt` holds the selected weights
 (fixed-noise teacher-forced validation loss):
 - `select="module"` (default): each module keeps the weights of ITS OWN lowest validation loss
   (layer-size CE, node CE, edge BCE), so an early-overfitting size predictor does not drag the
@@ -52,6 +55,7 @@ class TrainConfig:
     size: str = "small"
     select: str = "module"  # best.pt: 'module' = per-module best validation loss; 'total' = best summed loss
     lr_decay: str = "none"  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
+    device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N; may change between resumes
 
 
 def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
@@ -76,6 +80,27 @@ def build_model(train_dags: list[DAG], size: str = "small", num_categories: int 
             raise ValueError(f"unknown LayerDAG config field '{k}'")
         setattr(cfg, k, v)
     return LayerDAG(cfg), prepared
+
+
+def resolve_device(device: str) -> torch.device:
+    """'auto' -> CUDA when available, else CPU; other values are checked (clear error if unusable)."""
+    from graphcost.train.distributed import check_device
+
+    device = check_device(device)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def _cpu(state):
+    """A (nested) state dict with every tensor on CPU, so checkpoints load on any device."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().cpu()
+    if isinstance(state, dict):
+        return {k: _cpu(v) for k, v in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_cpu(v) for v in state)
+    return state
 
 
 def _atomic_save(obj, path: Path) -> None:
@@ -190,7 +215,8 @@ def train_layerdag(
     progress: bool = True,
     **model_overrides,
 ) -> tuple[LayerDAG, list[dict]]:
-    """Train (or resume) a LayerDAG on `train_dags`; returns the model and the per-epoch history."""
+    """Train (or resume) a LayerDAG on `train_dags`; returns the model (on the training device) and
+    the per-epoch history."""
     cfg = config or TrainConfig()
     if cfg.lr_decay not in ("none", "cosine"):
         raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
@@ -198,8 +224,10 @@ def train_layerdag(
         raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
     out_dir = Path(out_dir)
     ckpt_path = out_dir / CHECKPOINT
+    device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
     model, prepared = build_model(train_dags, cfg.size, num_categories, **model_overrides)
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)
     history: list[dict] = []
@@ -208,8 +236,9 @@ def train_layerdag(
         ckpt = load_checkpoint(ckpt_path)
         model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
         model.load_state_dict(ckpt["model"])
+        model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        opt.load_state_dict(ckpt["optim"])
+        opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
         gen.set_state(ckpt["rng"])
         history = json.loads(ckpt["history"])
         start_epoch = int(ckpt["epoch"])
@@ -250,8 +279,8 @@ def train_layerdag(
         if valid:
             selector.update(model, rec, cfg)
         _atomic_save({
-            "model_config": asdict(model.config), "train_config": asdict(cfg), "model": model.state_dict(),
-            "optim": opt.state_dict(), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
+            "model_config": asdict(model.config), "train_config": asdict(cfg), "model": _cpu(model.state_dict()),
+            "optim": _cpu(opt.state_dict()), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
         }, ckpt_path)  # fmt: skip
     bar.close()
     model.eval()
