@@ -11,14 +11,16 @@ of the bf16 ranking against the fp32 one). Row "npz -> rank (pipeline)": the sam
 as a TpuGraphs npz and ranked the way `graphcost rank MODEL GRAPH --tta 0` does after loading the
 model (read, prune, de-duplicate, score, sort). Weights are untrained (latency does not depend
 on them). CPU seconds are reported besides wall time; prints a table and writes JSON.
+`--device cuda` runs the model (and the pipeline's scoring) on the GPU; the timings then wait
+for the GPU to finish (torch.cuda.synchronize) before the clock stops.
 
     python benchmarks/bench_inference.py --out benchmarks/results/bench_inference.json
+    python benchmarks/bench_inference.py --device cuda --out bench_inference_cuda.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import tempfile
@@ -75,19 +77,28 @@ def tgraph_pruned(batch: GraphBatch) -> GraphBatch:
         node_config_feat=batch.node_config_feat)
 
 
-def time_call(fn, repeats: int) -> tuple[list[float], list[float], float, object]:
-    """(wall seconds, CPU seconds, 1-min load average before the last call, last result)."""
+def _sync(device: torch.device | None) -> None:
+    if device is not None and device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_call(fn, repeats: int, device: torch.device | None = None) -> tuple[list[float], list[float], float, object]:
+    """(wall seconds, CPU seconds, 1-min load average before the last call, last result); on a
+    GPU the clock stops once the device has finished the call's work."""
     walls, cpus, load, out = [], [], 0.0, None
     for _ in range(repeats):
         load = os.getloadavg()[0]
+        _sync(device)
         t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
+        _sync(device)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
     return walls, cpus, load, out
 
 
-def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: int) -> dict:
+def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: int,
+               device: torch.device | None = None) -> dict:
     """What `graphcost rank MODEL GRAPH.npz --tta 0` does after loading the model: read the npz,
     prune (graphcost.data.prune), de-duplicate, score every configuration, sort."""
     from graphcost.data.graph import LayoutGraph
@@ -105,13 +116,14 @@ def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: in
             config_runtime=batch.runtime.double().numpy() + 1.0)
         save_graph(graph, path)
         scaler = FeatureScaler().fit([prepare_for_prediction(path)[0]])
-        predictor = EnsemblePredictor([(model, scaler)], "layout", batch_size=chunk, tta=0, precision=precision)
+        predictor = EnsemblePredictor([(model, scaler)], "layout", batch_size=chunk, tta=0, precision=precision,
+                                      device=device or "cpu")
 
         def rank():
             prepared, twin = prepare_for_prediction(path)
             return rank_original(predictor, prepared, twin), prepared
 
-        walls, cpus, load, ((order, _), prepared) = time_call(rank, repeats)
+        walls, cpus, load, ((order, _), prepared) = time_call(rank, repeats, device)
     assert len(order) == batch.num_configs
     return {"graph": "npz -> rank (pipeline)", "nodes": int(prepared.node_feat.shape[0]), "wall_s_all": walls,
             "cpu_s_all": cpus, "load_avg_1min": load}
@@ -127,33 +139,42 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, nargs="+", default=[256, 64])
     ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N: where the model runs")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
+    from graphcost.train.distributed import check_device
+
+    device = torch.device(check_device(args.device) if args.device != "auto" else
+                          ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.set_num_threads(args.threads)
     full = synthetic_layout_batch(args.nodes, args.configurable, args.configs)
     pruned = tgraph_pruned(full)
+    on_device = {"full": full.to(device), "pruned": pruned.to(device)}
     rows = []
     with torch.inference_mode():
         for hidden in args.hidden:
             torch.manual_seed(0)
-            model = build_model("tgraph", "layout", hidden=hidden).eval()
-            for graph, batch in (("full", full), ("pruned", pruned)):
+            model = build_model("tgraph", "layout", hidden=hidden).eval().to(device)
+            for graph, batch in on_device.items():
                 reference = None
                 for precision in args.precision:
                     walls, cpus, load, scores = time_call(
-                        lambda: model.score_chunked(batch, chunk_size=args.chunk, precision=precision), args.repeats)
+                        lambda m=model, b=batch, p=precision: m.score_chunked(b, chunk_size=args.chunk, precision=p),
+                        args.repeats,
+                        device)
                     assert scores.shape == (args.configs,) and torch.isfinite(scores).all()
                     row = {"graph": graph, "nodes": int(batch.node_feat.shape[0]), "hidden": hidden,
                            "precision": precision, "wall_s_all": walls, "cpu_s_all": cpus, "load_avg_1min": load}
                     if reference is None:
                         reference = scores
                     else:  # ranking agreement with the first precision (untrained weights: a hard case)
-                        row["kendall_tau_vs_" + args.precision[0]] = float(kendall_tau(scores.numpy(), reference.numpy()))
+                        row["kendall_tau_vs_" + args.precision[0]] = float(
+                            kendall_tau(scores.cpu().numpy(), reference.cpu().numpy()))
                     rows.append(row)
             if hidden == args.hidden[0]:
                 for precision in args.precision:
-                    rows.append({**end_to_end(full, model, precision, args.chunk, args.repeats), "hidden": hidden,
-                                 "precision": precision})
+                    rows.append({**end_to_end(full, model, precision, args.chunk, args.repeats, device),
+                                 "hidden": hidden, "precision": precision})
     for r in rows:
         r["wall_s_best"] = min(r["wall_s_all"])
         r["ms_per_config_wall"] = 1000 * r["wall_s_best"] / args.configs
@@ -161,11 +182,14 @@ def main() -> None:
     info = {"benchmark": "tgraph_inference_latency", "data": "synthetic", "nodes": args.nodes,
             "edges": int(full.edge_index.shape[1]), "pruned_nodes": int(pruned.node_feat.shape[0]),
             "configurable_nodes": args.configurable, "configs": args.configs, "chunk": args.chunk,
-            "threads": args.threads, "weights": "untrained (seed 0)",
-            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+            "threads": args.threads, "weights": "untrained (seed 0)", "device": str(device),
+            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+                       + (f", {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""),
+            "torch": torch.__version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "results": rows}
     print(f"TGraph inference, SYNTHETIC graph: N={args.nodes} (pruned {info['pruned_nodes']}), E={info['edges']}, "
-          f"C={args.configurable}, {args.configs} configs, chunk {args.chunk}, {args.threads} threads")
+          f"C={args.configurable}, {args.configs} configs, chunk {args.chunk}, {args.threads} threads, "
+          f"device {info['machine'] if device.type == 'cuda' else 'cpu'}")
     print(f"{'graph':>24} {'nodes':>6} {'hidden':>6} {'prec':>5} {'wall s':>8} {'cpu s':>8} {'ms/config':>10} "
           f"{'tau vs fp32':>11} {'load':>5}")
     for r in rows:

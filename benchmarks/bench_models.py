@@ -1,6 +1,7 @@
 """Benchmark: TGraph vs the TpuGraphs layout baseline (GraphSAGE, `sage`), plus TGraph ablations.
 
     python benchmarks/bench_models.py [--epochs 5] [--graphs 25] [--threads 2] [--no-markdown]
+    python benchmarks/bench_models.py --device cuda --no-markdown --out bench_models_cuda.json
 
 Every model gets the same budget on the same data: the same training graphs, epochs, batch of
 configurations, optimiser/schedule (TGraph §2.4.2), seed, and validation over ALL configurations
@@ -82,7 +83,7 @@ def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, 
     info["kind"] = kind
     variants = [v if v[0] != "sage" or kind == "layout" else ("tile-mlp", "tile-mlp", {}) for v in VARIANTS]
     for model in dict.fromkeys(v[1] for v in variants):  # warm-up: one-time imports / JIT out of the timings
-        warm = TrainConfig(model=model, model_config={"hidden": 8}, epochs=1, batch_configs=8, device="cpu",
+        warm = TrainConfig(model=model, model_config={"hidden": 8}, epochs=1, batch_configs=8, device=args.device,
                            progress=False, plots=False)  # fmt: skip
         Trainer(warm, train[:1], valid[:1], out_dir / "warmup" / model).fit()
     for label, model, overrides in variants:
@@ -91,7 +92,7 @@ def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, 
         for seed in range(seeds):
             config = TrainConfig(
                 model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs, seed=seed,
-                device="cpu", progress=False, plots=False,
+                device=args.device, progress=False, plots=False,
             )  # fmt: skip
             start = time.perf_counter()
             trainer = Trainer(config, train, valid, out_dir / name / f"{label.replace(' ', '_')}_s{seed}")
@@ -128,7 +129,8 @@ def markdown(report: dict) -> str:
         f"hidden {report['hidden']}, AdamW 1e-3 + 5% warm-up + cosine, pairwise hinge, seeds 0..n-1; validation over ALL "
         "configurations of each validation graph, no TTA, final epoch. Throughput = configurations "
         "per second of optimisation steps (forward + backward + step), torch threads = "
-        f"{report['threads']}. JSON: `benchmarks/results/bench_models.json`.", "",
+        f"{report['threads']}, device {report.get('device', 'cpu')}. "
+        f"JSON: `{report.get('json', 'benchmarks/results/bench_models.json')}`.", "",
     ]  # fmt: skip
     for ds in report["datasets"]:
         lines += [
@@ -181,6 +183,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=1, help="seeds per row on the synthetic data")
     parser.add_argument("--real-seeds", type=int, default=3, help="seeds per row on the real shipped data")
+    parser.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N: where the models train")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="JSON results file")
     parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     parser.add_argument("--skip-real", action="store_true", help="skip the shipped real dataset")
     args = parser.parse_args()
@@ -188,11 +192,18 @@ def main() -> None:
     import torch
 
     from graphcost.train.datasets import shipped_dataset_root
+    from graphcost.train.distributed import check_device
 
+    check_device(args.device)
     torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda"):
+        machine = (f"{torch.cuda.get_device_name(torch.device(args.device))} GPU, {os.cpu_count()} CPU cores "
+                   f"({platform.machine()}), torch {torch.__version__}")
+    else:
+        machine = f"2-core CPU ({platform.machine()}, shared with other jobs), torch {torch.__version__}"
     report = {
         "command": "python benchmarks/bench_models.py " + " ".join(sys.argv[1:]),
-        "machine": f"2-core CPU ({platform.machine()}, shared with other jobs), torch {torch.__version__}",
+        "machine": machine, "device": args.device, "json": str(args.out),
         "date": str(date.today()), "epochs": args.epochs, "batch_configs": args.batch_configs,
         "hidden": args.hidden, "threads": args.threads, "datasets": [], "notes": [],
     }  # fmt: skip
@@ -211,9 +222,9 @@ def main() -> None:
                 "The real shipped CPU dataset (graphcost/datasets) was not installed when this ran, so only the "
                 "synthetic rows exist."
             )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(RESULTS, json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {RESULTS}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out, json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {args.out}")
     if not args.no_markdown:
         bench = ROOT / "BENCHMARKS.md"
         write_atomic(bench, replace_section(bench.read_text(), markdown(report)))

@@ -133,7 +133,9 @@ def test_killed_cli_run_resumes_to_the_same_result(tmp_path, data_root, monkeypa
     result = CliRunner().invoke(app, [str(a) for a in args] + ["--out", str(tmp_path / "killed")])
     assert isinstance(result.exception, trainer_mod.StopTraining)
     monkeypatch.setattr(trainer_mod.Trainer, "fit", real_fit)
-    out = _run("train", "--resume", "--out", tmp_path / "killed", "--no-progress")  # settings come from run.json
+    # settings come from run.json; --device is not recorded (it may change between resumes), and the
+    # exact-match promise holds on CPU, so pin it (auto would pick a GPU where one is present)
+    out = _run("train", "--resume", "--out", tmp_path / "killed", "--no-progress", "--device", "cpu")
     assert "resuming" in out
 
     def metrics(run):

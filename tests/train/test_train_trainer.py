@@ -99,3 +99,17 @@ def test_kill_and_resume_with_the_real_tgraph(tmp_path, layout_graphs):
     assert _metrics(resumed.fit(resume=True).history) == _metrics(full_result.history)
     for (name, p), q in zip(full.model.state_dict().items(), resumed.model.state_dict().values()):
         assert torch.equal(p, q), name
+
+
+def test_seed_everything_sets_the_deterministic_mode_both_ways():
+    """The mode is process-wide: a GPU run (deterministic=False) must not inherit a CPU run's."""
+    from graphcost.train.trainer import seed_everything
+
+    before = torch.are_deterministic_algorithms_enabled()
+    try:
+        seed_everything(1, deterministic=True)
+        assert torch.are_deterministic_algorithms_enabled()
+        seed_everything(1, deterministic=False)
+        assert not torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(before, warn_only=True)

@@ -129,9 +129,10 @@ class _Block(nn.Module):
 
 
 def _row_sum_fp32(x: Tensor, rows: int = 16) -> Tensor:
-    """x (D, ...) summed over dim 0 in float32. A low-precision x is converted `rows` rows at a
-    time (in cache), not as one float32 copy of the whole tensor."""
-    if x.dtype == torch.float32 or torch.is_grad_enabled():
+    """x (D, ...) summed over dim 0 in float32. On CPU a low-precision x is converted `rows` rows
+    at a time (in cache), not as one float32 copy of the whole tensor; CUDA's reduction kernel
+    accumulates in float32 itself, so there one call does it (no per-slice kernel launches)."""
+    if x.dtype == torch.float32 or torch.is_grad_enabled() or x.is_cuda:
         return x.sum(0, dtype=torch.float32)
     total = x.new_zeros(x.shape[1:], dtype=torch.float32)
     for r0 in range(0, x.shape[0], rows):
@@ -266,6 +267,12 @@ class TGraph(nn.Module):
         """Nodes per tile so that one (tile, B, channels) float tensor is ~4 MiB (stays in cache)."""
         return max(1, (1 << 20) // max(1, b * channels))
 
+    @staticmethod
+    def _tile_rows_cuda(b: int, channels: int) -> int:
+        """On a GPU tiles only bound the temporaries (~256 MiB each): a cache-sized tile would
+        cost a dozen kernel launches per few rows."""
+        return max(1, (1 << 26) // max(1, b * channels))
+
     def _block_tail(self, blk: _Block, s_raw: Tensor, eps_in: Tensor | None) -> Tensor:
         """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (D', B, H').
 
@@ -276,7 +283,7 @@ class TGraph(nn.Module):
         None: returns Σ_i GELU(...) over the rows, (B, H) float32."""
         d, b, h_out = s_raw.shape
         grad = torch.is_grad_enabled()
-        step = max(d, 1) if grad else self._tile_rows(b, h_out)
+        step = max(d, 1) if grad else (self._tile_rows_cuda if s_raw.is_cuda else self._tile_rows)(b, h_out)
         total = s_raw.new_zeros(b, self.config.hidden, dtype=torch.float32)
         for r0 in range(0, d, step):
             eta = blk.attend(F.normalize(s_raw[r0:r0 + step], p=2.0, dim=-1))  # (t, B, H')

@@ -82,12 +82,15 @@ def epoch_order(num_graphs: int, seed: int, epoch: int) -> np.ndarray:
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
-    """Seed python / numpy / torch and ask torch for deterministic kernels where it has them."""
+    """Seed python / numpy / torch; switch torch's deterministic-kernels mode on (CPU runs) or off
+    (GPU runs: speed). The mode is process-wide, so it is set either way: a GPU run after a CPU
+    run in the same process must not inherit it (CUDA scatter / index_add would then warn on
+    every step and take slower deterministic paths)."""
     random.seed(seed)
     np.random.seed(seed & 0xFFFFFFFF)
     torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(deterministic, warn_only=True)
     if deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
