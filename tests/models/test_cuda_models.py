@@ -60,12 +60,19 @@ def test_cuda_gradients_match_cpu_and_a_step_runs(name, kind, extra):
         loss.backward()
         losses.append(loss.detach().cpu())
     torch.testing.assert_close(losses[1], losses[0], rtol=2e-3, atol=2e-4)
-    for (pname, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters()):
-        assert (pc.grad is None) == (pg.grad is None), pname
-        if pc.grad is not None:
-            assert pg.grad.device.type == "cuda"
-            scale = float(pc.grad.abs().max()) + 1e-6
-            torch.testing.assert_close(pg.grad.cpu(), pc.grad, rtol=5e-3, atol=2e-3 * scale, msg=pname)
+    grads = [(n, pc.grad, pg.grad) for (n, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters())]
+    assert all((gc is None) == (gg is None) for _, gc, gg in grads)
+    # one absolute scale for all: some gradients are 0 up to rounding (the last bias, since a
+    # pairwise loss ignores a shift of all scores), so a per-tensor scale would compare noise
+    scale = max(float(gc.abs().max()) for _, gc, _ in grads if gc is not None)
+    # cuDNN's LSTM runs in TF32 by default (torch.backends.cudnn.allow_tf32): on an H100 its
+    # gradients differed from CPU by up to 0.5% of the largest gradient, the others by < 0.1%
+    tol = 1e-2 if extra.get("reduction") == "lstm" else 1e-3
+    for pname, gc, gg in grads:
+        if gc is not None:
+            assert gg.device.type == "cuda"
+            torch.testing.assert_close(gg.cpu(), gc, rtol=5e-3, atol=tol * scale,
+                                       msg=lambda m, pname=pname: f"{pname}: {m}")
     before = [p.detach().clone() for p in gpu.parameters()]
     opt = torch.optim.AdamW(gpu.parameters(), lr=1e-3)
     opt.step()

@@ -55,8 +55,11 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
 def test_two_cpu_processes_stay_in_sync(tmp_path):
     import torch._dynamo  # noqa: F401  (optimizer.step imports it lazily; import once, before forking)
 
-    # fork: the children reuse the already imported torch (no 2 x import time on a busy machine)
-    mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True, start_method="fork")
+    # fork: the children reuse the already imported torch (no 2 x import time on a busy machine).
+    # Where CUDA is present, autograd starts its device threads at the first backward in this
+    # process (any earlier test), and a forked child can then not run backward: spawn instead.
+    method = "spawn" if torch.cuda.is_available() else "fork"
+    mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True, start_method=method)
     r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
     r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
     assert r0["epochs"] == r1["epochs"] == 2

@@ -121,10 +121,19 @@ class SagePlan:
         return plan
 
     def to(self, dtype: torch.dtype) -> SagePlan:
-        """This plan with weights, constants and mix in `dtype` (MKL's CSR product is float32/64
-        only, so other dtypes use a COO mix)."""
-        mix = self.mix if dtype in (torch.float32, torch.float64) else self.mix.to_sparse_coo()
-        return SagePlan(self.idx_in, self.idx_out, self.pos_in, mix.to(dtype), self.const.to(dtype),
+        """This plan with weights, constants and mix in `dtype`. The mix stays CSR where the
+        product has a kernel for it: on CPU (MKL) only float32/64, so other dtypes use a COO mix
+        there; on CUDA the COO product has no bfloat16 kernel at all ("addmm_sparse_cuda" not
+        implemented) while cuSPARSE's CSR one has, so the mix stays CSR for every dtype."""
+        if dtype in (torch.float32, torch.float64):
+            mix = self.mix.to(dtype)
+        elif self.mix.is_cuda:
+            with warnings.catch_warnings():  # "CSR support is in beta", as in `build`
+                warnings.simplefilter("ignore", UserWarning)
+                mix = self.mix.to_sparse_coo().coalesce().to(dtype).to_sparse_csr()
+        else:
+            mix = self.mix.to_sparse_coo().to(dtype)
+        return SagePlan(self.idx_in, self.idx_out, self.pos_in, mix, self.const.to(dtype),
                         self.w_l.to(dtype), self.w_r.to(dtype))
 
     def _mixed(self, x: Tensor) -> Tensor:
