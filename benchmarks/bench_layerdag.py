@@ -32,12 +32,12 @@ LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 40, 25
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
-def _train(name, splits, work, epochs, lr, ncat, seed, select, lr_decay, device):
+def _train(name, splits, work, epochs, lr, ncat, seed, select, lr_decay, device, size):
     from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
     t0 = time.perf_counter()
     model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed, select=select, lr_decay=lr_decay,
-                                                                                 device=device),
+                                                                                 device=device, size=size),
                                  valid_dags=splits["valid"], resume=True, num_categories=ncat)  # fmt: skip
     wall = time.perf_counter() - t0
     epoch_secs = sum(h["seconds"] for h in hist)
@@ -58,7 +58,8 @@ def bench_lp(args) -> dict:
     from graphcost.dag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
-    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed, args.select, args.lr_decay, args.device)
+    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed, args.select, args.lr_decay, args.device,
+                          args.size)
     res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples, final_step=args.final_step)
     other = "sample" if args.final_step == "mode" else "mode"  # the same model with the other last step
     res["final_step"], res["other_final_step"] = args.final_step, other
@@ -78,7 +79,7 @@ def bench_tpu(args) -> dict:
 
     splits = load_dataset("tpu-tile", seed=args.seed)
     model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed, args.select, args.lr_decay,
-                          args.device)
+                          args.device, args.size)
     res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step,
                               surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
     from graphcost.dag.draw import draw_dags
@@ -140,6 +141,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", choices=["lp", "tpu"], default=None)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--size", choices=["small", "paper"], default="small", help="model size (paper: LayerDAG's widths/depths/steps)")
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N — where the LayerDAG networks train and sample "
                    "(the surrogate regressor and all random draws stay on CPU)")
     p.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "graphcost_bench_layerdag")

@@ -49,7 +49,7 @@ def _is_valid(dag):
 def test_tiny_model_trains_and_samples_valid_dags(tmp_path):
     torch.set_num_threads(1)
     data = _data()
-    model, hist = train_layerdag(data, tmp_path / "run", TrainConfig(epochs=8, batch_size=8, lr=3e-3),
+    model, hist = train_layerdag(data, tmp_path / "run", TrainConfig(device="cpu", epochs=8, batch_size=8, lr=3e-3),
                                  progress=False, **TINY)  # fmt: skip
     losses = [h["train_loss"] for h in hist]
     assert losses[-1] < losses[0] - 0.3, losses
@@ -75,9 +75,9 @@ def test_tiny_model_trains_and_samples_valid_dags(tmp_path):
 def test_checkpoint_resume_matches_uninterrupted(tmp_path):
     torch.set_num_threads(1)
     data = _data(12, seed=4)
-    cfg = TrainConfig(epochs=3, batch_size=6)
+    cfg = TrainConfig(device="cpu", epochs=3, batch_size=6)
     full, _ = train_layerdag(data, tmp_path / "a", cfg, progress=False, **TINY)
-    train_layerdag(data, tmp_path / "b", TrainConfig(epochs=1, batch_size=6), progress=False, **TINY)
+    train_layerdag(data, tmp_path / "b", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False, **TINY)
     resumed, hist = train_layerdag(data, tmp_path / "b", cfg, resume=True, progress=False, **TINY)
     assert [h["epoch"] for h in hist] == [1, 2, 3]
     for (k, p), q in zip(full.state_dict().items(), resumed.state_dict().values()):

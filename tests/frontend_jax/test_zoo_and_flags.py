@@ -41,10 +41,12 @@ def test_flag_options_accepted_by_xla():
     import jax
     import jax.numpy as jnp
 
-    lowered = jax.jit(lambda x: jnp.tanh(x @ x).sum()).lower(jnp.ones((8, 8)))
-    every_flag_off_default = flag_configs(1)[0].__class__((0, 0, 0, 1, 0, 2, 1))
-    exe = lowered.compile(compiler_options=every_flag_off_default.compiler_options())
-    assert np.isfinite(float(exe(jnp.ones((8, 8)))))
+    with jax.default_device(jax.devices("cpu")[0]):  # XLA:CPU options (also on a machine with a GPU)
+        x = jax.device_put(jnp.ones((8, 8)), jax.devices("cpu")[0])
+        lowered = jax.jit(lambda x: jnp.tanh(x @ x).sum()).lower(x)
+        every_flag_off_default = flag_configs(1)[0].__class__((0, 0, 0, 1, 0, 2, 1))
+        exe = lowered.compile(compiler_options=every_flag_off_default.compiler_options())
+        assert np.isfinite(float(exe(x)))
 
 
 def test_measure_interleaved_protocol():
@@ -56,3 +58,13 @@ def test_measure_interleaved_protocol():
     assert spearman(np.array([1.0, 2, 3]), np.array([10.0, 20, 30])) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         Protocol(rounds=0)
+
+
+def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
+    import jax
+
+    from graphcost.frontend.collect import collect_flags_graph
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    with pytest.raises(ValueError, match="JAX_PLATFORMS=cpu"):
+        collect_flags_graph(None, None)

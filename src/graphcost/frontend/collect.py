@@ -217,6 +217,11 @@ def collect_flags_graph(spec: ProgramSpec, options: CollectOptions, bar=None) ->
         unoptimized_hlo_bytes,
     )
 
+    import jax
+
+    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.flags) is XLA:CPU's
+        raise ValueError(f"--space flags measures XLA CPU compiler options, but JAX's default backend here is "
+                         f"'{jax.default_backend()}'; run with JAX_PLATFORMS=cpu")  # fmt: skip
     t0 = time.perf_counter()
     fn, args = spec.build()
     lowered = lower(fn, args)
