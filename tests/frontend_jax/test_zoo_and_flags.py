@@ -41,12 +41,12 @@ def test_flag_options_accepted_by_xla():
     import jax
     import jax.numpy as jnp
 
-    with jax.default_device(jax.devices("cpu")[0]):  # XLA:CPU options (also on a machine with a GPU)
-        x = jax.device_put(jnp.ones((8, 8)), jax.devices("cpu")[0])
-        lowered = jax.jit(lambda x: jnp.tanh(x @ x).sum()).lower(x)
-        every_flag_off_default = flag_configs(1)[0].__class__((0, 0, 0, 1, 0, 2, 1))
-        exe = lowered.compile(compiler_options=every_flag_off_default.compiler_options())
-        assert np.isfinite(float(exe(x)))
+    if jax.default_backend() != "cpu":  # collect refuses the flag space there (test below)
+        pytest.skip(f"the flag space holds XLA:CPU options; JAX's default backend is {jax.default_backend()}")
+    lowered = jax.jit(lambda x: jnp.tanh(x @ x).sum()).lower(jnp.ones((8, 8)))
+    every_flag_off_default = flag_configs(1)[0].__class__((0, 0, 0, 1, 0, 2, 1))
+    exe = lowered.compile(compiler_options=every_flag_off_default.compiler_options())
+    assert np.isfinite(float(exe(jnp.ones((8, 8)))))
 
 
 def test_measure_interleaved_protocol():
