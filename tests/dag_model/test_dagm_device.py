@@ -10,7 +10,8 @@ from graphcost.cli import app
 from graphcost.dag.batch import build_batch
 from graphcost.dag.datasets.lp import generate_lp_dataset
 from graphcost.dag.sample import sample_dags
-from graphcost.dag.train import CHECKPOINT, TrainConfig, _labels, build_model, load_checkpoint, resolve_device, train_layerdag
+from graphcost.dag.train import CHECKPOINT, TrainConfig, _labels, build_model, load_checkpoint, train_layerdag
+from graphcost.train.distributed import resolve_device
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -49,7 +49,7 @@ def _check_out_file(opt: str, path: Path) -> None:
 
 def _device(device: str):
     """--device checked before any work (one-line error when unusable)."""
-    from graphcost.dag.train import resolve_device
+    from graphcost.train.distributed import resolve_device
 
     try:
         return resolve_device(device)

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.commands import THREADS_HELP, set_threads
+from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
 RUN_INFO = "run.json"
@@ -165,7 +165,7 @@ def train(
     ),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
@@ -310,7 +310,7 @@ def evaluate(
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
@@ -371,7 +371,7 @@ def rank(
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
@@ -401,7 +401,7 @@ def predict(
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help="auto | cpu | cuda | cuda:N"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""

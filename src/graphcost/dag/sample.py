@@ -41,11 +41,11 @@ def _union(states, idx):
 
 def _net(model: LayerDAG, fn, *args) -> torch.Tensor:
     """fn(*args) (one of `model`'s networks) with the tensor arguments on the model's device;
-    the result comes back to CPU as float32."""
+    the result comes back to CPU."""
     dev = model.device
     if dev.type == "cpu":
         return fn(*args)
-    return fn(*(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)).float().cpu()
+    return fn(*(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)).cpu()
 
 
 def _final(diff, x, probs, s, t, gen, final_step):

@@ -39,6 +39,7 @@ from graphcost.atomic import atomic_write
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
+from graphcost.train.distributed import resolve_device
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)
@@ -80,16 +81,6 @@ def build_model(train_dags: list[DAG], size: str = "small", num_categories: int 
             raise ValueError(f"unknown LayerDAG config field '{k}'")
         setattr(cfg, k, v)
     return LayerDAG(cfg), prepared
-
-
-def resolve_device(device: str) -> torch.device:
-    """'auto' -> CUDA when available, else CPU; other values are checked (clear error if unusable)."""
-    from graphcost.train.distributed import check_device
-
-    device = check_device(device)
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
 
 
 def _cpu(state):

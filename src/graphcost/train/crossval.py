@@ -200,11 +200,9 @@ class EnsemblePredictor:
     @classmethod
     def load(cls, paths: Sequence[str | Path], device: str = "cpu", **kwargs) -> "EnsemblePredictor":
         """Load every checkpoint behind `paths` (files, run dirs or CV run dirs)."""
-        from graphcost.train.distributed import check_device
+        from graphcost.train.distributed import resolve_device
 
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        device = check_device(device)
+        device = resolve_device(device)
         files = [f for p in paths for f in resolve_checkpoints(p)]
         members, kinds = [], set()
         for f in files:

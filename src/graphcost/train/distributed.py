@@ -50,6 +50,14 @@ def check_device(device: str) -> str:
     return device
 
 
+def resolve_device(device: str = "auto") -> torch.device:
+    """A checked --device value as a torch.device: 'auto' is CUDA when available, else CPU."""
+    device = check_device(device)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
 @dataclass
 class DistContext:
     """Where this process sits in a (possibly single-process) data-parallel job."""
@@ -68,13 +76,11 @@ class DistContext:
         return self.rank == 0
 
     def device(self, requested: str = "auto") -> torch.device:
-        """The device this rank trains on (`cuda:<local_rank>` when CUDA is used)."""
-        if requested == "auto":
-            requested = "cuda" if torch.cuda.is_available() else "cpu"
-        requested = check_device(requested)
-        if requested == "cuda":
+        """The device this rank trains on (`cuda:<local_rank>` when CUDA is used without an index)."""
+        device = resolve_device(requested)
+        if device.type == "cuda" and device.index is None:
             return torch.device("cuda", self.local_rank if self.enabled else torch.cuda.current_device())
-        return torch.device(requested)
+        return device
 
     def shard(self, order: np.ndarray) -> np.ndarray:
         """This rank's disjoint slice of a global order (padded by wrap-around to equal length)."""
