@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from graphcost.atomic import atomic_write, atomic_write_json, atomic_write_text
+from graphcost.atomic import atomic_write, atomic_write_json, atomic_write_text, blocking_file
 
 
 def test_writes_and_creates_parents(tmp_path):
@@ -27,3 +27,11 @@ def test_binary_mode_with_fsync(tmp_path):
     with atomic_write(tmp_path / "b.bin", fsync=True) as handle:
         handle.write(b"\x00\x01")
     assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+
+
+def test_blocking_file_names_the_file_in_the_way(tmp_path):
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    assert blocking_file(f / "a" / "b.json") == f
+    assert blocking_file(tmp_path / "new" / "b.json") is None
+    assert blocking_file(f) is None  # the file itself may be overwritten

@@ -45,3 +45,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def atomic_write_json(obj: Any, path: str | os.PathLike, indent: int = 2) -> Path:
     """Write `obj` as JSON (with a final newline) to `path` atomically."""
     return atomic_write_text(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def blocking_file(path: str | os.PathLike) -> Path | None:
+    """The nearest existing ancestor of `path` when it is a file (so `path` can never be created
+    below it), else None. Lets commands refuse an output path before doing any work."""
+    for parent in Path(path).parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
@@ -40,11 +41,9 @@ def _check_out_file(opt: str, path: Path) -> None:
     """Fail early (before any work) when an output file path cannot be a file."""
     if path.is_dir():
         _fail(f"{opt} {path}: is a directory; give the file to write")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                _fail(f"{opt} {path}: {parent} is not a directory")
-            return
+    blocker = blocking_file(path)
+    if blocker is not None:
+        _fail(f"{opt} {path}: {blocker} is not a directory")
 
 
 def _device(device: str):
@@ -146,11 +145,9 @@ def register(app: typer.Typer) -> None:
             _fail(f"--lr-decay must be none or cosine, got '{lr_decay}'")
         if out.exists() and not out.is_dir():
             _fail(f"--out {out}: is a file; give a run directory")
-        for parent in out.parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    _fail(f"--out {out}: {parent} is not a directory")
-                break
+        blocker = blocking_file(out)
+        if blocker is not None:
+            _fail(f"--out {out}: {blocker} is not a directory")
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,

@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 
+from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
@@ -95,11 +96,9 @@ def _check_run_dir(out: Path) -> None:
     """--out of train must be (or become) a directory: refuse a file or a path below a file."""
     if out.exists() and not out.is_dir():
         _fail(f"{out}: --out must be a run directory, but this path is a file")
-    for parent in out.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                _fail(f"{out}: --out cannot be created, {parent} is a file, not a directory")
-            break
+    blocker = blocking_file(out)
+    if blocker is not None:
+        _fail(f"{out}: --out cannot be created, {blocker} is a file, not a directory")
 
 
 def _check_collection(collection: Optional[str]) -> Optional[str]:

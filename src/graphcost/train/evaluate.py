@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.atomic import atomic_write_json
+from graphcost.atomic import atomic_write_json, blocking_file
 
 
 class Scorer(Protocol):
@@ -229,9 +229,7 @@ def check_output_file(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path}: is a directory; give a file path to write")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{path}: cannot write there, {parent} is a file, not a directory")
-            break
+    blocker = blocking_file(path)
+    if blocker is not None:
+        raise ValueError(f"{path}: cannot write there, {blocker} is a file, not a directory")
     return path
