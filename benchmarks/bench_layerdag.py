@@ -34,21 +34,22 @@ LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 40, 25
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
-def _train(name, splits, work, epochs, lr, ncat, seed, select, lr_decay, device, size):
+def _train(name, splits, args, epochs, ncat):
     from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
+    run = args.work_dir / name
+    cfg = TrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
+                      device=args.device, size=args.size)  # fmt: skip
     t0 = time.perf_counter()
-    model, hist = train_layerdag(splits["train"], work / name, TrainConfig(epochs=epochs, lr=lr, seed=seed, select=select, lr_decay=lr_decay,
-                                                                                 device=device, size=size),
-                                 valid_dags=splits["valid"], resume=True, num_categories=ncat)  # fmt: skip
+    model, hist = train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=ncat)
     wall = time.perf_counter() - t0
     epoch_secs = sum(h["seconds"] for h in hist)
-    best = load_checkpoint(work / name / BEST)
-    model = load_model(work / name).to(device)  # the selected weights (best.pt); sampling runs there too
+    best = load_checkpoint(run / BEST)
+    model = load_model(run).to(args.device)  # the selected weights (best.pt); sampling runs there too
     return model, {
-        "select": select, "module_epochs": best.get("module_epochs"), "module_valid": best.get("module_valid"),
+        "select": args.select, "module_epochs": best.get("module_epochs"), "module_valid": best.get("module_valid"),
         "history": [{k: v for k, v in h.items() if k.startswith(("epoch", "valid_", "train_loss"))} for h in hist],
-        "epochs": epochs, "lr": lr, "lr_decay": lr_decay, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
+        "epochs": epochs, "lr": args.lr, "lr_decay": args.lr_decay, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
         "train_seconds_this_run": wall, "train_seconds_all_epochs": epoch_secs,
         "train_seconds_per_graph_epoch": epoch_secs / (epochs * len(splits["train"])),
         "final": hist[-1], "config": model.config_dict() | {"node_marginal": "..."},
@@ -60,8 +61,7 @@ def bench_lp(args) -> dict:
     from graphcost.dag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
-    model, train = _train("lp", splits, args.work_dir, args.lp_epochs, args.lr, 2, args.seed, args.select, args.lr_decay, args.device,
-                          args.size)
+    model, train = _train("lp", splits, args, args.lp_epochs, 2)
     res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples, final_step=args.final_step)
     other = "sample" if args.final_step == "mode" else "mode"  # the same model with the other last step
     res["final_step"], res["other_final_step"] = args.final_step, other
@@ -80,8 +80,7 @@ def bench_tpu(args) -> dict:
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
-    model, train = _train("tpu_tile", splits, args.work_dir, args.tpu_epochs, args.lr, 47, args.seed, args.select, args.lr_decay,
-                          args.device, args.size)
+    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47)
     res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step,
                               surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
     ratios = [res["surrogate"]["ratio"]]
