@@ -76,7 +76,9 @@ class SagePlan:
     """The configuration-independent part of one SAGE layer on static + dynamic rows (module doc).
 
     Built once per graph (and weights) from the reference input; `apply` then costs two dense
-    (D·B, F) x (F, F_out) products and one sparse product per batch of configurations.
+    (D·B, F) x (F, F_out) products and one sparse product per batch of configurations. The
+    CSR arrays of `mix` are also kept as plain tensors (mix_crow, mix_col, mix_weight), so that
+    inference can take rows of the sparse product as embedding-bag sums (`tgraph_stream`).
     """
 
     idx_in: Tensor  # (D,) dynamic input rows
@@ -86,6 +88,9 @@ class SagePlan:
     const: Tensor  # (D', F_out) const_i of the module doc
     w_l: Tensor  # (F_out, F) neighbour weight (any input scaling folded in)
     w_r: Tensor  # (F_out, F) root weight
+    mix_crow: Tensor | None = None  # (D' + 1,) CSR row offsets of mix
+    mix_col: Tensor | None = None  # (nnz,) CSR column of each entry
+    mix_weight: Tensor | None = None  # (nnz,) CSR values; None when all are 1 (aggr "sum", no duplicate edge)
 
     @classmethod
     def build(cls, conv: SAGEConv, edges: Edges, idx_in: Tensor, x_ref: Tensor, static_out: Tensor,
@@ -116,7 +121,9 @@ class SagePlan:
         with warnings.catch_warnings():  # "CSR support is in beta": CSR @ dense is what we use, and it is tested
             warnings.simplefilter("ignore", UserWarning)
             mix = mix.coalesce().to_sparse_csr()  # duplicate edges add up, like the scatter-sum
-        plan = cls(idx_in, idx_out, pos_in, mix, static_out.new_zeros(0), w_l, w_r)
+        vals = mix.values()
+        plan = cls(idx_in, idx_out, pos_in, mix, static_out.new_zeros(0), w_l, w_r, mix.crow_indices(),
+                   mix.col_indices(), None if bool((vals == 1).all()) else vals)
         plan.const = static_out[idx_out] - plan._mixed(x_ref[idx_in])
         return plan
 
@@ -133,8 +140,9 @@ class SagePlan:
                 mix = self.mix.to_sparse_coo().coalesce().to(dtype).to_sparse_csr()
         else:
             mix = self.mix.to_sparse_coo().to(dtype)
+        weight = self.mix_weight.to(dtype) if self.mix_weight is not None else None
         return SagePlan(self.idx_in, self.idx_out, self.pos_in, mix, self.const.to(dtype),
-                        self.w_l.to(dtype), self.w_r.to(dtype))
+                        self.w_l.to(dtype), self.w_r.to(dtype), self.mix_crow, self.mix_col, weight)
 
     def _mixed(self, x: Tensor) -> Tensor:
         """mix @ [W_l x; W_r x] for rows x (D, ..., F) -> (D', ..., F_out)."""

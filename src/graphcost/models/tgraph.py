@@ -52,6 +52,7 @@ from graphcost.models.layers import (
     undirected,
 )
 from graphcost.models.shared_nodes import Edges, SagePlan, sage_static
+from graphcost.models.tgraph_stream import Workspace, stream_blocks
 
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}  # score_chunked(precision=...)
@@ -238,20 +239,23 @@ class TGraph(nn.Module):
                 ref.pool_const = eps.sum(0) - eps[torch.sort(batch.config_node_index).values].sum(0)
         return ref
 
-    def _dynamic_pool(self, batch, ref: _Reference, cfg: Tensor) -> Tensor:
+    def _dynamic_pool(self, batch, ref: _Reference, cfg: Tensor, workspace: Workspace | None = None) -> Tensor:
         """Mean-pooled final states (B, H), float32, of configurations `cfg` (B, C, 18).
 
         Runs in the dtype of `ref` and of this module's weights (see `score_chunked`'s
-        precision); sums are accumulated in float32."""
+        precision); sums are accumulated in float32. Without gradients the blocks run streamed
+        (`tgraph_stream`), reusing the buffers of `workspace` if given."""
         n = batch.node_feat.shape[0]
         if cfg.shape[1] == 0:  # no configurable node: every configuration is the reference graph
             return ref.eps_final.float().mean(0).expand(cfg.shape[0], -1)
         cfg = cfg[:, ref.config_order].transpose(0, 1)  # (C, B, 18), sorted node ids
-        lin = self.f_in[0]
-        emb = self.layout_emb(cfg).to(lin.weight.dtype)  # (C, B, 18 * layout_dim)
-        h = F.linear(emb, lin.weight[:, -emb.shape[-1]:])  # (C, B, H) config part of layer 1
-        h = h + ref.fin_static.unsqueeze(1) if torch.is_grad_enabled() else h.add_(ref.fin_static.unsqueeze(1))
-        h = self.f_in[1:](h)  # ε^0 of the configurable nodes
+        h = self._config_rows(ref, cfg)  # (C, B, H) ε^0 of the configurable nodes
+        if not torch.is_grad_enabled() and self.blocks:
+            tile_rows = self._tile_rows_cuda if h.is_cuda else self._tile_rows
+            eps_static = [br.eps_in[br.plan.idx_out] for br in ref.blocks]  # (D'_k, H) reference ε
+            dyn = stream_blocks(self.blocks, [br.plan for br in ref.blocks], eps_static, h,
+                                workspace or Workspace(), tile_rows)
+            return (ref.pool_const + dyn) / n  # (B, H) global mean pool
         tail = None
         for k, (blk, br) in enumerate(zip(self.blocks, ref.blocks)):
             s = br.plan.apply(h)  # (D', B, H') unnormalised SAGE output (eq. 2, norm folded in)
@@ -261,6 +265,19 @@ class TGraph(nn.Module):
                 tail = self._block_tail(blk, s, None)  # (B, H) float32
         total = ref.pool_const + _row_sum_fp32(h)
         return (total if tail is None else total + tail) / n  # (B, H) global mean pool
+
+    def _config_rows(self, ref: _Reference, cfg: Tensor) -> Tensor:
+        """f_in (eq. 7) of the configurable nodes: (C, B, H) from cfg (C, B, 18); the node part
+        of the first layer is ref.fin_static. Without gradients the GELUs run in place."""
+        lin = self.f_in[0]
+        emb = self.layout_emb(cfg).to(lin.weight.dtype)  # (C, B, 18 * layout_dim)
+        h = F.linear(emb, lin.weight[:, -emb.shape[-1]:])  # (C, B, H) config part of layer 1
+        if torch.is_grad_enabled():
+            return self.f_in[1:](h + ref.fin_static.unsqueeze(1))
+        h.add_(ref.fin_static.unsqueeze(1))
+        for layer in self.f_in[1:]:
+            h = torch._C._nn.gelu_(h, approximate=layer.approximate) if isinstance(layer, nn.GELU) else layer(h)
+        return h
 
     @staticmethod
     def _tile_rows(b: int, channels: int) -> int:
@@ -383,12 +400,13 @@ class TGraph(nn.Module):
             raise ValueError("score_chunked needs norm 'reference' or 'none' (per-config norm is dense-only)")
         runner = self if dtype == torch.float32 else copy.deepcopy(self).to(dtype)
         refs: dict[int, _Reference] = {}  # A_cross of a shared state depends on the group size
+        workspace = Workspace()  # per-configuration buffers shared by the chunks
         out = []
         for i, n in zip(starts, chunk_sizes):
             cfg = batch.node_config_feat[i:i + n]
             if cfg.shape[0] not in refs:
                 ref = self._static_pass(batch, edges, cfg.shape[0])
                 refs[cfg.shape[0]] = ref if dtype == torch.float32 else ref.to(dtype)
-            pooled = runner._dynamic_pool(batch, refs[cfg.shape[0]], cfg)  # (B, H) float32
+            pooled = runner._dynamic_pool(batch, refs[cfg.shape[0]], cfg, workspace)  # (B, H) float32
             out.append(self.f_out(pooled).squeeze(-1))
         return torch.cat(out)
