@@ -146,26 +146,15 @@ class SagePlan:
 
     def _mixed(self, x: Tensor) -> Tensor:
         """mix @ [W_l x; W_r x] for rows x (D, ..., F) -> (D', ..., F_out)."""
-        if torch.is_grad_enabled():
-            y = torch.cat([x @ self.w_l.T, x @ self.w_r.T], dim=0)  # (2D, ..., F_out)
-        else:  # same, written in place
-            d = x.shape[0]
-            y = x.new_empty(2 * d, *x.shape[1:-1], self.w_l.shape[0])
-            torch.matmul(x, self.w_l.T, out=y[:d])
-            torch.matmul(x, self.w_r.T, out=y[d:])
+        y = torch.cat([x @ self.w_l.T, x @ self.w_r.T], dim=0)  # (2D, ..., F_out)
         out = torch.sparse.mm(self.mix, y.reshape(y.shape[0], math.prod(y.shape[1:])))  # (D', prod(...) * F_out)
         return out.view(self.idx_out.numel(), *y.shape[1:])
 
     def apply(self, dyn: Tensor) -> Tensor:
         """Unnormalised SAGE outputs (D', B, F_out) of the dynamic rows, given dyn (D, B, F)."""
-        out = self._mixed(dyn)
-        if torch.is_grad_enabled():
-            return out + self.const.unsqueeze(1)
-        return out.add_(self.const.unsqueeze(1))
+        return self._mixed(dyn) + self.const.unsqueeze(1)
 
     def expand(self, dyn: Tensor, static: Tensor) -> Tensor:
         """(D', B, F): the input states of the output rows (dyn where dynamic, else static)."""
         out = static[self.idx_out].unsqueeze(1).repeat(1, dyn.shape[1], 1)
-        if torch.is_grad_enabled():
-            return out.index_copy(0, self.pos_in, dyn)
-        return out.index_copy_(0, self.pos_in, dyn)
+        return out.index_copy(0, self.pos_in, dyn)

@@ -21,7 +21,8 @@ message passing). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceN
 Speed: for layout batches with norm "reference"/"none" the forward pass computes the nodes no
 configuration reaches once for all B configurations (reference pass) and only the rows a
 configuration can reach per configuration, node-major, with the SAGE layers split by
-`shared_nodes.SagePlan` (exact; the reference norm is folded into the SAGE weights).
+`shared_nodes.SagePlan` (exact; the reference norm is folded into the SAGE weights). Without
+gradients those rows stream through the blocks in cache-sized node tiles (`tgraph_stream`).
 `forward_dense` is the plain (B, N, F) PyG path (used to test the fast path).
 """
 
@@ -291,31 +292,14 @@ class TGraph(nn.Module):
         return max(1, (1 << 26) // max(1, b * channels))
 
     def _block_tail(self, blk: _Block, s_raw: Tensor, eps_in: Tensor | None) -> Tensor:
-        """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (D', B, H').
-
-        Everything here is per node (A_cross per node and channel, over B), so without
-        gradients it runs in node tiles that stay in cache, writing each half of
-        concat(η, A_cross(η)) in place. eps_in (D', B, H) given: returns
-        B(ε) = ε + GELU(concat(η, A_cross(η))) (written into eps_in when gradients are off);
+        """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (D', B, H') (the
+        differentiable form; without gradients `tgraph_stream` does this tile by tile).
+        eps_in (D', B, H) given: returns B(ε) = ε + GELU(concat(η, A_cross(η)));
         None: returns Σ_i GELU(...) over the rows, (B, H) float32."""
-        d, b, h_out = s_raw.shape
-        grad = torch.is_grad_enabled()
-        step = max(d, 1) if grad else (self._tile_rows_cuda if s_raw.is_cuda else self._tile_rows)(b, h_out)
-        total = s_raw.new_zeros(b, self.config.hidden, dtype=torch.float32)
-        for r0 in range(0, d, step):
-            eta = blk.attend(F.normalize(s_raw[r0:r0 + step], p=2.0, dim=-1))  # (t, B, H')
-            halves = [eta] if blk.cross is None else [eta, blk.cross(eta, dim=1)]  # A_cross over B
-            if grad:
-                g = F.gelu(torch.cat(halves, dim=-1))  # (t, B, H)
-                return eps_in + g if eps_in is not None else _row_sum_fp32(g)
-            for j, half in enumerate(halves):
-                g = F.gelu(half)
-                cols = slice(j * h_out, (j + 1) * h_out)
-                if eps_in is None:
-                    total[:, cols] += _row_sum_fp32(g)
-                else:
-                    eps_in[r0:r0 + step, :, cols] += g
-        return total if eps_in is None else eps_in
+        eta = blk.attend(F.normalize(s_raw, p=2.0, dim=-1))  # (D', B, H')
+        halves = [eta] if blk.cross is None else [eta, blk.cross(eta, dim=1)]  # A_cross over B
+        g = F.gelu(torch.cat(halves, dim=-1))  # (D', B, H)
+        return eps_in + g if eps_in is not None else _row_sum_fp32(g)
 
     # ------------------------------------------------------------ dense path
     def forward_dense(self, batch) -> Tensor:
