@@ -91,3 +91,31 @@ def test_mixed_rows_equal_the_sparse_product(aggr):
         d_out = plan.idx_out.numel()
         for r0, r1 in ((0, d_out), (1, 3), (d_out - 1, d_out)):
             torch.testing.assert_close(mixed_rows(plan, y, r0, r1), whole[r0:r1])
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_chunks_on_two_threads_match_one(mode):
+    """score_chunked without gradients runs chunks side by side on the intra-op threads
+    (tgraph_stream.map_chunks): same scores as one thread, thread count restored."""
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small()).eval()
+    batch = make_layout_batch(num_nodes=30, num_configs=20, num_configurable=5, seed=8)
+    ctx = torch.no_grad if mode == "no_grad" else torch.inference_mode
+    with ctx():
+        one = model.score_chunked(batch, chunk_size=6)  # conftest: 1 thread -> sequential
+        torch.set_num_threads(2)
+        two = model.score_chunked(batch, chunk_size=6)  # 4 chunks on 2 threads
+        assert torch.get_num_threads() == 2
+        bf16 = model.score_chunked(batch, chunk_size=6, precision="bf16")
+    torch.testing.assert_close(two, one, rtol=1e-5, atol=1e-6)
+    assert torch.isfinite(bf16).all() and bf16.shape == one.shape
+
+
+def test_map_chunks_keeps_order_and_mode():
+    from graphcost.models.tgraph_stream import map_chunks
+
+    torch.set_num_threads(2)
+    with torch.no_grad():
+        got = map_chunks(lambda i, ws: torch.tensor([float(i), float(torch.is_grad_enabled())]), range(7), 2)
+    assert [int(t[0]) for t in got] == list(range(7)) and all(t[1] == 0 for t in got)
+    assert torch.get_num_threads() == 2

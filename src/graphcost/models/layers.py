@@ -126,11 +126,14 @@ class ChannelSE(nn.Module):
         self.excite = nn.Linear(channels, hidden)
         self.square = nn.Linear(hidden, channels)
 
+    def gate(self, x: Tensor) -> Tensor:  # (..., F) -> (..., F): σ(f_square(ReLU(f_excitation(x))))
+        z = self.square(F.relu(self.excite(x)))
+        return torch.sigmoid(z) if torch.is_grad_enabled() else z.sigmoid_()
+
     def forward(self, x: Tensor) -> Tensor:  # (..., F) -> (..., F)
-        gate = self.square(F.relu(self.excite(x)))
         if torch.is_grad_enabled():
-            return x * torch.sigmoid(gate)  # TGraph eq. 5
-        return gate.sigmoid_().mul_(x)  # same, without temporaries
+            return x * self.gate(x)  # TGraph eq. 5
+        return self.gate(x).mul_(x)  # same, without temporaries
 
 
 class CrossConfigAttention(nn.Module):

@@ -53,7 +53,7 @@ from graphcost.models.layers import (
     undirected,
 )
 from graphcost.models.shared_nodes import Edges, SagePlan, sage_static
-from graphcost.models.tgraph_stream import Workspace, stream_blocks
+from graphcost.models.tgraph_stream import Workspace, map_chunks, stream_blocks
 
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}  # score_chunked(precision=...)
@@ -384,13 +384,15 @@ class TGraph(nn.Module):
             raise ValueError("score_chunked needs norm 'reference' or 'none' (per-config norm is dense-only)")
         runner = self if dtype == torch.float32 else copy.deepcopy(self).to(dtype)
         refs: dict[int, _Reference] = {}  # A_cross of a shared state depends on the group size
-        workspace = Workspace()  # per-configuration buffers shared by the chunks
-        out = []
-        for i, n in zip(starts, chunk_sizes):
-            cfg = batch.node_config_feat[i:i + n]
-            if cfg.shape[0] not in refs:
-                ref = self._static_pass(batch, edges, cfg.shape[0])
-                refs[cfg.shape[0]] = ref if dtype == torch.float32 else ref.to(dtype)
-            pooled = runner._dynamic_pool(batch, refs[cfg.shape[0]], cfg, workspace)  # (B, H) float32
-            out.append(self.f_out(pooled).squeeze(-1))
-        return torch.cat(out)
+        for n in sorted(set(chunk_sizes)):
+            ref = self._static_pass(batch, edges, n)
+            refs[n] = ref if dtype == torch.float32 else ref.to(dtype)
+
+        def pool(i: int, workspace: Workspace) -> Tensor:  # (B_i, H) float32, chunk i
+            cfg = batch.node_config_feat[starts[i]:starts[i] + chunk_sizes[i]]
+            return runner._dynamic_pool(batch, refs[cfg.shape[0]], cfg, workspace)
+
+        # without gradients on a CPU, chunks run side by side on the intra-op threads (map_chunks)
+        threads = 1 if torch.is_grad_enabled() or batch.node_feat.is_cuda else torch.get_num_threads()
+        pooled = map_chunks(pool, range(len(chunk_sizes)), threads)
+        return torch.cat([self.f_out(p).squeeze(-1) for p in pooled])

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import torch.nn.functional as F
@@ -48,6 +50,34 @@ class Workspace:
         return buf[:n].view(*shape)
 
 
+def map_chunks(fn: Callable[[object, Workspace], Tensor], items: Sequence, threads: int) -> list[Tensor]:
+    """[fn(item, workspace) for item in items] (chunks of configurations), on `threads` Python
+    threads with one intra-op thread each when there are at least that many items: the chunks
+    are independent, and on a CPU whole chunks per core beat splitting every small per-tile
+    operation across the cores. Each thread keeps its own Workspace; the calling thread's
+    grad/inference mode is repeated in the workers (it is thread-local); the intra-op thread
+    count is restored afterwards. Results are in item order."""
+    if threads <= 1 or len(items) < threads:
+        ws = Workspace()
+        return [fn(item, ws) for item in items]
+    mode = torch.inference_mode if torch.is_inference_mode_enabled() else torch.no_grad
+    local = threading.local()
+
+    def call(item):
+        if not hasattr(local, "ws"):
+            torch.set_num_threads(1)  # this worker's intra-op threads (OpenMP's setting is per thread)
+            local.ws = Workspace()
+        with mode():
+            return fn(item, local.ws)
+
+    before = torch.get_num_threads()
+    try:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return list(pool.map(call, items))
+    finally:
+        torch.set_num_threads(before)
+
+
 def project(plan: SagePlan, x: Tensor, out: Tensor) -> Tensor:
     """out (2D, B, F_out) = [W_l x; W_r x] for the plan's input rows x (D, B, F)."""
     d = x.shape[0]
@@ -67,28 +97,32 @@ def mixed_rows(plan: SagePlan, y: Tensor, r0: int, r1: int) -> Tensor:
     return s.view(r1 - r0, *y.shape[1:]).add_(plan.const[r0:r1].unsqueeze(1))
 
 
-def attend_in_place(blk: nn.Module, s: Tensor) -> tuple[Tensor, Tensor | None]:
-    """GELU(η), GELU(A_cross(η)) for a tile s (t, B, F) of unnormalised SAGE outputs, with
-    η = A_self(N_L2(s)) (TGraph eq. 2, 5, 6); s is overwritten."""
-    s.div_(torch.linalg.vector_norm(s, dim=-1, keepdim=True).clamp_min_(1e-12))  # = F.normalize
-    eta = blk.se(s) if blk.se is not None else s  # eq. 5, in place without gradients
-    cross = None
+def attend_into(blk: nn.Module, s: Tensor, g: Tensor) -> Tensor:
+    """g (t, B, H) = GELU(concat(η, A_cross(η))) for a tile s (t, B, F) of unnormalised SAGE
+    outputs, η = A_self(N_L2(s)) (TGraph eq. 2, 5, 6, 3's GELU); s is overwritten. Both halves
+    are written into g, so the GELU and what follows run once over H contiguous channels."""
+    f = s.shape[-1]
+    n = torch.linalg.vector_norm(s, dim=-1, keepdim=True).clamp_min_(1e-12)  # as F.normalize
+    eta = g[..., :f]
+    if blk.se is not None:  # eq. 5
+        s.div_(n)
+        torch.mul(blk.se.gate(s), s, out=eta)
+    else:
+        torch.div(s, n, out=eta)
     if blk.cross is not None:  # eq. 6: softmax over the configurations (dim 1)
-        cross = torch.softmax(eta / blk.cross.temperature, dim=1).mul_(eta)
-        torch._C._nn.gelu_(cross)
-    return torch._C._nn.gelu_(eta), cross
+        torch.mul(torch.softmax(eta / blk.cross.temperature, dim=1), eta, out=g[..., f:])
+    return torch._C._nn.gelu_(g)
 
 
-def _residual(out: Tensor, eta: Tensor, cross: Tensor | None, eps: Tensor,
-              into: tuple[Tensor, Tensor] | None = None) -> None:
-    """out (t, B, H) = eps + concat(GELU(η), GELU(c)) (TGraph eq. 3), one pass per half; eps
-    (t, B or 1, H). `into` (dest, rows): then copy out into dest's rows."""
-    f = eta.shape[-1]
-    torch.add(eta, eps[..., :f], out=out[..., :f])
-    if cross is not None:
-        torch.add(cross, eps[..., f:], out=out[..., f:])
-    if into is not None:
-        into[0].index_copy_(0, into[1], out)
+def _residual(out: Tensor, g: Tensor, eps_static: Tensor, dyn: Tensor, loc: Tensor) -> None:
+    """out (t, B, H) = ε + g (TGraph eq. 3) for a tile whose rows `loc` hold a per-configuration
+    ε, dyn (len(loc), B, H), and whose other rows hold eps_static (t, H) in every configuration."""
+    if loc.numel() == out.shape[0]:  # loc is sorted and distinct: every row
+        torch.add(g, dyn, out=out)
+        return
+    torch.add(g, eps_static.unsqueeze(1), out=out)
+    if loc.numel():
+        out.index_copy_(0, loc, dyn + g[loc])
 
 
 def _add_rows(acc: Tensor, x: Tensor) -> None:
@@ -112,8 +146,9 @@ def stream_blocks(blocks: Sequence[nn.Module], plans: Sequence[SagePlan], eps_st
     if len(plans) == 1:
         _add_rows(acc, h)  # the last block's input ε rows = f_in rows
     x, y = h, project(plans[0], h, ws.get("y0", (2 * h.shape[0], b, plans[0].w_l.shape[0]), h))
+    gbuf = ws.get("g", acc.shape, h)  # GELU(concat(η, A_cross(η))) of one tile
     for k, (blk, plan) in enumerate(zip(blocks, plans)):
-        last, d_out, f_out = k + 1 == len(plans), plan.idx_out.numel(), plan.w_l.shape[0]
+        last, d_out = k + 1 == len(plans), plan.idx_out.numel()
         if not last:
             nxt = plans[k + 1]
             y_next = ws.get(f"y{k + 1}", (2 * d_out, b, nxt.w_l.shape[0]), h)
@@ -122,20 +157,13 @@ def stream_blocks(blocks: Sequence[nn.Module], plans: Sequence[SagePlan], eps_st
             tile = ws.get("tile", (min(step, d_out), b, hidden), h) if keep is None else None
         for r0 in range(0, d_out, step):
             r1 = min(r0 + step, d_out)
-            eta, cross = attend_in_place(blk, mixed_rows(plan, y, r0, r1))  # (t, B, F_out) each
+            g = attend_into(blk, mixed_rows(plan, y, r0, r1), gbuf[:r1 - r0])  # (t, B, H)
             if last:
-                acc[:r1 - r0, :, :f_out] += eta
-                if cross is not None:
-                    acc[:r1 - r0, :, f_out:] += cross
+                acc[:r1 - r0] += g
                 continue
             out = keep[r0:r1] if keep is not None else tile[:r1 - r0]  # (t, B, H) block output
             j0, j1 = bisect.bisect_left(pos, r0), bisect.bisect_left(pos, r1)
-            dense = j1 - j0 == r1 - r0  # every row of the tile has a per-configuration ε
-            _residual(out, eta, cross, x[j0:j1] if dense else eps_static[k][r0:r1].unsqueeze(1))
-            if j1 > j0 and not dense:  # the rows with a per-configuration ε
-                loc = plan.pos_in[j0:j1] - r0
-                _residual(out.new_empty(j1 - j0, *out.shape[1:]), eta[loc],
-                          None if cross is None else cross[loc], x[j0:j1], into=(out, loc))
+            _residual(out, g, eps_static[k][r0:r1], x[j0:j1], plan.pos_in[j0:j1] - r0)
             torch.matmul(out, nxt.w_l.T, out=y_next[r0:r1])  # next block's products, row by row
             torch.matmul(out, nxt.w_r.T, out=y_next[d_out + r0:d_out + r1])
             if k + 2 == len(plans):
