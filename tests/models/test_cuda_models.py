@@ -141,7 +141,7 @@ def test_cuda_bf16_on_a_larger_graph_tracks_fp32():
 @pytest.mark.parametrize("extra", [{}, {"cross_attention": False}, {"num_blocks": 3}], ids=str)
 def test_cuda_inference_node_tiling_matches_dense(monkeypatch, extra):
     """Several node tiles on CUDA (forced to 3 rows): the same scores as the dense path."""
-    monkeypatch.setattr(TGraph, "_tile_rows_cuda", staticmethod(lambda b, c: 3))
+    monkeypatch.setattr(TGraph, "_tile_rows_cuda", staticmethod(lambda b, c, *_: 3))
     torch.manual_seed(0)
     model = TGraph("layout", TGraphConfig.small(**extra)).eval().to(CUDA)
     batch = make_layout_batch(num_nodes=40, num_configs=9, num_configurable=5, seed=2).to(CUDA)

@@ -113,7 +113,7 @@ def test_layout_embedding_shared_table_and_range_check():
 @pytest.mark.parametrize("extra", [{}, {"cross_attention": False}, {"num_blocks": 3}], ids=str)
 def test_inference_node_tiling_matches_dense(monkeypatch, extra):
     """Without gradients the block tail runs in node tiles, in place; same scores as dense."""
-    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c: 3))
+    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c, *_: 3))
     torch.manual_seed(0)
     model = TGraph("layout", TGraphConfig.small(**extra)).eval()
     batch = make_layout_batch(num_nodes=40, num_configs=9, num_configurable=5, seed=2)

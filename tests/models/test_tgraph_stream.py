@@ -19,7 +19,7 @@ ABLATIONS = [{}, {"channel_attention": False}, {"cross_attention": False}, {"use
 @pytest.mark.parametrize("rows", [1, 4, 1000])
 @pytest.mark.parametrize("extra", ABLATIONS, ids=str)
 def test_streamed_scores_equal_dense(monkeypatch, extra, rows):
-    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c: rows))
+    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c, *_: rows))
     torch.manual_seed(0)
     model = TGraph("layout", TGraphConfig.small(**extra)).eval()
     batch = make_layout_batch(num_nodes=40, num_configs=7, num_configurable=5, seed=2)
@@ -31,7 +31,7 @@ def test_streamed_scores_equal_dense(monkeypatch, extra, rows):
 
 def test_streamed_counts_duplicate_edges(monkeypatch):
     """Doubled edges give mix entries of weight 2 (embedding-bag weights), as in PyG's sum."""
-    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c: 3))
+    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c, *_: 3))
     torch.manual_seed(0)
     model = TGraph("layout", TGraphConfig.small()).eval()
     batch = make_layout_batch(num_nodes=30, num_configs=6, num_configurable=4, seed=4)
@@ -43,7 +43,7 @@ def test_streamed_counts_duplicate_edges(monkeypatch):
 def test_workspace_reused_across_chunk_sizes(monkeypatch):
     """One workspace serves chunks of different sizes: a smaller chunk after a larger one
     views the front of the larger buffers, a larger one regrows them."""
-    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c: 5))
+    monkeypatch.setattr(TGraph, "_tile_rows", staticmethod(lambda b, c, *_: 5))
     torch.manual_seed(0)
     model = TGraph("layout", TGraphConfig.small()).eval()
     batch = make_layout_batch(num_nodes=36, num_configs=17, num_configurable=6, seed=7)

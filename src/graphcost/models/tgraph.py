@@ -281,15 +281,15 @@ class TGraph(nn.Module):
         return h
 
     @staticmethod
-    def _tile_rows(b: int, channels: int) -> int:
-        """Nodes per tile so that one (tile, B, channels) float tensor is ~4 MiB (stays in cache)."""
-        return max(1, (1 << 20) // max(1, b * channels))
+    def _tile_rows(b: int, channels: int, itemsize: int = 4) -> int:
+        """Nodes per tile so that one (tile, B, channels) tensor is ~2 MiB (stays in cache)."""
+        return max(1, (1 << 21) // max(1, b * channels * itemsize))
 
     @staticmethod
-    def _tile_rows_cuda(b: int, channels: int) -> int:
+    def _tile_rows_cuda(b: int, channels: int, itemsize: int = 4) -> int:
         """On a GPU tiles only bound the temporaries (~256 MiB each): a cache-sized tile would
         cost a dozen kernel launches per few rows."""
-        return max(1, (1 << 26) // max(1, b * channels))
+        return max(1, (1 << 28) // max(1, b * channels * itemsize))
 
     def _block_tail(self, blk: _Block, s_raw: Tensor, eps_in: Tensor | None) -> Tensor:
         """Eq. 2's L2 norm, eq. 5, eq. 6 and eq. 3 on the dynamic rows s_raw (D', B, H') (the

@@ -134,14 +134,14 @@ def _add_rows(acc: Tensor, x: Tensor) -> None:
 
 
 def stream_blocks(blocks: Sequence[nn.Module], plans: Sequence[SagePlan], eps_static: Sequence[Tensor],
-                  h: Tensor, ws: Workspace, tile_rows: Callable[[int, int], int]) -> Tensor:
+                  h: Tensor, ws: Workspace, tile_rows: Callable[[int, int, int], int]) -> Tensor:
     """(B, H) float32: Σ over the last block's dynamic input rows of ε and output rows of
     GELU(concat(η, A_cross(η))), given h (D_0, B, H): the first block's dynamic input rows.
 
     blocks[k] (a TGraph block: se, cross) runs SAGE plan plans[k]; eps_static[k] (D'_k, H) are
     its input states on its output rows under the reference configuration."""
     b, hidden = h.shape[1], h.shape[2]
-    step = tile_rows(b, hidden)
+    step = tile_rows(b, hidden, h.element_size())  # nodes per tile
     acc = ws.get("acc", (min(step, max(p.idx_out.numel() for p in plans)), b, hidden), h, torch.float32).zero_()
     if len(plans) == 1:
         _add_rows(acc, h)  # the last block's input ε rows = f_in rows
