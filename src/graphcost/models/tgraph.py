@@ -250,7 +250,7 @@ class TGraph(nn.Module):
         if cfg.shape[1] == 0:  # no configurable node: every configuration is the reference graph
             return ref.eps_final.float().mean(0).expand(cfg.shape[0], -1)
         cfg = cfg[:, ref.config_order].transpose(0, 1)  # (C, B, 18), sorted node ids
-        h = self._config_rows(ref, cfg)  # (C, B, H) ε^0 of the configurable nodes
+        h = self._config_rows(ref, cfg, workspace)  # (C, B, H) ε^0 of the configurable nodes
         if not torch.is_grad_enabled() and self.blocks:
             tile_rows = self._tile_rows_cuda if h.is_cuda else self._tile_rows
             eps_static = [br.eps_in[br.plan.idx_out] for br in ref.blocks]  # (D'_k, H) reference ε
@@ -267,17 +267,35 @@ class TGraph(nn.Module):
         total = ref.pool_const + _row_sum_fp32(h)
         return (total if tail is None else total + tail) / n  # (B, H) global mean pool
 
-    def _config_rows(self, ref: _Reference, cfg: Tensor) -> Tensor:
+    def _config_rows(self, ref: _Reference, cfg: Tensor, workspace: Workspace | None = None) -> Tensor:
         """f_in (eq. 7) of the configurable nodes: (C, B, H) from cfg (C, B, 18); the node part
-        of the first layer is ref.fin_static. Without gradients the GELUs run in place."""
+        of the first layer is ref.fin_static. Without gradients the layers write into
+        `workspace` buffers and the GELUs run in place."""
         lin = self.f_in[0]
         emb = self.layout_emb(cfg).to(lin.weight.dtype)  # (C, B, 18 * layout_dim)
-        h = F.linear(emb, lin.weight[:, -emb.shape[-1]:])  # (C, B, H) config part of layer 1
-        if torch.is_grad_enabled():
-            return self.f_in[1:](h + ref.fin_static.unsqueeze(1))
-        h.add_(ref.fin_static.unsqueeze(1))
+        w_cfg = lin.weight[:, -emb.shape[-1]:]  # config part of layer 1
+        if torch.is_grad_enabled() or workspace is None:
+            h = F.linear(emb, w_cfg)  # (C, B, H)
+            if torch.is_grad_enabled():
+                return self.f_in[1:](h + ref.fin_static.unsqueeze(1))
+            return self._f_in_rest(h.add_(ref.fin_static.unsqueeze(1)), None)
+        h = workspace.get("fin0", (*emb.shape[:-1], w_cfg.shape[0]), emb)
+        torch.matmul(emb, w_cfg.T, out=h)
+        return self._f_in_rest(h.add_(ref.fin_static.unsqueeze(1)), workspace)
+
+    def _f_in_rest(self, h: Tensor, workspace: Workspace | None) -> Tensor:
+        """f_in[1:] without gradients: GELU in place, Linear into alternating workspace buffers."""
+        buf = 0  # h is in workspace buffer "fin0" (if any); a Linear writes into the other one
         for layer in self.f_in[1:]:
-            h = torch._C._nn.gelu_(h, approximate=layer.approximate) if isinstance(layer, nn.GELU) else layer(h)
+            if isinstance(layer, nn.GELU):
+                h = torch._C._nn.gelu_(h, approximate=layer.approximate)
+            elif isinstance(layer, nn.Linear) and workspace is not None:
+                buf = 1 - buf
+                out = workspace.get(f"fin{buf}", (*h.shape[:-1], layer.out_features), h)
+                torch.addmm(layer.bias, h.view(-1, h.shape[-1]), layer.weight.T, out=out.view(-1, out.shape[-1]))
+                h = out
+            else:
+                h = layer(h)
         return h
 
     @staticmethod
