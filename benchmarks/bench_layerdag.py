@@ -30,18 +30,19 @@ import tempfile
 import time
 from pathlib import Path
 
-LP_GRAPHS, LP_EPOCHS, TPU_EPOCHS = 3000, 40, 25
+LP_GRAPHS, LP_EPOCHS, LP_STEPS, TPU_EPOCHS = 10000, 30, 128, 25
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
-def _train(name, splits, args, epochs, ncat):
+def _train(name, splits, args, epochs, ncat, steps=None):
     from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
     run = args.work_dir / name
     cfg = TrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
                       device=args.device, size=args.size)  # fmt: skip
     t0 = time.perf_counter()
-    model, hist = train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=ncat)
+    overrides = {} if steps is None else {"T_node": steps, "T_edge": steps}
+    model, hist = train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=ncat, **overrides)
     wall = time.perf_counter() - t0
     epoch_secs = sum(h["seconds"] for h in hist)
     best = load_checkpoint(run / BEST)
@@ -61,7 +62,7 @@ def bench_lp(args) -> dict:
     from graphcost.dag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
-    model, train = _train("lp", splits, args, args.lp_epochs, 2)
+    model, train = _train("lp", splits, args, args.lp_epochs, 2, steps=args.lp_steps)
     res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples, final_step=args.final_step)
     other = "sample" if args.final_step == "mode" else "mode"  # the same model with the other last step
     res["final_step"], res["other_final_step"] = args.final_step, other
@@ -144,6 +145,7 @@ def main() -> None:
     p.add_argument("--lp-graphs", type=int, default=LP_GRAPHS)
     p.add_argument("--lp-epochs", type=int, default=LP_EPOCHS)
     p.add_argument("--lp-samples", type=int, default=200)
+    p.add_argument("--lp-steps", type=int, default=LP_STEPS, help="LP: diffusion steps T_node = T_edge (trained and sampled)")
     p.add_argument("--tpu-epochs", type=int, default=TPU_EPOCHS)
     p.add_argument("--surrogate-epochs", type=int, default=100)
     p.add_argument("--sample-seeds", type=int, default=1, help="TPU Tile: also report the ratio for this many sampling "
@@ -163,7 +165,7 @@ def main() -> None:
     p.add_argument("--json", type=Path, default=Path(DEFAULT_JSON))
     args = p.parse_args()
     if args.quick:
-        args.lp_graphs, args.lp_epochs, args.lp_samples, args.tpu_epochs = 200, 3, 50, 2
+        args.lp_graphs, args.lp_epochs, args.lp_samples, args.lp_steps, args.tpu_epochs = 200, 3, 50, 16, 2
         args.surrogate_epochs, args.sweep_t = 10, [4]
         if args.json == Path(DEFAULT_JSON):
             args.json = Path(tempfile.gettempdir()) / "layerdag_quick.json"

@@ -126,6 +126,9 @@ def register(app: typer.Typer) -> None:
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)"),
+        diffusion_steps: Optional[int] = typer.Option(None, min=1, help="T_node = T_edge, the diffusion steps trained "
+                                                      "and sampled (default: the --size's, small 32, paper 64/16); more "
+                                                      "steps = fewer simultaneous changes per reverse step, slower sampling"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -148,6 +151,7 @@ def register(app: typer.Typer) -> None:
         blocker = blocking_file(out)
         if blocker is not None:
             _fail(f"--out {out}: {blocker} is not a directory")
+        steps = {} if diffusion_steps is None else {"T_node": diffusion_steps, "T_edge": diffusion_steps}
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
@@ -157,7 +161,7 @@ def register(app: typer.Typer) -> None:
         try:
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
-                                         num_categories=num_categories(dataset, splits))  # fmt: skip
+                                         num_categories=num_categories(dataset, splits), **steps)  # fmt: skip
         except OSError as exc:
             _fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:

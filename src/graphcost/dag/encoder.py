@@ -20,6 +20,15 @@ import torch
 from torch import nn
 
 
+def frontier_histogram(attr, depth, batch, num_graphs: int, num_categories: int) -> torch.Tensor:
+    """(G, C) attribute counts of each graph's deepest layer V(l) (the layer the next one attaches to)."""
+    deepest = torch.full((num_graphs,), -1, dtype=depth.dtype, device=depth.device)
+    deepest = deepest.scatter_reduce(0, batch, depth, reduce="amax", include_self=True)  # (G,)
+    front = (depth == deepest[batch]).to(torch.float32)  # (N,) 1 for the nodes of V(l)
+    hist = torch.zeros(num_graphs, num_categories, device=attr.device)
+    return hist.index_put_((batch, attr), front, accumulate=True)
+
+
 class SinusoidalEmbedding(nn.Module):
     """Transformer-style embedding of a real scalar (Vaswani et al.): [sin(x ω_k), cos(x ω_k)], ω_k = 1/10000^(k/(d/2)),
     followed by a 2-layer MLP. Used for the graph label (conditioning), the diffusion step and depths."""

@@ -56,13 +56,19 @@ class LayerDAGConfig:
     # the node denoiser gets set statistics (|V(l+1)|, noisy and layer-l attribute histograms; see
     # denoisers.NodeDenoiser); False only for checkpoints from before they existed
     node_set_features: bool = False
+    # the edge denoiser gets each candidate's view of its target's noisy predecessor set (see
+    # denoisers.EdgeDenoiser); False only for checkpoints from before they existed
+    edge_set_features: bool = False
+    # the layer-size head gets the attribute histogram of the deepest layer (see layer_size); False
+    # only for checkpoints from before it existed
+    size_set_features: bool = False
 
     @classmethod
     def sized(cls, size: str, **stats) -> "LayerDAGConfig":
         """'small': a CPU default that trains in minutes; 'paper': widths/depths/steps of the
         LayerDAG tpu_tile configuration (one shared width, the largest of its modules' widths 512
         is cut to 256 to fit one dim)."""
-        stats = {"node_set_features": True, **stats}
+        stats = {"node_set_features": True, "edge_set_features": True, "size_set_features": True, **stats}
         if size == "small":
             return cls(**stats)
         if size == "paper":
@@ -82,9 +88,9 @@ class LayerDAG(nn.Module):
         self.size_label_emb = SinusoidalEmbedding(d, scale=5.0)
         self.node_label_emb = SinusoidalEmbedding(d, scale=5.0)
         self.edge_label_emb = SinusoidalEmbedding(d, scale=5.0)
-        self.size_model = LayerSizePredictor(c.num_categories, c.max_layer_size, d, c.size_mpnn_layers)
+        self.size_model = LayerSizePredictor(c.num_categories, c.max_layer_size, d, c.size_mpnn_layers, c.size_set_features)
         self.node_model = NodeDenoiser(c.num_categories, d, c.node_mpnn_layers, c.transformer_layers, c.heads, c.node_set_features)
-        self.edge_model = EdgeDenoiser(c.num_categories, d, c.edge_mpnn_layers)
+        self.edge_model = EdgeDenoiser(c.num_categories, d, c.edge_mpnn_layers, c.edge_set_features)
         self.node_diffusion = MarginalDiffusion(torch.tensor(c.node_marginal), c.T_node)
         self.edge_diffusion = MarginalDiffusion(torch.tensor([1 - c.edge_density, c.edge_density]), c.T_edge)
 
