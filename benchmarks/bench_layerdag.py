@@ -8,7 +8,9 @@ Models are trained with per-module selection (each of the three modules keeps it
 validation epoch, best.pt) and sampled from best.pt with `--final-step` (default sample, the D3PM
 step; LP validity is also measured with the other choice).
 `--quick` is a smoke run of a few minutes (small data, few epochs; numbers not comparable).
-LP (SYNTHETIC, layerdag-data's generator): train on the train split, sample 200 DAGs (full T),
+LP (SYNTHETIC, layerdag-data's generator; default 10,000 graphs, 30 epochs, T_node = T_edge = 128 via
+`--lp-graphs/--lp-epochs/--lp-steps`, since more steps and more data raise validity, see BENCHMARKS.md):
+train on the train split, sample 200 DAGs (full T),
 report validity (paper Table II: 0.907), MMD vs the test split, uniqueness/novelty, and a
 quality-vs-time sweep of the eq.-1 linear and the constant schedules (LayerDAG §V-C).
 TPU Tile (REAL, ../shared/data/tpu_tile_graphs/val.npz split 80/10/10): train; generate one DAG per
