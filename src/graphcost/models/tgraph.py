@@ -374,7 +374,8 @@ class TGraph(nn.Module):
         """Scores (B,) computing configurations in ceil(B / chunk_size) consecutive near-equal
         chunks (or chunks of the given `chunk_sizes`, which must add up to B); each chunk is one
         cross-attention group, as at training time. Configuration-independent work is done once per distinct chunk
-        length. Use under torch.no_grad() for inference.
+        length. Use under torch.no_grad() for inference: then, on a CPU, the chunks run side by
+        side on torch.get_num_threads() threads with one intra-op thread each (`map_chunks`).
 
         precision "bf16" (inference only): the per-configuration work of layout batches runs in
         bfloat16 (≈ 3x faster matrix products on CPUs with AVX512-BF16 or AMX); the reference

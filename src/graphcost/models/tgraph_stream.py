@@ -16,6 +16,7 @@ So no (D', B, F) state is ever materialised except the products [W_l x; W_r x] (
 `Workspace` reused by every chunk: fresh multi-MiB tensors cost page faults on CPU), and the
 block output only when a later block needs it for its residual (3+ blocks). Same operations as
 the dense path, exact in float32 up to summation order; sums accumulate in float32 for any dtype.
+`map_chunks` runs the chunks of configurations of one call side by side, one thread each.
 """
 
 from __future__ import annotations
