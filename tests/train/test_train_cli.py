@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pytest
 import torch
+from train_stubs import run_cli, write_cli_collections
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.synth import write_synthetic_collection
 from graphcost.data.tpugraphs_io import load_graph
 
 SMALL = {
@@ -27,28 +27,18 @@ SMALL = {
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synthetic")
-    for collection in ("layout:xla:random", "tile:xla"):
-        write_synthetic_collection(root, collection, num_graphs=5, seed=1, split_fractions=(0.6, 0.2, 0.2),
-                                   max_nodes=30, max_configs=24, progress=False)
-    return root
-
-
-def _run(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    return result.output
+    return write_cli_collections(tmp_path_factory.mktemp("synthetic"), seed=1)
 
 
 @pytest.mark.parametrize("collection,model", [("layout:xla:random", "tgraph"), ("layout:xla:random", "sage"),
                                               ("tile:xla", "tgraph"), ("tile:xla", "tile-mlp")])
 def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     run = tmp_path / "run"
-    out = _run("train", "--collection", collection, "--data-dir", data_root, "--model", model, *SMALL[model],
-               "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
+    out = run_cli("train", "--collection", collection, "--data-dir", data_root, "--model", model, *SMALL[model],
+                  "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
     assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
     report = tmp_path / "eval.json"
-    out = _run("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
+    out = run_cli("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
     data = json.loads(report.read_text())
     assert data["kind"] == collection.split(":")[0] and len(data["graphs"]) == 1
     assert "kendall_tau" in data["aggregate"] and "MEAN" in out
@@ -58,14 +48,14 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     test_file = sorted((data_root / "npz").rglob("test/*.npz"))
     test_file = [f for f in test_file if ("tile" in f.parts) == (collection == "tile:xla")][0]
     num_configs = load_graph(test_file).config_runtime.shape[0]
-    out = _run("rank", run, test_file, "--tta", "2", "--device", "cpu")
+    out = run_cli("rank", run, test_file, "--tta", "2", "--device", "cpu")
     ranked = [int(line.split()[1]) for line in out.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
     assert sorted(ranked) == list(range(num_configs))  # every ORIGINAL configuration, once
     scores = [float(line.split()[2]) for line in out.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
     assert scores == sorted(scores)  # fastest (lowest score) first
     if model == "tgraph":  # bf16 inference: a full ranking too, close to the fp32 one
         threads = torch.get_num_threads()
-        out16 = _run("rank", run, test_file, "--tta", "2", "--device", "cpu", "--precision", "bf16", "--threads", "1")
+        out16 = run_cli("rank", run, test_file, "--tta", "2", "--device", "cpu", "--precision", "bf16", "--threads", "1")
         assert torch.get_num_threads() == 1
         torch.set_num_threads(threads)  # the CLI sets it for its process; this one goes on testing
         ranked16 = [int(line.split()[1]) for line in out16.splitlines()[1:] if re.match(r"\s*\d+\s+\d+", line)]
@@ -74,7 +64,7 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
         assert np.corrcoef(np.argsort(ranked), pos16)[0, 1] > 0.9
 
     sub = tmp_path / "sub.csv"
-    _run("predict", run, "--out", sub, "--tta", "2", "--device", "cpu")
+    run_cli("predict", run, "--out", sub, "--tta", "2", "--device", "cpu")
     rows = list(csv.reader(open(sub)))
     assert rows[0] == ["ID", "TopConfigs"] and len(rows) == 2
     assert rows[1][0] == f"{collection}:{test_file.stem}"
@@ -85,9 +75,9 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
 
 def test_crossval_ensemble_and_combine(tmp_path, data_root):
     run = tmp_path / "cv"
-    out = _run("train", "--collection", "layout:xla:random", "--data-dir", data_root, "--model", "tgraph",
-               *SMALL["tgraph"], "--epochs", "1", "--batch-configs", "8", "--folds", "3", "--train-folds", "2",
-               "--keep", "1", "--out", run, "--no-progress", "--device", "cpu")
+    out = run_cli("train", "--collection", "layout:xla:random", "--data-dir", data_root, "--model", "tgraph",
+                  *SMALL["tgraph"], "--epochs", "1", "--batch-configs", "8", "--folds", "3", "--train-folds", "2",
+                  "--keep", "1", "--out", run, "--no-progress", "--device", "cpu")
     manifest = json.loads((run / "ensemble.json").read_text())
     assert len(manifest["fold_scores"]) == 2 and len(manifest["kept"]) == 1
     assert manifest["mean_score"] == pytest.approx(max(manifest["fold_scores"]))
@@ -96,9 +86,9 @@ def test_crossval_ensemble_and_combine(tmp_path, data_root):
         assert done["valid_graphs"]
     assert "kept" in out
     layout_csv, tile_csv, both = tmp_path / "l.csv", tmp_path / "t.csv", tmp_path / "all.csv"
-    _run("predict", run, "--out", layout_csv, "--tta", "2", "--device", "cpu")
+    run_cli("predict", run, "--out", layout_csv, "--tta", "2", "--device", "cpu")
     (tmp_path / "t.csv").write_text("ID,TopConfigs\ntile:xla:k1,3;1;0;2;4\n")
-    _run("predict", "--combine", layout_csv, tile_csv, "--out", both)
+    run_cli("predict", "--combine", layout_csv, tile_csv, "--out", both)
     rows = list(csv.reader(open(both)))
     assert [r[0].split(":")[0] for r in rows[1:]] == ["layout", "tile"]
     result = CliRunner().invoke(app, ["predict", "--combine", str(layout_csv), str(layout_csv), "--out", str(both)])
@@ -119,7 +109,7 @@ def test_killed_cli_run_resumes_to_the_same_result(tmp_path, data_root, monkeypa
 
     args = ["train", "--collection", "tile:xla", "--data-dir", data_root, "--model", "tile-mlp", *SMALL["tile-mlp"],
             "--epochs", "3", "--batch-configs", "8", "--checkpoint-every", "1", "--no-progress", "--device", "cpu"]
-    _run(*args, "--out", tmp_path / "full")
+    run_cli(*args, "--out", tmp_path / "full")
     real_fit = trainer_mod.Trainer.fit
 
     def killed_fit(self, resume=False, step_callback=None):
@@ -135,7 +125,7 @@ def test_killed_cli_run_resumes_to_the_same_result(tmp_path, data_root, monkeypa
     monkeypatch.setattr(trainer_mod.Trainer, "fit", real_fit)
     # settings come from run.json; --device is not recorded (it may change between resumes), and the
     # exact-match promise holds on CPU, so pin it (auto would pick a GPU where one is present)
-    out = _run("train", "--resume", "--out", tmp_path / "killed", "--no-progress", "--device", "cpu")
+    out = run_cli("train", "--resume", "--out", tmp_path / "killed", "--no-progress", "--device", "cpu")
     assert "resuming" in out
 
     def metrics(run):

@@ -13,10 +13,8 @@ import re
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
+from train_stubs import run_cli, write_cli_collections
 
-from graphcost.cli import app
-from graphcost.data.synth import write_synthetic_collection
 from graphcost.train.checkpoint import load_checkpoint
 from graphcost.train.distributed import DistContext
 from graphcost.train.trainer import StopTraining, TrainConfig, Trainer
@@ -106,17 +104,7 @@ def test_cpu_checkpoint_resumes_on_cuda(tmp_path, layout_graphs):
 # ----------------------------------------------------------------------------- CLI
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synthetic_cuda")
-    for collection in ("layout:xla:random", "tile:xla"):
-        write_synthetic_collection(root, collection, num_graphs=5, seed=2, split_fractions=(0.6, 0.2, 0.2),
-                                   max_nodes=30, max_configs=24, progress=False)
-    return root
-
-
-def _run(*args):
-    result = CliRunner().invoke(app, [str(a) for a in args])
-    assert result.exit_code == 0, result.output + repr(result.exception)
-    return result.output
+    return write_cli_collections(tmp_path_factory.mktemp("synthetic_cuda"), seed=2)
 
 
 def _ranked(out: str) -> tuple[list[int], list[float]]:
@@ -129,30 +117,30 @@ def _ranked(out: str) -> tuple[list[int], list[float]]:
 def test_cli_train_evaluate_rank_predict_on_cuda(tmp_path, data_root, collection, model):
     run = tmp_path / "run"
     opts = CLI_SMALL if model == "tgraph" else ["--model-opt", "hidden=16", "--model-opt", "opcode_dim=2"]
-    out = _run("train", "--collection", collection, "--data-dir", data_root, "--model", model, *opts,
-               "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cuda")
+    out = run_cli("train", "--collection", collection, "--data-dir", data_root, "--model", model, *opts,
+                  "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cuda")
     assert "best valid" in out and (run / "best.pt").is_file()
     assert json.loads((run / "run.json").read_text())["config"]["device"] == "cuda"
 
     reports = {}
     for device in ("cuda", "cpu"):
         report = tmp_path / f"eval_{device}.json"
-        _run("evaluate", run, "--json", report, "--tta", "2", "--device", device)
+        run_cli("evaluate", run, "--json", report, "--tta", "2", "--device", device)
         reports[device] = json.loads(report.read_text())["aggregate"]
     assert reports["cuda"]["kendall_tau"] == pytest.approx(reports["cpu"]["kendall_tau"], abs=0.05)
 
     test_file = next(f for f in sorted((data_root / "npz").rglob("test/*.npz"))
                      if ("tile" in f.parts) == (collection == "tile:xla"))
-    got = {device: _ranked(_run("rank", run, test_file, "--tta", "2", "--device", device)) for device in ("cuda", "cpu")}
+    got = {device: _ranked(run_cli("rank", run, test_file, "--tta", "2", "--device", device)) for device in ("cuda", "cpu")}
     ids, scores = got["cuda"]
     assert sorted(ids) == list(range(len(ids))) and scores == sorted(scores)
     by_id = {d: np.array(s)[np.argsort(i)] for d, (i, s) in got.items()}
     np.testing.assert_allclose(by_id["cuda"], by_id["cpu"], rtol=1e-2, atol=2e-3)  # 5-decimal printout
     if model == "tgraph":
-        ids16, _ = _ranked(_run("rank", run, test_file, "--device", "cuda", "--precision", "bf16"))
+        ids16, _ = _ranked(run_cli("rank", run, test_file, "--device", "cuda", "--precision", "bf16"))
         assert sorted(ids16) == sorted(ids)
     sub = tmp_path / "sub.csv"
-    _run("predict", run, "--out", sub, "--tta", "2", "--device", "cuda:0")
+    run_cli("predict", run, "--out", sub, "--tta", "2", "--device", "cuda:0")
     assert sub.read_text().startswith("ID,TopConfigs")
 
 
@@ -168,6 +156,6 @@ def test_cli_auto_device_trains_on_cuda(tmp_path, data_root, monkeypatch):
 
     monkeypatch.setattr(trainer_mod.Trainer, "fit", spy_fit)
     run = tmp_path / "auto"
-    _run("train", "--collection", "layout:xla:random", "--data-dir", data_root, "--model", "tgraph", *CLI_SMALL,
-         "--epochs", "1", "--batch-configs", "8", "--out", run, "--no-progress")
+    run_cli("train", "--collection", "layout:xla:random", "--data-dir", data_root, "--model", "tgraph", *CLI_SMALL,
+            "--epochs", "1", "--batch-configs", "8", "--out", run, "--no-progress")
     assert devices == ["cuda"] and (run / "checkpoint.pt").is_file()  # auto: CUDA where present

@@ -10,10 +10,10 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from train_stubs import write_cli_collections
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.synth import write_synthetic_collection
 
 SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",
          "--model-opt", "num_blocks=1"]
@@ -21,11 +21,7 @@ SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt"
 
 @pytest.fixture(scope="module")
 def data_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("synthetic")
-    for collection in ("layout:xla:random", "tile:xla"):
-        write_synthetic_collection(root, collection, num_graphs=5, seed=3, split_fractions=(0.6, 0.2, 0.2),
-                                   max_nodes=20, max_configs=16, progress=False)
-    return root
+    return write_cli_collections(tmp_path_factory.mktemp("synthetic"), seed=3, max_nodes=20, max_configs=16)
 
 
 @pytest.fixture(scope="module")

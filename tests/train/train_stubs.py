@@ -9,9 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
+from typer.testing import CliRunner
 
+from graphcost.cli import app
 from graphcost.data.compress import compress_layout_config
 from graphcost.data.prepared import PreparedGraph
+from graphcost.data.synth import write_synthetic_collection
 
 torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than they save on 2 shared cores
 
@@ -76,3 +79,19 @@ class TinyModel(nn.Module):
 def build_tiny(name: str, kind: str, **config) -> TinyModel:
     assert kind == "layout"
     return TinyModel(TinyConfig(**config))
+
+
+def write_cli_collections(root, seed: int, max_nodes: int = 30, max_configs: int = 24):
+    """Tiny SYNTHETIC layout:xla:random and tile:xla collections (5 graphs each, split 60/20/20)
+    under `root`, for the CLI tests; returns root."""
+    for collection in ("layout:xla:random", "tile:xla"):
+        write_synthetic_collection(root, collection, num_graphs=5, seed=seed, split_fractions=(0.6, 0.2, 0.2),
+                                   max_nodes=max_nodes, max_configs=max_configs, progress=False)
+    return root
+
+
+def run_cli(*args) -> str:
+    """`graphcost ARGS...` in process; asserts exit code 0 and returns the output."""
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    return result.output
