@@ -40,6 +40,9 @@ def main() -> None:
     p.add_argument("--graphs", type=int, default=3000)
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--samples", type=int, default=200)
+    p.add_argument("--sample-seeds", type=int, default=1, help="validity for sampling seeds 0..N-1")
+    p.add_argument("--transformer-layers", type=int, default=1, help="node denoiser transformer depth")
+    p.add_argument("--dim", type=int, default=96)
     p.add_argument("--final", nargs="+", default=["sample", "mode"], choices=["sample", "mode"])
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--threads", type=int, default=4)
@@ -52,14 +55,17 @@ def main() -> None:
     t0 = time.perf_counter()
     train_layerdag(splits["train"], run, TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device),
                    valid_dags=splits["valid"], resume=True, num_categories=2, progress=False,
-                   edge_set_features=bool(a.edge_stats), size_set_features=bool(a.size_stats), T_node=a.steps, T_edge=a.steps)  # fmt: skip
+                   edge_set_features=bool(a.edge_stats), size_set_features=bool(a.size_stats), T_node=a.steps, T_edge=a.steps,
+                   transformer_layers=a.transformer_layers, dim=a.dim)  # fmt: skip
     best = load_checkpoint(run / BEST)
     res = {"tag": a.tag, "args": vars(a) | {"out": str(a.out)}, "train_seconds": time.perf_counter() - t0,
            "module_valid": best.get("module_valid"), "module_epochs": best.get("module_epochs")}  # fmt: skip
     model = load_model(run).to(a.device)
     for final in a.final:
-        r, _ = evaluate_model(model, splits, "lp", seed=0, num_samples=a.samples, progress=False, final_step=final)
-        res[f"validity_{final}"], res[f"sample_seconds_{final}"] = r["validity"], r["sample_seconds"]
+        for seed in range(a.sample_seeds):
+            r, _ = evaluate_model(model, splits, "lp", seed=seed, num_samples=a.samples, progress=False, final_step=final)
+            key = f"{final}" if seed == 0 else f"{final}_seed{seed}"
+            res[f"validity_{key}"], res[f"sample_seconds_{key}"] = r["validity"], r["sample_seconds"]
     print(json.dumps(res))
     atomic_write_json(res, a.out / f"{a.tag}.json")
 

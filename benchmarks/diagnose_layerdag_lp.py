@@ -52,9 +52,9 @@ def diagnose(model, test, final_step: str, seed: int = 0) -> dict:
         size = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).squeeze(-1).numpy()
         sizes = np.array([int(test[i].off[l + 1] - test[i].off[l]) for i in idx])
         g_ctx = _net(model, model.node_model.graph_context, attr, depth, ei, batch, A, zero)
-        x = _sample_nodes(model, g_ctx, sizes, l, zero, c.T_node, gen, final_step).numpy()
+        x = _sample_nodes(model, {True: g_ctx}, sizes, l, {True: zero}, c.T_node, gen, final_step).numpy()
         true_attr = np.concatenate([test[i].attr[test[i].off[l] : test[i].off[l + 1]] for i in idx])
-        edges = _sample_edges(model, states, np.arange(A), true_attr, sizes, l, zero, c.T_edge, gen, final_step)
+        edges = _sample_edges(model, states, np.arange(A), true_attr, sizes, l, {True: zero}, c.T_edge, gen, final_step)
         start = 0
         for j, i in enumerate(idx):
             g, k = test[i], sizes[j]

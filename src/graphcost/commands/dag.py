@@ -89,6 +89,18 @@ def _run_info(run: Path) -> dict:
 LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
 FINAL_HELP = ("last reverse diffusion step: sample (draw it, as every other step; D3PM) | mode (most probable "
               "node attribute / edge state)")
+GUIDANCE_HELP = ("classifier-free guidance weight w >= 0 for a model trained with --label-dropout: logits "
+                 "l(y) + w (l(y) - l(null)); larger w follows the label more closely at twice the sampling cost "
+                 "(0 = plain conditional sampling)")
+
+
+def _check_guidance(model, guidance: float) -> None:
+    from graphcost.dag.sample import check_guidance
+
+    try:
+        check_guidance(model.config, guidance)
+    except ValueError as exc:
+        _fail(f"--guidance: {exc}")
 
 
 def _check_final_step(value: str) -> None:
@@ -129,6 +141,9 @@ def register(app: typer.Typer) -> None:
         diffusion_steps: Optional[int] = typer.Option(None, min=1, help="T_node = T_edge, the diffusion steps trained "
                                                       "and sampled (default: the --size's, small 32, paper 64/16); more "
                                                       "steps = fewer simultaneous changes per reverse step, slower sampling"),
+        label_dropout: float = typer.Option(0.0, help="labelled datasets: chance of training a graph with the null label, "
+                                            "so `sample --guidance` can steer harder towards the label "
+                                            "(classifier-free guidance; 0.1 is typical; 0 = off)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -151,7 +166,9 @@ def register(app: typer.Typer) -> None:
         blocker = blocking_file(out)
         if blocker is not None:
             _fail(f"--out {out}: {blocker} is not a directory")
-        steps = {} if diffusion_steps is None else {"T_node": diffusion_steps, "T_edge": diffusion_steps}
+        overrides = {} if diffusion_steps is None else {"T_node": diffusion_steps, "T_edge": diffusion_steps}
+        if label_dropout:
+            overrides["label_dropout"] = label_dropout
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
@@ -161,7 +178,7 @@ def register(app: typer.Typer) -> None:
         try:
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
-                                         num_categories=num_categories(dataset, splits), **steps)  # fmt: skip
+                                         num_categories=num_categories(dataset, splits), **overrides)  # fmt: skip
         except OSError as exc:
             _fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:
@@ -188,6 +205,7 @@ def register(app: typer.Typer) -> None:
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
+        guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
@@ -219,10 +237,11 @@ def register(app: typer.Typer) -> None:
             labels = np.random.default_rng(seed).choice(np.array(pool), size=n)
             typer.echo(f"no --label: conditioning on {n} labels drawn from the training labels")
         sched = _schedule(model, schedule, tmin, tmax)
+        _check_guidance(model, guidance)
         import time
 
         t0 = time.perf_counter()
-        dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed, final_step=final_step)
+        dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed, final_step=final_step, guidance=guidance)
         secs = time.perf_counter() - t0
         try:
             save_dags(dags, out)
@@ -247,6 +266,7 @@ def register(app: typer.Typer) -> None:
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
+        guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
@@ -275,8 +295,9 @@ def register(app: typer.Typer) -> None:
                 model = load_model(model_path, last=last).to(dev)
             except (FileNotFoundError, ValueError) as exc:
                 _fail(str(exc))
+            _check_guidance(model, guidance)
             res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
-                                    num_samples=num_samples, final_step=final_step)  # fmt: skip
+                                    num_samples=num_samples, final_step=final_step, guidance=guidance)  # fmt: skip
         _print_results(res)
         if json_out is not None:
             try:

@@ -29,13 +29,14 @@ def num_categories(dataset: str, splits: dict[str, list[DAG]] | None = None) -> 
     return int(max(int(d.node_attr.max()) for part in splits.values() for d in part if d.num_nodes)) + 1
 
 
-def timed_sample(model, num, labels=None, schedule=None, seed=0, batch_size=64, progress=True, final_step="sample"):
+def timed_sample(model, num, labels=None, schedule=None, seed=0, batch_size=64, progress=True, final_step="sample",
+                 guidance=0.0):
     """(dags, seconds) for `sample_dags`."""
     from graphcost.dag.sample import sample_dags
 
     t0 = time.perf_counter()
     dags = sample_dags(model, num, labels=labels, schedule=schedule, seed=seed, batch_size=batch_size, progress=progress,
-                       final_step=final_step)  # fmt: skip
+                       final_step=final_step, guidance=guidance)  # fmt: skip
     return dags, time.perf_counter() - t0
 
 
@@ -63,12 +64,13 @@ def describe_samples(generated: list[DAG], splits: dict[str, list[DAG]], dataset
 
 def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=None, seed: int = 0,
                    num_samples: int | None = None, surrogate: bool = True, surrogate_cfg=None,
-                   progress: bool = True, final_step: str = "sample") -> tuple[dict, list[DAG]]:  # fmt: skip
-    """Generate and score (see module docstring); returns (results, generated DAGs)."""
+                   progress: bool = True, final_step: str = "sample", guidance: float = 0.0) -> tuple[dict, list[DAG]]:  # fmt: skip
+    """Generate and score (see module docstring); returns (results, generated DAGs). `guidance`:
+    classifier-free guidance weight for a conditional model (`sample_dags`)."""
     if model.config.conditional:
         labels = [d.label for d in splits["train"]] + [d.label for d in splits["valid"]]
         generated, secs = timed_sample(model, len(labels), labels=labels, schedule=schedule, seed=seed, progress=progress,
-                                       final_step=final_step)  # fmt: skip
+                                       final_step=final_step, guidance=guidance)  # fmt: skip
         res = describe_samples(generated, splits, dataset)
         if surrogate:
             from graphcost.dag.evaluate.surrogate import SurrogateConfig, surrogate_pearson
@@ -88,7 +90,8 @@ def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=N
 
 
 def quality_vs_time(model, splits, dataset: str, t_values: list[int], seed: int = 0, num_samples: int = 100,
-                    surrogate_cfg=None, progress: bool = False, final_step: str = "sample") -> list[dict]:  # fmt: skip
+                    surrogate_cfg=None, progress: bool = False, final_step: str = "sample",
+                    guidance: float = 0.0) -> list[dict]:  # fmt: skip
     """Quality and sampling time for the eq.-1 linear schedule (t_min=1, t_max=T) and the constant
     schedule (T) for each T in `t_values` (≤ the trained T_node) — LayerDAG §V-C, Fig. 4.
     Quality: LP validity; conditional datasets: surrogate Pearson ratio."""
@@ -100,7 +103,7 @@ def quality_vs_time(model, splits, dataset: str, t_values: list[int], seed: int 
         for kind, sched in (("linear", LinearSchedule(1, T, c.max_layers)), ("constant", ConstantSchedule(T))):
             if model.config.conditional:
                 res, _ = evaluate_model(model, splits, dataset, sched, seed, surrogate_cfg=surrogate_cfg, progress=progress,
-                                        final_step=final_step)  # fmt: skip
+                                        final_step=final_step, guidance=guidance)  # fmt: skip
                 quality = res["surrogate"]["ratio"]
             else:
                 res, _ = evaluate_model(model, splits, dataset, sched, seed, num_samples=num_samples, progress=progress,

@@ -8,6 +8,13 @@ is added to every module's inputs; the label is standardised (after log if all l
 Each module has its OWN label embedding, so the three parameter groups (`MODULES`) are disjoint:
 the summed loss trains them exactly as three independent models (paper §III), and each can keep
 the weights of its own best validation epoch (`graphcost.dag.train`).
+
+Classifier-free guidance (Ho & Salimans, 2022; an addition, not in the LayerDAG paper): with
+`label_dropout` p > 0, training replaces each graph's label embedding by the null (zero) embedding
+with probability p, so one network learns both p(·|y) and p(·). Sampling with guidance weight w
+then uses the logits ℓ_w = ℓ(y) + w (ℓ(y) − ℓ(∅)), i.e. p_w ∝ p(·|y)^(1+w) / p(·)^w, for the layer
+sizes, the node attributes' x̂_0 and the edges' x̂_0 (`graphcost.dag.sample`), which sharpens how
+strongly the generated DAG follows its label.
 """
 
 from __future__ import annotations
@@ -62,6 +69,8 @@ class LayerDAGConfig:
     # the layer-size head gets the attribute histogram of the deepest layer (see layer_size); False
     # only for checkpoints from before it existed
     size_set_features: bool = False
+    # classifier-free guidance: chance that training drops a graph's label (null embedding); 0 = never
+    label_dropout: float = 0.0
 
     @classmethod
     def sized(cls, size: str, **stats) -> "LayerDAGConfig":
@@ -102,15 +111,17 @@ class LayerDAG(nn.Module):
             x = torch.log(x.clamp_min(1e-12))
         return (x - c.label_mean) / c.label_std
 
-    def cond(self, labels: torch.Tensor | None, n: int, module: str) -> torch.Tensor:
-        """(n, d) label embeddings of `module` ('size', 'node' or 'edge'); zeros for an unconditional model."""
+    def cond(self, labels: torch.Tensor | None, n: int, module: str, keep: torch.Tensor | None = None) -> torch.Tensor:
+        """(n, d) label embeddings of `module` ('size', 'node' or 'edge'); zeros (the null label) for
+        an unconditional model or no labels, and for the rows where `keep` (n, 1) is 0."""
         if module not in MODULES:
             raise ValueError(f"unknown LayerDAG module '{module}' (choose {', '.join(MODULES)})")
         if not self.config.conditional or labels is None:
             return torch.zeros(n, self.config.dim, device=self.device)
         if torch.isnan(labels).any():
             raise ValueError("a conditional LayerDAG needs a label for every graph")
-        return getattr(self, f"{module}_label_emb")(self.normalise_label(labels.to(self.device)))
+        emb = getattr(self, f"{module}_label_emb")(self.normalise_label(labels.to(self.device)))
+        return emb if keep is None else emb * keep
 
     @property
     def device(self) -> torch.device:
@@ -166,9 +177,12 @@ class LayerDAG(nn.Module):
             sets, set_idx, t_set, x_t = sets.to(dev), set_idx.to(dev), t_set.to(dev), x_t.to(dev)
             if E:
                 t_e, e_t = t_e.to(dev), e_t.to(dev)
-        cond_s = self.cond(labels, B, "size")[b["p_graph"]]  # (P, d) per prefix example
-        cond_n = self.cond(labels, B, "node")[b["p_graph"]]  # (P, d)
-        cond_e = self.cond(labels, B, "edge")  # (B, d)
+        keep = None  # (B, 1) 0 where classifier-free guidance training drops the label
+        if self.training and c.label_dropout > 0:
+            keep = (torch.rand(B, generator=generator) >= c.label_dropout).to(torch.float32).unsqueeze(-1).to(dev)
+        cond_s = self.cond(labels, B, "size", keep)[b["p_graph"]]  # (P, d) per prefix example
+        cond_n = self.cond(labels, B, "node", keep)[b["p_graph"]]  # (P, d)
+        cond_e = self.cond(labels, B, "edge", keep)  # (B, d)
 
         # layer size: CE over sizes 0..S_max (LayerDAG §III-B)
         logits = self.size_model(b["p_attr"], b["p_depth"], b["p_edge_index"], b["p_batch"], n_ex, b["p_layer"], cond_s)

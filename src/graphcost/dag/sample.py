@@ -10,6 +10,9 @@ For l = 0, 1, ... (l = layers generated so far), for every unfinished graph:
    (the previous layer — true of every real layered DAG) gets its most probable such edge, so each
    new node has a predecessor and the generated layering is the DAG's own layerwise partition.
 T(l) comes from a schedule (`graphcost.dag.schedule`): eq. 1 or constant; default constant T_node.
+With a guidance weight w > 0 (a model trained with label dropout, `graphcost.dag.model`), every
+network call of steps 1-3 is made twice, with the label and with the null label, and the logits
+are combined as ℓ(y) + w (ℓ(y) − ℓ(∅)) (classifier-free guidance).
 The networks run on the model's device; the bookkeeping and every random draw stay on CPU with
 one CPU generator, so a seed gives the same DAGs on any device up to float rounding.
 """
@@ -48,6 +51,13 @@ def _net(model: LayerDAG, fn, *args) -> torch.Tensor:
     return fn(*(a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)).cpu()
 
 
+def _guided(model: LayerDAG, w: float, fn, args: tuple, null_args: tuple) -> torch.Tensor:
+    """Classifier-free guidance of logits: ℓ(y) + w (ℓ(y) − ℓ(∅)) with ℓ(y) = fn(*args) (label
+    embeddings) and ℓ(∅) = fn(*null_args) (null label). w = 0 makes one call, the plain conditional logits."""
+    logits = _net(model, fn, *args)
+    return logits if w == 0 else logits + w * (logits - _net(model, fn, *null_args))
+
+
 def _final(diff, x, probs, s, t, gen, final_step):
     """One reverse step t -> s; the last one (s = 0) draws from p̂(x_0) or, with final_step='mode',
     takes its most probable value (removes the independent low-probability draws of the last step)."""
@@ -56,8 +66,9 @@ def _final(diff, x, probs, s, t, gen, final_step):
     return diff.reverse_sample(x, probs, int(s), int(t), gen)
 
 
-def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen, final_step="sample"):
-    """X(l+1) for S sets of sizes `sizes` (S,) by the strided reverse chain; returns (sum sizes,)."""
+def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen, final_step="sample", w=0.0):
+    """X(l+1) for S sets of sizes `sizes` (S,) by the strided reverse chain; returns (sum sizes,).
+    `g_ctx` / `cond`: {True: with the label, False: with the null label (only for w > 0)}, each (S, d)."""
     diff = model.node_diffusion
     S, M = len(sizes), int(sizes.max())
     set_idx = torch.from_numpy(np.repeat(np.arange(S), sizes))
@@ -70,14 +81,17 @@ def _sample_nodes(model, g_ctx, sizes, l, cond, steps, gen, final_step="sample")
     for t, s in zip(grid[:-1], grid[1:]):
         x_pad = torch.zeros(S, M, dtype=torch.long)
         x_pad[set_idx, pos] = x
-        logits = _net(model, model.node_model, g_ctx, x_pad, pad, torch.full((S,), int(t)), layer, cond)  # (S, M, C)
+        rest = (x_pad, pad, torch.full((S,), int(t)), layer)
+        logits = _guided(model, w, model.node_model, (g_ctx[True], *rest, cond[True]),
+                         (g_ctx.get(False), *rest, cond.get(False)))  # (S, M, C)  # fmt: skip
         p0 = torch.softmax(logits[set_idx, pos], -1)
         x = _final(diff, x, p0, s, t, gen, final_step)
     return x
 
 
-def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, final_step="sample"):
-    """E(l+1) for the graphs `grow` given their new nodes; returns per-graph (src, dst) arrays."""
+def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, final_step="sample", w=0.0):
+    """E(l+1) for the graphs `grow` given their new nodes; returns per-graph (src, dst) arrays.
+    `cond`: {True: label embeddings, False: null ones (only for w > 0)}, each (len(grow), d)."""
     diff = model.edge_diffusion
     parts, base = [], 0
     c_src, c_dst, c_ex, c_prev = [], [], [], []
@@ -112,7 +126,8 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, fin
     for t, s in zip(grid[:-1], grid[1:]):
         on = e.bool()
         ei = torch.cat([fixed, torch.stack([cs[on], cd[on]])], 1)
-        logits = _net(model, model.edge_model, attr, depth, flag, ei, batch, G, torch.full((G,), int(t)), cond, cs, cd, cx, e)
+        head, tail = (attr, depth, flag, ei, batch, G, torch.full((G,), int(t))), (cs, cd, cx, e)
+        logits = _guided(model, w, model.edge_model, (*head, cond[True], *tail), (*head, cond.get(False), *tail))
         p1 = torch.sigmoid(logits)
         e = _final(diff, e, torch.stack([1 - p1, p1], -1), s, t, gen, final_step)
     chosen = e.bool()
@@ -133,10 +148,12 @@ def _sample_edges(model, states, grow, new_attr, sizes, l, cond, steps, gen, fin
 
 
 @torch.no_grad()
-def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: int, final_step: str) -> list[DAG]:
+def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: int, final_step: str, w: float) -> list[DAG]:
     c = model.config
     lab_t = None if labels is None else torch.from_numpy(labels).to(torch.float32)
     cond_all = {m: model.cond(lab_t, B, m).cpu() for m in ("size", "node", "edge")}  # each (B, d)
+    null = torch.zeros(B, c.dim)  # the null label's embedding (classifier-free guidance)
+    labelled = (True, False) if w else (True,)
     states = [{"attr": np.zeros(0, np.int64), "depth": np.zeros(0, np.int64),
                "src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64)} for _ in range(B)]  # fmt: skip
     active = np.arange(B)
@@ -146,9 +163,9 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
         attr, depth, ei, batch, _, n_now = _union(states, active)
         A = active.size
         act = torch.from_numpy(active)
-        cond, cond_nodes = cond_all["size"][act], cond_all["node"][act]
         layer_idx = torch.full((A,), l, dtype=torch.long)
-        logits = _net(model, model.size_model, attr, depth, ei, batch, A, layer_idx, cond)
+        prefix = (attr, depth, ei, batch, A, layer_idx)
+        logits = _guided(model, w, model.size_model, (*prefix, cond_all["size"][act]), (*prefix, null[:A]))
         room = torch.from_numpy(c.max_nodes - n_now).clamp_min(0)
         logits = LayerSizePredictor.mask_logits(logits, layer_idx, room)
         size = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).squeeze(-1).numpy()
@@ -157,13 +174,16 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
             break
         grow, sizes = active[keep], size[keep]
         steps = schedule.steps(l)
-        g_ctx = _net(model, model.node_model.graph_context, attr, depth, ei, batch, A, cond_nodes)[torch.from_numpy(np.flatnonzero(keep))]
-        grow_t = torch.from_numpy(grow)
-        new_attr = _sample_nodes(model, g_ctx, sizes, l, cond_all["node"][grow_t], steps, gen, final_step).numpy()
+        grow_t, kept = torch.from_numpy(grow), torch.from_numpy(np.flatnonzero(keep))
+        node_cond = {True: cond_all["node"][grow_t], False: null[: grow.size]}
+        g_ctx = {y: _net(model, model.node_model.graph_context, attr, depth, ei, batch, A,
+                         cond_all["node"][act] if y else null[:A])[kept] for y in labelled}  # fmt: skip
+        new_attr = _sample_nodes(model, g_ctx, sizes, l, node_cond, steps, gen, final_step, w).numpy()
         edges = None
         if l >= 1:
             e_steps = min(c.T_edge, max(1, round(steps * c.T_edge / c.T_node)))
-            edges = _sample_edges(model, states, grow, new_attr, sizes, l, cond_all["edge"][grow_t], e_steps, gen, final_step)
+            edge_cond = {True: cond_all["edge"][grow_t], False: null[: grow.size]}
+            edges = _sample_edges(model, states, grow, new_attr, sizes, l, edge_cond, e_steps, gen, final_step, w)
         start = 0
         for j, i in enumerate(grow):
             st, k = states[i], int(sizes[j])
@@ -182,6 +202,17 @@ def _sample_batch(model: LayerDAG, B: int, labels, schedule, gen, max_layers: in
     return out
 
 
+def check_guidance(config, guidance: float) -> None:
+    """Refuse a guidance weight the model cannot honour (a ValueError naming the fix)."""
+    if not guidance >= 0:  # also NaN
+        raise ValueError(f"guidance must be >= 0, got {guidance}")
+    if guidance and not config.conditional:
+        raise ValueError("guidance needs a conditional LayerDAG (trained on labelled graphs)")
+    if guidance and not config.label_dropout > 0:
+        raise ValueError("this LayerDAG was trained without label dropout, so it has no null-label model to guide "
+                         "against: retrain with `graphcost dag train --label-dropout 0.1` or sample with guidance 0")
+
+
 def sample_dags(
     model: LayerDAG,
     num: int,
@@ -192,16 +223,20 @@ def sample_dags(
     max_layers: int | None = None,
     progress: bool = True,
     final_step: str = "sample",
+    guidance: float = 0.0,
 ) -> list[DAG]:
     """Sample `num` DAGs; `labels` (num,) conditions a conditional model (required for one).
 
     `schedule` has `.steps(l)` (LinearSchedule / ConstantSchedule); default: all T_node steps.
     `final_step`: 'sample' draws the last reverse step from p̂(x_0) like every other step (D3PM);
     'mode' takes the most probable x_0 there (node attributes and edges). Deterministic given `seed`.
+    `guidance` w ≥ 0: classifier-free guidance weight (needs a conditional model trained with
+    label dropout); 0 samples from the plain conditional model.
     """
     if final_step not in ("sample", "mode"):
         raise ValueError(f"final_step must be 'sample' or 'mode', got '{final_step}'")
     c = model.config
+    check_guidance(c, guidance)
     if c.conditional and labels is None:
         raise ValueError("this LayerDAG is conditional: pass a target label per graph (--label)")
     if labels is not None:
@@ -220,7 +255,7 @@ def sample_dags(
         for start in range(0, num, batch_size):
             B = min(batch_size, num - start)
             lab = None if labels is None else labels[start : start + B]
-            out.extend(_sample_batch(model, B, lab, schedule, gen, max_layers, final_step))
+            out.extend(_sample_batch(model, B, lab, schedule, gen, max_layers, final_step, float(guidance)))
             bar.update(B)
     model.train(was_training)
     return out

@@ -80,6 +80,11 @@ def build_model(train_dags: list[DAG], size: str = "small", num_categories: int 
         if not hasattr(cfg, k):
             raise ValueError(f"unknown LayerDAG config field '{k}'")
         setattr(cfg, k, v)
+    if not 0 <= cfg.label_dropout < 1:
+        raise ValueError(f"label_dropout must be in [0, 1), got {cfg.label_dropout}")
+    if cfg.label_dropout and not cfg.conditional:
+        raise ValueError("label_dropout (classifier-free guidance) needs labelled training graphs: every graph needs a "
+                         "finite label")
     return LayerDAG(cfg), prepared
 
 
