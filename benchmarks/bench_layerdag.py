@@ -33,17 +33,17 @@ import time
 from pathlib import Path
 
 LP_GRAPHS, LP_EPOCHS, LP_STEPS, TPU_EPOCHS = 10000, 30, 128, 25
+TPU_LABEL_DROPOUT, TPU_GUIDANCE = 0.0, 0.0
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
-def _train(name, splits, args, epochs, ncat, steps=None):
+def _train(name, splits, args, epochs, ncat, **overrides):
     from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
     run = args.work_dir / name
     cfg = TrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
                       device=args.device, size=args.size)  # fmt: skip
     t0 = time.perf_counter()
-    overrides = {} if steps is None else {"T_node": steps, "T_edge": steps}
     model, hist = train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=ncat, **overrides)
     wall = time.perf_counter() - t0
     epoch_secs = sum(h["seconds"] for h in hist)
@@ -64,7 +64,7 @@ def bench_lp(args) -> dict:
     from graphcost.dag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
-    model, train = _train("lp", splits, args, args.lp_epochs, 2, steps=args.lp_steps)
+    model, train = _train("lp", splits, args, args.lp_epochs, 2, T_node=args.lp_steps, T_edge=args.lp_steps)
     res, gen = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples, final_step=args.final_step)
     other = "sample" if args.final_step == "mode" else "mode"  # the same model with the other last step
     res["final_step"], res["other_final_step"] = args.final_step, other
@@ -83,13 +83,15 @@ def bench_tpu(args) -> dict:
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
-    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47)
-    res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step,
+    dropout = {"label_dropout": args.tpu_label_dropout} if args.tpu_label_dropout else {}
+    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, **dropout)
+    res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step, guidance=args.guidance,
                               surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
+    res["guidance"] = args.guidance
     ratios = [res["surrogate"]["ratio"]]
     for k in range(1, args.sample_seeds):  # the same model, other generated graphs (the ratio is noisy on 63 test graphs)
         more, _ = evaluate_model(model, splits, "tpu-tile", seed=args.seed + k, final_step=args.final_step, progress=False,
-                                 surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
+                                 guidance=args.guidance, surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
         ratios.append(more["surrogate"]["ratio"])
     res["ratio_by_sampling_seed"] = ratios
     from graphcost.dag.draw import draw_dags
@@ -125,7 +127,8 @@ def _print(results: dict) -> None:
         if "surrogate" in e:
             s = e["surrogate"]
             print(f"  Pearson real {s['pearson_real']:.3f}  synthetic {s['pearson_synthetic']:.3f}  "
-                  f"ratio {s['ratio']:.3f} (target >= 0.89; paper 0.676/0.761); label fidelity {s['label_fidelity']:.3f}")  # fmt: skip
+                  f"ratio {s['ratio']:.3f} (target >= 0.89; paper 0.676/0.761); label fidelity {s['label_fidelity']:.3f}; "
+                  f"guidance w={e.get('guidance', 0.0):g}")  # fmt: skip
             by_seed = e.get("ratio_by_sampling_seed", [])
             if len(by_seed) > 1:
                 mean = sum(by_seed) / len(by_seed)
@@ -149,6 +152,10 @@ def main() -> None:
     p.add_argument("--lp-samples", type=int, default=200)
     p.add_argument("--lp-steps", type=int, default=LP_STEPS, help="LP: diffusion steps T_node = T_edge (trained and sampled)")
     p.add_argument("--tpu-epochs", type=int, default=TPU_EPOCHS)
+    p.add_argument("--tpu-label-dropout", type=float, default=TPU_LABEL_DROPOUT, help="TPU Tile: chance of training a "
+                   "graph with the null label (classifier-free guidance; 0 = off)")
+    p.add_argument("--guidance", type=float, default=TPU_GUIDANCE, help="TPU Tile: classifier-free guidance weight "
+                   "w at sampling (needs --tpu-label-dropout > 0; 0 = plain conditional sampling)")
     p.add_argument("--surrogate-epochs", type=int, default=100)
     p.add_argument("--sample-seeds", type=int, default=1, help="TPU Tile: also report the ratio for this many sampling "
                    "seeds (seed, seed+1, ...) of the same model, with mean and spread")
