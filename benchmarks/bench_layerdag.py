@@ -19,7 +19,7 @@ per real train/valid label (guidance weight `--guidance`, default 1); fit the sa
 regressor on real and on synthetic train/valid; Pearson on the real test set (paper: 0.676
 synthetic vs 0.761 real, ratio 0.89); MMD table. The generation is repeated for `--sample-seeds`
 (default 5) sampling seeds of the same model and the ratio's mean and spread are reported (on the
-63 test graphs one seed's ratio varies by ±0.05-0.08).
+63 test graphs one seed's ratio varies by ±0.05-0.09).
 Training resumes from the work dir's checkpoints if re-run. Prints tables and writes JSON.
 """
 
@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 
 LP_GRAPHS, LP_EPOCHS, LP_STEPS = 10000, 30, 128
-# TPU Tile: classifier-free guidance (label dropout 0.1, w = 1) over 100 epochs raised the ratio from
-# 0.76 to 0.88 averaged over sampling seeds (BENCHMARKS.md); the ratio varies by ±0.05-0.08 between
-# seeds, so the default reports the mean of 5
+# TPU Tile: classifier-free guidance (label dropout 0.1, w = 1) on a 100-epoch model gave a ratio of
+# 0.862 ± 0.045 over 5 sampling seeds, vs 0.805 ± 0.090 unguided (BENCHMARKS.md); one seed's ratio
+# varies by ±0.05-0.09, so the default reports the mean of 5
 TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE, TPU_SAMPLE_SEEDS = 100, 0.1, 1.0, 5
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
