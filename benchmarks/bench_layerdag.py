@@ -88,8 +88,7 @@ def bench_tpu(args) -> dict:
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
-    dropout = {"label_dropout": args.tpu_label_dropout} if args.tpu_label_dropout else {}
-    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, **dropout)
+    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, label_dropout=args.tpu_label_dropout)
     res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step, guidance=args.guidance,
                               surrogate_cfg=SurrogateConfig(epochs=args.surrogate_epochs))  # fmt: skip
     res["guidance"] = args.guidance

@@ -58,9 +58,8 @@ def main() -> None:
         run = a.out / "run"
         t0 = time.perf_counter()
         cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device)
-        overrides = {"label_dropout": a.label_dropout} if a.label_dropout else {}
         train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=47,
-                       progress=False, **overrides)  # fmt: skip
+                       progress=False, label_dropout=a.label_dropout)  # fmt: skip
         res.setdefault("train_seconds", time.perf_counter() - t0)
         res["module_epochs"] = load_checkpoint(run / BEST).get("module_epochs")
     model = load_model(run).to(a.device)

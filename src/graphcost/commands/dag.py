@@ -166,9 +166,9 @@ def register(app: typer.Typer) -> None:
         blocker = blocking_file(out)
         if blocker is not None:
             _fail(f"--out {out}: {blocker} is not a directory")
-        overrides = {} if diffusion_steps is None else {"T_node": diffusion_steps, "T_edge": diffusion_steps}
-        if label_dropout:
-            overrides["label_dropout"] = label_dropout
+        overrides = {"label_dropout": label_dropout}
+        if diffusion_steps is not None:
+            overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs)
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
