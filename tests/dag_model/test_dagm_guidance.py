@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from graphcost.cli import app
 from graphcost.dag.batch import build_batch, prepare
+from graphcost.dag.experiment import evaluate_model
 from graphcost.dag.model import MODULES
 from graphcost.dag.sample import _guided, sample_dags
 from graphcost.dag.train import TrainConfig, build_model, train_layerdag
@@ -113,6 +114,13 @@ def test_guidance_refused_when_the_model_cannot_honour_it(guided_model):
     plain, _ = build_model(_conditional_data(6, 1), **TINY)
     with pytest.raises(ValueError, match="trained without label dropout"):
         sample_dags(plain, 1, labels=[0.5], guidance=1.0, progress=False)
+    unlabelled = _conditional_data(6, 2)
+    for d in unlabelled:
+        d.label = None
+    lp_like, _ = build_model(unlabelled, **TINY)
+    splits = {"train": unlabelled, "valid": unlabelled, "test": unlabelled}
+    with pytest.raises(ValueError, match="needs a conditional LayerDAG"):  # not silently ignored
+        evaluate_model(lp_like, splits, "toy", num_samples=1, progress=False, guidance=1.0)
 
 
 def test_cli_label_dropout_and_guidance(tmp_path, guided_model):

@@ -82,7 +82,8 @@ def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=N
             res["surrogate_seconds"] = time.perf_counter() - t0
     else:
         n = num_samples or max(100, len(splits["test"]))
-        generated, secs = timed_sample(model, n, schedule=schedule, seed=seed, progress=progress, final_step=final_step)
+        generated, secs = timed_sample(model, n, schedule=schedule, seed=seed, progress=progress, final_step=final_step,
+                                       guidance=guidance)  # fmt: skip
         res = describe_samples(generated, splits, dataset)
     res["sample_seconds"] = secs
     res["sample_seconds_per_graph"] = secs / max(1, len(generated))
