@@ -10,8 +10,8 @@ step; LP validity is also measured with the other choice).
 `--quick` is a smoke run of a few minutes (small data, few epochs; numbers not comparable).
 LP (SYNTHETIC, our generator of the paper's §V-A rules; default 10,000 graphs, 30 epochs, T_node = T_edge = 128 via
 `--lp-graphs/--lp-epochs/--lp-steps`, since more steps and more data raise validity, see BENCHMARKS.md):
-train on the train split, sample 200 DAGs (full T),
-report validity (paper Table II: 0.907), MMD vs the test split, uniqueness/novelty, and a
+train on the train split, sample 200 DAGs (full T) for each of `--sample-seeds` sampling seeds,
+report validity (paper Table II: 0.907; mean and spread over the seeds), MMD vs the test split, uniqueness/novelty, and a
 quality-vs-time sweep of the eq.-1 linear and the constant schedules (LayerDAG §V-C).
 TPU Tile (REAL, ../shared/data/tpu_tile_graphs/val.npz split 80/10/10): train (default 100 epochs,
 label dropout 0.1 for classifier-free guidance, `--tpu-epochs/--tpu-label-dropout`); generate one DAG
@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -38,7 +39,8 @@ LP_GRAPHS, LP_EPOCHS, LP_STEPS = 10000, 30, 128
 # TPU Tile: classifier-free guidance (label dropout 0.1, w = 1) on a 100-epoch model gave a ratio of
 # 0.862 ± 0.045 over 5 sampling seeds, vs 0.805 ± 0.090 unguided (BENCHMARKS.md); one seed's ratio
 # varies by ±0.05-0.09, so the default reports the mean of 5
-TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE, TPU_SAMPLE_SEEDS = 100, 0.1, 1.0, 5
+TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE = 100, 0.1, 1.0
+SAMPLE_SEEDS = 5  # LP validity and TPU ratio: mean over this many sampling seeds of one model
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
@@ -75,6 +77,11 @@ def bench_lp(args) -> dict:
     res["final_step"], res["other_final_step"] = args.final_step, other
     res["validity_other_final_step"] = evaluate_model(model, splits, "lp", seed=args.seed, num_samples=args.lp_samples,
                                                       final_step=other, progress=False)[0]["validity"]  # fmt: skip
+    validity = [res["validity"]]
+    for k in range(1, args.sample_seeds):  # the same model, other generated graphs (±0.02 per 200 samples)
+        validity.append(evaluate_model(model, splits, "lp", seed=args.seed + k, num_samples=args.lp_samples,
+                                       final_step=args.final_step, progress=False)[0]["validity"])  # fmt: skip
+    res["validity_by_sampling_seed"] = validity
     from graphcost.dag.draw import draw_dags
 
     draw_dags(gen, args.work_dir / "lp_samples.png", title="LayerDAG on LP (synthetic)")
@@ -114,6 +121,12 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def _print_seeds(name: str, by_seed: list[float]) -> None:
+    if len(by_seed) > 1:
+        print(f"  {name} over {len(by_seed)} sampling seeds: mean {statistics.mean(by_seed):.3f} ± "
+              f"{statistics.stdev(by_seed):.3f} (" + ", ".join(f"{x:.3f}" for x in by_seed) + ")")  # fmt: skip
+
+
 def _print(results: dict) -> None:
     print("\nLayerDAG (issue 5)")
     for name, r in results.items():
@@ -128,17 +141,13 @@ def _print(results: dict) -> None:
         if "validity" in e:
             print(f"  validity {e['validity']:.3f} (target >= 0.90; paper 0.907)"
                   + (f"; last step {e['other_final_step']}: {e['validity_other_final_step']:.3f}" if "other_final_step" in e else ""))  # fmt: skip
+            _print_seeds("validity", e.get("validity_by_sampling_seed", []))
         if "surrogate" in e:
             s = e["surrogate"]
             print(f"  Pearson real {s['pearson_real']:.3f}  synthetic {s['pearson_synthetic']:.3f}  "
                   f"ratio {s['ratio']:.3f} (target >= 0.89; paper 0.676/0.761); label fidelity {s['label_fidelity']:.3f}; "
                   f"guidance w={e.get('guidance', 0.0):g}")  # fmt: skip
-            by_seed = e.get("ratio_by_sampling_seed", [])
-            if len(by_seed) > 1:
-                mean = sum(by_seed) / len(by_seed)
-                sd = (sum((x - mean) ** 2 for x in by_seed) / (len(by_seed) - 1)) ** 0.5
-                print(f"  ratio over {len(by_seed)} sampling seeds: mean {mean:.3f} ± {sd:.3f} ("
-                      + ", ".join(f"{x:.3f}" for x in by_seed) + ")")  # fmt: skip
+            _print_seeds("ratio", e.get("ratio_by_sampling_seed", []))
         print(f"  nodes {e['mean_nodes']:.1f} (real {e['real_mean_nodes']:.1f})  edges {e['mean_edges']:.1f} "
               f"(real {e['real_mean_edges']:.1f})  uniqueness {e['uniqueness']:.3f}  novelty {e['novelty']:.3f}")  # fmt: skip
         print("  MMD^2 " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
@@ -161,8 +170,8 @@ def main() -> None:
     p.add_argument("--guidance", type=float, default=TPU_GUIDANCE, help="TPU Tile: classifier-free guidance weight "
                    "w at sampling (needs --tpu-label-dropout > 0; 0 = plain conditional sampling)")
     p.add_argument("--surrogate-epochs", type=int, default=100)
-    p.add_argument("--sample-seeds", type=int, default=TPU_SAMPLE_SEEDS, help="TPU Tile: report the ratio for this many sampling "
-                   "seeds (seed, seed+1, ...) of the same model, with mean and spread")
+    p.add_argument("--sample-seeds", type=int, default=SAMPLE_SEEDS, help="report the LP validity and the TPU Tile ratio for "
+                   "this many sampling seeds (seed, seed+1, ...) of the same model, with mean and spread")
     p.add_argument("--sweep-t", type=int, nargs="*", default=[4, 8, 16, 32])
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--lr-decay", choices=["none", "cosine"], default="cosine")
