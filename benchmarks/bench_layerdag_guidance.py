@@ -44,6 +44,7 @@ def main() -> None:
     p.add_argument("--guidance", type=float, nargs="+", default=[0.0, 1.0, 2.0])
     p.add_argument("--seeds", type=int, default=3, help="sampling seeds 0..N-1 per guidance weight")
     p.add_argument("--surrogate-epochs", type=int, default=100)
+    p.add_argument("--surrogate-repeats", type=int, default=1, help="regressors fitted per training set, Pearsons averaged")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")
@@ -70,7 +71,7 @@ def main() -> None:
             if key in res["cells"]:
                 continue
             r, _ = evaluate_model(model, splits, "tpu-tile", seed=seed, progress=False, guidance=w,
-                                  surrogate_cfg=SurrogateConfig(epochs=a.surrogate_epochs))  # fmt: skip
+                                  surrogate_cfg=SurrogateConfig(epochs=a.surrogate_epochs, repeats=a.surrogate_repeats))  # fmt: skip
             s = r["surrogate"]
             res["cells"][key] = {"w": w, "seed": seed, "ratio": s["ratio"], "pearson_real": s["pearson_real"],
                                  "pearson_synthetic": s["pearson_synthetic"], "label_fidelity": s["label_fidelity"],

@@ -1,5 +1,7 @@
 """LayerDAG evaluation: MMD statistics, WL-hash uniqueness/novelty, surrogate regressor."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,26 @@ def test_surrogate_learns_a_structural_label():
     shuffled = [DAG(d.node_attr, d.src, d.dst, float(y)) for d, y in zip(dags[:100], rng.permutation([d.label for d in dags[:100]]))]
     out = surrogate_pearson({"train": dags[:80], "valid": dags[80:100], "test": dags[100:]}, shuffled[:80], shuffled[80:], 1, cfg)
     assert abs(out["label_fidelity"]) < 0.4  # labels unrelated to the graphs: conditioning did nothing
+
+
+def test_surrogate_repeats_average_the_per_seed_fits():
+    rng = np.random.default_rng(1)
+    dags = [chain(int(n)) if i % 2 else star(int(n)) for i, n in enumerate(rng.integers(3, 30, size=60))]
+    for d in dags:
+        d.label = float(d.num_nodes) + rng.uniform(0, 20)  # noisy, so the seeds disagree
+    real = {"train": dags[:30], "valid": dags[30:40], "test": dags[40:]}
+    syn = [DAG(d.node_attr, d.src, d.dst, float(y)) for d, y in zip(dags[:40], rng.permutation([d.label for d in dags[:40]]))]
+    cfg = SurrogateConfig(hidden=8, epochs=6, patience=3)
+    one = [surrogate_pearson(real, syn[:30], syn[30:], 1, replace(cfg, seed=k)) for k in (3, 4)]
+    both = surrogate_pearson(real, syn[:30], syn[30:], 1, replace(cfg, seed=3, repeats=2))
+    for key in ("pearson_real", "pearson_synthetic"):
+        per_seed = [o[key] for o in one]
+        assert both[f"{key}_by_seed"] == pytest.approx(per_seed) and both[key] == pytest.approx(np.mean(per_seed))
+    assert per_seed[0] != pytest.approx(per_seed[1])
+    assert both["ratio"] == pytest.approx(both["pearson_synthetic"] / both["pearson_real"])
+    assert both["label_fidelity"] == pytest.approx(np.mean([o["label_fidelity"] for o in one]))
+    with pytest.raises(ValueError, match="repeats must be >= 1"):
+        SurrogateConfig(repeats=0)
 
 
 def test_surrogate_rejects_unlabelled_graphs():
