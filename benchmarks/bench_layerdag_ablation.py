@@ -45,15 +45,16 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=96)
     p.add_argument("--final", nargs="+", default=["sample", "mode"], choices=["sample", "mode"])
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--seed", type=int, default=0, help="LP data, split and training seed")
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", type=Path, required=True)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    splits = load_dataset("lp", seed=0, num_graphs=a.graphs)
+    splits = load_dataset("lp", seed=a.seed, num_graphs=a.graphs)
     run = a.out / a.tag
     t0 = time.perf_counter()
-    train_layerdag(splits["train"], run, TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device),
+    train_layerdag(splits["train"], run, TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device, seed=a.seed),
                    valid_dags=splits["valid"], resume=True, num_categories=2, progress=False,
                    edge_set_features=bool(a.edge_stats), size_set_features=bool(a.size_stats), T_node=a.steps, T_edge=a.steps,
                    transformer_layers=a.transformer_layers, dim=a.dim)  # fmt: skip
