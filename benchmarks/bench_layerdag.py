@@ -40,8 +40,8 @@ from pathlib import Path
 # 0.884 ± 0.012 at the same 30 epochs (BENCHMARKS.md)
 LP_GRAPHS, LP_EPOCHS, LP_STEPS = 20000, 30, 128
 # TPU Tile: classifier-free guidance (label dropout 0.1, w = 1) on a 100-epoch model gave a ratio of
-# 0.862 ± 0.045 over 5 sampling seeds, vs 0.805 ± 0.090 unguided (BENCHMARKS.md); one seed's ratio
-# varies by ±0.05-0.09, so the default reports the mean of 5
+# 0.862 ± 0.045 over 5 sampling seeds with one surrogate fit, vs 0.805 ± 0.090 unguided, and 0.832 ±
+# 0.041 with 3 fits (BENCHMARKS.md); one seed's ratio varies by ±0.05-0.09, so the default reports the mean of 5
 TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE = 100, 0.1, 1.0
 SAMPLE_SEEDS = 5  # LP validity and TPU ratio: mean over this many sampling seeds of one model
 SURROGATE_REPEATS = 3  # TPU ratio: each Pearson is the mean of 3 regressor fits (one fit varies by ±0.02-0.03)
