@@ -36,8 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# LP: 20,000 graphs (16,000 train) gave validity 0.916 ± 0.017 over 5 sampling seeds; 10,000 gave
-# 0.884 ± 0.012 at the same 30 epochs (BENCHMARKS.md)
+# LP: 20,000 graphs (16,000 train) gave validity 0.916 ± 0.017 over 5 sampling seeds (a second
+# training seed 0.896 ± 0.033); 10,000 gave 0.884 ± 0.012 at the same 30 epochs (BENCHMARKS.md)
 LP_GRAPHS, LP_EPOCHS, LP_STEPS = 20000, 30, 128
 # TPU Tile: classifier-free guidance (label dropout 0.1, w = 1) on a 100-epoch model gave a ratio of
 # 0.862 ± 0.045 over 5 sampling seeds with one surrogate fit, vs 0.805 ± 0.090 unguided, and 0.832 ±
