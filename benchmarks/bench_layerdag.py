@@ -95,19 +95,20 @@ def bench_lp(args) -> dict:
 
 def bench_tpu(args) -> dict:
     from graphcost.dag.datasets import load_dataset
-    from graphcost.dag.evaluate.surrogate import SurrogateConfig
+    from graphcost.dag.evaluate.surrogate import SurrogateConfig, fit_real_surrogates
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
     model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, label_dropout=args.tpu_label_dropout)
     scfg = SurrogateConfig(epochs=args.surrogate_epochs, repeats=args.surrogate_repeats)
+    real_fits = fit_real_surrogates(splits, 47, scfg)  # once: they do not depend on the generated graphs
     res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step, guidance=args.guidance,
-                              surrogate_cfg=scfg)  # fmt: skip
+                              surrogate_cfg=scfg, real_fits=real_fits)  # fmt: skip
     res["guidance"] = args.guidance
     ratios = [res["surrogate"]["ratio"]]
     for k in range(1, args.sample_seeds):  # the same model, other generated graphs (the ratio is noisy on 63 test graphs)
         more, _ = evaluate_model(model, splits, "tpu-tile", seed=args.seed + k, final_step=args.final_step, progress=False,
-                                 guidance=args.guidance, surrogate_cfg=scfg)  # fmt: skip
+                                 guidance=args.guidance, surrogate_cfg=scfg, real_fits=real_fits)  # fmt: skip
         ratios.append(more["surrogate"]["ratio"])
     res["ratio_by_sampling_seed"] = ratios
     from graphcost.dag.draw import draw_dags

@@ -8,7 +8,13 @@ import pytest
 from graphcost.dag.datasets.lp import generate_lp_dataset
 from graphcost.dag.evaluate.novelty import novelty, uniqueness, wl_hash
 from graphcost.dag.evaluate.statistics import graph_histograms, mmd, mmd_table
-from graphcost.dag.evaluate.surrogate import SurrogateConfig, fit_surrogate, pearson, surrogate_pearson
+from graphcost.dag.evaluate.surrogate import (
+    SurrogateConfig,
+    fit_real_surrogates,
+    fit_surrogate,
+    pearson,
+    surrogate_pearson,
+)
 from graphcost.dag.graph import DAG
 
 
@@ -88,6 +94,26 @@ def test_surrogate_repeats_average_the_per_seed_fits():
     assert both["label_fidelity"] == pytest.approx(np.mean([o["label_fidelity"] for o in one]))
     with pytest.raises(ValueError, match="repeats must be >= 1"):
         SurrogateConfig(repeats=0)
+
+
+def test_real_fits_are_reused_without_changing_the_result():
+    rng = np.random.default_rng(2)
+    dags = [chain(int(n)) if i % 2 else star(int(n)) for i, n in enumerate(rng.integers(3, 30, size=60))]
+    for d in dags:
+        d.label = float(d.num_nodes) + rng.uniform(0, 20)
+    real = {"train": dags[:30], "valid": dags[30:40], "test": dags[40:]}
+    syn = [DAG(d.node_attr, d.src, d.dst, float(y)) for d, y in zip(dags[:40], rng.permutation([d.label for d in dags[:40]]))]
+    cfg = SurrogateConfig(hidden=8, epochs=6, patience=3, repeats=2)
+    fits = fit_real_surrogates(real, 1, cfg)
+    assert len(fits.predictors) == 2 and fits.pearson[0] != pytest.approx(fits.pearson[1])
+    fresh = surrogate_pearson(real, syn[:30], syn[30:], 1, cfg)
+    reused = surrogate_pearson(real, syn[:30], syn[30:], 1, cfg, real_fits=fits)
+    assert reused == fresh  # bit-for-bit: the fits are deterministic given their seeds
+    with pytest.raises(ValueError, match="another SurrogateConfig"):
+        surrogate_pearson(real, syn[:30], syn[30:], 1, replace(cfg, seed=5), real_fits=fits)
+    other_test = {**real, "test": dags[35:55]}
+    with pytest.raises(ValueError, match="another real test set"):
+        surrogate_pearson(other_test, syn[:30], syn[30:], 1, cfg, real_fits=fits)
 
 
 def test_surrogate_rejects_unlabelled_graphs():

@@ -64,9 +64,12 @@ def describe_samples(generated: list[DAG], splits: dict[str, list[DAG]], dataset
 
 def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=None, seed: int = 0,
                    num_samples: int | None = None, surrogate: bool = True, surrogate_cfg=None,
-                   progress: bool = True, final_step: str = "sample", guidance: float = 0.0) -> tuple[dict, list[DAG]]:  # fmt: skip
+                   progress: bool = True, final_step: str = "sample", guidance: float = 0.0,
+                   real_fits=None) -> tuple[dict, list[DAG]]:  # fmt: skip
     """Generate and score (see module docstring); returns (results, generated DAGs). `guidance`:
-    classifier-free guidance weight for a conditional model (`sample_dags`)."""
+    classifier-free guidance weight for a conditional model (`sample_dags`). `real_fits`: the
+    real-trained regressors from `fit_real_surrogates(splits, C, surrogate_cfg)`, to reuse them
+    across evaluations (otherwise fitted here)."""
     if model.config.conditional:
         labels = [d.label for d in splits["train"]] + [d.label for d in splits["valid"]]
         generated, secs = timed_sample(model, len(labels), labels=labels, schedule=schedule, seed=seed, progress=progress,
@@ -77,8 +80,8 @@ def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=N
 
             n_train = len(splits["train"])
             t0 = time.perf_counter()
-            res["surrogate"] = surrogate_pearson(splits, generated[:n_train], generated[n_train:],
-                                                 num_categories(dataset, splits), surrogate_cfg or SurrogateConfig())  # fmt: skip
+            res["surrogate"] = surrogate_pearson(splits, generated[:n_train], generated[n_train:], num_categories(dataset, splits),
+                                                 surrogate_cfg or SurrogateConfig(), real_fits)  # fmt: skip
             res["surrogate_seconds"] = time.perf_counter() - t0
     else:
         n = num_samples or max(100, len(splits["test"]))
@@ -96,15 +99,18 @@ def quality_vs_time(model, splits, dataset: str, t_values: list[int], seed: int 
     """Quality and sampling time for the eq.-1 linear schedule (t_min=1, t_max=T) and the constant
     schedule (T) for each T in `t_values` (≤ the trained T_node) — LayerDAG §V-C, Fig. 4.
     Quality: LP validity; conditional datasets: surrogate Pearson ratio."""
+    from graphcost.dag.evaluate.surrogate import SurrogateConfig, fit_real_surrogates
     from graphcost.dag.schedule import ConstantSchedule, LinearSchedule
 
     c = model.config
+    surrogate_cfg = surrogate_cfg or SurrogateConfig()
+    real_fits = fit_real_surrogates(splits, num_categories(dataset, splits), surrogate_cfg) if c.conditional else None
     rows = []
     for T in t_values:
         for kind, sched in (("linear", LinearSchedule(1, T, c.max_layers)), ("constant", ConstantSchedule(T))):
             if model.config.conditional:
                 res, _ = evaluate_model(model, splits, dataset, sched, seed, surrogate_cfg=surrogate_cfg, progress=progress,
-                                        final_step=final_step, guidance=guidance)  # fmt: skip
+                                        final_step=final_step, guidance=guidance, real_fits=real_fits)  # fmt: skip
                 quality = res["surrogate"]["ratio"]
             else:
                 res, _ = evaluate_model(model, splits, dataset, sched, seed, num_samples=num_samples, progress=progress,

@@ -126,12 +126,38 @@ def pearson(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
+@dataclass(frozen=True)
+class RealFits:
+    """The real-data regressors of one evaluation, fitted once (`fit_real_surrogates`) and reused
+    for every synthetic set scored against the same real split: they do not depend on the
+    generator, and a fit is deterministic given its seed, so refitting them would only repeat the
+    same work."""
+
+    cfg: SurrogateConfig
+    test_labels: tuple[float, ...]  # the real test labels they were scored on (guards against a mix-up)
+    predictors: tuple  # (repeats,) predict(dags) -> labels, seeds cfg.seed, cfg.seed + 1, ...
+    pearson: tuple[float, ...]  # (repeats,) each one's Pearson on the real test set
+
+
+def _test_labels(real: dict[str, list[DAG]]) -> np.ndarray:
+    return np.array([d.label for d in real["test"]], dtype=np.float64)
+
+
+def fit_real_surrogates(real: dict[str, list[DAG]], num_categories: int, cfg: SurrogateConfig = SurrogateConfig()) -> RealFits:
+    """Fit the `cfg.repeats` real-trained regressors on real train/valid and score them on real test."""
+    y_test = _test_labels(real)
+    predictors = tuple(fit_surrogate(real["train"], real["valid"], num_categories, replace(cfg, seed=cfg.seed + k))
+                       for k in range(cfg.repeats))  # fmt: skip
+    return RealFits(cfg, tuple(y_test.tolist()), predictors, tuple(pearson(f(real["test"]), y_test) for f in predictors))
+
+
 def surrogate_pearson(
     real: dict[str, list[DAG]],
     synthetic_train: list[DAG],
     synthetic_valid: list[DAG],
     num_categories: int,
     cfg: SurrogateConfig = SurrogateConfig(),
+    real_fits: RealFits | None = None,
 ) -> dict[str, float]:
     """Pearson on the real test set of regressors fitted on real vs synthetic train/valid, and their ratio.
 
@@ -139,17 +165,20 @@ def surrogate_pearson(
     conditioned on and log of the real-trained regressor's prediction for it — how well the
     conditioning works as judged by a model that never saw synthetic data (1 = perfectly steered).
     With `cfg.repeats` > 1 every number is the mean over the repeated fits (module docstring) and
-    the per-fit Pearsons are listed under `*_by_seed`."""
-    y_test = np.array([d.label for d in real["test"]], dtype=np.float64)
+    the per-fit Pearsons are listed under `*_by_seed`. `real_fits` (from `fit_real_surrogates` with
+    the same `cfg` and `real`) skips refitting the real-trained regressors."""
+    y_test = _test_labels(real)
+    if real_fits is None:
+        real_fits = fit_real_surrogates(real, num_categories, cfg)
+    elif real_fits.cfg != cfg or real_fits.test_labels != tuple(y_test.tolist()):
+        raise ValueError("real_fits were fitted with another SurrogateConfig or scored on another real test set: "
+                         "refit them with fit_real_surrogates(real, num_categories, cfg)")  # fmt: skip
     synthetic = list(synthetic_train) + list(synthetic_valid)
     asked = _labels(synthetic, "synthetic")
-    p_real, p_syn, fidelity = [], [], []
-    for k in range(cfg.repeats):
-        c = replace(cfg, seed=cfg.seed + k)
-        real_model = fit_surrogate(real["train"], real["valid"], num_categories, c)
-        p_real.append(pearson(real_model(real["test"]), y_test))
-        p_syn.append(pearson(fit_surrogate(synthetic_train, synthetic_valid, num_categories, c)(real["test"]), y_test))
-        fidelity.append(pearson(np.log(real_model(synthetic)), asked))
+    p_real = list(real_fits.pearson)
+    p_syn = [pearson(fit_surrogate(synthetic_train, synthetic_valid, num_categories, replace(cfg, seed=cfg.seed + k))(real["test"]), y_test)
+             for k in range(cfg.repeats)]  # fmt: skip
+    fidelity = [pearson(np.log(f(synthetic)), asked) for f in real_fits.predictors]
     r, s = float(np.mean(p_real)), float(np.mean(p_syn))
     return {"pearson_real": r, "pearson_synthetic": s, "ratio": s / r if r else float("nan"),
             "label_fidelity": float(np.mean(fidelity)), "pearson_real_by_seed": p_real, "pearson_synthetic_by_seed": p_syn}  # fmt: skip
