@@ -105,10 +105,16 @@ def test_real_fits_are_reused_without_changing_the_result():
     syn = [DAG(d.node_attr, d.src, d.dst, float(y)) for d, y in zip(dags[:40], rng.permutation([d.label for d in dags[:40]]))]
     cfg = SurrogateConfig(hidden=8, epochs=6, patience=3, repeats=2)
     fits = fit_real_surrogates(real, 1, cfg)
-    assert len(fits.predictors) == 2 and fits.pearson[0] != pytest.approx(fits.pearson[1])
+    y = np.array([d.label for d in real["test"]])
+    per_fit = [pearson(p, y) for p in fits.test_predictions]
+    assert len(fits.predictors) == 2 and per_fit[0] != pytest.approx(per_fit[1])
     fresh = surrogate_pearson(real, syn[:30], syn[30:], 1, cfg)
     reused = surrogate_pearson(real, syn[:30], syn[30:], 1, cfg, real_fits=fits)
     assert reused == fresh  # bit-for-bit: the fits are deterministic given their seeds
+    assert fresh["pearson_real_by_seed"] == pytest.approx(per_fit)
+    log_fit = [pearson(np.log(p), np.log(y)) for p in fits.test_predictions]
+    assert fresh["pearson_real_log_by_seed"] == pytest.approx(log_fit) and log_fit != pytest.approx(per_fit)
+    assert fresh["ratio_log"] == pytest.approx(fresh["pearson_synthetic_log"] / np.mean(log_fit))
     with pytest.raises(ValueError, match="another SurrogateConfig"):
         surrogate_pearson(real, syn[:30], syn[30:], 1, replace(cfg, seed=5), real_fits=fits)
     other_test = {**real, "test": dags[35:55]}

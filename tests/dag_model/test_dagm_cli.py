@@ -1,6 +1,7 @@
 """graphcost dag train / sample / evaluate end to end on a few LP graphs (synthetic)."""
 
 import json
+import re
 
 import numpy as np
 from typer.testing import CliRunner
@@ -34,3 +35,16 @@ def test_dag_cli_train_sample_evaluate(tmp_path):
     assert r.exit_code == 1 and "no such run directory" in r.output
     r = CliRunner().invoke(app, ["dag", "sample", str(run), "--tmax", "999", "--out", str(out)])
     assert r.exit_code == 1 and "exceeds" in r.output
+
+
+def test_evaluate_prints_the_surrogate_rows(capsys):
+    from graphcost.commands.dag import _print_results
+
+    surrogate = {"pearson_real": 0.8, "pearson_synthetic": 0.6, "ratio": 0.75, "pearson_real_by_seed": [0.79, 0.81],
+                 "pearson_real_log": 0.9, "pearson_synthetic_log": 0.81, "ratio_log": 0.9, "label_fidelity": 0.7}  # fmt: skip
+    _print_results({"num_generated": 3, "mean_nodes": 4.0, "real_mean_nodes": 5.0, "mean_edges": 3.0, "real_mean_edges": 4.0,
+                    "uniqueness": 1.0, "novelty": 1.0, "mmd": {"in_degree": 0.01}, "surrogate": surrogate})  # fmt: skip
+    out = capsys.readouterr().out
+    assert re.search(r"surrogate fits averaged\s+2\n", out) and re.search(r"\nratio\s+0.750\n", out)
+    assert re.search(r"on log labels: real / synthetic / ratio\s+0.900 / 0.810 / 0.900\n", out)
+    assert re.search(r"label fidelity \(Pearson\)\s+0.700\n", out)
