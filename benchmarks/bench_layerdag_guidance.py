@@ -80,7 +80,8 @@ def main() -> None:
             s = r["surrogate"]
             res["cells"][key] = {"w": w, "seed": seed, "ratio": s["ratio"], "pearson_real": s["pearson_real"],
                                  "pearson_synthetic": s["pearson_synthetic"], "label_fidelity": s["label_fidelity"],
-                                 "ratio_log": s["ratio_log"],
+                                 "ratio_log": s["ratio_log"], "pearson_real_log": s["pearson_real_log"],
+                                 "pearson_synthetic_log": s["pearson_synthetic_log"],
                                  "mean_nodes": r["mean_nodes"], "real_mean_nodes": r["real_mean_nodes"],
                                  "mmd": r["mmd"], "uniqueness": r["uniqueness"], "novelty": r["novelty"],
                                  "sample_seconds_per_graph": r["sample_seconds_per_graph"]}  # fmt: skip
