@@ -125,3 +125,6 @@ def test_real_fits_are_reused_without_changing_the_result():
 def test_surrogate_rejects_unlabelled_graphs():
     with pytest.raises(ValueError, match="label"):
         fit_surrogate([DAG(np.zeros(2, np.int64), np.array([0]), np.array([1]))] * 2, [chain(3)], 1)
+    real = {"train": [chain(3), chain(4)], "valid": [chain(5)], "test": [chain(3), DAG(np.zeros(2, np.int64), np.array([0]), np.array([1]), 0.0)]}
+    with pytest.raises(ValueError, match="real test: every graph needs a finite positive label"):
+        fit_real_surrogates(real, 1, SurrogateConfig(epochs=1))

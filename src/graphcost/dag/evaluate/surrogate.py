@@ -77,11 +77,15 @@ def _collate(dags: list[DAG]):
     return cat, src, dst, graph_of, len(dags)
 
 
-def _labels(dags: list[DAG], where: str) -> np.ndarray:
+def _raw_labels(dags: list[DAG], where: str) -> np.ndarray:
     y = np.array([np.nan if d.label is None else d.label for d in dags], dtype=np.float64)
     if not np.all(np.isfinite(y)) or np.any(y <= 0):
         raise ValueError(f"{where}: every graph needs a finite positive label for the surrogate regressor")
-    return np.log(y)
+    return y
+
+
+def _labels(dags: list[DAG], where: str) -> np.ndarray:
+    return np.log(_raw_labels(dags, where))
 
 
 def fit_surrogate(train: list[DAG], valid: list[DAG], num_categories: int, cfg: SurrogateConfig = SurrogateConfig()):
@@ -145,13 +149,9 @@ class RealFits:
     test_predictions: tuple[np.ndarray, ...]  # (repeats,) of (n_test,): each one's predictions on the real test set
 
 
-def _test_labels(real: dict[str, list[DAG]]) -> np.ndarray:
-    return np.array([d.label for d in real["test"]], dtype=np.float64)
-
-
 def fit_real_surrogates(real: dict[str, list[DAG]], num_categories: int, cfg: SurrogateConfig = SurrogateConfig()) -> RealFits:
     """Fit the `cfg.repeats` real-trained regressors on real train/valid and score them on real test."""
-    y_test = _test_labels(real)
+    y_test = _raw_labels(real["test"], "real test")
     predictors = tuple(fit_surrogate(real["train"], real["valid"], num_categories, replace(cfg, seed=cfg.seed + k))
                        for k in range(cfg.repeats))  # fmt: skip
     return RealFits(cfg, tuple(y_test.tolist()), predictors, tuple(f(real["test"]) for f in predictors))
@@ -170,11 +170,11 @@ def surrogate_pearson(
     Also `label_fidelity`: Pearson, over the generated graphs, between log of the label each was
     conditioned on and log of the real-trained regressor's prediction for it — how well the
     conditioning works as judged by a model that never saw synthetic data (1 = perfectly steered);
-    and the same Pearsons and ratio on log scale (`pearson_real_log`, `pearson_synthetic_log`,
-    `ratio_log`; module docstring). With `cfg.repeats` > 1 every number is the mean over the repeated fits (module docstring) and
-    the per-fit Pearsons are listed under `*_by_seed`. `real_fits` (from `fit_real_surrogates` with
-    the same `cfg` and `real`) skips refitting the real-trained regressors."""
-    y_test = _test_labels(real)
+    and the same Pearsons and ratio on log labels (`pearson_real_log`, `pearson_synthetic_log`,
+    `ratio_log`). With `cfg.repeats` > 1 every number is the mean over the repeated fits and the
+    per-fit Pearsons are listed under `*_by_seed` (module docstring). `real_fits` (from
+    `fit_real_surrogates` with the same `cfg` and `real`) skips refitting the real-trained regressors."""
+    y_test = _raw_labels(real["test"], "real test")
     if real_fits is None:
         real_fits = fit_real_surrogates(real, num_categories, cfg)
     elif real_fits.cfg != cfg or real_fits.test_labels != tuple(y_test.tolist()):
