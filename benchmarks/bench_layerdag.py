@@ -41,7 +41,8 @@ from pathlib import Path
 LP_GRAPHS, LP_EPOCHS, LP_STEPS = 20000, 30, 128
 # TPU Tile: classifier-free guidance (label dropout 0.1) on a 100-epoch model, ratio over 5 sampling
 # seeds with 3 surrogate fits each: 0.870 ± 0.026 at w = 0.75, 0.832 ± 0.041 at w = 1; unguided 0.805 ±
-# 0.090 with one fit (BENCHMARKS.md; w was picked on the same test split). One seed's ratio varies by
+# 0.090 with one fit (BENCHMARKS.md; w was picked on these seeds and test split; over 10 seeds
+# 0.858 ± 0.028 at w = 0.75 vs 0.803 ± 0.064 at w = 1). One seed's ratio varies by
 # ±0.03-0.09, so the default reports the mean of 5
 TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE = 100, 0.1, 0.75
 SAMPLE_SEEDS = 5  # LP validity and TPU ratio: mean over this many sampling seeds of one model
