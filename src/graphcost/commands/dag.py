@@ -325,9 +325,8 @@ def _print_results(res: dict) -> None:
             rows.append(("surrogate fits averaged", fits))
         rows += [("Pearson real-trained", f"{s['pearson_real']:.3f}"),
                  ("Pearson synthetic-trained", f"{s['pearson_synthetic']:.3f}"), ("ratio", f"{s['ratio']:.3f}")]  # fmt: skip
-        if "ratio_log" in s:
-            rows.append(("on log labels: real / synthetic / ratio",
-                         f"{s['pearson_real_log']:.3f} / {s['pearson_synthetic_log']:.3f} / {s['ratio_log']:.3f}"))  # fmt: skip
+        rows.append(("on log labels: real / synthetic / ratio",
+                     f"{s['pearson_real_log']:.3f} / {s['pearson_synthetic_log']:.3f} / {s['ratio_log']:.3f}"))  # fmt: skip
         if "label_fidelity" in s:
             rows.append(("label fidelity (Pearson)", f"{s['label_fidelity']:.3f}"))
     if "sample_seconds_per_graph" in res:
