@@ -116,6 +116,7 @@ def test_sample_write_errors_are_one_line(run_dir, tmp_path, monkeypatch, exc):
 def test_select_and_final_step_options(run_dir, tmp_path):
     _one_line_error(_run(TRAIN + ["--epochs", "1", "--select", "best", "--out", tmp_path / "r"]), 1, "--select", "best")
     _one_line_error(_run(TRAIN + ["--epochs", "1", "--lr-decay", "step", "--out", tmp_path / "r"]), 1, "--lr-decay", "step")
+    _one_line_error(_run(TRAIN + ["--epochs", "1", "--ema-decay", "1.5", "--out", tmp_path / "r"]), 1, "--ema-decay", "1.5")
     assert not (tmp_path / "r").exists()
     for cmd in (["dag", "sample", run_dir, "-n", "2", "--out", tmp_path / "s.npz"], ["dag", "evaluate", run_dir]):
         _one_line_error(_run(cmd + ["--final-step", "argmax"]), 1, "--final-step", "argmax")
@@ -125,6 +126,9 @@ def test_select_and_final_step_options(run_dir, tmp_path):
     r = _run(TRAIN + ["--epochs", "1", "--select", "total", "--out", tmp_path / "t"])
     assert r.exit_code == 0 and "--select total" in r.output, r.output
     assert torch_load(tmp_path / "t" / "best.pt")["select"] == "total"
+    # resuming with a different EMA setting than the run was trained with: one line naming the checkpoint
+    _one_line_error(_run(TRAIN + ["--epochs", "2", "--resume", "--ema-decay", "0.9", "--out", tmp_path / "t"]), 1,
+                    "checkpoint.pt", "ema_decay")
 
 
 def torch_load(path):

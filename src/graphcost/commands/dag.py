@@ -144,6 +144,9 @@ def register(app: typer.Typer) -> None:
         label_dropout: float = typer.Option(0.0, help="labelled datasets: chance of training a graph with the null label, "
                                             "so `sample --guidance` can steer harder towards the label "
                                             "(classifier-free guidance; 0.1 is typical; 0 = off)"),
+        ema_decay: float = typer.Option(0.0, help="exponential moving average of the weights, decay per step (e.g. "
+                                        "0.995); validation, best.pt and sampling use the average; keep it when resuming "
+                                        "(0 = off)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -161,6 +164,8 @@ def register(app: typer.Typer) -> None:
             _fail(f"--select must be module or total, got '{select}'")
         if lr_decay not in ("none", "cosine"):
             _fail(f"--lr-decay must be none or cosine, got '{lr_decay}'")
+        if not 0 <= ema_decay < 1:
+            _fail(f"--ema-decay must be in [0, 1), got {ema_decay}")
         if out.exists() and not out.is_dir():
             _fail(f"--out {out}: is a file; give a run directory")
         blocker = blocking_file(out)
@@ -174,7 +179,7 @@ def register(app: typer.Typer) -> None:
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
         cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
-                          device=device)
+                          device=device, ema_decay=ema_decay)
         try:
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,

@@ -20,6 +20,11 @@ deterministic; on CUDA, scatter-add atomics make it repeatable only up to float 
 best.pt is rewritten atomically whenever a selection changes; `load_model(run_dir)` prefers it
 (`last=True` for the final weights). On resume the best losses are recomputed from the history
 and the per-module best weights are read back from best.pt, so resuming stays exact.
+With `ema_decay` β > 0 an exponential moving average of the weights, θ̄ ← β θ̄ + (1 − β) θ after every
+optimiser step (θ̄ = θ at the first; `torch.optim.swa_utils.AveragedModel`), is what gets validated,
+selected into best.pt and stored as checkpoint.pt's `model`; the raw weights the optimiser works on
+are kept beside it (`train_model`) for resuming. An addition, not in the LayerDAG paper (common
+practice for diffusion models since DDPM, Ho et al. 2020).
 Checkpoints are read with `torch.load(weights_only=True)`.
 """
 
@@ -33,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from graphcost.atomic import atomic_write
@@ -57,6 +63,7 @@ class TrainConfig:
     select: str = "module"  # best.pt: 'module' = per-module best validation loss; 'total' = best summed loss
     lr_decay: str = "none"  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N; may change between resumes
+    ema_decay: float = 0.0  # > 0: validate, select and sample with an EMA of the weights (decay per step); 0 = off
 
 
 def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
@@ -185,6 +192,13 @@ class _BestSelector:
                       "module_valid": {k: self.best[k] for k in self.best}}, self.path)  # fmt: skip
 
 
+def _ema(model: LayerDAG, decay: float) -> AveragedModel | None:
+    """An EMA copy of `model` (θ̄ ← decay · θ̄ + (1 − decay) · θ per `update_parameters`), or None for decay 0."""
+    if not decay:
+        return None
+    return AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay))
+
+
 @torch.no_grad()
 def evaluate_loss(model: LayerDAG, graphs: list[PreparedDAG], batch_size: int, seed: int = 0) -> dict[str, float]:
     """Mean teacher-forced losses on `graphs` with fixed noise (for validation)."""
@@ -216,6 +230,8 @@ def train_layerdag(
     cfg = config or TrainConfig()
     if cfg.lr_decay not in ("none", "cosine"):
         raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
+    if not 0 <= cfg.ema_decay < 1:
+        raise ValueError(f"ema_decay must be in [0, 1), got {cfg.ema_decay}")
     if cfg.epochs < 1 or cfg.batch_size < 1:
         raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
     out_dir = Path(out_dir)
@@ -228,16 +244,23 @@ def train_layerdag(
     gen = torch.Generator().manual_seed(cfg.seed)
     history: list[dict] = []
     start_epoch = 0
+    ema = _ema(model, cfg.ema_decay)
     if resume and ckpt_path.is_file():
         ckpt = load_checkpoint(ckpt_path)
+        if bool(ckpt.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
+            raise ValueError(f"{ckpt_path}: key 'ema_decay': the run was trained with ema_decay="
+                             f"{ckpt.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")
         model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
-        model.load_state_dict(ckpt["model"])
+        model.load_state_dict(ckpt["train_model"] if cfg.ema_decay else ckpt["model"])
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
         gen.set_state(ckpt["rng"])
         history = json.loads(ckpt["history"])
         start_epoch = int(ckpt["epoch"])
+        ema = _ema(model, cfg.ema_decay)
+        if ema is not None:
+            ema.load_state_dict(ckpt["ema"])
     else:
         (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
     valid = [prepare(d) for d in valid_dags] if valid_dags else []
@@ -263,21 +286,28 @@ def train_layerdag(
             for params in groups.values():  # per module: the three trainings stay independent
                 torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             opt.step()
+            if ema is not None:
+                ema.update_parameters(model)
             for k, v in out.items():
                 sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
             bar.update(1)
             bar.set_postfix(loss=f"{float(out['loss'].detach()):.3f}")
         rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
         rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
+        final = model if ema is None else ema.module  # the weights that are validated, selected and sampled
         if valid:
-            rec.update({f"valid_{k}": v for k, v in evaluate_loss(model, valid, cfg.batch_size, cfg.seed).items()})
+            rec.update({f"valid_{k}": v for k, v in evaluate_loss(final, valid, cfg.batch_size, cfg.seed).items()})
         history.append(rec)
         if valid:
-            selector.update(model, rec, cfg)
-        _atomic_save({
-            "model_config": asdict(model.config), "train_config": asdict(cfg), "model": _cpu(model.state_dict()),
+            selector.update(final, rec, cfg)
+        state = {
+            "model_config": asdict(model.config), "train_config": asdict(cfg), "model": _cpu(final.state_dict()),
             "optim": _cpu(opt.state_dict()), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
-        }, ckpt_path)  # fmt: skip
+        }  # fmt: skip
+        if ema is not None:
+            state.update(ema_decay=cfg.ema_decay, ema=_cpu(ema.state_dict()), train_model=_cpu(model.state_dict()))
+        _atomic_save(state, ckpt_path)
     bar.close()
-    model.eval()
-    return model, history
+    final = model if ema is None else ema.module
+    final.eval()
+    return final, history
