@@ -46,6 +46,7 @@ def main() -> None:
     p.add_argument("--surrogate-epochs", type=int, default=100)
     p.add_argument("--surrogate-repeats", type=int, default=1, help="regressors fitted per training set, Pearsons averaged")
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--dim", type=int, default=None, help="LayerDAG width (default: the small model's 96)")
     p.add_argument("--ema-decay", type=float, default=0.0, help="EMA of the weights per step (0 = off)")
     p.add_argument("--steps", type=int, default=None, help="diffusion steps T_node = T_edge (default: the small model's 32)")
     p.add_argument("--threads", type=int, default=2)
@@ -63,7 +64,8 @@ def main() -> None:
         cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device, ema_decay=a.ema_decay)
         train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=47,
                        progress=False, label_dropout=a.label_dropout,
-                       **({} if a.steps is None else {"T_node": a.steps, "T_edge": a.steps}))  # fmt: skip
+                       **({} if a.steps is None else {"T_node": a.steps, "T_edge": a.steps}),
+                       **({} if a.dim is None else {"dim": a.dim}))  # fmt: skip
         res.setdefault("train_seconds", time.perf_counter() - t0)
         res["module_epochs"] = load_checkpoint(run / BEST).get("module_epochs")
     model = load_model(run).to(a.device)
