@@ -244,7 +244,7 @@ def train_layerdag(
     gen = torch.Generator().manual_seed(cfg.seed)
     history: list[dict] = []
     start_epoch = 0
-    ema = _ema(model, cfg.ema_decay)
+    ckpt = None
     if resume and ckpt_path.is_file():
         ckpt = load_checkpoint(ckpt_path)
         if bool(ckpt.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
@@ -258,11 +258,11 @@ def train_layerdag(
         gen.set_state(ckpt["rng"])
         history = json.loads(ckpt["history"])
         start_epoch = int(ckpt["epoch"])
-        ema = _ema(model, cfg.ema_decay)
-        if ema is not None:
-            ema.load_state_dict(ckpt["ema"])
     else:
         (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
+    ema = _ema(model, cfg.ema_decay)
+    if ema is not None and ckpt is not None:
+        ema.load_state_dict(ckpt["ema"])
     valid = [prepare(d) for d in valid_dags] if valid_dags else []
     selector = _BestSelector(cfg.select, history, out_dir / BEST, resume)
     groups = {m: [p for k, p in model.named_parameters() if LayerDAG.module_of(k) == m] for m in MODULES}
