@@ -47,6 +47,7 @@ def main() -> None:
     p.add_argument("--surrogate-repeats", type=int, default=1, help="regressors fitted per training set, Pearsons averaged")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--dim", type=int, default=None, help="LayerDAG width (default: the small model's 96)")
+    p.add_argument("--label-balance", type=float, default=0.0, help="draw training graphs ∝ label density^-α (0 = off)")
     p.add_argument("--ema-decay", type=float, default=0.0, help="EMA of the weights per step (0 = off)")
     p.add_argument("--steps", type=int, default=None, help="diffusion steps T_node = T_edge (default: the small model's 32)")
     p.add_argument("--threads", type=int, default=2)
@@ -61,7 +62,8 @@ def main() -> None:
     if run is None:
         run = a.out / "run"
         t0 = time.perf_counter()
-        cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device, ema_decay=a.ema_decay)
+        cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device, ema_decay=a.ema_decay,
+                          label_balance=a.label_balance)
         train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=47,
                        progress=False, label_dropout=a.label_dropout,
                        **({} if a.steps is None else {"T_node": a.steps, "T_edge": a.steps}),

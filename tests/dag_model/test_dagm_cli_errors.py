@@ -117,6 +117,9 @@ def test_select_and_final_step_options(run_dir, tmp_path):
     _one_line_error(_run(TRAIN + ["--epochs", "1", "--select", "best", "--out", tmp_path / "r"]), 1, "--select", "best")
     _one_line_error(_run(TRAIN + ["--epochs", "1", "--lr-decay", "step", "--out", tmp_path / "r"]), 1, "--lr-decay", "step")
     _one_line_error(_run(TRAIN + ["--epochs", "1", "--ema-decay", "1.5", "--out", tmp_path / "r"]), 1, "--ema-decay", "1.5")
+    _one_line_error(_run(TRAIN + ["--epochs", "1", "--label-balance", "0.5", "--out", tmp_path / "lb"]), 1, "--label-balance",
+                    "labelled")  # LP graphs have no labels
+    assert not (tmp_path / "lb").exists()
     assert not (tmp_path / "r").exists()
     for cmd in (["dag", "sample", run_dir, "-n", "2", "--out", tmp_path / "s.npz"], ["dag", "evaluate", run_dir]):
         _one_line_error(_run(cmd + ["--final-step", "argmax"]), 1, "--final-step", "argmax")

@@ -147,6 +147,9 @@ def register(app: typer.Typer) -> None:
         ema_decay: float = typer.Option(0.0, help="exponential moving average of the weights, decay per step (e.g. "
                                         "0.995); validation, best.pt and sampling use the average; keep it when resuming "
                                         "(0 = off)"),
+        label_balance: float = typer.Option(0.0, min=0.0, help="labelled datasets: draw training graphs with "
+                                            "probability ∝ (label density)^-α so rare labels are seen more often "
+                                            "(1 ≈ uniform over the label range; 0 = each graph once per epoch)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         import torch
@@ -176,10 +179,12 @@ def register(app: typer.Typer) -> None:
             overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs)
+        if label_balance and any(d.label is None for d in splits["train"]):
+            _fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
         cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
-                          device=device, ema_decay=ema_decay)
+                          device=device, ema_decay=ema_decay, label_balance=label_balance)
         try:
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,

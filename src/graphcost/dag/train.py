@@ -25,6 +25,9 @@ optimiser step (θ̄ = θ at the first; `torch.optim.swa_utils.AveragedModel`), 
 selected into best.pt and stored as checkpoint.pt's `model`; the raw weights the optimiser works on
 are kept beside it (`train_model`) for resuming. An addition, not in the LayerDAG paper (common
 practice for diffusion models since DDPM, Ho et al. 2020).
+With `label_balance` α > 0 each epoch draws as many graphs as the train split has, with replacement,
+with p_i ∝ f(z_i)^-α (`label_balance_weights`; f a kernel density of the normalised labels), so a
+conditional model sees its rare labels more often. Also an addition, not in the paper.
 Checkpoints are read with `torch.load(weights_only=True)`.
 """
 
@@ -64,6 +67,7 @@ class TrainConfig:
     lr_decay: str = "none"  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N; may change between resumes
     ema_decay: float = 0.0  # > 0: validate, select and sample with an EMA of the weights (decay per step); 0 = off
+    label_balance: float = 0.0  # α > 0: draw graphs ∝ label density^-α (rare labels more often; see label_balance_weights)
 
 
 def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
@@ -192,6 +196,18 @@ class _BestSelector:
                       "module_valid": {k: self.best[k] for k in self.best}}, self.path)  # fmt: skip
 
 
+def label_balance_weights(labels: list[float], model: LayerDAG, alpha: float, bandwidth: float = 0.25) -> np.ndarray:
+    """(n,) sampling probabilities p_i ∝ f(z_i)^-α over the training graphs, with z the model's normalised
+    label (log, standardised) and f a Gaussian kernel density estimate of the z's (bandwidth in standard
+    deviations). α = 0: uniform; α = 1: about uniform over the label range, so graphs with rare labels (the
+    tails that a conditional generator otherwise fits worst) are drawn as often as common ones. An
+    addition, not in the LayerDAG paper."""
+    z = model.normalise_label(torch.tensor(labels, dtype=torch.float64)).numpy().astype(np.float64)  # (n,)
+    dens = np.exp(-0.5 * ((z[:, None] - z[None, :]) / bandwidth) ** 2).mean(1)  # (n,) up to a constant
+    w = dens ** -alpha
+    return w / w.sum()
+
+
 def _ema(model: LayerDAG, decay: float) -> AveragedModel | None:
     """An EMA copy of `model` (θ̄ ← decay · θ̄ + (1 − decay) · θ per `update_parameters`), or None for decay 0."""
     if not decay:
@@ -230,6 +246,8 @@ def train_layerdag(
     cfg = config or TrainConfig()
     if cfg.lr_decay not in ("none", "cosine"):
         raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
+    if cfg.label_balance < 0:
+        raise ValueError(f"label_balance must be >= 0, got {cfg.label_balance}")
     if not 0 <= cfg.ema_decay < 1:
         raise ValueError(f"ema_decay must be in [0, 1), got {cfg.ema_decay}")
     if cfg.epochs < 1 or cfg.batch_size < 1:
@@ -263,6 +281,11 @@ def train_layerdag(
     ema = _ema(model, cfg.ema_decay)
     if ema is not None and ckpt is not None:
         ema.load_state_dict(ckpt["ema"])
+    draw_p = None  # per-graph draw probabilities of label balancing (None: each graph once per epoch)
+    if cfg.label_balance:
+        if not model.config.conditional:
+            raise ValueError("label_balance needs labelled training graphs: every graph needs a finite label")
+        draw_p = label_balance_weights([g.label for g in prepared], model, cfg.label_balance)
     valid = [prepare(d) for d in valid_dags] if valid_dags else []
     selector = _BestSelector(cfg.select, history, out_dir / BEST, resume)
     groups = {m: [p for k, p in model.named_parameters() if LayerDAG.module_of(k) == m] for m in MODULES}
@@ -272,7 +295,8 @@ def train_layerdag(
                desc="LayerDAG train", unit="step", disable=not progress)  # fmt: skip
     for epoch in range(start_epoch, cfg.epochs):
         t0 = time.perf_counter()
-        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(prepared))
+        rng = np.random.default_rng([cfg.seed, epoch])
+        order = rng.permutation(len(prepared)) if draw_p is None else rng.choice(len(prepared), len(prepared), p=draw_p)
         sums: dict[str, float] = {}
         for i in range(0, len(order), cfg.batch_size):
             if cfg.lr_decay == "cosine":
