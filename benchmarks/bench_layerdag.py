@@ -45,17 +45,18 @@ LP_GRAPHS, LP_EPOCHS, LP_STEPS = 20000, 30, 128
 # 0.858 ± 0.028 at w = 0.75 vs 0.803 ± 0.064 at w = 1). One seed's ratio varies by
 # ±0.03-0.09, so the default reports the mean of 5
 TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE = 100, 0.1, 0.75
+TPU_LABEL_BALANCE = 0.0  # --label-balance 0.5 / 0.75 gave 0.867 ± 0.035 / 0.848 ± 0.067 at w = 0.75 (BENCHMARKS.md): off
 SAMPLE_SEEDS = 5  # LP validity and TPU ratio: mean over this many sampling seeds of one model
 SURROGATE_REPEATS = 3  # TPU ratio: each Pearson is the mean of 3 regressor fits (one fit varies by ±0.02-0.03)
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
-def _train(name, splits, args, epochs, ncat, **overrides):
+def _train(name, splits, args, epochs, ncat, label_balance=0.0, **overrides):
     from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
     run = args.work_dir / name
     cfg = TrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
-                      device=args.device, size=args.size)  # fmt: skip
+                      device=args.device, size=args.size, label_balance=label_balance)  # fmt: skip
     t0 = time.perf_counter()
     model, hist = train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=ncat, **overrides)
     wall = time.perf_counter() - t0
@@ -65,7 +66,7 @@ def _train(name, splits, args, epochs, ncat, **overrides):
     return model, {
         "select": args.select, "module_epochs": best.get("module_epochs"), "module_valid": best.get("module_valid"),
         "history": [{k: v for k, v in h.items() if k.startswith(("epoch", "valid_", "train_loss"))} for h in hist],
-        "epochs": epochs, "lr": args.lr, "lr_decay": args.lr_decay, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
+        "epochs": epochs, "lr": args.lr, "lr_decay": args.lr_decay, "label_balance": label_balance, "parameters": model.num_parameters(), "train_graphs": len(splits["train"]),
         "train_seconds_this_run": wall, "train_seconds_all_epochs": epoch_secs,
         "train_seconds_per_graph_epoch": epoch_secs / (epochs * len(splits["train"])),
         "final": hist[-1], "config": model.config_dict() | {"node_marginal": "..."},
@@ -101,7 +102,8 @@ def bench_tpu(args) -> dict:
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
-    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, label_dropout=args.tpu_label_dropout)
+    model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, label_balance=args.tpu_label_balance,
+                          label_dropout=args.tpu_label_dropout)  # fmt: skip
     scfg = SurrogateConfig(epochs=args.surrogate_epochs, repeats=args.surrogate_repeats)
     real_fits = fit_real_surrogates(splits, 47, scfg)  # once: they do not depend on the generated graphs
     res, gen = evaluate_model(model, splits, "tpu-tile", seed=args.seed, final_step=args.final_step, guidance=args.guidance,
@@ -178,6 +180,8 @@ def main() -> None:
     p.add_argument("--tpu-epochs", type=int, default=TPU_EPOCHS)
     p.add_argument("--tpu-label-dropout", type=float, default=TPU_LABEL_DROPOUT, help="TPU Tile: chance of training a "
                    "graph with the null label (classifier-free guidance; 0 = off)")
+    p.add_argument("--tpu-label-balance", type=float, default=TPU_LABEL_BALANCE, help="TPU Tile: draw training graphs "
+                   "with probability ∝ (label density)^-α (0 = each graph once per epoch)")
     p.add_argument("--guidance", type=float, default=TPU_GUIDANCE, help="TPU Tile: classifier-free guidance weight "
                    "w at sampling (needs --tpu-label-dropout > 0; 0 = plain conditional sampling)")
     p.add_argument("--surrogate-epochs", type=int, default=100)
