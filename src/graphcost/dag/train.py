@@ -202,7 +202,7 @@ def label_balance_weights(labels: list[float], model: LayerDAG, alpha: float, ba
     deviations). α = 0: uniform; α = 1: about uniform over the label range, so graphs with rare labels (the
     tails that a conditional generator otherwise fits worst) are drawn as often as common ones. An
     addition, not in the LayerDAG paper."""
-    z = model.normalise_label(torch.tensor(labels, dtype=torch.float64)).numpy().astype(np.float64)  # (n,)
+    z = model.normalise_label(torch.tensor(labels)).double().numpy()  # (n,)
     dens = np.exp(-0.5 * ((z[:, None] - z[None, :]) / bandwidth) ** 2).mean(1)  # (n,) up to a constant
     w = dens ** -alpha
     return w / w.sum()
