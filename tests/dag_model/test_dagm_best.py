@@ -3,16 +3,9 @@ exact under resume; whole-model ('total') and per-module ('module', the default)
 
 import numpy as np
 import torch
-from dag_fixtures import random_dag
+from dag_fixtures import TINY, random_dag, tiny_dags
 
 from graphcost.dag.train import BEST, CHECKPOINT, TrainConfig, load_checkpoint, load_model, train_layerdag
-
-TINY = dict(dim=16, T_node=6, T_edge=4, heads=2)
-
-
-def _data(n, seed):
-    rng = np.random.default_rng(seed)
-    return [random_dag(rng, int(rng.integers(3, 9)), p=0.35, num_categories=3) for _ in range(n)]
 
 
 def _same_weights(a: dict, b: dict) -> bool:
@@ -21,7 +14,7 @@ def _same_weights(a: dict, b: dict) -> bool:
 
 def test_best_checkpoint_tracks_lowest_validation_loss_and_resumes_exactly(tmp_path):
     torch.set_num_threads(1)
-    train, valid = _data(16, 0), _data(6, 1)
+    train, valid = tiny_dags(16, 0), tiny_dags(6, 1)
     # a high learning rate so the validation loss does not fall monotonically
     cfg = TrainConfig(device="cpu", epochs=6, batch_size=4, lr=3e-2, select="total")
     _, hist = train_layerdag(train, tmp_path / "full", cfg, valid_dags=valid, progress=False, **TINY)
@@ -45,7 +38,7 @@ def test_best_checkpoint_tracks_lowest_validation_loss_and_resumes_exactly(tmp_p
 
 def test_no_valid_split_no_best_and_fresh_run_drops_stale_best(tmp_path):
     torch.set_num_threads(1)
-    train, valid = _data(8, 0), _data(4, 1)
+    train, valid = tiny_dags(8, 0), tiny_dags(4, 1)
     run = tmp_path / "run"
     train_layerdag(train, run, TrainConfig(device="cpu", epochs=1, batch_size=4), valid_dags=valid, progress=False, **TINY)
     assert (run / BEST).is_file()
@@ -60,7 +53,7 @@ def test_zero_epochs_or_batch_size_rejected(tmp_path):
 
     for cfg in (TrainConfig(device="cpu", epochs=0), TrainConfig(batch_size=0)):
         with pytest.raises(ValueError, match="must be >= 1"):
-            train_layerdag(_data(4, 0), tmp_path, cfg, progress=False, **TINY)
+            train_layerdag(tiny_dags(4, 0), tmp_path, cfg, progress=False, **TINY)
 
 
 def _conditional_data(n, seed):

@@ -1,24 +1,16 @@
 """EMA of the weights (`TrainConfig.ema_decay`): the sampled/validated weights are the average, the
 average follows θ̄ ← β θ̄ + (1 − β) θ, and resuming an interrupted run is exact."""
 
-import numpy as np
 import pytest
 import torch
-from dag_fixtures import random_dag
+from dag_fixtures import TINY, tiny_dags
 
 from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
-
-TINY = dict(dim=16, T_node=6, T_edge=4, heads=2)
-
-
-def _data(n, seed):
-    rng = np.random.default_rng(seed)
-    return [random_dag(rng, int(rng.integers(3, 9)), p=0.35, num_categories=3) for _ in range(n)]
 
 
 def test_ema_is_the_running_average_of_the_trained_weights(tmp_path):
     torch.set_num_threads(1)
-    data = _data(8, 0)
+    data = tiny_dags(8, 0)
     beta = 0.9
     raw0, _ = train_layerdag(data, tmp_path / "one", TrainConfig(device="cpu", epochs=1, batch_size=8), progress=False, **TINY)
     ema1, _ = train_layerdag(data, tmp_path / "a", TrainConfig(device="cpu", epochs=1, batch_size=8, ema_decay=beta),
@@ -39,7 +31,7 @@ def test_ema_is_the_running_average_of_the_trained_weights(tmp_path):
 
 def test_ema_resume_is_exact_and_best_holds_averaged_weights(tmp_path):
     torch.set_num_threads(1)
-    train, valid = _data(12, 1), _data(4, 2)
+    train, valid = tiny_dags(12, 1), tiny_dags(4, 2)
     cfg = TrainConfig(device="cpu", epochs=4, batch_size=4, lr=1e-2, ema_decay=0.8)
     full, hist = train_layerdag(train, tmp_path / "full", cfg, valid_dags=valid, progress=False, **TINY)
     cfg2 = TrainConfig(device="cpu", epochs=2, batch_size=4, lr=1e-2, ema_decay=0.8)
@@ -53,7 +45,7 @@ def test_ema_resume_is_exact_and_best_holds_averaged_weights(tmp_path):
 
 
 def test_ema_setting_must_match_on_resume_and_be_in_range(tmp_path):
-    data = _data(6, 3)
+    data = tiny_dags(6, 3)
     train_layerdag(data, tmp_path / "r", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False, **TINY)
     with pytest.raises(ValueError, match="ema_decay"):
         train_layerdag(data, tmp_path / "r", TrainConfig(device="cpu", epochs=2, batch_size=6, ema_decay=0.9), resume=True,

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from dag_fixtures import TINY
 from test_dagm_best import _conditional_data
-from test_dagm_options import TINY
 from typer.testing import CliRunner
 
 from graphcost.cli import app

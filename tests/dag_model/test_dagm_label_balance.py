@@ -4,11 +4,9 @@ the normalised labels; α = 0 is uniform, rare labels get more mass, resume stay
 import numpy as np
 import pytest
 import torch
-from dag_fixtures import random_dag
+from dag_fixtures import TINY, random_dag
 
 from graphcost.dag.train import TrainConfig, build_model, label_balance_weights, train_layerdag
-
-TINY = dict(dim=16, T_node=6, T_edge=4, heads=2)
 
 
 def _labelled(labels, seed=0):

@@ -3,15 +3,13 @@
 import numpy as np
 import pytest
 import torch
-from dag_fixtures import random_dag
+from dag_fixtures import TINY, random_dag, tiny_dags
 
 from graphcost.dag.encoder import DAGEncoder
 from graphcost.dag.sample import sample_dags
 from graphcost.dag.schedule import LinearSchedule
 from graphcost.dag.tokenise import tokenise
 from graphcost.dag.train import TrainConfig, load_model, train_layerdag
-
-TINY = dict(dim=16, T_node=6, T_edge=4, heads=2)
 
 
 def test_encoder_permutation_equivariant():
@@ -34,11 +32,6 @@ def test_encoder_permutation_equivariant():
     assert not torch.allclose(h3, h, atol=1e-3)
 
 
-def _data(n=24, seed=0):
-    rng = np.random.default_rng(seed)
-    return [random_dag(rng, int(rng.integers(3, 10)), p=0.35, num_categories=3) for _ in range(n)]
-
-
 def _is_valid(dag):
     lay = tokenise(dag)  # raises on cycles / self-loops / duplicates
     has_pred = np.zeros(dag.num_nodes, bool)
@@ -48,7 +41,7 @@ def _is_valid(dag):
 
 def test_tiny_model_trains_and_samples_valid_dags(tmp_path):
     torch.set_num_threads(1)
-    data = _data()
+    data = tiny_dags(24, 0, max_nodes=10)
     model, hist = train_layerdag(data, tmp_path / "run", TrainConfig(device="cpu", epochs=8, batch_size=8, lr=3e-3),
                                  progress=False, **TINY)  # fmt: skip
     losses = [h["train_loss"] for h in hist]
@@ -74,7 +67,7 @@ def test_tiny_model_trains_and_samples_valid_dags(tmp_path):
 
 def test_checkpoint_resume_matches_uninterrupted(tmp_path):
     torch.set_num_threads(1)
-    data = _data(12, seed=4)
+    data = tiny_dags(12, 4, max_nodes=10)
     cfg = TrainConfig(device="cpu", epochs=3, batch_size=6)
     full, _ = train_layerdag(data, tmp_path / "a", cfg, progress=False, **TINY)
     train_layerdag(data, tmp_path / "b", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False, **TINY)

@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 import torch
-from test_dagm_options import TINY, _data
+from dag_fixtures import TINY, tiny_dags
 from typer.testing import CliRunner
 
 from graphcost.cli import app
@@ -76,7 +76,7 @@ def test_size_head_sees_the_frontier():
 
 def test_checkpoint_without_edge_and_size_statistics_loads(tmp_path):
     torch.set_num_threads(1)
-    train_layerdag(_data(), tmp_path / "r", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False,
+    train_layerdag(tiny_dags(12, 0), tmp_path / "r", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False,
                    edge_set_features=False, size_set_features=False, **TINY)  # fmt: skip
     ckpt = load_checkpoint(tmp_path / "r")
     for key in ("edge_set_features", "size_set_features"):  # a config written before the fields existed
