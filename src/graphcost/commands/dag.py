@@ -330,15 +330,14 @@ def _print_results(res: dict) -> None:
     rows += [("uniqueness", f"{res['uniqueness']:.3f}"), ("novelty", f"{res['novelty']:.3f}")]
     if "surrogate" in res:
         s = res["surrogate"]
-        fits = len(s.get("pearson_real_by_seed", [0]))
+        fits = len(s["pearson_real_by_seed"])
         if fits > 1:
             rows.append(("surrogate fits averaged", fits))
         rows += [("Pearson real-trained", f"{s['pearson_real']:.3f}"),
                  ("Pearson synthetic-trained", f"{s['pearson_synthetic']:.3f}"), ("ratio", f"{s['ratio']:.3f}")]  # fmt: skip
         rows.append(("on log labels: real / synthetic / ratio",
                      f"{s['pearson_real_log']:.3f} / {s['pearson_synthetic_log']:.3f} / {s['ratio_log']:.3f}"))  # fmt: skip
-        if "label_fidelity" in s:
-            rows.append(("label fidelity (Pearson)", f"{s['label_fidelity']:.3f}"))
+        rows.append(("label fidelity (Pearson)", f"{s['label_fidelity']:.3f}"))
     if "sample_seconds_per_graph" in res:
         rows.append(("sampling s/graph", f"{res['sample_seconds_per_graph']:.4f}"))
     width = max(len(k) for k, _ in rows)

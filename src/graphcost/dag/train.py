@@ -281,6 +281,7 @@ def train_layerdag(
     ema = _ema(model, cfg.ema_decay)
     if ema is not None and ckpt is not None:
         ema.load_state_dict(ckpt["ema"])
+    final = model if ema is None else ema.module  # the weights that are validated, selected, saved and returned
     draw_p = None  # per-graph draw probabilities of label balancing (None: each graph once per epoch)
     if cfg.label_balance:
         if not model.config.conditional:
@@ -318,7 +319,6 @@ def train_layerdag(
             bar.set_postfix(loss=f"{float(out['loss'].detach()):.3f}")
         rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
         rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
-        final = model if ema is None else ema.module  # the weights that are validated, selected and sampled
         if valid:
             rec.update({f"valid_{k}": v for k, v in evaluate_loss(final, valid, cfg.batch_size, cfg.seed).items()})
         history.append(rec)
@@ -332,6 +332,5 @@ def train_layerdag(
             state.update(ema_decay=cfg.ema_decay, ema=_cpu(ema.state_dict()), train_model=_cpu(model.state_dict()))
         _atomic_save(state, ckpt_path)
     bar.close()
-    final = model if ema is None else ema.module
     final.eval()
     return final, history
