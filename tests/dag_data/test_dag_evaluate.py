@@ -13,6 +13,7 @@ from graphcost.dag.evaluate.surrogate import (
     fit_real_surrogates,
     fit_surrogate,
     pearson,
+    score_predictions,
     surrogate_pearson,
 )
 from graphcost.dag.graph import DAG
@@ -120,6 +121,18 @@ def test_real_fits_are_reused_without_changing_the_result():
     other_test = {**real, "test": dags[35:55]}
     with pytest.raises(ValueError, match="another real test set"):
         surrogate_pearson(other_test, syn[:30], syn[30:], 1, cfg, real_fits=fits)
+
+
+def test_score_predictions_averages_fits_then_divides():
+    y = np.array([1.0, 2.0, 4.0, 8.0])
+    real = [y * 2, np.array([1.0, 3.0, 2.0, 8.0])]
+    syn = [np.array([2.0, 1.0, 4.0, 8.0])]
+    out = score_predictions(y, real, syn)
+    p_real = [1.0, pearson(real[1], y)]
+    assert out["pearson_real_by_seed"] == pytest.approx(p_real) and out["pearson_real"] == pytest.approx(np.mean(p_real))
+    assert out["ratio"] == pytest.approx(pearson(syn[0], y) / np.mean(p_real))
+    assert out["pearson_synthetic_log"] == pytest.approx(pearson(np.log(syn[0]), np.log(y)))
+    assert out["ratio"] != pytest.approx(out["ratio_log"])
 
 
 def test_surrogate_rejects_unlabelled_graphs():

@@ -16,3 +16,23 @@ def split_by_graph(items: list, fractions=(0.8, 0.1, 0.1), seed: int = 0) -> dic
     n_valid = int(round(fractions[1] * len(items)))
     cuts = {"train": order[:n_train], "valid": order[n_train : n_train + n_valid], "test": order[n_train + n_valid :]}
     return {name: [items[i] for i in sorted(idx)] for name, idx in cuts.items()}
+
+
+def kfold_split(items: list, folds: int = 10, fold: int = 0, seed: int = 0) -> dict[str, list]:
+    """Fold `fold` of a seeded k-fold cross-validation by graph: the graph indices are shuffled with
+    `seed` (the same permutation as `split_by_graph`) and cut into `folds` near-equal parts;
+    test = part `fold`, valid = part `fold` − 1 (mod k), train = the other k − 2 parts. Over all folds
+    every graph is a test graph exactly once, so per-fold test predictions can be pooled into one
+    score over the whole set. With k = 10 the sizes are those of the 80/10/10 split, and for a
+    number of graphs divisible by 10, fold 9 is exactly `split_by_graph(items, seed=seed)`."""
+    if not isinstance(folds, int) or folds < 3:
+        raise ValueError(f"folds must be an integer >= 3 (test, valid and train each need a part), got {folds}")
+    if not 0 <= fold < folds:
+        raise ValueError(f"fold must be in 0..{folds - 1}, got {fold}")
+    if len(items) < folds:
+        raise ValueError(f"{folds}-fold split needs at least {folds} graphs, got {len(items)}")
+    parts = np.array_split(np.random.default_rng(seed).permutation(len(items)), folds)
+    valid = (fold - 1) % folds
+    cuts = {"train": np.concatenate([p for i, p in enumerate(parts) if i not in (fold, valid)]),
+            "valid": parts[valid], "test": parts[fold]}  # fmt: skip
+    return {name: [items[i] for i in sorted(idx)] for name, idx in cuts.items()}
