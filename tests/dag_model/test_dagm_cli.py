@@ -48,3 +48,29 @@ def test_evaluate_prints_the_surrogate_rows(capsys):
     assert re.search(r"surrogate fits averaged\s+2\n", out) and re.search(r"\nratio\s+0.750\n", out)
     assert re.search(r"on log labels: real / synthetic / ratio\s+0.900 / 0.810 / 0.900\n", out)
     assert re.search(r"label fidelity \(Pearson\)\s+0.700\n", out)
+
+
+def test_dag_cli_cross_validation_fold(tmp_path):
+    from graphcost.dag.datasets import load_dataset
+
+    run = tmp_path / "run"
+    r = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "12", "--epochs", "1", "--threads", "1",
+                                 "--folds", "4", "--fold", "1", "--out", str(run)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "on 6 lp graphs" in r.output  # 4 parts of 3: train = the two parts that are neither test nor valid
+    assert json.loads((run / "run.json").read_text())["fold"] == [1, 4]
+    samples = tmp_path / "s.npz"
+    assert CliRunner().invoke(app, ["dag", "sample", str(run), "-n", "2", "--tmax", "2", "--out", str(samples)]).exit_code == 0
+    js = tmp_path / "eval.json"
+    r = CliRunner().invoke(app, ["dag", "evaluate", str(run), "--samples", str(samples), "--json", str(js)])
+    assert r.exit_code == 0, r.output
+    test = load_dataset("lp", num_graphs=12, fold=(1, 4))["test"]
+    assert json.loads(js.read_text())["real_mean_nodes"] == np.mean([d.num_nodes for d in test])  # evaluate used fold 1
+    for args, msg in ((["--fold", "2"], "--fold 2 needs --folds K"), (["--folds", "4", "--fold", "4"], "--fold in 0..3"),
+                      (["--folds", "2"], "--folds must be >= 3")):  # fmt: skip
+        r = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "12", "--out", str(tmp_path / "x"), *args])
+        assert r.exit_code == 1 and msg in r.output, r.output
+        assert not (tmp_path / "x").exists()
+    (run / "run.json").write_text(json.dumps({"dataset": "lp", "num_graphs": 12, "fold": [1]}))
+    r = CliRunner().invoke(app, ["dag", "evaluate", str(run), "--samples", str(samples)])
+    assert r.exit_code == 1 and "field 'fold' must be null or [fold, folds]" in r.output

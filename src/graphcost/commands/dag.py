@@ -61,12 +61,15 @@ def _check_model_path(path: Path) -> None:
         _fail(f"MODEL {path}: no such run directory or checkpoint file")
 
 
-def _load_splits(dataset: str, seed: int, num_graphs: Optional[int]):
+def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optional[list] = None):
+    """The run's train/valid/test split; `fold` = [f, k] for fold f of a k-fold cross-validation."""
     from graphcost.dag.datasets import load_dataset
 
     if dataset not in DATASETS:
         _fail(f"--dataset must be one of {', '.join(DATASETS)}, got '{dataset}'")
     kwargs = {} if num_graphs is None or dataset == "tpu-tile" else {"num_graphs": num_graphs}
+    if fold is not None:
+        kwargs["fold"] = tuple(fold)
     try:
         return load_dataset(dataset, seed=seed, **kwargs)
     except (FileNotFoundError, ValueError) as exc:
@@ -83,6 +86,9 @@ def _run_info(run: Path) -> dict:
         _fail(f"{path}: not a readable run description ({exc})")
     if not isinstance(info, dict):
         _fail(f"{path}: not a run description (expected a JSON object)")
+    fold = info.get("fold")
+    if fold is not None and not (isinstance(fold, list) and len(fold) == 2 and all(type(x) is int for x in fold)):
+        _fail(f"{path}: field 'fold' must be null or [fold, folds] (two integers), got {fold!r}")
     return info
 
 
@@ -133,6 +139,10 @@ def register(app: typer.Typer) -> None:
         lr: float = typer.Option(1e-3),
         seed: int = typer.Option(0, help="seed for data split, init, noise"),
         num_graphs: Optional[int] = typer.Option(None, min=1, help="LP / NAS-Bench-201: graphs to generate / draw"),
+        folds: int = typer.Option(0, min=0, help="k-fold cross-validation: split the graphs into K seeded parts and "
+                                  "train on fold --fold (test = part F, valid = part F-1, train = the rest); "
+                                  "`dag evaluate` uses the same fold (0 = the 80/10/10 split)"),
+        fold: int = typer.Option(0, min=0, help="with --folds K: which fold, 0..K-1"),
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
@@ -177,11 +187,16 @@ def register(app: typer.Typer) -> None:
         overrides = {"label_dropout": label_dropout}
         if diffusion_steps is not None:
             overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
+        if fold and not folds:
+            _fail(f"--fold {fold} needs --folds K (the number of cross-validation folds)")
+        if folds and not (folds >= 3 and fold < folds):
+            _fail(f"--folds must be >= 3 and --fold in 0..{max(folds - 1, 0)}, got --folds {folds} --fold {fold}")
+        cv_fold = [fold, folds] if folds else None
         torch.manual_seed(seed)
-        splits = _load_splits(dataset, seed, num_graphs)
+        splits = _load_splits(dataset, seed, num_graphs, cv_fold)
         if label_balance and any(d.label is None for d in splits["train"]):
             _fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
-        info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs,
+        info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs, "fold": cv_fold,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
         cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
                           device=device, ema_decay=ema_decay, label_balance=label_balance)
@@ -297,7 +312,7 @@ def register(app: typer.Typer) -> None:
         dataset = dataset or info.get("dataset")
         if dataset is None:
             _fail(f"MODEL {model_path}: no run.json beside it; pass --dataset")
-        splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"))
+        splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"), info.get("fold"))
         if samples is not None:
             try:
                 res = describe_samples(load_dags(samples), splits, dataset)

@@ -9,7 +9,9 @@ MIN_GRAPHS = 8  # smallest count whose seeded 80/10/10 split (splits.split_by_gr
 
 
 def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
-    """{'train', 'valid', 'test'} lists of DAGs for a dataset name in DATASET_NAMES."""
+    """{'train', 'valid', 'test'} lists of DAGs for a dataset name in DATASET_NAMES: the seeded
+    80/10/10 split by graph, or with `fold=(f, k)` fold f of a k-fold cross-validation
+    (`splits.kfold_split`). Other keywords: `num_graphs` (LP, NAS-Bench-201), `path` (TPU Tile)."""
     num_graphs = kwargs.get("num_graphs")
     if name in ("lp", "nasbench201") and num_graphs is not None and not MIN_GRAPHS <= num_graphs:
         raise ValueError(
@@ -18,13 +20,13 @@ def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
         )
     if name == "lp":
         from graphcost.dag.datasets.lp import generate_lp_dataset
-        from graphcost.dag.datasets.splits import split_by_graph
+        from graphcost.dag.datasets.splits import split_graphs
 
-        return split_by_graph(generate_lp_dataset(kwargs.get("num_graphs", 2000), seed=seed), seed=seed)
+        return split_graphs(generate_lp_dataset(kwargs.get("num_graphs", 2000), seed=seed), seed=seed, fold=kwargs.get("fold"))
     if name == "tpu-tile":
         from graphcost.dag.datasets.tpu_tile import load_tpu_tile
 
-        return load_tpu_tile(kwargs.get("path"), seed=seed)
+        return load_tpu_tile(kwargs.get("path"), seed=seed, fold=kwargs.get("fold"))
     if name == "nasbench201":
         from graphcost.dag.datasets.nasbench201 import load_nasbench201
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.dag.datasets.splits import split_by_graph
+from graphcost.dag.datasets.splits import split_graphs
 from graphcost.dag.graph import DAG
 
 CATEGORIES = (
@@ -115,8 +115,10 @@ def load_nasbench201(
     device: str = "pixel3",
     num_graphs: int | None = 2000,
     seed: int = 0,
+    fold: tuple[int, int] | None = None,
 ) -> dict[str, list[DAG]]:
-    """Expanded NAS-Bench-201 DAGs labelled with latency (ms) on `device`, split by graph.
+    """Expanded NAS-Bench-201 DAGs labelled with latency (ms) on `device`, split by graph (80/10/10,
+    or `fold` = (f, k): fold f of a k-fold cross-validation).
 
     `num_graphs` architectures are drawn without replacement (seeded; None = all 15,625); the
     default 2,000 matches the size of LayerDAG's NA-Edge set. `device` is a key of latency_ms.npz
@@ -138,4 +140,4 @@ def load_nasbench201(
     if num_graphs is not None and num_graphs < len(archs):
         idx = np.sort(np.random.default_rng(seed).choice(len(archs), size=num_graphs, replace=False))
     dags = [expand_architecture(archs[i], float(latency[i])) for i in idx]
-    return split_by_graph(dags, seed=seed)
+    return split_graphs(dags, seed=seed, fold=fold)

@@ -36,3 +36,12 @@ def kfold_split(items: list, folds: int = 10, fold: int = 0, seed: int = 0) -> d
     cuts = {"train": np.concatenate([p for i, p in enumerate(parts) if i not in (fold, valid)]),
             "valid": parts[valid], "test": parts[fold]}  # fmt: skip
     return {name: [items[i] for i in sorted(idx)] for name, idx in cuts.items()}
+
+
+def split_graphs(items: list, seed: int = 0, fold: tuple[int, int] | None = None) -> dict[str, list]:
+    """The dataset loaders' split: `split_by_graph` (80/10/10), or with `fold` = (f, k) fold f of
+    `kfold_split` into k parts."""
+    if fold is None:
+        return split_by_graph(items, seed=seed)
+    f, k = fold
+    return kfold_split(items, k, f, seed=seed)

@@ -2,14 +2,14 @@
 TpuGraphs' tile collection, node attribute = remapped opcode (0-46), label = normalised runtime.
 
 Only the validation split of the LayerDAG processing is available, so it is split here by graph
-into train/valid/test (80/10/10, seeded) for development.
+into train/valid/test (80/10/10, seeded, or one fold of a k-fold cross-validation) for development.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from graphcost.dag.datasets.splits import split_by_graph
+from graphcost.dag.datasets.splits import split_graphs
 from graphcost.dag.graph import DAG
 from graphcost.dag.io import load_dags
 
@@ -25,12 +25,13 @@ def default_path() -> Path:
     return base / "tpu_tile_graphs" / "val.npz"
 
 
-def load_tpu_tile(path: str | Path | None = None, seed: int = 0) -> dict[str, list[DAG]]:
-    """The real TPU Tile DAGs, split by graph into {'train', 'valid', 'test'}."""
+def load_tpu_tile(path: str | Path | None = None, seed: int = 0, fold: tuple[int, int] | None = None) -> dict[str, list[DAG]]:
+    """The real TPU Tile DAGs, split by graph into {'train', 'valid', 'test'} (80/10/10, or
+    `fold` = (f, k): fold f of a k-fold cross-validation, `splits.kfold_split`)."""
     path = Path(path) if path else default_path()
     if not path.is_file():
         raise FileNotFoundError(
             f"TPU Tile DAGs not found at {path}; pass the path to tpu_tile_graphs/val.npz "
             "or set GRAPHCOST_SHARED_DATA to the directory holding tpu_tile_graphs/"
         )
-    return split_by_graph(load_dags(path), seed=seed)
+    return split_graphs(load_dags(path), seed=seed, fold=fold)
