@@ -134,7 +134,7 @@ def pooled_report(out: Path) -> dict:
         "label_fidelity_mean": statistics.mean(r["seeds"][s]["label_fidelity"] for r in folds.values() for s in seeds),
         "module_epochs": {str(f): r["module_epochs"] for f, r in folds.items()},
     }  # fmt: skip
-    print(f"pooled over folds {summary['folds_done']} ({len(y)} test graphs), sampling seeds {seeds}")
+    print(f"pooled over folds {summary['folds_done']} ({len(y)} test graphs), sampling seeds {', '.join(seeds)}")
     for s in seeds:
         q = pooled[s]
         print(f"  seed {s}: Pearson real {q['pearson_real']:.3f}, synthetic {q['pearson_synthetic']:.3f}, ratio "
