@@ -23,6 +23,12 @@ its few largest labels (on the 63-graph TPU Tile test split, one graph at 20x th
 moves the synthetic Pearson by ±0.05 between synthetic sets). The Pearsons of log prediction vs
 log label, and their ratio (`*_log`), weigh every test graph alike; they are reported beside the
 paper's figure, not instead of it.
+
+`surrogate_pearson` is the whole protocol for one split. Its parts — `fit_real_surrogates`,
+`fit_synthetic_predictions` (the regressors' test predictions) and `score_predictions` — are public
+so that the test predictions of the folds of a k-fold cross-validation (`datasets.splits.kfold_split`),
+in which every graph is tested once, can be pooled and scored as one test set
+(benchmarks/bench_layerdag_kfold.py).
 """
 
 from __future__ import annotations
