@@ -141,8 +141,11 @@ def pooled_report(out: Path) -> dict:
               f"{q['ratio']:.3f}; on log labels {q['pearson_real_log']:.3f} / {q['pearson_synthetic_log']:.3f} = {q['ratio_log']:.3f}")
     print(f"pooled ratio {summary['pooled_ratio_mean']:.3f} ± {summary['pooled_ratio_sd']:.3f}; "
           f"per-fold ratio {summary['per_fold_ratio_mean']:.3f} ± {summary['per_fold_ratio_sd']:.3f} over folds")
-    for f, v in per_fold.items():
-        print(f"  fold {f}: " + " / ".join(f"{x:.3f}" for x in v))
+    for f, r in folds.items():
+        cells = [r["seeds"][s] for s in seeds]
+        print(f"  fold {f}: ratio " + " / ".join(f"{c['ratio']:.3f}" for c in cells) + " (Pearson real / synthetic "
+              + ", ".join(f"{c['pearson_real']:.3f} / {c['pearson_synthetic']:.3f}" for c in cells)
+              + f"), largest test label {max(r['test_labels']):.1f}")
     if summary["folds_missing"]:
         print(f"MISSING folds {summary['folds_missing']}: the pooled figure covers only the finished ones")
     return summary
