@@ -35,8 +35,8 @@ import numpy as np
 import torch
 
 from graphcost.atomic import atomic_write_json
-from graphcost.dag.datasets.splits import kfold_split
-from graphcost.dag.datasets.tpu_tile import NUM_CATEGORIES, default_path
+from graphcost.dag.datasets import load_dataset
+from graphcost.dag.datasets.tpu_tile import NUM_CATEGORIES
 from graphcost.dag.evaluate.surrogate import (
     SurrogateConfig,
     fit_real_surrogates,
@@ -45,7 +45,6 @@ from graphcost.dag.evaluate.surrogate import (
     score_predictions,
 )
 from graphcost.dag.experiment import evaluate_model
-from graphcost.dag.io import load_dags
 from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
 
 FOLDS = 10
@@ -53,7 +52,7 @@ EPOCHS, LABEL_DROPOUT, LR, GUIDANCE = 100, 0.1, 3e-3, 0.75  # bench_layerdag.py'
 
 
 def fold_splits(fold: int) -> dict:
-    return kfold_split(load_dags(default_path()), FOLDS, fold, seed=0)
+    return load_dataset("tpu-tile", seed=0, fold=(fold, FOLDS))
 
 
 def train_fold(out: Path, fold: int, device: str) -> Path:

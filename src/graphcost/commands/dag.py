@@ -87,8 +87,10 @@ def _run_info(run: Path) -> dict:
     if not isinstance(info, dict):
         _fail(f"{path}: not a run description (expected a JSON object)")
     fold = info.get("fold")
-    if fold is not None and not (isinstance(fold, list) and len(fold) == 2 and all(type(x) is int for x in fold)):
-        _fail(f"{path}: field 'fold' must be null or [fold, folds] (two integers), got {fold!r}")
+    if fold is not None and not (isinstance(fold, list) and len(fold) == 2 and all(type(x) is int for x in fold)
+                                 and 0 <= fold[0] < fold[1] and fold[1] >= 3):  # fmt: skip
+        _fail(f"{path}: field 'fold' must be null or [fold, folds] (two integers, folds >= 3, 0 <= fold < folds), "
+              f"got {fold!r}")
     return info
 
 
