@@ -71,6 +71,7 @@ def test_dag_cli_cross_validation_fold(tmp_path):
         r = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "12", "--out", str(tmp_path / "x"), *args])
         assert r.exit_code == 1 and msg in r.output, r.output
         assert not (tmp_path / "x").exists()
-    (run / "run.json").write_text(json.dumps({"dataset": "lp", "num_graphs": 12, "fold": [1]}))
-    r = CliRunner().invoke(app, ["dag", "evaluate", str(run), "--samples", str(samples)])
-    assert r.exit_code == 1 and "field 'fold' must be null or [fold, folds]" in r.output
+    for bad in ([1], [4, 4], [0, 2]):
+        (run / "run.json").write_text(json.dumps({"dataset": "lp", "num_graphs": 12, "fold": bad}))
+        r = CliRunner().invoke(app, ["dag", "evaluate", str(run), "--samples", str(samples)])
+        assert r.exit_code == 1 and "run.json: field 'fold' must be null or [fold, folds]" in r.output, r.output
