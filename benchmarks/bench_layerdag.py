@@ -36,18 +36,21 @@ import tempfile
 import time
 from pathlib import Path
 
-# LP: 20,000 graphs (16,000 train) gave validity 0.916 ± 0.017 over 5 sampling seeds (a second
-# training seed 0.896 ± 0.033); 10,000 gave 0.884 ± 0.012 at the same 30 epochs (BENCHMARKS.md)
-LP_GRAPHS, LP_EPOCHS, LP_STEPS = 20000, 30, 128
-# TPU Tile: classifier-free guidance (label dropout 0.1) on a 100-epoch model, ratio over 5 sampling
-# seeds with 3 surrogate fits each: 0.870 ± 0.026 at w = 0.75, 0.832 ± 0.041 at w = 1; unguided 0.805 ±
-# 0.090 with one fit (BENCHMARKS.md; w was picked on these seeds and test split; over 10 seeds
-# 0.858 ± 0.028 at w = 0.75 vs 0.803 ± 0.064 at w = 1). One seed's ratio varies by
-# ±0.03-0.09, so the default reports the mean of 5
-TPU_EPOCHS, TPU_LABEL_DROPOUT, TPU_GUIDANCE = 100, 0.1, 0.75
-TPU_LABEL_BALANCE = 0.0  # --label-balance 0.5 / 0.75 gave 0.867 ± 0.035 / 0.848 ± 0.067 at w = 0.75 (BENCHMARKS.md): off
-SAMPLE_SEEDS = 5  # LP validity and TPU ratio: mean over this many sampling seeds of one model
-SURROGATE_REPEATS = 3  # TPU ratio: each Pearson is the mean of 3 regressor fits (one fit varies by ±0.02-0.03)
+from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
+    LP_EPOCHS,
+    LP_GRAPHS,
+    LP_STEPS,
+    LR,
+    LR_DECAY,
+    SAMPLE_SEEDS,
+    SURROGATE_EPOCHS,
+    SURROGATE_REPEATS,
+    TPU_EPOCHS,
+    TPU_GUIDANCE,
+    TPU_LABEL_BALANCE,
+    TPU_LABEL_DROPOUT,
+)
+
 DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
@@ -184,14 +187,14 @@ def main() -> None:
                    "with probability ∝ (label density)^-α (0 = each graph once per epoch)")
     p.add_argument("--guidance", type=float, default=TPU_GUIDANCE, help="TPU Tile: classifier-free guidance weight "
                    "w at sampling (needs --tpu-label-dropout > 0; 0 = plain conditional sampling)")
-    p.add_argument("--surrogate-epochs", type=int, default=100)
+    p.add_argument("--surrogate-epochs", type=int, default=SURROGATE_EPOCHS)
     p.add_argument("--surrogate-repeats", type=int, default=SURROGATE_REPEATS, help="TPU Tile: regressors fitted per "
                    "training set (surrogate seeds 0..k-1), Pearsons averaged")
     p.add_argument("--sample-seeds", type=int, default=SAMPLE_SEEDS, help="report the LP validity and the TPU Tile ratio for "
                    "this many sampling seeds (seed, seed+1, ...) of the same model, with mean and spread")
     p.add_argument("--sweep-t", type=int, nargs="*", default=[4, 8, 16, 32])
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--lr-decay", choices=["none", "cosine"], default="cosine")
+    p.add_argument("--lr", type=float, default=LR)
+    p.add_argument("--lr-decay", choices=["none", "cosine"], default=LR_DECAY)
     p.add_argument("--select", choices=["module", "total"], default="module", help="best.pt selection rule")
     p.add_argument("--final-step", choices=["mode", "sample"], default="sample", help="last reverse diffusion step")
     p.add_argument("--seed", type=int, default=0)

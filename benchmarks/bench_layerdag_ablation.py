@@ -29,6 +29,7 @@ from graphcost.dag.train import (
     load_model,
     train_layerdag,
 )
+from layerdag_recipe import LR, LR_DECAY  # benchmarks/layerdag_recipe.py
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
     p.add_argument("--transformer-layers", type=int, default=1, help="node denoiser transformer depth")
     p.add_argument("--dim", type=int, default=96)
     p.add_argument("--final", nargs="+", default=["sample", "mode"], choices=["sample", "mode"])
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--lr", type=float, default=LR)
     p.add_argument("--seed", type=int, default=0, help="LP data, split and training seed")
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--device", default="cpu")
@@ -54,7 +55,7 @@ def main() -> None:
     splits = load_dataset("lp", seed=a.seed, num_graphs=a.graphs)
     run = a.out / a.tag
     t0 = time.perf_counter()
-    train_layerdag(splits["train"], run, TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device, seed=a.seed),
+    train_layerdag(splits["train"], run, TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay=LR_DECAY, device=a.device, seed=a.seed),
                    valid_dags=splits["valid"], resume=True, num_categories=2, progress=False,
                    edge_set_features=bool(a.edge_stats), size_set_features=bool(a.size_stats), T_node=a.steps, T_edge=a.steps,
                    transformer_layers=a.transformer_layers, dim=a.dim)  # fmt: skip

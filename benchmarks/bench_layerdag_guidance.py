@@ -33,19 +33,20 @@ from graphcost.dag.train import (
     load_model,
     train_layerdag,
 )
+from layerdag_recipe import LR, LR_DECAY, SURROGATE_EPOCHS, TPU_LABEL_DROPOUT  # benchmarks/layerdag_recipe.py
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--model", type=Path, default=None, help="score this run directory instead of training one")
-    p.add_argument("--label-dropout", type=float, default=0.1)
+    p.add_argument("--label-dropout", type=float, default=TPU_LABEL_DROPOUT)
     p.add_argument("--epochs", type=int, default=25)
     p.add_argument("--guidance", type=float, nargs="+", default=[0.0, 1.0, 2.0])
     p.add_argument("--seeds", type=int, default=3, help="sampling seeds 0..N-1 per guidance weight")
-    p.add_argument("--surrogate-epochs", type=int, default=100)
+    p.add_argument("--surrogate-epochs", type=int, default=SURROGATE_EPOCHS)
     p.add_argument("--surrogate-repeats", type=int, default=1, help="regressors fitted per training set, Pearsons averaged")
-    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--lr", type=float, default=LR)
     p.add_argument("--dim", type=int, default=None, help="LayerDAG width (default: the small model's 96)")
     p.add_argument("--label-balance", type=float, default=0.0, help="draw training graphs ∝ label density^-α (0 = off)")
     p.add_argument("--ema-decay", type=float, default=0.0, help="EMA of the weights per step (0 = off)")
@@ -62,7 +63,7 @@ def main() -> None:
     if run is None:
         run = a.out / "run"
         t0 = time.perf_counter()
-        cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay="cosine", device=a.device, ema_decay=a.ema_decay,
+        cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay=LR_DECAY, device=a.device, ema_decay=a.ema_decay,
                           label_balance=a.label_balance)
         train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=47,
                        progress=False, label_dropout=a.label_dropout,
