@@ -46,36 +46,54 @@ from graphcost.dag.evaluate.surrogate import (
 )
 from graphcost.dag.experiment import evaluate_model
 from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
+from layerdag_recipe import LR, LR_DECAY, SURROGATE_EPOCHS, SURROGATE_REPEATS, TPU_EPOCHS, TPU_GUIDANCE, TPU_LABEL_DROPOUT  # benchmarks/layerdag_recipe.py
 
 FOLDS = 10
-EPOCHS, LABEL_DROPOUT, LR, GUIDANCE = 100, 0.1, 3e-3, 0.75  # bench_layerdag.py's TPU defaults
 
 
-def fold_splits(fold: int) -> dict:
-    return load_dataset("tpu-tile", seed=0, fold=(fold, FOLDS))
+def fold_splits(fold: int, train_graphs: int | None = None) -> dict:
+    """Fold `fold`'s train/valid/test, its train cut to `train_graphs` graphs when given (`subset_train`)."""
+    return subset_train(load_dataset("tpu-tile", seed=0, fold=(fold, FOLDS)), train_graphs)
 
 
-def train_fold(out: Path, fold: int, device: str) -> Path:
+def subset_train(splits: dict, train_graphs: int | None) -> dict:
+    """The learning-curve setting: train cut to a seeded subset of n graphs (the first n of one fixed
+    permutation, so smaller subsets are nested in larger ones); valid and test stay whole."""
+    train = splits["train"]
+    if train_graphs is None:
+        return splits
+    if not 0 < train_graphs <= len(train):
+        raise SystemExit(f"--train-graphs: a fold has {len(train)} training graphs, asked for {train_graphs}")
+    keep = np.sort(np.random.default_rng(0).permutation(len(train))[:train_graphs])
+    return splits | {"train": [train[i] for i in keep]}
+
+
+def train_fold(out: Path, fold: int, device: str, train_graphs: int | None = None) -> Path:
+    """Train fold `fold`'s generator; a train subset of n graphs gets TPU_EPOCHS x full / n epochs, so it
+    takes the optimiser steps (and cosine schedule) of the full fold."""
     run = out / f"fold{fold}" / "run"
-    cfg = TrainConfig(epochs=EPOCHS, lr=LR, lr_decay="cosine", device=device)
-    splits = fold_splits(fold)
+    full = fold_splits(fold)
+    splits = subset_train(full, train_graphs)
+    epochs = round(TPU_EPOCHS * len(full["train"]) / len(splits["train"]))
+    cfg = TrainConfig(epochs=epochs, lr=LR, lr_decay=LR_DECAY, device=device)
     t0 = time.perf_counter()
     train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=NUM_CATEGORIES,
-                   progress=False, label_dropout=LABEL_DROPOUT)  # fmt: skip
+                   progress=False, label_dropout=TPU_LABEL_DROPOUT)  # fmt: skip
     print(f"fold {fold}: trained in {time.perf_counter() - t0:.0f} s", flush=True)
     return run
 
 
-def score_fold(out: Path, fold: int, run: Path, sample_seeds: int, scfg: SurrogateConfig, device: str) -> dict:
+def score_fold(out: Path, fold: int, run: Path, sample_seeds: int, scfg: SurrogateConfig, device: str,
+               train_graphs: int | None = None) -> dict:  # fmt: skip
     """Generate and score fold `fold` for sampling seeds 0..sample_seeds-1; OUT/fold{f}/result.json
     is rewritten after each seed, so an interrupted fold resumes at its next seed."""
     path = out / f"fold{fold}" / "result.json"
     res = json.loads(path.read_text()) if path.is_file() else {}
     if res and res.get("surrogate") != asdict(scfg):
         raise SystemExit(f"{path}: scored with surrogate {res.get('surrogate')}, asked for {asdict(scfg)}; use another --out")
-    splits = fold_splits(fold)
+    splits = fold_splits(fold, train_graphs)
     y_test = [d.label for d in splits["test"]]
-    res = res or {"fold": fold, "surrogate": asdict(scfg), "test_labels": y_test, "seeds": {},
+    res = res or {"fold": fold, "train_graphs": train_graphs, "surrogate": asdict(scfg), "test_labels": y_test, "seeds": {},
                   "module_epochs": load_checkpoint(run / BEST).get("module_epochs")}  # fmt: skip
     model, real_fits = None, None
     for seed in range(sample_seeds):
@@ -85,7 +103,7 @@ def score_fold(out: Path, fold: int, run: Path, sample_seeds: int, scfg: Surroga
         if real_fits is None:
             real_fits = fit_real_surrogates(splits, NUM_CATEGORIES, scfg)
             res["real_predictions"] = [p.tolist() for p in real_fits.test_predictions]
-        r, gen = evaluate_model(model, splits, "tpu-tile", seed=seed, progress=False, guidance=GUIDANCE, surrogate=False)
+        r, gen = evaluate_model(model, splits, "tpu-tile", seed=seed, progress=False, guidance=TPU_GUIDANCE, surrogate=False)
         n_train = len(splits["train"])
         syn = fit_synthetic_predictions(gen[:n_train], gen[n_train:], splits["test"], NUM_CATEGORIES, scfg)
         cell = score_predictions(np.array(y_test), real_fits.test_predictions, syn)
@@ -120,7 +138,9 @@ def pooled_report(out: Path) -> dict:
         pooled[seed] = {k: v for k, v in score_predictions(y, real, syn).items() if not k.endswith("_by_seed")}
     per_fold = {f: [r["seeds"][s]["ratio"] for s in seeds] for f, r in folds.items()}
     ratios = [pooled[s]["ratio"] for s in seeds]
+    setting = out / "setting.json"
     summary = {
+        "train_graphs": json.loads(setting.read_text()).get("train_graphs") if setting.is_file() else None,
         "folds_done": sorted(folds), "folds_missing": [f for f in range(FOLDS) if f not in folds],
         "sample_seeds": [int(s) for s in seeds], "pooled_test_graphs": int(len(y)),
         "pooled_by_seed": pooled,
@@ -133,7 +153,8 @@ def pooled_report(out: Path) -> dict:
         "label_fidelity_mean": statistics.mean(r["seeds"][s]["label_fidelity"] for r in folds.values() for s in seeds),
         "module_epochs": {str(f): r["module_epochs"] for f, r in folds.items()},
     }  # fmt: skip
-    print(f"pooled over folds {summary['folds_done']} ({len(y)} test graphs), sampling seeds {', '.join(seeds)}")
+    print(f"pooled over folds {summary['folds_done']} ({len(y)} test graphs), sampling seeds {', '.join(seeds)}, "
+          f"training graphs per fold: {summary['train_graphs'] or 'all'}")
     for s in seeds:
         q = pooled[s]
         print(f"  seed {s}: Pearson real {q['pearson_real']:.3f}, synthetic {q['pearson_synthetic']:.3f}, ratio "
@@ -150,6 +171,17 @@ def pooled_report(out: Path) -> dict:
     return summary
 
 
+def check_setting(out: Path, train_graphs: int | None) -> None:
+    """OUT holds runs of one training-set size only: OUT/setting.json records it on first use."""
+    path = out / "setting.json"
+    if path.is_file():
+        had = json.loads(path.read_text()).get("train_graphs")
+        if had != train_graphs:
+            raise SystemExit(f"{path}: OUT was started with --train-graphs {had}, asked for {train_graphs}; use another --out")
+    else:
+        atomic_write_json({"train_graphs": train_graphs}, path)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
@@ -158,8 +190,11 @@ def main() -> None:
     p.add_argument("--report", action="store_true", help="only pool the finished folds and print/write the summary")
     p.add_argument("--json", type=Path, default=None, help="with --report: also write the summary here")
     p.add_argument("--sample-seeds", type=int, default=1, help="sampling seeds 0..N-1 per fold")
-    p.add_argument("--surrogate-repeats", type=int, default=3)
-    p.add_argument("--surrogate-epochs", type=int, default=100)
+    p.add_argument("--surrogate-repeats", type=int, default=SURROGATE_REPEATS)
+    p.add_argument("--surrogate-epochs", type=int, default=SURROGATE_EPOCHS)
+    p.add_argument("--train-graphs", type=int, default=None,
+                   help="learning curve: train generator and real surrogate on a nested seeded subset of this many of "
+                        "the fold's training graphs, with the full fold's optimiser steps (valid/test unchanged)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu")
     a = p.parse_args()
@@ -173,10 +208,11 @@ def main() -> None:
         p.error(f"--folds-to-run: folds are 0..{FOLDS - 1}, got {bad}")
     torch.set_num_threads(a.threads)
     scfg = SurrogateConfig(epochs=a.surrogate_epochs, repeats=a.surrogate_repeats)
+    check_setting(a.out, a.train_graphs)
     for f in a.folds_to_run:
-        run = train_fold(a.out, f, a.device)
+        run = train_fold(a.out, f, a.device, a.train_graphs)
         if not a.train_only:
-            score_fold(a.out, f, run, a.sample_seeds, scfg, a.device)
+            score_fold(a.out, f, run, a.sample_seeds, scfg, a.device, a.train_graphs)
 
 
 if __name__ == "__main__":
