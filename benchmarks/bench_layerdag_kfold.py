@@ -2,6 +2,7 @@
 
     python benchmarks/bench_layerdag_kfold.py --out OUT [--folds-to-run 0 2 4] [--train-only] [--threads 1]
     python benchmarks/bench_layerdag_kfold.py --out OUT --report [--json benchmarks/results/layerdag_tpu_kfold.json]
+    python benchmarks/bench_layerdag_kfold.py --out OUT_126 --train-graphs 126 --folds-to-run 0 1 2   # learning curve
 
 Why: the single 80/10/10 split's test set has 63 graphs, and on raw labels its Pearson is carried by
 its few largest labels (one graph at 20x the median), so one split's ratio says as much about that
@@ -16,6 +17,10 @@ graph exactly once, so the test predictions of the 10 folds are pooled and score
 Pearson per (fit seed[, sampling seed]) over all 630 graphs, averaged over fit seeds, and the ratio
 of the means — the protocol of LayerDAG §V-A on a test set the size of the paper's (its TPU Tile
 test split is about 630 of 6,301 graphs). The per-fold ratios are reported too.
+
+Learning curve (`--train-graphs N`): each fold's training graphs are cut to a seeded nested subset
+of N, used for the generator and the real-trained regressor alike (the protocol at a smaller
+training set), trained for the full fold's optimiser steps; one OUT per N (OUT/setting.json).
 
 Resumable: each fold's run directory resumes training, and OUT/fold{f}/result.json (with its test
 predictions) is written once the fold is scored, so several processes can take disjoint folds
