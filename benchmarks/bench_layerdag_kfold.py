@@ -51,7 +51,15 @@ from graphcost.dag.evaluate.surrogate import (
 )
 from graphcost.dag.experiment import evaluate_model
 from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
-from layerdag_recipe import LR, LR_DECAY, SURROGATE_EPOCHS, SURROGATE_REPEATS, TPU_EPOCHS, TPU_GUIDANCE, TPU_LABEL_DROPOUT  # benchmarks/layerdag_recipe.py
+from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
+    LR,
+    LR_DECAY,
+    SURROGATE_EPOCHS,
+    SURROGATE_REPEATS,
+    TPU_EPOCHS,
+    TPU_GUIDANCE,
+    TPU_LABEL_DROPOUT,
+)
 
 FOLDS = 10
 
@@ -213,6 +221,7 @@ def main() -> None:
         p.error(f"--folds-to-run: folds are 0..{FOLDS - 1}, got {bad}")
     torch.set_num_threads(a.threads)
     scfg = SurrogateConfig(epochs=a.surrogate_epochs, repeats=a.surrogate_repeats)
+    fold_splits(a.folds_to_run[0], a.train_graphs)  # a bad --train-graphs fails here, before OUT is touched
     check_setting(a.out, a.train_graphs)
     for f in a.folds_to_run:
         run = train_fold(a.out, f, a.device, a.train_graphs)
