@@ -64,30 +64,24 @@ from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
 FOLDS = 10
 
 
-def fold_splits(fold: int, train_graphs: int | None = None) -> dict:
-    """Fold `fold`'s train/valid/test, its train cut to `train_graphs` graphs when given (`subset_train`)."""
-    return subset_train(load_dataset("tpu-tile", seed=0, fold=(fold, FOLDS)), train_graphs)
-
-
 def subset_train(splits: dict, train_graphs: int | None) -> dict:
     """The learning-curve setting: train cut to a seeded subset of n graphs (the first n of one fixed
     permutation, so smaller subsets are nested in larger ones); valid and test stay whole."""
-    train = splits["train"]
     if train_graphs is None:
         return splits
+    train = splits["train"]
     if not 0 < train_graphs <= len(train):
         raise SystemExit(f"--train-graphs: a fold has {len(train)} training graphs, asked for {train_graphs}")
     keep = np.sort(np.random.default_rng(0).permutation(len(train))[:train_graphs])
     return splits | {"train": [train[i] for i in keep]}
 
 
-def train_fold(out: Path, fold: int, device: str, train_graphs: int | None = None) -> Path:
-    """Train fold `fold`'s generator; a train subset of n graphs gets TPU_EPOCHS x full / n epochs, so it
-    takes the optimiser steps (and cosine schedule) of the full fold."""
+def train_fold(out: Path, fold: int, splits: dict, full_train: int, device: str) -> Path:
+    """Train fold `fold`'s generator on `splits`; a train subset of n of the fold's `full_train` graphs
+    gets TPU_EPOCHS x full_train / n epochs, so it takes the optimiser steps (and cosine schedule) of
+    the full fold."""
     run = out / f"fold{fold}" / "run"
-    full = fold_splits(fold)
-    splits = subset_train(full, train_graphs)
-    epochs = round(TPU_EPOCHS * len(full["train"]) / len(splits["train"]))
+    epochs = round(TPU_EPOCHS * full_train / len(splits["train"]))
     cfg = TrainConfig(epochs=epochs, lr=LR, lr_decay=LR_DECAY, device=device)
     t0 = time.perf_counter()
     train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=NUM_CATEGORIES,
@@ -96,17 +90,15 @@ def train_fold(out: Path, fold: int, device: str, train_graphs: int | None = Non
     return run
 
 
-def score_fold(out: Path, fold: int, run: Path, sample_seeds: int, scfg: SurrogateConfig, device: str,
-               train_graphs: int | None = None) -> dict:  # fmt: skip
+def score_fold(out: Path, fold: int, run: Path, splits: dict, sample_seeds: int, scfg: SurrogateConfig, device: str) -> dict:
     """Generate and score fold `fold` for sampling seeds 0..sample_seeds-1; OUT/fold{f}/result.json
     is rewritten after each seed, so an interrupted fold resumes at its next seed."""
     path = out / f"fold{fold}" / "result.json"
     res = json.loads(path.read_text()) if path.is_file() else {}
     if res and res.get("surrogate") != asdict(scfg):
         raise SystemExit(f"{path}: scored with surrogate {res.get('surrogate')}, asked for {asdict(scfg)}; use another --out")
-    splits = fold_splits(fold, train_graphs)
     y_test = [d.label for d in splits["test"]]
-    res = res or {"fold": fold, "train_graphs": train_graphs, "surrogate": asdict(scfg), "test_labels": y_test, "seeds": {},
+    res = res or {"fold": fold, "surrogate": asdict(scfg), "test_labels": y_test, "seeds": {},
                   "module_epochs": load_checkpoint(run / BEST).get("module_epochs")}  # fmt: skip
     model, real_fits = None, None
     for seed in range(sample_seeds):
@@ -221,12 +213,13 @@ def main() -> None:
         p.error(f"--folds-to-run: folds are 0..{FOLDS - 1}, got {bad}")
     torch.set_num_threads(a.threads)
     scfg = SurrogateConfig(epochs=a.surrogate_epochs, repeats=a.surrogate_repeats)
-    fold_splits(a.folds_to_run[0], a.train_graphs)  # a bad --train-graphs fails here, before OUT is touched
-    check_setting(a.out, a.train_graphs)
     for f in a.folds_to_run:
-        run = train_fold(a.out, f, a.device, a.train_graphs)
+        full = load_dataset("tpu-tile", seed=0, fold=(f, FOLDS))
+        splits = subset_train(full, a.train_graphs)  # a bad --train-graphs fails here, before OUT is touched
+        check_setting(a.out, a.train_graphs)
+        run = train_fold(a.out, f, splits, len(full["train"]), a.device)
         if not a.train_only:
-            score_fold(a.out, f, run, a.sample_seeds, scfg, a.device, a.train_graphs)
+            score_fold(a.out, f, run, splits, a.sample_seeds, scfg, a.device)
 
 
 if __name__ == "__main__":
