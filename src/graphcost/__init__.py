@@ -7,6 +7,19 @@ Subpackages (imports go downward only: cli -> train -> models -> data):
   train/     losses, trainer (+DDP), cross-validation ensembles, checkpoints
   metrics    Kendall tau, OPA, top-K slowdown, tile score, APE/MAPE
   dag/       LayerDAG generator of DAGs and its evaluation
+  tuning/    graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
 """
 
 __version__ = "0.1.0"
+
+_LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
+         "TunedConfig": "graphcost.tuning"}
+
+
+def __getattr__(name: str):
+    """`graphcost.tune` / `graphcost.compile_with` without importing JAX-side code at `import graphcost`."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'graphcost' has no attribute {name!r}")

@@ -7,7 +7,7 @@ Heavy imports (torch, jax) happen inside the command functions so `--help` stays
 import typer
 
 from graphcost import __version__
-from graphcost.commands import collect, dag, data_io, data_proto, models
+from graphcost.commands import collect, dag, data_io, data_proto, models, tune
 
 app = typer.Typer(
     help="graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG).",
@@ -22,6 +22,7 @@ app.add_typer(data_app, name="data")
 
 models.register(app)  # train, evaluate, rank, predict
 collect.register(app)  # collect
+tune.register(app)  # tune
 
 
 

@@ -136,26 +136,14 @@ def collect_layout_graph(spec: ProgramSpec, options: CollectOptions, bar=None) -
 
     Returns ``(arrays, info)``: npz arrays in the layout schema and a manifest entry.
     """
-    from graphcost.frontend.jax_program import (
-        featurize_hlo_bytes,
-        unoptimized_hlo_bytes,
-    )
-    from graphcost.frontend.layouts import (
-        LayoutProgram,
-        config_features,
-        sample_configs,
-    )
+    from graphcost.frontend.layouts import LayoutProgram, config_features, locate_sites, sample_configs
 
     t0 = time.perf_counter()
     fn, args = spec.build()
     lp = LayoutProgram(fn, args)
-    hlo = unoptimized_hlo_bytes(lp.lowered(None))
-    fm = featurize_hlo_bytes(hlo)
-    ids = lp.site_instruction_ids(hlo)
-    active = [s for s, iid in zip(lp.sites, ids) if iid is not None]
+    fm, active, node_ids = locate_sites(lp)
     if not active:
         raise ValueError(f"{spec.name}: no configurable dot/convolution/reshape node found")
-    node_ids = np.array([fm.node_index[iid] for iid in ids if iid is not None], np.int64)
     configs = sample_configs(active, options.configs, options.mode, seed=options.seed)
     lowered = [lp.lowered(lp.full_config(active, cfg)) for cfg in configs]
     executables = compile_all(lowered, [None] * len(lowered), options.compile_workers, bar, spec.name)

@@ -194,6 +194,23 @@ class LayoutProgram:
         return [found.get(s.index) for s in self.sites]
 
 
+def locate_sites(lp: LayoutProgram):
+    """Featurize `lp`'s unconstrained, unoptimized HLO and find its configurable sites in it.
+
+    Returns ``(fm, active, node_ids)``: the `FeaturizedModule`, the sites found in the HLO
+    (a JAX site XLA dropped or merged has no instruction and is not configurable), and (C,) int64
+    node indices of the active sites (the layout schema's ``node_config_ids``).
+    """
+    from graphcost.frontend.jax_program import featurize_hlo_bytes, unoptimized_hlo_bytes
+
+    hlo = unoptimized_hlo_bytes(lp.lowered(None))
+    fm = featurize_hlo_bytes(hlo)
+    ids = lp.site_instruction_ids(hlo)
+    active = [s for s, iid in zip(lp.sites, ids) if iid is not None]
+    node_ids = np.array([fm.node_index[iid] for iid in ids if iid is not None], np.int64)
+    return fm, active, node_ids
+
+
 # --- configurations ------------------------------------------------------------------------
 
 def _perms(rank: int) -> list[Perm]:

@@ -1,0 +1,108 @@
+"""CLI: graphcost tune — make a user's JAX program faster with a cost model and a measurement budget."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from graphcost.atomic import blocking_file
+
+
+def _fail(message: str, code: int = 1) -> None:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code=code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `tune` to `app`."""
+
+    @app.command("tune")
+    def tune_cmd(
+        program: str = typer.Argument(..., help="The program: FILE.py:FUNCTION or MODULE:FUNCTION, where FUNCTION() "
+                                      "returns (fn, example_args)."),
+        space: str = typer.Option("flags", help="flags (XLA CPU compiler options) | layout (per-node layouts of "
+                                  "dot / convolution / reshape) | both."),
+        budget: int = typer.Option(32, min=1, help="Configurations measured per strategy (failed ones count)."),
+        model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
+                                         "flags, a layout model for layouts)."),
+        strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random "
+                                           "(repeatable; default model+online with --model, else tpe)."),
+        out: Path = typer.Option(Path("tuned"), help="Output directory: study.db, trials.csv/json, best.json, "
+                                 "result.json, progress.png."),
+        storage: Optional[str] = typer.Option(None, help="Optuna storage URL shared by several workers (e.g. "
+                                              "postgresql://user@host/db); default sqlite in --out."),
+        resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
+        round_size: int = typer.Option(4, min=1, help="Configurations measured together per round."),
+        processes: int = typer.Option(3, min=1, help="Fresh processes for the final check against the default."),
+        rounds: int = typer.Option(5, min=1, help="Timing rounds per batch (median over rounds)."),
+        calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
+        rtol: float = typer.Option(1e-3, min=0.0, help="Relative tolerance of the output check against the default."),
+        atol: float = typer.Option(1e-5, min=0.0, help="Absolute tolerance (times max|default output|)."),
+        allow_fast_math: bool = typer.Option(False, "--allow-fast-math", help="Let the flag search enable "
+                                             "xla_cpu_enable_fast_math (may change results; still checked)."),
+        min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
+                                       "process of the final check, else the default is kept."),
+        seed: int = typer.Option(0, help="Seed of the strategies and the visit order."),
+    ) -> None:
+        """Search compiler configurations of your program within a budget of real measurements.
+
+        Every configuration is compiled, its outputs checked against the default's, and timed
+        against the default. The best is re-measured in fresh processes and kept only if it
+        beats the default beyond the noise. Apply it with graphcost.compile_with(fn, "OUT/best.json").
+        """
+        from graphcost.tuning.space import SPACES
+        from graphcost.tuning.strategies import STRATEGIES
+
+        if space not in SPACES:
+            _fail(f"--space must be one of {', '.join(SPACES)}, got {space!r}")
+        for s in strategy:
+            if s not in STRATEGIES:
+                _fail(f"--strategy must be one of {', '.join(STRATEGIES)}, got {s!r}")
+            if s.startswith("model") and not model:
+                _fail(f"--strategy {s} needs a cost model: pass --model RUN (a run of graphcost train)")
+        for run in model:
+            if not run.exists():
+                _fail(f"--model {run}: no such run directory or checkpoint")
+        if resume and overwrite:
+            _fail("--resume and --overwrite exclude each other")
+        if out.exists() and not out.is_dir():
+            _fail(f"{out}: --out must be a directory, but this path is a file")
+        if blocking_file(out) is not None:
+            _fail(f"{out}: --out cannot be created, {blocking_file(out)} is a file")
+        if out.is_dir() and any(out.iterdir()) and not resume:
+            if not overwrite:
+                _fail(f"{out} already holds a tuning run: --resume to continue it, --overwrite to replace it")
+            shutil.rmtree(out)
+
+        from graphcost.frontend.jax_program import require_jax
+
+        try:
+            require_jax()
+        except ImportError as exc:
+            _fail(str(exc), code=2)
+        from graphcost.frontend.measure import Protocol
+        from graphcost.tuning.program import ProgramError, load_program
+        from graphcost.tuning.tuner import tune
+
+        try:
+            fn, args, name = load_program(program)
+            result = tune(fn, *args, space=space, budget=budget, model=[str(m) for m in model],
+                          strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
+                          name=name, seed=seed, round_size=round_size, processes=processes,
+                          protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
+                          rtol=rtol, atol=atol, allow_fast_math=allow_fast_math)
+        except KeyboardInterrupt:
+            typer.echo(f"\ninterrupted: measured configurations are saved in {out}; re-run with --resume", err=True)
+            raise typer.Exit(130)
+        except (ProgramError, ValueError, RuntimeError) as exc:
+            _fail(str(exc))
+        failed = sum(t.status != "ok" for t in result.trials)
+        typer.echo(f"{name}: {len(result.trials)} configurations measured ({failed} failed); {result.message}")
+        if result.beats_default:
+            opts = result.best.compiler_options
+            typer.echo(f"best: {opts}" + (f" + {len(result.best.layouts)} layout constraints" if result.best.layouts else ""))
+        typer.echo(f"wrote {out}/best.json (apply: graphcost.compile_with(fn, '{out}/best.json')), trials.csv, progress.png")

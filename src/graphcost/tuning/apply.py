@@ -1,0 +1,81 @@
+"""Apply a tuned configuration to a program: `compile_with(fn, best)`.
+
+The returned function compiles ``fn`` for each new argument signature with the tuned XLA
+options and layout constraints, then runs the executable; graphcost is needed only to
+re-create the layout constraints (flags alone are plain ``Lowered.compile(compiler_options=...)``,
+which `TunedConfig.compiler_options` carries as data).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from graphcost.tuning.tuner import TunedConfig, load_best
+
+
+def _as_config(best) -> TunedConfig:
+    if isinstance(best, TunedConfig):
+        return best
+    if isinstance(best, (str, Path)):
+        return load_best(best)
+    if isinstance(best, dict):
+        return TunedConfig(**{k: best.get(k, d) for k, d in
+                              (("space", "flags"), ("codes", []), ("compiler_options", {}), ("flags", {}), ("layouts", []))})
+    raise TypeError(f"expected a TunedConfig, a best.json path or its dict, got {type(best).__name__}")
+
+
+def layout_codes(space, layouts: list[dict[str, Any]]) -> tuple[int, ...]:
+    """The `LayoutSpace` codes of the moved tensors `layouts` (best.json's ``layouts``)."""
+    index = {d.name: i for i, d in enumerate(space.dims)}
+    codes = [0] * len(space.dims)
+    for entry in layouts:
+        name = f"site{entry['site']}.{entry['primitive']}.{entry['tensor']}"
+        if name not in index:
+            raise ValueError(f"the tuned layouts do not fit this program: it has no configurable tensor {name}")
+        dim = space.dims[index[name]]
+        perm = tuple(int(x) for x in entry["minor_to_major"])
+        if perm not in dim.choices:
+            raise ValueError(f"the tuned layouts do not fit this program: {perm} is not a layout of {name}")
+        codes[index[name]] = dim.choices.index(perm)
+    return tuple(codes)
+
+
+def compile_for(fn: Callable, args: tuple, best) -> Callable:
+    """The executable of ``fn`` at example `args` under `best`; it takes the FLATTENED arguments."""
+    from graphcost.frontend.jax_program import compile_lowered
+    from graphcost.tuning.space import LayoutSpace, TuneProgram
+
+    cfg = _as_config(best)
+    program = TuneProgram(fn, args)
+    if cfg.layouts:
+        space = LayoutSpace(program)
+        lowered = space.lower(program, layout_codes(space, cfg.layouts))
+    else:
+        lowered = program.lower(None)
+    return compile_lowered(lowered, dict(cfg.compiler_options))
+
+
+def compile_with(fn: Callable, best) -> Callable:
+    """``fn`` compiled with the tuned configuration `best` (a `TunedConfig`, best.json path or dict).
+
+    >>> fast = compile_with(fn, result.best)   # doctest: +SKIP
+    >>> out = fast(*args)                       # same outputs as fn(*args), tuned executable
+    """
+    import jax
+
+    cfg = _as_config(best)
+    cache: dict = {}
+
+    def run(*args):
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        key = (tree, tuple((np.shape(x), str(np.result_type(x))) for x in leaves))
+        if key not in cache:
+            cache[key] = compile_for(fn, args, cfg)
+        return cache[key](*leaves)
+
+    run.config = cfg
+    run.executables = cache
+    return run

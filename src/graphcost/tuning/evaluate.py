@@ -1,0 +1,181 @@
+"""Compile, check and time a batch of configurations of one program, in this process.
+
+For a batch of configurations (`Evaluator.evaluate`):
+
+1. each is compiled (`Space.lower` + its compiler options); an XLA error, any exception, or a
+   compile slower than `compile_timeout` seconds records the configuration as failed;
+2. its outputs on the example arguments are compared with the DEFAULT configuration's:
+   same tree, shapes and dtypes; integers and booleans equal; floats within
+   ``|x - ref| <= atol * max(1, max|ref|) + rtol * |ref|`` elementwise (NaN only where the
+   reference is NaN). A configuration that disagrees is rejected as ``wrong_output``: the tuner
+   never returns a faster but wrong program;
+3. a probe (fastest of 3 calls) longer than `slow_limit` times the default's is recorded as ``too_slow``;
+4. the survivors are timed together WITH the default configuration by the interleaved protocol
+   (`graphcost.frontend.measure.measure_interleaved`), and each gets
+   ``ratio = runtime / default runtime`` from the same batch, so a change of machine load between
+   batches cancels out of the ratio.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from graphcost.frontend.measure import Protocol, measure_interleaved
+from graphcost.tuning.space import Codes, Space, TuneProgram
+
+OK = "ok"
+FAILED = ("compile_error", "runtime_error", "wrong_output", "too_slow", "timeout")
+
+
+@dataclass
+class Trial:
+    """One measured (or failed) configuration."""
+
+    codes: Codes
+    status: str  # "ok" or one of FAILED
+    ratio: float | None = None  # runtime / default runtime, same batch; < 1 = faster than default
+    runtime_ns: float | None = None
+    default_ns: float | None = None
+    error: str = ""
+    strategy: str = ""
+    round: int = 0
+    number: int = 0  # position in its strategy's sequence of measurements (0-based)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["codes"] = list(self.codes)
+        return d
+
+
+def compile_config(program: TuneProgram, space: Space, codes: Codes):
+    """The executable of `program` under configuration `codes` of `space`."""
+    from graphcost.frontend.jax_program import compile_lowered
+
+    return compile_lowered(space.lower(program, codes), space.compiler_options(codes))
+
+
+def _leaves(out) -> list[np.ndarray]:
+    import jax
+
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(out)]
+
+
+def compare_outputs(got: list[np.ndarray], ref: list[np.ndarray], rtol: float, atol: float) -> str:
+    """'' when `got` matches `ref` (rule in the module docstring), else what differs, in one line."""
+    if len(got) != len(ref):
+        return f"{len(got)} outputs, the default has {len(ref)}"
+    for i, (g, r) in enumerate(zip(got, ref)):
+        if g.shape != r.shape or g.dtype != r.dtype:
+            return f"output {i}: {g.dtype}{list(g.shape)}, the default gives {r.dtype}{list(r.shape)}"
+        if not np.issubdtype(r.dtype, np.inexact):
+            if not np.array_equal(g, r):
+                return f"output {i}: {int(np.sum(g != r))} of {r.size} values differ from the default's"
+            continue
+        g64, r64 = g.astype(np.float64), r.astype(np.float64)
+        finite = np.isfinite(r64)
+        scale = float(np.max(np.abs(r64[finite]))) if finite.any() else 1.0
+        diff = np.abs(g64 - r64)
+        bad = ~(diff <= atol * max(1.0, scale) + rtol * np.abs(r64))
+        bad &= ~(np.isnan(g64) & np.isnan(r64))
+        bad |= np.isnan(g64) != np.isnan(r64)
+        if bad.any():
+            worst = float(np.nanmax(np.where(bad, diff, 0.0))) if np.isfinite(diff[bad]).any() else float("nan")
+            return (f"output {i}: {int(bad.sum())} of {r.size} values differ from the default's "
+                    f"(max |diff| {worst:.3g}; rtol {rtol:g}, atol {atol:g} x max|default| {scale:.3g})")
+    return ""
+
+
+class Evaluator:
+    """Compiles, checks and times configurations of `program` in `space` (module docstring)."""
+
+    def __init__(self, program: TuneProgram, space: Space, protocol: Protocol = Protocol(),
+                 rtol: float = 1e-3, atol: float = 1e-5, compile_timeout: float = 300.0, slow_limit: float = 20.0):
+        self.program, self.space, self.protocol = program, space, protocol
+        self.rtol, self.atol, self.compile_timeout, self.slow_limit = rtol, atol, compile_timeout, slow_limit
+        self._pool = ThreadPoolExecutor(max_workers=1)
+        default = space.default()
+        self.default_exe = self.compile(default)  # the reference: errors here are the user's program's own
+        self.reference = _leaves(self.call(self.default_exe))
+        self.default_probe_ns = self._probe(self.default_exe)
+        self.batches = 0
+
+    def compile(self, codes: Codes):
+        return compile_config(self.program, self.space, codes)
+
+    def call(self, exe):
+        import jax
+
+        return jax.block_until_ready(exe(*self.program.flat_args))
+
+    def _probe(self, exe, calls: int = 3) -> float:
+        """Fastest of `calls` calls, in ns (a rough guard against pathological configurations)."""
+        best = float("inf")
+        for _ in range(calls):
+            t0 = time.perf_counter_ns()
+            self.call(exe)
+            best = min(best, float(time.perf_counter_ns() - t0))
+        return best
+
+    def _compile_bounded(self, codes: Codes):
+        future = self._pool.submit(self.compile, codes)
+        try:
+            return future.result(timeout=self.compile_timeout)
+        except FutureTimeout:
+            self._pool.shutdown(wait=False)  # the stuck compile keeps its thread; later ones get a new one
+            self._pool = ThreadPoolExecutor(max_workers=1)
+            raise
+
+    def prepare(self, codes: Codes) -> tuple[Any, Trial | None]:
+        """(executable, None) when `codes` may be timed, else (None, the failed Trial)."""
+        try:
+            exe = self._compile_bounded(codes)
+        except FutureTimeout:
+            return None, Trial(codes, "timeout", error=f"compile took longer than {self.compile_timeout:g} s")
+        except Exception as exc:  # noqa: BLE001 - any compiler error is this configuration's failure
+            return None, Trial(codes, "compile_error", error=_one_line(exc))
+        try:
+            got = _leaves(self.call(exe))
+            probe = self._probe(exe)
+        except Exception as exc:  # noqa: BLE001
+            return None, Trial(codes, "runtime_error", error=_one_line(exc))
+        diff = compare_outputs(got, self.reference, self.rtol, self.atol)
+        if diff:
+            return None, Trial(codes, "wrong_output", error=diff)
+        if probe > self.slow_limit * max(self.default_probe_ns, 1.0):
+            return None, Trial(codes, "too_slow", error=f"one call took {probe / self.default_probe_ns:.1f}x the "
+                                                          f"default's (limit {self.slow_limit:g}x)")
+        return exe, None
+
+    def evaluate(self, batch: list[Codes]) -> list[Trial]:
+        """One Trial per configuration of `batch`, in order (module docstring)."""
+        trials: list[Trial | None] = [None] * len(batch)
+        timed: list[tuple[int, Any]] = []
+        for i, codes in enumerate(batch):
+            exe, failed = self.prepare(codes)
+            if failed is not None:
+                trials[i] = failed
+            else:
+                timed.append((i, exe))
+        if timed:
+            flat = self.program.flat_args
+            exes = [self.default_exe] + [e for _, e in timed]
+            seed = self.protocol.seed + 1009 * self.batches
+            protocol = Protocol(self.protocol.rounds, self.protocol.calls, self.protocol.warmup, seed)
+            m = measure_interleaved([lambda e=e: e(*flat) for e in exes], protocol)
+            default_ns = float(m.runtime_ns[0])
+            for (i, _), rt in zip(timed, m.runtime_ns[1:]):
+                trials[i] = Trial(batch[i], OK, ratio=float(rt) / default_ns, runtime_ns=float(rt), default_ns=default_ns)
+        self.batches += 1
+        return trials  # type: ignore[return-value]
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

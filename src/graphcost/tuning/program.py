@@ -1,0 +1,57 @@
+"""A user's program by reference: ``path/to/file.py:make`` or ``package.module:make``.
+
+``make()`` takes no arguments and returns ``(fn, example_args)``: a function JAX can jit and a
+tuple of example arguments (``fn(*example_args)``). The same reference lets each measuring
+worker process of the cross-process protocol rebuild the program by itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Callable
+
+
+class ProgramError(ValueError):
+    """The program reference cannot be loaded (one line: which reference, what is wrong)."""
+
+
+def load_program(ref: str) -> tuple[Callable, tuple, str]:
+    """``(fn, args, name)`` from `ref` (module docstring); ProgramError on any problem."""
+    target, sep, attr = ref.rpartition(":")
+    if not sep or not target or not attr.isidentifier():
+        raise ProgramError(f"{ref}: expected FILE.py:FUNCTION or MODULE:FUNCTION (e.g. my_model.py:make)")
+    if target.endswith(".py"):
+        path = Path(target).expanduser().resolve()
+        if not path.is_file():
+            raise ProgramError(f"{ref}: no such file {path}")
+        name = path.stem
+        mod_name = f"_graphcost_program_{abs(hash(str(path)))}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(path.parent))  # the file may import its siblings
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - the user's module failed; say so in one line
+            raise ProgramError(f"{ref}: importing {path.name} failed: {type(exc).__name__}: {exc}") from None
+        finally:
+            sys.path.remove(str(path.parent))
+    else:
+        name = target.rsplit(".", 1)[-1]
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:  # noqa: BLE001
+            raise ProgramError(f"{ref}: importing module {target} failed: {type(exc).__name__}: {exc}") from None
+    make = getattr(module, attr, None)
+    if not callable(make):
+        raise ProgramError(f"{ref}: {target} has no function {attr!r}")
+    try:
+        made = make()
+    except Exception as exc:  # noqa: BLE001
+        raise ProgramError(f"{ref}: {attr}() raised {type(exc).__name__}: {exc}") from None
+    if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0]) and isinstance(made[1], (tuple, list))):
+        raise ProgramError(f"{ref}: {attr}() must return (fn, example_args) with example_args a tuple, "
+                           f"got {type(made).__name__}")
+    return made[0], tuple(made[1]), name

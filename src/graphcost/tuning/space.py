@@ -1,0 +1,312 @@
+"""Search spaces of `graphcost tune`: XLA CPU compiler flags, per-node layouts, or both.
+
+A space is a list of categorical *dimensions*; a configuration is a tuple of *codes*, one index
+into each dimension's choices, and code 0 is always the compiler's default choice. This one
+encoding serves every strategy: random and evolutionary search mutate codes, Optuna's TPE
+suggests one categorical per dimension, the per-program tree model reads the codes as
+categorical features, and the graph cost model gets the configuration in the TpuGraphs schema
+(`graph_for`): a TILE graph for the flag vector (`graphcost.frontend.flags`), a LAYOUT graph for
+the per-node ``minor_to_major`` choices (`graphcost.frontend.layouts`).
+
+Applying a configuration (`TuneProgram.lower` + `Space.compiler_options`): flags are passed as
+per-compilation XLA options, layouts as ``with_layout_constraint`` on the configurable nodes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from graphcost.frontend import flags as flagspace
+
+Codes = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One categorical dimension: `choices[0]` is the compiler default."""
+
+    name: str
+    choices: tuple
+
+
+class TuneProgram:
+    """A user's program ``fn(*args)``: lowered once per layout configuration, featurized once.
+
+    Calls go through the flattened arguments (``compiled(*flat_args)``), so flag-only and
+    layout configurations share one calling convention.
+    """
+
+    def __init__(self, fn: Callable, args: tuple, name: str = "program"):
+        import jax
+
+        self.fn, self.args, self.name = fn, tuple(args), name
+        self.flat_args, self._tree = jax.tree_util.tree_flatten(self.args)
+        self._plain = None
+        self._layout = None  # (LayoutProgram, FeaturizedModule, active sites, node ids), lazily
+
+    def flat_fn(self, *flat):
+        import jax
+
+        return self.fn(*jax.tree_util.tree_unflatten(self._tree, list(flat)))
+
+    def lower(self, layout_config: list | None = None):
+        """The `Lowered` program, unconstrained (`layout_config` None) or with layouts on every site."""
+        import jax
+
+        if layout_config is None:
+            if self._plain is None:
+                self._plain = jax.jit(self.flat_fn).lower(*self.flat_args)
+            return self._plain
+        return self.layout_parts()[0].lowered(layout_config)
+
+    def layout_parts(self):
+        """(LayoutProgram, FeaturizedModule, active sites, (C,) node ids), built on first use."""
+        if self._layout is None:
+            from graphcost.frontend.layouts import LayoutProgram, locate_sites
+
+            lp = LayoutProgram(self.fn, self.args)
+            self._layout = (lp, *locate_sites(lp))
+        return self._layout
+
+    def featurized(self):
+        """The unoptimized, unconstrained HLO module's TpuGraphs features (`FeaturizedModule`)."""
+        return self.layout_parts()[1]
+
+
+class Space:
+    """A product of categorical dimensions (see the module docstring). Subclasses apply codes."""
+
+    name = "space"
+    kinds: tuple[str, ...] = ()  # graph kinds a cost model of this space scores: "tile", "layout"
+
+    def __init__(self, dims: list[Dim]):
+        if not dims:
+            raise ValueError(f"the {self.name} space of this program is empty: nothing to tune")
+        self.dims = dims
+
+    # -- the code encoding -------------------------------------------------------------------
+    def default(self) -> Codes:
+        return (0,) * len(self.dims)
+
+    def size(self) -> int:
+        """Number of configurations (an exact Python int; may be astronomically large)."""
+        return int(np.prod([len(d.choices) for d in self.dims], dtype=object))
+
+    def enumerate(self) -> list[Codes]:
+        """Every configuration, the default first (only for small spaces)."""
+        return [tuple(c) for c in itertools.product(*(range(len(d.choices)) for d in self.dims))]
+
+    def sample(self, rng: np.random.Generator) -> Codes:
+        """A random configuration: a share rho ~ U(0, 1) of the dimensions leave their default,
+        each to a uniform non-default choice (as `layouts.sample_configs` mode ``random``), so
+        samples spread from near-default to far from it."""
+        rho = rng.uniform()
+        return tuple(int(rng.integers(1, len(d.choices))) if len(d.choices) > 1 and rng.uniform() < rho else 0
+                     for d in self.dims)
+
+    def mutate(self, codes: Codes, rng: np.random.Generator, max_changes: int = 3) -> Codes:
+        """`codes` with 1..`max_changes` random dimensions moved to another choice."""
+        free = [i for i, d in enumerate(self.dims) if len(d.choices) > 1]
+        if not free:
+            return tuple(codes)
+        out = list(codes)
+        n = int(rng.integers(1, min(max_changes, len(free)) + 1))
+        for i in rng.choice(free, size=n, replace=False):
+            other = [c for c in range(len(self.dims[i].choices)) if c != out[i]]
+            out[i] = int(other[rng.integers(len(other))])
+        return tuple(out)
+
+    def crossover(self, a: Codes, b: Codes, rng: np.random.Generator) -> Codes:
+        """Uniform crossover: each dimension from `a` or `b` with probability 1/2."""
+        pick = rng.uniform(size=len(a)) < 0.5
+        return tuple(int(x if p else y) for x, y, p in zip(a, b, pick))
+
+    def check(self, codes) -> Codes:
+        """`codes` as a tuple of ints, or ValueError naming the offending dimension."""
+        codes = tuple(int(c) for c in codes)
+        if len(codes) != len(self.dims):
+            raise ValueError(f"configuration has {len(codes)} codes, the {self.name} space has {len(self.dims)} dimensions")
+        for c, d in zip(codes, self.dims):
+            if not 0 <= c < len(d.choices):
+                raise ValueError(f"dimension {d.name}: code {c} out of range [0, {len(d.choices)})")
+        return codes
+
+    # -- applying ----------------------------------------------------------------------------
+    def lower(self, program: TuneProgram, codes: Codes):
+        raise NotImplementedError
+
+    def compiler_options(self, codes: Codes) -> dict[str, Any]:
+        return {}
+
+    def describe(self, codes: Codes) -> dict[str, Any]:
+        """The configuration as plain data (what `compile_with` and best.json carry)."""
+        raise NotImplementedError
+
+    def graph_for(self, program: TuneProgram, kind: str, configs: list[Codes]):
+        """A TpuGraphs graph of `program` holding `configs` (placeholder runtimes) for a cost model."""
+        raise NotImplementedError
+
+
+class FlagSpace(Space):
+    """XLA CPU compiler options (`graphcost.frontend.flags`). ``fast_math`` may change results,
+    so it stays at its default unless `allow_fast_math`."""
+
+    name, kinds = "flags", ("tile",)
+
+    def __init__(self, allow_fast_math: bool = False):
+        dims = []
+        for col, choices, default in zip(flagspace.FLAG_COLUMNS, flagspace.CHOICES, flagspace.DEFAULT):
+            if col == "fast_math" and not allow_fast_math:
+                choices = (default,)
+            dims.append(Dim(col, (default, *[c for c in choices if c != default])))
+        super().__init__(dims)
+        self.allow_fast_math = allow_fast_math
+
+    def values(self, codes: Codes) -> tuple[int, ...]:
+        return tuple(int(d.choices[c]) for d, c in zip(self.dims, codes))
+
+    def lower(self, program, codes):
+        return program.lower(None)
+
+    def compiler_options(self, codes):
+        return flagspace.FlagConfig(self.values(codes)).compiler_options()
+
+    def describe(self, codes):
+        return {"compiler_options": self.compiler_options(codes),
+                "flags": dict(zip(flagspace.FLAG_COLUMNS, self.values(codes)))}
+
+    def graph_for(self, program, kind, configs):
+        from graphcost.data.graph import TileGraph
+
+        if kind != "tile":
+            raise ValueError(f"the flags space is scored by a tile model, not a {kind} model")
+        fm = program.featurized()
+        feat = flagspace.flag_features([flagspace.FlagConfig(self.values(c)) for c in configs])  # (K, 24)
+        ones = np.ones(len(configs), np.int64)
+        return TileGraph(None, fm.node_feat.astype(np.float32), fm.node_opcode, fm.edge_index.astype(np.int64),
+                         feat, ones, ones)
+
+
+_SLOTS = ("out", "in0", "in1")
+
+
+class LayoutSpace(Space):
+    """Per-node layouts of the program's configurable dot / convolution / reshape nodes
+    (`graphcost.frontend.layouts`): one dimension per configurable tensor (output, operand 0,
+    operand 1), choices = every ``minor_to_major`` permutation of its rank, row-major first."""
+
+    name, kinds = "layout", ("layout",)
+
+    def __init__(self, program: TuneProgram):
+        from graphcost.frontend.layouts import default_perm
+
+        _, _, active, _ = program.layout_parts()
+        self.active = active
+        self.slots: list[tuple[int, int]] = []  # (position in active, tensor j)
+        dims = []
+        for a, site in enumerate(active):
+            for j, rank in enumerate(site.ranks):
+                if rank:
+                    base = default_perm(rank)
+                    perms = [base] + [p for p in itertools.permutations(range(rank)) if p != base]
+                    dims.append(Dim(f"site{site.index}.{site.primitive}.{_SLOTS[j]}", tuple(perms)))
+                    self.slots.append((a, j))
+        super().__init__(dims)
+
+    def triples(self, codes: Codes) -> list[tuple]:
+        """Per active site, (out, in0, in1) minor_to_major permutations (None where absent)."""
+        from graphcost.frontend.layouts import default_config
+
+        cfg = [list(t) for t in default_config(self.active)]
+        for (a, j), d, c in zip(self.slots, self.dims, codes):
+            cfg[a][j] = d.choices[c]
+        return [tuple(t) for t in cfg]
+
+    def lower(self, program, codes):
+        if all(c == 0 for c in codes):  # the default layouts compile to the unconstrained program
+            return program.lower(None)
+        lp = program.layout_parts()[0]
+        return program.lower(lp.full_config(self.active, self.triples(codes)))
+
+    def describe(self, codes):
+        from graphcost.frontend.layouts import default_perm
+
+        moved = []
+        for site, triple in zip(self.active, self.triples(codes)):
+            for j, perm in enumerate(triple):
+                if perm is not None and tuple(perm) != default_perm(len(perm)):
+                    moved.append({"site": site.index, "primitive": site.primitive, "tensor": _SLOTS[j],
+                                  "minor_to_major": list(perm)})
+        return {"layouts": moved}
+
+    def graph_for(self, program, kind, configs):
+        from graphcost.data.graph import LayoutGraph
+        from graphcost.frontend.layouts import config_features
+
+        if kind != "layout":
+            raise ValueError(f"the layout space is scored by a layout model, not a {kind} model")
+        _, fm, _, node_ids = program.layout_parts()
+        feat = config_features([self.triples(c) for c in configs])  # (K, C, 18)
+        return LayoutGraph(None, fm.node_feat.astype(np.float32), fm.node_opcode, fm.edge_index.astype(np.int64),
+                           node_ids, feat, np.ones(len(configs), np.int64), fm.node_splits.astype(np.int64))
+
+
+class JointSpace(Space):
+    """Flags and layouts together: the flag dimensions first, then the layout dimensions."""
+
+    name, kinds = "both", ("tile", "layout")
+
+    def __init__(self, flags: FlagSpace, layout: LayoutSpace):
+        self.flags, self.layout = flags, layout
+        super().__init__(flags.dims + layout.dims)
+
+    def split(self, codes: Codes) -> tuple[Codes, Codes]:
+        n = len(self.flags.dims)
+        return tuple(codes[:n]), tuple(codes[n:])
+
+    def lower(self, program, codes):
+        return self.layout.lower(program, self.split(codes)[1])
+
+    def compiler_options(self, codes):
+        return self.flags.compiler_options(self.split(codes)[0])
+
+    def describe(self, codes):
+        f, l = self.split(codes)
+        return {**self.flags.describe(f), **self.layout.describe(l)}
+
+    def graph_for(self, program, kind, configs):
+        part = 0 if kind == "tile" else 1
+        sub = self.flags if kind == "tile" else self.layout
+        return sub.graph_for(program, kind, [self.split(c)[part] for c in configs])
+
+
+SPACES = ("flags", "layout", "both")
+
+
+def make_space(name: str, program: TuneProgram, allow_fast_math: bool = False) -> Space:
+    """The space called `name` (flags | layout | both) for `program`."""
+    if name == "flags":
+        return FlagSpace(allow_fast_math)
+    if name == "layout":
+        return _layout_space(program)
+    if name == "both":
+        return JointSpace(FlagSpace(allow_fast_math), _layout_space(program))
+    raise ValueError(f"unknown space {name!r}; expected one of {', '.join(SPACES)}")
+
+
+def _layout_space(program: TuneProgram) -> LayoutSpace:
+    try:
+        return LayoutSpace(program)
+    except ValueError:
+        raise ValueError(f"{program.name}: no configurable dot / convolution / reshape of rank >= 2 found, "
+                         "so the layout space is empty; use --space flags") from None
+
+
+def codes_key(codes: Codes) -> str:
+    """A canonical string of a configuration (study storage, de-duplication)."""
+    return json.dumps(list(codes), separators=(",", ":"))

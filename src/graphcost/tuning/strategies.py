@@ -1,0 +1,167 @@
+"""Search strategies of `graphcost tune`. Every strategy gets the same hardware budget.
+
+* ``random``: uniformly new configurations (`Space.sample`; the whole space in random order
+  when it is small).
+* ``tpe``: Optuna's TPE sampler (one categorical per dimension, constant liar for batches), the
+  strong model-free baseline.
+* ``model``: the cost model scores a large pool of candidates — the whole space when it is
+  small, else thousands grown by an evolutionary search (random + near-default seeds, then
+  generations of mutation and crossover of the predicted-best) — and the top few, kept diverse
+  (pairwise Hamming distance >= 2 where possible), are measured; repeat with the next best.
+  This is the autotuner use of a learned cost model (Kaufman et al. §6; TpuGraphs §1).
+* ``model+online``: as ``model``, but between rounds a per-program tree model
+  (`scoring.OnlineModel`) is fitted on this program's own measurements with the graph model's
+  score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the
+  best measured configurations (TVM-style online tuning).
+
+A strategy proposes; the tuner measures and records. `propose(history, n)` must return `n`
+distinct configurations not in `history` (fewer only when the space is exhausted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphcost.tuning.evaluate import OK, Trial
+from graphcost.tuning.space import Codes, Space
+
+STRATEGIES = ("model+online", "model", "tpe", "random")
+EXHAUSTIVE_LIMIT = 4096  # spaces up to this size are enumerated instead of searched
+
+
+class Strategy:
+    name = "strategy"
+
+    def __init__(self, space: Space, seed: int = 0):
+        self.space = space
+        self.rng = np.random.default_rng(seed)
+
+    def propose(self, history: list[Trial], n: int) -> list[Codes]:
+        raise NotImplementedError
+
+
+class RandomSearch(Strategy):
+    name = "random"
+
+    def __init__(self, space, seed=0):
+        super().__init__(space, seed)
+        self.order = None
+        if space.size() <= EXHAUSTIVE_LIMIT:
+            every = space.enumerate()[1:]  # the default is measured with every batch anyway
+            self.order = [every[i] for i in self.rng.permutation(len(every))]
+
+    def propose(self, history, n):
+        seen = {t.codes for t in history} | {self.space.default()}
+        if self.order is not None:
+            return [c for c in self.order if c not in seen][:n]
+        out = []
+        for _ in range(1000 * max(n, 1)):
+            if len(out) == n:
+                break
+            c = self.space.sample(self.rng)
+            if c not in seen:
+                seen.add(c)
+                out.append(c)
+        return out
+
+
+class TPESearch(Strategy):
+    """Proposals come from the study's TPE sampler (`Study.ask`); see `tuner`."""
+
+    name = "tpe"
+
+    @staticmethod
+    def sampler(seed: int, budget: int):
+        import optuna
+
+        startup = int(min(10, max(4, budget // 4)))
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True)
+
+
+def diverse_top(order: np.ndarray, pool: list[Codes], n: int, exclude: set, min_distance: int = 2) -> list[Codes]:
+    """The first `n` of `pool` in `order` not in `exclude`, greedily keeping pairwise Hamming
+    distance >= `min_distance` (relaxed to plain distinctness when that leaves too few)."""
+    chosen: list[Codes] = []
+    for dist in (min_distance, 1):
+        for i in order:
+            c = pool[i]
+            if len(chosen) == n:
+                return chosen
+            if c in exclude or c in chosen:
+                continue
+            if all(sum(a != b for a, b in zip(c, o)) >= dist for o in chosen):
+                chosen.append(c)
+    return chosen
+
+
+def evolve_pool(space: Space, score, rng: np.random.Generator, initial: int = 2048, generations: int = 3,
+                elite: int = 64, children: int = 1024) -> tuple[list[Codes], np.ndarray]:
+    """Candidates and their scores (lower = predicted faster): the whole space when small, else an
+    evolutionary search: `initial` seeds (half random, half mutations of the default), then
+    `generations` rounds of `children` mutations / crossovers of the `elite` best so far."""
+    if space.size() <= EXHAUSTIVE_LIMIT:
+        pool = space.enumerate()
+        return pool, score(pool)
+    seen: set = set()
+
+    def fresh(cands):
+        out = [c for c in cands if c not in seen]
+        out = list(dict.fromkeys(out))
+        seen.update(out)
+        return out
+
+    pool = fresh([space.default()] + [space.sample(rng) if i % 2 else space.mutate(space.default(), rng)
+                                      for i in range(initial)])
+    scores = score(pool)
+    for _ in range(generations):
+        best = [pool[i] for i in np.argsort(scores, kind="stable")[:elite]]
+        kids = []
+        for _ in range(children):
+            a = best[rng.integers(len(best))]
+            if rng.uniform() < 0.3:
+                a = space.crossover(a, best[rng.integers(len(best))], rng)
+            kids.append(space.mutate(a, rng))
+        kids = fresh(kids)
+        if kids:
+            pool += kids
+            scores = np.concatenate([scores, score(kids)])
+    return pool, scores
+
+
+class ModelSearch(Strategy):
+    """``model`` (online=False) and ``model+online`` (module docstring)."""
+
+    def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None):
+        super().__init__(space, seed)
+        from graphcost.tuning.scoring import OnlineModel
+
+        self.name = "model+online" if online else "model"
+        self.scorer, self.online = scorer, online
+        self.pool, self.prior = evolve_pool(space, scorer, self.rng, **(pool_kwargs or {}))
+        self.index = {c: i for i, c in enumerate(self.pool)}
+        self.tree = OnlineModel(space, seed)
+        self.fitted = False
+
+    def _extend(self, cands: list[Codes]) -> None:
+        new = [c for c in dict.fromkeys(cands) if c not in self.index]
+        if new:
+            scores = self.scorer(new)
+            for c in new:
+                self.index[c] = len(self.pool)
+                self.pool.append(c)
+            self.prior = np.concatenate([self.prior, scores])
+
+    def propose(self, history, n):
+        measured = [t for t in history if t.status == OK]
+        exclude = {t.codes for t in history} | {self.space.default()}
+        predicted = self.prior
+        if self.online and measured:
+            top = sorted(measured, key=lambda t: t.ratio)[:3]
+            self._extend([self.space.mutate(t.codes, self.rng) for t in top for _ in range(64)])
+            self._extend([t.codes for t in measured])
+            codes = [t.codes for t in measured]
+            prior = self.prior[[self.index[c] for c in codes]]
+            self.fitted = self.tree.fit(codes, prior, np.array([t.ratio for t in measured]))
+            predicted = self.tree.predict(self.pool, self.prior)
+        order = np.argsort(predicted, kind="stable")
+        return diverse_top(order, self.pool, n, exclude)

@@ -1,0 +1,128 @@
+"""Where the measurements of a tuning run live: an Optuna study per (program, space, strategy).
+
+Every measured configuration is one Optuna trial: its parameters are the configuration's codes
+(one categorical per space dimension), its value the runtime ratio to the default (minimised),
+its user attributes the status, runtimes and error. Failed configurations are FAIL trials that
+keep their status; they count against the budget like measured ones (they cost a compile).
+
+The storage is any Optuna storage URL: a SQLite file by default (``OUT/study.db``), or an RDB
+server (``postgresql://…``, ``mysql://…``) that workers on several machines share: each worker
+runs the same ``graphcost tune`` command with ``--storage URL``, and the budget is for the
+study as a whole. A run that was killed resumes from what the storage holds: measured trials are
+never measured again; a trial this host had asked for but never finished (a TPE proposal
+in flight when the process died) is closed as failed without a status and does not count.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from graphcost.tuning.evaluate import FAILED, OK, Trial
+from graphcost.tuning.space import Codes, Space
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's trial: not ours to close
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Study:
+    """An Optuna study holding one strategy's trials for one program and space."""
+
+    def __init__(self, storage: str | None, name: str, space: Space, sampler=None):
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.space = space
+        self.distributions = {d.name: optuna.distributions.CategoricalDistribution(list(range(len(d.choices))))
+                              for d in space.dims}
+        if len(self.distributions) != len(space.dims):
+            raise ValueError(f"the {space.name} space has duplicate dimension names")
+        self.study = optuna.create_study(storage=storage, study_name=name, direction="minimize",
+                                         sampler=sampler, load_if_exists=True)
+        attrs = self.study.user_attrs
+        signature = [space.name, [d.name for d in space.dims], [len(d.choices) for d in space.dims]]
+        if "signature" not in attrs:
+            self.study.set_user_attr("signature", signature)
+        elif attrs["signature"] != signature:
+            raise ValueError(f"study {name!r} in {storage} was made for another program or space "
+                             f"({attrs['signature'][0]}, {len(attrs['signature'][1])} dimensions); "
+                             "use another --out / --study, or --overwrite")
+        self._close_orphans()
+
+    def _close_orphans(self) -> None:
+        import optuna
+
+        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            owner = t.user_attrs.get("owner", "")
+            if owner and not _pid_alive(owner):  # a FAIL trial without a FAILED status does not count
+                self.study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+
+    # -- reading -----------------------------------------------------------------------------
+    def trials(self) -> list[Trial]:
+        """Finished trials (measured or failed, not interrupted), in the order they were recorded."""
+        import optuna
+
+        out = []
+        for t in self.study.get_trials(deepcopy=False):
+            status = t.user_attrs.get("status")
+            if t.state == optuna.trial.TrialState.COMPLETE and status == OK:
+                out.append(self._trial(t, status, t.value))
+            elif t.state == optuna.trial.TrialState.FAIL and status in FAILED:
+                out.append(self._trial(t, status, None))
+        for i, trial in enumerate(out):
+            trial.number = i
+        return out
+
+    def _trial(self, t, status: str, value) -> Trial:
+        codes = tuple(int(t.params[d.name]) for d in self.space.dims)
+        a = t.user_attrs
+        return Trial(codes, status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
+                     error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
+
+    # -- writing -----------------------------------------------------------------------------
+    def _attrs(self, trial: Trial) -> dict[str, Any]:
+        return {"status": trial.status, "runtime_ns": trial.runtime_ns, "default_ns": trial.default_ns,
+                "error": trial.error, "strategy": trial.strategy, "round": trial.round, **trial.extra}
+
+    def params(self, codes: Codes) -> dict[str, int]:
+        return {d.name: int(c) for d, c in zip(self.space.dims, codes)}
+
+    def add(self, trial: Trial) -> None:
+        """Record a finished trial proposed outside Optuna's sampler."""
+        import optuna
+
+        state = optuna.trial.TrialState.COMPLETE if trial.status == OK else optuna.trial.TrialState.FAIL
+        self.study.add_trial(optuna.trial.create_trial(
+            params=self.params(trial.codes), distributions=self.distributions, user_attrs=self._attrs(trial),
+            value=trial.ratio if trial.status == OK else None, state=state))
+
+    def ask(self):
+        """A new trial from the study's sampler (TPE): (optuna trial, codes)."""
+        trial = self.study.ask(self.distributions)
+        trial.set_user_attr("owner", _owner())
+        return trial, tuple(int(trial.params[d.name]) for d in self.space.dims)
+
+    def tell(self, handle, trial: Trial) -> None:
+        """Finish a trial obtained from `ask` with its measurement."""
+        import optuna
+
+        for k, v in self._attrs(trial).items():
+            handle.set_user_attr(k, v)
+        if trial.status == OK:
+            self.study.tell(handle, trial.ratio)
+        else:
+            self.study.tell(handle, state=optuna.trial.TrialState.FAIL)

@@ -1,0 +1,266 @@
+"""`graphcost tune`: make a program faster within a budget of real measurements.
+
+The loop (ARCHITECTURE.md, "The tuning loop"), for each strategy in turn, with the same budget:
+
+1. the strategy proposes a round of `round_size` new configurations (`strategies`);
+2. they are compiled, checked against the default's outputs and timed with the default
+   (`evaluate.Evaluator`); every result, failed ones too, is stored in the study (`study`), so a
+   killed run resumes without measuring anything twice;
+3. repeat until the strategy has used its `budget` (failed configurations count: they cost a
+   compile).
+
+Then the best configurations over all strategies (up to `finalists`, best measured ratio
+first) are re-measured against the default by the cross-process protocol (`crossproc`). The
+best of them is accepted only if it is faster than the default in EVERY process by at least
+`min_gain` (default 1%); otherwise the answer is the default itself, and the result says that
+nothing beat the default beyond the noise.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from graphcost.frontend.measure import Protocol
+from graphcost.tuning.evaluate import OK, Evaluator, Trial
+from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
+from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, TPESearch
+
+
+@dataclass
+class TunedConfig:
+    """A configuration as plain data: what `graphcost.compile_with` applies.
+
+    space: flags | layout | both; compiler_options: XLA options for ``Lowered.compile``;
+    layouts: moved tensors, each ``{"site", "primitive", "tensor", "minor_to_major"}``.
+    """
+
+    space: str
+    codes: list[int]
+    compiler_options: dict[str, Any] = field(default_factory=dict)
+    flags: dict[str, int] = field(default_factory=dict)
+    layouts: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, space: Space, codes: Codes) -> "TunedConfig":
+        d = space.describe(codes)
+        return cls(space.name, list(codes), d.get("compiler_options", {}), d.get("flags", {}), d.get("layouts", []))
+
+    @property
+    def is_default(self) -> bool:
+        return not any(self.codes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"space": self.space, "codes": self.codes, "compiler_options": self.compiler_options,
+                "flags": self.flags, "layouts": self.layouts}
+
+
+@dataclass
+class TuneResult:
+    """What `tune` found: the accepted configuration, its re-measured speedup, and every trial."""
+
+    best: TunedConfig
+    speedup: float  # median over processes of default runtime / best runtime (1.0 for the default)
+    speedup_range: tuple[float, float]  # min, max over processes
+    beats_default: bool
+    default_runtime_ns: float
+    trials: list[Trial]
+    remeasure: dict[str, Any]
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"best": self.best.to_json(), "speedup": self.speedup, "speedup_range": list(self.speedup_range),
+                "beats_default": self.beats_default, "default_runtime_ns": self.default_runtime_ns,
+                "message": self.message, "remeasure": self.remeasure,
+                "num_trials": len(self.trials), "num_failed": sum(t.status != OK for t in self.trials)}
+
+
+def _sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path.resolve()}"
+
+
+def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
+                 scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
+                 on_round: Callable[[list[Trial]], None] | None = None) -> list[Trial]:
+    """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials."""
+    from graphcost.tuning.study import Study
+
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    if name.startswith("model") and scorer is None:
+        raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
+    sampler = TPESearch.sampler(seed, budget) if name == "tpe" else None
+    study = Study(storage, f"{study_name}:{name}", space, sampler=sampler)
+    history = study.trials()
+    if name == "random":
+        strategy = RandomSearch(space, seed)
+    elif name.startswith("model"):
+        strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs)
+    rnd = max((t.round for t in history), default=-1) + 1
+    while len(history) < budget:
+        n = min(round_size, budget - len(history))
+        handles = None
+        if name == "tpe":
+            asked = [study.ask() for _ in range(n)]
+            handles, batch = [a[0] for a in asked], [a[1] for a in asked]
+        else:
+            batch = strategy.propose(history, n)
+        if not batch:  # the space is exhausted
+            break
+        results = evaluator.evaluate(batch)
+        for i, t in enumerate(results):
+            t.strategy, t.round, t.number = name, rnd, len(history) + i
+            if handles is not None:
+                study.tell(handles[i], t)
+            else:
+                study.add(t)
+        history += results
+        rnd += 1
+        if on_round is not None:
+            on_round(results)
+    return history
+
+
+def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str | Path | list | None = None,
+         strategies: list[str] | None = None, out: str | Path | None = None, storage: str | None = None,
+         program_ref: str | None = None, name: str | None = None, seed: int = 0, round_size: int = 4,
+         protocol: Protocol | None = None, processes: int = 3, finalists: int = 3, min_gain: float = 0.01,
+         rtol: float = 1e-3, atol: float = 1e-5, allow_fast_math: bool = False, device: str = "cpu",
+         pool_kwargs: dict | None = None, progress: bool = True) -> TuneResult:
+    """Tune ``fn(*args)`` (module docstring) and return a `TuneResult`.
+
+    model: trained graphcost run(s) (a tile model for flags, a layout model for layouts);
+    strategies: default ``["model+online"]`` with a model, ``["tpe"]`` without;
+    out: directory for the study, trials, best configuration and plot (None: nothing written,
+    in-memory study unless `storage`); program_ref: ``file.py:make`` so the final check can run
+    in fresh processes (otherwise it runs in this process).
+    """
+    from tqdm.auto import tqdm
+
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    runs = [model] if isinstance(model, (str, Path)) else list(model or [])
+    strategies = strategies or (["model+online"] if runs else ["tpe"])
+    protocol = protocol or Protocol(rounds=5, calls=10, warmup=2, seed=seed)
+    name = name or getattr(fn, "__name__", "program")
+    program = TuneProgram(fn, args, name)
+    sp = make_space(space, program, allow_fast_math)
+    out = Path(out) if out is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        storage = storage or _sqlite_url(out / "study.db")
+    evaluator = Evaluator(program, sp, protocol, rtol=rtol, atol=atol)
+    scorer = None
+    if runs:
+        from graphcost.tuning.scoring import GraphModelScorer
+
+        scorer = GraphModelScorer(runs, program, sp, device=device)
+
+    trials: list[Trial] = []
+    for strat in strategies:
+        bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
+
+        def on_round(results, bar=bar):
+            bar.update(len(results))
+            ok = [t.ratio for t in results if t.status == OK]
+            if ok:
+                bar.set_postfix_str(f"best this round {1 / min(ok):.3f}x")
+
+        done = run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed, round_size,
+                            pool_kwargs, on_round)
+        bar.close()
+        trials += done
+
+    result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
+                    allow_fast_math, out, progress)
+    if out is not None:
+        write_outputs(out, sp, result)
+    return result
+
+
+def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: list[Trial], protocol: Protocol,
+           processes: int, finalists: int, min_gain: float, program_ref: str | None, allow_fast_math: bool,
+           out: Path | None, progress: bool) -> TuneResult:
+    """Re-measure the best measured configurations against the default and pick the answer."""
+    from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
+
+    ok = sorted((t for t in trials if t.status == OK), key=lambda t: t.ratio)
+    cands = list(dict.fromkeys(t.codes for t in ok if t.ratio < 1.0))[:finalists]
+    default = space.default()
+    if not cands:
+        return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False,
+                          float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
+                          "no measured configuration was faster than the default: keep the default")
+    configs = [default] + cands
+    if progress:
+        print(f"re-measuring the {len(cands)} best against the default in {processes} "
+              f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
+    if program_ref:
+        cache = (out / "jax_cache") if out is not None else None
+        rem = remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
+    else:
+        rem = remeasure_in_process(evaluator, configs, processes, protocol)
+    sp = rem.speedups  # (P, len(cands))
+    med, lo, hi = np.median(sp, axis=0), sp.min(axis=0), sp.max(axis=0)
+    default_ns = float(np.median(rem.runtime_ns[:, 0]))
+    winners = [k for k in range(len(cands)) if lo[k] >= 1.0 + min_gain]
+    if not winners:
+        k = int(np.argmax(med))
+        return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False, default_ns, trials, rem.to_json(),
+                          f"nothing beat the default beyond the noise: the best candidate ran {med[k]:.3f}x "
+                          f"(range {lo[k]:.3f}-{hi[k]:.3f}x over {processes} {rem.protocol} runs, needed >= "
+                          f"{1 + min_gain:.2f}x in every one): keep the default")
+    k = max(winners, key=lambda j: med[j])
+    return TuneResult(TunedConfig.of(space, cands[k]), float(med[k]), (float(lo[k]), float(hi[k])), True, default_ns,
+                      trials, rem.to_json(),
+                      f"{med[k]:.3f}x faster than the default (range {lo[k]:.3f}-{hi[k]:.3f}x over {processes} "
+                      f"{rem.protocol} runs)")
+
+
+TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns", "codes", "error")
+
+
+def trials_csv(trials: list[Trial]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(TRIAL_FIELDS)
+    for t in trials:
+        w.writerow([t.strategy, t.number, t.round, t.status, t.ratio, 1 / t.ratio if t.ratio else "", t.runtime_ns,
+                    t.default_ns, " ".join(map(str, t.codes)), t.error])
+    return buf.getvalue()
+
+
+def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
+    """trials.csv / trials.json, best.json (plain data for `compile_with`), result.json, progress.png."""
+    from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.tuning.plot import plot_progress
+
+    atomic_write_text(out / "trials.csv", trials_csv(result.trials))
+    dims = [{"name": d.name, "choices": [list(c) if isinstance(c, tuple) else c for c in d.choices]} for d in space.dims]
+    atomic_write_json({"space": space.name, "dims": dims, "trials": [t.to_json() for t in result.trials]},
+                      out / "trials.json", indent=1)
+    atomic_write_json(result.best.to_json(), out / "best.json")
+    atomic_write_json(result.to_json(), out / "result.json")
+    plot_progress(result.trials, out / "progress.png")
+
+
+def load_best(path: str | Path) -> TunedConfig:
+    """A `TunedConfig` from a best.json written by `graphcost tune` (checked field by field)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable tuned configuration ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    checks = {"space": str, "codes": list, "compiler_options": dict, "flags": dict, "layouts": list}
+    for key, typ in checks.items():
+        if not isinstance(data.get(key), typ):
+            raise ValueError(f"{path}: field {key!r} must be a {typ.__name__}, got {type(data.get(key)).__name__}")
+    return TunedConfig(**{k: data[k] for k in checks})
