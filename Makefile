@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 .PHONY: install test
 install:
 	$(PYTHON) -m pip show torch >/dev/null 2>&1 || $(PYTHON) -m pip install "$(TORCH)"
-	$(PYTHON) -m pip install -e ".[dev,jax]"
+	$(PYTHON) -m pip install -e ".[dev,jax,tune]"
 
 test:
 	$(PYTHON) -m pytest -q -n 2

@@ -44,18 +44,26 @@ def layout_codes(space, layouts: list[dict[str, Any]]) -> tuple[int, ...]:
 
 
 def compile_for(fn: Callable, args: tuple, best) -> Callable:
-    """The executable of ``fn`` at example `args` under `best`; it takes the FLATTENED arguments."""
+    """The executable of ``fn`` at example `args` under `best`: it takes the FLATTENED arguments
+    and returns ``fn``'s output pytree."""
     from graphcost.frontend.jax_program import compile_lowered
     from graphcost.tuning.space import LayoutSpace, TuneProgram
 
+    import jax
+
     cfg = _as_config(best)
     program = TuneProgram(fn, args)
-    if cfg.layouts:
-        space = LayoutSpace(program)
-        lowered = space.lower(program, layout_codes(space, cfg.layouts))
-    else:
-        lowered = program.lower(None)
-    return compile_lowered(lowered, dict(cfg.compiler_options))
+    if not cfg.layouts:
+        return compile_lowered(program.lower(None), dict(cfg.compiler_options))
+    space = LayoutSpace(program)
+    exe = compile_lowered(space.lower(program, layout_codes(space, cfg.layouts)), dict(cfg.compiler_options))
+    out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, *args))  # the layout program returns flat outputs
+
+    def run(*flat):
+        return jax.tree_util.tree_unflatten(out_tree, exe(*flat))
+
+    run.as_text = exe.as_text
+    return run
 
 
 def compile_with(fn: Callable, best) -> Callable:
@@ -71,7 +79,7 @@ def compile_with(fn: Callable, best) -> Callable:
 
     def run(*args):
         leaves, tree = jax.tree_util.tree_flatten(args)
-        key = (tree, tuple((np.shape(x), str(np.result_type(x))) for x in leaves))
+        key = (tree, tuple((np.shape(x), str(getattr(x, 'dtype', None) or np.result_type(x))) for x in leaves))
         if key not in cache:
             cache[key] = compile_for(fn, args, cfg)
         return cache[key](*leaves)

@@ -61,17 +61,21 @@ def compile_config(program: TuneProgram, space: Space, codes: Codes):
     return compile_lowered(space.lower(program, codes), space.compiler_options(codes))
 
 
-def _leaves(out) -> list[np.ndarray]:
+def _leaves(out) -> tuple[list[np.ndarray], list[str]]:
+    """The output's arrays and their pytree paths (e.g. "['y']", "[0]")."""
     import jax
 
-    return [np.asarray(x) for x in jax.tree_util.tree_leaves(out)]
+    pairs = jax.tree_util.tree_leaves_with_path(out)
+    return [np.asarray(x) for _, x in pairs], [jax.tree_util.keystr(p) or "output" for p, _ in pairs]
 
 
-def compare_outputs(got: list[np.ndarray], ref: list[np.ndarray], rtol: float, atol: float) -> str:
+def compare_outputs(got: list[np.ndarray], ref: list[np.ndarray], rtol: float, atol: float,
+                    names: list[str] | None = None) -> str:
     """'' when `got` matches `ref` (rule in the module docstring), else what differs, in one line."""
     if len(got) != len(ref):
         return f"{len(got)} outputs, the default has {len(ref)}"
     for i, (g, r) in enumerate(zip(got, ref)):
+        i = f"{names[i]}" if names else i
         if g.shape != r.shape or g.dtype != r.dtype:
             return f"output {i}: {g.dtype}{list(g.shape)}, the default gives {r.dtype}{list(r.shape)}"
         if not np.issubdtype(r.dtype, np.inexact):
@@ -102,7 +106,7 @@ class Evaluator:
         self._pool = ThreadPoolExecutor(max_workers=1)
         default = space.default()
         self.default_exe = self.compile(default)  # the reference: errors here are the user's program's own
-        self.reference = _leaves(self.call(self.default_exe))
+        self.reference, self.output_names = _leaves(self.call(self.default_exe))
         self.default_probe_ns = self._probe(self.default_exe)
         self.batches = 0
 
@@ -141,11 +145,11 @@ class Evaluator:
         except Exception as exc:  # noqa: BLE001 - any compiler error is this configuration's failure
             return None, Trial(codes, "compile_error", error=_one_line(exc))
         try:
-            got = _leaves(self.call(exe))
+            got, _ = _leaves(self.call(exe))
             probe = self._probe(exe)
         except Exception as exc:  # noqa: BLE001
             return None, Trial(codes, "runtime_error", error=_one_line(exc))
-        diff = compare_outputs(got, self.reference, self.rtol, self.atol)
+        diff = compare_outputs(got, self.reference, self.rtol, self.atol, self.output_names)
         if diff:
             return None, Trial(codes, "wrong_output", error=diff)
         if probe > self.slow_limit * max(self.default_probe_ns, 1.0):

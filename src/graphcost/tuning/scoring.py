@@ -79,11 +79,12 @@ class OnlineModel:
             return False
         import lightgbm
 
-        d = len(self.space.dims)
-        self.model = lightgbm.LGBMRegressor(
-            n_estimators=200, learning_rate=0.05, num_leaves=15, min_child_samples=2, min_data_in_bin=1,
-            subsample=0.9, subsample_freq=1, colsample_bytree=0.9, random_state=self.seed, verbose=-1)
-        self.model.fit(self.features(codes, prior), np.log(ratio), categorical_feature=list(range(d)))
+        params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 2,
+                  "min_data_in_bin": 1, "bagging_fraction": 0.9, "bagging_freq": 1, "feature_fraction": 0.9,
+                  "seed": self.seed, "deterministic": True, "num_threads": 1, "verbose": -1}
+        data = lightgbm.Dataset(self.features(codes, prior), np.log(ratio),
+                                categorical_feature=list(range(len(self.space.dims))), params={"verbose": -1})
+        self.model = lightgbm.train(params, data, num_boost_round=200)
         return True
 
     def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:

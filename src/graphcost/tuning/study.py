@@ -22,6 +22,9 @@ from typing import Any
 from graphcost.tuning.evaluate import FAILED, OK, Trial
 from graphcost.tuning.space import Codes, Space
 
+DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
+
+
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -115,6 +118,17 @@ class Study:
         trial = self.study.ask(self.distributions)
         trial.set_user_attr("owner", _owner())
         return trial, tuple(int(trial.params[d.name]) for d in self.space.dims)
+
+    def tell_known(self, handle, ratio: float | None) -> None:
+        """Close a sampler proposal that repeats a known configuration with its known ratio (1.0 for
+        the default; None for a failed one), without measuring it; it does not count as a trial."""
+        import optuna
+
+        handle.set_user_attr("status", DUPLICATE)
+        if ratio is None:
+            self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
+        else:
+            self.study.tell(handle, ratio)
 
     def tell(self, handle, trial: Trial) -> None:
         """Finish a trial obtained from `ask` with its measurement."""

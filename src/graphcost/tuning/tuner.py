@@ -107,8 +107,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         n = min(round_size, budget - len(history))
         handles = None
         if name == "tpe":
-            asked = [study.ask() for _ in range(n)]
-            handles, batch = [a[0] for a in asked], [a[1] for a in asked]
+            handles, batch = ask_new(study, n, history, space, seed + rnd)
         else:
             batch = strategy.propose(history, n)
         if not batch:  # the space is exhausted
@@ -125,6 +124,32 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         if on_round is not None:
             on_round(results)
     return history
+
+
+def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tuple[list, list[Codes]]:
+    """Up to `n` new configurations from the study's sampler. A proposal of a known configuration
+    (the default, a measured or failed one, or one already in this batch) is told its known
+    result without measuring; after 20 such repeats per wanted configuration the rest of the
+    batch is drawn at random among the unseen and enqueued, so the budget is always spent."""
+    known: dict[Codes, float | None] = {t.codes: t.ratio for t in history}
+    known[space.default()] = 1.0
+    handles, batch, repeats = [], [], 0
+    while len(batch) < n:
+        if repeats > 20 * n:
+            unseen = RandomSearch(space, seed).propose([Trial(c, OK) for c in [*known, *batch]], n - len(batch))
+            if not unseen:
+                break  # the space is exhausted
+            for c in unseen:  # asked next, in this order
+                study.study.enqueue_trial(study.params(c))
+            repeats = 0
+        handle, codes = study.ask()
+        if codes in known or codes in batch:
+            study.tell_known(handle, known.get(codes, 1.0))
+            repeats += 1
+            continue
+        handles.append(handle)
+        batch.append(codes)
+    return handles, batch
 
 
 def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str | Path | list | None = None,

@@ -1,0 +1,6 @@
+"""The tuning tests need JAX (the jax extra) and Optuna (the tune extra)."""
+
+import pytest
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("optuna")

@@ -1,0 +1,91 @@
+"""`graphcost tune` end to end on a tiny program file: outputs, resume, refusals, the worker."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from graphcost.cli import app
+from graphcost.frontend.measure import Protocol
+from graphcost.tuning.crossproc import remeasure_cross_process
+
+PROGRAM = '''
+import jax.numpy as jnp
+
+def make():
+    a = jnp.linspace(-1.0, 1.0, 16 * 32).reshape(16, 32)
+    return (lambda a, b: jnp.tanh(a @ b).sum(axis=0)), (a, a.T)
+
+def broken():
+    return 42
+'''
+FAST = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2"]
+
+
+@pytest.fixture()
+def prog(tmp_path):
+    path = tmp_path / "user_prog.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+def _rows(out):
+    with open(out / "trials.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_tune_writes_outputs_and_resumes_without_remeasuring(tmp_path, prog):
+    out = tmp_path / "tuned"
+    runner = CliRunner()
+    res = runner.invoke(app, ["tune", f"{prog}:make", "--budget", "3", "--strategy", "random", "--out", str(out), *FAST])
+    assert res.exit_code == 0, res.output
+    for name in ("study.db", "trials.csv", "trials.json", "best.json", "result.json", "progress.png"):
+        assert (out / name).is_file(), name
+    rows = _rows(out)
+    assert len(rows) == 3 and {r["strategy"] for r in rows} == {"random"}
+    result = json.loads((out / "result.json").read_text())
+    assert result["num_trials"] == 3 and (result["beats_default"] or result["best"]["codes"] == [0] * 7)
+
+    again = runner.invoke(app, ["tune", f"{prog}:make", "--budget", "3", "--strategy", "random", "--out", str(out), *FAST])
+    assert again.exit_code == 1 and "already holds a tuning run" in again.output
+
+    more = runner.invoke(app, ["tune", f"{prog}:make", "--budget", "4", "--strategy", "random", "--out", str(out),
+                               "--resume", *FAST])
+    assert more.exit_code == 0, more.output
+    rows2 = _rows(out)
+    assert len(rows2) == 4 and rows2[:3] == rows  # the first three were kept, not measured again
+
+
+@pytest.mark.parametrize("ref, message", [
+    ("nowhere.py:make", "no such file"),
+    ("{prog}:nothing", "has no function 'nothing'"),
+    ("{prog}:broken", "must return (fn, example_args)"),
+    ("{prog}", "expected FILE.py:FUNCTION"),
+])
+def test_bad_program_reference_is_one_line_error(tmp_path, prog, ref, message):
+    res = CliRunner().invoke(app, ["tune", ref.format(prog=prog), "--out", str(tmp_path / "o"), *FAST])
+    assert res.exit_code == 1, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0]
+
+
+def test_bad_options_are_refused(tmp_path, prog):
+    runner = CliRunner()
+    res = runner.invoke(app, ["tune", f"{prog}:make", "--strategy", "model", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1 and "needs a cost model" in res.output
+    res = runner.invoke(app, ["tune", f"{prog}:make", "--space", "tiles", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 1 and "--space must be one of" in res.output
+    (tmp_path / "f").write_text("x")
+    res = runner.invoke(app, ["tune", f"{prog}:make", "--out", str(tmp_path / "f")])
+    assert res.exit_code == 1 and "is a file" in res.output
+
+
+def test_worker_processes_measure_default_and_candidates(tmp_path, prog):
+    rem = remeasure_cross_process(f"{prog}:make", "flags", [(0,) * 7, (1, 0, 0, 0, 0, 0, 0)], processes=2,
+                                  protocol=Protocol(rounds=1, calls=1, warmup=1), cache_dir=tmp_path / "cache")
+    assert rem.runtime_ns.shape == (2, 2) and (rem.runtime_ns > 0).all()
+    assert rem.protocol == "cross-process" and rem.speedups.shape == (2, 1)
+    assert any((tmp_path / "cache").iterdir())  # the persistent compilation cache was filled

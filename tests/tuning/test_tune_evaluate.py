@@ -1,0 +1,81 @@
+"""The evaluator on real JAX programs: a configuration that fails to compile is recorded, one that
+changes the outputs is rejected, good ones are timed against the default."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphcost.frontend.measure import Protocol
+from graphcost.tuning.evaluate import Evaluator, compare_outputs
+from graphcost.tuning.space import Dim, FlagSpace, Space, TuneProgram
+
+FAST = Protocol(rounds=2, calls=2, warmup=1)
+
+
+def _program():
+    import jax.numpy as jnp
+
+    def fn(a, b):
+        return {"y": jnp.tanh(a @ b), "n": jnp.argmax(a, axis=1)}
+
+    a = jnp.linspace(-1.0, 1.0, 8 * 16).reshape(8, 16)
+    return TuneProgram(fn, (a, a.T), "tiny")
+
+
+class TrickSpace(Space):
+    """Code 1 of 'opts' passes an option XLA does not know; code 1 of 'prog' compiles another program."""
+
+    name, kinds = "trick", ()
+
+    def __init__(self):
+        super().__init__([Dim("opts", ("none", "bogus", "O1")), Dim("prog", ("same", "other"))])
+
+    def lower(self, program, codes):
+        if codes[1] == 1:
+            import jax
+
+            def other(*flat):
+                out = program.flat_fn(*flat)
+                return {"y": out["y"] * 1.01, "n": out["n"]}
+
+            return jax.jit(other).lower(*program.flat_args)
+        return program.lower(None)
+
+    def compiler_options(self, codes):
+        return {0: {}, 1: {"xla_no_such_option_for_graphcost": 1}, 2: {"xla_backend_optimization_level": 1}}[codes[0]]
+
+
+def test_crash_and_wrong_output_are_recorded_good_ones_timed():
+    ev = Evaluator(_program(), TrickSpace(), FAST)
+    trials = ev.evaluate([(1, 0), (0, 1), (2, 0)])
+    assert [t.status for t in trials] == ["compile_error", "wrong_output", "ok"]
+    assert "xla_no_such_option_for_graphcost" in trials[0].error and "\n" not in trials[0].error
+    assert "output ['y']" in trials[1].error and trials[1].ratio is None
+    good = trials[2]
+    assert good.ratio == pytest.approx(good.runtime_ns / good.default_ns) and good.default_ns > 0
+
+
+def test_flag_space_compiles_every_dimension_and_keeps_outputs():
+    space = FlagSpace()
+    ev = Evaluator(_program(), space, FAST)
+    one_each = [tuple(1 if j == i else 0 for j in range(len(space.dims))) for i, d in enumerate(space.dims)
+                if len(d.choices) > 1]
+    trials = ev.evaluate(one_each)
+    assert all(t.status == "ok" for t in trials), [t.error for t in trials]
+
+
+def test_fast_math_only_when_allowed():
+    assert len(FlagSpace().dims[3].choices) == 1 and FlagSpace().dims[3].name == "fast_math"
+    assert FlagSpace(allow_fast_math=True).dims[3].choices == (0, 1)
+
+
+def test_compare_outputs_rule():
+    ref = [np.array([1.0, 100.0, np.nan], np.float32), np.array([1, 2])]
+    assert compare_outputs([ref[0].copy(), ref[1].copy()], ref, 1e-3, 1e-5) == ""
+    assert compare_outputs([np.array([1.0005, 100.05, np.nan], np.float32), ref[1]], ref, 1e-3, 1e-5) == ""
+    assert "values differ" in compare_outputs([np.array([1.01, 100.0, np.nan], np.float32), ref[1]], ref, 1e-3, 1e-5)
+    assert "values differ" in compare_outputs([np.array([1.0, 100.0, 0.0], np.float32), ref[1]], ref, 1e-3, 1e-5)
+    assert "values differ" in compare_outputs([ref[0], np.array([1, 3])], ref, 1e-3, 1e-5)
+    assert "float64" in compare_outputs([ref[0].astype(np.float64), ref[1]], ref, 1e-3, 1e-5)
+    assert "1 outputs" in compare_outputs([ref[0]], ref, 1e-3, 1e-5)
