@@ -126,6 +126,11 @@ class Space:
         pick = rng.uniform(size=len(a)) < 0.5
         return tuple(int(x if p else y) for x, y, p in zip(a, b, pick))
 
+    def snap(self, codes: Codes, exclude) -> Codes | None:
+        """The configuration to measure for a sampler's proposal `codes` (itself here; the nearest
+        unmeasured one in a `replay.PoolSpace`), None when nothing is left."""
+        return tuple(codes)
+
     def check(self, codes) -> Codes:
         """`codes` as a tuple of ints, or ValueError naming the offending dimension."""
         codes = tuple(int(c) for c in codes)

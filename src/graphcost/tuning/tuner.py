@@ -143,6 +143,10 @@ def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tup
                 study.study.enqueue_trial(study.params(c))
             repeats = 0
         handle, codes = study.ask()
+        codes = space.snap(codes, set(known) | set(batch))
+        if codes is None:  # nothing left to measure
+            study.tell_known(handle, None)
+            break
         if codes in known or codes in batch:
             study.tell_known(handle, known.get(codes, 1.0))
             repeats += 1
