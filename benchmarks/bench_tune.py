@@ -15,7 +15,9 @@ those tables (`graphcost.tuning.replay`): the same code path as a live `graphcos
 measurements looked up instead of taken. Reported per space and budget: the speedup found as a
 share of the best-known one, the number of measurements needed to reach 95% of the best-known
 speedup (programs whose best-known speedup is below --min-speedup have nothing to find and are
-left out of that median), and on how many programs each model strategy beats TPE. Also the
+left out of that median), and on how many programs each model strategy beats TPE. With
+--finetune, model+online is also run with the graph model fine-tuned on the measurements
+(``model+finetune``) instead of per-program trees. Also the
 zero-shot Kendall tau between the cost model's scores and the measured runtimes of each table.
 
     python benchmarks/bench_tune.py measure --out OUT
@@ -111,6 +113,7 @@ class MemoScorer:
     def __init__(self, scorer, table_codes: list[tuple]):
         raw = scorer(table_codes)
         self.memo = dict(zip(table_codes, raw))
+        self.predictors, self.space, self.program = scorer.predictors, scorer.space, scorer.program  # for finetune
 
     def __call__(self, configs):
         return np.array([self.memo[c] for c in configs], np.float64)
@@ -147,14 +150,15 @@ def replay(args) -> None:
             entry["zero_shot_kendall"] = float(kendalltau([scorer.memo[c] for c in ok],
                                                           [table[c].ratio for c in ok]).statistic)
             entry["score_seconds"] = round(time.perf_counter() - t0, 2)
-        for strategy in STRATEGIES:
+        for strategy in [*STRATEGIES, *(["model+finetune"] if args.finetune else [])]:
             if strategy.startswith("model") and scorer is None:
                 continue
+            run_as, learner = ("model+online", "finetune") if strategy == "model+finetune" else (strategy, "tree")
             for budget in args.budgets:
                 for seed in args.seeds:
                     ev = ReplayEvaluator(space, table)
-                    trials = run_strategy(strategy, space, ev, budget, None, f"{name}:{space_name}", scorer, seed,
-                                          round_size=args.round_size, pool_kwargs=None)
+                    trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}", scorer, seed,
+                                          round_size=args.round_size, pool_kwargs=None, learner=learner)
                     ratios = [t.ratio for t in trials if t.status == OK]
                     found = max([1.0] + [1.0 / r for r in ratios])
                     best_so_far, reach = 1.0, None
@@ -185,7 +189,7 @@ def summarise(results: dict, args) -> dict:
             continue
         srow = {}
         strategies = sorted({r.split("|")[0] for v in progs.values() for r in v["runs"]},
-                            key=lambda s: ("model+online", "model", "tpe", "random").index(s))
+                            key=lambda s: ("model+online", "model+finetune", "model", "tpe", "random").index(s))
         for strat in strategies:
             row = {}
             for budget in args.budgets:
@@ -238,6 +242,8 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--round-size", type=int, default=4)
     p.add_argument("--min-speedup", type=float, default=1.05)
+    p.add_argument("--finetune", action="store_true", help="also run model+online with the graph model "
+                   "fine-tuned on the measurements instead of the per-program trees (strategy model+finetune)")
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     measure(args) if args.phase == "measure" else replay(args)

@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
                                          "flags, a layout model for layouts)."),
         strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random "
                                            "(repeatable; default model+online with --model, else tpe)."),
+        online: str = typer.Option("tree", help="model+online's per-program model: tree (LightGBM on the "
+                                   "configuration, with the cost model's score as a feature) | finetune (the cost "
+                                   "model fine-tuned on this program's measurements)."),
         out: Path = typer.Option(Path("tuned"), help="Output directory: study.db, trials.csv/json, best.json, "
                                  "result.json, progress.png."),
         storage: Optional[str] = typer.Option(None, help="Optuna storage URL shared by several workers (e.g. "
@@ -55,8 +58,10 @@ def register(app: typer.Typer) -> None:
         beats the default beyond the noise. Apply it with graphcost.compile_with(fn, "OUT/best.json").
         """
         from graphcost.tuning.space import SPACES
-        from graphcost.tuning.strategies import STRATEGIES
+        from graphcost.tuning.strategies import ONLINE_LEARNERS, STRATEGIES
 
+        if online not in ONLINE_LEARNERS:
+            _fail(f"--online must be one of {', '.join(ONLINE_LEARNERS)}, got {online!r}")
         if space not in SPACES:
             _fail(f"--space must be one of {', '.join(SPACES)}, got {space!r}")
         for s in strategy:
@@ -94,7 +99,7 @@ def register(app: typer.Typer) -> None:
                           strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
                           name=name, seed=seed, round_size=round_size, processes=processes,
                           protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
-                          rtol=rtol, atol=atol, allow_fast_math=allow_fast_math)
+                          rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online)
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: measured configurations are saved in {out}; re-run with --resume", err=True)
             raise typer.Exit(130)

@@ -7,13 +7,17 @@ aligned with the candidates) and scores them with every given run whose graph ki
 has (tile model -> flag vector, layout model -> per-node layouts); each kind's scores are
 standardised and summed. LOWER = predicted faster, as everywhere in graphcost.
 
-`OnlineModel` is the `model+online` strategy's per-program model: gradient-boosted trees
+`OnlineModel` is the `model+online` strategy's default per-program model (``online="tree"``): gradient-boosted trees
 (LightGBM) on the configuration codes (categorical features) plus the graph model's score as a
 prior feature, fitted to log(runtime / default runtime) of this program's measured
 configurations. Trees keep gaining with the number of measured configurations where a single
 program's graph model levels off (issue 18: 0.40 -> 0.85 Kendall tau from 300 to 3,000
 configurations on a TPU layout graph), and the prior carries the zero-shot knowledge while
-few configurations are measured.
+few configurations are measured. The alternative, ``online="finetune"`` (`FineTunedModel`),
+fine-tunes a copy of the graph model itself on the measured configurations with TGraph's
+pairwise hinge loss (eq. 8); its number of optimiser steps follows the number of measured
+configurations (`FineTunedModel.steps`), not a fixed epoch count, since one program gives one
+batch per step.
 """
 
 from __future__ import annotations
@@ -92,3 +96,63 @@ class OnlineModel:
         if self.model is None:
             return np.asarray(prior, np.float64)
         return np.asarray(self.model.predict(self.features(codes, prior)), np.float64)
+
+
+class FineTunedModel:
+    """A copy of the graph model, fine-tuned on this program's measurements (module docstring).
+
+    Only for spaces scored by one graph kind (flags or layout). Steps: ``clip(4 n, 40, 400)`` for n
+    measured configurations, all of them in every step (one program = one batch), Adam at `lr`.
+    """
+
+    MIN_TRAIN = 6
+
+    def __init__(self, scorer: GraphModelScorer, lr: float = 1e-4, seed: int = 0):
+        import copy
+
+        if len(scorer.predictors) != 1 or len(next(iter(scorer.predictors.values())).members) != 1:
+            raise ValueError("fine-tuning needs exactly one single-model cost model run")
+        (self.kind, pred), = scorer.predictors.items()
+        base, self.scaler = pred.members[0]
+        self.base, self.scorer, self.lr, self.seed = base, scorer, lr, seed
+        self.model, self._copy = None, copy.deepcopy
+
+    @staticmethod
+    def steps(n: int) -> int:
+        return int(np.clip(4 * n, 40, 400))
+
+    def _prepared(self, codes: list[Codes], ratio: np.ndarray | None = None):
+        from graphcost.data.preprocess import prepare_graph
+
+        graph = self.scorer.space.graph_for(self.scorer.program, self.kind, codes)
+        if ratio is not None:  # runtimes in the schema's integer form; only their order matters here
+            graph.config_runtime = np.maximum(1, np.round(np.asarray(ratio) * 1e6)).astype(np.int64)
+        return prepare_graph(graph, prune=True, dedup=False, validate=False)
+
+    def fit(self, codes: list[Codes], prior: np.ndarray, ratio: np.ndarray) -> bool:
+        import torch
+
+        from graphcost.data.batching import make_batch
+        from graphcost.train.losses import pairwise_hinge
+
+        if len(codes) < self.MIN_TRAIN or np.ptp(ratio) == 0:
+            self.model = None
+            return False
+        torch.manual_seed(self.seed)
+        self.model = self._copy(self.base).train()
+        opt = torch.optim.Adam(self.model.parameters(), lr=self.lr)
+        batch = make_batch(self._prepared(codes, ratio), np.arange(len(codes)), self.scaler)
+        for _ in range(self.steps(len(codes))):
+            opt.zero_grad()
+            loss = pairwise_hinge(self.model(batch), batch.runtime)  # TGraph eq. 8
+            loss.backward()
+            opt.step()
+        self.model.eval()
+        return True
+
+    def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
+        if self.model is None:
+            return np.asarray(prior, np.float64)
+        from graphcost.train.evaluate import score_configs
+
+        return score_configs(self.model, self._prepared(codes), self.scaler, batch_size=256)

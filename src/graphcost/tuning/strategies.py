@@ -12,7 +12,8 @@
 * ``model+online``: as ``model``, but between rounds a per-program tree model
   (`scoring.OnlineModel`) is fitted on this program's own measurements with the graph model's
   score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the
-  best measured configurations (TVM-style online tuning).
+  best measured configurations (TVM-style online tuning). With ``learner="finetune"`` the graph
+  model itself is fine-tuned on the measurements instead (`scoring.FineTunedModel`).
 
 A strategy proposes; the tuner measures and records. `propose(history, n)` must return `n`
 distinct configurations not in `history` (fewer only when the space is exhausted).
@@ -26,6 +27,7 @@ from graphcost.tuning.evaluate import OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 STRATEGIES = ("model+online", "model", "tpe", "random")
+ONLINE_LEARNERS = ("tree", "finetune")  # model+online: per-program trees with a prior, or fine-tuning
 EXHAUSTIVE_LIMIT = 4096  # spaces up to this size are enumerated instead of searched
 
 
@@ -131,15 +133,18 @@ def evolve_pool(space: Space, score, rng: np.random.Generator, initial: int = 20
 class ModelSearch(Strategy):
     """``model`` (online=False) and ``model+online`` (module docstring)."""
 
-    def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None):
+    def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None,
+                 learner: str = "tree"):
         super().__init__(space, seed)
-        from graphcost.tuning.scoring import OnlineModel
+        from graphcost.tuning.scoring import FineTunedModel, OnlineModel
 
         self.name = "model+online" if online else "model"
         self.scorer, self.online = scorer, online
         self.pool, self.prior = evolve_pool(space, scorer, self.rng, **(pool_kwargs or {}))
         self.index = {c: i for i, c in enumerate(self.pool)}
-        self.tree = OnlineModel(space, seed)
+        if learner not in ONLINE_LEARNERS:
+            raise ValueError(f"unknown online learner {learner!r}; expected one of {', '.join(ONLINE_LEARNERS)}")
+        self.learner = OnlineModel(space, seed) if learner == "tree" else FineTunedModel(scorer, seed=seed)
         self.fitted = False
 
     def _extend(self, cands: list[Codes]) -> None:
@@ -161,7 +166,7 @@ class ModelSearch(Strategy):
             self._extend([t.codes for t in measured])
             codes = [t.codes for t in measured]
             prior = self.prior[[self.index[c] for c in codes]]
-            self.fitted = self.tree.fit(codes, prior, np.array([t.ratio for t in measured]))
-            predicted = self.tree.predict(self.pool, self.prior)
+            self.fitted = self.learner.fit(codes, prior, np.array([t.ratio for t in measured]))
+            predicted = self.learner.predict(self.pool, self.prior)
         order = np.argsort(predicted, kind="stable")
         return diverse_top(order, self.pool, n, exclude)

@@ -87,7 +87,7 @@ def _sqlite_url(path: Path) -> str:
 
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
-                 on_round: Callable[[list[Trial]], None] | None = None) -> list[Trial]:
+                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree") -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials."""
     from graphcost.tuning.study import Study
 
@@ -101,7 +101,8 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     if name == "random":
         strategy = RandomSearch(space, seed)
     elif name.startswith("model"):
-        strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs)
+        strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
+                               learner=learner)
     rnd = max((t.round for t in history), default=-1) + 1
     while len(history) < budget:
         n = min(round_size, budget - len(history))
@@ -161,14 +162,16 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
          program_ref: str | None = None, name: str | None = None, seed: int = 0, round_size: int = 4,
          protocol: Protocol | None = None, processes: int = 3, finalists: int = 3, min_gain: float = 0.01,
          rtol: float = 1e-3, atol: float = 1e-5, allow_fast_math: bool = False, device: str = "cpu",
-         pool_kwargs: dict | None = None, progress: bool = True) -> TuneResult:
+         pool_kwargs: dict | None = None, learner: str = "tree", progress: bool = True) -> TuneResult:
     """Tune ``fn(*args)`` (module docstring) and return a `TuneResult`.
 
     model: trained graphcost run(s) (a tile model for flags, a layout model for layouts);
     strategies: default ``["model+online"]`` with a model, ``["tpe"]`` without;
     out: directory for the study, trials, best configuration and plot (None: nothing written,
     in-memory study unless `storage`); program_ref: ``file.py:make`` so the final check can run
-    in fresh processes (otherwise it runs in this process).
+    in fresh processes (otherwise it runs in this process); learner: the online model of
+    ``model+online``, ``tree`` (LightGBM with the graph model's score as a feature) or
+    ``finetune`` (the graph model fine-tuned on the measurements).
     """
     from tqdm.auto import tqdm
 
@@ -202,7 +205,7 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
                 bar.set_postfix_str(f"best this round {1 / min(ok):.3f}x")
 
         done = run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed, round_size,
-                            pool_kwargs, on_round)
+                            pool_kwargs, on_round, learner)
         bar.close()
         trials += done
 
