@@ -198,11 +198,13 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
     for strat in strategies:
         bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
 
-        def on_round(results, bar=bar):
+        best = [1.0]
+
+        def on_round(results, bar=bar, best=best):
             bar.update(len(results))
-            ok = [t.ratio for t in results if t.status == OK]
-            if ok:
-                bar.set_postfix_str(f"best this round {1 / min(ok):.3f}x")
+            best[0] = max([best[0]] + [1 / t.ratio for t in results if t.status == OK])
+            failed = sum(t.status != OK for t in results)
+            bar.set_postfix_str(f"best so far {best[0]:.3f}x the default" + (f", {failed} failed" if failed else ""))
 
         done = run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed, round_size,
                             pool_kwargs, on_round, learner)
