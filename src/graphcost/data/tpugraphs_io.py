@@ -54,6 +54,7 @@ def load_graph(
     validate: bool = True,
     lazy_config_feat: bool = False,
     check_values: bool = True,
+    labelled: bool = True,
 ) -> LayoutGraph | TileGraph:
     """Read one TpuGraphs npz file into a `LayoutGraph` / `TileGraph`.
 
@@ -64,6 +65,9 @@ def load_graph(
             `LazyNpyArray` instead of reading it (bounded memory for the NLP files).
         check_values: with `validate`, also check values (ranges, finiteness, acyclicity);
             the lazy ``node_config_feat`` is then scanned in chunks.
+        labelled: False for files to rank, whose runtimes are hidden (placeholders or absent):
+            validated without the runtime checks, and ``config_runtime`` (tile: and
+            ``config_runtime_normalizers``) come back as ones, never the file's placeholders.
     """
     path = Path(path)
     with _open_npz(path) as npz:
@@ -77,7 +81,13 @@ def load_graph(
             else:
                 arrays[spec.name] = _read_key(npz, path, spec.name)
     if validate:
-        validate_arrays(arrays, path=path, kind=kind, check_values=check_values)
+        validate_arrays(arrays, path=path, kind=kind, check_values=check_values, labelled=labelled)
+    if not labelled:
+        count_key = "config_feat" if kind == "tile" else "node_config_feat"
+        ones = np.ones(int(arrays[count_key].shape[0]), dtype=np.float64)  # (c,) placeholder runtimes
+        arrays["config_runtime"] = ones
+        if kind == "tile":
+            arrays["config_runtime_normalizers"] = ones.copy()
     for key in _INDEX_KEYS:
         if key in arrays:
             arrays[key] = arrays[key].astype(np.int64, copy=False)
