@@ -73,12 +73,12 @@ def _profile(ns: int) -> bytes:
     return ld(4, vint(4, ns))
 
 
-def layout_record(hlo: bytes | None = None) -> bytes:
+def layout_record(hlo: bytes | None = None, config_ids=(2,)) -> bytes:
     """tpu_graphs.ModuleTuningData with 2 layout runs (one default) over configurable node 2 (the dot)."""
     node = b"".join(ld(1, packed(1, dims)) for dims in ([1, 0], [1, 0], [0, 1]))  # 3 tensors' minor_to_major
     layout_cfg = ld(1, ld(1, node))  # HloModuleConfig.layout_config.nodes[0]
     runs = [ld(2, layout_cfg) + _profile(100) + vint(5, 1), ld(2, layout_cfg) + _profile(120)]
-    return ld(1, hlo or module()) + vint(2, 7) + b"".join(ld(3, r) for r in runs) + packed(4, [2])
+    return ld(1, hlo or module()) + vint(2, 7) + b"".join(ld(3, r) for r in runs) + packed(4, config_ids)
 
 
 def tile_record(kernel_bounds=(8, 8), hlo: bytes | None = None) -> bytes:

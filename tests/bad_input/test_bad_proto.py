@@ -94,6 +94,13 @@ def test_rank_bound_and_product_bound_meet(tmp_path):
     _one_line_error(result, str(path), "shape.dimensions", f"{MAX_SHAPE_RANK} values", "overflows int64")
 
 
+def test_configurable_node_id_past_int64(tmp_path):
+    """config_index_to_node is uint64: 2^64 - 1 used to be an OverflowError converting to int64."""
+    path, result = _from_proto(tmp_path, layout_record(config_ids=[(1 << 64) - 1]))
+    _one_line_error(result, str(path), "config_index_to_node", str((1 << 64) - 1), "4 nodes")
+    assert not _written(tmp_path)
+
+
 @pytest.mark.parametrize("field", sorted(PER_DIMENSION_FIELDS))
 def test_every_per_dimension_list_is_bounded(tmp_path, field):
     _, ok = _from_proto(tmp_path, per_dimension_list(field, MAX_SHAPE_RANK), name="ok.pb")
