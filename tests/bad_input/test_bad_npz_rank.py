@@ -122,16 +122,22 @@ def test_nan_checkpoint_is_refused(tmp_path, data_root, runs, kind):
     assert not out.exists()
 
 
-def test_predict_refuses_a_bad_test_file(tmp_path, data_root, runs):
+def test_predict_ranks_unlabelled_test_files_and_refuses_a_bad_one(tmp_path, data_root, runs):
     root = tmp_path / "data"
     shutil.copytree(data_root / "npz" / "layout", root / "npz" / "layout")
     target = _test_file(root, "layout")
+    source = read_arrays(target)
+    args = ["--data-dir", root, "-c", "layout:xla:random", "--tta", "1", "--device", "cpu"]
+    write_arrays(drop_runtime(source), target)  # a test split without labels
+    good = tmp_path / "good.csv"
+    result = _invoke("predict", runs["layout"], "-o", good, *args)
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    row = good.read_text().splitlines()[1].split(",")
+    assert sorted(int(i) for i in row[1].split(";")) == list(range(len(source["config_runtime"])))
     _, mutate, key, fragment = CASES["cycle"]
-    write_arrays(drop_runtime(mutate(read_arrays(target))), target)
+    write_arrays(drop_runtime(mutate(source)), target)
     out = tmp_path / "sub.csv"
-    result = _invoke("predict", runs["layout"], "--data-dir", root, "-c", "layout:xla:random", "-o", out, "--tta", "1",
-                     "--device", "cpu")
-    _one_line_error(result, str(target), f"key '{key}'", fragment)
+    _one_line_error(_invoke("predict", runs["layout"], "-o", out, *args), str(target), f"key '{key}'", fragment)
     assert not out.exists()
 
 
