@@ -158,3 +158,20 @@ def test_graph_without_edges_ranks_and_trains(tmp_path, data_root, runs, kind):
     result = _invoke("train", "-c", COLLECTION[kind], "--data-dir", root, *SMALL, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert np.isfinite(float(result.output.split("train loss ")[1].split(",")[0]))
+
+
+@pytest.mark.parametrize("kind", ["layout", "tile"])
+def test_prepare_an_unlabelled_in_memory_graph(kind):
+    """The library path (an in-memory record): no runtimes is fine unlabelled, a SchemaError labelled."""
+    import dataclasses
+
+    from graphcost.data.preprocess import prepare_graph
+    from graphcost.data.schema import SchemaError
+    from graphcost.data.synth import synth_layout_graph, synth_tile_graph
+
+    graph = synth_tile_graph(8, 12, seed=1) if kind == "tile" else synth_layout_graph(30, 12, seed=1, config_fraction=0.2)
+    hidden = dataclasses.replace(graph, config_runtime=None, **({"config_runtime_normalizers": None} if kind == "tile" else {}))
+    prepared = prepare_graph(hidden, dedup=False, labelled=False)
+    assert prepared.num_configs == len(graph.config_runtime) and np.all(prepared.runtime == 1)
+    with pytest.raises(SchemaError, match="config_runtime.*missing"):
+        prepare_graph(hidden, dedup=False)

@@ -239,11 +239,11 @@ def prepare_graph(
 
             validate_graph(path_or_graph, labelled=labelled)  # SchemaError naming the key and problem
         if not labelled:
-            tile = path_or_graph.kind == "tile"
-            configs = path_or_graph.config_feat if tile else path_or_graph.node_config_feat
-            ones = np.ones(int(configs.shape[0]), dtype=np.float64)  # (c,) placeholder runtimes
-            extra = {"config_runtime_normalizers": ones} if tile else {}
-            path_or_graph = dataclasses.replace(path_or_graph, config_runtime=ones, **extra)
+            from graphcost.data.tpugraphs_io import placeholder_runtimes
+
+            kind = path_or_graph.kind
+            configs = path_or_graph.config_feat if kind == "tile" else path_or_graph.node_config_feat
+            path_or_graph = dataclasses.replace(path_or_graph, **placeholder_runtimes(kind, int(configs.shape[0])))
         return prepare_in_memory(path_or_graph, prune, dedup, chunk_size, progress)
     path = Path(path_or_graph).expanduser()
     if not path.is_file():

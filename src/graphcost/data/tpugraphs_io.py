@@ -27,7 +27,7 @@ from graphcost.data.npz_stream import (
 from graphcost.data.schema import SchemaError, detect_kind, keys_for_kind
 from graphcost.data.validate import graph_arrays, validate_arrays
 
-__all__ = ["load_graph", "save_graph", "iter_node_config_feat_chunks", "LazyNpyArray", "FILE_KEY"]
+__all__ = ["load_graph", "save_graph", "iter_node_config_feat_chunks", "placeholder_runtimes", "LazyNpyArray", "FILE_KEY"]
 
 FILE_KEY = "*"  # the `key` of a SchemaError about the file as a whole
 _INDEX_KEYS = ("edge_index", "node_config_ids", "node_splits")
@@ -47,6 +47,12 @@ def _read_key(npz, path: Path, key: str) -> np.ndarray:
     header_from_zip(npz.zip, path, key)
     with damaged_npz(path, key):
         return npz[key]
+
+
+def placeholder_runtimes(kind: str, num_configs: int) -> dict[str, np.ndarray]:
+    """Runtimes of an unlabelled graph: ones for config_runtime (tile: and the normalizers), (c,) float64."""
+    ones = np.ones(num_configs, dtype=np.float64)
+    return {"config_runtime": ones, "config_runtime_normalizers": ones.copy()} if kind == "tile" else {"config_runtime": ones}
 
 
 def load_graph(
@@ -83,11 +89,8 @@ def load_graph(
     if validate:
         validate_arrays(arrays, path=path, kind=kind, check_values=check_values, labelled=labelled)
     if not labelled:
-        count_key = "config_feat" if kind == "tile" else "node_config_feat"
-        ones = np.ones(int(arrays[count_key].shape[0]), dtype=np.float64)  # (c,) placeholder runtimes
-        arrays["config_runtime"] = ones
-        if kind == "tile":
-            arrays["config_runtime_normalizers"] = ones.copy()
+        configs = arrays["config_feat" if kind == "tile" else "node_config_feat"]
+        arrays.update(placeholder_runtimes(kind, int(configs.shape[0])))
     for key in _INDEX_KEYS:
         if key in arrays:
             arrays[key] = arrays[key].astype(np.int64, copy=False)

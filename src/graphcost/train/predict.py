@@ -73,10 +73,12 @@ def rank_original(predictor, prepared, twin: np.ndarray) -> tuple[np.ndarray, np
     bad = ~np.isfinite(kept_scores)
     if bad.any():
         models = ", ".join(str(f) for f in getattr(predictor, "files", [])) or "the model"
+        first = int(np.argmax(bad))
+        source = np.asarray(prepared.config_source_index)
+        config = int(source[first]) if len(source) else first  # index in the file
         raise ValueError(
             f"{prepared.source or prepared.name}: {models} gave {int(bad.sum())} non-finite score(s) of "
-            f"{bad.size} (first: {kept_scores[bad][0]} at configuration {int(np.argmax(bad))}); are the checkpoint's "
-            "weights finite?"
+            f"{bad.size} (first: {kept_scores[first]} for configuration {config}); are the checkpoint's weights finite?"
         )
     scores = kept_scores[twin]  # (K_orig,)
     return np.argsort(scores, kind="stable"), scores
