@@ -230,6 +230,13 @@ def _parse_layout(buf, msg: str) -> Layout:
     return out
 
 
+def _tuple_msg(msg: str, depth: int) -> str:
+    """Name of a nested tuple shape, of bounded length: ``X.tuple_shapes``, then ``X.tuple_shapes[depth 2]``, ..."""
+    if depth == 0:
+        return f"{msg}.tuple_shapes"
+    return f"{msg.rsplit('.tuple_shapes', 1)[0]}.tuple_shapes[depth {depth + 1}]"
+
+
 def parse_shape(buf, msg: str = "ShapeProto", depth: int = 0) -> Shape:
     """Decode an xla.ShapeProto; tuple_shapes nested deeper than `MAX_SHAPE_DEPTH` is a ProtoDecodeError."""
     out = Shape()
@@ -242,8 +249,7 @@ def parse_shape(buf, msg: str = "ShapeProto", depth: int = 0) -> Shape:
             if depth >= MAX_SHAPE_DEPTH:
                 raise ProtoDecodeError(msg, num, offset, f"tuple_shapes nested deeper than {MAX_SHAPE_DEPTH} levels "
                                        "(XLA tuples nest a few levels; corrupt or hostile input)")
-            inner = f"{msg}.tuple_shapes" if depth == 0 else f"{msg.rsplit('.tuple_shapes', 1)[0]}.tuple_shapes[depth {depth + 1}]"
-            out.tuple_shapes.append(parse_shape(expect_len(value, msg, num), inner, depth + 1))
+            out.tuple_shapes.append(parse_shape(expect_len(value, msg, num), _tuple_msg(msg, depth), depth + 1))
         elif num == 5:
             out.layout = _parse_layout(expect_len(value, msg, num), f"{msg}.layout")
         elif num == 6:
