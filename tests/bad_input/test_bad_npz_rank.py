@@ -169,8 +169,12 @@ def test_prepare_an_unlabelled_in_memory_graph(kind):
     from graphcost.data.schema import SchemaError
     from graphcost.data.synth import synth_layout_graph, synth_tile_graph
 
-    graph = synth_tile_graph(8, 12, seed=1) if kind == "tile" else synth_layout_graph(30, 12, seed=1, config_fraction=0.2)
-    hidden = dataclasses.replace(graph, config_runtime=None, **({"config_runtime_normalizers": None} if kind == "tile" else {}))
+    if kind == "tile":
+        graph = synth_tile_graph(8, 12, seed=1)
+        hidden = dataclasses.replace(graph, config_runtime=None, config_runtime_normalizers=None)
+    else:
+        graph = synth_layout_graph(30, 12, seed=1, config_fraction=0.2)
+        hidden = dataclasses.replace(graph, config_runtime=None)
     prepared = prepare_graph(hidden, dedup=False, labelled=False)
     assert prepared.num_configs == len(graph.config_runtime) and np.all(prepared.runtime == 1)
     with pytest.raises(SchemaError, match="config_runtime.*missing"):

@@ -52,7 +52,8 @@ def test_shallow_tuple_nesting_is_fine(tmp_path):
 @pytest.mark.parametrize("depth", [MAX_SHAPE_DEPTH + 1, 1000, 5000])
 def test_deep_tuple_nesting(tmp_path, depth):
     path, result = _from_proto(tmp_path, deep_tuple(depth))
-    line = _one_line_error(result, str(path), "instructions[0].shape.tuple_shapes", f"nested deeper than {MAX_SHAPE_DEPTH}")
+    line = _one_line_error(result, str(path), "instructions[0].shape.tuple_shapes",
+                           f"nested deeper than {MAX_SHAPE_DEPTH}")
     assert len(line) < 400 and not _written(tmp_path)
 
 

@@ -27,7 +27,9 @@ from graphcost.data.npz_stream import (
 from graphcost.data.schema import SchemaError, detect_kind, keys_for_kind
 from graphcost.data.validate import graph_arrays, validate_arrays
 
-__all__ = ["load_graph", "save_graph", "iter_node_config_feat_chunks", "placeholder_runtimes", "LazyNpyArray", "FILE_KEY"]
+__all__ = [
+    "load_graph", "save_graph", "iter_node_config_feat_chunks", "placeholder_runtimes", "LazyNpyArray", "FILE_KEY",
+]  # fmt: skip
 
 FILE_KEY = "*"  # the `key` of a SchemaError about the file as a whole
 _INDEX_KEYS = ("edge_index", "node_config_ids", "node_splits")
@@ -52,7 +54,9 @@ def _read_key(npz, path: Path, key: str) -> np.ndarray:
 def placeholder_runtimes(kind: str, num_configs: int) -> dict[str, np.ndarray]:
     """Runtimes of an unlabelled graph: ones for config_runtime (tile: and the normalizers), (c,) float64."""
     ones = np.ones(num_configs, dtype=np.float64)
-    return {"config_runtime": ones, "config_runtime_normalizers": ones.copy()} if kind == "tile" else {"config_runtime": ones}
+    if kind == "tile":
+        return {"config_runtime": ones, "config_runtime_normalizers": ones.copy()}
+    return {"config_runtime": ones}
 
 
 def load_graph(

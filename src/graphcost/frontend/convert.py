@@ -35,7 +35,9 @@ import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.tpugraphs_io import save_graph
-from graphcost.frontend.featurizer import FeatureOverflow, FeaturizedModule, HloGraphError, featurize_module, int64_product
+from graphcost.frontend.featurizer import (
+    FeatureOverflow, FeaturizedModule, HloGraphError, featurize_module, int64_product,
+)  # fmt: skip
 from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES
 from graphcost.frontend.protowire import ProtoDecodeError
 from graphcost.frontend.tuning_proto import (
@@ -72,7 +74,8 @@ class ConversionStats:
 def describe_unknown_opcodes(counts: dict[str, int], limit: int = 3) -> str:
     """'2 node(s) with unknown opcode names ('dou' x1, 'ad' x1)', the first `limit` names shown."""
     names = sorted(counts, key=lambda name: (-counts[name], name))
-    shown = ", ".join(f"{name[:40]!r} x{counts[name]}" for name in names[:limit]) + (", ..." if len(names) > limit else "")
+    shown = ", ".join(f"{name[:40]!r} x{counts[name]}" for name in names[:limit])
+    shown += ", ..." if len(names) > limit else ""
     return f"{sum(counts.values())} node(s) with unknown opcode names ({shown})"
 
 
@@ -220,7 +223,8 @@ def convert_tile(record: ModuleTuningData, source: str = "<bytes>", layout_pad: 
     _check_opcodes(feat, source, stats, strict)
     try:
         config_feat = np.stack([
-            tile_config_features(r.op_config.tile_size_config, f"runs[{i}].op_config.tile_size_config")  # type: ignore[union-attr]
+            tile_config_features(r.op_config.tile_size_config,  # type: ignore[union-attr]
+                                 f"runs[{i}].op_config.tile_size_config")
             for i, r in zip(kept_at, kept)
         ])
     except FeatureOverflow as exc:

@@ -195,7 +195,8 @@ def featurize_module(module: HloModule, layout_pad: float = 0.0) -> FeaturizedMo
             try:
                 feats[u] = featurize_instruction(inst, comp, layout_pad)
             except FeatureOverflow as exc:
-                raise HloGraphError(f"module {module.name!r}: instruction {inst.name!r} (id {inst.id}): {exc}") from None
+                where = f"module {module.name!r}: instruction {inst.name!r} (id {inst.id})"
+                raise HloGraphError(f"{where}: {exc}") from None
             opcodes[u] = opcode_id(inst.opcode)
             inst_ids[u] = inst.id
             comp_of[u] = c_idx
