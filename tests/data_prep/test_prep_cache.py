@@ -16,9 +16,9 @@ def _counting_loader(monkeypatch):
     calls = []
     real = preprocess._load
 
-    def load(path, validate):
+    def load(path, validate, *args):
         calls.append(path)
-        return real(path, validate)
+        return real(path, validate, *args)
 
     monkeypatch.setattr(preprocess, "_load", load)
     return calls

@@ -28,11 +28,15 @@ def from_proto(
         help="value for node_feat[134:140] beyond a tensor's rank: 0 as in the official TpuGraphs files, -1 for TGraph padding",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="rewrite outputs that already exist (default: keep them, so reruns resume)"),
+    strict: bool = typer.Option(
+        False, "--strict",
+        help="refuse a module with an opcode name TpuGraphs does not know (default: warn, count per module, map to opcode 0)",
+    ),
 ) -> None:
     """Convert TpuGraphs autotuner protobufs into TpuGraphs npz graphs (official keys)."""
     from tqdm import tqdm
 
-    from graphcost.frontend.convert import ConversionError, convert_file
+    from graphcost.frontend.convert import ConversionError, convert_file, describe_unknown_opcodes
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
@@ -45,7 +49,7 @@ def from_proto(
         try:
             result = convert_file(
                 path, out, kind=kind.value, layout_pad=layout_pad, overwrite=overwrite,
-                progress=lambda it: tqdm(it, desc=f"{path.name} kernels", unit="kernel", leave=False),
+                progress=lambda it: tqdm(it, desc=f"{path.name} kernels", unit="kernel", leave=False), strict=strict,
             )
         except (ConversionError, ValueError) as exc:
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
@@ -60,6 +64,11 @@ def from_proto(
         )
         for name, why in sorted(s.modules_skipped.items()):
             typer.echo(f"  skipped kernel {name}: {why}")
+        for module, counts in s.unknown_opcodes:
+            typer.secho(
+                f"  warning: module {module[:80]!r}: {describe_unknown_opcodes(counts)} mapped to opcode 0 "
+                "(--strict refuses them)", fg=typer.colors.YELLOW, err=True,
+            )
         if not result.configurable_opcodes_ok:
             typer.secho("  warning: some configurable nodes are not convolution/dot/reshape", fg=typer.colors.YELLOW)
         for written in result.written:

@@ -34,7 +34,8 @@ def sample_config_indices(prepared: PreparedGraph, batch_size: int, rng: np.rand
 def producer_consumer_edges(edge_index: np.ndarray) -> torch.Tensor:
     """(E, 2) [consumer, producer] rows -> (2, E) int64 tensor, row 0 producer, row 1 consumer."""
     e = np.asarray(edge_index, dtype=np.int64).reshape(-1, 2)
-    return torch.from_numpy(np.ascontiguousarray(e[:, ::-1].T))
+    # A fresh (2, E) array: ascontiguousarray(e[:, ::-1].T) keeps the negative stride when E == 0.
+    return torch.from_numpy(np.stack([e[:, 1], e[:, 0]]))
 
 
 def make_batch(prepared: PreparedGraph, config_idx, scaler: FeatureScaler | None) -> GraphBatch:

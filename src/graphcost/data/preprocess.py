@@ -12,6 +12,7 @@ de-duplication are computed per chunk from the codes.
 
 from __future__ import annotations
 
+import dataclasses
 import tokenize
 import zipfile
 import zlib
@@ -50,23 +51,24 @@ class _ShapeOnly:
         return iter(())
 
 
-def _load(path: Path, validate: bool) -> LayoutGraph | TileGraph:
+def _load(path: Path, validate: bool, labelled: bool = True) -> LayoutGraph | TileGraph:
     """data-io's loader + validator; a layout file's node_config_feat stays on disk.
 
     Every key is validated (structure, shapes, dtypes, values, acyclicity) except the VALUES of
     node_config_feat, which the compressor checks while streaming (see `_ShapeOnly`).
+    ``labelled=False``: no runtime checks, runtimes replaced by ones (`load_graph`).
     """
     from graphcost.data.tpugraphs_io import load_graph
     from graphcost.data.validate import graph_arrays, validate_arrays
 
     # Structure (keys present, shapes, dtypes) is checked before the record is built, so a file
     # missing a key is a SchemaError naming it, not a TypeError from the dataclass constructor.
-    graph = load_graph(path, validate=validate, lazy_config_feat=True, check_values=False)
+    graph = load_graph(path, validate=validate, lazy_config_feat=True, check_values=False, labelled=labelled)
     if validate:
         arrays = graph_arrays(graph)
         if graph.kind == "layout" and not isinstance(graph.node_config_feat, np.ndarray):
             arrays["node_config_feat"] = _ShapeOnly(graph.node_config_feat.shape, graph.node_config_feat.dtype)
-        validate_arrays(arrays, path=path, kind=graph.kind, check_values=True)
+        validate_arrays(arrays, path=path, kind=graph.kind, check_values=True, labelled=labelled)
     return graph
 
 
@@ -211,6 +213,7 @@ def prepare_graph(
     validate: bool = True,
     chunk_size: int = DEFAULT_CHUNK,
     progress: bool = False,
+    labelled: bool = True,
 ) -> PreparedGraph:
     """Load, prune, compress, de-duplicate and pad one graph (TGraph §2.2), with an optional cache.
 
@@ -225,6 +228,8 @@ def prepare_graph(
             path, size, mtime, these options and `cache.FORMAT_VERSION`.
         validate: schema checks before any processing (`load_graph` / `validate_graph`).
         chunk_size: configurations compressed at a time (bounds memory; result is identical).
+        labelled: False for graphs to rank whose runtimes are hidden (placeholders or absent):
+            validated without the runtime checks; the prepared runtimes are all ones.
     Returns:
         PreparedGraph (node_feat unscaled).
     """
@@ -232,12 +237,20 @@ def prepare_graph(
         if validate:
             from graphcost.data.validate import validate_graph
 
-            validate_graph(path_or_graph)  # SchemaError naming the key and problem
+            validate_graph(path_or_graph, labelled=labelled)  # SchemaError naming the key and problem
+        if not labelled:
+            from graphcost.data.tpugraphs_io import placeholder_runtimes
+
+            kind = path_or_graph.kind
+            configs = path_or_graph.config_feat if kind == "tile" else path_or_graph.node_config_feat
+            path_or_graph = dataclasses.replace(path_or_graph, **placeholder_runtimes(kind, int(configs.shape[0])))
         return prepare_in_memory(path_or_graph, prune, dedup, chunk_size, progress)
     path = Path(path_or_graph).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such graph file")
     options = {"prune": bool(prune), "dedup": bool(dedup)}
+    if not labelled:  # placeholder runtimes: never shared with a labelled entry (keys of labelled ones unchanged)
+        options["labelled"] = False
     if cache_dir is not None:
         key = cache_key(path, options)
         entry = cache_path(cache_dir, path, options, key)
@@ -245,7 +258,7 @@ def prepare_graph(
         if cached is not None:
             return cached
     try:
-        prepared = prepare_in_memory(_load(path, validate), prune, dedup, chunk_size, progress)
+        prepared = prepare_in_memory(_load(path, validate, labelled), prune, dedup, chunk_size, progress)
     except _DAMAGED_ARCHIVE as exc:  # raised by zipfile / zlib / numpy while reading members
         from graphcost.data.schema import SchemaError
 

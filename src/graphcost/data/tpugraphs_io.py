@@ -27,7 +27,9 @@ from graphcost.data.npz_stream import (
 from graphcost.data.schema import SchemaError, detect_kind, keys_for_kind
 from graphcost.data.validate import graph_arrays, validate_arrays
 
-__all__ = ["load_graph", "save_graph", "iter_node_config_feat_chunks", "LazyNpyArray", "FILE_KEY"]
+__all__ = [
+    "load_graph", "save_graph", "iter_node_config_feat_chunks", "placeholder_runtimes", "LazyNpyArray", "FILE_KEY",
+]  # fmt: skip
 
 FILE_KEY = "*"  # the `key` of a SchemaError about the file as a whole
 _INDEX_KEYS = ("edge_index", "node_config_ids", "node_splits")
@@ -49,11 +51,20 @@ def _read_key(npz, path: Path, key: str) -> np.ndarray:
         return npz[key]
 
 
+def placeholder_runtimes(kind: str, num_configs: int) -> dict[str, np.ndarray]:
+    """Runtimes of an unlabelled graph: ones for config_runtime (tile: and the normalizers), (c,) float64."""
+    ones = np.ones(num_configs, dtype=np.float64)
+    if kind == "tile":
+        return {"config_runtime": ones, "config_runtime_normalizers": ones.copy()}
+    return {"config_runtime": ones}
+
+
 def load_graph(
     path: str | Path,
     validate: bool = True,
     lazy_config_feat: bool = False,
     check_values: bool = True,
+    labelled: bool = True,
 ) -> LayoutGraph | TileGraph:
     """Read one TpuGraphs npz file into a `LayoutGraph` / `TileGraph`.
 
@@ -64,6 +75,9 @@ def load_graph(
             `LazyNpyArray` instead of reading it (bounded memory for the NLP files).
         check_values: with `validate`, also check values (ranges, finiteness, acyclicity);
             the lazy ``node_config_feat`` is then scanned in chunks.
+        labelled: False for files to rank, whose runtimes are hidden (placeholders or absent):
+            validated without the runtime checks, and ``config_runtime`` (tile: and
+            ``config_runtime_normalizers``) come back as ones, never the file's placeholders.
     """
     path = Path(path)
     with _open_npz(path) as npz:
@@ -77,7 +91,10 @@ def load_graph(
             else:
                 arrays[spec.name] = _read_key(npz, path, spec.name)
     if validate:
-        validate_arrays(arrays, path=path, kind=kind, check_values=check_values)
+        validate_arrays(arrays, path=path, kind=kind, check_values=check_values, labelled=labelled)
+    if not labelled:
+        configs = arrays["config_feat" if kind == "tile" else "node_config_feat"]
+        arrays.update(placeholder_runtimes(kind, int(configs.shape[0])))
     for key in _INDEX_KEYS:
         if key in arrays:
             arrays[key] = arrays[key].astype(np.int64, copy=False)

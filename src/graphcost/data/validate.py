@@ -16,6 +16,12 @@ Checks, in order (the first failure raises `SchemaError(path, key, problem)`):
    node_config_feat is lazy), tile config values >= 0, runtimes and normalizers finite and > 0,
    and the graph is acyclic (iterative topological sort, O(n + m)).
 
+Unlabelled files (``labelled=False``: test-split files to rank, whose runtimes are hidden,
+placeholders or absent) get every check above except the runtime ones: ``config_runtime`` and
+``config_runtime_normalizers`` may be absent; when present their dtype, rank and length are
+checked but not their values. The number of configurations then comes from ``config_feat`` /
+``node_config_feat`` if ``config_runtime`` is absent.
+
 Unknown extra keys are ignored.
 """
 
@@ -33,6 +39,7 @@ from graphcost.data.schema import OPCODES, SchemaError, detect_kind, dtype_ok, k
 __all__ = ["validate_arrays", "validate_graph", "find_cycle", "graph_arrays"]
 
 MAX_OPCODE = max(OPCODES.values())
+RUNTIME_KEYS = ("config_runtime", "config_runtime_normalizers")  # labels: optional when unlabelled
 _WIDTH_WHY = {
     "node_feat": "the README node feature table has 140 columns",
     "config_feat": "the README tile config table has 24 columns",
@@ -51,9 +58,9 @@ def graph_arrays(graph: LayoutGraph | TileGraph) -> dict[str, Any]:
     return {k: getattr(graph, k) for k in names if getattr(graph, k, None) is not None}
 
 
-def validate_graph(graph: LayoutGraph | TileGraph, check_values: bool = True) -> None:
+def validate_graph(graph: LayoutGraph | TileGraph, check_values: bool = True, labelled: bool = True) -> None:
     """Validate an in-memory `LayoutGraph` / `TileGraph`; errors name ``graph.path``."""
-    validate_arrays(graph_arrays(graph), path=graph.path, kind=graph.kind, check_values=check_values)
+    validate_arrays(graph_arrays(graph), path=graph.path, kind=graph.kind, check_values=check_values, labelled=labelled)
 
 
 def _fmt_shape(shape) -> str:
@@ -68,10 +75,10 @@ def _dtype_shape(arr) -> tuple[np.dtype, tuple[int, ...]]:
     return arr.dtype, arr.shape
 
 
-def _check_structure(arrays: Mapping[str, Any], path, kind: str) -> None:
+def _check_structure(arrays: Mapping[str, Any], path, kind: str, labelled: bool = True) -> None:
     for spec in keys_for_kind(kind):
         if spec.name not in arrays or arrays[spec.name] is None:
-            if spec.required:
+            if spec.required and (labelled or spec.name not in RUNTIME_KEYS):
                 raise SchemaError(path, spec.name, f"missing (required in a {kind} file: {spec.doc})")
             continue
         arr = arrays[spec.name]
@@ -99,13 +106,15 @@ def _check_shapes(arrays: Mapping[str, Any], path, kind: str) -> tuple[int, int]
         raise SchemaError(path, "node_feat", "graph has no nodes")
     if shape["node_opcode"][0] != n:
         raise SchemaError(path, "node_opcode", f"length {shape['node_opcode'][0]} != number of nodes {n} (node_feat rows)")
-    c = shape["config_runtime"][0]
+    config_key = "config_feat" if kind == "tile" else "node_config_feat"
+    count_key = "config_runtime" if "config_runtime" in shape else config_key  # unlabelled: no config_runtime
+    c = shape[count_key][0]
     if c < 1:
-        raise SchemaError(path, "config_runtime", "no configurations (length 0)")
+        raise SchemaError(path, count_key, "no configurations (length 0)")
     if kind == "tile":
         for key in ("config_feat", "config_runtime_normalizers"):
-            if shape[key][0] != c:
-                raise SchemaError(path, key, f"has {shape[key][0]} rows but config_runtime has {c} configurations")
+            if key in shape and shape[key][0] != c:
+                raise SchemaError(path, key, f"has {shape[key][0]} rows but {count_key} has {c} configurations")
     else:
         nc = shape["node_config_ids"][0]
         k, nc2, _ = shape["node_config_feat"]
@@ -215,13 +224,15 @@ def validate_arrays(
     kind: str | None = None,
     check_values: bool = True,
     chunk_rows: int = 2048,
+    labelled: bool = True,
 ) -> str:
     """Validate npz-keyed arrays (ndarrays or lazy arrays with shape/dtype/iter_chunks); return the kind.
 
+    ``labelled=False``: every check but the runtime ones (see the module docstring).
     Raises `SchemaError(path, key, problem)` on the first problem found.
     """
     kind = kind or detect_kind([k for k, v in arrays.items() if v is not None], path)
-    _check_structure(arrays, path, kind)
+    _check_structure(arrays, path, kind, labelled)
     n, _ = _check_shapes(arrays, path, kind)
     if not check_values:
         return kind
@@ -236,8 +247,9 @@ def validate_arrays(
         if (cfg < 0).any():
             i = np.unravel_index(int(np.argmax(cfg < 0)), cfg.shape)
             raise SchemaError(path, "config_feat", f"negative tile size {cfg[i]} at index {tuple(int(x) for x in i)}")
-        _check_runtime(path, "config_runtime", np.asarray(arrays["config_runtime"]))
-        _check_runtime(path, "config_runtime_normalizers", np.asarray(arrays["config_runtime_normalizers"]))
+        if labelled:
+            _check_runtime(path, "config_runtime", np.asarray(arrays["config_runtime"]))
+            _check_runtime(path, "config_runtime_normalizers", np.asarray(arrays["config_runtime_normalizers"]))
     else:
         ids = np.asarray(arrays["node_config_ids"])
         _check_range(path, "node_config_ids", ids, 0, n, "node index")
@@ -250,7 +262,8 @@ def validate_arrays(
             _check_range(path, "node_splits", splits, 0, n + 1, "node index")
             if (np.diff(splits) < 0).any():
                 raise SchemaError(path, "node_splits", "split points are not non-decreasing")
-        _check_runtime(path, "config_runtime", np.asarray(arrays["config_runtime"]))
+        if labelled:
+            _check_runtime(path, "config_runtime", np.asarray(arrays["config_runtime"]))
         _check_layout_config_values(path, arrays["node_config_feat"], chunk_rows)
     cycle = find_cycle(n, edges)
     if cycle is not None:

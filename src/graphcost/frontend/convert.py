@@ -18,6 +18,10 @@ Tile (`TuningData`, one record per fused kernel, graph-level configs), following
   * ``config_feat[k]`` = kernel/output/input bounds, each as 6 values + sum + product, the product
     of an empty list being 0 here (README "Tile Config Features");
   * ``config_runtime_normalizers[k]`` = runtime of the kernel's default run (same for all k).
+
+Opcode names TpuGraphs does not know (e.g. a flipped byte) become opcode 0 and are counted per
+module in `ConversionStats.unknown_opcodes`; ``strict=True`` refuses such a module instead.
+Tile bounds whose product overflows int64 are a `ConversionError` naming the run and the field.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.tpugraphs_io import save_graph
-from graphcost.frontend.featurizer import HloGraphError, featurize_module
+from graphcost.frontend.featurizer import (
+    FeatureOverflow, FeaturizedModule, HloGraphError, featurize_module, int64_product,
+)  # fmt: skip
 from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES
 from graphcost.frontend.protowire import ProtoDecodeError
 from graphcost.frontend.tuning_proto import (
@@ -59,9 +65,29 @@ class ConversionStats:
     runs_kept: int = 0
     runs_skipped: dict[str, int] = field(default_factory=dict)
     modules_skipped: dict[str, str] = field(default_factory=dict)  # module name -> reason
+    unknown_opcodes: list[tuple[str, dict[str, int]]] = field(default_factory=list)  # (module, {name: nodes})
 
     def skip_run(self, reason: str) -> None:
         self.runs_skipped[reason] = self.runs_skipped.get(reason, 0) + 1
+
+
+def describe_unknown_opcodes(counts: dict[str, int], limit: int = 3) -> str:
+    """'2 node(s) with unknown opcode names ('dou' x1, 'ad' x1)', the first `limit` names shown."""
+    names = sorted(counts, key=lambda name: (-counts[name], name))
+    shown = ", ".join(f"{name[:40]!r} x{counts[name]}" for name in names[:limit])
+    shown += ", ..." if len(names) > limit else ""
+    return f"{sum(counts.values())} node(s) with unknown opcode names ({shown})"
+
+
+def _check_opcodes(feat: FeaturizedModule, where: str, stats: ConversionStats, strict: bool) -> None:
+    """Record a module's unknown opcode names; with `strict`, refuse the module."""
+    if not feat.unknown_opcodes:
+        return
+    if strict:
+        raise ConversionError(
+            f"{where}: module {feat.name[:80]!r}: {describe_unknown_opcodes(feat.unknown_opcodes)}; "
+            "--strict refuses them (they would become opcode 0)")
+    stats.unknown_opcodes.append((feat.name, feat.unknown_opcodes))
 
 
 # --- layout ---------------------------------------------------------------------------------
@@ -96,7 +122,7 @@ def _layout_run_ok(run: ConfigProfile, stats: ConversionStats) -> bool:
     return False
 
 
-def convert_layout(record: ModuleTuningData, source: str = "<bytes>", layout_pad: float = 0.0
+def convert_layout(record: ModuleTuningData, source: str = "<bytes>", layout_pad: float = 0.0, strict: bool = False
                    ) -> tuple[LayoutGraph, ConversionStats]:
     """One `ModuleTuningData` -> a `LayoutGraph` (arrays in the official npz schema)."""
     stats = ConversionStats(runs_total=len(record.runs))
@@ -104,28 +130,31 @@ def convert_layout(record: ModuleTuningData, source: str = "<bytes>", layout_pad
     if module is None:
         raise ConversionError(f"{source}: ModuleTuningData has no HLO module (field 1)")
     feat = featurize_module(module, layout_pad=layout_pad)
-    config_ids = np.asarray(record.config_index_to_node, dtype=np.int64)
-    if config_ids.size == 0:
+    _check_opcodes(feat, source, stats, strict)
+    if not record.config_index_to_node:
         raise ConversionError(f"{source}: config_index_to_node (field 4) is empty: no configurable nodes")
-    if config_ids.max() >= feat.num_nodes:
+    if max(record.config_index_to_node) >= feat.num_nodes:  # checked before int64 (uint64 values may not fit)
         raise ConversionError(
-            f"{source}: config_index_to_node holds node {int(config_ids.max())} but the module has "
+            f"{source}: config_index_to_node holds node {max(record.config_index_to_node)} but the module has "
             f"{feat.num_nodes} nodes")
+    config_ids = np.asarray(record.config_index_to_node, dtype=np.int64)
     if len(np.unique(config_ids)) != len(config_ids):
         raise ConversionError(f"{source}: config_index_to_node repeats a node id")
-    kept = [run for run in record.runs if _layout_run_ok(run, stats)]
+    kept_at = [i for i, run in enumerate(record.runs) if _layout_run_ok(run, stats)]  # run indices, for messages
+    kept = [record.runs[i] for i in kept_at]
     if not any(run.is_default for run in kept):
         raise ConversionError(
             f"{source}: no default run among the {len(kept)} valid runs; the official pipeline drops such graphs")
+    for k, run in enumerate(kept):  # before allocating (K, C, 18): the file must hold every run's C nodes
+        nodes = run.module_config.layout_config.nodes  # type: ignore[union-attr]
+        if len(nodes) != len(config_ids):
+            raise ConversionError(f"{source}: run {kept_at[k]}: layout config has {len(nodes)} nodes but "
+                                  f"config_index_to_node has {len(config_ids)}")
     config_feat = np.empty((len(kept), len(config_ids), 18), dtype=np.float32)
     runtime = np.empty(len(kept), dtype=np.int64)
     for k, run in enumerate(kept):
         nodes = run.module_config.layout_config.nodes  # type: ignore[union-attr]
-        where = f"{source}: run {record.runs.index(run)}"
-        if len(nodes) != len(config_ids):
-            raise ConversionError(
-                f"{where}: layout config has {len(nodes)} nodes but config_index_to_node has {len(config_ids)}")
-        config_feat[k] = layout_config_features(nodes, where)
+        config_feat[k] = layout_config_features(nodes, f"{source}: run {kept_at[k]}")
         runtime[k] = run.profile.compute_time_ns  # type: ignore[union-attr]
     stats.runs_kept = len(kept)
     graph = LayoutGraph(
@@ -138,23 +167,21 @@ def convert_layout(record: ModuleTuningData, source: str = "<bytes>", layout_pad
 
 # --- tile -----------------------------------------------------------------------------------
 
-def _bounds(out: list[float], values: list[int]) -> None:
+def _bounds(out: list[float], values: list[int], what: str) -> None:
     """6 values (zero-padded) + sum + product; product 0 for an empty list (zero_product_on_empty_source)."""
+    values = [int(v) for v in values]
     head = [float(v) for v in values[:LAYOUT_MAX_DIMS]]
     out.extend(head + [0.0] * (LAYOUT_MAX_DIMS - len(head)))
-    product = 1
-    for v in values:
-        product *= int(v)
-    out.append(float(sum(int(v) for v in values)))
-    out.append(float(product) if values else 0.0)
+    out.append(float(sum(values)))
+    out.append(float(int64_product(values, what)) if values else 0.0)  # FeatureOverflow past int64
 
 
-def tile_config_features(cfg: TileSizeConfig) -> np.ndarray:
-    """(24,) float32 tile config features (README "Tile Config Features")."""
+def tile_config_features(cfg: TileSizeConfig, where: str = "tile_size_config") -> np.ndarray:
+    """(24,) float32 tile config features (README "Tile Config Features"); FeatureOverflow names `where`."""
     out: list[float] = []
-    _bounds(out, cfg.kernel_bounds)  # 0-7
-    _bounds(out, cfg.output_bounds)  # 8-15
-    _bounds(out, cfg.input_bounds)  # 16-23
+    _bounds(out, cfg.kernel_bounds, f"{where}.kernel_bounds")  # 0-7
+    _bounds(out, cfg.output_bounds, f"{where}.output_bounds")  # 8-15
+    _bounds(out, cfg.input_bounds, f"{where}.input_bounds")  # 16-23
     return np.asarray(out, dtype=np.float32)
 
 
@@ -169,7 +196,7 @@ def _tile_skip_reason(record: ModuleTuningData) -> str | None:
 
 
 def convert_tile(record: ModuleTuningData, source: str = "<bytes>", layout_pad: float = 0.0,
-                 stats: ConversionStats | None = None) -> TileGraph | None:
+                 stats: ConversionStats | None = None, strict: bool = False) -> TileGraph | None:
     """One kernel's `ModuleTuningData` -> a `TileGraph`, or None when the kernel is skipped (reason in `stats`)."""
     stats = stats if stats is not None else ConversionStats()
     stats.runs_total += len(record.runs)
@@ -177,14 +204,15 @@ def convert_tile(record: ModuleTuningData, source: str = "<bytes>", layout_pad: 
     module = record.module if reason is None else None
     name = module.name if module is not None else source
     if reason is None:
-        kept = []
-        for run in record.runs:
+        kept, kept_at = [], []  # kept runs and their indices in record.runs
+        for i, run in enumerate(record.runs):
             if run.error:
                 stats.skip_run("error")
             elif run.profile is None or run.profile.compute_time_ns <= 1:
                 stats.skip_run("runtime <= 1 ns or no profile")
             else:
                 kept.append(run)
+                kept_at.append(i)
         default = next((r for r in kept if r.is_default), None)
         if default is None:
             reason = "no default run among the valid runs"
@@ -192,7 +220,15 @@ def convert_tile(record: ModuleTuningData, source: str = "<bytes>", layout_pad: 
         stats.modules_skipped[name] = reason
         return None
     feat = featurize_module(module, layout_pad=layout_pad)  # type: ignore[arg-type]
-    config_feat = np.stack([tile_config_features(r.op_config.tile_size_config) for r in kept])  # type: ignore[union-attr]
+    _check_opcodes(feat, source, stats, strict)
+    try:
+        config_feat = np.stack([
+            tile_config_features(r.op_config.tile_size_config,  # type: ignore[union-attr]
+                                 f"runs[{i}].op_config.tile_size_config")
+            for i, r in zip(kept_at, kept)
+        ])
+    except FeatureOverflow as exc:
+        raise ConversionError(f"{source}: {exc}") from None
     runtime = np.asarray([r.profile.compute_time_ns for r in kept], dtype=np.int64)  # type: ignore[union-attr]
     normalizers = np.full(len(kept), default.profile.compute_time_ns, dtype=np.int64)  # type: ignore[union-attr]
     stats.runs_kept += len(kept)
@@ -241,12 +277,14 @@ def read_proto(path: Path) -> bytes:
 
 
 def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: float = 0.0, overwrite: bool = False,
-                 progress: Callable[[Iterator], Iterator] | None = None) -> ProtoConversion:
+                 progress: Callable[[Iterator], Iterator] | None = None, strict: bool = False) -> ProtoConversion:
     """Convert one tuning protobuf file into npz files under `out_dir`.
 
     kind: "layout" (ModuleTuningData -> `<stem>.npz`), "tile" (TuningData -> one
     `<kernel>_<fingerprint>.npz` per kernel) or "auto" (decided from the top-level fields).
     Existing outputs are kept unless `overwrite` (so an interrupted run resumes).
+    strict: a module with an opcode name TpuGraphs does not know is a ConversionError (default:
+    counted in ``result.stats.unknown_opcodes`` and converted with opcode 0).
     """
     path, out_dir = Path(path), Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -271,7 +309,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
                 result.existing.append(target)
                 return result
             record = parse_module_tuning_data(data, f"{path.name}: ModuleTuningData")
-            graph, result.stats = convert_layout(record, source=str(path), layout_pad=layout_pad)
+            graph, result.stats = convert_layout(record, source=str(path), layout_pad=layout_pad, strict=strict)
             result.configurable_opcodes_ok = _configurable_ok(record, graph)
             save_graph(graph, target)
             result.written.append(target)
@@ -287,7 +325,8 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
             if target.exists() and not overwrite:
                 result.existing.append(target)
                 continue
-            graph = convert_tile(record, source=f"{path}: {stem}", layout_pad=layout_pad, stats=result.stats)
+            graph = convert_tile(record, source=f"{path}: {stem}", layout_pad=layout_pad, stats=result.stats,
+                                 strict=strict)
             if graph is not None:
                 save_graph(graph, target)
                 result.written.append(target)

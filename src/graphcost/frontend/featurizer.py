@@ -17,16 +17,23 @@ Semantics follow tpu_graphs `process_data/xla` (featurizers.h, hlo_encoder.cc), 
   first k values zero-padded; ``_sum``/``_product`` aggregate *all* values, the product of an
   empty list being 1. The layout block [134:140] is zero-padded in the official data; pass
   ``layout_pad=-1`` for TGraph's -1 padding (TGraph §4 "-1 padding").
+
+Hostile input. A product must fit int64, as XLA's element counts do (`int64_product`): a module
+whose dimensions multiply past 2^63 is an `HloGraphError` naming the instruction and the field,
+found in linear time. Opcode names TpuGraphs does not know become opcode 0, as in the official
+pipeline, and are counted per module (`FeaturizedModule.unknown_opcodes`) so callers can warn
+or refuse.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from graphcost.frontend.hlo_proto import HloComputation, HloInstruction, HloModule
-from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES, opcode_id
+from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES, UNKNOWN_OPCODE_ID, opcode_id
 
 NODE_FEAT_DIM = 140
 LAYOUT_FEAT_START = 134
@@ -36,10 +43,33 @@ ELEMENT_TYPE_ORDER = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 15, 18, 13, 
 _ELEMENT_TYPE_COLUMN = {t: 2 + i for i, t in enumerate(ELEMENT_TYPE_ORDER)}
 
 _MAJOR_COMPUTATION_MARKERS = ("cluster", "while", "cond")
+INT64_LIMIT = 1 << 63
 
 
 class HloGraphError(ValueError):
     """The HLO module cannot be turned into a graph (dangling ids, duplicate ids, ...)."""
+
+
+class FeatureOverflow(ValueError):
+    """The product of an attribute list (dimensions, window sizes, tile bounds) overflows int64."""
+
+
+def int64_product(values: list[int], what: str) -> int:
+    """Product of `values`, which must fit int64 like XLA's element counts; FeatureOverflow otherwise.
+
+    Linear time: a zero gives 0 at once, and the running product is checked after every step, so
+    a hostile list of huge values fails within 64 multiplications instead of growing a big
+    integer whose every multiplication costs more (quadratic in the list length).
+    """
+    if 0 in values:
+        return 0
+    product = 1
+    for v in values:
+        product *= v
+        if not -INT64_LIMIT <= product < INT64_LIMIT:
+            shown = ", ".join(str(x) for x in values[:3]) + (", ..." if len(values) > 3 else "")
+            raise FeatureOverflow(f"{what}: the product of its {len(values)} values [{shown}] overflows int64")
+    return product
 
 
 @dataclass
@@ -57,6 +87,7 @@ class FeaturizedModule:
     computation_of_node: np.ndarray  # (N,) int64, index into the module's computations
     configurable_nodes: np.ndarray  # (C,) int64, nodes whose opcode is convolution/dot/reshape
     node_index: dict[int, int] = field(default_factory=dict)  # instruction id -> node index
+    unknown_opcodes: dict[str, int] = field(default_factory=dict)  # opcode name -> nodes (mapped to 0)
 
     @property
     def num_nodes(self) -> int:
@@ -67,18 +98,15 @@ class FeaturizedModule:
         return int(self.edge_index.shape[0])
 
 
-def _seq(out: list[float], values, k: int, aggregate: bool = True) -> None:
+def _seq(out: list[float], values, k: int, aggregate: bool = True, what: str = "values") -> None:
     """Push the first `k` values (zero-padded), then sum and product of all (FixedNumericSequenceFeatures)."""
     vals = [int(v) for v in values]
     head = vals[:k]
     out.extend(float(v) for v in head)
     out.extend(0.0 for _ in range(k - len(head)))
     if aggregate:
-        product = 1
-        for v in vals:
-            product *= v
         out.append(float(sum(vals)))
-        out.append(float(product))
+        out.append(float(int64_product(vals, what)))
 
 
 def _bools(out: list[float], values, k: int) -> None:
@@ -98,13 +126,13 @@ def featurize_instruction(inst: HloInstruction, comp: HloComputation, layout_pad
     if col is not None:
         onehot[col - 2] = 1.0
     out.extend(onehot)
-    _seq(out, inst.shape.dimensions, 6)  # 21-28
+    _seq(out, inst.shape.dimensions, 6, what="shape.dimensions")  # 21-28
     out.append(float(len(inst.shape.tuple_shapes)))  # 29
     out.append(float(inst.parameter_number))  # 30
     _seq(out, inst.dimensions, 6, aggregate=False)  # 31-36
     win = inst.window  # 37-92
     for attr in ("size", "stride", "padding_low", "padding_high", "window_dilation", "base_dilation"):
-        _seq(out, [getattr(d, attr) for d in win], 6)
+        _seq(out, [getattr(d, attr) for d in win], 6, what=f"window.{attr}")
     _bools(out, [d.window_reversal for d in win], 6)
     cdn = inst.convolution_dimension_numbers  # 93-106 (all zero when absent, like a default proto)
     if cdn is None:
@@ -121,13 +149,13 @@ def featurize_instruction(inst: HloInstruction, comp: HloComputation, layout_pad
     out.append(float(inst.feature_group_count))  # 107
     out.append(float(inst.batch_group_count))  # 108
     sl = inst.slice_dimensions  # 109-120: start, stride, limit
-    _seq(out, [s.start for s in sl], 2)
-    _seq(out, [s.stride for s in sl], 2)
-    _seq(out, [s.limit for s in sl], 2)
-    _seq(out, inst.dynamic_slice_sizes, 2)  # 121-124
+    _seq(out, [s.start for s in sl], 2, what="slice_dimensions.start")
+    _seq(out, [s.stride for s in sl], 2, what="slice_dimensions.stride")
+    _seq(out, [s.limit for s in sl], 2, what="slice_dimensions.limit")
+    _seq(out, inst.dynamic_slice_sizes, 2, what="dynamic_slice_sizes")  # 121-124
     pad = inst.padding_config  # 125-132
-    _seq(out, [p.edge_padding_low for p in pad], 2)
-    _seq(out, [p.edge_padding_high for p in pad], 2)
+    _seq(out, [p.edge_padding_low for p in pad], 2, what="padding_config.edge_padding_low")
+    _seq(out, [p.edge_padding_high for p in pad], 2, what="padding_config.edge_padding_high")
     out.append(1.0 if inst.is_stable else 0.0)  # 133
     m2m = inst.shape.layout.minor_to_major if inst.shape.layout is not None else []  # 134-139
     head = [float(v) for v in m2m[:6]]
@@ -164,7 +192,11 @@ def featurize_module(module: HloModule, layout_pad: float = 0.0) -> FeaturizedMo
     for c_idx, comp in enumerate(module.computations):
         for inst in comp.instructions:
             u = count
-            feats[u] = featurize_instruction(inst, comp, layout_pad)
+            try:
+                feats[u] = featurize_instruction(inst, comp, layout_pad)
+            except FeatureOverflow as exc:
+                where = f"module {module.name!r}: instruction {inst.name!r} (id {inst.id})"
+                raise HloGraphError(f"{where}: {exc}") from None
             opcodes[u] = opcode_id(inst.opcode)
             inst_ids[u] = inst.id
             comp_of[u] = c_idx
@@ -191,11 +223,12 @@ def featurize_module(module: HloModule, layout_pad: float = 0.0) -> FeaturizedMo
     edge_index = np.asarray(sorted(set(edges)), dtype=np.int64).reshape(-1, 2)
     configurable = np.asarray(
         [i for i, op in enumerate(op_names) if op in CONFIGURABLE_LAYOUT_OPCODES], dtype=np.int64)
+    unknown = Counter(name for name, op in zip(op_names, opcodes.tolist()) if op == UNKNOWN_OPCODE_ID)
     return FeaturizedModule(
         name=module.name, node_feat=feats, node_opcode=opcodes, edge_index=edge_index,
         node_splits=np.asarray(splits, dtype=np.int64), instruction_ids=inst_ids, node_names=names,
         opcode_names=op_names, computation_of_node=comp_of, configurable_nodes=configurable,
-        node_index=node_index,
+        node_index=node_index, unknown_opcodes=dict(unknown),
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphcost.frontend.protowire import (
+    LEN,
     ProtoDecodeError,
     expect_len,
     expect_varint,
@@ -30,6 +31,16 @@ PRIMITIVE_TYPE_NAMES = {
     17: "token", 18: "c128",
 }
 TUPLE_TYPE = 13
+# Deepest tuple_shapes nesting accepted. XLA's real tuples nest a few levels (a while loop's state
+# tuple holding a tuple, ...); the bound keeps hostile files from exhausting Python's stack.
+MAX_SHAPE_DEPTH = 64
+# Most dimensions a shape may have: TensorFlow's TensorShape limit (kMaxDims = 254); real HLO
+# shapes have a handful. Every per-dimension list (shape dimensions, an instruction's dimensions,
+# dynamic slice sizes, window / slice / padding dimensions) is held to it, and a packed field
+# longer than 10 bytes per allowed varint is refused before it is decoded, so megabytes of
+# dimensions fail at once instead of feeding the featurizer's products.
+MAX_SHAPE_RANK = 254
+_PER_DIMENSION_LISTS = {14, 20}  # HloInstructionProto.dimensions, dynamic_slice_sizes
 
 
 @dataclass
@@ -187,6 +198,20 @@ def _ints(wire: int, value, msg: str, num: int) -> list[int]:
     return unpack_varints(wire, value, msg, num)
 
 
+def _check_rank(count: int, msg: str, num: int, offset: int, what: str = "dimensions") -> None:
+    """A per-dimension list (or a packed field that would decode to `count` values) longer than MAX_SHAPE_RANK."""
+    if count > MAX_SHAPE_RANK:
+        raise ProtoDecodeError(msg, num, offset, f"more than {MAX_SHAPE_RANK} {what} (the most a shape may have)")
+
+
+def _rank_ints(out: list[int], wire: int, value, msg: str, num: int, offset: int, what: str = "dimensions") -> None:
+    """Extend `out` with a repeated int field occurrence, held to MAX_SHAPE_RANK values in all."""
+    if wire == LEN:  # a packed varint takes at most 10 bytes: refuse a long field before decoding it
+        _check_rank(len(out) + (len(value) + 9) // 10, msg, num, offset, what)
+    out.extend(_ints(wire, value, msg, num))
+    _check_rank(len(out), msg, num, offset, what)
+
+
 def _parse_layout(buf, msg: str) -> Layout:
     out = Layout()
     for num, wire, value, _ in iter_fields(buf, msg):
@@ -205,15 +230,26 @@ def _parse_layout(buf, msg: str) -> Layout:
     return out
 
 
-def parse_shape(buf, msg: str = "ShapeProto") -> Shape:
+def _tuple_msg(msg: str, depth: int) -> str:
+    """Name of a nested tuple shape, of bounded length: ``X.tuple_shapes``, then ``X.tuple_shapes[depth 2]``, ..."""
+    if depth == 0:
+        return f"{msg}.tuple_shapes"
+    return f"{msg.rsplit('.tuple_shapes', 1)[0]}.tuple_shapes[depth {depth + 1}]"
+
+
+def parse_shape(buf, msg: str = "ShapeProto", depth: int = 0) -> Shape:
+    """Decode an xla.ShapeProto; tuple_shapes nested deeper than `MAX_SHAPE_DEPTH` is a ProtoDecodeError."""
     out = Shape()
-    for num, wire, value, _ in iter_fields(buf, msg):
+    for num, wire, value, offset in iter_fields(buf, msg):
         if num == 2:
             out.element_type = _int(wire, value, msg, num)
         elif num == 3:
-            out.dimensions.extend(_ints(wire, value, msg, num))
+            _rank_ints(out.dimensions, wire, value, msg, num, offset)
         elif num == 4:
-            out.tuple_shapes.append(parse_shape(expect_len(value, msg, num), f"{msg}.tuple_shapes"))
+            if depth >= MAX_SHAPE_DEPTH:
+                raise ProtoDecodeError(msg, num, offset, f"tuple_shapes nested deeper than {MAX_SHAPE_DEPTH} levels "
+                                       "(XLA tuples nest a few levels; corrupt or hostile input)")
+            out.tuple_shapes.append(parse_shape(expect_len(value, msg, num), _tuple_msg(msg, depth), depth + 1))
         elif num == 5:
             out.layout = _parse_layout(expect_len(value, msg, num), f"{msg}.layout")
         elif num == 6:
@@ -226,9 +262,10 @@ _WINDOW_FIELDS = {1: "size", 2: "stride", 3: "padding_low", 4: "padding_high", 5
 
 def _parse_window(buf, msg: str) -> list[WindowDimension]:
     dims: list[WindowDimension] = []
-    for num, _, value, _ in iter_fields(buf, msg):
+    for num, _, value, offset in iter_fields(buf, msg):
         if num != 1:
             continue
+        _check_rank(len(dims) + 1, msg, num, offset, "window dimensions")
         dmsg = f"{msg}.dimensions[{len(dims)}]"
         dim = WindowDimension()
         for dnum, dwire, dvalue, _ in iter_fields(expect_len(value, msg, num), dmsg):
@@ -281,11 +318,12 @@ _PAD_FIELDS = {1: "edge_padding_low", 2: "edge_padding_high", 3: "interior_paddi
 
 
 def _parse_padding(buf, msg: str) -> list[PaddingDimension]:
-    return [
-        _parse_small(expect_len(value, msg, num), f"{msg}.dimensions", PaddingDimension, _PAD_FIELDS)
-        for num, _, value, _ in iter_fields(buf, msg)
-        if num == 1
-    ]
+    dims: list[PaddingDimension] = []
+    for num, _, value, offset in iter_fields(buf, msg):
+        if num == 1:
+            _check_rank(len(dims) + 1, msg, num, offset, "padding dimensions")
+            dims.append(_parse_small(expect_len(value, msg, num), f"{msg}.dimensions", PaddingDimension, _PAD_FIELDS))
+    return dims
 
 
 _INST_SCALARS = {9: "parameter_number", 13: "tuple_index", 18: "exponent_bits", 19: "mantissa_bits",
@@ -297,9 +335,11 @@ _INST_STRINGS = {1: "name", 2: "opcode", 11: "fusion_kind", 28: "custom_call_tar
 
 def parse_instruction(buf, msg: str = "HloInstructionProto") -> HloInstruction:
     inst = HloInstruction()
-    for num, wire, value, _ in iter_fields(buf, msg):
+    for num, wire, value, offset in iter_fields(buf, msg):
         if num in _INST_SCALARS:
             setattr(inst, _INST_SCALARS[num], _int(wire, value, msg, num))
+        elif num in _PER_DIMENSION_LISTS:
+            _rank_ints(getattr(inst, _INST_LISTS[num]), wire, value, msg, num, offset, _INST_LISTS[num])
         elif num in _INST_LISTS:
             getattr(inst, _INST_LISTS[num]).extend(_ints(wire, value, msg, num))
         elif num in _INST_STRINGS:
@@ -312,6 +352,7 @@ def parse_instruction(buf, msg: str = "HloInstructionProto") -> HloInstruction:
             inst.convolution_dimension_numbers = _parse_conv_dims(
                 expect_len(value, msg, num), f"{msg}.convolution_dimension_numbers")
         elif num == 17:
+            _check_rank(len(inst.slice_dimensions) + 1, msg, num, offset, "slice dimensions")
             inst.slice_dimensions.append(
                 _parse_small(expect_len(value, msg, num), f"{msg}.slice_dimensions", SliceDimensions, _SLICE_FIELDS))
         elif num == 21:

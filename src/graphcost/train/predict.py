@@ -30,21 +30,17 @@ def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None
     """(deduplicated PreparedGraph, (K_orig,) index of each original config's kept twin).
 
     The file is prepared once WITHOUT de-duplication (every original configuration, file order),
-    then de-duplicated here with data-prep's rule (`graphcost.data.dedup`: identical rows -> one,
-    the fastest, kept); `twin[i]` is the position, among the kept ones, of original config i's twin.
+    then de-duplicated here with data-prep's rule (`graphcost.data.dedup`: identical rows -> one
+    kept); `twin[i]` is the position, among the kept ones, of original config i's twin.
+
+    Ranking never reads runtimes: test-split files hide them (placeholders such as zeros, or no
+    `config_runtime` at all), so the file is validated as UNLABELLED (every schema check but the
+    runtime ones, `graphcost.data.validate`) and the first copy of identical configurations is kept.
     """
     from graphcost.data.dedup import dedup_min_runtime, row_hashes
     from graphcost.data.preprocess import prepare_graph
-    from graphcost.data.schema import SchemaError
 
-    try:
-        full = prepare_graph(path, prune=True, dedup=False, cache_dir=cache_dir)
-    except SchemaError as exc:
-        # Unlabelled test files carry placeholder runtimes (e.g. zeros); ranking does not need them.
-        if exc.key not in ("config_runtime", "config_runtime_normalizers"):
-            raise
-        full = prepare_graph(path, prune=True, dedup=False, cache_dir=cache_dir, validate=False)
-        full.runtime = np.ones_like(full.runtime, dtype=np.float64)
+    full = prepare_graph(path, prune=True, dedup=False, cache_dir=cache_dir, labelled=False)  # runtimes: ones
     rows = full.config_codes if full.kind == "layout" else full.config_feat  # (K, C, 3) / (K, 24)
     hashes = row_hashes(rows)  # (K,) uint64
     keep = dedup_min_runtime(hashes, full.runtime, rows)  # (K',) ascending original indices
@@ -70,9 +66,20 @@ def rank_original(predictor, prepared, twin: np.ndarray) -> tuple[np.ndarray, np
     """(original config indices fastest first, (K_orig,) scores) for one graph.
 
     `predictor.score` scores the kept configurations; every original configuration takes its
-    twin's score; a stable sort keeps duplicates adjacent in file order.
+    twin's score; a stable sort keeps duplicates adjacent in file order. A non-finite score
+    (e.g. a checkpoint with NaN weights) is a ValueError naming the graph and the model files.
     """
     kept_scores = np.asarray(predictor.score(prepared), dtype=np.float64)  # (K',)
+    bad = ~np.isfinite(kept_scores)
+    if bad.any():
+        models = ", ".join(str(f) for f in getattr(predictor, "files", [])) or "the model"
+        first = int(np.argmax(bad))
+        source = np.asarray(prepared.config_source_index)
+        config = int(source[first]) if len(source) else first  # index in the file
+        raise ValueError(
+            f"{prepared.source or prepared.name}: {models} gave {int(bad.sum())} non-finite score(s) of "
+            f"{bad.size} (first: {kept_scores[first]} for configuration {config}); are the checkpoint's weights finite?"
+        )
     scores = kept_scores[twin]  # (K_orig,)
     return np.argsort(scores, kind="stable"), scores
 
