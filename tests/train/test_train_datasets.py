@@ -44,10 +44,10 @@ def test_split_subdirs_and_flat_directory(official, tmp_path):
 
 
 def test_no_data_argument_uses_the_shipped_dataset(official, monkeypatch):
-    monkeypatch.setattr(datasets, "shipped_dataset_root", lambda: None)
+    monkeypatch.setattr(datasets, "shipped_dataset_root", lambda collection=None: None)
     result = CliRunner().invoke(app, ["train"])
     assert result.exit_code == 1 and "--data-dir" in result.output and "shipped" in result.output
-    monkeypatch.setattr(datasets, "shipped_dataset_root", lambda: official)
+    monkeypatch.setattr(datasets, "shipped_dataset_root", lambda collection=None: official)
     splits = datasets.resolve_splits(None)
     assert splits.root == official and splits.collection == "tile:xla"
 

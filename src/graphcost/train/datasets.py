@@ -6,8 +6,9 @@ Accepted data locations (`resolve_splits`):
    with ``--collection`` choosing one collection (`graphcost.data.discover`);
 2. any directory with ``train/``, ``valid/`` (and optionally ``test/``) subdirectories of npz files;
 3. a single directory of npz files, split BY GRAPH into train / valid (seeded, 80/20);
-4. no directory at all: the real CPU dataset shipped in the package
-   (``graphcost/datasets/cpu_layout/{train,valid,test}``, found with importlib.resources).
+4. no directory at all: the real CPU dataset shipped in the package, found with
+   importlib.resources: ``graphcost/datasets/cpu_layout/{train,valid,test}`` (layout), or
+   ``graphcost/datasets/cpu_flags/...`` (XLA CPU flags, tile schema) for ``--collection tile:xla``.
 """
 
 from __future__ import annotations
@@ -39,15 +40,16 @@ class DataSplits:
         return f"{self.root} ({self.how}{', ' + self.collection if self.collection else ''}): {counts} graphs"
 
 
-def shipped_dataset_root() -> Path | None:
-    """The real CPU dataset shipped inside the package (graphcost/datasets/cpu_layout), or None."""
+def shipped_dataset_root(collection: str | None = None) -> Path | None:
+    """The real CPU dataset shipped inside the package, or None: ``cpu_flags`` (XLA CPU flag
+    configurations, tile schema) for ``--collection tile:xla``, else ``cpu_layout``."""
     try:
         root = Path(str(importlib.resources.files("graphcost.datasets")))
     except (ModuleNotFoundError, TypeError):
         return None
-    for candidate in (root / "cpu_layout", root):
-        if candidate.is_dir() and any(candidate.rglob("*.npz")):
-            return candidate
+    candidate = root / ("cpu_flags" if collection == "tile:xla" else "cpu_layout")
+    if candidate.is_dir() and any(candidate.rglob("*.npz")):
+        return candidate
     return None
 
 
@@ -159,7 +161,7 @@ def resolve_splits(
     missing directory is reported as moved data rather than as a bad --data-dir.
     """
     if data_dir is None:
-        root = shipped_dataset_root()
+        root = shipped_dataset_root(collection)
         if root is None:
             raise DatasetError(
                 "no --data-dir given and the shipped CPU dataset (graphcost/datasets) is not installed; "

@@ -2,8 +2,9 @@
 
 For a batch of configurations (`Evaluator.evaluate`):
 
-1. each is compiled (`Space.lower` + its compiler options); an XLA error, any exception, or a
-   compile slower than `compile_timeout` seconds records the configuration as failed;
+1. all are compiled, `compile_workers` at a time (`Space.lower` + its compiler options); an XLA
+   error, any exception, or a compile slower than `compile_timeout` seconds records the
+   configuration as failed;
 2. its outputs on the example arguments are compared with the DEFAULT configuration's:
    same tree, shapes and dtypes; integers and booleans equal; floats within
    ``|x - ref| <= atol * max(1, max|ref|) + rtol * |ref|`` elementwise (NaN only where the
@@ -100,10 +101,11 @@ class Evaluator:
     """Compiles, checks and times configurations of `program` in `space` (module docstring)."""
 
     def __init__(self, program: TuneProgram, space: Space, protocol: Protocol = Protocol(),
-                 rtol: float = 1e-3, atol: float = 1e-5, compile_timeout: float = 300.0, slow_limit: float = 20.0):
+                 rtol: float = 1e-3, atol: float = 1e-5, compile_timeout: float = 300.0, slow_limit: float = 20.0,
+                 compile_workers: int = 2):
         self.program, self.space, self.protocol = program, space, protocol
         self.rtol, self.atol, self.compile_timeout, self.slow_limit = rtol, atol, compile_timeout, slow_limit
-        self._pool = ThreadPoolExecutor(max_workers=1)
+        self.compile_workers = max(1, compile_workers)
         default = space.default()
         self.default_exe = self.compile(default)  # the reference: errors here are the user's program's own
         self.reference, self.output_names = _leaves(self.call(self.default_exe))
@@ -127,42 +129,43 @@ class Evaluator:
             best = min(best, float(time.perf_counter_ns() - t0))
         return best
 
-    def _compile_bounded(self, codes: Codes):
-        future = self._pool.submit(self.compile, codes)
-        try:
-            return future.result(timeout=self.compile_timeout)
-        except FutureTimeout:
-            self._pool.shutdown(wait=False)  # the stuck compile keeps its thread; later ones get a new one
-            self._pool = ThreadPoolExecutor(max_workers=1)
-            raise
+    def compile_many(self, batch: list[Codes]) -> list[Any]:
+        """Compile `batch` with `compile_workers` threads (XLA compiles release the GIL; nothing is
+        timed meanwhile). Each entry: the executable, or the failed Trial."""
+        pool = ThreadPoolExecutor(max_workers=self.compile_workers)
+        futures = [pool.submit(self.compile, c) for c in batch]
+        out: list[Any] = []
+        for codes, future in zip(batch, futures):
+            try:
+                out.append(future.result(timeout=self.compile_timeout))
+            except FutureTimeout:
+                out.append(Trial(codes, "timeout", error=f"compile took longer than {self.compile_timeout:g} s"))
+            except Exception as exc:  # noqa: BLE001 - any compiler error is this configuration's failure
+                out.append(Trial(codes, "compile_error", error=_one_line(exc)))
+        pool.shutdown(wait=False, cancel_futures=True)  # a stuck compile keeps its thread, not the tuner
+        return out
 
-    def prepare(self, codes: Codes) -> tuple[Any, Trial | None]:
-        """(executable, None) when `codes` may be timed, else (None, the failed Trial)."""
-        try:
-            exe = self._compile_bounded(codes)
-        except FutureTimeout:
-            return None, Trial(codes, "timeout", error=f"compile took longer than {self.compile_timeout:g} s")
-        except Exception as exc:  # noqa: BLE001 - any compiler error is this configuration's failure
-            return None, Trial(codes, "compile_error", error=_one_line(exc))
+    def check(self, codes: Codes, exe) -> Trial | None:
+        """None when the compiled `codes` may be timed, else the failed Trial (output check, probe)."""
         try:
             got, _ = _leaves(self.call(exe))
             probe = self._probe(exe)
         except Exception as exc:  # noqa: BLE001
-            return None, Trial(codes, "runtime_error", error=_one_line(exc))
+            return Trial(codes, "runtime_error", error=_one_line(exc))
         diff = compare_outputs(got, self.reference, self.rtol, self.atol, self.output_names)
         if diff:
-            return None, Trial(codes, "wrong_output", error=diff)
+            return Trial(codes, "wrong_output", error=diff)
         if probe > self.slow_limit * max(self.default_probe_ns, 1.0):
-            return None, Trial(codes, "too_slow", error=f"one call took {probe / self.default_probe_ns:.1f}x the "
-                                                          f"default's (limit {self.slow_limit:g}x)")
-        return exe, None
+            return Trial(codes, "too_slow", error=f"one call took {probe / self.default_probe_ns:.1f}x the "
+                                                  f"default's (limit {self.slow_limit:g}x)")
+        return None
 
     def evaluate(self, batch: list[Codes]) -> list[Trial]:
         """One Trial per configuration of `batch`, in order (module docstring)."""
         trials: list[Trial | None] = [None] * len(batch)
         timed: list[tuple[int, Any]] = []
-        for i, codes in enumerate(batch):
-            exe, failed = self.prepare(codes)
+        for i, (codes, exe) in enumerate(zip(batch, self.compile_many(batch))):
+            failed = exe if isinstance(exe, Trial) else self.check(codes, exe)
             if failed is not None:
                 trials[i] = failed
             else:
