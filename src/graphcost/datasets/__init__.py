@@ -3,6 +3,10 @@
 ``cpu_layout``: a small REAL layout-collection dataset measured on a 2-core CPU with the JAX
 frontend (`graphcost collect`): zoo programs x per-node layout configurations, TpuGraphs layout
 schema, split by graph into train/valid/test. See ``cpu_layout/CARD.md``.
+
+``cpu_flags``: a small REAL compiler-flag dataset (XLA CPU options of `graphcost.frontend.flags`,
+TpuGraphs tile schema), the default data of ``graphcost train --collection tile:xla``. See
+``cpu_flags/CARD.md``.
 """
 
 from __future__ import annotations
