@@ -44,7 +44,7 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from graphcost.atomic import atomic_write
+from graphcost.atomic import atomic_write, remove_stale_temps
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
@@ -144,10 +144,32 @@ def load_checkpoint(path: str | Path, last: bool = True) -> dict:
 
 def load_model(path: str | Path, last: bool = False) -> LayerDAG:
     """The model of a run directory (best.pt when present unless `last`) or of a checkpoint file."""
-    ckpt = load_checkpoint(path, last)
-    model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
-    model.load_state_dict(ckpt["model"])
+    path = checkpoint_path(path, last)
+    ckpt = load_checkpoint(path)
+    model = model_from_checkpoint(ckpt, path)
     model.eval()
+    return model
+
+
+def model_from_checkpoint(ckpt: dict, path: Path, key: str = "model") -> LayerDAG:
+    """The LayerDAG described by a checkpoint's `model_config` with the weights of `ckpt[key]`; a
+    ValueError naming `path` and the key when the config or the weight shapes do not fit."""
+    config = ckpt["model_config"]
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: key 'model_config': expected a dict of LayerDAG settings, got {type(config).__name__}")
+    try:
+        model = LayerDAG(LayerDAGConfig(**config))
+    except Exception as exc:  # noqa: BLE001 - unknown fields, wrong types or values of any kind
+        raise ValueError(f"{path}: key 'model_config': cannot build a LayerDAG ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None  # fmt: skip
+    if key not in ckpt:
+        raise ValueError(f"{path}: key '{key}': missing from checkpoint")
+    try:
+        model.load_state_dict(ckpt[key])
+    except (RuntimeError, TypeError, AttributeError, ValueError) as exc:  # shapes, missing/unexpected keys
+        lines = [line.strip() for line in str(exc).strip().splitlines()]
+        detail = " ".join(lines[1:3]) or (lines[0] if lines else "")
+        raise ValueError(f"{path}: key '{key}': weights do not fit the checkpoint's model_config ({detail})") from None
     return model
 
 
@@ -263,13 +285,14 @@ def train_layerdag(
     history: list[dict] = []
     start_epoch = 0
     ckpt = None
+    if resume:  # a write killed mid-way leaves its temp file behind
+        remove_stale_temps(out_dir)
     if resume and ckpt_path.is_file():
         ckpt = load_checkpoint(ckpt_path)
         if bool(ckpt.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
             raise ValueError(f"{ckpt_path}: key 'ema_decay': the run was trained with ema_decay="
                              f"{ckpt.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")
-        model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
-        model.load_state_dict(ckpt["train_model"] if cfg.ema_decay else ckpt["model"])
+        model = model_from_checkpoint(ckpt, ckpt_path, "train_model" if cfg.ema_decay else "model")
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.atomic import atomic_write_text
+from graphcost.atomic import atomic_write_text, remove_stale_temps
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
@@ -319,6 +319,8 @@ class Trainer:
 
         cfg = self.config
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if resume and self.dist.is_main:  # a write killed mid-way leaves its temp file behind
+            remove_stale_temps(self.out_dir)
         if resume and self.last_path.is_file():
             self.load_state_dict(ckpt.load_checkpoint(self.last_path))
         writer = self._tensorboard() if self.dist.is_main else None
