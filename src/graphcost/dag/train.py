@@ -48,6 +48,7 @@ from graphcost.atomic import atomic_write, remove_stale_temps
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
+from graphcost.memory import release_free_memory
 from graphcost.train.distributed import resolve_device
 
 CHECKPOINT = "checkpoint.pt"
@@ -338,12 +339,16 @@ def train_layerdag(
                 ema.update_parameters(model)
             for k, v in out.items():
                 sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
+            loss = float(out["loss"].detach())
+            del out  # the step's graph: freed before the trim below
+            release_free_memory()  # batches of ever-changing sizes fragment the heap: RSS would grow per epoch
             bar.update(1)
-            bar.set_postfix(loss=f"{float(out['loss'].detach()):.3f}")
+            bar.set_postfix(loss=f"{loss:.3f}")
         rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
         rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
         if valid:
             rec.update({f"valid_{k}": v for k, v in evaluate_loss(final, valid, cfg.batch_size, cfg.seed).items()})
+            release_free_memory()
         history.append(rec)
         if valid:
             selector.update(final, rec, cfg)

@@ -1,0 +1,37 @@
+"""Hand freed heap memory back to the operating system (glibc `malloc_trim`).
+
+Why: a training loop whose batches differ in size (LayerDAG: every batch expands its graphs into all
+their layers) frees and re-allocates tensors of ever-changing sizes. glibc keeps freed chunks in its
+arenas for reuse, and with the sizes changing they fragment: the resident set grows epoch after
+epoch although no tensor is kept alive (issue 19: 4.4 GB -> 6.0 GB over 100 epochs on TPU Tile).
+`malloc_trim(0)` returns the free pages at once; it costs a walk over the free lists, small next to
+a training step. On other C libraries (macOS, musl) it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim():
+    """glibc's malloc_trim, or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def release_free_memory() -> bool:
+    """Give the C heap's free pages back to the OS; True when that was possible (glibc)."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
