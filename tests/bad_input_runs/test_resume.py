@@ -39,3 +39,31 @@ def test_dag_train_resume_removes_a_killed_writes_temp_file(dag_copy):
     result = dag_cli("train", *args, "--out", dag_copy)
     assert result.exit_code == 0, result.output
     assert not leftover.exists()
+
+
+def test_train_resume_refuses_a_checkpoint_missing_an_entry(cost_copy):
+    from bad_runs import edit_checkpoint
+
+    edit_checkpoint(cost_copy / "checkpoint.pt", lambda state: state.pop("optimizer"))
+    one_line_error(invoke("train", "--out", cost_copy, *RESUME), cost_copy / "checkpoint.pt", "'optimizer'")
+
+
+def test_crossval_resume_refuses_a_damaged_done_json(cost_copy):
+    import json
+
+    from bad_runs import edit_json
+
+    edit_json(cost_copy / "run.json", lambda info: info.update(folds=2, train_folds=1))
+    (cost_copy / "checkpoint.pt").unlink()
+    (cost_copy / "fold_00").mkdir()
+    done = cost_copy / "fold_00" / "done.json"
+    done.write_text(json.dumps({"best_score": "high"}))
+    one_line_error(invoke("train", "--out", cost_copy, *RESUME), done, "'best_score'")
+
+
+def test_dag_resume_refuses_a_checkpoint_missing_an_entry(dag_copy):
+    from bad_runs import edit_checkpoint
+
+    edit_checkpoint(dag_copy / "checkpoint.pt", lambda state: state.pop("optim"))
+    args = ["--dataset", "lp", "--num-graphs", "12", "--threads", "1", "--epochs", "2", "--resume"]
+    one_line_error(dag_cli("train", *args, "--out", dag_copy), dag_copy / "checkpoint.pt", "'optim'", "missing")

@@ -296,10 +296,25 @@ def train_layerdag(
         model = model_from_checkpoint(ckpt, ckpt_path, "train_model" if cfg.ema_decay else "model")
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
-        gen.set_state(ckpt["rng"])
-        history = json.loads(ckpt["history"])
-        start_epoch = int(ckpt["epoch"])
+        key = None
+        try:
+            for key in ("optim", "rng", "history", "epoch") + (("ema",) if cfg.ema_decay else ()):
+                if key not in ckpt:
+                    raise KeyError(key)
+            key = "optim"
+            opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
+            key = "rng"
+            gen.set_state(ckpt["rng"])
+            key = "history"
+            history = json.loads(ckpt["history"])
+            if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+                raise TypeError("expected a JSON list of per-epoch records")
+            key = "epoch"
+            start_epoch = int(ckpt["epoch"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+            problem = ("missing from checkpoint" if key not in ckpt else
+                       f"cannot resume from it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")  # fmt: skip
+            raise ValueError(f"{ckpt_path}: key '{key}': {problem}") from None
     else:
         (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
     ema = _ema(model, cfg.ema_decay)

@@ -88,8 +88,8 @@ def run_crossval(
         fold_dir = out_dir / f"fold_{f:02d}"
         done = fold_dir / "done.json"
         if resume and done.is_file():
-            info = json.loads(done.read_text())
-            scores.append(float(info["best_score"]))
+            info = _read_done(done)
+            scores.append(info["best_score"])
             metric = info.get("metric", metric)
             continue
         train_idx, valid_idx = splits[f]
@@ -118,6 +118,21 @@ def run_crossval(
         out_dir / ENSEMBLE_FILE,
     )
     return CrossValResult(scores, kept, mean, metric, out_dir)
+
+
+def _read_done(path: Path) -> dict:
+    """A finished fold's done.json ({"best_score": float, "metric": str, ...}); CheckpointError naming
+    the file and the field when it is damaged."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ckpt.CheckpointError(f"{path}: not a readable JSON file ({exc})") from None
+    score = info.get("best_score") if isinstance(info, dict) else None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise ckpt.CheckpointError(f"{path}: field 'best_score' must be a number, got {score!r}")
+    if not isinstance(info.get("metric", ""), str):
+        raise ckpt.CheckpointError(f"{path}: field 'metric' must be a string")
+    return {**info, "best_score": float(score)}
 
 
 def has_progress(run_dir: str | Path) -> bool:
