@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bad_runs import dag_cli, one_line_error, run_cli
+from bad_runs import dag_cli, run_cli
 
 torch.set_num_threads(1)  # tiny tensors on 2 shared cores
 
@@ -59,5 +59,3 @@ def dag_run(tmp_path_factory) -> Path:
 def dag_copy(tmp_path, dag_run) -> Path:
     return Path(shutil.copytree(dag_run, tmp_path / "dagrun"))
 
-
-__all__ = ["one_line_error"]

@@ -4,8 +4,6 @@ loader refuses a dataset whose splits share a graph."""
 
 import shutil
 
-import pytest
-
 from bad_runs import dag_cli, invoke, one_line_error
 
 TRAIN_SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",

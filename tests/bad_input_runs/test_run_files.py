@@ -3,6 +3,7 @@ file and the field, exit code 1 (issue 19, checkpoints and run directories)."""
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -30,31 +31,35 @@ def test_evaluate_refuses_a_bad_checkpoint(cost_copy, case, change, words):
     one_line_error(invoke("evaluate", ckpt, "--device", "cpu", "--tta", "0"), ckpt, words)
 
 
-def _fake_cv_run(tmp_path, members) -> "Path":
+def _fake_cv_run(tmp_path, manifest_text: str) -> Path:
+    """A cross-validation run directory whose ensemble.json is `manifest_text` (checked before any member loads)."""
     run = tmp_path / "cv"
     (run / "fold_00").mkdir(parents=True)
     (tmp_path / "outside.pt").write_bytes(b"")
-    (run / "ensemble.json").write_text(json.dumps({"members": members}) if not isinstance(members, str) else members)
+    (run / "ensemble.json").write_text(manifest_text)
     return run
 
 
+def _members(members) -> str:
+    return json.dumps({"members": members})
+
+
 @pytest.mark.parametrize(
-    "members, words",
+    "manifest, words",
     [
-        (["../outside.pt"], "outside the run directory"),
-        (["fold_00/../../outside.pt"], "outside the run directory"),
-        (["/etc/passwd"], "outside the run directory"),
-        ([], "field 'members'"),
-        ("fold_00/best.pt", "field 'members'"),
-        ([3], "field 'members'"),
+        (_members(["../outside.pt"]), "outside the run directory"),
+        (_members(["fold_00/../../outside.pt"]), "outside the run directory"),
+        (_members(["/etc/passwd"]), "outside the run directory"),
+        (_members([]), "field 'members'"),
+        (_members("fold_00/best.pt"), "field 'members'"),
+        (_members([3]), "field 'members'"),
+        (json.dumps(["fold_00/best.pt"]), "field 'members'"),
         ("{not json", "not a readable JSON file"),
     ],
-    ids=["parent", "dotdot-inside", "absolute", "empty", "string", "number", "invalid-json"],
+    ids=["parent", "dotdot-inside", "absolute", "empty", "string", "number", "not-an-object", "invalid-json"],
 )
-def test_ensemble_json_is_checked(tmp_path, members, words):
-    if members == "fold_00/best.pt":
-        members = json.dumps({"members": members})  # a string, not a list
-    run = _fake_cv_run(tmp_path, members)
+def test_ensemble_json_is_checked(tmp_path, manifest, words):
+    run = _fake_cv_run(tmp_path, manifest)
     one_line_error(invoke("evaluate", run, "--device", "cpu"), run / "ensemble.json", words)
 
 
