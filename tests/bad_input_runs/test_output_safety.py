@@ -50,6 +50,18 @@ def test_default_run_names_are_unique_within_one_second(tmp_path, monkeypatch):
     assert len(names) == 20 and all((tmp_path / "runs" / n).is_dir() for n in names)
 
 
+def test_two_default_runs_get_two_directories_and_latest_follows(data_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["train", "-c", "layout:xla:random", "--data-dir", data_root, *TRAIN_SMALL]
+    for _ in range(2):
+        assert invoke(*args).exit_code == 0
+    runs = sorted(p for p in (tmp_path / "runs").iterdir() if not p.is_symlink())
+    assert len(runs) == 2 and all((r / "checkpoint.pt").is_file() for r in runs)
+    latest = tmp_path / "runs" / "latest"
+    assert latest.is_symlink() and latest.resolve() in {r.resolve() for r in runs}
+    assert (latest / "run.json").is_file()
+
+
 def test_evaluate_json_refuses_an_existing_file(cost_run, tmp_path):
     option = "--json"
     target = tmp_path / "report.json"
