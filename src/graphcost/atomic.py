@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,3 +56,68 @@ def blocking_file(path: str | os.PathLike) -> Path | None:
         if parent.exists():
             return None if parent.is_dir() else parent
     return None
+
+
+def remove_stale_temps(directory: str | os.PathLike) -> list[Path]:
+    """Delete the temp files that `atomic_write` leaves in `directory` when its process is killed
+    mid-write (``.NAME.XXXXXXXX.tmp``, often 0 bytes); returns them. Call it only when no other
+    writer is active there, e.g. when resuming a run."""
+    removed = []
+    directory = Path(directory)
+    if not directory.is_dir():
+        return removed
+    for path in directory.glob(".*.tmp"):
+        if _TEMP_NAME.fullmatch(path.name) and path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+_TEMP_NAME = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")  # tempfile.mkstemp(prefix=".NAME.", suffix=".tmp")
+
+
+class OutputExistsError(FileExistsError):
+    """An output path already holds a file or a run, and the user did not ask to replace it."""
+
+
+def check_new_file(path: str | os.PathLike, overwrite: bool, option: str = "--out") -> Path:
+    """Refuse (OutputExistsError) to replace an existing file at `path` unless `overwrite`."""
+    path = Path(path)
+    if path.is_file() and not overwrite:
+        raise OutputExistsError(f"{option} {path}: already exists; pass --overwrite to replace it")
+    return path
+
+
+RUN_MARKERS = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json")  # files that make a directory a run
+
+
+def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option: str = "--out") -> Path:
+    """A run directory may be written when it is missing or empty, continued with `resume`, or replaced
+    with `overwrite` if it is a run directory (holds one of RUN_MARKERS); OutputExistsError otherwise."""
+    path = Path(path)
+    if resume and overwrite:
+        raise OutputExistsError(f"{option} {path}: --resume continues a run and --overwrite replaces it; pass one")
+    if resume or not path.is_dir() or not any(path.iterdir()):
+        return path
+    if not overwrite:
+        raise OutputExistsError(
+            f"{option} {path}: already holds files (an earlier run?); pass --overwrite to replace it, "
+            "--resume to continue it, or another directory"
+        )
+    if not any((path / marker).exists() for marker in RUN_MARKERS):
+        raise OutputExistsError(
+            f"{option} {path}: not a run directory (none of {', '.join(RUN_MARKERS)}); refusing to replace it"
+        )
+    return path
+
+
+def clear_dir(path: str | os.PathLike) -> None:
+    """Remove everything under directory `path` (kept itself); used by --overwrite after `check_run_dir`."""
+    path = Path(path)
+    if not path.is_dir():
+        return
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()

@@ -33,7 +33,7 @@ def test_dag_cli_train_sample_evaluate(tmp_path):
     # bad inputs are clear errors
     r = CliRunner().invoke(app, ["dag", "sample", str(tmp_path / "nope"), "--out", str(out)])
     assert r.exit_code == 1 and "no such run directory" in r.output
-    r = CliRunner().invoke(app, ["dag", "sample", str(run), "--tmax", "999", "--out", str(out)])
+    r = CliRunner().invoke(app, ["dag", "sample", str(run), "--tmax", "999", "--out", str(out), "--overwrite"])
     assert r.exit_code == 1 and "exceeds" in r.output
 
 

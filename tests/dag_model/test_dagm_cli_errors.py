@@ -92,7 +92,7 @@ def test_sample_uses_best_unless_last(run_dir, tmp_path, monkeypatch):
     real = train_mod.load_model
     monkeypatch.setattr(train_mod, "load_model", lambda path, last=False: seen.append(last) or real(path, last))
     for flag in ([], ["--last"]):
-        r = _run(["dag", "sample", run_dir, "-n", "2", "--tmax", "2", "--threads", "1", "--out", tmp_path / "s.npz"] + flag)
+        r = _run(["dag", "sample", run_dir, "-n", "2", "--tmax", "2", "--threads", "1", "--out", tmp_path / "s.npz", "--overwrite"] + flag)
         assert r.exit_code == 0, r.output
     assert seen == [False, True]
 

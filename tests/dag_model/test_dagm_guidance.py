@@ -130,7 +130,7 @@ def test_cli_label_dropout_and_guidance(tmp_path, guided_model):
                                  "--threads", "1", "--device", "cpu", "--out", str(out)])  # fmt: skip
     assert r.exit_code == 0, r.output
     assert out.is_file()
-    r = CliRunner().invoke(app, ["dag", "sample", str(run), "-n", "2", "--label", "0.5", "--guidance", "-2", "--out", str(out)])
+    r = CliRunner().invoke(app, ["dag", "sample", str(run), "-n", "2", "--label", "0.5", "--guidance", "-2", "--out", str(tmp_path / "g2.npz")])
     assert r.exit_code != 0 and "--guidance" in r.output and ">= 0" in r.output
     lp = tmp_path / "lp"
     r = CliRunner().invoke(app, ["dag", "train", "--dataset", "lp", "--num-graphs", "12", "--epochs", "1", "--threads", "1",

@@ -91,8 +91,11 @@ def test_crossval_ensemble_and_combine(tmp_path, data_root):
     run_cli("predict", "--combine", layout_csv, tile_csv, "--out", both)
     rows = list(csv.reader(open(both)))
     assert [r[0].split(":")[0] for r in rows[1:]] == ["layout", "tile"]
-    result = CliRunner().invoke(app, ["predict", "--combine", str(layout_csv), str(layout_csv), "--out", str(both)])
+    result = CliRunner().invoke(app, ["predict", "--combine", str(layout_csv), str(layout_csv), "--out", str(both),
+                                      "--overwrite"])  # fmt: skip
     assert result.exit_code == 1 and "already present" in result.output
+    result = CliRunner().invoke(app, ["predict", "--combine", str(layout_csv), str(tile_csv), "--out", str(both)])
+    assert result.exit_code == 1 and "already exists; pass --overwrite" in result.output  # no silent replacement
 
 
 def test_clear_errors(tmp_path, data_root):

@@ -37,8 +37,15 @@ def _os_msg(exc: OSError) -> str:
     return f"{exc.filename}: {exc.strerror or exc}"
 
 
-def _check_out_file(opt: str, path: Path) -> None:
-    """Fail early (before any work) when an output file path cannot be a file."""
+def _check_out_file(opt: str, path: Path, overwrite: bool = False) -> None:
+    """Fail early (before any work) when an output file path cannot be a file, or already is one
+    and --overwrite was not given."""
+    from graphcost.atomic import OutputExistsError, check_new_file
+
+    try:
+        check_new_file(path, overwrite, opt)
+    except OutputExistsError as exc:
+        _fail(str(exc))
     if path.is_dir():
         _fail(f"{opt} {path}: is a directory; give the file to write")
     blocker = blocking_file(path)
@@ -54,6 +61,21 @@ def _device(device: str):
         return resolve_device(device)
     except ValueError as exc:
         _fail(str(exc))
+
+
+def _check_train_out(out: Path, overwrite: bool, resume: bool) -> None:
+    """dag train --out: refuse an earlier run's directory unless --overwrite / --resume, and a --resume
+    with no checkpoint.pt to continue from."""
+    from graphcost.atomic import OutputExistsError, check_run_dir
+    from graphcost.dag.train import CHECKPOINT
+
+    try:
+        check_run_dir(out, overwrite, resume)
+    except OutputExistsError as exc:
+        _fail(str(exc))
+    if resume and not (out / CHECKPOINT).is_file():
+        _fail(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume); run without --resume to start "
+              "afresh (with --overwrite to replace that directory)")  # fmt: skip
 
 
 def _check_model_path(path: Path) -> None:
@@ -76,6 +98,30 @@ def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optio
         _fail(str(exc))
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _finite(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked in _run_info
+    "dataset": (lambda v: v in DATASETS, f"one of {', '.join(DATASETS)}"),
+    "seed": (_is_int, "an integer"),
+    "num_graphs": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
+    "train_labels": (lambda v: isinstance(v, list) and all(_finite(x) for x in v), "a list of finite numbers"),
+}
+
+
+def _short(value) -> str:
+    """repr of a run.json value, cut to one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _run_info(run: Path) -> dict:
     path = run / RUN_INFO if run.is_dir() else run.parent / RUN_INFO
     if not path.is_file():
@@ -86,6 +132,9 @@ def _run_info(run: Path) -> dict:
         _fail(f"{path}: not a readable run description ({exc})")
     if not isinstance(info, dict):
         _fail(f"{path}: not a run description (expected a JSON object)")
+    for key, (ok, expected) in _RUN_FIELDS.items():
+        if key in info and not ok(info[key]):
+            _fail(f"{path}: field '{key}' must be {expected}, got {_short(info[key])}")
     fold = info.get("fold")
     if fold is not None and not (isinstance(fold, list) and len(fold) == 2 and all(type(x) is int for x in fold)
                                  and 0 <= fold[0] < fold[1] and fold[1] >= 3):  # fmt: skip
@@ -136,6 +185,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(Path("runs/layerdag"), help="run directory (checkpoint.pt, best.pt, run.json)"),
         epochs: int = typer.Option(40, min=1, help="training epochs"),
         resume: bool = typer.Option(False, help="continue from OUT/checkpoint.pt"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace the run already in --out (default: refuse)"),
         size: str = typer.Option("small", help="small (CPU default) | paper (LayerDAG widths/depths/steps)"),
         batch_size: int = typer.Option(32, min=1, help="graphs per step (each with all its layers)"),
         lr: float = typer.Option(1e-3),
@@ -186,6 +236,7 @@ def register(app: typer.Typer) -> None:
         blocker = blocking_file(out)
         if blocker is not None:
             _fail(f"--out {out}: {blocker} is not a directory")
+        _check_train_out(out, overwrite, resume)
         overrides = {"label_dropout": label_dropout}
         if diffusion_steps is not None:
             overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
@@ -203,6 +254,10 @@ def register(app: typer.Typer) -> None:
         cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
                           device=device, ema_decay=ema_decay, label_balance=label_balance)
         try:
+            if overwrite:
+                from graphcost.atomic import clear_dir
+
+                clear_dir(out)
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
                                          num_categories=num_categories(dataset, splits), **overrides)  # fmt: skip
@@ -234,6 +289,7 @@ def register(app: typer.Typer) -> None:
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (and its PNG) if they exist"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         set_threads(threads)
@@ -247,7 +303,8 @@ def register(app: typer.Typer) -> None:
 
         _check_final_step(final_step)
         _check_model_path(model_path)
-        _check_out_file("--out", out)
+        _check_out_file("--out", out, overwrite)
+        _check_out_file("--out", out.with_suffix(".png"), overwrite)  # the drawing written beside it
         try:
             model = load_model(model_path, last=last).to(dev)
         except (FileNotFoundError, ValueError) as exc:
@@ -297,6 +354,7 @@ def register(app: typer.Typer) -> None:
         surrogate_repeats: int = typer.Option(3, min=1, help="labelled data: surrogate regressors fitted per training set "
                                               "(seeds 0..k-1); their Pearsons are averaged (one fit varies by about ±0.02)"),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)"),
+        overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         set_threads(threads)
@@ -309,7 +367,7 @@ def register(app: typer.Typer) -> None:
         _check_final_step(final_step)
         _check_model_path(model_path)
         if json_out is not None:
-            _check_out_file("--json", json_out)
+            _check_out_file("--json", json_out, overwrite)
         info = _run_info(model_path)
         dataset = dataset or info.get("dataset")
         if dataset is None:

@@ -67,8 +67,12 @@ def synth(
         0.0, "--layout-pad",
         help="value for node_feat[134:140] beyond a tensor's rank: 0 as in the official TpuGraphs files, -1 for TGraph padding",
     ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace the collection's directory under --out whole (default: refuse one that holds data)"
+    ),
 ) -> None:
     """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
+    from graphcost.atomic import OutputExistsError
     from graphcost.data.synth import check_synth_params, write_synthetic_collection
 
     if layout_pad not in (0.0, -1.0):
@@ -84,10 +88,10 @@ def synth(
         base = write_synthetic_collection(
             out, collection.value, num_graphs=graphs, seed=seed, min_nodes=min_nodes, max_nodes=max_nodes,
             min_configs=min_configs, max_configs=max_configs, config_fraction=config_fraction, noise=noise,
-            compressed=compressed, layout_pad=layout_pad,
+            compressed=compressed, layout_pad=layout_pad, overwrite=overwrite,
         )  # fmt: skip
-    except ValueError as exc:
-        _fail(str(exc))
+    except (ValueError, OutputExistsError) as exc:
+        _fail(f"--out {exc}" if isinstance(exc, OutputExistsError) else str(exc))
     except OSError as exc:  # e.g. a file where a directory of the layout should be, no permission, disk full
         _fail(f"cannot write synthetic data under {out}: {exc.strerror or exc} ({exc.filename})")
     typer.echo(f"wrote SYNTHETIC {collection.value} data to {base} (see SYNTHETIC.md, manifest.json)")
@@ -100,6 +104,7 @@ def stats(
     per_file: bool = typer.Option(False, "--per-file", help="also one row per file"),
     validate: bool = typer.Option(True, "--validate/--no-validate", help="validate every file first"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the rows as JSON here"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
 ) -> None:
     """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
     from graphcost.data.discover import default_data_root
@@ -115,6 +120,13 @@ def stats(
             )
     if json_out is not None and json_out.is_dir():  # refuse before spending time on the statistics
         _fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
+    if json_out is not None:
+        from graphcost.atomic import OutputExistsError, check_new_file
+
+        try:
+            check_new_file(json_out, overwrite, "--json")
+        except OutputExistsError as exc:
+            _fail(str(exc))
     try:
         rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
     except (SchemaError, ValueError) as exc:

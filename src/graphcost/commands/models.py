@@ -61,9 +61,12 @@ def _find_run_info(path: Path) -> dict:
         _fail(f"{info}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
     except (OSError, UnicodeDecodeError) as exc:
         _fail(f"{info}: cannot read ({exc})")
-    if not isinstance(data, dict):
-        _fail(f"{info}: expected a JSON object, got {type(data).__name__}")
-    return data
+    from graphcost.train.run_info import RunInfoError, check_run_info
+
+    try:
+        return check_run_info(data, info)
+    except RunInfoError as exc:
+        _fail(str(exc))
 
 
 def _run_data(data_dir: Optional[Path], info: dict, run: Path) -> tuple:
@@ -83,22 +86,60 @@ def _check_device(device: str) -> str:
         _fail(str(exc))
 
 
-def _check_output_file(path: Path, option: str) -> None:
+def _check_output_file(path: Path, option: str, overwrite: bool = False) -> None:
+    """An output file option: refuse a directory, a path below a file, and an existing file unless --overwrite."""
+    from graphcost.atomic import OutputExistsError, check_new_file
     from graphcost.train.evaluate import check_output_file
 
+    try:
+        check_new_file(path, overwrite, option)
+    except OutputExistsError as exc:
+        _fail(str(exc))
     try:
         check_output_file(path)
     except ValueError as exc:
         _fail(f"{option}: {exc}")
 
 
-def _check_run_dir(out: Path) -> None:
-    """--out of train must be (or become) a directory: refuse a file or a path below a file."""
+def _check_run_dir(out: Path, overwrite: bool = False, resume: bool = False) -> None:
+    """--out of train must be (or become) a directory: refuse a file or a path below a file, and an
+    earlier run's directory unless --overwrite (replace it) or --resume (continue it)."""
+    from graphcost.atomic import OutputExistsError, check_run_dir
+
     if out.exists() and not out.is_dir():
         _fail(f"{out}: --out must be a run directory, but this path is a file")
     blocker = blocking_file(out)
     if blocker is not None:
         _fail(f"{out}: --out cannot be created, {blocker} is a file, not a directory")
+    try:
+        check_run_dir(out, overwrite, resume)
+    except OutputExistsError as exc:
+        _fail(str(exc))
+
+
+def _check_resumable(run_dir: Optional[Path]) -> None:
+    """--resume needs something to continue: refuse a run directory without a checkpoint."""
+    from graphcost.train.crossval import has_progress
+
+    if run_dir is not None and not run_dir.is_dir():
+        _fail(f"--resume: {run_dir} does not exist (nothing to resume); run without --resume to start afresh")
+    if run_dir is not None and not has_progress(run_dir):
+        _fail(f"--resume: {run_dir} holds no checkpoint.pt (nothing to resume); run without --resume to start "
+              "afresh (with --overwrite to replace that directory)")  # fmt: skip
+
+
+def _new_run_name(model: str) -> str:
+    """A fresh runs/<model>-<time>-<random> directory (created here, so two runs never share one)."""
+    import secrets
+    import time
+
+    while True:
+        name = f"{model}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+        try:
+            (LATEST.parent / name).mkdir(parents=True)
+            return name
+        except FileExistsError:  # the same second and the same 24 random bits: draw again
+            continue
 
 
 def _check_collection(collection: Optional[str]) -> Optional[str]:
@@ -112,26 +153,30 @@ def _check_collection(collection: Optional[str]) -> Optional[str]:
 LATEST = Path("runs/latest")
 
 
-def _run_dir(out: Optional[Path], model: str, resume: bool, ctx) -> Path:
-    """--out, or runs/latest when resuming, or a fresh runs/<model>-<time> that runs/latest points to."""
+def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False) -> Path:
+    """--out (emptied first with --overwrite), or runs/latest when resuming, or a fresh
+    runs/<model>-<time>-<random> that runs/latest points to."""
     import os
-    import time
+
+    from graphcost.atomic import clear_dir
 
     if out is not None:
-        _check_run_dir(out)
+        _check_run_dir(out, overwrite, resume)
+        if overwrite and ctx.is_main:
+            clear_dir(out)
+        ctx.barrier()
         return out
     if resume:
         if not LATEST.exists():
             _fail(f"--resume without --out resumes {LATEST}, which does not exist; pass --out RUN_DIR")
         return LATEST.resolve()
-    name = [f"{model}-{time.strftime('%Y%m%d-%H%M%S')}"]
+    name = [_new_run_name(model) if ctx.is_main else None]
     if ctx.enabled:  # every rank must use rank 0's name
         import torch.distributed as dist
 
         dist.broadcast_object_list(name, src=0)
     run = LATEST.parent / name[0]
     if ctx.is_main:
-        run.mkdir(parents=True, exist_ok=True)
         tmp = LATEST.parent / f".latest-{os.getpid()}"
         if tmp.is_symlink():
             tmp.unlink()
@@ -163,6 +208,7 @@ def train(
         "with --resume: runs/latest)",
     ),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the run already in --out (default: refuse)"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
@@ -194,6 +240,7 @@ def train(
     previous: dict = {}
     if resume:  # a resumed run reuses the interrupted run's data and settings
         run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
+        _check_resumable(run_dir)
         previous = _find_run_info(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
         if previous:
             old_cfg = previous["config"]
@@ -213,7 +260,7 @@ def train(
     except ValueError as exc:
         _fail(f"--model-opt: {exc}")
     if out is not None:
-        _check_run_dir(out)
+        _check_run_dir(out, overwrite, resume)
     try:
         get_loss(loss)
     except ValueError as exc:
@@ -233,7 +280,7 @@ def train(
     )  # fmt: skip
     ctx = init_from_env(device)
     try:
-        out = _run_dir(out, model, resume, ctx)
+        out = _run_dir(out, model, resume, ctx, overwrite)
         if ctx.is_main:
             typer.echo(f"data: {splits.describe()}")
             typer.echo(f"run: {out}")
@@ -311,6 +358,7 @@ def evaluate(
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
     from graphcost.data.preprocess import prepare_graph
@@ -324,7 +372,7 @@ def evaluate(
     _check_collection(collection)
     device = _check_device(device)
     if json_out is not None:
-        _check_output_file(json_out, "--json")
+        _check_output_file(json_out, "--json", overwrite)
     info = _find_run_info(run)
     predictor = _load_predictor([run], tta, batch, device, precision, threads)
     data, recorded_in = _run_data(data_dir, info, run)
@@ -402,12 +450,13 @@ def predict(
     precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
     from graphcost.train.datasets import DatasetError, resolve_splits
     from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
 
-    _check_output_file(out, "--out")
+    _check_output_file(out, "--out", overwrite)
     if combine:
         try:
             combine_submissions(models, out)

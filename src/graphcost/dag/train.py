@@ -44,10 +44,11 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from graphcost.atomic import atomic_write
+from graphcost.atomic import atomic_write, remove_stale_temps
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
+from graphcost.memory import release_free_memory
 from graphcost.train.distributed import resolve_device
 
 CHECKPOINT = "checkpoint.pt"
@@ -144,10 +145,32 @@ def load_checkpoint(path: str | Path, last: bool = True) -> dict:
 
 def load_model(path: str | Path, last: bool = False) -> LayerDAG:
     """The model of a run directory (best.pt when present unless `last`) or of a checkpoint file."""
-    ckpt = load_checkpoint(path, last)
-    model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
-    model.load_state_dict(ckpt["model"])
+    path = checkpoint_path(path, last)
+    ckpt = load_checkpoint(path)
+    model = model_from_checkpoint(ckpt, path)
     model.eval()
+    return model
+
+
+def model_from_checkpoint(ckpt: dict, path: Path, key: str = "model") -> LayerDAG:
+    """The LayerDAG described by a checkpoint's `model_config` with the weights of `ckpt[key]`; a
+    ValueError naming `path` and the key when the config or the weight shapes do not fit."""
+    config = ckpt["model_config"]
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: key 'model_config': expected a dict of LayerDAG settings, got {type(config).__name__}")
+    try:
+        model = LayerDAG(LayerDAGConfig(**config))
+    except Exception as exc:  # noqa: BLE001 - unknown fields, wrong types or values of any kind
+        raise ValueError(f"{path}: key 'model_config': cannot build a LayerDAG ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None  # fmt: skip
+    if key not in ckpt:
+        raise ValueError(f"{path}: key '{key}': missing from checkpoint")
+    try:
+        model.load_state_dict(ckpt[key])
+    except (RuntimeError, TypeError, AttributeError, ValueError) as exc:  # shapes, missing/unexpected keys
+        lines = [line.strip() for line in str(exc).strip().splitlines()]
+        detail = " ".join(lines[1:3]) or (lines[0] if lines else "")
+        raise ValueError(f"{path}: key '{key}': weights do not fit the checkpoint's model_config ({detail})") from None
     return model
 
 
@@ -263,19 +286,35 @@ def train_layerdag(
     history: list[dict] = []
     start_epoch = 0
     ckpt = None
+    if resume:  # a write killed mid-way leaves its temp file behind
+        remove_stale_temps(out_dir)
     if resume and ckpt_path.is_file():
         ckpt = load_checkpoint(ckpt_path)
         if bool(ckpt.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
             raise ValueError(f"{ckpt_path}: key 'ema_decay': the run was trained with ema_decay="
                              f"{ckpt.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")
-        model = LayerDAG(LayerDAGConfig(**ckpt["model_config"]))
-        model.load_state_dict(ckpt["train_model"] if cfg.ema_decay else ckpt["model"])
+        model = model_from_checkpoint(ckpt, ckpt_path, "train_model" if cfg.ema_decay else "model")
         model.to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
-        gen.set_state(ckpt["rng"])
-        history = json.loads(ckpt["history"])
-        start_epoch = int(ckpt["epoch"])
+        key = None
+        try:
+            for key in ("optim", "rng", "history", "epoch") + (("ema",) if cfg.ema_decay else ()):
+                if key not in ckpt:
+                    raise KeyError(key)
+            key = "optim"
+            opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
+            key = "rng"
+            gen.set_state(ckpt["rng"])
+            key = "history"
+            history = json.loads(ckpt["history"])
+            if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+                raise TypeError("expected a JSON list of per-epoch records")
+            key = "epoch"
+            start_epoch = int(ckpt["epoch"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+            problem = ("missing from checkpoint" if key not in ckpt else
+                       f"cannot resume from it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")  # fmt: skip
+            raise ValueError(f"{ckpt_path}: key '{key}': {problem}") from None
     else:
         (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
     ema = _ema(model, cfg.ema_decay)
@@ -315,12 +354,16 @@ def train_layerdag(
                 ema.update_parameters(model)
             for k, v in out.items():
                 sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
+            loss = float(out["loss"].detach())
+            del out  # the step's graph: freed before the trim below
+            release_free_memory()  # batches of ever-changing sizes fragment the heap: RSS would grow per epoch
             bar.update(1)
-            bar.set_postfix(loss=f"{float(out['loss'].detach()):.3f}")
+            bar.set_postfix(loss=f"{loss:.3f}")
         rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
         rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
         if valid:
             rec.update({f"valid_{k}": v for k, v in evaluate_loss(final, valid, cfg.batch_size, cfg.seed).items()})
+            release_free_memory()
         history.append(rec)
         if valid:
             selector.update(final, rec, cfg)

@@ -207,6 +207,52 @@ Collection: {collection}; seed: {seed}; parameters and files: manifest.json.
 """
 
 
+def _is_synthetic_tree(base: Path) -> bool:
+    """Whether `base` holds only what `write_synthetic_collection` writes (so --overwrite may delete it)."""
+    for path in base.rglob("*"):
+        rel = path.relative_to(base).parts
+        if path.is_dir() and len(rel) == 1 and rel[0] in SPLITS:
+            continue
+        if len(rel) == 1 and rel[0] in ("manifest.json", "SYNTHETIC.md"):
+            continue
+        if len(rel) == 2 and rel[0] in SPLITS and path.is_file() and (
+            rel[1].startswith(PREFIX) or rel[1].startswith(f".{PREFIX}")  # the files, or a killed write's temp file
+        ):
+            continue
+        if len(rel) == 1 and path.name.startswith(".") and path.name.endswith(".tmp"):
+            continue
+        return False
+    return True
+
+
+def _prepare_collection_dir(base: Path, manifest: dict, overwrite: bool) -> None:
+    """Refuse (OutputExistsError) a collection directory holding other data; empty it for `overwrite`."""
+    import shutil
+
+    from graphcost.atomic import OutputExistsError
+
+    if base.exists() and not base.is_dir():
+        raise OutputExistsError(f"{base}: is a file, expected the collection directory")
+    if not base.is_dir() or not any(base.iterdir()):
+        return
+    if overwrite:
+        if not _is_synthetic_tree(base):
+            raise OutputExistsError(f"{base}: holds files that `graphcost data synth` did not write; "
+                                    "refusing to delete it with --overwrite (move it away or choose another --out)")  # fmt: skip
+        shutil.rmtree(base)
+        return
+    try:
+        old = json.loads((base / "manifest.json").read_text())
+    except (OSError, ValueError):
+        old = None
+    if old != manifest:
+        raise OutputExistsError(
+            f"{base}: already holds data{' written with other settings' if isinstance(old, dict) else ''}; "
+            "pass --overwrite to replace it whole, or choose another --out (adding to it would mix two "
+            "datasets' splits)"
+        )
+
+
 def write_synthetic_collection(
     root: str | Path,
     collection: str,
@@ -222,10 +268,15 @@ def write_synthetic_collection(
     compressed: bool = True,
     progress: bool = True,
     layout_pad: float = 0.0,
+    overwrite: bool = False,
 ) -> Path:
     """Write `num_graphs` synthetic files into the official layout under `root`; returns the collection dir.
 
-    Files already present are kept (resumable). Sizes are drawn log-uniformly per graph.
+    A collection directory that already holds files is continued only when its manifest.json records
+    the same settings (an interrupted run: files present are kept); otherwise it is refused
+    (`OutputExistsError`), since mixing two runs' splits puts one graph in two splits. With
+    `overwrite` it is first deleted whole (only if it holds nothing but synthetic data).
+    Sizes are drawn log-uniformly per graph.
     ``layout_pad`` fills node_feat[134:140] beyond a tensor's rank: 0 like the official files, or -1.
     """
     from tqdm import tqdm
@@ -246,12 +297,31 @@ def write_synthetic_collection(
     jobs = []
     i = 0
     for split, count in zip(SPLITS, counts):
-        (base / split).mkdir(parents=True, exist_ok=True)
         for _ in range(count):
             name = f"{PREFIX}{'_'.join(parts[1:])}_{i:05d}.npz"
             files[split].append(name)
             jobs.append((i, base / split / name))
             i += 1
+    manifest = {
+        "synthetic": True,
+        "generator": "graphcost.data.synth",
+        "collection": collection,
+        "seed": seed,
+        "num_graphs": num_graphs,
+        "split_fractions": list(split_fractions),
+        "nodes_range": [lo_n, hi_n],
+        "configs_range": [lo_c, hi_c],
+        "config_fraction": config_fraction,
+        "noise": noise,
+        "layout_pad": layout_pad,
+        "compressed": compressed,
+        "files": files,
+    }
+    _prepare_collection_dir(base, manifest, overwrite)
+    # written first, so an interrupted run is recognised (same settings) and continued
+    _write_text_atomic(base / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    for split in SPLITS:
+        (base / split).mkdir(parents=True, exist_ok=True)
     with tqdm(jobs, desc=f"synth {collection}", disable=not progress) as bar:  # closed on error too
         for i, path in bar:
             if path.exists():
@@ -270,20 +340,6 @@ def write_synthetic_collection(
                     path, num_nodes=n, num_configs=c, seed=gseed, source=parts[1], search=parts[2],
                     config_fraction=config_fraction, noise=noise, compressed=compressed, layout_pad=layout_pad,
                 )  # fmt: skip
-    manifest = {
-        "synthetic": True,
-        "generator": "graphcost.data.synth",
-        "collection": collection,
-        "seed": seed,
-        "num_graphs": num_graphs,
-        "nodes_range": [lo_n, hi_n],
-        "configs_range": [lo_c, hi_c],
-        "config_fraction": config_fraction,
-        "noise": noise,
-        "layout_pad": layout_pad,
-        "files": files,
-    }
-    _write_text_atomic(base / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     _write_text_atomic(base / "SYNTHETIC.md", _README.format(collection=collection, seed=seed))
     return base
 

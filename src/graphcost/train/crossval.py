@@ -88,8 +88,8 @@ def run_crossval(
         fold_dir = out_dir / f"fold_{f:02d}"
         done = fold_dir / "done.json"
         if resume and done.is_file():
-            info = json.loads(done.read_text())
-            scores.append(float(info["best_score"]))
+            info = _read_done(done)
+            scores.append(info["best_score"])
             metric = info.get("metric", metric)
             continue
         train_idx, valid_idx = splits[f]
@@ -120,6 +120,30 @@ def run_crossval(
     return CrossValResult(scores, kept, mean, metric, out_dir)
 
 
+def _read_done(path: Path) -> dict:
+    """A finished fold's done.json ({"best_score": float, "metric": str, ...}); CheckpointError naming
+    the file and the field when it is damaged."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ckpt.CheckpointError(f"{path}: not a readable JSON file ({exc})") from None
+    score = info.get("best_score") if isinstance(info, dict) else None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise ckpt.CheckpointError(f"{path}: field 'best_score' must be a number, got {score!r}")
+    if not isinstance(info.get("metric", ""), str):
+        raise ckpt.CheckpointError(f"{path}: field 'metric' must be a string")
+    return {**info, "best_score": float(score)}
+
+
+def has_progress(run_dir: str | Path) -> bool:
+    """Whether `run_dir` holds something `--resume` can continue: its own checkpoint.pt, or a fold's
+    checkpoint.pt or done.json (cross-validation)."""
+    run_dir = Path(run_dir)
+    return (run_dir / "checkpoint.pt").is_file() or any(run_dir.glob("fold_*/checkpoint.pt")) or any(
+        run_dir.glob("fold_*/done.json")
+    )
+
+
 def resolve_checkpoints(path: str | Path) -> list[Path]:
     """Checkpoint files behind a MODEL argument: a .pt file, a run dir, or a CV run dir."""
     path = Path(path)
@@ -129,13 +153,34 @@ def resolve_checkpoints(path: str | Path) -> list[Path]:
         raise FileNotFoundError(f"{path}: no such model checkpoint or run directory")
     manifest = path / ENSEMBLE_FILE
     if manifest.is_file():
-        members = [path / m for m in json.loads(manifest.read_text())["members"]]
+        members = ensemble_members(manifest)
         # a fold without a validation improvement has no best.pt: use its last checkpoint
         return [m if m.is_file() else m.with_name("checkpoint.pt") for m in members]
     for name in ("best.pt", "checkpoint.pt"):
         if (path / name).is_file():
             return [path / name]
     raise FileNotFoundError(f"{path}: run directory holds no best.pt, checkpoint.pt or {ENSEMBLE_FILE}")
+
+
+def ensemble_members(manifest: Path) -> list[Path]:
+    """The member checkpoints listed in a CV run's ensemble.json, each checked to lie inside the run
+    directory; CheckpointError naming the file and the field otherwise."""
+    try:
+        data = json.loads(manifest.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ckpt.CheckpointError(f"{manifest}: not a readable JSON file ({exc})") from None
+    members = data.get("members") if isinstance(data, dict) else None
+    if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
+        raise ckpt.CheckpointError(f"{manifest}: field 'members' must be a non-empty list of checkpoint paths, "
+                                   f"got {members!r}")  # fmt: skip
+    run = manifest.parent.resolve()
+    out = []
+    for member in members:
+        full = (manifest.parent / member).resolve()
+        if Path(member).is_absolute() or not full.is_relative_to(run):
+            raise ckpt.CheckpointError(f"{manifest}: field 'members': {member!r} lies outside the run directory {run}")
+        out.append(manifest.parent / member)
+    return out
 
 
 def load_scaler(state: dict):
@@ -149,10 +194,22 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
     from graphcost.train.trainer import build_from_spec
 
     state = ckpt.load_checkpoint(path)
-    model = build_from_spec(state["model_spec"])
+    spec = state["model_spec"]
+    if not isinstance(spec, dict) or not isinstance(spec.get("config", {}), dict):
+        raise ckpt.CheckpointError(f"{path}: key 'model_spec' must be a dict with 'name', 'kind' and 'config'")
+    try:
+        model = build_from_spec(spec)
+    except (ValueError, TypeError, KeyError) as exc:  # unknown model / kind, bad config fields
+        raise ckpt.CheckpointError(f"{path}: key 'model_spec': {exc}") from None
+    if "scaler" not in state:
+        raise ckpt.CheckpointError(f"{path}: key 'scaler' is missing (the feature scaler fitted in training)")
+    try:
+        scaler = load_scaler(state["scaler"])
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ckpt.CheckpointError(f"{path}: key 'scaler': not a feature scaler state ({type(exc).__name__}: {exc})") from None
     try:
         model.load_state_dict(state["model"])
-    except RuntimeError as exc:  # wrong tensor shapes / missing or unexpected keys
+    except (RuntimeError, TypeError, AttributeError) as exc:  # wrong tensor shapes / missing or unexpected keys / not a dict
         first = str(exc).strip().splitlines()
         detail = " ".join(line.strip() for line in first[1:3]) or (first[0] if first else "")
         raise ckpt.CheckpointError(
@@ -160,7 +217,7 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
         ) from None
     model.to(device).eval()
     meta = {k: v for k, v in state.items() if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score")}
-    return model, load_scaler(state["scaler"]), meta
+    return model, scaler, meta
 
 
 def standardise(scores: np.ndarray) -> np.ndarray:

@@ -181,7 +181,24 @@ def resolve_splits(
         splits.files = {s: f[:max_graphs] for s, f in splits.files.items()}
     if not splits.files.get("train"):
         raise DatasetError(f"{root}: no training graphs found")
+    check_disjoint(splits)
     return splits
+
+
+def check_disjoint(splits: DataSplits) -> None:
+    """DatasetError when two splits hold the same graph (same npz content), e.g. after data was
+    regenerated into an existing directory with a different split."""
+    from graphcost.data.split_overlap import shared_graphs
+
+    pairs = shared_graphs(splits.files)
+    if pairs:
+        first, second = pairs[0]
+        more = f" (and {len(pairs) - 1} more pair(s))" if len(pairs) > 1 else ""
+        raise DatasetError(
+            f"{splits.root}: splits share a graph, {first} and {second} have the same content{more}; "
+            "a graph in two splits leaks training data into validation/test: remove the duplicates or "
+            "regenerate the dataset (`graphcost data synth --overwrite`)"
+        )
 
 
 class LazyPrepared(Sequence):

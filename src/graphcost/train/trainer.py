@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.atomic import atomic_write_text
+from graphcost.atomic import atomic_write_text, remove_stale_temps
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
@@ -319,8 +319,14 @@ class Trainer:
 
         cfg = self.config
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        if resume and self.dist.is_main:  # a write killed mid-way leaves its temp file behind
+            remove_stale_temps(self.out_dir)
         if resume and self.last_path.is_file():
-            self.load_state_dict(ckpt.load_checkpoint(self.last_path))
+            try:
+                self.load_state_dict(ckpt.load_checkpoint(self.last_path))
+            except (KeyError, TypeError, AttributeError, RuntimeError) as exc:  # an entry missing or malformed
+                what = f"key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+                raise ckpt.CheckpointError(f"{self.last_path}: cannot resume from this checkpoint ({what})") from None
         writer = self._tensorboard() if self.dist.is_main else None
         for epoch in range(self.epoch, cfg.epochs):
             order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))

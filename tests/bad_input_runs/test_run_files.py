@@ -1,0 +1,72 @@
+"""Damaged run.json / ensemble.json / checkpoints of cost-model runs: one-line `error:` naming the
+file and the field, exit code 1 (issue 19, checkpoints and run directories)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bad_runs import CHECKPOINT_CASES, RUN_JSON_CASES, edit_checkpoint, edit_json, invoke, one_line_error
+
+
+@pytest.mark.parametrize("case, change, field", RUN_JSON_CASES, ids=[c[0] for c in RUN_JSON_CASES])
+def test_evaluate_refuses_a_bad_run_json(cost_copy, case, change, field):
+    edit_json(cost_copy / "run.json", change)
+    one_line_error(invoke("evaluate", cost_copy, "--device", "cpu"), cost_copy / "run.json", field)
+
+
+@pytest.mark.parametrize("case", ["missing-config", "string-folds", "string-epochs", "numeric-data-dir"])
+def test_resume_refuses_a_bad_run_json(cost_copy, case):
+    _, change, field = next(c for c in RUN_JSON_CASES if c[0] == case)
+    edit_json(cost_copy / "run.json", change)
+    result = invoke("train", "--resume", "--out", cost_copy, "--device", "cpu", "--no-progress")
+    one_line_error(result, cost_copy / "run.json", field)
+
+
+@pytest.mark.parametrize("case, change, words", CHECKPOINT_CASES, ids=[c[0] for c in CHECKPOINT_CASES])
+def test_evaluate_refuses_a_bad_checkpoint(cost_copy, case, change, words):
+    ckpt = cost_copy / "best.pt"
+    edit_checkpoint(ckpt, change)
+    one_line_error(invoke("evaluate", ckpt, "--device", "cpu", "--tta", "0"), ckpt, words)
+
+
+def _fake_cv_run(tmp_path, manifest_text: str) -> Path:
+    """A cross-validation run directory whose ensemble.json is `manifest_text` (checked before any member loads)."""
+    run = tmp_path / "cv"
+    (run / "fold_00").mkdir(parents=True)
+    (tmp_path / "outside.pt").write_bytes(b"")
+    (run / "ensemble.json").write_text(manifest_text)
+    return run
+
+
+def _members(members) -> str:
+    return json.dumps({"members": members})
+
+
+@pytest.mark.parametrize(
+    "manifest, words",
+    [
+        (_members(["../outside.pt"]), "outside the run directory"),
+        (_members(["fold_00/../../outside.pt"]), "outside the run directory"),
+        (_members(["/etc/passwd"]), "outside the run directory"),
+        (_members([]), "field 'members'"),
+        (_members("fold_00/best.pt"), "field 'members'"),
+        (_members([3]), "field 'members'"),
+        (json.dumps(["fold_00/best.pt"]), "field 'members'"),
+        ("{not json", "not a readable JSON file"),
+    ],
+    ids=["parent", "dotdot-inside", "absolute", "empty", "string", "number", "not-an-object", "invalid-json"],
+)
+def test_ensemble_json_is_checked(tmp_path, manifest, words):
+    run = _fake_cv_run(tmp_path, manifest)
+    one_line_error(invoke("evaluate", run, "--device", "cpu"), run / "ensemble.json", words)
+
+
+def test_ensemble_member_inside_the_run_is_used(tmp_path, cost_run):
+    run = tmp_path / "cv"
+    shutil.copytree(cost_run, run / "fold_00")
+    shutil.copy(cost_run / "run.json", run / "run.json")
+    (run / "ensemble.json").write_text(json.dumps({"members": ["fold_00/best.pt"]}))
+    result = invoke("evaluate", run, "--device", "cpu", "--tta", "0")
+    assert result.exit_code == 0, result.output
