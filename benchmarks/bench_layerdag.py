@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from graphcost.atomic import atomic_write_text
 from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
     LP_EPOCHS,
     LP_GRAPHS,
@@ -230,11 +231,7 @@ def main() -> None:
     results["load_average_end"] = os.getloadavg()[0]
     _print(results)
     print(f"\ntotal {results['total_seconds']:.0f} s")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=args.json.name + ".", suffix=".tmp", dir=args.json.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(results, f, indent=2, default=float)
-    os.replace(tmp, args.json)
+    atomic_write_text(args.json, json.dumps(results, indent=2, default=float))  # mode 0o666 & ~umask
     print(f"wrote {args.json}")
 
 
