@@ -167,7 +167,7 @@ def _print(results: dict) -> None:
             _print_seeds("ratio on log labels", e.get("ratio_log_by_sampling_seed", []))
         print(f"  nodes {e['mean_nodes']:.1f} (real {e['real_mean_nodes']:.1f})  edges {e['mean_edges']:.1f} "
               f"(real {e['real_mean_edges']:.1f})  uniqueness {e['uniqueness']:.3f}  novelty {e['novelty']:.3f}")  # fmt: skip
-        print("  MMD^2 " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
+        print(f"  MMD^2 ({e.get('mmd_kernel', 'TV kernel before issue 20')}) " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
         for row in r.get("quality_vs_time", []):
             print(f"  {row['schedule']:>8} T={row['T']:<3} quality {row['quality']:.3f}  "
                   f"{1000 * row['sample_seconds_per_graph']:.1f} ms/graph")  # fmt: skip

@@ -360,6 +360,10 @@ def _print_results(res: dict) -> None:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         typer.echo(f"{k:<{width}}  {v}")
-    typer.echo("MMD^2 vs real test set:")
+    g = res.get("mmd_graphs")
+    capped = "" if not g or (g["generated"], g["real"]) == (g["of_generated"], g["of_real"]) else (
+        f"; seeded subsample of at most {g['max']} per side: {g['generated']} of {g['of_generated']} generated, "
+        f"{g['real']} of {g['of_real']} real graphs")  # fmt: skip
+    typer.echo(f"MMD^2 vs real test set ({res.get('mmd_kernel', 'kernel not recorded')}{capped}):")
     for k, v in res["mmd"].items():
         typer.echo(f"  {k:<{width - 2}}  {v:.4f}")
