@@ -281,17 +281,22 @@ def train(
         shutdown(ctx)
 
 
-PRECISION_HELP = "fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, faster, rankings close to fp32)"
+PRECISION_HELP = ("auto | fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
+                  "to fp32), fast only on CPUs with AVX512-BF16 or AMX; auto = bf16 there, fp32 elsewhere")  # fmt: skip
 
 
-def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "fp32", threads: int = 0):
-    from graphcost.models.tgraph import PRECISIONS
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto", threads: int = 0):
+    from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.distributed import resolve_device
 
     set_threads(threads)
-    if precision not in PRECISIONS:
-        _fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision not in PRECISION_CHOICES:
+        _fail(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
+    warning = emulated_bf16_warning(precision, resolve_device(device))
+    if warning:
+        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     try:
         return EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
@@ -308,7 +313,7 @@ def evaluate(
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
+    precision: str = typer.Option("auto", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
@@ -369,7 +374,7 @@ def rank(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
+    precision: str = typer.Option("auto", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
@@ -399,7 +404,7 @@ def predict(
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
+    precision: str = typer.Option("auto", "--precision", help=PRECISION_HELP),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
