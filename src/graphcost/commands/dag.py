@@ -10,6 +10,7 @@ import typer
 
 from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands.choices import complete_device
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
 RUN_INFO = "run.json"
@@ -149,7 +150,7 @@ def register(app: typer.Typer) -> None:
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
-        device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)", autocompletion=complete_device),
         diffusion_steps: Optional[int] = typer.Option(None, min=1, help="T_node = T_edge, the diffusion steps trained "
                                                       "and sampled (default: the --size's, small 32, paper 64/16); more "
                                                       "steps = fewer simultaneous changes per reverse step, slower sampling"),
@@ -233,7 +234,7 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
-        device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)", autocompletion=complete_device),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         set_threads(threads)
@@ -296,7 +297,7 @@ def register(app: typer.Typer) -> None:
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         surrogate_repeats: int = typer.Option(3, min=1, help="labelled data: surrogate regressors fitted per training set "
                                               "(seeds 0..k-1); their Pearsons are averaged (one fit varies by about ±0.02)"),
-        device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)", autocompletion=complete_device),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         set_threads(threads)

@@ -14,6 +14,7 @@ import typer
 
 from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
 RUN_INFO = "run.json"
@@ -141,14 +142,14 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx) -> Path:
 
 
 def train(
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     data_dir: Optional[Path] = typer.Option(
         None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
         "(default: the real CPU dataset shipped with graphcost)",
     ),
-    model: str = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)"),
+    model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),
     model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
-    loss: str = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse"),
+    loss: Loss = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse", callback=value),
     epochs: int = typer.Option(20, "--epochs", min=1, help="passes over the training graphs"),
     folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
     train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
@@ -164,7 +165,7 @@ def train(
     ),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
@@ -307,14 +308,14 @@ def evaluate(
     run: Path = typer.Argument(..., help="run directory (single or cross-validation) or a checkpoint .pt"),
     split: str = typer.Option("valid", "--split", help="valid | test (test needs runtimes)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("auto", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
@@ -374,8 +375,8 @@ def rank(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("auto", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
@@ -399,13 +400,13 @@ def predict(
     combine: bool = typer.Option(False, "--combine", help="merge the given per-collection CSVs into --out"),
     split: str = typer.Option("test", "--split", help="train | valid | test: which split's graphs to rank"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("auto", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
