@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.commands import choices, models
+from graphcost.commands import choices
 from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
 
 runner = CliRunner()
@@ -37,11 +37,13 @@ def test_help_lists_the_values_and_bad_values_name_the_option():
 def test_commands_receive_plain_strings(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_load_predictor(paths, tta, batch, device, precision, threads):
-        seen["precision"] = precision
-        raise SystemExit(0)
+    def fake_load(paths, device="cpu", **kwargs):
+        seen.update(kwargs)
+        raise FileNotFoundError("stop here")
 
-    monkeypatch.setattr(models, "_load_predictor", fake_load_predictor)
+    from graphcost.train.crossval import EnsemblePredictor
+
+    monkeypatch.setattr(EnsemblePredictor, "load", fake_load)
     runner.invoke(app, ["rank", str(tmp_path), str(tmp_path / "g.npz"), "--precision", "bf16", "--device", "cpu"])
     assert seen["precision"] == "bf16" and type(seen["precision"]) is str  # checkpoints/JSON never see an enum
     assert value([Collection.tile_xla, None]) == ["tile:xla", None] and type(value(Loss.hinge)) is str

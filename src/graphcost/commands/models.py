@@ -189,6 +189,7 @@ def train(
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
     from graphcost.train.losses import get_loss
 
+    model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     _check_collection(collection)
     device = _check_device(device)
     recorded_in = None
@@ -293,6 +294,7 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
     from graphcost.train.distributed import resolve_device
 
     set_threads(threads)
+    precision = value(precision)
     if precision not in PRECISION_CHOICES:
         _fail(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
     warning = emulated_bf16_warning(precision, resolve_device(device))
