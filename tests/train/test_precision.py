@@ -54,6 +54,9 @@ def test_capability_names_torchs_isa_and_reads_older_torchs_flags(monkeypatch):
         monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
         monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
         assert P._cpu_flags()["amx_bf16"] and not P._cpu_flags()["avx512_bf16"]
+        monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported")  # neither API (torch 2.4): /proc/cpuinfo
+        monkeypatch.setattr(P.Path, "read_text", lambda self: "flags\t: fpu avx2 avx512f avx512_bf16 fma")
+        assert P._cpu_flags() == {"amx_bf16": False, "avx512_bf16": True, "bf16": False, "sve_bf16": False}
     finally:
         P.cpu_capability.cache_clear()
 

@@ -27,14 +27,14 @@ NATIVE_BF16_FLAGS = ("amx_bf16", "avx512_bf16", "bf16", "sve_bf16")  # x86 AMX /
 
 def _cpu_flags() -> dict[str, bool]:
     """The CPU's bf16-relevant feature flags (see NATIVE_BF16_FLAGS)."""
-    caps = getattr(torch.cpu, "get_capabilities", None)  # torch >= 2.9
+    caps = getattr(torch.cpu, "get_capabilities", None)  # recent torch (2.13 has it, 2.4 does not)
     if caps is not None:
         found = caps()
         return {f: bool(found.get(f, False)) for f in NATIVE_BF16_FLAGS}
-    old = {"avx512_bf16": "_is_avx512_bf16_supported", "amx_bf16": "_is_amx_tile_supported"}  # torch 2.2-2.8
+    old = {"avx512_bf16": "_is_avx512_bf16_supported", "amx_bf16": "_is_amx_tile_supported"}  # some older torch (not 2.4)
     if all(hasattr(torch.cpu, fn) for fn in old.values()):
         return {f: bool(getattr(torch.cpu, old[f])()) if f in old else False for f in NATIVE_BF16_FLAGS}
-    try:  # Linux without either API: the kernel's flag names ("bf16" is ARM's in "Features")
+    try:  # neither API (torch 2.4): the Linux kernel's flag names ("bf16" is ARM's, in "Features")
         words = set(Path("/proc/cpuinfo").read_text().split())
     except OSError:
         words = set()
