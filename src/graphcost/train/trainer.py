@@ -35,7 +35,7 @@ from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
 from graphcost.train.evaluate import ModelScorer, evaluate_graphs, selection_metric
-from graphcost.train.metrics_log import MetricsLog, write_csv_atomic  # noqa: F401 (write_csv_atomic: re-exported)
+from graphcost.train.metrics_log import MetricsLog
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
 
