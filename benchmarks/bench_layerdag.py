@@ -221,6 +221,9 @@ def main() -> None:
     machine = f"{os.cpu_count()}-core CPU ({_cpu_name()}), {args.threads} torch thread(s), load average at start {os.getloadavg()[0]:.1f}"
     if args.device.startswith("cuda"):
         machine += f"; LayerDAG on {torch.cuda.get_device_name(torch.device(args.device))} (torch {torch.__version__})"
+    from graphcost.models.precision import describe_cpu
+
+    machine += f"; {describe_cpu()}"  # e.g. torch CPU capability AVX2, bf16 emulated
     results: dict = {"command": " ".join(sys.argv), "machine": machine, "device": args.device,
                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     if args.only in (None, "lp"):

@@ -196,6 +196,9 @@ def main() -> None:
                    f"({platform.machine()}), torch {torch.__version__}")
     else:
         machine = f"2-core CPU ({platform.machine()}, shared with other jobs), torch {torch.__version__}"
+    from graphcost.models.precision import describe_cpu
+
+    machine += f"; {describe_cpu()}"  # e.g. torch CPU capability AVX2, bf16 emulated
     report = {
         "command": "python benchmarks/bench_models.py " + " ".join(sys.argv[1:]),
         "machine": machine, "device": args.device, "json": str(args.out),
