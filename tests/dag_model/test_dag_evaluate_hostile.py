@@ -39,3 +39,13 @@ def test_deep_and_many_graph_samples_run_in_bounded_memory(tmp_path):
     assert r.exit_code == 0, r.output
     assert "MMD^2 vs real test set (gaussian_emd(sigma=1, unit bin spacing)):" in r.output
     assert json.loads((tmp_path / "e.json").read_text())["mmd"] == res["mmd"]
+
+
+def test_the_printed_heading_says_when_the_mmd_was_subsampled(capsys):
+    from graphcost.commands.dag import _print_results
+
+    res = {"num_generated": 8000, "mean_nodes": 4.0, "real_mean_nodes": 5.0, "mean_edges": 3.0, "real_mean_edges": 4.0,
+           "uniqueness": 1.0, "novelty": 1.0, "mmd": {"in_degree": 0.01}, "mmd_kernel": "gaussian_emd(sigma=1, unit bin spacing)",
+           "mmd_graphs": {"generated": 2048, "real": 30, "of_generated": 8000, "of_real": 30, "max": 2048}}  # fmt: skip
+    _print_results(res)
+    assert "seeded subsample of at most 2048 per side: 2048 of 8000 generated, 30 of 30 real graphs" in capsys.readouterr().out
