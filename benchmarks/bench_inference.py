@@ -10,7 +10,9 @@ Rows per precision: "fp32" and "bf16" (`TGraph.score_chunked(precision=...)`, wi
 of the bf16 ranking against the fp32 one). Row "npz -> rank (pipeline)": the same graph written
 as a TpuGraphs npz and ranked the way `graphcost rank MODEL GRAPH --tta 0` does after loading the
 model (read, prune, de-duplicate, score, sort). Weights are untrained (latency does not depend
-on them). CPU seconds are reported besides wall time; prints a table and writes JSON.
+on them). CPU seconds are reported besides wall time; prints a table and writes JSON. Every row
+records the CPU's capability (torch's dispatch ISA and whether bf16 is native: AVX512-BF16/AMX),
+without which a bf16 figure cannot be read; `--precision auto` is resolved as the CLI does.
 `--device cuda` runs the model (and the pipeline's scoring) on the GPU; the timings then wait
 for the GPU to finish (torch.cuda.synchronize) before the clock stops.
 
@@ -33,6 +35,7 @@ import torch
 from graphcost.atomic import atomic_write_json
 from graphcost.data.graph import GraphBatch
 from graphcost.metrics import kendall_tau
+from graphcost.models.precision import PRECISION_CHOICES, cpu_capability, describe_cpu, resolve_precision
 from graphcost.models.registry import build_model
 
 
@@ -137,7 +140,7 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=128)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--hidden", type=int, nargs="+", default=[256, 64])
-    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    ap.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=PRECISION_CHOICES)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N: where the model runs")
     ap.add_argument("--out", type=Path, default=None)
@@ -147,6 +150,8 @@ def main() -> None:
     device = torch.device(check_device(args.device) if args.device != "auto" else
                           ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.set_num_threads(args.threads)
+    cpu = cpu_capability()  # {"isa", "bf16_flags", "native_bf16"}
+    args.precision = [resolve_precision(p, device, [build_model("tgraph", "layout", hidden=8)]) for p in args.precision]
     full = synthetic_layout_batch(args.nodes, args.configurable, args.configs)
     pruned = tgraph_pruned(full)
     on_device = {"full": full.to(device), "pruned": pruned.to(device)}
@@ -176,6 +181,7 @@ def main() -> None:
                     rows.append({**end_to_end(full, model, precision, args.chunk, args.repeats, device),
                                  "hidden": hidden, "precision": precision})
     for r in rows:
+        r["cpu_capability"], r["native_bf16"] = cpu["isa"], cpu["native_bf16"]
         r["wall_s_best"] = min(r["wall_s_all"])
         r["ms_per_config_wall"] = 1000 * r["wall_s_best"] / args.configs
         r["meets_2s_wall"] = r["wall_s_best"] < 2.0
@@ -185,11 +191,11 @@ def main() -> None:
             "threads": args.threads, "weights": "untrained (seed 0)", "device": str(device),
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
                        + (f", {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""),
-            "torch": torch.__version__,
+            "cpu_capability": cpu, "torch": torch.__version__,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "results": rows}
     print(f"TGraph inference, SYNTHETIC graph: N={args.nodes} (pruned {info['pruned_nodes']}), E={info['edges']}, "
           f"C={args.configurable}, {args.configs} configs, chunk {args.chunk}, {args.threads} threads, "
-          f"device {info['machine'] if device.type == 'cuda' else 'cpu'}")
+          f"device {info['machine'] if device.type == 'cuda' else 'cpu'}; {describe_cpu()}")
     print(f"{'graph':>24} {'nodes':>6} {'hidden':>6} {'prec':>5} {'wall s':>8} {'cpu s':>8} {'ms/config':>10} "
           f"{'tau vs fp32':>11} {'load':>5}")
     for r in rows:

@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from graphcost.atomic import atomic_write_text
 from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
     LP_EPOCHS,
     LP_GRAPHS,
@@ -166,7 +167,7 @@ def _print(results: dict) -> None:
             _print_seeds("ratio on log labels", e.get("ratio_log_by_sampling_seed", []))
         print(f"  nodes {e['mean_nodes']:.1f} (real {e['real_mean_nodes']:.1f})  edges {e['mean_edges']:.1f} "
               f"(real {e['real_mean_edges']:.1f})  uniqueness {e['uniqueness']:.3f}  novelty {e['novelty']:.3f}")  # fmt: skip
-        print("  MMD^2 " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
+        print(f"  MMD^2 ({e.get('mmd_kernel', 'TV kernel before issue 20')}) " + "  ".join(f"{k} {v:.4f}" for k, v in e["mmd"].items()))
         for row in r.get("quality_vs_time", []):
             print(f"  {row['schedule']:>8} T={row['T']:<3} quality {row['quality']:.3f}  "
                   f"{1000 * row['sample_seconds_per_graph']:.1f} ms/graph")  # fmt: skip
@@ -220,6 +221,9 @@ def main() -> None:
     machine = f"{os.cpu_count()}-core CPU ({_cpu_name()}), {args.threads} torch thread(s), load average at start {os.getloadavg()[0]:.1f}"
     if args.device.startswith("cuda"):
         machine += f"; LayerDAG on {torch.cuda.get_device_name(torch.device(args.device))} (torch {torch.__version__})"
+    from graphcost.models.precision import describe_cpu
+
+    machine += f"; {describe_cpu()}"  # e.g. torch CPU capability AVX2, bf16 emulated
     results: dict = {"command": " ".join(sys.argv), "machine": machine, "device": args.device,
                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
     if args.only in (None, "lp"):
@@ -230,11 +234,7 @@ def main() -> None:
     results["load_average_end"] = os.getloadavg()[0]
     _print(results)
     print(f"\ntotal {results['total_seconds']:.0f} s")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=args.json.name + ".", suffix=".tmp", dir=args.json.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(results, f, indent=2, default=float)
-    os.replace(tmp, args.json)
+    atomic_write_text(args.json, json.dumps(results, indent=2, default=float))  # mode 0o666 & ~umask
     print(f"wrote {args.json}")
 
 

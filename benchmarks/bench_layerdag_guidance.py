@@ -89,7 +89,7 @@ def main() -> None:
                                  "ratio_log": s["ratio_log"], "pearson_real_log": s["pearson_real_log"],
                                  "pearson_synthetic_log": s["pearson_synthetic_log"],
                                  "mean_nodes": r["mean_nodes"], "real_mean_nodes": r["real_mean_nodes"],
-                                 "mmd": r["mmd"], "uniqueness": r["uniqueness"], "novelty": r["novelty"],
+                                 "mmd": r["mmd"], "mmd_kernel": r["mmd_kernel"], "uniqueness": r["uniqueness"], "novelty": r["novelty"],
                                  "sample_seconds_per_graph": r["sample_seconds_per_graph"]}  # fmt: skip
             atomic_write_json(res, res_path)
             print(key, json.dumps({k: round(v, 4) for k, v in res["cells"][key].items() if isinstance(v, float)}), flush=True)

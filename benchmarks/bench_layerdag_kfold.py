@@ -113,7 +113,7 @@ def score_fold(out: Path, fold: int, run: Path, splits: dict, sample_seeds: int,
         syn = fit_synthetic_predictions(gen[:n_train], gen[n_train:], splits["test"], NUM_CATEGORIES, scfg)
         cell = score_predictions(np.array(y_test), real_fits.test_predictions, syn)
         cell |= {"label_fidelity": label_fidelity(gen, real_fits), "synthetic_predictions": [p.tolist() for p in syn],
-                 "mean_nodes": r["mean_nodes"], "real_mean_nodes": r["real_mean_nodes"], "mmd": r["mmd"],
+                 "mean_nodes": r["mean_nodes"], "real_mean_nodes": r["real_mean_nodes"], "mmd": r["mmd"], "mmd_kernel": r["mmd_kernel"],
                  "uniqueness": r["uniqueness"], "novelty": r["novelty"],
                  "sample_seconds_per_graph": r["sample_seconds_per_graph"]}  # fmt: skip
         res["seeds"][str(seed)] = cell

@@ -12,7 +12,6 @@ import argparse
 import json
 import os
 import platform
-import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 import scipy.stats
 
 from graphcost import metrics as M
+from graphcost.atomic import atomic_write_text
 
 
 def _best_time(fn, repeat: int) -> float:
@@ -113,11 +113,7 @@ def main() -> None:
         "metrics": metric_rows,
         "losses": loss_rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=args.out.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(result, fh, indent=2)
-    os.replace(tmp, args.out)
+    atomic_write_text(args.out, json.dumps(result, indent=2))  # mode 0o666 & ~umask
     print(f"\nwrote {args.out}")
 
 

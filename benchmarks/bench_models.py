@@ -36,6 +36,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from graphcost.atomic import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_models.json"
 SECTION = "### Training quality and throughput — `benchmarks/bench_models.py`"
@@ -166,13 +168,6 @@ def replace_section(text: str, section: str) -> str:
     return text[:start] + section + "\n" + text[end:]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=5)
@@ -201,6 +196,9 @@ def main() -> None:
                    f"({platform.machine()}), torch {torch.__version__}")
     else:
         machine = f"2-core CPU ({platform.machine()}, shared with other jobs), torch {torch.__version__}"
+    from graphcost.models.precision import describe_cpu
+
+    machine += f"; {describe_cpu()}"  # e.g. torch CPU capability AVX2, bf16 emulated
     report = {
         "command": "python benchmarks/bench_models.py " + " ".join(sys.argv[1:]),
         "machine": machine, "device": args.device, "json": str(args.out),
@@ -223,11 +221,11 @@ def main() -> None:
                 "synthetic rows exist."
             )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out, json.dumps(report, indent=2) + "\n")
+    atomic_write_text(args.out, json.dumps(report, indent=2) + "\n")
     print(f"\nwrote {args.out}")
     if not args.no_markdown:
         bench = ROOT / "BENCHMARKS.md"
-        write_atomic(bench, replace_section(bench.read_text(), markdown(report)))
+        atomic_write_text(bench, replace_section(bench.read_text(), markdown(report)))
         print(f"updated {bench} ({SECTION})")
 
 

@@ -1,8 +1,12 @@
 """Atomic file writes: a temp file in the target's directory, renamed into place on success.
 
-Every writer in graphcost (npz, checkpoints, JSON, CSV, PNG) goes through `atomic_write`, so an
-interrupted command never leaves a half-written file under the final name, and a failed write
-never leaves its temp file behind.
+Every writer in graphcost (npz, checkpoints, JSON, CSV, PNG) goes through `atomic_write` (or
+`temp_beside` for writers that manage the file themselves), so an interrupted command never leaves
+a half-written file under the final name, and a failed write never leaves its temp file behind.
+
+Written files get the mode an ordinary `open(path, "w")` would give them, `0o666 & ~umask`
+(0644 under the usual umask 022), so a shared dataset or run directory stays readable to
+colleagues; `tempfile.mkstemp` would make every one of them 0600.
 """
 
 from __future__ import annotations
@@ -10,21 +14,36 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 
+def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
+    """Create and open a new, empty temp file `.NAME.<random>.tmp` in `path`'s directory (parents
+    created) and return `(fd, temp_path)`. Unlike `tempfile.mkstemp` (always 0600) the file is
+    created with mode 0o666, which the kernel reduces by the umask (and any default ACL), exactly
+    as for `open(path, "w")`. `O_EXCL` makes the creation safe against an existing file or link."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: could not create a unique temp file for {path.name}")
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO]:
     """Yield a handle on a temp file beside `path` (parents created); on a clean exit the file is
     flushed (and fsync'ed if asked) and `os.replace`d onto `path`; on any error it is deleted."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
@@ -33,7 +52,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False)
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -73,7 +92,8 @@ def remove_stale_temps(directory: str | os.PathLike) -> list[Path]:
     return removed
 
 
-_TEMP_NAME = re.compile(r"\..+\.[A-Za-z0-9_]{8}\.tmp")  # tempfile.mkstemp(prefix=".NAME.", suffix=".tmp")
+# temp_beside's ".NAME.<12 hex>.tmp", and mkstemp's ".NAME.<8 chars>.tmp" that earlier versions left
+_TEMP_NAME = re.compile(r"\..+\.(?:[0-9a-f]{12}|[A-Za-z0-9_]{8})\.tmp")
 
 
 class OutputExistsError(FileExistsError):

@@ -7,7 +7,8 @@ import pytest
 
 from graphcost.dag.datasets.lp import generate_lp_dataset
 from graphcost.dag.evaluate.novelty import novelty, uniqueness, wl_hash
-from graphcost.dag.evaluate.statistics import graph_histograms, mmd, mmd_table
+from graphcost.dag.evaluate import statistics
+from graphcost.dag.evaluate.statistics import emd_1d, graph_histograms, mmd, mmd_report, mmd_table
 from graphcost.dag.evaluate.surrogate import (
     SurrogateConfig,
     fit_real_surrogates,
@@ -43,6 +44,78 @@ def test_mmd_zero_for_identical_sets_and_positive_for_different():
     assert table["out_degree"] > 0.1 and table["num_layers"] > 0.1
     with pytest.raises(ValueError):
         mmd([], [np.ones(2)])
+
+
+def test_emd_kernel_mmd_matches_hand_computed_values():
+    p, q, r = np.array([1, 0, 1]), np.array([0, 2]), np.array([0, 0, 0, 5])  # pmfs: {0,2} halves, delta 1, delta 3
+    # CDFs on 0..3: P = .5 .5 1 1, Q = 0 1 1 1, R = 0 0 0 1
+    assert emd_1d(p, q) == pytest.approx(1.0) and emd_1d(p, r) == pytest.approx(2.0) and emd_1d(q, r) == pytest.approx(2.0)
+    assert mmd([p], [q]) == pytest.approx(2 - 2 * np.exp(-0.5))  # k = exp(-EMD^2 / 2), sigma 1
+    # X = {p, q}, Y = {r}: mean k(X, X) = (2 + 2 e^-1/2) / 4, k(r, r) = 1, k(x, r) = e^-2
+    assert mmd([p, q], [r]) == pytest.approx((1 + np.exp(-0.5)) / 2 + 1 - 2 * np.exp(-2))
+    assert mmd([p, 2 * p], [p]) == pytest.approx(0.0, abs=1e-12)  # histograms are compared as pmfs
+
+
+def test_blockwise_mmd_equals_the_pairwise_definition(monkeypatch):
+    from scipy.stats import wasserstein_distance
+
+    rng = np.random.default_rng(0)
+    xs = [rng.integers(0, 4, size=rng.integers(1, 9)) + 0.0 for _ in range(23)]
+    ys = [rng.integers(0, 4, size=rng.integers(1, 12)) + 0.0 for _ in range(17)]
+    xs = [h if h.sum() else np.ones(1) for h in xs] + [xs[0].copy(), xs[0].copy()]  # repeats are merged with a count
+    ys = [h if h.sum() else np.ones(1) for h in ys]
+
+    def k(a, b):
+        return np.exp(-(wasserstein_distance(np.arange(len(a)), np.arange(len(b)), a, b) ** 2) / 2)
+
+    def mean_k(a_set, b_set):
+        return np.mean([k(a, b) for a in a_set for b in b_set])
+
+    expected = mean_k(xs, xs) + mean_k(ys, ys) - 2 * mean_k(xs, ys)
+    assert mmd(xs, ys) == pytest.approx(expected, rel=1e-9)
+    monkeypatch.setattr(statistics, "BLOCK_ELEMENTS", 8)  # 2-row blocks, 2 support points per chunk
+    assert mmd(xs, ys) == pytest.approx(expected, rel=1e-9)
+
+
+def test_hostile_inputs_take_memory_linear_in_the_input():
+    import tracemalloc
+
+    assert graph_histograms(chain(4000))["num_layers"].shape == (4001,)  # was a row of np.eye(4001): 128 MB
+    rng = np.random.default_rng(0)
+    xs = [rng.integers(0, 9, size=rng.integers(1, 60)) + 1.0 for _ in range(1500)]
+    wide = np.zeros(20_001)
+    wide[[0, -1]] = 1.0
+    ys = [rng.integers(0, 9, size=rng.integers(1, 60)) + 1.0 for _ in range(50)] + [wide]
+    tracemalloc.start()  # numpy reports its buffers to tracemalloc
+    try:
+        value = mmd(xs, ys)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # padded pairwise arrays took 1500^2 x 20,001 float64 (337 GB); blocks hold BLOCK_ELEMENTS (8 MiB) numbers
+    assert peak < 48 * 2**20, peak
+    assert 0 < value < 2
+
+
+def test_mmd_report_names_its_kernel_and_caps_the_graphs_compared():
+    many = [chain(2 + i % 40) for i in range(300)]
+    report = mmd_report(many, [chain(3), star(5)])
+    assert report["mmd_kernel"] == "gaussian_emd(sigma=1, unit bin spacing)"
+    assert report["mmd_graphs"] == {"generated": 300, "real": 2, "of_generated": 300, "of_real": 2, "max": 2048}
+    capped = mmd_report(many, [chain(3), star(5)], max_graphs=100)
+    assert capped["mmd_graphs"] == {"generated": 100, "real": 2, "of_generated": 300, "of_real": 2, "max": 100}
+    assert capped == mmd_report(many, [chain(3), star(5)], max_graphs=100)  # a seeded subsample
+    assert capped["mmd"]["num_layers"] != report["mmd"]["num_layers"]
+    assert capped["mmd"]["num_layers"] == pytest.approx(report["mmd"]["num_layers"], abs=0.05)
+
+
+def test_graphs_without_nodes_have_a_layer_count_but_no_degree_distribution():
+    empty = DAG(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    table = mmd_table([empty, chain(3)], [chain(3)])
+    assert table["in_degree"] == pytest.approx(0.0, abs=1e-12)  # the empty graph is left out
+    assert table["num_layers"] > 0  # 0 layers vs 3
+    with pytest.raises(ValueError, match="graph with nodes"):
+        mmd_table([empty], [chain(3)])
 
 
 def test_wl_hash_is_permutation_invariant_and_attribute_aware():

@@ -10,6 +10,7 @@ import typer
 
 from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands.choices import complete_device
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
 RUN_INFO = "run.json"
@@ -199,7 +200,7 @@ def register(app: typer.Typer) -> None:
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
-        device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)", autocompletion=complete_device),
         diffusion_steps: Optional[int] = typer.Option(None, min=1, help="T_node = T_edge, the diffusion steps trained "
                                                       "and sampled (default: the --size's, small 32, paper 64/16); more "
                                                       "steps = fewer simultaneous changes per reverse step, slower sampling"),
@@ -288,7 +289,7 @@ def register(app: typer.Typer) -> None:
         threads: int = typer.Option(0, min=0, help=THREADS_HELP),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
-        device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)", autocompletion=complete_device),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (and its PNG) if they exist"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
@@ -353,7 +354,7 @@ def register(app: typer.Typer) -> None:
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         surrogate_repeats: int = typer.Option(3, min=1, help="labelled data: surrogate regressors fitted per training set "
                                               "(seeds 0..k-1); their Pearsons are averaged (one fit varies by about ±0.02)"),
-        device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)"),
+        device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)", autocompletion=complete_device),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
@@ -418,6 +419,10 @@ def _print_results(res: dict) -> None:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         typer.echo(f"{k:<{width}}  {v}")
-    typer.echo("MMD^2 vs real test set:")
+    g = res.get("mmd_graphs")
+    capped = "" if not g or (g["generated"], g["real"]) == (g["of_generated"], g["of_real"]) else (
+        f"; seeded subsample of at most {g['max']} per side: {g['generated']} of {g['of_generated']} generated, "
+        f"{g['real']} of {g['of_real']} real graphs")  # fmt: skip
+    typer.echo(f"MMD^2 vs real test set ({res.get('mmd_kernel', 'kernel not recorded')}{capped}):")
     for k, v in res["mmd"].items():
         typer.echo(f"  {k:<{width - 2}}  {v:.4f}")

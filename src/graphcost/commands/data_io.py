@@ -7,19 +7,12 @@ Library imports happen inside the commands so `graphcost --help` stays fast.
 from __future__ import annotations
 
 import json
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-
-class Collection(str, Enum):
-    tile_xla = "tile:xla"
-    layout_xla_default = "layout:xla:default"
-    layout_xla_random = "layout:xla:random"
-    layout_nlp_default = "layout:nlp:default"
-    layout_nlp_random = "layout:nlp:random"
+from graphcost.commands.choices import Collection
 
 
 def _fail(message: str) -> None:

@@ -14,6 +14,7 @@ import typer
 
 from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
 RUN_INFO = "run.json"
@@ -186,14 +187,14 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool
 
 
 def train(
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     data_dir: Optional[Path] = typer.Option(
         None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
         "(default: the real CPU dataset shipped with graphcost)",
     ),
-    model: str = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)"),
+    model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),
     model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
-    loss: str = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse"),
+    loss: Loss = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse", callback=value),
     epochs: int = typer.Option(20, "--epochs", min=1, help="passes over the training graphs"),
     folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
     train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
@@ -210,7 +211,7 @@ def train(
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the run already in --out (default: refuse)"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
@@ -234,6 +235,7 @@ def train(
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
     from graphcost.train.losses import get_loss
 
+    model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     _check_collection(collection)
     device = _check_device(device)
     recorded_in = None
@@ -328,17 +330,23 @@ def train(
         shutdown(ctx)
 
 
-PRECISION_HELP = "fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, faster, rankings close to fp32)"
+PRECISION_HELP = ("auto | fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
+                  "to fp32), fast only on CPUs with AVX512-BF16 or AMX; auto = bf16 there, fp32 elsewhere")  # fmt: skip
 
 
-def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "fp32", threads: int = 0):
-    from graphcost.models.tgraph import PRECISIONS
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto", threads: int = 0):
+    from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.distributed import resolve_device
 
     set_threads(threads)
-    if precision not in PRECISIONS:
-        _fail(f"--precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    precision = value(precision)
+    if precision not in PRECISION_CHOICES:
+        _fail(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
+    warning = emulated_bf16_warning(precision, resolve_device(device))
+    if warning:
+        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     try:
         return EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
@@ -349,14 +357,14 @@ def evaluate(
     run: Path = typer.Argument(..., help="run directory (single or cross-validation) or a checkpoint .pt"),
     split: str = typer.Option("valid", "--split", help="valid | test (test needs runtimes)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
 ) -> None:
@@ -417,8 +425,8 @@ def rank(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
@@ -442,13 +450,13 @@ def predict(
     combine: bool = typer.Option(False, "--combine", help="merge the given per-collection CSVs into --out"),
     split: str = typer.Option("test", "--split", help="train | valid | test: which split's graphs to rank"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
-    collection: Optional[str] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
     threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
-    precision: str = typer.Option("fp32", "--precision", help=PRECISION_HELP),
-    device: str = typer.Option("auto", "--device", help=DEVICE_HELP),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:

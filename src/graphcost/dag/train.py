@@ -8,7 +8,8 @@ steps per epoch — a function of the step, so resuming with the same `epochs` i
 (`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
-seeded by (seed, epoch)). The networks train on `device` (CUDA when present by default); the
+seeded by (seed, epoch)). Each epoch's losses also go to `metrics.csv` (and TensorBoard, with the
+`tensorboard` extra) through `graphcost.train.metrics_log`, as for `graphcost train`. The networks train on `device` (CUDA when present by default); the
 diffusion noise is drawn on CPU (`LayerDAG.loss`) and checkpoints hold CPU tensors, so a run
 started on a GPU resumes on a CPU and the other way round. On CPU training is bitwise
 deterministic; on CUDA, scatter-add atomics make it repeatable only up to float rounding. With a validation split, `best.pt` holds the selected weights
@@ -50,6 +51,7 @@ from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 from graphcost.memory import release_free_memory
 from graphcost.train.distributed import resolve_device
+from graphcost.train.metrics_log import MetricsLog
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)
@@ -333,6 +335,7 @@ def train_layerdag(
     steps_per_epoch = (len(prepared) + cfg.batch_size - 1) // cfg.batch_size
     bar = tqdm(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
                desc="LayerDAG train", unit="step", disable=not progress)  # fmt: skip
+    metrics = MetricsLog(out_dir, start_epoch=start_epoch)  # metrics.csv + TensorBoard, as `graphcost train`
     for epoch in range(start_epoch, cfg.epochs):
         t0 = time.perf_counter()
         rng = np.random.default_rng([cfg.seed, epoch])
@@ -374,6 +377,8 @@ def train_layerdag(
         if ema is not None:
             state.update(ema_decay=cfg.ema_decay, ema=_cpu(ema.state_dict()), train_model=_cpu(model.state_dict()))
         _atomic_save(state, ckpt_path)
+        metrics.log(history)  # after the checkpoint: the CSV never runs ahead of what resume restores
     bar.close()
+    metrics.close()
     final.eval()
     return final, history

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 import tokenize
 import zipfile
 import zlib
@@ -33,6 +32,7 @@ from typing import Iterator
 import numpy as np
 from numpy.lib import format as npy_format
 
+from graphcost.atomic import temp_beside
 from graphcost.data.schema import SchemaError
 
 __all__ = [
@@ -341,10 +341,8 @@ class NpzWriter:
 
     def __init__(self, path: str | Path, compressed: bool = True, compresslevel: int | None = None):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        fd, self.tmp = temp_beside(self.path)  # mode 0o666 & ~umask, not mkstemp's 0600
         os.close(fd)
-        self.tmp = Path(tmp)
         method = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
         self.zf = zipfile.ZipFile(self.tmp, "w", compression=method, allowZip64=True, compresslevel=compresslevel)
         self._closed = False

@@ -50,6 +50,14 @@ MAX_RANK = 6
 Perm = tuple[int, ...]  # minor_to_major
 
 
+def _bind(eqn, invals: list):
+    """Apply `eqn`'s primitive to `invals` as `jax.core.eval_jaxpr` does. `get_bind_params` returns
+    (subfuns, params) before jax 0.10 and params from 0.10 on."""
+    params = eqn.primitive.get_bind_params(eqn.params)
+    subfuns, params = params if isinstance(params, tuple) else ([], params)
+    return eqn.primitive.bind(*subfuns, *invals, **params)
+
+
 @dataclass(frozen=True)
 class Site:
     """One configurable node: its jaxpr primitive and the ranks of output / operand 0 / operand 1."""
@@ -139,12 +147,12 @@ class LayoutProgram:
                 invals = [constrain(x, choice[1 + i]) if i < n_cfg_inputs and ranks[1 + i] else x
                           for i, x in enumerate(invals)]
                 with jax.named_scope(f"{_SCOPE}{k}"), eqn.ctx.manager:
-                    out = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
+                    out = _bind(eqn, invals)
                 out = constrain(out, choice[0])
                 outs = [out]
             else:
                 with eqn.ctx.manager:
-                    out = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
+                    out = _bind(eqn, invals)
                 outs = out if eqn.primitive.multiple_results else [out]
             for var, val in zip(eqn.outvars, outs):
                 env[var] = val

@@ -8,6 +8,7 @@
                         LSTM | Transformer reductions, directed or undirected
 * `layers`              shared layers (embeddings, L2 SAGE, channel SE, cross-config attention, norm)
 * `shared_nodes`        computing configuration-independent nodes once for all B configurations
+* `precision`           --precision auto | fp32 | bf16: native-bf16 detection, the CPU to record
 
 Every model: ``model(batch: GraphBatch) -> Tensor (B,)``; LOWER score = predicted FASTER.
 """

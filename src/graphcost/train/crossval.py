@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from graphcost.models.precision import resolve_precision
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import graph_names, subset
 from graphcost.train.evaluate import score_configs, write_json
@@ -244,6 +245,7 @@ class EnsemblePredictor:
     ) -> None:
         if not members:
             raise ValueError("an ensemble needs at least one model")
+        precision = resolve_precision(precision, device, [m for m, _ in members])  # "auto" -> fp32 | bf16
         if precision != "fp32":  # the same rule as score_configs, checked before any graph is read
             for model, _ in members:
                 if not getattr(model, "can_score_chunked", False):

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from graphcost.atomic import atomic_write_json, blocking_file
+from graphcost.models.precision import resolve_precision
 
 
 class Scorer(Protocol):
@@ -74,11 +75,13 @@ def score_configs(
     TGraph §2.5.3: N permuted views of the configurations, each scored in chunks, restored to
     the original order and averaged. Models with `score_chunked` (TGraph) get up to
     `CHUNKS_PER_CALL` chunks per call, so their configuration-independent pass is shared;
-    `precision` "bf16" is only offered by those (see `TGraph.score_chunked`).
+    `precision` "bf16" is only offered by those (see `TGraph.score_chunked`); "auto" picks bf16 on a
+    CPU with native bf16, else fp32 (`resolve_precision`).
     """
     if make_batch is None:
         from graphcost.data.batching import make_batch
     chunked = getattr(model, "can_score_chunked", False)
+    precision = resolve_precision(precision, device, [model])  # "auto": bf16 only where native (models/precision.py)
     if precision != "fp32" and not chunked:
         raise ValueError(f"precision {precision!r} is supported by TGraph only, not by {type(model).__name__}")
     was_training = model.training

@@ -18,9 +18,7 @@ it is left off (speed), so a resumed run matches only up to floating-point reduc
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import math
 import os
 import random
@@ -33,11 +31,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.atomic import atomic_write_text, remove_stale_temps
+from graphcost.atomic import remove_stale_temps
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
 from graphcost.train.evaluate import ModelScorer, evaluate_graphs, selection_metric
+from graphcost.train.metrics_log import MetricsLog
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
 
@@ -111,18 +110,6 @@ def build_from_spec(spec: dict) -> nn.Module:
     if hasattr(registry, "model_from_spec"):
         return registry.model_from_spec(spec)
     return registry.build_model(spec["name"], spec["kind"], **spec.get("config", {}))
-
-
-def write_csv_atomic(rows: Sequence[dict], path: Path) -> None:
-    """Rewrite the whole metrics CSV through a temp file + os.replace."""
-    columns: list[str] = []
-    for row in rows:
-        columns += [k for k in row if k not in columns]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns)
-    writer.writeheader()
-    writer.writerows(rows)
-    atomic_write_text(path, buf.getvalue())
 
 
 class StopTraining(Exception):
@@ -327,7 +314,7 @@ class Trainer:
             except (KeyError, TypeError, AttributeError, RuntimeError) as exc:  # an entry missing or malformed
                 what = f"key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                 raise ckpt.CheckpointError(f"{self.last_path}: cannot resume from this checkpoint ({what})") from None
-        writer = self._tensorboard() if self.dist.is_main else None
+        writer = MetricsLog(self.out_dir, start_epoch=self.epoch) if self.dist.is_main else None  # metrics.csv + TensorBoard
         for epoch in range(self.epoch, cfg.epochs):
             order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))
             self.model.train()
@@ -386,20 +373,9 @@ class Trainer:
                 payload.update(epoch=epoch + 1, score=float(score))
                 ckpt.save_checkpoint(self.best_path, payload)
             self.save()
-            write_csv_atomic(self.history, self.out_dir / "metrics.csv")
             if writer is not None:
-                for key, value in row.items():
-                    if key != "epoch":
-                        writer.add_scalar(key, value, epoch + 1)
-                writer.flush()
+                writer.log(self.history)
         self.dist.barrier()
-
-    def _tensorboard(self):
-        try:  # optional: only when the tensorboard package is installed
-            from torch.utils.tensorboard import SummaryWriter
-        except Exception:
-            return None
-        return SummaryWriter(log_dir=str(self.out_dir / "tensorboard"), purge_step=self.epoch + 1)
 
     def _plots(self) -> None:
         from graphcost.train import plots

@@ -1,0 +1,51 @@
+"""Choice options are enums (help and completion list them) that hand the commands plain strings."""
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from graphcost.cli import app
+from graphcost.commands import choices
+from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
+
+runner = CliRunner()
+
+
+def test_choices_match_the_library():
+    from graphcost.models.precision import PRECISION_CHOICES
+    from graphcost.models.registry import MODEL_NAMES
+    from graphcost.train.losses import _LOSSES
+    from graphcost.train.predict import COLLECTIONS
+
+    assert [c.value for c in Collection] == list(COLLECTIONS)
+    assert [m.value for m in Model] == list(MODEL_NAMES)
+    assert [x.value for x in Loss] == list(_LOSSES)
+    assert [p.value for p in Precision] == list(PRECISION_CHOICES)
+
+
+def test_help_lists_the_values_and_bad_values_name_the_option():
+    out = re.sub(r"\s+", " ", runner.invoke(app, ["train", "--help"], env={"COLUMNS": "250"}).output)
+    for name in ("tile-mlp", "kaufman", "listmle", "layout:nlp:random"):
+        assert name in out
+    assert "bf16" in runner.invoke(app, ["rank", "--help"], env={"COLUMNS": "250"}).output
+    r = runner.invoke(app, ["train", "--model", "nope"])
+    assert r.exit_code == 2 and "--model" in r.output and "tgraph" in r.output
+    assert complete_device("cu") == ["cuda", "cuda:0", "cuda:1"]
+
+
+def test_commands_receive_plain_strings(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_load(paths, device="cpu", **kwargs):
+        seen.update(kwargs)
+        raise FileNotFoundError("stop here")
+
+    from graphcost.train.crossval import EnsemblePredictor
+
+    monkeypatch.setattr(EnsemblePredictor, "load", fake_load)
+    runner.invoke(app, ["rank", str(tmp_path), str(tmp_path / "g.npz"), "--precision", "bf16", "--device", "cpu"])
+    assert seen["precision"] == "bf16" and type(seen["precision"]) is str  # checkpoints/JSON never see an enum
+    assert value([Collection.tile_xla, None]) == ["tile:xla", None] and type(value(Loss.hinge)) is str
+    with pytest.raises(KeyError):
+        choices.Model["nope"]
