@@ -25,27 +25,30 @@ from typing import Iterator
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 _WIRE_NAMES = {VARINT: "varint", I64: "fixed64", LEN: "length-delimited", I32: "fixed32"}
 _MAX_VARINT_BYTES = 10
+_MAX_FIELD_NUMBER = (1 << 29) - 1
 _U64 = 1 << 64
 _I64_SIGN = 1 << 63
 
 
 class ProtoDecodeError(ValueError):
-    """Malformed protobuf bytes; the message names the message type, field and byte offset."""
+    """Malformed protobuf bytes; the message names the message path, field and (where known) byte offset."""
 
-    def __init__(self, message: str, field: int | str | None, offset: int, problem: str):
+    def __init__(self, message: str, field: int | str | None, offset: int | None, problem: str):
         self.message_name = message
         self.field = field
-        self.offset = offset
+        self.offset = offset  # None for a bound broken by bytes that parse (no position is kept then)
         self.problem = problem
         where = f"{message}" + (f" field {field}" if field is not None else "")
-        super().__init__(f"protobuf decode error in {where} at byte {offset}: {problem}")
+        at = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"protobuf decode error in {where}{at}: {problem}")
 
 
-def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: int | str | None = None) -> tuple[int, int]:
-    """Decode one unsigned varint at `pos`; return ``(value, new_pos)``."""
+def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: int | str | None = None,
+                end: int | None = None) -> tuple[int, int]:
+    """Decode one unsigned varint at `pos` (ending before `end`, default the buffer's end); return ``(value, new_pos)``."""
     result = 0
     shift = 0
-    end = len(buf)
+    end = len(buf) if end is None else end
     start = pos
     while True:
         if pos >= end:
@@ -60,26 +63,30 @@ def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: in
             raise ProtoDecodeError(message, field, start, "varint longer than 10 bytes (corrupt input)")
 
 
-def iter_fields(buf: bytes | memoryview, message: str) -> Iterator[tuple[int, int, object, int]]:
-    """Yield ``(field_number, wire_type, value, offset)`` for each field of one message.
+def scan_fields(buf: bytes | memoryview, message: str, start: int = 0, end: int | None = None
+                ) -> Iterator[tuple[int, int, object, int, int]]:
+    """Yield ``(field_number, wire_type, value, key_offset, payload_offset)`` for the fields in ``buf[start:end]``.
 
-    `value` is an int for VARINT, I64 and I32 (raw unsigned bits) and a memoryview for LEN.
-    `offset` is the byte offset of the field's key within `buf`.
+    Offsets are positions in `buf` itself, so a caller walking nested messages through one buffer
+    reports absolute byte offsets. `value` is an int for VARINT, I64 and I32 (raw unsigned bits)
+    and a memoryview for LEN (`payload_offset` is where that payload starts).
     """
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    pos = 0
-    end = len(view)
+    pos = start
+    end = len(view) if end is None else end
     while pos < end:
         key_pos = pos
-        key, pos = read_varint(view, pos, message)
+        key, pos = read_varint(view, pos, message, end=end)
         field = key >> 3
         wire = key & 7
-        if field == 0:
-            raise ProtoDecodeError(message, 0, key_pos, "field number 0 is invalid (corrupt input)")
+        if field == 0 or field > _MAX_FIELD_NUMBER:
+            raise ProtoDecodeError(message, field, key_pos, f"field number {field} is invalid (corrupt input)")
+        payload = pos
         if wire == VARINT:
-            value, pos = read_varint(view, pos, message, field)
+            value, pos = read_varint(view, pos, message, field, end)
         elif wire == LEN:
-            length, pos = read_varint(view, pos, message, field)
+            length, pos = read_varint(view, pos, message, field, end)
+            payload = pos
             if pos + length > end:
                 raise ProtoDecodeError(
                     message, field, key_pos,
@@ -99,6 +106,12 @@ def iter_fields(buf: bytes | memoryview, message: str) -> Iterator[tuple[int, in
             pos += 4
         else:
             raise ProtoDecodeError(message, field, key_pos, f"unsupported wire type {wire} (groups or corrupt input)")
+        yield field, wire, value, key_pos, payload
+
+
+def iter_fields(buf: bytes | memoryview, message: str) -> Iterator[tuple[int, int, object, int]]:
+    """Yield ``(field_number, wire_type, value, offset)`` for each field of one message (see `scan_fields`)."""
+    for field, wire, value, key_pos, _ in scan_fields(buf, message):
         yield field, wire, value, key_pos
 
 
