@@ -231,3 +231,25 @@ def test_unknown_opcode_maps_to_zero_and_dangling_operand_is_reported():
     dup = s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))] * 2))
     with pytest.raises(HloGraphError, match="not unique"):
         featurize_module(parse_hlo_module(dup))
+
+
+def test_large_module_copy_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
+    """The copy pauses gc for large modules (GC_PAUSE_MIN_INSTRUCTIONS); errors must not leave it off."""
+    import gc
+
+    from graphcost.frontend import hlo_proto
+
+    monkeypatch.setattr(hlo_proto, "GC_PAUSE_MIN_INSTRUCTIONS", 1)
+    too_many = _one_instruction_module(vint(2, 11) + packed(3, [1] * (hlo_proto.MAX_SHAPE_RANK + 1)))
+    assert gc.isenabled()
+    assert parse_hlo_module(_synthetic_module()).num_instructions == 8
+    assert gc.isenabled()
+    with pytest.raises(ProtoDecodeError, match="more than"):
+        parse_hlo_module(too_many)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_hlo_module(_synthetic_module())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
