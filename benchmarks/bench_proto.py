@@ -4,7 +4,7 @@ The module is the shared TpuGraphs layout record's HloModuleProto
 (`../shared/data/tpu_graphs_raw/module_tuning_data_layout.pb`, 3,163 instructions) with its
 computations replicated `--copies` times (ids shifted per copy so it stays one valid module;
 32 copies = 101,216 instructions). Each mode runs in a fresh
-child process; it reports the best wall time over `--repeats` decodes and the process peak RSS
+child process; it reports the best wall and CPU time (the machine may be shared) over `--repeats` decodes and the process peak RSS
 (`VmHWM`, interpreter and imports included) beside the RSS before the first decode (imports + the bytes read).
 
 Modes:
@@ -101,23 +101,27 @@ def child(mode: str, path: Path, repeats: int, rev: str, featurize: bool = False
             from graphcost.frontend.hlo_proto import parse_hlo_module as decode
         data = path.read_bytes()
         rss_before = _rss_mib()
-        times = []
+        times, cpu_times = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             module = decode(data)
             times.append(time.perf_counter() - start)
+            cpu_times.append(time.process_time() - cpu_start)
             count = sum(len(c.instructions) for c in module.computations)
             if featurize and mode != "protobuf":
                 from graphcost.frontend.featurizer import featurize_module
 
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), time.process_time()
                 featurize_module(module)
                 featurize_s = time.perf_counter() - start
+                featurize_cpu_s = time.process_time() - cpu_start
             del module
-    out = {"mode": mode, "wall_s": min(times), "wall_s_all": times, "instructions": count,
+    out = {"mode": mode, "wall_s": min(times), "wall_s_all": times, "cpu_s": min(cpu_times), "cpu_s_all": cpu_times,
+           "instructions": count,
            "rss_before_decode_mib": rss_before, "peak_rss_mib": _rss_mib()}
     if featurize and mode != "protobuf":
         out["featurize_s"] = featurize_s  # the last repeat's; peak RSS then includes featurizing
+        out["featurize_cpu_s"] = featurize_cpu_s
     return out
 
 
@@ -164,10 +168,11 @@ def main() -> None:
           f"({args.copies} copies of {LAYOUT_PB.name}'s module); best of {args.repeats}, fresh process per mode")
     print(f"{info['cpu']}, {info['cpus']} CPUs, protobuf {info['protobuf']} ({info['protobuf_backend']}), "
           f"load average {load_before} -> {info['loadavg_after']}")
-    print(f"{'mode':<10} {'decode s':>9} {'featurize s':>12} {'peak RSS MiB':>13} {'RSS before decode MiB':>22}")
+    print(f"{'mode':<10} {'decode wall s':>14} {'decode CPU s':>13} {'featurize wall / CPU s':>23} "
+          f"{'peak RSS MiB':>13} {'RSS before decode MiB':>22}")
     for r in rows:
-        feat = f"{r['featurize_s']:.3f}" if "featurize_s" in r else "-"
-        print(f"{r['mode']:<10} {r['wall_s']:>9.3f} {feat:>12} {r['peak_rss_mib']:>13.0f} "
+        feat = f"{r['featurize_s']:.2f} / {r['featurize_cpu_s']:.2f}" if "featurize_s" in r else "-"
+        print(f"{r['mode']:<10} {r['wall_s']:>14.3f} {r['cpu_s']:>13.3f} {feat:>23} {r['peak_rss_mib']:>13.0f} "
               f"{r['rss_before_decode_mib']:>22.0f}")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,9 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from graphcost.frontend.proto_decode import decode, nested_name, nesting_problem
+from google.protobuf.message import DecodeError
+
+from graphcost.frontend.proto_decode import decode, locate_damage, nested_name, nesting_problem
 from graphcost.frontend.protos import hlo_tuning_pb2 as pb
-from graphcost.frontend.protowire import ProtoDecodeError
+from graphcost.frontend.protowire import LEN, ProtoDecodeError, scan_fields
 
 # xla_data.proto PrimitiveType enum values.
 PRIMITIVE_TYPE_NAMES = {
@@ -267,6 +269,7 @@ def computation_from_proto(m: pb.HloComputationProto, msg: str = "HloComputation
 
 # From this many instructions on, the copy runs with the cyclic garbage collector paused.
 GC_PAUSE_MIN_INSTRUCTIONS = 10_000
+_BYTES_PER_INSTRUCTION = 150  # about, serialized (the shared TpuGraphs module: 147)
 
 
 @contextmanager
@@ -291,13 +294,12 @@ def _collect_once_after(instructions: int) -> Iterator[None]:
         gc.collect()
 
 
-def hlo_module_from_proto(m: pb.HloModuleProto, msg: str = "HloModuleProto") -> HloModule:
-    """A parsed xla.HloModuleProto as an `HloModule`; a ProtoDecodeError when it has no computations."""
-    if not m.computations:
+def _module(header: pb.HloModuleProto, computations: list[HloComputation], msg: str) -> HloModule:
+    """The `HloModule` of a module's scalar fields and its copied computations."""
+    if not computations:
         raise ProtoDecodeError(msg, 3, None, "module has no computations (not an HloModuleProto?)")
-    with _collect_once_after(sum(len(c.instructions) for c in m.computations)):
-        computations = [computation_from_proto(c, f"{msg}.computations[{i}]") for i, c in enumerate(m.computations)]
-    module = HloModule(m.name, m.entry_computation_name, m.entry_computation_id, computations, m.id)
+    module = HloModule(header.name, header.entry_computation_name, header.entry_computation_id, computations,
+                       header.id)
     if wire_entry_missing(module):
         # Older protos may only carry the entry computation's name.
         for comp in module.computations:
@@ -307,14 +309,47 @@ def hlo_module_from_proto(m: pb.HloModuleProto, msg: str = "HloModuleProto") -> 
     return module
 
 
+def hlo_module_from_proto(m: pb.HloModuleProto, msg: str = "HloModuleProto") -> HloModule:
+    """A parsed xla.HloModuleProto as an `HloModule`; a ProtoDecodeError when it has no computations."""
+    with _collect_once_after(sum(len(c.instructions) for c in m.computations)):
+        computations = [computation_from_proto(c, f"{msg}.computations[{i}]") for i, c in enumerate(m.computations)]
+    return _module(m, computations, msg)
+
+
 def parse_hlo_module(data: bytes | memoryview, msg: str = "HloModuleProto") -> HloModule:
     """Decode serialized `xla.HloModuleProto` bytes.
+
+    Each computation is parsed by protobuf and copied into dataclasses on its own, so the parsed
+    messages of only one computation are alive beside the dataclasses at any time (a module
+    parsed whole would hold all of them: +40% peak memory on a 100k-instruction module). The
+    module's top-level fields are split with the wire walker.
 
     Raises `ProtoDecodeError` (a ValueError) naming the message path, field and offset when the
     bytes are truncated or corrupt, and when the module is structurally unusable (no computations)
     or breaks a size bound (`MAX_SHAPE_DEPTH`, `MAX_SHAPE_RANK`).
     """
-    return hlo_module_from_proto(decode(pb.HloModuleProto, data, msg, MAX_SHAPE_DEPTH), msg)
+    view = memoryview(data)
+    fields = list(scan_fields(view, msg))
+    header = bytearray()  # every top-level field but the computations, parsed as one HloModuleProto
+    parts: list[tuple[int, int]] = []  # the computations' (start, end) in `view`
+    for k, (num, wire, value, key_pos, payload) in enumerate(fields):
+        if num == 3 and wire == LEN:
+            parts.append((payload, payload + len(value)))  # type: ignore[arg-type]
+        else:
+            header += view[key_pos:fields[k + 1][3] if k + 1 < len(fields) else len(view)]
+    if not parts:
+        raise ProtoDecodeError(msg, 3, None, "module has no computations (not an HloModuleProto?)")
+    try:
+        top = pb.HloModuleProto.FromString(bytes(header))
+    except DecodeError as exc:  # e.g. a name that is not UTF-8: walk the whole module for the offset
+        raise locate_damage(view, pb.HloModuleProto.DESCRIPTOR, msg, MAX_SHAPE_DEPTH, str(exc)) from None
+    computations = []
+    with _collect_once_after(len(view) // _BYTES_PER_INSTRUCTION):
+        for i, (start, end) in enumerate(parts):
+            label = f"{msg}.computations[{i}]"
+            comp = decode(pb.HloComputationProto, view[start:end], label, MAX_SHAPE_DEPTH, view, start)
+            computations.append(computation_from_proto(comp, label))
+    return _module(top, computations, msg)
 
 
 def wire_entry_missing(module: HloModule) -> bool:

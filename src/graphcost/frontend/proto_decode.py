@@ -37,24 +37,31 @@ def nesting_problem(field_name: str, limit: int) -> str:
     return f"{field_name} nested deeper than {limit} levels (corrupt or hostile input)"
 
 
-def decode(cls: type[Message], data: bytes | memoryview, label: str, self_nesting_limit: int = MAX_NESTING):
-    """Parse `data` as message `cls`; a `ProtoDecodeError` naming `label`'s path, field and offset when refused."""
-    data = bytes(data) if isinstance(data, memoryview) else data
+def decode(cls: type[Message], data: bytes | memoryview, label: str, self_nesting_limit: int = MAX_NESTING,
+           whole: bytes | memoryview | None = None, start: int = 0):
+    """Parse `data` as message `cls`; a `ProtoDecodeError` naming `label`'s path, field and offset when refused.
+
+    When `data` is a slice of a larger buffer `whole` starting at byte `start`, offsets in the
+    error count from the start of `whole`.
+    """
     try:
         return cls.FromString(data)
     except DecodeError as exc:
-        raise locate_damage(data, cls.DESCRIPTOR, label, self_nesting_limit, str(exc)) from None
+        where = data if whole is None else whole
+        raise locate_damage(where, cls.DESCRIPTOR, label, self_nesting_limit, str(exc),
+                            start, start + len(data)) from None
 
 
-def locate_damage(data: bytes, descriptor: Descriptor, label: str, self_nesting_limit: int = MAX_NESTING,
-                  parser_said: str = "") -> ProtoDecodeError:
-    """The first problem in `data` read as `descriptor`, as a ProtoDecodeError (never raised here)."""
+def locate_damage(data: bytes | memoryview, descriptor: Descriptor, label: str, self_nesting_limit: int = MAX_NESTING,
+                  parser_said: str = "", start: int = 0, end: int | None = None) -> ProtoDecodeError:
+    """The first problem in ``data[start:end]`` read as `descriptor`, as a ProtoDecodeError (not raised here)."""
+    view = memoryview(data)
     try:
-        _walk(memoryview(data), 0, len(data), descriptor, label, self_nesting_limit, 0, 0)
+        _walk(view, start, len(view) if end is None else end, descriptor, label, self_nesting_limit, 0, 0)
     except ProtoDecodeError as exc:
         return exc
     detail = f" ({parser_said.rsplit(': ', 1)[-1]})" if parser_said else ""
-    return ProtoDecodeError(label, None, None, f"protobuf's parser refused the bytes{detail}")
+    return ProtoDecodeError(label, None, start, f"protobuf's parser refused the bytes{detail}")
 
 
 def _walk(view: memoryview, start: int, end: int, desc: Descriptor, msg: str, limit: int, depth: int,
