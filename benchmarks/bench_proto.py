@@ -108,7 +108,7 @@ def child(mode: str, path: Path, repeats: int, rev: str, featurize: bool = False
             times.append(time.perf_counter() - start)
             cpu_times.append(time.process_time() - cpu_start)
             count = sum(len(c.instructions) for c in module.computations)
-            if featurize and mode != "protobuf":
+            if featurize and mode != "protobuf" and len(times) == 1:  # after the first decode, on a fresh heap
                 from graphcost.frontend.featurizer import featurize_module
 
                 start, cpu_start = time.perf_counter(), time.process_time()
@@ -120,7 +120,7 @@ def child(mode: str, path: Path, repeats: int, rev: str, featurize: bool = False
            "instructions": count,
            "rss_before_decode_mib": rss_before, "peak_rss_mib": _rss_mib()}
     if featurize and mode != "protobuf":
-        out["featurize_s"] = featurize_s  # the last repeat's; peak RSS then includes featurizing
+        out["featurize_s"] = featurize_s  # the first decode's module; peak RSS then includes featurizing
         out["featurize_cpu_s"] = featurize_cpu_s
     return out
 
