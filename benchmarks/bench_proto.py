@@ -3,9 +3,10 @@
 The module is the shared TpuGraphs layout record's HloModuleProto
 (`../shared/data/tpu_graphs_raw/module_tuning_data_layout.pb`, 3,163 instructions) with its
 computations replicated `--copies` times (ids shifted per copy so it stays one valid module;
-32 copies = 101,216 instructions). Each mode runs in a fresh
-child process; it reports the best wall and CPU time (the machine may be shared) over `--repeats` decodes and the process peak RSS
-(`VmHWM`, interpreter and imports included) beside the RSS before the first decode (imports + the bytes read).
+32 copies = 101,216 instructions). Each mode runs in a fresh child process; it reports the best
+wall and CPU time (the machine may be shared) over `--repeats` decodes and the process peak RSS
+(`VmHWM`, interpreter and imports included) beside the RSS before the first decode (imports and
+the bytes read).
 
 Modes:
 * ``old``: `parse_hlo_module` as of `--old-rev` (the hand-written decoder, `hlo_proto.py` +
@@ -153,7 +154,8 @@ def main() -> None:
         for mode in args.modes.split(","):
             out = subprocess.run(
                 [sys.executable, __file__, "--child", mode, "--file", str(path), "--repeats", str(args.repeats),
-                 "--old-rev", args.old_rev] + (["--featurize"] if args.featurize else []), check=True, capture_output=True, text=True, env=env).stdout
+                 "--old-rev", args.old_rev] + (["--featurize"] if args.featurize else []),
+                check=True, capture_output=True, text=True, env=env).stdout
             rows.append(json.loads(out))
         size = path.stat().st_size
     info = {"benchmark": "hlo_proto_decode", "source": str(LAYOUT_PB.name), "copies": args.copies,

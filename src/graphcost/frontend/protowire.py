@@ -46,7 +46,7 @@ class ProtoDecodeError(ValueError):
 
 def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: int | str | None = None,
                 end: int | None = None) -> tuple[int, int]:
-    """Decode one unsigned varint at `pos` (ending before `end`, default the buffer's end); return ``(value, new_pos)``."""
+    """Decode one unsigned varint at `pos`, ending before `end` (default: the buffer's end); ``(value, new_pos)``."""
     result = 0
     shift = 0
     end = len(buf) if end is None else end
