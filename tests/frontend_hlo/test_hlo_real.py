@@ -281,3 +281,13 @@ def test_unfeaturizable_module_error_names_the_file(layout_pb, tmp_path, monkeyp
     monkeypatch.setattr(convert_mod, "featurize_module", broken)
     with pytest.raises(ConversionError, match=rf"{layout_pb.name}: module 'm': instruction id 0"):
         convert_file(layout_pb, tmp_path)
+
+
+def test_module_bytes_and_tuning_record_decode_to_the_same_dataclasses(layout_record):
+    """parse_hlo_module (one computation at a time) and the record's module (parsed whole) agree."""
+    import dataclasses
+
+    from graphcost.frontend.hlo_proto import parse_hlo_module
+
+    streamed = parse_hlo_module(layout_record.module_proto.SerializeToString())
+    assert dataclasses.asdict(streamed) == dataclasses.asdict(layout_record.module)

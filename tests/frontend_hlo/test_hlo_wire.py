@@ -253,3 +253,11 @@ def test_large_module_copy_leaves_the_garbage_collector_as_it_found_it(monkeypat
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_module_level_fields_are_checked_with_offsets_too():
+    """parse_hlo_module splits the top level itself: a bad name and a module without computations."""
+    with pytest.raises(ProtoDecodeError, match=r"HloModuleProto field 1 at byte 0: string is not valid UTF-8"):
+        parse_hlo_module(ld(1, b"\xff") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))])))
+    with pytest.raises(ProtoDecodeError, match="module has no computations"):
+        parse_hlo_module(s(1, "m") + vint(6, 0))
