@@ -18,9 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from google.protobuf.message import DecodeError
-
-from graphcost.frontend.proto_decode import decode, locate_damage, nested_name, nesting_problem
+from graphcost.frontend.proto_decode import PARSE_ERRORS, decode, locate_damage, nested_name, nesting_problem
 from graphcost.frontend.protos import hlo_tuning_pb2 as pb
 from graphcost.frontend.protowire import LEN, ProtoDecodeError, scan_fields
 
@@ -341,7 +339,7 @@ def parse_hlo_module(data: bytes | memoryview, msg: str = "HloModuleProto") -> H
         raise ProtoDecodeError(msg, 3, None, "module has no computations (not an HloModuleProto?)")
     try:
         top = pb.HloModuleProto.FromString(bytes(header))
-    except DecodeError as exc:  # e.g. a name that is not UTF-8: walk the whole module for the offset
+    except PARSE_ERRORS as exc:  # e.g. a name that is not UTF-8: walk the whole module for the offset
         raise locate_damage(view, pb.HloModuleProto.DESCRIPTOR, msg, MAX_SHAPE_DEPTH, str(exc)) from None
     computations = []
     with _collect_once_after(len(view) // _BYTES_PER_INSTRUCTION):

@@ -19,6 +19,9 @@ from google.protobuf.message import DecodeError, Message
 
 from graphcost.frontend.protowire import LEN, ProtoDecodeError, read_varint, scan_fields
 
+# What protobuf raises for bytes it refuses: upb raises DecodeError for everything; the pure-Python
+# backend raises UnicodeDecodeError for a string that is not UTF-8.
+PARSE_ERRORS = (DecodeError, UnicodeDecodeError)
 # Deepest nesting of any messages the walker follows (upb's own default limit is 100).
 MAX_NESTING = 100
 _VARINT_TYPES = {
@@ -46,7 +49,7 @@ def decode(cls: type[Message], data: bytes | memoryview, label: str, self_nestin
     """
     try:
         return cls.FromString(data)
-    except DecodeError as exc:
+    except PARSE_ERRORS as exc:
         where = data if whole is None else whole
         raise locate_damage(where, cls.DESCRIPTOR, label, self_nesting_limit, str(exc),
                             start, start + len(data)) from None
