@@ -261,3 +261,18 @@ def test_module_level_fields_are_checked_with_offsets_too():
         parse_hlo_module(ld(1, b"\xff") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))])))
     with pytest.raises(ProtoDecodeError, match="module has no computations"):
         parse_hlo_module(s(1, "m") + vint(6, 0))
+
+
+@pytest.mark.parametrize("depth", [70, 1000])
+def test_deep_tuple_nesting_in_a_bare_module(depth):
+    """70 levels parse (the bound is checked on the copy), 1,000 do not (the walker finds it): same message."""
+    from graphcost.frontend.hlo_proto import MAX_SHAPE_DEPTH
+
+    inner = shape(11, [2])
+    for _ in range(depth):
+        inner = vint(2, 13) + ld(4, inner)
+    with pytest.raises(ProtoDecodeError, match=f"tuple_shapes nested deeper than {MAX_SHAPE_DEPTH} levels") as info:
+        parse_hlo_module(_one_instruction_module(inner))
+    assert info.value.field == 4
+    assert info.value.message_name.startswith("HloModuleProto.computations[0].instructions[0].shape.tuple_shapes")
+    assert len(str(info.value)) < 300
