@@ -70,7 +70,7 @@ def test_layout_conversion_counts_match_the_proto(converted, layout_record):
     valid = [r for r in layout_record.runs if not r.error and r.profile and r.profile.compute_time_ns > 0]
     assert arrays["node_feat"].shape[0] == len(insts) == 3163
     assert arrays["edge_index"].shape[0] == n_edges
-    assert arrays["node_config_ids"].tolist() == layout_record.config_index_to_node
+    assert arrays["node_config_ids"].tolist() == layout_record.config_index_to_node.tolist()
     assert arrays["config_runtime"].tolist() == [r.profile.compute_time_ns for r in valid]
     assert len(valid) == 112 and layout.stats.runs_skipped == {"error": 10}
     assert 910e6 < arrays["config_runtime"].min() < arrays["config_runtime"].max() < 927e6
@@ -281,3 +281,13 @@ def test_unfeaturizable_module_error_names_the_file(layout_pb, tmp_path, monkeyp
     monkeypatch.setattr(convert_mod, "featurize_module", broken)
     with pytest.raises(ConversionError, match=rf"{layout_pb.name}: module 'm': instruction id 0"):
         convert_file(layout_pb, tmp_path)
+
+
+def test_module_bytes_and_tuning_record_decode_to_the_same_dataclasses(layout_record):
+    """parse_hlo_module (one computation at a time) and the record's module (parsed whole) agree."""
+    import dataclasses
+
+    from graphcost.frontend.hlo_proto import parse_hlo_module
+
+    streamed = parse_hlo_module(layout_record.module_proto.SerializeToString())
+    assert dataclasses.asdict(streamed) == dataclasses.asdict(layout_record.module)

@@ -1,4 +1,4 @@
-"""Protobuf wire decoder and HloModuleProto decoding on hand-encoded bytes (a tiny encoder below)."""
+"""Wire walker, damage location and HloModuleProto decoding on hand-encoded bytes (a tiny encoder below)."""
 
 import struct
 
@@ -7,7 +7,7 @@ import pytest
 
 from graphcost.frontend.featurizer import HloGraphError, featurize_module
 from graphcost.frontend.hlo_proto import parse_hlo_module
-from graphcost.frontend.protowire import ProtoDecodeError, iter_fields, read_varint, unpack_varints, zigzag_decode
+from graphcost.frontend.protowire import ProtoDecodeError, iter_fields, read_varint
 from graphcost.frontend.tuning_proto import detect_kind, parse_module_tuning_data, parse_tuning_data
 
 
@@ -68,22 +68,21 @@ def computation(name, comp_id, root_id, insts) -> bytes:
 
 # --- wire-level ---------------------------------------------------------------------------
 
-def test_varint_roundtrip_including_negative_int64():
-    for v in (0, 1, 127, 128, 300, 2**31, 2**63 - 1):
+def test_varint_roundtrip():
+    for v in (0, 1, 127, 128, 300, 2**31, 2**63 - 1, 2**64 - 1):
         assert read_varint(varint(v), 0) == (v, len(varint(v)))
-    fields = list(iter_fields(vint(3, -5) + vint(4, -1), "M"))
-    assert unpack_varints(fields[0][1], fields[0][2], "M", 3) == [-5]
-    assert unpack_varints(fields[1][1], fields[1][2], "M", 4) == [-1]
     assert len(varint(-1)) == 10
-    assert zigzag_decode(3) == -2 and zigzag_decode(4) == 2
+
+
+def _one_instruction_module(shape_bytes: bytes) -> bytes:
+    return s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape_bytes)]))
 
 
 def test_packed_and_unpacked_repeated_give_the_same_values():
-    for data in (packed(7, [3, 0, 250, -2]), unpacked(7, [3, 0, 250, -2]), packed(7, [3, 0]) + unpacked(7, [250, -2])):
-        values = []
-        for num, wire, value, _ in iter_fields(data, "M"):
-            values += unpack_varints(wire, value, "M", num)
-        assert values == [3, 0, 250, -2]
+    """Protobuf parsers must accept a repeated scalar packed, unpacked, or both; negative int64 too."""
+    for dims in (packed(3, [3, 0, 250, -2]), unpacked(3, [3, 0, 250, -2]), packed(3, [3, 0]) + unpacked(3, [250, -2])):
+        module = parse_hlo_module(_one_instruction_module(vint(2, 11) + dims))
+        assert module.computations[0].instructions[0].shape.dimensions == [3, 0, 250, -2]
 
 
 def test_fixed_width_fields_are_read():
@@ -129,6 +128,31 @@ def test_nested_error_names_the_message_path():
     module = s(1, "m") + ld(3, computation("c", 0, 1, [bad_inst]))
     with pytest.raises(ProtoDecodeError, match=r"computations\[0\]\.instructions\[0\]\.shape"):
         parse_hlo_module(module)
+
+
+def test_damage_is_located_at_its_absolute_byte_offset():
+    """protobuf only says 'corrupt'; the walker names the path, the field and the offset in the whole file."""
+    cut = key(3, 2) + varint(50)  # shape.dimensions claims 50 bytes; the shape ends right after
+    bad = instruction("y", "add", 2, vint(2, 11) + cut)
+    data = s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))]))
+    data += ld(3, computation("d", 1, 3, [instruction("z", "add", 3, shape(11, [2])), bad]))
+    assert data.count(cut) == 1
+    with pytest.raises(ProtoDecodeError, match="truncated length-delimited") as info:
+        parse_hlo_module(data)
+    assert info.value.message_name == "HloModuleProto.computations[1].instructions[1].shape"
+    assert info.value.field == 3 and info.value.offset == data.index(cut)
+
+
+def test_invalid_utf8_names_the_string_field():
+    data = _one_instruction_module(shape(11, [2])).replace(b"add", b"a\xffd")
+    with pytest.raises(ProtoDecodeError, match=r"instructions\[0\] field 2 at byte \d+: string is not valid UTF-8"):
+        parse_hlo_module(data)
+
+
+def test_known_field_with_another_wire_type_is_skipped_like_protobuf_does():
+    """A varint field sent length-delimited is kept as an unknown field by protobuf, not an error."""
+    module = parse_hlo_module(_one_instruction_module(vint(2, 11) + packed(3, [4]) + ld(2, b"xx")))
+    assert module.computations[0].instructions[0].shape.element_type == 11
 
 
 def test_detect_kind_rejects_unrelated_bytes():
@@ -207,3 +231,48 @@ def test_unknown_opcode_maps_to_zero_and_dangling_operand_is_reported():
     dup = s(1, "m") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))] * 2))
     with pytest.raises(HloGraphError, match="not unique"):
         featurize_module(parse_hlo_module(dup))
+
+
+def test_large_module_copy_leaves_the_garbage_collector_as_it_found_it(monkeypatch):
+    """The copy pauses gc for large modules (GC_PAUSE_MIN_INSTRUCTIONS); errors must not leave it off."""
+    import gc
+
+    from graphcost.frontend import hlo_proto
+
+    monkeypatch.setattr(hlo_proto, "GC_PAUSE_MIN_INSTRUCTIONS", 1)
+    too_many = _one_instruction_module(vint(2, 11) + packed(3, [1] * (hlo_proto.MAX_SHAPE_RANK + 1)))
+    assert gc.isenabled()
+    assert parse_hlo_module(_synthetic_module()).num_instructions == 8
+    assert gc.isenabled()
+    with pytest.raises(ProtoDecodeError, match="more than"):
+        parse_hlo_module(too_many)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_hlo_module(_synthetic_module())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_module_level_fields_are_checked_with_offsets_too():
+    """parse_hlo_module splits the top level itself: a bad name and a module without computations."""
+    with pytest.raises(ProtoDecodeError, match=r"HloModuleProto field 1 at byte 0: string is not valid UTF-8"):
+        parse_hlo_module(ld(1, b"\xff") + ld(3, computation("c", 0, 1, [instruction("x", "add", 1, shape(11, [2]))])))
+    with pytest.raises(ProtoDecodeError, match="module has no computations"):
+        parse_hlo_module(s(1, "m") + vint(6, 0))
+
+
+@pytest.mark.parametrize("depth", [70, 1000])
+def test_deep_tuple_nesting_in_a_bare_module(depth):
+    """70 levels parse (the bound is checked on the copy), 1,000 do not (the walker finds it): same message."""
+    from graphcost.frontend.hlo_proto import MAX_SHAPE_DEPTH
+
+    inner = shape(11, [2])
+    for _ in range(depth):
+        inner = vint(2, 13) + ld(4, inner)
+    with pytest.raises(ProtoDecodeError, match=f"tuple_shapes nested deeper than {MAX_SHAPE_DEPTH} levels") as info:
+        parse_hlo_module(_one_instruction_module(inner))
+    assert info.value.field == 4
+    assert info.value.message_name.startswith("HloModuleProto.computations[0].instructions[0].shape.tuple_shapes")
+    assert len(str(info.value)) < 300

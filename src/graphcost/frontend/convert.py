@@ -131,13 +131,14 @@ def convert_layout(record: ModuleTuningData, source: str = "<bytes>", layout_pad
         raise ConversionError(f"{source}: ModuleTuningData has no HLO module (field 1)")
     feat = featurize_module(module, layout_pad=layout_pad)
     _check_opcodes(feat, source, stats, strict)
-    if not record.config_index_to_node:
+    node_ids = record.config_index_to_node  # (C,) uint64
+    if node_ids.size == 0:
         raise ConversionError(f"{source}: config_index_to_node (field 4) is empty: no configurable nodes")
-    if max(record.config_index_to_node) >= feat.num_nodes:  # checked before int64 (uint64 values may not fit)
+    if int(node_ids.max()) >= feat.num_nodes:  # checked before int64 (uint64 values may not fit)
         raise ConversionError(
-            f"{source}: config_index_to_node holds node {max(record.config_index_to_node)} but the module has "
+            f"{source}: config_index_to_node holds node {int(node_ids.max())} but the module has "
             f"{feat.num_nodes} nodes")
-    config_ids = np.asarray(record.config_index_to_node, dtype=np.int64)
+    config_ids = node_ids.astype(np.int64)
     if len(np.unique(config_ids)) != len(config_ids):
         raise ConversionError(f"{source}: config_index_to_node repeats a node id")
     kept_at = [i for i, run in enumerate(record.runs) if _layout_run_ok(run, stats)]  # run indices, for messages
@@ -188,7 +189,7 @@ def tile_config_features(cfg: TileSizeConfig, where: str = "tile_size_config") -
 def _tile_skip_reason(record: ModuleTuningData) -> str | None:
     if len(record.runs) <= 1:
         return f"only {len(record.runs)} run(s)"
-    if record.module_bytes is None:
+    if not record.has_module:
         return "no HLO module"
     if any(r.op_config is None or r.op_config.tile_size_config is None for r in record.runs):
         return "a run has no tile-size config"
@@ -338,7 +339,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
 
 
 def _module_name(record: ModuleTuningData) -> str:
-    return record.module.name if record.module_bytes is not None and record.module is not None else "kernel"
+    return record.module.name if record.has_module and record.module is not None else "kernel"
 
 
 def _configurable_ok(record: ModuleTuningData, graph: LayoutGraph) -> bool:

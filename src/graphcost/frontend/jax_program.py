@@ -101,34 +101,15 @@ def featurize_jax(fn: Callable, *args, stage: Stage = "optimized", compiler_opti
 
 
 # --- instruction metadata -------------------------------------------------------------------
-# The HLO parser keeps what the featurizer needs; the collector additionally needs each
+# The HLO dataclasses keep what the featurizer needs; the collector additionally needs each
 # instruction's `metadata.op_name` (which carries JAX named scopes) to map JAX equations to HLO
-# instructions. Field numbers from xla/service/hlo.proto: HloModuleProto.computations = 3,
-# HloComputationProto.instructions = 2, HloInstructionProto.metadata = 7, .opcode = 2, .id = 35,
-# OpMetadata.op_name = 2.
+# instructions, read here from the parsed message (HloInstructionProto.metadata = 7, OpMetadata.op_name = 2).
 
 def instruction_op_names(data: bytes) -> dict[int, tuple[str, str]]:
     """Map instruction id -> (opcode, metadata.op_name) for every instruction of the module."""
-    from graphcost.frontend.protowire import expect_len, iter_fields, to_int64, to_str
+    from graphcost.frontend.proto_decode import decode
+    from graphcost.frontend.protos import hlo_tuning_pb2 as pb
 
-    out: dict[int, tuple[str, str]] = {}
-    for num, _, comp, _ in iter_fields(data, "HloModuleProto"):
-        if num != 3:
-            continue
-        for cnum, _, instr, _ in iter_fields(expect_len(comp, "HloModuleProto", 3), "HloComputationProto"):
-            if cnum != 2:
-                continue
-            msg = "HloInstructionProto"
-            iid, opcode, op_name = None, "", ""
-            for inum, _, value, _ in iter_fields(expect_len(instr, "HloComputationProto", 2), msg):
-                if inum == 35:
-                    iid = to_int64(value)
-                elif inum == 2:
-                    opcode = to_str(value, msg, 2)
-                elif inum == 7:
-                    for mnum, _, mval, _ in iter_fields(expect_len(value, msg, 7), "OpMetadata"):
-                        if mnum == 2:
-                            op_name = to_str(mval, "OpMetadata", 2)
-            if iid is not None:
-                out[iid] = (opcode, op_name)
-    return out
+    module = decode(pb.HloModuleProto, data, "HloModuleProto")
+    return {inst.id: (inst.opcode, inst.metadata.op_name)
+            for comp in module.computations for inst in comp.instructions}

@@ -1,4 +1,9 @@
-"""A minimal protocol-buffer *wire format* decoder (no generated code, no protobuf package).
+"""A minimal protocol-buffer *wire format* walker: where protobuf's parser only says "corrupt", say where.
+
+graphcost parses protobufs with the `protobuf` package (`proto_decode`); this walker reads the
+same bytes field by field so that a damaged file can be reported with the field and the byte
+offset of the damage (`proto_decode.locate_damage`), and so that a record's kind can be told
+from its top-level field numbers without parsing it (`tuning_proto.detect_kind`).
 
 The wire format (protobuf encoding spec) is a sequence of fields, each a key followed by a
 payload. The key is a varint ``(field_number << 3) | wire_type`` with wire types
@@ -9,9 +14,9 @@ payload. The key is a varint ``(field_number << 3) | wire_type`` with wire types
 * 2 LEN: a varint length then that many bytes (string, bytes, sub-message, packed repeated),
 * 5 I32: 4 little-endian bytes (fixed32, sfixed32, float).
 
-Wire types 3/4 (deprecated groups) are rejected. Repeated scalar fields may arrive packed (one
-LEN field holding concatenated varints) or unpacked (one field per element), even mixed; the
-helpers here accept both, as protobuf parsers must.
+Wire types 3/4 (deprecated groups, which neither XLA nor TpuGraphs writes) are rejected. Repeated
+scalar fields may arrive packed (one LEN field holding concatenated varints) or unpacked (one
+field per element), even mixed.
 
 Every error is a `ProtoDecodeError` naming the message being decoded, the field number and the
 byte offset, so a truncated or corrupt file gives a readable message, not an IndexError.
@@ -19,33 +24,32 @@ byte offset, so a truncated or corrupt file gives a readable message, not an Ind
 
 from __future__ import annotations
 
-import struct
 from typing import Iterator
 
-VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
-_WIRE_NAMES = {VARINT: "varint", I64: "fixed64", LEN: "length-delimited", I32: "fixed32"}
+VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _MAX_VARINT_BYTES = 10
-_U64 = 1 << 64
-_I64_SIGN = 1 << 63
+_MAX_FIELD_NUMBER = (1 << 29) - 1
 
 
 class ProtoDecodeError(ValueError):
-    """Malformed protobuf bytes; the message names the message type, field and byte offset."""
+    """Malformed protobuf bytes; the message names the message path, field and (where known) byte offset."""
 
-    def __init__(self, message: str, field: int | str | None, offset: int, problem: str):
+    def __init__(self, message: str, field: int | str | None, offset: int | None, problem: str):
         self.message_name = message
         self.field = field
-        self.offset = offset
+        self.offset = offset  # None for a bound broken by bytes that parse (no position is kept then)
         self.problem = problem
         where = f"{message}" + (f" field {field}" if field is not None else "")
-        super().__init__(f"protobuf decode error in {where} at byte {offset}: {problem}")
+        at = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"protobuf decode error in {where}{at}: {problem}")
 
 
-def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: int | str | None = None) -> tuple[int, int]:
-    """Decode one unsigned varint at `pos`; return ``(value, new_pos)``."""
+def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: int | str | None = None,
+                end: int | None = None) -> tuple[int, int]:
+    """Decode one unsigned varint at `pos`, ending before `end` (default: the buffer's end); ``(value, new_pos)``."""
     result = 0
     shift = 0
-    end = len(buf)
+    end = len(buf) if end is None else end
     start = pos
     while True:
         if pos >= end:
@@ -60,26 +64,30 @@ def read_varint(buf: bytes | memoryview, pos: int, message: str = "?", field: in
             raise ProtoDecodeError(message, field, start, "varint longer than 10 bytes (corrupt input)")
 
 
-def iter_fields(buf: bytes | memoryview, message: str) -> Iterator[tuple[int, int, object, int]]:
-    """Yield ``(field_number, wire_type, value, offset)`` for each field of one message.
+def scan_fields(buf: bytes | memoryview, message: str, start: int = 0, end: int | None = None
+                ) -> Iterator[tuple[int, int, object, int, int]]:
+    """Yield ``(field_number, wire_type, value, key_offset, payload_offset)`` for the fields in ``buf[start:end]``.
 
-    `value` is an int for VARINT, I64 and I32 (raw unsigned bits) and a memoryview for LEN.
-    `offset` is the byte offset of the field's key within `buf`.
+    Offsets are positions in `buf` itself, so a caller walking nested messages through one buffer
+    reports absolute byte offsets. `value` is an int for VARINT, I64 and I32 (raw unsigned bits)
+    and a memoryview for LEN (`payload_offset` is where that payload starts).
     """
     view = buf if isinstance(buf, memoryview) else memoryview(buf)
-    pos = 0
-    end = len(view)
+    pos = start
+    end = len(view) if end is None else end
     while pos < end:
         key_pos = pos
-        key, pos = read_varint(view, pos, message)
+        key, pos = read_varint(view, pos, message, end=end)
         field = key >> 3
         wire = key & 7
-        if field == 0:
-            raise ProtoDecodeError(message, 0, key_pos, "field number 0 is invalid (corrupt input)")
+        if field == 0 or field > _MAX_FIELD_NUMBER:
+            raise ProtoDecodeError(message, field, key_pos, f"field number {field} is invalid (corrupt input)")
+        payload = pos
         if wire == VARINT:
-            value, pos = read_varint(view, pos, message, field)
+            value, pos = read_varint(view, pos, message, field, end)
         elif wire == LEN:
-            length, pos = read_varint(view, pos, message, field)
+            length, pos = read_varint(view, pos, message, field, end)
+            payload = pos
             if pos + length > end:
                 raise ProtoDecodeError(
                     message, field, key_pos,
@@ -99,80 +107,10 @@ def iter_fields(buf: bytes | memoryview, message: str) -> Iterator[tuple[int, in
             pos += 4
         else:
             raise ProtoDecodeError(message, field, key_pos, f"unsupported wire type {wire} (groups or corrupt input)")
+        yield field, wire, value, key_pos, payload
+
+
+def iter_fields(buf: bytes | memoryview, message: str) -> Iterator[tuple[int, int, object, int]]:
+    """Yield ``(field_number, wire_type, value, offset)`` for each field of one message (see `scan_fields`)."""
+    for field, wire, value, key_pos, _ in scan_fields(buf, message):
         yield field, wire, value, key_pos
-
-
-# --- scalar conversions -------------------------------------------------------------------
-
-def to_int64(raw: int) -> int:
-    """Reinterpret a varint's 64 raw bits as a signed int64 (proto int64/int32, enums)."""
-    raw &= _U64 - 1
-    return raw - _U64 if raw & _I64_SIGN else raw
-
-
-def to_bool(raw: int) -> bool:
-    return raw != 0
-
-
-def to_double(raw: int) -> float:
-    return struct.unpack("<d", raw.to_bytes(8, "little"))[0]
-
-
-def to_float(raw: int) -> float:
-    return struct.unpack("<f", raw.to_bytes(4, "little"))[0]
-
-
-def zigzag_decode(raw: int) -> int:
-    """sint32/sint64 decoding (not used by the XLA/TpuGraphs messages; provided for completeness)."""
-    return (raw >> 1) ^ -(raw & 1)
-
-
-def to_str(value: object, message: str, field: int) -> str:
-    """Decode a LEN payload as UTF-8 text."""
-    data = expect_len(value, message, field)
-    try:
-        return bytes(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProtoDecodeError(message, field, 0, f"string is not valid UTF-8 ({exc.reason})") from None
-
-
-def expect_len(value: object, message: str, field: int, wire: int | None = None) -> memoryview:
-    """Check that a field carried a LEN payload (a string / bytes / sub-message)."""
-    if not isinstance(value, memoryview):
-        raise ProtoDecodeError(message, field, 0, "expected a length-delimited field (wire type mismatch)")
-    return value
-
-
-def expect_varint(wire: int, message: str, field: int) -> None:
-    if wire != VARINT:
-        raise ProtoDecodeError(
-            message, field, 0, f"expected a varint field but got wire type {_WIRE_NAMES.get(wire, wire)}"
-        )
-
-
-def unpack_varints(wire: int, value: object, message: str, field: int, signed: bool = True) -> list[int]:
-    """Elements of a repeated varint field occurrence, packed (LEN) or not (VARINT)."""
-    if wire == VARINT:
-        return [to_int64(value) if signed else value]  # type: ignore[arg-type]
-    if wire != LEN:
-        raise ProtoDecodeError(message, field, 0, f"repeated varint field has wire type {_WIRE_NAMES.get(wire, wire)}")
-    view: memoryview = value  # type: ignore[assignment]
-    out: list[int] = []
-    pos = 0
-    end = len(view)
-    while pos < end:
-        raw, pos = read_varint(view, pos, message, field)
-        out.append(to_int64(raw) if signed else raw)
-    return out
-
-
-def unpack_fixed(wire: int, value: object, message: str, field: int, size: int, fmt: str) -> list:
-    """Elements of a repeated fixed32/fixed64/float/double field occurrence, packed or not."""
-    if wire in (I32, I64):
-        return [struct.unpack("<" + fmt, value.to_bytes(size, "little"))[0]]  # type: ignore[union-attr]
-    if wire != LEN:
-        raise ProtoDecodeError(message, field, 0, "repeated fixed field has wrong wire type")
-    view: memoryview = value  # type: ignore[assignment]
-    if len(view) % size:
-        raise ProtoDecodeError(message, field, 0, f"packed fixed field length {len(view)} is not a multiple of {size}")
-    return list(struct.unpack("<" + fmt * (len(view) // size), view))

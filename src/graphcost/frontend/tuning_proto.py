@@ -1,4 +1,4 @@
-"""TpuGraphs autotuner records (`tpu_graphs/proto/tuning.proto`) decoded from wire bytes.
+"""TpuGraphs autotuner records (`tpu_graphs/proto/tuning.proto`) decoded by protobuf's parser.
 
     TuningData        { repeated ModuleTuningData modules = 1; }
     ModuleTuningData  { xla.HloModuleProto module = 1; uint64 fingerprint = 2;
@@ -13,8 +13,12 @@
     NodeLayoutConfig  { repeated TensorLayoutConfig tensors = 1; }  TensorLayoutConfig { repeated int32 dims = 1; }
     xla.ExecutionProfile { ..., int64 compute_time_ns = 4; int64 compute_and_transfer_time_ns = 5; ... }
 
-`ModuleTuningData.module` is decoded lazily (`module` property) because one layout record can
-hold a large HLO graph that a caller listing runs does not need.
+The bytes are parsed by the `protobuf` package with graphcost's minimal schema
+(`protos/hlo_tuning.proto`); damaged bytes become a `ProtoDecodeError` naming the message path,
+field and byte offset (`proto_decode`). The runs are copied into the dataclasses below; the HLO
+module is converted into an `HloModule` on first use (`ModuleTuningData.module`), because one
+layout record can hold a large graph that a caller listing runs does not need.
+`config_index_to_node` comes out as a uint64 numpy array, straight from the parsed message.
 """
 
 from __future__ import annotations
@@ -22,16 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from graphcost.frontend.hlo_proto import HloModule, parse_hlo_module
-from graphcost.frontend.protowire import (
-    ProtoDecodeError,
-    expect_len,
-    expect_varint,
-    iter_fields,
-    to_bool,
-    to_int64,
-    unpack_varints,
-)
+import numpy as np
+
+from graphcost.frontend.hlo_proto import MAX_SHAPE_DEPTH, HloModule, hlo_module_from_proto
+from graphcost.frontend.proto_decode import decode
+from graphcost.frontend.protos import hlo_tuning_pb2 as pb
+from graphcost.frontend.protowire import ProtoDecodeError, iter_fields
 
 
 @dataclass
@@ -81,17 +81,21 @@ class ConfigProfile:
 
 @dataclass
 class ModuleTuningData:
-    module_bytes: bytes | None = None  # serialized xla.HloModuleProto (field 1), decoded on demand
+    module_proto: pb.HloModuleProto | None = None  # the parsed xla.HloModuleProto (field 1), converted on demand
     fingerprint: int = 0
     runs: list[ConfigProfile] = field(default_factory=list)
-    config_index_to_node: list[int] = field(default_factory=list)
+    config_index_to_node: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))  # (C,) uint64
     label: str = "ModuleTuningData"
+
+    @property
+    def has_module(self) -> bool:
+        return self.module_proto is not None
 
     @cached_property
     def module(self) -> HloModule | None:
-        if self.module_bytes is None:
+        if self.module_proto is None:
             return None
-        return parse_hlo_module(self.module_bytes, f"{self.label}.module")
+        return hlo_module_from_proto(self.module_proto, f"{self.label}.module")
 
 
 @dataclass
@@ -99,117 +103,51 @@ class TuningData:
     modules: list[ModuleTuningData] = field(default_factory=list)
 
 
-# --- decoders -------------------------------------------------------------------------------
+# --- from the parsed protobuf messages --------------------------------------------------------
 
-def _repeated(buf, msg: str) -> list[int]:
-    out: list[int] = []
-    for num, wire, value, _ in iter_fields(buf, msg):
-        if num == 1:
-            out.extend(unpack_varints(wire, value, msg, num))
+def _tile_size_config(m: pb.TileSizeConfig) -> TileSizeConfig:
+    return TileSizeConfig(list(m.kernel_bounds), list(m.output_bounds), list(m.input_bounds),
+                          list(m.iteration_bounds))
+
+
+def _profile(m: pb.ExecutionProfile) -> ExecutionProfile:
+    return ExecutionProfile(m.compilation_cache_hit, m.compile_time_ms, m.compute_cycle_count, m.compute_time_ns,
+                            m.compute_and_transfer_time_ns, m.executable_size_in_bytes, m.profile_cache_hit)
+
+
+def config_profile_from_proto(m: pb.ConfigProfile) -> ConfigProfile:
+    out = ConfigProfile(error=m.error, is_default=m.is_default,
+                        profile=_profile(m.profile) if m.HasField("profile") else None)
+    which = m.WhichOneof("config")
+    if which == "op_config":
+        cfg = m.op_config
+        out.op_config = HloOpConfig(
+            _tile_size_config(cfg.tile_size_config) if cfg.HasField("tile_size_config") else None)
+    elif which == "module_config":
+        cfg = m.module_config
+        layout = None
+        if cfg.HasField("layout_config"):
+            layout = LayoutConfig([[list(t.dims) for t in node.tensors] for node in cfg.layout_config.nodes])
+        out.module_config = HloModuleConfig(layout)
     return out
 
 
-def _parse_tile_size_config(buf, msg: str) -> TileSizeConfig:
-    out = TileSizeConfig()
-    names = {1: out.kernel_bounds, 2: out.output_bounds, 3: out.input_bounds, 4: out.iteration_bounds}
-    for num, wire, value, _ in iter_fields(buf, msg):
-        if num in names:
-            names[num].extend(unpack_varints(wire, value, msg, num))
-    return out
-
-
-def _parse_op_config(buf, msg: str) -> HloOpConfig:
-    out = HloOpConfig()
-    for num, _, value, _ in iter_fields(buf, msg):
-        if num == 1:
-            out.tile_size_config = _parse_tile_size_config(expect_len(value, msg, num), f"{msg}.tile_size_config")
-    return out
-
-
-def _parse_layout_config(buf, msg: str) -> LayoutConfig:
-    out = LayoutConfig()
-    for num, _, value, _ in iter_fields(buf, msg):
-        if num != 1:
-            continue
-        nmsg = f"{msg}.nodes[{len(out.nodes)}]"
-        tensors = [
-            _repeated(expect_len(tvalue, nmsg, tnum), f"{nmsg}.tensors")
-            for tnum, _, tvalue, _ in iter_fields(expect_len(value, msg, num), nmsg)
-            if tnum == 1
-        ]
-        out.nodes.append(tensors)
-    return out
-
-
-def _parse_module_config(buf, msg: str) -> HloModuleConfig:
-    out = HloModuleConfig()
-    for num, _, value, _ in iter_fields(buf, msg):
-        if num == 1:
-            out.layout_config = _parse_layout_config(expect_len(value, msg, num), f"{msg}.layout_config")
-    return out
-
-
-_PROFILE_INTS = {2: "compile_time_ms", 3: "compute_cycle_count", 4: "compute_time_ns",
-                 5: "compute_and_transfer_time_ns", 6: "executable_size_in_bytes"}
-_PROFILE_BOOLS = {1: "compilation_cache_hit", 7: "profile_cache_hit"}
-
-
-def _parse_profile(buf, msg: str) -> ExecutionProfile:
-    out = ExecutionProfile()
-    for num, wire, value, _ in iter_fields(buf, msg):
-        if num in _PROFILE_INTS:
-            expect_varint(wire, msg, num)
-            setattr(out, _PROFILE_INTS[num], to_int64(value))
-        elif num in _PROFILE_BOOLS:
-            expect_varint(wire, msg, num)
-            setattr(out, _PROFILE_BOOLS[num], to_bool(value))
-    return out
-
-
-def parse_config_profile(buf, msg: str = "ConfigProfile") -> ConfigProfile:
-    out = ConfigProfile()
-    for num, wire, value, _ in iter_fields(buf, msg):
-        if num == 1:
-            out.op_config = _parse_op_config(expect_len(value, msg, num), f"{msg}.op_config")
-            out.module_config = None  # oneof: the last one seen wins
-        elif num == 2:
-            out.module_config = _parse_module_config(expect_len(value, msg, num), f"{msg}.module_config")
-            out.op_config = None
-        elif num == 3:
-            expect_varint(wire, msg, num)
-            out.error = to_bool(value)
-        elif num == 4:
-            out.profile = _parse_profile(expect_len(value, msg, num), f"{msg}.profile")
-        elif num == 5:
-            expect_varint(wire, msg, num)
-            out.is_default = to_bool(value)
-    return out
+def module_tuning_data_from_proto(m: pb.ModuleTuningData, msg: str = "ModuleTuningData") -> ModuleTuningData:
+    return ModuleTuningData(
+        module_proto=m.module if m.HasField("module") else None, fingerprint=m.fingerprint,
+        runs=[config_profile_from_proto(run) for run in m.runs],
+        config_index_to_node=np.array(m.config_index_to_node, dtype=np.uint64), label=msg)
 
 
 def parse_module_tuning_data(data, msg: str = "ModuleTuningData") -> ModuleTuningData:
-    """Decode serialized `tpu_graphs.ModuleTuningData` bytes (module decoded lazily)."""
-    out = ModuleTuningData(label=msg)
-    for num, wire, value, _ in iter_fields(data, msg):
-        if num == 1:
-            out.module_bytes = bytes(expect_len(value, msg, num))
-        elif num == 2:
-            expect_varint(wire, msg, num)
-            out.fingerprint = value  # uint64: keep unsigned
-        elif num == 3:
-            out.runs.append(parse_config_profile(expect_len(value, msg, num), f"{msg}.runs[{len(out.runs)}]"))
-        elif num == 4:
-            out.config_index_to_node.extend(unpack_varints(wire, value, msg, num, signed=False))
-    return out
+    """Decode serialized `tpu_graphs.ModuleTuningData` bytes (the module is converted on first use)."""
+    return module_tuning_data_from_proto(decode(pb.ModuleTuningData, data, msg, MAX_SHAPE_DEPTH), msg)
 
 
 def parse_tuning_data(data, msg: str = "TuningData") -> TuningData:
     """Decode serialized `tpu_graphs.TuningData` bytes."""
-    out = TuningData()
-    for num, _, value, _ in iter_fields(data, msg):
-        if num == 1:
-            out.modules.append(
-                parse_module_tuning_data(expect_len(value, msg, num), f"{msg}.modules[{len(out.modules)}]"))
-    return out
+    parsed = decode(pb.TuningData, data, msg, MAX_SHAPE_DEPTH)
+    return TuningData([module_tuning_data_from_proto(m, f"{msg}.modules[{i}]") for i, m in enumerate(parsed.modules)])
 
 
 def detect_kind(data: bytes) -> str:
