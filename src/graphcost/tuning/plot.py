@@ -20,8 +20,11 @@ def best_so_far(trials: list[Trial]) -> np.ndarray:
     return np.array(out)
 
 
-def plot_progress(trials: list[Trial], path: str | Path) -> Path:
-    """Write the PNG (atomically) and return its path."""
+def plot_progress(trials: list[Trial], path: str | Path, final: dict | None = None) -> Path:
+    """Write the PNG (atomically) and return its path.
+
+    final: the final check against the default in fresh processes, ``{"median", "min", "max",
+    "kept"}`` (speedups of the best candidate; kept = it beat the default in every process)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,10 +44,16 @@ def plot_progress(trials: list[Trial], path: str | Path) -> Path:
         if failed:
             ax.plot(failed, y[np.array(failed) - 1], "x", color="grey", ms=4)
     ax.axhline(1.0, color="black", lw=0.8, ls=":")
+    if final is not None:
+        x = max((len(v) for v in by.values()), default=1) + 1
+        ax.errorbar([x], [final["median"]], yerr=[[final["median"] - final["min"]], [final["max"] - final["median"]]],
+                    fmt="D", color="black", capsize=3,
+                    label=f"final check: {final['median']:.3f}x ({'kept' if final['kept'] else 'default kept'})")
     ax.set_xlabel("configurations measured (x = failed: compile error, wrong output, too slow)")
     ax.set_ylabel("best speedup over XLA default so far (x)")
-    ax.set_title("graphcost tune: best configuration found vs. measurement budget")
-    ax.legend(loc="lower right")
+    ax.set_title("graphcost tune: best configuration found vs. measurement budget\n"
+                 "(search: one interleaved batch each; final check: fresh processes, median and range)", fontsize=9)
+    ax.legend(loc="best", fontsize=8, framealpha=0.8)
     ax.grid(alpha=0.3)
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=120)

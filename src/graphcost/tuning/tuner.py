@@ -281,7 +281,12 @@ def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
                       out / "trials.json", indent=1)
     atomic_write_json(result.best.to_json(), out / "best.json")
     atomic_write_json(result.to_json(), out / "result.json")
-    plot_progress(result.trials, out / "progress.png")
+    final = None
+    if result.remeasure:
+        k = int(np.argmax(result.remeasure["speedup_median"]))
+        final = {"median": result.remeasure["speedup_median"][k], "min": result.remeasure["speedup_min"][k],
+                 "max": result.remeasure["speedup_max"][k], "kept": result.beats_default}
+    plot_progress(result.trials, out / "progress.png", final)
 
 
 def load_best(path: str | Path) -> TunedConfig:
