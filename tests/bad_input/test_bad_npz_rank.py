@@ -11,10 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from bad_npz_cases import CASES, drop_runtime, hide_labels, read_arrays, single_node_tile, write_arrays, zero_edges
-from typer.testing import CliRunner
+from bad_npz_cases import (
+    CASES,
+    drop_runtime,
+    hide_labels,
+    read_arrays,
+    single_node_tile,
+    write_arrays,
+    zero_edges,
+)
+from cli_asserts import invoke, one_line_error
 
-from graphcost.cli import app
 from graphcost.data.synth import write_synthetic_collection
 
 torch.set_num_threads(1)  # tiny tensors on 2 shared cores
@@ -22,22 +29,6 @@ SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt"
          "--model-opt", "num_blocks=1", "--epochs", "1", "--batch-configs", "8", "--no-progress", "--device", "cpu"]
 COLLECTION = {"layout": "layout:xla:random", "tile": "tile:xla"}
 CONFIG_KEY = {"layout": "node_config_feat", "tile": "config_feat"}  # counts configurations when no config_runtime
-
-
-def _invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def _one_line_error(result, *needles):
-    """exit 1, a single 'error: ...' line naming every needle, no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, repr(result.exception))
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def _ranking(output: str) -> list[int]:
@@ -60,7 +51,7 @@ def runs(tmp_path_factory, data_root):
     out = {}
     for kind, collection in COLLECTION.items():
         run = tmp_path_factory.mktemp("run") / kind
-        result = _invoke("train", "-c", collection, "--data-dir", data_root, *SMALL, "--out", run)
+        result = invoke("train", "-c", collection, "--data-dir", data_root, *SMALL, "--out", run)
         assert result.exit_code == 0, result.output
         out[kind] = run
     return out
@@ -71,7 +62,7 @@ def _test_file(root: Path, kind: str) -> Path:
 
 
 def _rank(run, graph):
-    return _invoke("rank", run, graph, "--tta", "1", "--device", "cpu")
+    return invoke("rank", run, graph, "--tta", "1", "--device", "cpu")
 
 
 BAD = [(kind, name, labels) for name, (kinds, _, key, _) in CASES.items() for kind in kinds
@@ -86,7 +77,7 @@ def test_rank_refuses_bad_unlabelled_file(tmp_path, data_root, runs, kind, name,
     if labels == "absent" and key == "config_runtime":
         key = CONFIG_KEY[kind]  # no config_runtime: the configuration count comes from the config features
     path = write_arrays(bad, tmp_path / f"{name}.npz")
-    _one_line_error(_rank(runs[kind], path), str(path), f"key '{key}'", fragment)
+    one_line_error(_rank(runs[kind], path), str(path), f"key '{key}'", fragment)
 
 
 @pytest.mark.parametrize("kind", ["layout", "tile"])
@@ -114,11 +105,11 @@ def test_nan_checkpoint_is_refused(tmp_path, data_root, runs, kind):
     bad = tmp_path / "nan.pt"
     ckpt.save_checkpoint(bad, state)
     graph = _test_file(data_root, kind)
-    _one_line_error(_rank(bad, graph), str(graph), str(bad), "non-finite score")
+    one_line_error(_rank(bad, graph), str(graph), str(bad), "non-finite score")
     out = tmp_path / "sub.csv"
-    result = _invoke("predict", bad, "--data-dir", data_root, "-c", COLLECTION[kind], "-o", out, "--tta", "1",
+    result = invoke("predict", bad, "--data-dir", data_root, "-c", COLLECTION[kind], "-o", out, "--tta", "1",
                      "--device", "cpu")
-    _one_line_error(result, str(bad), "non-finite score")
+    one_line_error(result, str(bad), "non-finite score")
     assert not out.exists()
 
 
@@ -130,14 +121,14 @@ def test_predict_ranks_unlabelled_test_files_and_refuses_a_bad_one(tmp_path, dat
     args = ["--data-dir", root, "-c", "layout:xla:random", "--tta", "1", "--device", "cpu"]
     write_arrays(drop_runtime(source), target)  # a test split without labels
     good = tmp_path / "good.csv"
-    result = _invoke("predict", runs["layout"], "-o", good, *args)
+    result = invoke("predict", runs["layout"], "-o", good, *args)
     assert result.exit_code == 0, result.output + repr(result.exception)
     row = good.read_text().splitlines()[1].split(",")
     assert sorted(int(i) for i in row[1].split(";")) == list(range(len(source["config_runtime"])))
     _, mutate, key, fragment = CASES["cycle"]
     write_arrays(drop_runtime(mutate(source)), target)
     out = tmp_path / "sub.csv"
-    _one_line_error(_invoke("predict", runs["layout"], "-o", out, *args), str(target), f"key '{key}'", fragment)
+    one_line_error(invoke("predict", runs["layout"], "-o", out, *args), str(target), f"key '{key}'", fragment)
     assert not out.exists()
 
 
@@ -155,7 +146,7 @@ def test_graph_without_edges_ranks_and_trains(tmp_path, data_root, runs, kind):
     train_files = sorted((root / "npz" / kind).rglob("train/*.npz"))
     for path, change in zip(train_files, odd):
         write_arrays(change(read_arrays(path)), path)
-    result = _invoke("train", "-c", COLLECTION[kind], "--data-dir", root, *SMALL, "--out", tmp_path / "run")
+    result = invoke("train", "-c", COLLECTION[kind], "--data-dir", root, *SMALL, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert np.isfinite(float(result.output.split("train loss ")[1].split(",")[0]))
 

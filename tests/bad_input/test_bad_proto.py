@@ -7,9 +7,19 @@ Each bad file is generated in tmp_path (`bad_proto_cases`); the command must pri
 import numpy as np
 import pytest
 from bad_proto_cases import (
-    PER_DIMENSION_FIELDS, deep_tuple, huge_dims, huge_tile_bounds, layout_record, many_huge_dims, module,
-    per_dimension_list, shape, tile_record, unknown_opcode,
+    PER_DIMENSION_FIELDS,
+    deep_tuple,
+    huge_dims,
+    huge_tile_bounds,
+    layout_record,
+    many_huge_dims,
+    module,
+    per_dimension_list,
+    shape,
+    tile_record,
+    unknown_opcode,
 )  # fmt: skip
+from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
 from graphcost.cli import app
@@ -20,17 +30,6 @@ def _from_proto(tmp_path, data: bytes, *options, name: str = "bad.pb"):
     path = tmp_path / name
     path.write_bytes(data)
     return path, CliRunner().invoke(app, ["data", "from-proto", str(path), "--out", str(tmp_path / "out"), *options])
-
-
-def _one_line_error(result, *needles):
-    """exit 1, a single 'error: ...' line naming every needle, no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, repr(result.exception))
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def _written(tmp_path) -> list:
@@ -52,14 +51,14 @@ def test_shallow_tuple_nesting_is_fine(tmp_path):
 @pytest.mark.parametrize("depth", [MAX_SHAPE_DEPTH + 1, 1000, 5000])
 def test_deep_tuple_nesting(tmp_path, depth):
     path, result = _from_proto(tmp_path, deep_tuple(depth))
-    line = _one_line_error(result, str(path), "instructions[0].shape.tuple_shapes",
+    line = one_line_error(result, str(path), "instructions[0].shape.tuple_shapes",
                            f"nested deeper than {MAX_SHAPE_DEPTH}")
     assert len(line) < 400 and not _written(tmp_path)
 
 
 def test_dimensions_near_2_62(tmp_path):
     path, result = _from_proto(tmp_path, huge_dims(20))
-    _one_line_error(result, str(path), "instruction 'p0'", "shape.dimensions", "overflows int64")
+    one_line_error(result, str(path), "instruction 'p0'", "shape.dimensions", "overflows int64")
     assert not _written(tmp_path)
 
 
@@ -72,7 +71,7 @@ def test_dimensions_whose_product_fits_int64_convert(tmp_path):
 
 def test_tile_bounds_near_2_62(tmp_path):
     path, result = _from_proto(tmp_path, huge_tile_bounds(20))
-    _one_line_error(result, str(path), "runs[1].op_config.tile_size_config.kernel_bounds", "overflows int64")
+    one_line_error(result, str(path), "runs[1].op_config.tile_size_config.kernel_bounds", "overflows int64")
     assert not _written(tmp_path)
 
 
@@ -81,7 +80,7 @@ def test_many_repeated_huge_dims_fail_fast(tmp_path):
     field is refused before it is decoded (the time is measured in BENCHMARKS, not here)."""
     path, result = _from_proto(tmp_path, many_huge_dims(2_400_000))
     assert path.stat().st_size > 2_000_000
-    _one_line_error(result, str(path), "instructions[0].shape field 3", f"more than {MAX_SHAPE_RANK} dimensions")
+    one_line_error(result, str(path), "instructions[0].shape field 3", f"more than {MAX_SHAPE_RANK} dimensions")
     assert not _written(tmp_path)
 
 
@@ -90,15 +89,15 @@ def test_rank_bound_and_product_bound_meet(tmp_path):
     _, ok = _from_proto(tmp_path, layout_record(module(shape([1] * MAX_SHAPE_RANK, layout=False))), name="ok.pb")
     assert ok.exit_code == 0, ok.output + repr(ok.exception)
     path, result = _from_proto(tmp_path, layout_record(module(shape([1] * (MAX_SHAPE_RANK + 1), layout=False))))
-    _one_line_error(result, str(path), "instructions[0].shape field 3", f"more than {MAX_SHAPE_RANK} dimensions")
+    one_line_error(result, str(path), "instructions[0].shape field 3", f"more than {MAX_SHAPE_RANK} dimensions")
     path, result = _from_proto(tmp_path, layout_record(module(shape([2] * MAX_SHAPE_RANK, layout=False))), name="b2.pb")
-    _one_line_error(result, str(path), "shape.dimensions", f"{MAX_SHAPE_RANK} values", "overflows int64")
+    one_line_error(result, str(path), "shape.dimensions", f"{MAX_SHAPE_RANK} values", "overflows int64")
 
 
 def test_configurable_node_id_past_int64(tmp_path):
     """config_index_to_node is uint64: 2^64 - 1 used to be an OverflowError converting to int64."""
     path, result = _from_proto(tmp_path, layout_record(config_ids=[(1 << 64) - 1]))
-    _one_line_error(result, str(path), "config_index_to_node", str((1 << 64) - 1), "4 nodes")
+    one_line_error(result, str(path), "config_index_to_node", str((1 << 64) - 1), "4 nodes")
     assert not _written(tmp_path)
 
 
@@ -107,7 +106,7 @@ def test_every_per_dimension_list_is_bounded(tmp_path, field):
     _, ok = _from_proto(tmp_path, per_dimension_list(field, MAX_SHAPE_RANK), name="ok.pb")
     assert ok.exit_code == 0, ok.output + repr(ok.exception)
     path, result = _from_proto(tmp_path, per_dimension_list(field, MAX_SHAPE_RANK + 1))
-    _one_line_error(result, str(path), "instructions[2]", f"more than {MAX_SHAPE_RANK} {field}")
+    one_line_error(result, str(path), "instructions[2]", f"more than {MAX_SHAPE_RANK} {field}")
     assert not (tmp_path / "out" / "bad.npz").exists()
 
 
@@ -121,5 +120,5 @@ def test_unknown_opcode_warns_and_strict_refuses(tmp_path, layout):
     for out in _written(tmp_path):
         out.unlink()
     _, strict = _from_proto(tmp_path, unknown_opcode(layout), "--strict")
-    _one_line_error(strict, str(path), "module 'm'", "unknown opcode names ('dou' x1)", "--strict")
+    one_line_error(strict, str(path), "module 'm'", "unknown opcode names ('dou' x1)", "--strict")
     assert not _written(tmp_path)

@@ -8,13 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from typer.testing import CliRunner
-
-from graphcost.cli import app
-
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
+from cli_asserts import invoke
 
 
 def dag_cli(*args):
@@ -25,18 +19,6 @@ def run_cli(*args, code: int = 0):
     result = invoke(*args)
     assert result.exit_code == code, (result.output, repr(result.exception))
     return result
-
-
-def one_line_error(result, *needles: str) -> str:
-    """exit code 1, exactly one 'error: ...' line holding every needle, no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, repr(result.exception))
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, result.output
-    for needle in needles:
-        assert str(needle) in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 # --- run.json -------------------------------------------------------------------------------------

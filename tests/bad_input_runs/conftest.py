@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from bad_runs import dag_cli, run_cli
 
 torch.set_num_threads(1)  # tiny tensors on 2 shared cores

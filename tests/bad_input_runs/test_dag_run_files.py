@@ -2,8 +2,14 @@
 file and the field / key, exit code 1, for `dag sample` and `dag evaluate` (issue 19)."""
 
 import pytest
-
-from bad_runs import DAG_CHECKPOINT_CASES, DAG_RUN_JSON_CASES, dag_cli, edit_checkpoint, edit_json, one_line_error
+from bad_runs import (
+    DAG_CHECKPOINT_CASES,
+    DAG_RUN_JSON_CASES,
+    dag_cli,
+    edit_checkpoint,
+    edit_json,
+)
+from cli_asserts import one_line_error
 
 
 @pytest.mark.parametrize("case, change, field", DAG_RUN_JSON_CASES, ids=[c[0] for c in DAG_RUN_JSON_CASES])

@@ -4,7 +4,8 @@ loader refuses a dataset whose splits share a graph."""
 
 import shutil
 
-from bad_runs import dag_cli, invoke, one_line_error
+from bad_runs import dag_cli
+from cli_asserts import invoke, one_line_error
 
 TRAIN_SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",
                "--model-opt", "num_blocks=1", "--epochs", "1", "--batch-configs", "8", "--no-progress",

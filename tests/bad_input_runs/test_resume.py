@@ -1,7 +1,8 @@
 """train / dag train --resume: refused without a checkpoint to continue; a killed write's 0-byte
 temp file is removed on resume (issue 19)."""
 
-from bad_runs import dag_cli, invoke, killed_write_leftover, one_line_error
+from bad_runs import dag_cli, killed_write_leftover
+from cli_asserts import invoke, one_line_error
 
 RESUME = ["--resume", "--device", "cpu", "--no-progress"]
 

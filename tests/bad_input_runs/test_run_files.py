@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from bad_runs import CHECKPOINT_CASES, RUN_JSON_CASES, edit_checkpoint, edit_json, invoke, one_line_error
+from bad_runs import CHECKPOINT_CASES, RUN_JSON_CASES, edit_checkpoint, edit_json
+from cli_asserts import invoke, one_line_error
 
 
 @pytest.mark.parametrize("case, change, field", RUN_JSON_CASES, ids=[c[0] for c in RUN_JSON_CASES])

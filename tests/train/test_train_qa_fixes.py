@@ -10,8 +10,8 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from cli_asserts import invoke, one_line_error
 from train_stubs import write_cli_collections
-from typer.testing import CliRunner
 
 from graphcost.cli import app
 
@@ -27,7 +27,7 @@ def data_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, data_root):
     run = tmp_path_factory.mktemp("run") / "run"
-    result = _invoke("train", "-c", "layout:xla:random", "--data-dir", data_root, *SMALL, "--epochs", "1",
+    result = invoke("train", "-c", "layout:xla:random", "--data-dir", data_root, *SMALL, "--epochs", "1",
                      "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
     assert result.exit_code == 0, result.output
     return run
@@ -38,40 +38,24 @@ def test_graph(data_root):
     return sorted((data_root / "npz" / "layout").rglob("test/*.npz"))[0]
 
 
-def _invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def _one_line_error(result, *needles):
-    """exit 1, a single 'error: ...' line naming every needle, no traceback."""
-    assert result.exit_code == 1, (result.exit_code, result.output, repr(result.exception))
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
 # 1 -------------------------------------------------------------------------
 def test_evaluate_invalid_run_json(tmp_path, run_dir):
     broken = tmp_path / "broken"
     shutil.copytree(run_dir, broken)
     (broken / "run.json").write_text("{not json")
-    _one_line_error(_invoke("evaluate", broken, "--device", "cpu"), "run.json", "invalid JSON")
+    one_line_error(invoke("evaluate", broken, "--device", "cpu"), "run.json", "invalid JSON")
 
 
 # 2 -------------------------------------------------------------------------
 def test_device_is_validated_up_front(tmp_path, run_dir, test_graph, data_root, monkeypatch):
     for args in (["train", "--data-dir", data_root, "-c", "layout:xla:random", "--out", tmp_path / "r"],
                  ["evaluate", run_dir], ["rank", run_dir, test_graph], ["predict", run_dir, "-o", tmp_path / "p.csv"]):
-        _one_line_error(_invoke(*args, "--device", "foo"), "--device", "foo")
+        one_line_error(invoke(*args, "--device", "foo"), "--device", "foo")
     assert not (tmp_path / "r").exists()
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU-only torch
     for device in ("cuda", "cuda:0"):
-        _one_line_error(_invoke("rank", run_dir, test_graph, "--device", device), "--device", "CUDA is not available")
-        _one_line_error(_invoke("evaluate", run_dir, "--device", device), "CUDA is not available")
+        one_line_error(invoke("rank", run_dir, test_graph, "--device", device), "--device", "CUDA is not available")
+        one_line_error(invoke("evaluate", run_dir, "--device", device), "CUDA is not available")
 
 
 def test_check_device():
@@ -95,15 +79,15 @@ def test_checkpoint_with_wrong_shapes(tmp_path, run_dir, test_graph):
     ckpt.save_checkpoint(bad, state)
     with pytest.raises(ckpt.CheckpointError, match="bad.pt"):
         load_trained(bad)
-    _one_line_error(_invoke("rank", bad, test_graph, "--device", "cpu"), "bad.pt", "do not match")
+    one_line_error(invoke("rank", bad, test_graph, "--device", "cpu"), "bad.pt", "do not match")
 
 
 # 4 -------------------------------------------------------------------------
 def test_model_opt_wrong_type(tmp_path, data_root):
     out = tmp_path / "r"
-    result = _invoke("train", "--data-dir", data_root, "-c", "layout:xla:random", "--model-opt", "hidden=abc",
+    result = invoke("train", "--data-dir", data_root, "-c", "layout:xla:random", "--model-opt", "hidden=abc",
                      "--out", out, "--device", "cpu")
-    _one_line_error(result, "--model-opt", "hidden='abc'", "int")
+    one_line_error(result, "--model-opt", "hidden='abc'", "int")
     assert not out.exists()
 
 
@@ -111,8 +95,8 @@ def test_model_opt_wrong_type(tmp_path, data_root):
 def test_output_path_is_a_directory(tmp_path, run_dir):
     target = tmp_path / "target"
     target.mkdir()
-    _one_line_error(_invoke("predict", run_dir, "-o", target, "--device", "cpu"), "--out", "is a directory")
-    _one_line_error(_invoke("evaluate", run_dir, "--json", target, "--device", "cpu"), "--json", "is a directory")
+    one_line_error(invoke("predict", run_dir, "-o", target, "--device", "cpu"), "--out", "is a directory")
+    one_line_error(invoke("evaluate", run_dir, "--json", target, "--device", "cpu"), "--json", "is a directory")
     assert list(target.iterdir()) == [] and not list(tmp_path.glob(".*.tmp"))
 
 
@@ -135,14 +119,14 @@ def test_train_out_is_a_file(tmp_path, data_root):
     afile = tmp_path / "afile"
     afile.write_text("x")
     for out in (afile, afile / "sub"):
-        result = _invoke("train", "--data-dir", data_root, "-c", "layout:xla:random", "--out", out, "--device", "cpu")
-        _one_line_error(result, "afile", "--out")
+        result = invoke("train", "--data-dir", data_root, "-c", "layout:xla:random", "--out", out, "--device", "cpu")
+        one_line_error(result, "afile", "--out")
     assert afile.read_text() == "x"
 
 
 # 7 -------------------------------------------------------------------------
 def test_predict_missing_model(tmp_path):
-    _one_line_error(_invoke("predict", tmp_path / "nonexistent", "-o", tmp_path / "x.csv"),
+    one_line_error(invoke("predict", tmp_path / "nonexistent", "-o", tmp_path / "x.csv"),
                     "nonexistent", "no such model")
 
 
@@ -180,9 +164,9 @@ def test_recorded_data_dir_moved(tmp_path, run_dir):
     info = json.loads((moved / "run.json").read_text())
     info["data_dir"] = str(tmp_path / "gone")
     (moved / "run.json").write_text(json.dumps(info))
-    line = _one_line_error(_invoke("evaluate", moved, "--device", "cpu"), "gone", "run.json", "pass --data-dir")
+    line = one_line_error(invoke("evaluate", moved, "--device", "cpu"), "gone", "run.json", "pass --data-dir")
     assert "--data-dir is not a directory" not in line
-    line = _one_line_error(_invoke("predict", moved, "-o", tmp_path / "p.csv", "--device", "cpu"), "gone", "run.json")
+    line = one_line_error(invoke("predict", moved, "-o", tmp_path / "p.csv", "--device", "cpu"), "gone", "run.json")
 
 
 # 10 ------------------------------------------------------------------------
@@ -204,9 +188,9 @@ def test_graph_with_equal_runtimes_is_skipped(layout_graphs):
 # 11 ------------------------------------------------------------------------
 def test_folds_one_rejected_before_any_work(tmp_path, data_root):
     out = tmp_path / "r"
-    result = _invoke("train", "--data-dir", data_root, "-c", "layout:xla:random", "--folds", "1", "--out", out,
+    result = invoke("train", "--data-dir", data_root, "-c", "layout:xla:random", "--folds", "1", "--out", out,
                      "--device", "cpu")
-    _one_line_error(result, "--folds")
+    one_line_error(result, "--folds")
     assert not out.exists() and "data:" not in result.output
 
 

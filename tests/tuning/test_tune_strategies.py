@@ -4,13 +4,12 @@ without re-measuring anything (fake evaluator: no compilation, no timing)."""
 from __future__ import annotations
 
 import pytest
+from tune_fakes import FakeEvaluator, fake_scorer
 
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES, diverse_top
 from graphcost.tuning.study import Study
 from graphcost.tuning.tuner import run_strategy
-
-from tune_fakes import FakeEvaluator, fake_scorer
 
 
 def _run(strategy, ev, budget, storage=None, name="prog:flags", round_size=4, noise=0.3):

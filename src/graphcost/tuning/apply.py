@@ -46,10 +46,10 @@ def layout_codes(space, layouts: list[dict[str, Any]]) -> tuple[int, ...]:
 def compile_for(fn: Callable, args: tuple, best) -> Callable:
     """The executable of ``fn`` at example `args` under `best`: it takes the FLATTENED arguments
     and returns ``fn``'s output pytree."""
+    import jax
+
     from graphcost.frontend.jax_program import compile_lowered
     from graphcost.tuning.space import LayoutSpace, TuneProgram
-
-    import jax
 
     cfg = _as_config(best)
     program = TuneProgram(fn, args)
