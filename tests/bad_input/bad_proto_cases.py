@@ -1,43 +1,16 @@
 """Adversarial TpuGraphs tuning protobufs for `graphcost data from-proto` (issue 19).
 
-A tiny protobuf encoder (written independently of `graphcost.frontend.protowire`, like the one in
-tests/frontend_hlo/test_hlo_wire.py) builds one valid layout record (`ModuleTuningData`) and one
+The test encoder (tests/proto_encode.py, written independently of the decoder) builds one valid layout record (`ModuleTuningData`) and one
 valid tile record (`TuningData`); the generators below put a hostile value into one field.
 Field numbers: XLA `hlo.proto` / `xla_data.proto`, tpu_graphs `tuning.proto`.
 """
 
 from __future__ import annotations
 
+from proto_encode import ld, packed, text, vint
+
 BIG = 1 << 62  # a dimension / tile bound near the int64 limit
 F32, TUPLE = 11, 13  # xla PrimitiveType
-
-
-def varint(v: int) -> bytes:
-    v &= (1 << 64) - 1  # negative ints are sign-extended to 64 bits (10 bytes)
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if not v:
-            out.append(b)
-            return bytes(out)
-        out.append(b | 0x80)
-
-
-def vint(num: int, v: int) -> bytes:
-    return varint(num << 3) + varint(v)
-
-
-def ld(num: int, payload: bytes) -> bytes:
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-
-def text(num: int, value: str) -> bytes:
-    return ld(num, value.encode())
-
-
-def packed(num: int, values) -> bytes:
-    return ld(num, b"".join(varint(v) for v in values))
 
 
 def shape(dims=(2, 3), etype: int = F32, tuple_shapes=(), layout: bool = True) -> bytes:

@@ -4,50 +4,17 @@ import struct
 
 import numpy as np
 import pytest
+from proto_encode import key, ld, packed, unpacked, varint, vint
+from proto_encode import text as s
 
 from graphcost.frontend.featurizer import HloGraphError, featurize_module
 from graphcost.frontend.hlo_proto import parse_hlo_module
 from graphcost.frontend.protowire import ProtoDecodeError, iter_fields, read_varint
-from graphcost.frontend.tuning_proto import detect_kind, parse_module_tuning_data, parse_tuning_data
-
-
-# --- a minimal encoder, written independently of the decoder ---------------------------------
-
-def varint(v: int) -> bytes:
-    v &= (1 << 64) - 1  # negative ints are sign-extended to 64 bits (10 bytes)
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def key(num: int, wire: int) -> bytes:
-    return varint(num << 3 | wire)
-
-
-def vint(num: int, v: int) -> bytes:
-    return key(num, 0) + varint(v)
-
-
-def ld(num: int, payload: bytes) -> bytes:
-    return key(num, 2) + varint(len(payload)) + payload
-
-
-def s(num: int, text: str) -> bytes:
-    return ld(num, text.encode())
-
-
-def packed(num: int, values) -> bytes:
-    return ld(num, b"".join(varint(v) for v in values))
-
-
-def unpacked(num: int, values) -> bytes:
-    return b"".join(vint(num, v) for v in values)
+from graphcost.frontend.tuning_proto import (
+    detect_kind,
+    parse_module_tuning_data,
+    parse_tuning_data,
+)
 
 
 def shape(etype: int, dims, m2m=None, tuple_shapes=()) -> bytes:
