@@ -67,17 +67,13 @@ class RandomSearch(Strategy):
         return out
 
 
-class TPESearch(Strategy):
-    """Proposals come from the study's TPE sampler (`Study.ask`); see `tuner`."""
+def tpe_sampler(seed: int, budget: int):
+    """Optuna's TPE for the ``tpe`` strategy (its proposals come through `Study.ask`): random
+    start-up trials for a quarter of the budget (4 to 10), constant liar for batched proposals."""
+    import optuna
 
-    name = "tpe"
-
-    @staticmethod
-    def sampler(seed: int, budget: int):
-        import optuna
-
-        startup = int(min(10, max(4, budget // 4)))
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True)
+    startup = int(min(10, max(4, budget // 4)))
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True)
 
 
 def diverse_top(order: np.ndarray, pool: list[Codes], n: int, exclude: set, min_distance: int = 2) -> list[Codes]:

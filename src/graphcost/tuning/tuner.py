@@ -30,7 +30,7 @@ import numpy as np
 from graphcost.frontend.measure import Protocol
 from graphcost.tuning.evaluate import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
-from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, TPESearch
+from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, tpe_sampler
 
 
 @dataclass
@@ -95,7 +95,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name.startswith("model") and scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
-    sampler = TPESearch.sampler(seed, budget) if name == "tpe" else None
+    sampler = tpe_sampler(seed, budget) if name == "tpe" else None
     study = Study(storage, f"{study_name}:{name}", space, sampler=sampler)
     history = study.trials()
     if name == "random":
