@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from graphcost.train.distributed import DistContext, init_from_env
+from graphcost.train.distributed import DistContext, collective_failure, init_from_env
 
 TIMING = ("train_seconds", "configs_per_s")
 N_VALID = 3  # odd: the ranks score 2 and 1 graphs
@@ -195,7 +195,7 @@ def _timeout_worker(rank: int, world: int, port: int, out: str) -> None:
         ctx.barrier()
         message = "no error"
     except Exception as exc:  # noqa: BLE001  (the backend's error type varies between torch versions)
-        message = f"{type(exc).__name__}: {exc}"
+        message = f"{collective_failure(exc)}"  # what `graphcost train` reports
     with open(os.path.join(out, "rank1.txt"), "w") as f:
         f.write(message)
 
@@ -205,3 +205,23 @@ def test_a_rank_left_waiting_fails_after_the_timeout(tmp_path):
                        start_method=_start_method())
     message = (tmp_path / "rank1.txt").read_text()
     assert message != "no error" and "timed out" in message.lower(), message
+
+
+def test_only_collective_failures_become_one_line_errors():
+    assert collective_failure(RuntimeError("[gloo/tcp/pair.cc:598] Connection closed by peer\nmore")) == (
+        "[gloo/tcp/pair.cc:598] Connection closed by peer")
+    assert collective_failure(RuntimeError("mat1 and mat2 shapes cannot be multiplied")) is None
+    assert collective_failure(ValueError("timed out")) is None
+
+
+def test_resume_refuses_another_number_of_processes(tmp_path, layout_graphs, tiny_kwargs):
+    from graphcost.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+    from graphcost.train.trainer import Trainer
+
+    Trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path, **tiny_kwargs).fit()
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["world_size"] == 1 and len(state["partials"]) == 1
+    state["world_size"] = 2  # as written by `torchrun --nproc_per_node 2`
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    with pytest.raises(CheckpointError, match="2 data-parallel process"):
+        Trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path, **tiny_kwargs).fit(resume=True)

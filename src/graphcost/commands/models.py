@@ -219,6 +219,9 @@ def train(
         8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
+    dist_timeout: float = typer.Option(
+        1800.0, "--dist-timeout", min=1.0, help="under torchrun: seconds a rank waits for the others before it fails"
+    ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -228,7 +231,7 @@ def train(
 
     from graphcost.train.crossval import run_crossval
     from graphcost.train.datasets import DatasetError, graph_kinds, load_prepared, resolve_splits
-    from graphcost.train.distributed import init_from_env, shutdown
+    from graphcost.train.distributed import collective_failure, init_from_env, shutdown
     from graphcost.train.evaluate import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
@@ -280,7 +283,7 @@ def train(
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
         checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
     )  # fmt: skip
-    ctx = init_from_env(device)
+    ctx = init_from_env(device, timeout_s=dist_timeout)
     try:
         out = _run_dir(out, model, resume, ctx, overwrite)
         if ctx.is_main:
@@ -326,6 +329,12 @@ def train(
                 typer.echo(f"model: {result.best_path or result.last_path}")
     except (DatasetError, ValueError, KeyError, OSError) as exc:
         _fail(str(exc))
+    except RuntimeError as exc:
+        why = collective_failure(exc) if ctx.enabled else None
+        if why is None:
+            raise
+        _fail(f"rank {ctx.rank}: data-parallel training stopped: {why} (another process died, or a collective "
+              f"waited longer than --dist-timeout {dist_timeout:g} s)")
     finally:
         shutdown(ctx)
 

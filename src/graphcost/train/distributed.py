@@ -164,6 +164,18 @@ def init_from_env(device: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) ->
     return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, backend=backend)
 
 
+def collective_failure(exc: BaseException) -> str | None:
+    """The first line of `exc` when it is a torch.distributed failure (a collective timed out, a
+    peer process went away), else None: what `graphcost train` turns into a one-line error."""
+    if not isinstance(exc, RuntimeError):
+        return None
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    markers = ("timed out", "connection closed", "connection reset", "gloo", "nccl", "broken pipe")
+    if isinstance(exc, dist.DistError) or any(m in line.lower() for m in markers):
+        return line
+    return None
+
+
 def shutdown(ctx: DistContext) -> None:
     """Destroy the process group if this context created one."""
     if ctx.enabled:
