@@ -220,7 +220,8 @@ def train(
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
     dist_timeout: float = typer.Option(
-        1800.0, "--dist-timeout", min=1.0, help="under torchrun: seconds a rank waits for the others before it fails"
+        1800.0, "--dist-timeout", min=1.0,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
+        help="under torchrun: seconds a rank waits for the others before it fails",
     ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).

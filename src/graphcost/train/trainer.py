@@ -18,7 +18,9 @@ it is left off (speed), so a resumed run matches only up to floating-point reduc
 Data parallel (`graphcost.train.distributed`). Under torchrun the model is trained through
 DistributedDataParallel; every checkpoint stores each rank's partial-epoch accumulators and the
 world size, so a killed DDP run resumed with the same number of processes ends where the
-uninterrupted one would have. Validation is sharded over the ranks and gathered.
+uninterrupted one would have (bitwise with 2 CPU processes, tested; with more, gloo's ring sum
+may add a gradient's shares in another order after a resume, as DDP rebuilds its buckets after
+the first step, so agreement is then up to rounding). Validation is sharded and gathered.
 """
 
 from __future__ import annotations
