@@ -7,6 +7,7 @@ Library (torch) imports happen inside the commands so `graphcost --help` stays f
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -157,8 +158,6 @@ LATEST = Path("runs/latest")
 def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False) -> Path:
     """--out (emptied first with --overwrite), or runs/latest when resuming, or a fresh
     runs/<model>-<time>-<random> that runs/latest points to."""
-    import os
-
     from graphcost.atomic import clear_dir
 
     if out is not None:
@@ -184,6 +183,17 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool
         tmp.symlink_to(run.name)
         os.replace(tmp, LATEST)  # atomic re-point of runs/latest
     return run
+
+
+def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
+    """A torch.distributed failure as a one-line error naming the rank; anything else re-raised."""
+    from graphcost.train.distributed import collective_failure
+
+    why = collective_failure(exc)
+    if why is None:
+        raise exc
+    _fail(f"rank {rank}: data-parallel training stopped: {why} (another process died or never started, or a "
+          f"collective waited longer than --dist-timeout {timeout_s:g} s)")
 
 
 def train(
@@ -232,7 +242,7 @@ def train(
 
     from graphcost.train.crossval import run_crossval
     from graphcost.train.datasets import DatasetError, graph_kinds, load_prepared, resolve_splits
-    from graphcost.train.distributed import collective_failure, init_from_env, shutdown
+    from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.evaluate import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
@@ -284,7 +294,10 @@ def train(
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
         checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
     )  # fmt: skip
-    ctx = init_from_env(device, timeout_s=dist_timeout)
+    try:
+        ctx = init_from_env(device, timeout_s=dist_timeout)
+    except RuntimeError as exc:  # a peer never joined the rendezvous
+        _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
     try:
         out = _run_dir(out, model, resume, ctx, overwrite)
         if ctx.is_main:
@@ -331,11 +344,9 @@ def train(
     except (DatasetError, ValueError, KeyError, OSError) as exc:
         _fail(str(exc))
     except RuntimeError as exc:
-        why = collective_failure(exc) if ctx.enabled else None
-        if why is None:
+        if not ctx.enabled:
             raise
-        _fail(f"rank {ctx.rank}: data-parallel training stopped: {why} (another process died, or a collective "
-              f"waited longer than --dist-timeout {dist_timeout:g} s)")
+        _fail_collective(exc, ctx.rank, dist_timeout)
     finally:
         shutdown(ctx)
 
