@@ -189,7 +189,7 @@ def _timeout_worker(rank: int, world: int, port: int, out: str) -> None:
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     ctx = init_from_env("cpu", timeout_s=1)
     if rank == 0:
-        time.sleep(4)  # "hangs" past rank 1's timeout and never joins the barrier
+        time.sleep(2.5)  # "hangs" past rank 1's 1 s timeout and never joins the barrier
         return
     try:
         ctx.barrier()
