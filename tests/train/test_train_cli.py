@@ -136,3 +136,22 @@ def test_killed_cli_run_resumes_to_the_same_result(tmp_path, data_root, monkeypa
         return [{k: v for k, v in r.items() if k not in ("train_seconds", "configs_per_s")} for r in rows]
 
     assert metrics(tmp_path / "killed") == metrics(tmp_path / "full") and len(metrics(tmp_path / "full")) == 3
+
+
+def test_a_data_parallel_peer_that_never_starts_is_a_one_line_error(tmp_path, data_root, monkeypatch):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # rank 0 of 2, as torchrun would start it, but rank 1 never comes
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(port))
+    result = CliRunner().invoke(app, ["train", "--collection", "tile:xla", "--data-dir", str(data_root), "--model",
+                                      "tile-mlp", "--device", "cpu", "--dist-timeout", "1", "--out", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: rank 0: data-parallel training stopped") and "--dist-timeout 1 s" in line, line

@@ -1,17 +1,27 @@
-"""Data-parallel training: two CPU processes (gloo) keep identical parameters and finish.
+"""Data-parallel training: two CPU processes (gloo) under DistributedDataParallel.
 
-The ranks see different graphs each step, so without the gradient all-reduce their parameters
-would drift apart; identical parameters after training show the synchronisation works.
+One launch of two processes runs three jobs (one process-group start-up, forked children):
+* "match": both ranks see the same graph and the same configurations, so DDP's averaged gradient
+  equals the single-process one: parameters and validation metrics must match a single-process
+  run, and the validation graphs are split between the ranks and gathered;
+* "full": the ranks see different graphs, so without the gradient averaging their parameters
+  would drift apart; identical parameters after training show the synchronisation works;
+* "killed" + "resumed": a DDP run killed mid-epoch and resumed ends exactly like "full".
 """
 
 import os
 import socket
+import time
 
 import numpy as np
+import pytest
 import torch
 import torch.multiprocessing as mp
 
-from graphcost.train.distributed import DistContext
+from graphcost.train.distributed import DistContext, collective_failure, init_from_env
+
+TIMING = ("train_seconds", "configs_per_s")
+N_VALID = 3  # odd: the ranks score 2 and 1 graphs
 
 
 def test_shards_are_disjoint_and_equal_length():
@@ -23,51 +33,195 @@ def test_shards_are_disjoint_and_equal_length():
     assert len(set(np.concatenate(first_pass))) == 6
 
 
+def test_validation_shards_cover_every_graph_once():
+    shards = [DistContext(rank=r, world_size=3).shard_items(7) for r in range(3)]
+    assert sorted(sum(shards, [])) == list(range(7))
+    assert DistContext().shard_items(2) == [0, 1]
+
+
+def test_timeout_must_be_positive():
+    with pytest.raises(ValueError, match="--dist-timeout"):
+        init_from_env("cpu", timeout_s=0)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+def _graphs():
+    from train_stubs import make_layout_graph
+
+    return [make_layout_graph(f"g{i}", seed=i, n_configs=24) for i in range(5 + N_VALID)]
+
+
+def _no_dropout(name, kind, **config):
+    from train_stubs import build_tiny
+
+    model = build_tiny(name, kind, **config)
+    model.drop.p = 0.0  # dropout masks are drawn per rank: off, so both ranks compute the same gradient
+    return model
+
+
+def _config(**kw):
+    from graphcost.train.trainer import TrainConfig
+
+    base = dict(model="tiny", model_config={"hidden": 8}, epochs=2, batch_configs=8, lr=3e-3, seed=3,
+                device="cpu", eval_batch=24, progress=False, plots=False)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _match_run(out, ctx=None, scored=None):
+    """One training graph, the first configurations every step, no dropout: identical on every rank."""
+    from graphcost.train.trainer import Trainer
+
+    graphs = _graphs()
+    valid_names = {g.name for g in graphs[5:]}
+
+    def make_batch(graph, idx, scaler):
+        from graphcost.data.batching import make_batch as real
+
+        if scored is not None and graph.name in valid_names:
+            scored.add(graph.name)
+        return real(graph, idx, scaler)
+
+    trainer = Trainer(_config(), graphs[:1], graphs[5:], out, dist_ctx=ctx, build_model_fn=_no_dropout,
+                      sample_fn=lambda g, b, rng: np.arange(b), make_batch_fn=make_batch)
+    return trainer, trainer.fit()
+
+
 def _worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    from train_stubs import build_tiny, make_layout_graph
+    from train_stubs import build_tiny
 
-    from graphcost.train.distributed import init_from_env, shutdown
-    from graphcost.train.trainer import TrainConfig, Trainer
+    from graphcost.train.distributed import shutdown
+    from graphcost.train.trainer import StopTraining, Trainer
 
-    ctx = init_from_env("cpu")
+    ctx = init_from_env("cpu", timeout_s=120)
     assert ctx.enabled and ctx.backend == "gloo"
-    graphs = [make_layout_graph(f"g{i}", seed=i, n_configs=24) for i in range(6)]
-    seen = []
-    config = TrainConfig(model="tiny", model_config={"hidden": 8}, epochs=2, batch_configs=8, seed=3,
-                         device="cpu", eval_batch=24, progress=False, plots=False)
-    trainer = Trainer(config, graphs[:5], graphs[5:], out, dist_ctx=ctx, build_model_fn=build_tiny,
-                      sample_fn=lambda g, b, rng: (seen.append(g.name), rng.permutation(g.num_configs)[:b])[1])
-    result = trainer.fit()
-    torch.save({"params": trainer.model.state_dict(), "seen": seen, "epochs": len(result.history)},
-               os.path.join(out, f"rank{rank}.pt"))
+    record = {}
+
+    scored: set = set()
+    trainer, result = _match_run(os.path.join(out, "match"), ctx, scored)
+    record["match"] = {"params": trainer.model.state_dict(), "history": result.history, "scored": sorted(scored),
+                       "wrapped": type(trainer.train_model).__name__}
+
+    graphs = _graphs()
+    config = _config(checkpoint_every=1)
+
+    def run(name, **fit_kw):
+        seen = []
+        trainer = Trainer(config, graphs[:5], graphs[5:], os.path.join(out, name), dist_ctx=ctx,
+                          build_model_fn=build_tiny,
+                          sample_fn=lambda g, b, rng: (seen.append(g.name), rng.permutation(g.num_configs)[:b])[1])
+        return trainer, trainer.fit(**fit_kw), seen
+
+    trainer, result, seen = run("full")
+    record["full"] = {"params": trainer.model.state_dict(), "history": result.history, "seen": seen}
+
+    def kill(trainer, epoch, step):  # a crash of every rank after step 2 of epoch 1 (of 3 steps)
+        if (epoch, step) == (1, 2):
+            raise StopTraining
+
+    try:
+        run("killed", step_callback=kill)
+    except StopTraining:
+        pass
+    trainer, result, _ = run("killed", resume=True)
+    record["resumed"] = {"params": trainer.model.state_dict(), "history": result.history}
+    torch.save(record, os.path.join(out, f"rank{rank}.pt"))
     shutdown(ctx)
 
 
-def test_two_cpu_processes_stay_in_sync(tmp_path):
-    import torch._dynamo  # noqa: F401  (optimizer.step imports it lazily; import once, before forking)
-
+def _start_method() -> str:
     # fork: the children reuse the already imported torch (no 2 x import time on a busy machine).
     # Where CUDA is present, autograd starts its device threads at the first backward in this
     # process (any earlier test), and a forked child can then not run backward: spawn instead.
-    method = "spawn" if torch.cuda.is_available() else "fork"
-    mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True, start_method=method)
-    r0 = torch.load(tmp_path / "rank0.pt", weights_only=True)
-    r1 = torch.load(tmp_path / "rank1.pt", weights_only=True)
-    assert r0["epochs"] == r1["epochs"] == 2
-    for name, p in r0["params"].items():
-        assert torch.equal(p, r1["params"][name]), name
-    # 5 graphs, 2 ranks -> 3 steps per rank per epoch; within an epoch the ranks' graphs differ
-    assert len(r0["seen"]) == len(r1["seen"]) == 6
+    return "spawn" if torch.cuda.is_available() else "fork"
+
+
+def _metrics(history):
+    return [{k: v for k, v in row.items() if k not in TIMING} for row in history]
+
+
+def test_two_cpu_processes_match_single_process_and_resume_exactly(tmp_path):
+    import torch._dynamo  # noqa: F401  (DDP and optimizer.step import it; import once, before forking)
+
+    mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True,
+                       start_method=_start_method())
+    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in (0, 1))
+
+    # "match": DDP == one process, and the validation graphs were split between the ranks
+    one, single = _match_run(tmp_path / "single")
+    match = r0["match"]
+    assert match["wrapped"] == "DistributedDataParallel" and one.train_model is one.model
+    for name, p in one.model.state_dict().items():
+        torch.testing.assert_close(match["params"][name], p, rtol=1e-5, atol=1e-6)
+    assert len(match["history"]) == len(single.history) == 2
+    for ddp_row, one_row, other_rank in zip(match["history"], single.history, r1["match"]["history"]):
+        for key, value in _metrics([one_row])[0].items():
+            assert ddp_row[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+            assert other_rank[key] == ddp_row[key], key  # every rank holds the gathered metrics
+    assert r0["match"]["scored"] == ["g5", "g7"] and r1["match"]["scored"] == ["g6"]
+
+    # "full": the ranks saw different graphs and still hold identical parameters
+    for name, p in r0["full"]["params"].items():
+        assert torch.equal(p, r1["full"]["params"][name]), name
+    seen0, seen1 = r0["full"]["seen"], r1["full"]["seen"]
+    assert len(seen0) == len(seen1) == 6  # 5 graphs, 2 ranks -> 3 steps per rank per epoch
     for epoch in range(2):
-        a, b = r0["seen"][3 * epoch : 3 * epoch + 3], r1["seen"][3 * epoch : 3 * epoch + 3]
-        assert len(set(a) | set(b)) == 5  # all graphs visited, only the wrap-around pad repeats
-    assert (tmp_path / "checkpoint.pt").is_file() and (tmp_path / "metrics.csv").is_file()
+        assert len(set(seen0[3 * epoch : 3 * epoch + 3]) | set(seen1[3 * epoch : 3 * epoch + 3])) == 5
+    assert (tmp_path / "full" / "checkpoint.pt").is_file() and (tmp_path / "full" / "metrics.csv").is_file()
+
+    # killed + resumed == uninterrupted, on both ranks
+    for rank in (r0, r1):
+        assert _metrics(rank["resumed"]["history"]) == _metrics(r0["full"]["history"])
+        for name, p in r0["full"]["params"].items():
+            assert torch.equal(p, rank["resumed"]["params"][name]), name
+
+
+def _timeout_worker(rank: int, world: int, port: int, out: str) -> None:
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    ctx = init_from_env("cpu", timeout_s=1)
+    if rank == 0:
+        time.sleep(2.5)  # "hangs" past rank 1's 1 s timeout and never joins the barrier
+        return
+    try:
+        ctx.barrier()
+        message = "no error"
+    except Exception as exc:  # noqa: BLE001  (the backend's error type varies between torch versions)
+        message = f"{collective_failure(exc)}"  # what `graphcost train` reports
+    with open(os.path.join(out, "rank1.txt"), "w") as f:
+        f.write(message)
+
+
+def test_a_rank_left_waiting_fails_after_the_timeout(tmp_path):
+    mp.start_processes(_timeout_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True,
+                       start_method=_start_method())
+    message = (tmp_path / "rank1.txt").read_text()
+    assert message != "no error" and "timed out" in message.lower(), message
+
+
+def test_only_collective_failures_become_one_line_errors():
+    assert collective_failure(RuntimeError("[gloo/tcp/pair.cc:598] Connection closed by peer\nmore")) == (
+        "[gloo/tcp/pair.cc:598] Connection closed by peer")
+    assert collective_failure(RuntimeError("mat1 and mat2 shapes cannot be multiplied")) is None
+    assert collective_failure(ValueError("timed out")) is None
+
+
+def test_resume_refuses_another_number_of_processes(tmp_path, layout_graphs, tiny_kwargs):
+    from graphcost.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+    from graphcost.train.trainer import Trainer
+
+    Trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path, **tiny_kwargs).fit()
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert state["world_size"] == 1 and len(state["partials"]) == 1
+    state["world_size"] = 2  # as written by `torchrun --nproc_per_node 2`
+    save_checkpoint(tmp_path / "checkpoint.pt", state)
+    with pytest.raises(CheckpointError, match="2 data-parallel process"):
+        Trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path, **tiny_kwargs).fit(resume=True)

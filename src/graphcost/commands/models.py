@@ -7,6 +7,7 @@ Library (torch) imports happen inside the commands so `graphcost --help` stays f
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -157,8 +158,6 @@ LATEST = Path("runs/latest")
 def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False) -> Path:
     """--out (emptied first with --overwrite), or runs/latest when resuming, or a fresh
     runs/<model>-<time>-<random> that runs/latest points to."""
-    import os
-
     from graphcost.atomic import clear_dir
 
     if out is not None:
@@ -184,6 +183,17 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool
         tmp.symlink_to(run.name)
         os.replace(tmp, LATEST)  # atomic re-point of runs/latest
     return run
+
+
+def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
+    """A torch.distributed failure as a one-line error naming the rank; anything else re-raised."""
+    from graphcost.train.distributed import collective_failure
+
+    why = collective_failure(exc)
+    if why is None:
+        raise exc
+    _fail(f"rank {rank}: data-parallel training stopped: {why} (another process died or never started, or a "
+          f"collective waited longer than --dist-timeout {timeout_s:g} s)")
 
 
 def train(
@@ -219,6 +229,10 @@ def train(
         8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
+    dist_timeout: float = typer.Option(
+        1800.0, "--dist-timeout", min=1.0,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
+        help="under torchrun: seconds a rank waits for the others before it fails",
+    ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -280,7 +294,10 @@ def train(
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
         checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
     )  # fmt: skip
-    ctx = init_from_env(device)
+    try:
+        ctx = init_from_env(device, timeout_s=dist_timeout)
+    except RuntimeError as exc:  # a peer never joined the rendezvous
+        _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
     try:
         out = _run_dir(out, model, resume, ctx, overwrite)
         if ctx.is_main:
@@ -326,6 +343,10 @@ def train(
                 typer.echo(f"model: {result.best_path or result.last_path}")
     except (DatasetError, ValueError, KeyError, OSError) as exc:
         _fail(str(exc))
+    except RuntimeError as exc:
+        if not ctx.enabled:
+            raise
+        _fail_collective(exc, ctx.rank, dist_timeout)
     finally:
         shutdown(ctx)
 

@@ -1,32 +1,38 @@
-"""Data-parallel training with torch.distributed (DDP): gloo on CPU, nccl on GPU.
+"""Data-parallel training with torch.distributed: DistributedDataParallel, gloo on CPU, nccl on GPU.
 
 Launch with ``torchrun --nproc_per_node 2 -m graphcost train ...``. torchrun sets RANK,
-WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; `init_from_env` reads them. Every epoch,
-the trainer draws ONE global graph order from (seed, epoch), pads it to a multiple of the world
-size by wrapping around, and rank r takes positions r, r + W, r + 2W, ... (`shard`), so the ranks
-see disjoint graphs and all take the same number of steps (gradients are all-reduced at every
-step, so step counts must match).
+WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT; `init_from_env` reads them and opens the
+process group with an explicit timeout (`--dist-timeout`, default `DEFAULT_TIMEOUT_S`): a rank
+that dies or hangs makes the others fail with an error after that long instead of waiting forever.
 
-Synchronisation is the data-parallel rule of DistributedDataParallel, done explicitly: rank 0's
-parameters and buffers are broadcast once (`broadcast_model`), and after every backward the
-gradients are averaged over ranks with ONE all-reduce of a flattened buffer (`average_gradients`;
-a parameter without a gradient on some rank, e.g. an unused branch, contributes zeros). Clipping
-and the optimiser step then see identical gradients, so parameters stay identical on every rank.
-We do not wrap the model in `nn.parallel.DistributedDataParallel`: its constructor imports
-torch._dynamo (seconds of start-up per process) and needs `find_unused_parameters` for models
-whose branches depend on the graph; for one-graph-per-step training its bucketed overlap of
-communication with backward buys nothing measurable.
+Training. Every epoch the trainer draws ONE global graph order from (seed, epoch), pads it to a
+multiple of the world size by wrapping around, and rank r takes positions r, r + W, r + 2W, ...
+(`shard`), so the ranks see disjoint graphs and all take the same number of steps. The model is
+wrapped in `torch.nn.parallel.DistributedDataParallel` (`wrap`): its constructor broadcasts
+rank 0's parameters and buffers, and every backward averages the gradients over ranks, so
+clipping and the optimiser step see identical gradients and the parameters stay identical on
+every rank. `find_unused_parameters=True`, as the old hand-written all-reduce did: some models
+leave parameters without a gradient (TGraph on tile graphs: its cross-configuration temperatures),
+which DDP without the flag stops on; the price is one autograd-graph traversal per step, and torch
+says so once per rank ("find_unused_parameters=True was specified ...") for the models that do not.
+
+Validation. Each rank scores its share of the validation graphs (`shard_items`: r, r + W, ...)
+and the per-graph results are gathered on every rank (`all_gather_object`) and put back in the
+single-process order, so the selection metric is the one a single process computes.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
+
+DEFAULT_TIMEOUT_S = 1800.0  # seconds a collective may wait for the other ranks (torch's gloo default)
 
 
 def check_device(device: str) -> str:
@@ -94,29 +100,29 @@ class DistContext:
     def steps_per_epoch(self, num_items: int) -> int:
         return -(-num_items // max(1, self.world_size)) if num_items else 0
 
-    def broadcast_model(self, model: nn.Module) -> None:
-        """Copy rank 0's parameters and buffers to every rank (identical starting point)."""
-        if not self.enabled:
-            return
-        with torch.no_grad():
-            for tensor in list(model.parameters()) + list(model.buffers()):
-                dist.broadcast(tensor.data, src=0)
+    def shard_items(self, count: int) -> list[int]:
+        """This rank's positions among `count` items, r, r + W, ... (unpadded: for validation)."""
+        return list(range(self.rank, count, max(1, self.world_size)))
 
-    def average_gradients(self, model: nn.Module) -> None:
-        """Average gradients over ranks with one all-reduce of a flattened buffer."""
+    def wrap(self, model: nn.Module) -> nn.Module:
+        """`model` in DistributedDataParallel (which broadcasts rank 0's parameters and buffers
+        and averages gradients at every backward); `model` itself when not distributed."""
         if not self.enabled:
-            return
-        params = [p for p in model.parameters() if p.requires_grad]
-        if not params:
-            return
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params])
-        dist.all_reduce(flat, op=dist.ReduceOp.SUM)
-        flat /= self.world_size
-        offset = 0
-        for p in params:
-            n = p.numel()
-            p.grad = flat[offset : offset + n].view_as(p).clone()
-            offset += n
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        on_cuda = next(model.parameters()).device.type == "cuda"
+        return DistributedDataParallel(
+            model, device_ids=[self.local_rank] if on_cuda else None, find_unused_parameters=True
+        )
+
+    def all_gather_object(self, obj) -> list:
+        """Every rank's `obj` (picklable), in rank order; `[obj]` when not distributed."""
+        if not self.enabled:
+            return [obj]
+        gathered = [None] * self.world_size
+        dist.all_gather_object(gathered, obj)
+        return gathered
 
     def all_reduce_mean(self, value: float) -> float:
         """Mean of a scalar over all ranks (identity when not distributed)."""
@@ -133,9 +139,15 @@ class DistContext:
             dist.barrier()
 
 
-def init_from_env(device: str = "auto") -> DistContext:
-    """Initialise the process group when launched by torchrun (WORLD_SIZE > 1), else single process."""
+def init_from_env(device: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) -> DistContext:
+    """Initialise the process group when launched by torchrun (WORLD_SIZE > 1), else single process.
+
+    `timeout_s`: how long a collective (gradient all-reduce, gather, barrier) waits for the other
+    ranks before it fails with an error.
+    """
     check_device(device)
+    if not (timeout_s > 0 and timeout_s < float("inf")):
+        raise ValueError(f"--dist-timeout {timeout_s}: expected a positive number of seconds")
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return DistContext()
@@ -146,8 +158,22 @@ def init_from_env(device: str = "auto") -> DistContext:
     if use_cuda:
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        dist.init_process_group(
+            backend=backend, rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
+        )
     return DistContext(rank=rank, world_size=world_size, local_rank=local_rank, backend=backend)
+
+
+def collective_failure(exc: BaseException) -> str | None:
+    """The first line of `exc` when it is a torch.distributed failure (a collective timed out, a
+    peer process went away), else None: what `graphcost train` turns into a one-line error."""
+    if not isinstance(exc, RuntimeError):
+        return None
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    markers = ("timed out", "connection closed", "connection reset", "gloo", "nccl", "broken pipe")
+    if isinstance(exc, dist.DistError) or any(m in line.lower() for m in markers):
+        return line
+    return None
 
 
 def shutdown(ctx: DistContext) -> None:

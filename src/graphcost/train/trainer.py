@@ -14,6 +14,13 @@ step s (dropout etc.) come from (seed, e, s, rank). Resuming from a checkpoint w
 step s therefore replays exactly the steps an uninterrupted run would have taken. On CPU,
 `torch.use_deterministic_algorithms` is switched on, so the replay is bitwise identical; on GPU
 it is left off (speed), so a resumed run matches only up to floating-point reduction order.
+
+Data parallel (`graphcost.train.distributed`). Under torchrun the model is trained through
+DistributedDataParallel; every checkpoint stores each rank's partial-epoch accumulators and the
+world size, so a killed DDP run resumed with the same number of processes ends where the
+uninterrupted one would have (bitwise with 2 CPU processes, tested; with more, gloo's ring sum
+may add a gradient's shares in another order after a resume, as DDP rebuilds its buckets after
+the first step, so agreement is then up to rounding). Validation is sharded and gathered.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from graphcost.atomic import remove_stale_temps
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
-from graphcost.train.evaluate import ModelScorer, evaluate_graphs, selection_metric
+from graphcost.train.evaluate import EvalReport, ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.metrics_log import MetricsLog
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
@@ -193,8 +200,8 @@ class Trainer:
         torch.manual_seed(config.seed)  # parameter initialisation depends on the seed only
         base = build_model_fn(config.model, self.kind, **config.model_config)
         self.spec = model_spec(config.model, self.kind, base, config.model_config)
-        self.model = base.to(self.device)
-        self.dist.broadcast_model(self.model)
+        self.model = base.to(self.device)  # the bare model: checkpoints, validation
+        self.train_model = self.dist.wrap(self.model)  # DistributedDataParallel under torchrun, else the model
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
         self.steps_per_epoch = self.dist.steps_per_epoch(len(self.train_graphs))
         self.total_steps = max(1, self.steps_per_epoch * config.epochs)
@@ -238,6 +245,7 @@ class Trainer:
             history=[dict(r) for r in self.history],
             best_score=float(self.best_score),
             train_graphs=list(self.train_names),
+            world_size=self.dist.world_size,
         )
         return state
 
@@ -255,18 +263,30 @@ class Trainer:
                 f"{self.last_path}: cannot resume with different settings ({', '.join(changed)}); a resumed run "
                 "must use the settings of the interrupted one to end where it would have"
             )
+        saved_world = int(state.get("world_size", self.dist.world_size))
+        if saved_world != self.dist.world_size:
+            raise ckpt.CheckpointError(
+                f"{self.last_path}: checkpoint was written by {saved_world} data-parallel process(es), this run has "
+                f"{self.dist.world_size}; resume with the same torchrun --nproc_per_node (the steps of an epoch depend on it)"
+            )
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         ckpt.restore_rng_state(state["rng"])
         self.epoch, self.step = int(state["epoch"]), int(state["step"])
-        self.partial = dict(state["partial"])
+        partials = state.get("partials")  # one per rank (older checkpoints: rank 0's only)
+        self.partial = dict(partials[self.dist.rank] if partials else state["partial"])
         self.history = [dict(r) for r in state["history"]]
         self.best_score = float(state["best_score"])
 
     def save(self) -> None:
+        """Write checkpoint.pt (rank 0). Called by every rank: each rank's partial-epoch
+        accumulators are gathered into it, so a resumed rank continues its own loss sum."""
+        partials = self.dist.all_gather_object(dict(self.partial))
         if self.dist.is_main:
-            ckpt.save_checkpoint(self.last_path, self.state_dict())
+            state = self.state_dict()
+            state["partials"] = partials
+            ckpt.save_checkpoint(self.last_path, state)
 
     # ------------------------------------------------------------------ training
     def _train_step(self, graph, epoch: int, step: int) -> None:
@@ -275,16 +295,15 @@ class Trainer:
         rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
         idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
         batch = self.make_batch(graph, idx, self.scaler).to(self.device)
-        scores = self.model(batch)  # (B,) LOWER = faster
+        scores = self.train_model(batch)  # (B,) LOWER = faster
         # float64 labels: layout runtimes (~1e9 ns) in float32 would merge close runtimes into ties;
         # the losses accept (float32 scores, float64 runtime)
         runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx]).to(self.device)  # (B,)
         loss = self.loss_fn(scores, runtime)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.dist.average_gradients(self.model)  # data parallel: mean gradient over ranks
+        loss.backward()  # under DDP: gradients averaged over ranks
         norm = clip_gradients(self.model, cfg.clip_norm)  # TGraph §2.4.2
-        if math.isfinite(norm):  # the norm of all-reduced gradients: the same decision on every rank
+        if math.isfinite(norm):  # the norm of averaged gradients: the same decision on every rank
             self.optimizer.step()
         else:  # gradient explosion (TGraph §2.4.3 notes rare "parameter corruption"): skip this update
             self.optimizer.zero_grad(set_to_none=True)
@@ -294,11 +313,23 @@ class Trainer:
         self.partial["steps"] += 1
         self.partial["configs"] += int(idx.shape[0])
 
-    def evaluate(self):
-        """Validation metrics over ALL (de-duplicated) configurations of each validation graph."""
+    def evaluate(self) -> EvalReport:
+        """Validation metrics over ALL configurations of each validation graph.
+
+        Each rank scores its share of the graphs (`DistContext.shard_items`); the per-graph
+        results are gathered on every rank and put back in the graphs' order, so the report (and
+        the selection metric, a mean over graphs) is the one a single process computes.
+        """
         cfg = self.config
         scorer = ModelScorer(self.model, self.scaler, cfg.eval_batch, self.device, cfg.eval_tta, cfg.seed, self.make_batch)
-        return evaluate_graphs(scorer, self.valid_graphs, self.kind)
+        mine = [(i, evaluate_graphs(scorer, [self.valid_graphs[i]], self.kind))
+                for i in self.dist.shard_items(len(self.valid_graphs))]  # fmt: skip
+        report = EvalReport(kind=self.kind)
+        for _, part in sorted((p for rank in self.dist.all_gather_object(mine) for p in rank), key=lambda p: p[0]):
+            report.rows += part.rows
+            report.scores.update(part.scores)
+            report.skipped += part.skipped
+        return report
 
     def fit(self, resume: bool = False, step_callback: Callable | None = None) -> TrainResult:
         """Train for `config.epochs` epochs (continuing from `checkpoint.pt` when `resume`)."""
@@ -308,6 +339,8 @@ class Trainer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if resume and self.dist.is_main:  # a write killed mid-way leaves its temp file behind
             remove_stale_temps(self.out_dir)
+        if resume:
+            self.dist.barrier()  # every rank reads the checkpoint rank 0 has finished with
         if resume and self.last_path.is_file():
             try:
                 self.load_state_dict(ckpt.load_checkpoint(self.last_path))
@@ -356,7 +389,7 @@ class Trainer:
             "train_seconds": float(part["seconds"]),
             "configs_per_s": float(part["configs"] * self.dist.world_size / max(part["seconds"], 1e-9)),
         }
-        if self.dist.is_main and self.valid_graphs:
+        if self.valid_graphs:  # every rank scores its share (under DDP)
             report = self.evaluate()
             self.last_report = report
             row.update({f"valid_{k}": v for k, v in report.aggregate.items() if k not in ("n_graphs", "n_configs")})
@@ -372,9 +405,9 @@ class Trainer:
                 payload = self._model_payload()
                 payload.update(epoch=epoch + 1, score=float(score))
                 ckpt.save_checkpoint(self.best_path, payload)
-            self.save()
-            if writer is not None:
-                writer.log(self.history)
+        self.save()  # every rank: the accumulators are gathered
+        if writer is not None:  # rank 0
+            writer.log(self.history)
         self.dist.barrier()
 
     def _plots(self) -> None:
