@@ -297,7 +297,7 @@ def register(app: typer.Typer) -> None:
         dev = _device(device)
         import numpy as np
 
-        from graphcost.dag.draw import draw_dags
+        from graphcost.dag.draw import describe_dataset, draw_dags
         from graphcost.dag.io import save_dags
         from graphcost.dag.sample import sample_dags
         from graphcost.dag.train import load_model
@@ -330,7 +330,8 @@ def register(app: typer.Typer) -> None:
         secs = time.perf_counter() - t0
         try:
             save_dags(dags, out)
-            png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)")
+            png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)",
+                            **describe_dataset(_run_info(model_path).get("dataset")))  # fmt: skip
         except OSError as exc:
             _fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:  # DAGFileError names the file
