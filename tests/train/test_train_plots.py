@@ -31,7 +31,8 @@ def test_best_epoch_without_validation_is_lowest_train_loss():
 
 
 def test_representative_graphs_best_median_worst():
-    rows = [{"graph": g, "kendall_tau": t} for g, t in [("a", 0.1), ("b", 0.9), ("c", 0.5), ("d", math.nan), ("e", 0.3)]]
+    taus = [("a", 0.1), ("b", 0.9), ("c", 0.5), ("d", math.nan), ("e", 0.3)]
+    rows = [{"graph": g, "kendall_tau": t} for g, t in taus]
     assert plots.representative_graphs(rows) == [("best", "b"), ("median", "c"), ("worst", "a")]
     assert plots.representative_graphs(rows[:2]) == [("best", "b"), ("worst", "a")]
     assert plots.representative_graphs(rows[:1]) == [("best", "a")]
@@ -39,8 +40,8 @@ def test_representative_graphs_best_median_worst():
 
 
 def test_learning_curves_png(tmp_path):
-    hist = [{"epoch": e, "train_loss": 1.0 / e, "lr": 1e-3 / e, "valid_kendall_tau": 0.1 * e, "valid_opa": 0.5 + 0.05 * e}
-            for e in range(1, 4)]  # fmt: skip
+    hist = [{"epoch": e, "train_loss": 1.0 / e, "lr": 1e-3 / e, "valid_kendall_tau": 0.1 * e,
+             "valid_opa": 0.5 + 0.05 * e} for e in range(1, 4)]  # fmt: skip
     out = plots.plot_learning_curves(hist, tmp_path / "lc.png", loss="listmle", title="tgraph on layout:xla:default")
     assert _is_png(out)
     # no validation split: loss panel only, the best epoch from the training loss
