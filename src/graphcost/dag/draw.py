@@ -63,7 +63,7 @@ def count_crossings(pos: np.ndarray, src: np.ndarray, dst: np.ndarray) -> int:
 
 
 def barycenter_layers(
-    layers: Sequence[np.ndarray], src: np.ndarray, dst: np.ndarray, sweeps: int = 4
+    layers: Sequence[np.ndarray], src: np.ndarray, dst: np.ndarray, sweeps: int = 8
 ) -> list[np.ndarray]:
     """Reorder nodes inside each layer to reduce crossings (Sugiyama barycenter heuristic):
     alternate downward sweeps (key = mean x of predecessors) and upward sweeps (mean x of
@@ -79,14 +79,15 @@ def barycenter_layers(
     for sweep in range(sweeps):
         down = sweep % 2 == 0
         seq = range(1, len(current)) if down else range(len(current) - 2, -1, -1)
+        mine, other = (dst, src) if down else (src, dst)  # neighbours: predecessors going down
+        count = np.bincount(mine, minlength=n)  # (N,)
+        x = positions(current, n)[:, 0]  # (N,) updated layer by layer below
         for l in seq:
-            pos = positions(current, n)
-            mine, other = (dst, src) if down else (src, dst)  # neighbours: predecessors going down
-            total = np.bincount(mine, weights=pos[other, 0], minlength=n)
-            count = np.bincount(mine, minlength=n)
+            total = np.bincount(mine, weights=x[other], minlength=n)  # (N,)
             ids = current[l]
-            key = np.where(count[ids] > 0, total[ids] / np.maximum(count[ids], 1), pos[ids, 0])
+            key = np.where(count[ids] > 0, total[ids] / np.maximum(count[ids], 1), x[ids])
             current[l] = ids[np.argsort(key, kind="stable")]
+            x[current[l]] = np.arange(ids.size) - (ids.size - 1) / 2
         if measure:
             c = count_crossings(positions(current, n), src, dst)
             if c < best_count:
