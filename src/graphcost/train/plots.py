@@ -127,14 +127,12 @@ def representative_graphs(rows: Sequence[Mapping], key: str = "kendall_tau") -> 
 
 
 def _metric_text(row: Mapping) -> str:
-    parts = []
-    for key, label in (("kendall_tau", "τ"), ("opa", "OPA"), ("tile_score", "tile score")):
-        if _finite(row.get(key)):
-            parts.append(f"{label} {row[key]:.3f}")
-    for key in sorted((k for k in row if k.startswith("top") and k.endswith("_slowdown")), key=lambda k: int(k[3:-9])):
-        if _finite(row[key]):
-            parts.append(f"top-{key[3:-9]} slowdown {100 * row[key]:.1f}%")
-    return "\n".join(parts)
+    """Two lines: τ / OPA (/ tile score), then the top-K slowdowns of one graph's metric row."""
+    named = (("kendall_tau", "τ"), ("opa", "OPA"), ("tile_score", "tile score"))
+    head = [f"{label} {row[key]:.3f}" for key, label in named if _finite(row.get(key))]
+    tops = sorted((k for k in row if k.startswith("top") and k.endswith("_slowdown")), key=lambda k: int(k[3:-9]))
+    slow = [f"top-{k[3:-9]} {100 * row[k]:.1f}%" for k in tops if _finite(row[k])]
+    return "   ".join(head) + ("\nslowdown " + "  ".join(slow) if slow else "")
 
 
 def plot_valid_ranks(
@@ -174,11 +172,10 @@ def plot_valid_ranks(
                    label=f"predicted top-{k}")  # fmt: skip
         ax.plot([0, n - 1], [0, n - 1], color="grey", lw=0.8)
         short = name if len(name) <= 34 else name[:31] + "..."
-        ax.set_title(f"{role + ' τ: ' if role else ''}{short}\n{n} configurations", fontsize=9)
+        ax.set_title(f"{role + ' τ: ' if role else ''}{short} ({n} configurations)\n{_metric_text(by_name[name])}",
+                     fontsize=8)  # fmt: skip
         ax.set_xlabel("true rank (0 = fastest)")
         ax.set_ylabel("predicted rank")
-        ax.text(0.98, 0.02, _metric_text(by_name[name]), transform=ax.transAxes, ha="right", va="bottom", fontsize=7,
-                bbox=dict(boxstyle="round", fc="white", ec="0.7", alpha=0.85))  # fmt: skip
         ax.legend(loc="upper left", fontsize=7)
         ax = axes[1, col]
         ax.scatter(runtime, score, s=6, alpha=0.5 if n < HEXBIN_MIN else 0.15, lw=0)
@@ -191,8 +188,9 @@ def plot_valid_ranks(
         ax.set_ylabel("predicted score (lower = faster)")
         ax.legend(loc="upper left", fontsize=7)
         ax.grid(alpha=0.3, which="both")
-    if title:
-        fig.suptitle(title)
+    roles = [role for role, _ in picks if role]
+    if title or roles:
+        fig.suptitle(", ".join(filter(None, [title, roles and f"validation graphs of {' / '.join(roles)} Kendall τ"])))
     out = _save(fig, Path(path))
     plt.close(fig)
     return out
@@ -239,5 +237,4 @@ def plot_run(out_dir: Path, history: Sequence[Mapping], report, valid_graphs: Se
     wanted = {name for _, name in representative_graphs(report.rows)} or set(list(report.scores)[:3])
     names = graph_names(valid_graphs)
     runtimes = {n: np.asarray(valid_graphs[i].runtime) for i, n in enumerate(names) if n in wanted}
-    plot_valid_ranks(report.scores, runtimes, report.rows, out_dir / "valid_ranks.png", kind=kind,
-                     title=f"{title}: validation graphs (best, median, worst τ)")  # fmt: skip
+    plot_valid_ranks(report.scores, runtimes, report.rows, out_dir / "valid_ranks.png", kind=kind, title=title)
