@@ -297,7 +297,7 @@ def register(app: typer.Typer) -> None:
         dev = _device(device)
         import numpy as np
 
-        from graphcost.dag.draw import draw_dags
+        from graphcost.dag.draw import describe_dataset, draw_dags
         from graphcost.dag.io import save_dags
         from graphcost.dag.sample import sample_dags
         from graphcost.dag.train import load_model
@@ -323,6 +323,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"no --label: conditioning on {n} labels drawn from the training labels")
         sched = _schedule(model, schedule, tmin, tmax)
         _check_guidance(model, guidance)
+        style = describe_dataset(_run_info(model_path).get("dataset"))  # the drawing's legend and label names
         import time
 
         t0 = time.perf_counter()
@@ -330,7 +331,7 @@ def register(app: typer.Typer) -> None:
         secs = time.perf_counter() - t0
         try:
             save_dags(dags, out)
-            png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)")
+            png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)", **style)
         except OSError as exc:
             _fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:  # DAGFileError names the file

@@ -413,8 +413,4 @@ class Trainer:
     def _plots(self) -> None:
         from graphcost.train import plots
 
-        plots.plot_learning_curves(self.history, self.out_dir / "learning_curves.png", metric=f"valid_{self.metric}")
-        if self.last_report is not None and self.last_report.scores:
-            shown = [i for i, n in enumerate(graph_names(self.valid_graphs)) if n in self.last_report.scores][:6]
-            runtimes = {str(g.name): np.asarray(g.runtime) for g in (self.valid_graphs[i] for i in shown)}
-            plots.plot_rank_scatter(self.last_report.scores, runtimes, self.out_dir / "valid_ranks.png")
+        plots.plot_run(self.out_dir, self.history, self.last_report, self.valid_graphs, self.config, self.kind)
