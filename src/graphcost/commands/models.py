@@ -219,6 +219,10 @@ def train(
         8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
+    loader_workers: int = typer.Option(
+        0, "--loader-workers", min=0, help="DataLoader worker processes that build the training batches while the model "
+        "trains (0: in-process; the batches are the same)",
+    ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -278,7 +282,7 @@ def train(
         model=model, model_config=model_config,
         loss=loss, epochs=epochs,
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
-        checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
+        checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress, loader_workers=loader_workers,
     )  # fmt: skip
     ctx = init_from_env(device)
     try:

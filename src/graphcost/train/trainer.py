@@ -2,7 +2,8 @@
 
 One optimisation step = one graph x a sample of its configurations (TGraph §2.2.5: 64 for the
 default-search collections, 128 for the random ones), the layout configurations decompressed
-on the fly by `graphcost.data.batching.make_batch`. The loss is a ranking loss over the batch
+on the fly by `graphcost.data.batching.make_batch` (in process, or with `loader_workers` in
+DataLoader workers through `graphcost.data.tpugraphs_dataset`, same batches). The loss is a ranking loss over the batch
 (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine + clipping come from
 `graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
 configuration of every validation graph (`graphcost.train.evaluate`), appends a row to
@@ -60,9 +61,10 @@ class TrainConfig:
     checkpoint_every: int = 0  # also checkpoint every N steps inside an epoch (0: epoch ends only)
     progress: bool = True
     plots: bool = True
+    loader_workers: int = 0  # >0: batches built by DataLoader worker processes (same batches, overlapped)
 
 
-RESUME_FREE = ("device", "progress", "plots", "checkpoint_every")  # may change between resumes
+RESUME_FREE = ("device", "progress", "plots", "checkpoint_every", "loader_workers")  # may change between resumes
 
 
 def default_batch_configs(collection: str | None) -> int:
@@ -269,16 +271,38 @@ class Trainer:
             ckpt.save_checkpoint(self.last_path, self.state_dict())
 
     # ------------------------------------------------------------------ training
-    def _train_step(self, graph, epoch: int, step: int) -> None:
+    def _loader_items(self, order: np.ndarray, epoch: int):
+        """Iterator over steps self.step.. of this epoch as PyG Data built by `loader_workers` DataLoader
+        workers (`TpuGraphsDataset`), with the configuration samples of the in-process path."""
+        from torch.utils.data import DataLoader
+
+        from graphcost.data import batching
+        from graphcost.data.tpugraphs_dataset import SampleKey, TpuGraphsDataset
+
+        cfg = self.config
+        if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
+            raise ValueError("loader_workers > 0 builds batches with graphcost.data.batching; drop make_batch_fn / sample_fn")
+        dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
+        keys = [SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank)) for s in range(self.step, len(order))]
+        return iter(DataLoader(dataset, batch_size=None, sampler=keys, num_workers=cfg.loader_workers))
+
+    def _train_step(self, graph, epoch: int, step: int, item=None) -> None:
+        """One optimisation step on `graph` (a PreparedGraph), or on `item` (a Data from `_loader_items`)."""
         cfg = self.config
         torch.manual_seed(step_seed(cfg.seed, epoch, step, self.dist.rank))
-        rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
-        idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
-        batch = self.make_batch(graph, idx, self.scaler).to(self.device)
-        scores = self.model(batch)  # (B,) LOWER = faster
         # float64 labels: layout runtimes (~1e9 ns) in float32 would merge close runtimes into ties;
         # the losses accept (float32 scores, float64 runtime)
-        runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx]).to(self.device)  # (B,)
+        if item is None:
+            rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
+            idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
+            batch = self.make_batch(graph, idx, self.scaler)
+            runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx])  # (B,)
+        else:
+            from graphcost.data.tpugraphs_dataset import data_to_batch
+
+            batch, runtime, idx = data_to_batch(item), item.y, item.config_index  # sampled by a worker
+        batch, runtime = batch.to(self.device), runtime.to(self.device)
+        scores = self.model(batch)  # (B,) LOWER = faster
         loss = self.loss_fn(scores, runtime)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -322,9 +346,13 @@ class Trainer:
                 total=len(order), initial=self.step, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="graph",
                 disable=not (cfg.progress and self.dist.is_main), leave=False,
             )
+            items = self._loader_items(order, epoch) if cfg.loader_workers else None
             for step in range(self.step, len(order)):
-                t0 = time.perf_counter()
-                self._train_step(self.train_graphs[order[step]], epoch, step)
+                t0 = time.perf_counter()  # includes waiting for a loader worker's batch
+                if items is None:
+                    self._train_step(self.train_graphs[order[step]], epoch, step)
+                else:
+                    self._train_step(None, epoch, step, next(items))
                 self.partial["seconds"] += time.perf_counter() - t0
                 self.step = step + 1
                 bar.update(1)
