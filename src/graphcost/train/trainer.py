@@ -2,10 +2,10 @@
 
 One optimisation step = one graph x a sample of its configurations (TGraph §2.2.5: 64 for the
 default-search collections, 128 for the random ones), the layout configurations decompressed
-on the fly by `graphcost.data.batching.make_batch` (in process, or with `loader_workers` in
-DataLoader workers through `graphcost.data.tpugraphs_dataset`, same batches). The loss is a ranking loss over the batch
-(pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine + clipping come from
-`graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
+on the fly by `graphcost.data.batching.make_batch` (in process, or, with `loader_workers`, in
+DataLoader workers through `graphcost.data.tpugraphs_dataset`: the same batches). The loss is a
+ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
+clipping come from `graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
 configuration of every validation graph (`graphcost.train.evaluate`), appends a row to
 `metrics.csv`, saves `checkpoint.pt` (full state, for `--resume`) and `best.pt` (best model).
 
@@ -271,9 +271,10 @@ class Trainer:
             ckpt.save_checkpoint(self.last_path, self.state_dict())
 
     # ------------------------------------------------------------------ training
-    def _loader_items(self, order: np.ndarray, epoch: int):
-        """Iterator over steps self.step.. of this epoch as PyG Data built by `loader_workers` DataLoader
-        workers (`TpuGraphsDataset`), with the configuration samples of the in-process path."""
+    def _loader_items(self):
+        """Iterator over the remaining steps of the run (from self.epoch, self.step) as PyG Data built by
+        `loader_workers` DataLoader workers (`TpuGraphsDataset`), with the in-process path's samples.
+        One loader for all epochs: workers start once and prepare the next epoch during validation."""
         from torch.utils.data import DataLoader
 
         from graphcost.data import batching
@@ -283,8 +284,14 @@ class Trainer:
         if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
             raise ValueError("loader_workers > 0 builds batches with graphcost.data.batching; drop make_batch_fn / sample_fn")
         dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
-        keys = [SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank)) for s in range(self.step, len(order))]
-        return iter(DataLoader(dataset, batch_size=None, sampler=keys, num_workers=cfg.loader_workers))
+        keys = [
+            SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank))
+            for epoch in range(self.epoch, cfg.epochs)
+            for order in [self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))]
+            for s in range(self.step if epoch == self.epoch else 0, len(order))
+        ]
+        return iter(DataLoader(dataset, batch_size=None, sampler=keys, num_workers=cfg.loader_workers,
+                               pin_memory=self.device.type == "cuda"))  # fmt: skip
 
     def _train_step(self, graph, epoch: int, step: int, item=None) -> None:
         """One optimisation step on `graph` (a PreparedGraph), or on `item` (a Data from `_loader_items`)."""
@@ -339,6 +346,7 @@ class Trainer:
                 what = f"key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                 raise ckpt.CheckpointError(f"{self.last_path}: cannot resume from this checkpoint ({what})") from None
         writer = MetricsLog(self.out_dir, start_epoch=self.epoch) if self.dist.is_main else None  # metrics.csv + TensorBoard
+        items = self._loader_items() if cfg.loader_workers else None
         for epoch in range(self.epoch, cfg.epochs):
             order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))
             self.model.train()
@@ -346,7 +354,6 @@ class Trainer:
                 total=len(order), initial=self.step, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="graph",
                 disable=not (cfg.progress and self.dist.is_main), leave=False,
             )
-            items = self._loader_items(order, epoch) if cfg.loader_workers else None
             for step in range(self.step, len(order)):
                 t0 = time.perf_counter()  # includes waiting for a loader worker's batch
                 if items is None:
