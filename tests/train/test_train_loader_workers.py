@@ -63,8 +63,8 @@ def test_injected_batch_functions_are_refused_with_workers(tmp_path, layout_grap
 def test_cli_loader_workers(tmp_path):
     root = write_cli_collections(tmp_path / "data", seed=2)
     run = tmp_path / "run"
-    out = run_cli("train", "--collection", "tile:xla", "--data-dir", root, "--model", "tile-mlp", "--model-opt", "hidden=8",
-                  "--model-opt", "num_layers=1", "--epochs", "1", "--batch-configs", "8", "--out", run,
+    out = run_cli("train", "--collection", "tile:xla", "--data-dir", root, "--model", "tile-mlp",
+                  "--model-opt", "hidden=8", "--model-opt", "num_layers=1", "--epochs", "1", "--batch-configs", "8", "--out", run,
                   "--no-progress", "--device", "cpu", "--loader-workers", "2")  # fmt: skip
     assert "best valid" in out and (run / "best.pt").is_file()
     assert json.loads((run / "run.json").read_text())["config"]["loader_workers"] == 2

@@ -220,8 +220,9 @@ def train(
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
     loader_workers: int = typer.Option(
-        0, "--loader-workers", min=0, help="DataLoader worker processes that build the training batches while the model "
-        "trains (0: in-process; the batches are the same)",
+        0, "--loader-workers", min=0,
+        help="DataLoader worker processes that build the training batches while the model trains "
+        "(0: in-process; the batches are the same)",
     ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).

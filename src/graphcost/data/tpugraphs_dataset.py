@@ -29,6 +29,17 @@ Sampling. `ds[i]` draws the configurations from (seed, epoch, i): repeatable, di
 (`set_epoch`, as with `DistributedSampler`; worker processes copy the dataset when an iteration
 starts, so call it before iterating). `ds[SampleKey(i, s)]` draws them from the seed `s`
 instead; `graphcost train --loader-workers` uses that to reproduce its in-process sampling.
+
+    from torch.utils.data import DataLoader
+    from graphcost.data.tpugraphs_dataset import TpuGraphsDataset
+
+    root = "tpugraphs/npz/layout/xla/default"
+    train = TpuGraphsDataset(f"{root}/train", "~/.cache/graphcost", batch_configs=64)
+    valid = TpuGraphsDataset(f"{root}/valid", "~/.cache/graphcost", scaler=train.scaler, dedup=False)
+    for epoch in range(10):
+        train.set_epoch(epoch)
+        for data in DataLoader(train, batch_size=None, shuffle=True, num_workers=2):
+            scores = my_model(data)  # (B,); rank against data.y
 """
 
 from __future__ import annotations

@@ -282,7 +282,9 @@ class Trainer:
 
         cfg = self.config
         if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
-            raise ValueError("loader_workers > 0 builds batches with graphcost.data.batching; drop make_batch_fn / sample_fn")
+            raise ValueError(
+                "loader_workers > 0 builds batches with graphcost.data.batching; drop make_batch_fn / sample_fn"
+            )
         dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
         keys = [
             SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank))
