@@ -10,8 +10,9 @@ Data (`--data`):
            in memory: batch preparation = sampling + decompressing B configurations.
   synth    a SYNTHETIC layout:nlp:random collection written to a temp dir (`--graphs`,
            `--configs`), trained with the prepared graphs read back from the preprocessing
-           cache at every step (what `--max-memory-gb` does for NLP-size splits): batch
-           preparation = reading a cache entry + sampling + decompressing.
+           cache at every step (what `--max-memory-gb` does for NLP-size splits; the LRU of
+           LazyPrepared is cut to one graph so that a few graphs behave like a large split):
+           batch preparation = reading a cache entry + sampling + decompressing.
 
     python benchmarks/bench_loader.py --data shipped --workers 0 2 --out benchmarks/results/bench_loader_shipped.json
     python benchmarks/bench_loader.py --data synth --workers 0 2 --out benchmarks/results/bench_loader_synth.json
@@ -49,7 +50,8 @@ def _data(kind: str, tmp: Path, graphs: int, configs: int, seed: int):
                                split_fractions=(graphs / (graphs + 2), 1 / (graphs + 2), 1 / (graphs + 2)),
                                min_configs=configs, max_configs=configs, progress=False)  # fmt: skip
     splits = resolve_splits(tmp / "synth", "layout:nlp:random", seed=seed)
-    train = load_prepared(splits.files["train"], cache, False, max_memory_gb=0.0)  # read back per step
+    train = load_prepared(splits.files["train"], cache, False, max_memory_gb=0.0)  # a LazyPrepared
+    train.keep = 1  # its LRU holds one graph, as when a split is much larger than the LRU: a cache read per step
     valid = load_prepared(splits.files["valid"][:1], cache, False, dedup=False)
     mib = sum(train[i].nbytes() for i in range(len(train))) / 2**20
     return train, valid, (f"SYNTHETIC layout:nlp:random: {len(train)} training graphs x {configs} configurations "
