@@ -222,7 +222,7 @@ def train(
     loader_workers: int = typer.Option(
         0, "--loader-workers", min=0,
         help="DataLoader worker processes that build the training batches while the model trains "
-        "(0: in-process; the batches are the same)",
+        "(0: in-process; the batches are the same); pays only with spare CPU cores, e.g. when training on a GPU",
     ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
