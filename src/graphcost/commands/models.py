@@ -233,6 +233,11 @@ def train(
         1800.0, "--dist-timeout", min=1.0,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
         help="under torchrun: seconds a rank waits for the others before it fails",
     ),
+    loader_workers: int = typer.Option(
+        0, "--loader-workers", min=0,
+        help="DataLoader worker processes that build the training batches while the model trains "
+        "(0: in-process; the batches are the same); pays only with spare CPU cores, e.g. when training on a GPU",
+    ),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -292,7 +297,7 @@ def train(
         model=model, model_config=model_config,
         loss=loss, epochs=epochs,
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
-        checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress,
+        checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress, loader_workers=loader_workers,
     )  # fmt: skip
     try:
         ctx = init_from_env(device, timeout_s=dist_timeout)

@@ -2,9 +2,10 @@
 
 One optimisation step = one graph x a sample of its configurations (TGraph §2.2.5: 64 for the
 default-search collections, 128 for the random ones), the layout configurations decompressed
-on the fly by `graphcost.data.batching.make_batch`. The loss is a ranking loss over the batch
-(pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine + clipping come from
-`graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
+on the fly by `graphcost.data.batching.make_batch` (in process, or, with `loader_workers`, in
+DataLoader workers through `graphcost.data.tpugraphs_dataset`: the same batches). The loss is a
+ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
+clipping come from `graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
 configuration of every validation graph (`graphcost.train.evaluate`), appends a row to
 `metrics.csv`, saves `checkpoint.pt` (full state, for `--resume`) and `best.pt` (best model).
 
@@ -67,9 +68,10 @@ class TrainConfig:
     checkpoint_every: int = 0  # also checkpoint every N steps inside an epoch (0: epoch ends only)
     progress: bool = True
     plots: bool = True
+    loader_workers: int = 0  # >0: batches built by DataLoader worker processes (same batches, overlapped)
 
 
-RESUME_FREE = ("device", "progress", "plots", "checkpoint_every")  # may change between resumes
+RESUME_FREE = ("device", "progress", "plots", "checkpoint_every", "loader_workers")  # may change between resumes
 
 
 def default_batch_configs(collection: str | None) -> int:
@@ -289,16 +291,47 @@ class Trainer:
             ckpt.save_checkpoint(self.last_path, state)
 
     # ------------------------------------------------------------------ training
-    def _train_step(self, graph, epoch: int, step: int) -> None:
+    def _loader_items(self):
+        """Iterator over the remaining steps of the run (from self.epoch, self.step) as PyG Data built by
+        `loader_workers` DataLoader workers (`TpuGraphsDataset`), with the in-process path's samples.
+        One loader for all epochs: workers start once and prepare the next epoch during validation."""
+        from torch.utils.data import DataLoader
+
+        from graphcost.data import batching
+        from graphcost.data.tpugraphs_dataset import SampleKey, TpuGraphsDataset
+
+        cfg = self.config
+        if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
+            raise ValueError(
+                "loader_workers > 0 builds batches with graphcost.data.batching; drop make_batch_fn / sample_fn"
+            )
+        dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
+        keys = [
+            SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank))
+            for epoch in range(self.epoch, cfg.epochs)
+            for order in [self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))]
+            for s in range(self.step if epoch == self.epoch else 0, len(order))
+        ]
+        return iter(DataLoader(dataset, batch_size=None, sampler=keys, num_workers=cfg.loader_workers,
+                               pin_memory=self.device.type == "cuda"))  # fmt: skip
+
+    def _train_step(self, graph, epoch: int, step: int, item=None) -> None:
+        """One optimisation step on `graph` (a PreparedGraph), or on `item` (a Data from `_loader_items`)."""
         cfg = self.config
         torch.manual_seed(step_seed(cfg.seed, epoch, step, self.dist.rank))
-        rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
-        idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
-        batch = self.make_batch(graph, idx, self.scaler).to(self.device)
-        scores = self.train_model(batch)  # (B,) LOWER = faster
         # float64 labels: layout runtimes (~1e9 ns) in float32 would merge close runtimes into ties;
         # the losses accept (float32 scores, float64 runtime)
-        runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx]).to(self.device)  # (B,)
+        if item is None:
+            rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
+            idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
+            batch = self.make_batch(graph, idx, self.scaler)
+            runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx])  # (B,)
+        else:
+            from graphcost.data.tpugraphs_dataset import data_to_batch
+
+            batch, runtime, idx = data_to_batch(item), item.y, item.config_index  # sampled by a worker
+        batch, runtime = batch.to(self.device), runtime.to(self.device)
+        scores = self.train_model(batch)  # (B,) LOWER = faster
         loss = self.loss_fn(scores, runtime)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()  # under DDP: gradients averaged over ranks
@@ -348,6 +381,7 @@ class Trainer:
                 what = f"key {exc}" if isinstance(exc, KeyError) else f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
                 raise ckpt.CheckpointError(f"{self.last_path}: cannot resume from this checkpoint ({what})") from None
         writer = MetricsLog(self.out_dir, start_epoch=self.epoch) if self.dist.is_main else None  # metrics.csv + TensorBoard
+        items = self._loader_items() if cfg.loader_workers else None
         for epoch in range(self.epoch, cfg.epochs):
             order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))
             self.model.train()
@@ -356,8 +390,11 @@ class Trainer:
                 disable=not (cfg.progress and self.dist.is_main), leave=False,
             )
             for step in range(self.step, len(order)):
-                t0 = time.perf_counter()
-                self._train_step(self.train_graphs[order[step]], epoch, step)
+                t0 = time.perf_counter()  # includes waiting for a loader worker's batch
+                if items is None:
+                    self._train_step(self.train_graphs[order[step]], epoch, step)
+                else:
+                    self._train_step(None, epoch, step, next(items))
                 self.partial["seconds"] += time.perf_counter() - t0
                 self.step = step + 1
                 bar.update(1)
