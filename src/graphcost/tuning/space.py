@@ -15,7 +15,6 @@ per-compilation XLA options, layouts as ``with_layout_constraint`` on the config
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -311,7 +310,3 @@ def _layout_space(program: TuneProgram) -> LayoutSpace:
         raise ValueError(f"{program.name}: no configurable dot / convolution / reshape of rank >= 2 found, "
                          "so the layout space is empty; use --space flags") from None
 
-
-def codes_key(codes: Codes) -> str:
-    """A canonical string of a configuration (study storage, de-duplication)."""
-    return json.dumps(list(codes), separators=(",", ":"))
