@@ -31,8 +31,8 @@ def run_stage(stage: str, data_dir: Path, configs: int) -> dict:
     import numpy as np
 
     from graphcost.data.stats import graph_stats
-    from graphcost.data.synth import write_synthetic_layout_file
-    from graphcost.data.tpugraphs_io import iter_node_config_feat_chunks, load_graph
+    from graphcost.data.synth.collection import write_synthetic_layout_file
+    from graphcost.data.io.tpugraphs_io import iter_node_config_feat_chunks, load_graph
 
     nlp = data_dir / f"synthetic_nlp_n5600_k{configs}.npz"
     t0, c0 = time.perf_counter(), time.process_time()

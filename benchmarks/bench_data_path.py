@@ -5,7 +5,7 @@
 Writes (once, reused) a synthetic layout npz the size of a big layout:nlp graph — 5,600 nodes,
 100 configurable nodes, 100,000 configurations, node_config_feat (100000, 100, 18) float32 =
 720 MB raw, deflated like np.savez_compressed. By default the file comes from data-io's
-`graphcost.data.synth.write_synthetic_layout_file` (source "nlp", random search,
+`graphcost.data.synth.collection.write_synthetic_layout_file` (source "nlp", random search,
 config_fraction 0.03 -> 100 configurable nodes); `--generator own` uses the simpler
 `write_synthetic_layout` below (random permutations, ~19% duplicate configurations). Then, in
 FRESH child processes (so peak RSS is the pipeline's own):
@@ -51,8 +51,8 @@ def write_synthetic_layout(path: Path, n: int, c: int, k: int, seed: int = 0, du
     permutations (output, input, and for a third of the nodes kernel), -1 padded beyond the rank,
     like TpuGraphs. `dup_frac` of the configurations repeat an earlier one (runtime +-0.4%).
     """
-    from graphcost.data.npz_stream import NpzWriter
-    from graphcost.data.schema import LAYOUT_CONFIGURABLE_OPCODES
+    from graphcost.data.io.npz_stream import NpzWriter
+    from graphcost.data.io.schema import LAYOUT_CONFIGURABLE_OPCODES
 
     rng = np.random.default_rng(seed)
     node_feat = np.zeros((n, 140), np.float32)
@@ -137,13 +137,13 @@ class RssSampler:
 
 
 def measure(path: Path, mode: str, chunk_size: int) -> dict:
-    from graphcost.data import preprocess
-    from graphcost.data.compress import compress_layout_config
-    from graphcost.data.dedup import dedup_min_runtime, row_hashes
-    from graphcost.data.padding import pad_minor_to_major
-    from graphcost.data.prune import prune_around_configurable
-    from graphcost.data.tpugraphs_io import load_graph
-    from graphcost.data.validate import validate_graph
+    from graphcost.data.transforms import preprocess
+    from graphcost.data.transforms.compress import compress_layout_config
+    from graphcost.data.transforms.dedup import dedup_min_runtime, row_hashes
+    from graphcost.data.transforms.padding import pad_minor_to_major
+    from graphcost.data.transforms.prune import prune_around_configurable
+    from graphcost.data.io.tpugraphs_io import load_graph
+    from graphcost.data.io.validate import validate_graph
 
     rows, t_all = [], time.perf_counter()
     with RssSampler() as sampler:
@@ -219,7 +219,7 @@ def main() -> None:
         return
 
     if args.generator == "synth":
-        from graphcost.data.synth import write_synthetic_layout_file
+        from graphcost.data.synth.collection import write_synthetic_layout_file
 
         path = args.data_dir / f"synthetic_nlp_layout_synth_n{args.nodes}_f{args.config_fraction}_k{args.configs}.npz"
         write = lambda: write_synthetic_layout_file(  # noqa: E731
@@ -239,7 +239,7 @@ def main() -> None:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         results[mode] = json.loads(out)
 
-    from graphcost.data.npz_stream import read_member_header
+    from graphcost.data.io.npz_stream import read_member_header
 
     k, c, _ = read_member_header(path, "node_config_feat").shape
     print(f"\nData path on a SYNTHETIC NLP-sized layout graph ({args.generator} generator): {args.nodes} nodes, "
@@ -262,7 +262,7 @@ def main() -> None:
     payload = {
         "benchmark": "data_path",
         "data": f"SYNTHETIC layout graph ({args.generator} generator: "
-                + ("graphcost.data.synth.write_synthetic_layout_file, nlp/random)" if args.generator == "synth"
+                + ("graphcost.data.synth.collection.write_synthetic_layout_file, nlp/random)" if args.generator == "synth"
                    else "benchmarks/bench_data_path.py write_synthetic_layout)"),
         "shape": {"nodes": args.nodes, "config_nodes": int(c), "configs": int(k)},
         "file_bytes": path.stat().st_size,

@@ -103,10 +103,10 @@ def time_call(fn, repeats: int, device: torch.device | None = None) -> tuple[lis
 def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: int,
                device: torch.device | None = None) -> dict:
     """What `graphcost rank MODEL GRAPH.npz --tta 0` does after loading the model: read the npz,
-    prune (graphcost.data.prune), de-duplicate, score every configuration, sort."""
+    prune (graphcost.data.transforms.prune), de-duplicate, score every configuration, sort."""
     from graphcost.data.graph import LayoutGraph
-    from graphcost.data.scaler import FeatureScaler
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.transforms.scaler import FeatureScaler
+    from graphcost.data.io.tpugraphs_io import save_graph
     from graphcost.train.crossval import EnsemblePredictor
     from graphcost.train.predict import prepare_for_prediction, rank_original
 

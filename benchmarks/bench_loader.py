@@ -44,7 +44,7 @@ def _data(kind: str, tmp: Path, graphs: int, configs: int, seed: int):
         train = load_prepared(splits.files["train"], cache, False)
         valid = load_prepared(splits.files["valid"][:1], cache, False, dedup=False)
         return train, valid, f"shipped cpu_layout: {len(train)} training graphs, in memory"
-    from graphcost.data.synth import write_synthetic_collection
+    from graphcost.data.synth.collection import write_synthetic_collection
 
     write_synthetic_collection(tmp / "synth", "layout:nlp:random", num_graphs=graphs + 2, seed=seed,
                                split_fractions=(graphs / (graphs + 2), 1 / (graphs + 2), 1 / (graphs + 2)),

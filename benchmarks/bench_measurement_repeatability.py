@@ -28,7 +28,7 @@ import numpy as np
 
 def remeasure(data: Path, name: str, entry: dict, collection: dict) -> float:
     """Fresh measurement pass over one stored graph; returns Spearman vs the stored runtimes."""
-    from graphcost.data.tpugraphs_io import load_graph
+    from graphcost.data.io.tpugraphs_io import load_graph
     from graphcost.frontend.collect import compile_all
     from graphcost.frontend.jax_program import unoptimized_hlo_bytes
     from graphcost.frontend.layouts import LayoutProgram, config_features, sample_configs

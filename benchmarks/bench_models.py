@@ -15,7 +15,7 @@ of every validation graph (no TTA). Rows:
 
 Datasets:
 
-* SYNTHETIC layout:xla:random from `graphcost.data.synth` (simulated runtimes; labelled so);
+* SYNTHETIC layout:xla:random from `graphcost.data.synth.collection` (simulated runtimes; labelled so);
 * the REAL CPU dataset shipped in `graphcost/datasets` when it is installed.
 
 Reports the final-epoch validation Kendall tau, OPA, top-1/top-10 slowdown and training
@@ -53,7 +53,7 @@ VARIANTS = [
 
 
 def synthetic_data(root: Path, graphs: int) -> Path:
-    from graphcost.data.synth import write_synthetic_collection
+    from graphcost.data.synth.collection import write_synthetic_collection
 
     write_synthetic_collection(
         root, "layout:xla:random", num_graphs=graphs, seed=0, split_fractions=(0.8, 0.2, 0.0),
@@ -209,7 +209,7 @@ def main() -> None:
         tmp = Path(tmp)
         synth_root = synthetic_data(tmp / "synthetic", args.graphs)
         report["datasets"].append(
-            run_dataset("SYNTHETIC layout:xla:random (graphcost.data.synth)", synth_root, "layout:xla:random",
+            run_dataset("SYNTHETIC layout:xla:random (graphcost.data.synth.collection)", synth_root, "layout:xla:random",
                         args, tmp / "runs", args.seeds)
         )  # fmt: skip
         real = None if args.skip_real else shipped_dataset_root()

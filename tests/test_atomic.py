@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from graphcost.atomic import atomic_write, atomic_write_json, atomic_write_text, blocking_file, temp_beside
-from graphcost.data.npz_stream import NpzWriter
+from graphcost.data.io.npz_stream import NpzWriter
 
 
 def test_writes_and_creates_parents(tmp_path):

@@ -22,7 +22,7 @@ from bad_npz_cases import (
 )
 from cli_asserts import invoke, one_line_error
 
-from graphcost.data.synth import write_synthetic_collection
+from graphcost.data.synth.collection import write_synthetic_collection
 
 torch.set_num_threads(1)  # tiny tensors on 2 shared cores
 SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",
@@ -156,9 +156,9 @@ def test_prepare_an_unlabelled_in_memory_graph(kind):
     """The library path (an in-memory record): no runtimes is fine unlabelled, a SchemaError labelled."""
     import dataclasses
 
-    from graphcost.data.preprocess import prepare_graph
-    from graphcost.data.schema import SchemaError
-    from graphcost.data.synth import synth_layout_graph, synth_tile_graph
+    from graphcost.data.transforms.preprocess import prepare_graph
+    from graphcost.data.io.schema import SchemaError
+    from graphcost.data.synth.collection import synth_layout_graph, synth_tile_graph
 
     if kind == "tile":
         graph = synth_tile_graph(8, 12, seed=1)

@@ -22,7 +22,7 @@ SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt"
 @pytest.fixture(scope="session")
 def data_root(tmp_path_factory) -> Path:
     """A tiny SYNTHETIC layout:xla:random collection (5 graphs, split 3/1/1)."""
-    from graphcost.data.synth import write_synthetic_collection
+    from graphcost.data.synth.collection import write_synthetic_collection
 
     root = tmp_path_factory.mktemp("synthetic")
     write_synthetic_collection(root, "layout:xla:random", num_graphs=5, seed=3, split_fractions=(0.6, 0.2, 0.2),

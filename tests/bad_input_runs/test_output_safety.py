@@ -121,7 +121,7 @@ SYNTH = ["data", "synth", "-c", "tile:xla", "--max-configs", "6", "--max-nodes",
 
 
 def test_data_synth_refuses_a_collection_with_other_data(tmp_path):
-    from graphcost.data.discover import collection_dir
+    from graphcost.data.io.discover import collection_dir
 
     assert invoke(*SYNTH, "--out", tmp_path, "-n", "10").exit_code == 0
     assert invoke(*SYNTH, "--out", tmp_path, "-n", "10").exit_code == 0  # the same command again: kept, not refused
@@ -166,7 +166,7 @@ def test_fingerprint_ignores_zip_timestamps(tmp_path):
     graph; different arrays have another fingerprint."""
     import numpy as np
 
-    from graphcost.data.split_overlap import npz_fingerprint, shared_graphs
+    from graphcost.data.io.split_overlap import npz_fingerprint, shared_graphs
 
     arrays = {"node_feat": np.arange(12.0).reshape(3, 4), "edge_index": np.array([[1, 0], [2, 1]])}
     a, b, c = (tmp_path / f"{n}.npz" for n in "abc")

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphcost.data.synth import synth_layout_graph, synth_tile_graph
-from graphcost.data.validate import graph_arrays
+from graphcost.data.synth.collection import synth_layout_graph, synth_tile_graph
+from graphcost.data.io.validate import graph_arrays
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data import synth
+from graphcost.data.synth import collection as synth
 
 runner = CliRunner()
 SYNTH = ["data", "synth", "-c", "layout:xla:default", "-n", "2", "--max-nodes", "120", "--max-configs", "5"]

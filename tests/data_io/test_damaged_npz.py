@@ -11,11 +11,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from graphcost.data.npz_stream import iter_rows, read_member_header
-from graphcost.data.schema import SchemaError
+from graphcost.data.io.npz_stream import iter_rows, read_member_header
+from graphcost.data.io.schema import SchemaError
 from graphcost.data.stats import graph_stats
-from graphcost.data.synth import synth_layout_graph, synth_tile_graph
-from graphcost.data.tpugraphs_io import iter_node_config_feat_chunks, load_graph, save_graph
+from graphcost.data.synth.collection import synth_layout_graph, synth_tile_graph
+from graphcost.data.io.tpugraphs_io import iter_node_config_feat_chunks, load_graph, save_graph
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import urllib.error
 import numpy as np
 import pytest
 
-from graphcost.data import discover
-from graphcost.data.discover import DataNotFoundError, find_collection_files, find_npz_files
-from graphcost.data.download import DownloadError, download_collection, download_file, safe_extract, tar_name
+from graphcost.data.io import discover
+from graphcost.data.io.discover import DataNotFoundError, find_collection_files, find_npz_files
+from graphcost.data.io.download import DownloadError, download_collection, download_file, safe_extract, tar_name
 
 
 def _touch_npz(path):

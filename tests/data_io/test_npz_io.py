@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from graphcost.data.graph import LayoutGraph
-from graphcost.data.npz_stream import LazyNpyArray, NpzWriter
-from graphcost.data.schema import SchemaError
-from graphcost.data.tpugraphs_io import iter_node_config_feat_chunks, load_graph, save_graph
+from graphcost.data.io.npz_stream import LazyNpyArray, NpzWriter
+from graphcost.data.io.schema import SchemaError
+from graphcost.data.io.tpugraphs_io import iter_node_config_feat_chunks, load_graph, save_graph
 
 
 @pytest.mark.parametrize("compressed", [False, True])

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data import synth
+from graphcost.data.synth import collection as synth
 from graphcost.data.stats import stats_for_path
 
 SMALL = dict(num_graphs=3, seed=1, min_nodes=40, max_nodes=60, min_configs=5, max_configs=8, progress=False)

@@ -7,12 +7,12 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data import synth
-from graphcost.data.discover import find_collection_files
-from graphcost.data.schema import LAYOUT_CONFIGURABLE_OPCODES, OPCODES
+from graphcost.data.synth import collection as synth
+from graphcost.data.io.discover import find_collection_files
+from graphcost.data.io.schema import LAYOUT_CONFIGURABLE_OPCODES, OPCODES
 from graphcost.data.stats import _pruned_node_count_local, graph_stats, pruned_node_count
-from graphcost.data.tpugraphs_io import load_graph
-from graphcost.data.validate import graph_arrays, validate_graph
+from graphcost.data.io.tpugraphs_io import load_graph
+from graphcost.data.io.validate import graph_arrays, validate_graph
 
 
 @pytest.mark.parametrize("source,search", [("xla", "random"), ("nlp", "default")])
@@ -44,8 +44,8 @@ def test_layout_graph_valid_and_realistic(source, search):
 
 def test_layout_runtime_has_learnable_structure():
     """Noise-free runtime: mismatching a producer's layout costs a copy (simulator eq. 1)."""
-    from graphcost.data.synth_graph import synth_program
-    from graphcost.data.synth_layout import LayoutSimulator
+    from graphcost.data.synth.graph import synth_program
+    from graphcost.data.synth.layout import LayoutSimulator
 
     sim = LayoutSimulator(synth_program(800, np.random.default_rng(3), "xla", 0.03))
     base = sim.default[None].copy()

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from graphcost.data.schema import SchemaError
-from graphcost.data.tpugraphs_io import load_graph
-from graphcost.data.npz_stream import LazyNpyArray
-from graphcost.data.validate import find_cycle, validate_arrays, validate_graph
+from graphcost.data.io.schema import SchemaError
+from graphcost.data.io.tpugraphs_io import load_graph
+from graphcost.data.io.npz_stream import LazyNpyArray
+from graphcost.data.io.validate import find_cycle, validate_arrays, validate_graph
 
 
 def _expect(path, key, fragment, **kw):

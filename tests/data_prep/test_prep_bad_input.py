@@ -5,9 +5,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from graphcost.data.preprocess import prepare_graph
-from graphcost.data.schema import SchemaError
-from graphcost.data.validate import graph_arrays
+from graphcost.data.transforms.preprocess import prepare_graph
+from graphcost.data.io.schema import SchemaError
+from graphcost.data.io.validate import graph_arrays
 
 
 def _save_without(graph, path, key):
@@ -39,8 +39,8 @@ def test_wrong_width_is_a_schema_error(tmp_path, layout_graph):
 
 def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, layout_graph):
     """QA: --cache-dir naming a file was a FileExistsError traceback in graphcost evaluate."""
-    from graphcost.data.cache import CacheError
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.transforms.cache import CacheError
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     src = save_graph(layout_graph, tmp_path / "net.npz")
     not_a_dir = tmp_path / "cache.txt"
@@ -54,7 +54,7 @@ def test_cache_dir_that_is_a_file_is_a_clear_error(tmp_path, layout_graph):
 
 def test_cache_dir_tilde_is_the_home_directory(tmp_path, layout_graph, monkeypatch):
     """QA: the README's cache_dir="~/.cache/graphcost" created a directory literally named '~'."""
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     src = save_graph(layout_graph, tmp_path / "net.npz")
     home, work = tmp_path / "home", tmp_path / "work"
@@ -67,7 +67,7 @@ def test_cache_dir_tilde_is_the_home_directory(tmp_path, layout_graph, monkeypat
 
 
 def test_source_path_tilde_is_the_home_directory(tmp_path, layout_graph, monkeypatch):
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     save_graph(layout_graph, tmp_path / "net.npz")
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -79,7 +79,7 @@ def test_source_path_tilde_is_the_home_directory(tmp_path, layout_graph, monkeyp
 @pytest.mark.parametrize("bad", [np.array([0.5, 1.0]), np.array([True, False]), np.array(["0", "1"])])
 def test_make_batch_rejects_non_integer_indices(layout_graph, bad):
     """QA: make_batch(p, [0.5]) silently truncated to configuration 0."""
-    from graphcost.data.batching import make_batch
+    from graphcost.data.transforms.batching import make_batch
 
     p = prepare_graph(layout_graph)
     with pytest.raises(TypeError, match="config indices must be integers"):
@@ -88,7 +88,7 @@ def test_make_batch_rejects_non_integer_indices(layout_graph, bad):
 
 
 def _damaged_copy(tmp_path, layout_graph, how):
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     src = save_graph(layout_graph, tmp_path / "net.npz")
     raw = bytearray(src.read_bytes())
@@ -115,7 +115,7 @@ def test_damaged_archive_is_a_schema_error(tmp_path, layout_graph, how):
 
 def test_damaged_cache_entry_is_a_miss(tmp_path, layout_graph):
     """A cache entry with a corrupt zip directory is rebuilt, not a NotImplementedError traceback."""
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     src = save_graph(layout_graph, tmp_path / "net.npz")
     cache = tmp_path / "cache"

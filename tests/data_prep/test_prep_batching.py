@@ -2,9 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from graphcost.data.batching import iter_config_batches, make_batch, sample_config_indices
-from graphcost.data.preprocess import prepare_graph
-from graphcost.data.scaler import FeatureScaler
+from graphcost.data.transforms.batching import iter_config_batches, make_batch, sample_config_indices
+from graphcost.data.transforms.preprocess import prepare_graph
+from graphcost.data.transforms.scaler import FeatureScaler
 
 
 def test_layout_batch_shapes_and_values(layout_graph, rng):

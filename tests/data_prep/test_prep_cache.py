@@ -2,9 +2,9 @@ import os
 
 import numpy as np
 
-from graphcost.data import cache as cache_mod
-from graphcost.data import preprocess
-from graphcost.data.tpugraphs_io import save_graph
+from graphcost.data.transforms import cache as cache_mod
+from graphcost.data.transforms import preprocess
+from graphcost.data.io.tpugraphs_io import save_graph
 
 
 def _write_npz(g, path):

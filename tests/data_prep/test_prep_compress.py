@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphcost.data.compress import (
+from graphcost.data.transforms.compress import (
     MAX_CODE,
     CompressionError,
     compress_layout_config,
@@ -46,7 +46,7 @@ def test_bad_values_raise_clear_error(bad):
 
 
 def test_error_is_a_schema_error():
-    from graphcost.data.schema import SchemaError
+    from graphcost.data.io.schema import SchemaError
 
     with pytest.raises(SchemaError) as info:
         compress_layout_config(np.full((1, 18), 7.0), source="x.npz")

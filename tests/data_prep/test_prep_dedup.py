@@ -1,7 +1,7 @@
 import numpy as np
 
-from graphcost.data import dedup as dd
-from graphcost.data.compress import compress_layout_config
+from graphcost.data.transforms import dedup as dd
+from graphcost.data.transforms.compress import compress_layout_config
 
 
 def test_keeps_min_runtime_per_distinct_config():

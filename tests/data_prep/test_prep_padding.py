@@ -1,6 +1,6 @@
 import numpy as np
 
-from graphcost.data.padding import pad_minor_to_major, tensor_rank
+from graphcost.data.transforms.padding import pad_minor_to_major, tensor_rank
 
 
 def _row(dims, m2m):

@@ -2,8 +2,8 @@ import dataclasses
 
 import numpy as np
 
-from graphcost.data.compress import decompress_layout_config
-from graphcost.data.preprocess import prepare_graph
+from graphcost.data.transforms.compress import decompress_layout_config
+from graphcost.data.transforms.preprocess import prepare_graph
 
 
 def _assert_same(a, b):
@@ -65,7 +65,7 @@ def test_no_duplicates_keeps_everything(rng, layout_factory):
 
 
 def test_file_prepare_streams_chunks_and_equals_in_memory(tmp_path, layout_graph):
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     src = save_graph(layout_graph, tmp_path / "net.npz")
     from_file = prepare_graph(src, chunk_size=7)
@@ -79,7 +79,7 @@ def test_file_prepare_streams_chunks_and_equals_in_memory(tmp_path, layout_graph
 def test_bad_config_value_names_file_and_key(tmp_path, layout_graph):
     import pytest
 
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     layout_graph.node_config_feat[5, 2, 3] = 6.0
     src = save_graph(layout_graph, tmp_path / "bad.npz", validate=False)

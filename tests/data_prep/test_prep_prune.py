@@ -1,6 +1,6 @@
 import numpy as np
 
-from graphcost.data.prune import identity_prune, prune_around_configurable
+from graphcost.data.transforms.prune import identity_prune, prune_around_configurable
 
 # Data flow 0->1->2->3->4->5, 6->7->8->9, 5->9, 3->9; rows [u, v] = u consumes v.
 EDGES = np.array([[1, 0], [2, 1], [3, 2], [4, 3], [5, 4], [7, 6], [8, 7], [9, 8], [9, 5], [9, 3]])

@@ -11,12 +11,12 @@ import torch
 from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
-from graphcost.data import preprocess
-from graphcost.data.batching import make_batch, sample_config_indices
-from graphcost.data.preprocess import prepare_graph
-from graphcost.data.scaler import FeatureScaler
-from graphcost.data.synth import write_synthetic_collection
-from graphcost.data.tpugraphs_dataset import SampleKey, TpuGraphsDataset, batch_to_data, data_to_batch
+from graphcost.data.transforms import preprocess
+from graphcost.data.transforms.batching import make_batch, sample_config_indices
+from graphcost.data.transforms.preprocess import prepare_graph
+from graphcost.data.transforms.scaler import FeatureScaler
+from graphcost.data.synth.collection import write_synthetic_collection
+from graphcost.data.datasets.tpugraphs import SampleKey, TpuGraphsDataset, batch_to_data, data_to_batch
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src" / "graphcost" / "datasets" / "cpu_layout"
 

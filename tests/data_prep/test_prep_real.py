@@ -4,9 +4,9 @@ converted to the npz schema by the HLO frontend (3,163 nodes, 62 configurable, 1
 import numpy as np
 import pytest
 
-from graphcost.data.compress import decompress_layout_config
-from graphcost.data.padding import tensor_rank
-from graphcost.data.preprocess import prepare_graph
+from graphcost.data.transforms.compress import decompress_layout_config
+from graphcost.data.transforms.padding import tensor_rank
+from graphcost.data.transforms.preprocess import prepare_graph
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphcost.data.scaler import FeatureScaler
+from graphcost.data.transforms.scaler import FeatureScaler
 
 
 def _graphs(rng, sizes, shift=0.0):

@@ -3,11 +3,11 @@
 import numpy as np
 import torch
 
-from graphcost.data.batching import iter_config_batches
-from graphcost.data.compress import decompress_layout_config
-from graphcost.data.preprocess import prepare_graph
-from graphcost.data.scaler import FeatureScaler
-from graphcost.data.synth import synth_layout_graph, synth_tile_graph, write_synthetic_layout_file
+from graphcost.data.transforms.batching import iter_config_batches
+from graphcost.data.transforms.compress import decompress_layout_config
+from graphcost.data.transforms.preprocess import prepare_graph
+from graphcost.data.transforms.scaler import FeatureScaler
+from graphcost.data.synth.collection import synth_layout_graph, synth_tile_graph, write_synthetic_layout_file
 
 
 def test_synth_layout_file_vs_memory_and_batches(tmp_path):

@@ -38,7 +38,7 @@ def _check_npz(arrays, kind):
 
 def _validate_with_data_io(path):
     try:
-        from graphcost.data.tpugraphs_io import load_graph
+        from graphcost.data.io.tpugraphs_io import load_graph
     except ImportError:  # data-io's loader not present in this checkout: own checks only
         return None
     return load_graph(path, validate=True)

@@ -5,7 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.tpugraphs_io import load_graph
+from graphcost.data.io.tpugraphs_io import load_graph
 
 
 def test_collect_writes_valid_npz_and_resumes(tmp_path):

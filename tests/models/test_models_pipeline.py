@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from graphcost.data.batching import make_batch
-from graphcost.data.preprocess import prepare_graph
-from graphcost.data.scaler import FeatureScaler
-from graphcost.data.synth import synth_layout_graph, synth_tile_graph
+from graphcost.data.transforms.batching import make_batch
+from graphcost.data.transforms.preprocess import prepare_graph
+from graphcost.data.transforms.scaler import FeatureScaler
+from graphcost.data.synth.collection import synth_layout_graph, synth_tile_graph
 from graphcost.models.registry import MODEL_NAMES, build_model, model_kinds
 from test_models_forward import small
 

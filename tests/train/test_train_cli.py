@@ -15,7 +15,7 @@ from train_stubs import run_cli, write_cli_collections
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.tpugraphs_io import load_graph
+from graphcost.data.io.tpugraphs_io import load_graph
 
 SMALL = {
     "tgraph": ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",

@@ -5,7 +5,7 @@ import pytest
 import torch
 from train_stubs import TinyConfig, TinyModel
 
-from graphcost.data.batching import make_batch
+from graphcost.data.transforms.batching import make_batch
 from graphcost.train.crossval import EnsemblePredictor, kfold_split, standardise
 from graphcost.train.evaluate import chunk_indices, score_configs, tta_orders
 
@@ -67,7 +67,7 @@ def test_ensemble_averages_standardised_member_scores(layout_graphs):
 def test_score_configs_groups_chunks_for_tgraph_and_checks_precision(layout_graphs):
     """TGraph gets several chunks per call (shared reference pass): same scores as one call per
     chunk; bf16 is TGraph-only."""
-    from graphcost.data.scaler import FeatureScaler
+    from graphcost.data.transforms.scaler import FeatureScaler
     from graphcost.models.tgraph import TGraph, TGraphConfig
 
     graph = layout_graphs[0]

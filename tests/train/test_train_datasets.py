@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.synth import write_synthetic_collection
+from graphcost.data.synth.collection import write_synthetic_collection
 from graphcost.train import datasets
 
 

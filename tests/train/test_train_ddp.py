@@ -81,7 +81,7 @@ def _match_run(out, ctx=None, scored=None):
     valid_names = {g.name for g in graphs[5:]}
 
     def make_batch(graph, idx, scaler):
-        from graphcost.data.batching import make_batch as real
+        from graphcost.data.transforms.batching import make_batch as real
 
         if scored is not None and graph.name in valid_names:
             scored.add(graph.name)

@@ -52,7 +52,7 @@ def test_kill_then_resume_with_workers_matches_uninterrupted(tmp_path, layout_gr
 
 
 def test_injected_batch_functions_are_refused_with_workers(tmp_path, layout_graphs, tiny_kwargs):
-    from graphcost.data.batching import make_batch
+    from graphcost.data.transforms.batching import make_batch
 
     trainer = Trainer(_config(loader_workers=1), layout_graphs[:4], layout_graphs[4:], tmp_path,
                       make_batch_fn=lambda *a: make_batch(*a), **tiny_kwargs)  # fmt: skip

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from graphcost.data.synth import write_synthetic_layout_file
+from graphcost.data.synth.collection import write_synthetic_layout_file
 from graphcost.train.predict import (
     combine_submissions,
     prepare_for_prediction,

@@ -12,9 +12,9 @@ from torch import nn
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.compress import compress_layout_config
-from graphcost.data.prepared import PreparedGraph
-from graphcost.data.synth import write_synthetic_collection
+from graphcost.data.transforms.compress import compress_layout_config
+from graphcost.data.transforms.prepared import PreparedGraph
+from graphcost.data.synth.collection import write_synthetic_collection
 
 torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than they save on 2 shared cores
 

@@ -10,7 +10,7 @@ from tune_fakes import FakeEvaluator
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.data.synth import write_synthetic_collection
+from graphcost.data.synth.collection import write_synthetic_collection
 from graphcost.frontend.measure import Protocol
 from graphcost.tuning.scoring import FineTunedModel, GraphModelScorer
 from graphcost.tuning.space import TuneProgram, make_space

@@ -30,8 +30,8 @@ def download(
     keep_tar: bool = typer.Option(True, "--keep-tar/--delete-tar", help="keep the .tar files after extraction"),
 ) -> None:
     """Download and extract official TpuGraphs tar files (resumable; tars already in the data root are reused)."""
-    from graphcost.data.discover import default_data_root
-    from graphcost.data.download import DownloadError, download_collection
+    from graphcost.data.io.discover import default_data_root
+    from graphcost.data.io.download import DownloadError, download_collection
 
     root = data_dir or default_data_root()
     for c in collection:
@@ -66,7 +66,7 @@ def synth(
 ) -> None:
     """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
     from graphcost.atomic import OutputExistsError
-    from graphcost.data.synth import check_synth_params, write_synthetic_collection
+    from graphcost.data.synth.collection import check_synth_params, write_synthetic_collection
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
@@ -100,8 +100,8 @@ def stats(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
 ) -> None:
     """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
-    from graphcost.data.discover import default_data_root
-    from graphcost.data.schema import SchemaError
+    from graphcost.data.io.discover import default_data_root
+    from graphcost.data.io.schema import SchemaError
     from graphcost.data.stats import format_table, stats_for_path
 
     if path is None:
@@ -128,7 +128,7 @@ def stats(
         _fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
     typer.echo(format_table(rows))
     if json_out is not None:
-        from graphcost.data.synth import _write_text_atomic
+        from graphcost.data.synth.collection import _write_text_atomic
 
         try:
             json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -395,7 +395,7 @@ def evaluate(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
-    from graphcost.data.preprocess import prepare_graph
+    from graphcost.data.transforms.preprocess import prepare_graph
     from graphcost.train.datasets import DatasetError, resolve_splits
     import warnings
 

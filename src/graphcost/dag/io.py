@@ -13,7 +13,7 @@ import numpy as np
 
 from graphcost.atomic import atomic_write
 from graphcost.dag.graph import DAG
-from graphcost.data.npz_stream import DAMAGED_ARCHIVE_ERRORS
+from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 
 FLAT_KEYS = ("node_offsets", "edge_offsets", "node_cat", "src", "dst", "y")
 

@@ -30,7 +30,7 @@ TILE_CONFIG_DIM = 24  # TpuGraphs README tile config table
 class LayoutGraph:
     """One layout-collection npz file (TpuGraphs schema).
 
-    `node_config_feat` may be a lazily read array (see `graphcost.data.tpugraphs_io`) for the
+    `node_config_feat` may be a lazily read array (see `graphcost.data.io.tpugraphs_io`) for the
     NLP collections, whose full (K, C, 18) float32 array reaches 720 MB.
     """
 
@@ -61,7 +61,7 @@ class TileGraph:
 
 @dataclass
 class GraphBatch:
-    """One graph x B configurations, ready for a model. Built by `graphcost.data.batching`.
+    """One graph x B configurations, ready for a model. Built by `graphcost.data.transforms.batching`.
 
     Tensors are torch tensors (annotated loosely to keep this module torch-free).
     """

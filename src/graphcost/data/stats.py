@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.data.discover import SPLITS, DataNotFoundError, available_collections, collection_dir, find_npz_files
+from graphcost.data.io.discover import SPLITS, DataNotFoundError, available_collections, collection_dir, find_npz_files
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.data.tpugraphs_io import load_graph
+from graphcost.data.io.tpugraphs_io import load_graph
 
 __all__ = ["GraphStats", "pruned_node_count", "graph_stats", "stats_for_path", "summarize", "format_table"]
 
@@ -38,13 +38,13 @@ def _pruned_node_count_local(num_nodes: int, edge_index: np.ndarray, node_config
 def pruned_node_count(num_nodes: int, edge_index: np.ndarray, node_config_ids: np.ndarray | None) -> int:
     """Nodes left after pruning around configurable nodes; all nodes when there are none (tile).
 
-    Uses the data-prep pruning transform (`graphcost.data.prune`) when available, else the
+    Uses the data-prep pruning transform (`graphcost.data.transforms.prune`) when available, else the
     same definition computed here.
     """
     if node_config_ids is None:
         return int(num_nodes)
     try:
-        from graphcost.data.prune import prune_around_configurable
+        from graphcost.data.transforms.prune import prune_around_configurable
     except ImportError:  # pragma: no cover - data-prep module absent
         return _pruned_node_count_local(num_nodes, edge_index, node_config_ids)
     return prune_around_configurable(num_nodes, edge_index, node_config_ids).num_nodes

@@ -234,9 +234,9 @@ def collect_flags_graph(spec: ProgramSpec, options: CollectOptions, bar=None) ->
 
 
 def save_arrays(arrays: dict, path: Path, kind: str) -> None:
-    """Validate with `graphcost.data.validate` and write atomically with `graphcost.data.tpugraphs_io`."""
+    """Validate with `graphcost.data.io.validate` and write atomically with `graphcost.data.io.tpugraphs_io`."""
     from graphcost.data.graph import LayoutGraph, TileGraph
-    from graphcost.data.tpugraphs_io import save_graph
+    from graphcost.data.io.tpugraphs_io import save_graph
 
     graph = LayoutGraph(path=None, **arrays) if kind == "layout" else TileGraph(path=None, **arrays)
     save_graph(graph, path, compressed=True, validate=True)

@@ -34,7 +34,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.data.tpugraphs_io import save_graph
+from graphcost.data.io.tpugraphs_io import save_graph
 from graphcost.frontend.featurizer import (
     FeatureOverflow, FeaturizedModule, HloGraphError, featurize_module, int64_product,
 )  # fmt: skip

@@ -185,7 +185,7 @@ def ensemble_members(manifest: Path) -> list[Path]:
 
 
 def load_scaler(state: dict):
-    from graphcost.data.scaler import FeatureScaler
+    from graphcost.data.transforms.scaler import FeatureScaler
 
     return FeatureScaler.from_state_dict(state)
 

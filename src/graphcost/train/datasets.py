@@ -3,7 +3,7 @@
 Accepted data locations (`resolve_splits`):
 
 1. the official TpuGraphs tree ``<dir>/npz/{tile/xla, layout/{xla,nlp}/{default,random}}/{train,valid,test}``
-   with ``--collection`` choosing one collection (`graphcost.data.discover`);
+   with ``--collection`` choosing one collection (`graphcost.data.io.discover`);
 2. any directory with ``train/``, ``valid/`` (and optionally ``test/``) subdirectories of npz files;
 3. a single directory of npz files, split BY GRAPH into train / valid (seeded, 80/20);
 4. no directory at all: the real CPU dataset shipped in the package, found with
@@ -102,7 +102,7 @@ def split_by_graph(files: Sequence[Path], valid_frac: float, seed: int) -> tuple
 
 
 def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: float) -> DataSplits:
-    from graphcost.data import discover
+    from graphcost.data.io import discover
 
     if (root / "npz").is_dir():  # official TpuGraphs tree
         available = discover.available_collections(root)
@@ -188,7 +188,7 @@ def resolve_splits(
 def check_disjoint(splits: DataSplits) -> None:
     """DatasetError when two splits hold the same graph (same npz content), e.g. after data was
     regenerated into an existing directory with a different split."""
-    from graphcost.data.split_overlap import shared_graphs
+    from graphcost.data.io.split_overlap import shared_graphs
 
     pairs = shared_graphs(splits.files)
     if pairs:
@@ -220,7 +220,7 @@ class LazyPrepared(Sequence):
     def __getitem__(self, index):
         if isinstance(index, slice):
             return self.subset(range(*index.indices(len(self))))
-        from graphcost.data.preprocess import prepare_graph
+        from graphcost.data.transforms.preprocess import prepare_graph
 
         index = int(index)
         if not -len(self) <= index < len(self):
@@ -280,7 +280,7 @@ def load_prepared(
     """
     from tqdm.auto import tqdm
 
-    from graphcost.data.preprocess import prepare_graph
+    from graphcost.data.transforms.preprocess import prepare_graph
 
     limit = None if max_memory_gb is None or cache_dir is None else max_memory_gb * 2**30
     graphs, names, kinds, total, lazy = [], [], [], 0, False

@@ -79,7 +79,7 @@ def score_configs(
     CPU with native bf16, else fp32 (`resolve_precision`).
     """
     if make_batch is None:
-        from graphcost.data.batching import make_batch
+        from graphcost.data.transforms.batching import make_batch
     chunked = getattr(model, "can_score_chunked", False)
     precision = resolve_precision(precision, device, [model])  # "auto": bf16 only where native (models/precision.py)
     if precision != "fp32" and not chunked:

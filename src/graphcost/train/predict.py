@@ -30,15 +30,15 @@ def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None
     """(deduplicated PreparedGraph, (K_orig,) index of each original config's kept twin).
 
     The file is prepared once WITHOUT de-duplication (every original configuration, file order),
-    then de-duplicated here with data-prep's rule (`graphcost.data.dedup`: identical rows -> one
+    then de-duplicated here with data-prep's rule (`graphcost.data.transforms.dedup`: identical rows -> one
     kept); `twin[i]` is the position, among the kept ones, of original config i's twin.
 
     Ranking never reads runtimes: test-split files hide them (placeholders such as zeros, or no
     `config_runtime` at all), so the file is validated as UNLABELLED (every schema check but the
-    runtime ones, `graphcost.data.validate`) and the first copy of identical configurations is kept.
+    runtime ones, `graphcost.data.io.validate`) and the first copy of identical configurations is kept.
     """
-    from graphcost.data.dedup import dedup_min_runtime, row_hashes
-    from graphcost.data.preprocess import prepare_graph
+    from graphcost.data.transforms.dedup import dedup_min_runtime, row_hashes
+    from graphcost.data.transforms.preprocess import prepare_graph
 
     full = prepare_graph(path, prune=True, dedup=False, cache_dir=cache_dir, labelled=False)  # runtimes: ones
     rows = full.config_codes if full.kind == "layout" else full.config_feat  # (K, C, 3) / (K, 24)

@@ -34,7 +34,7 @@ def _number(v: Any) -> bool:
 
 
 def _top_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:
-    from graphcost.data.discover import COLLECTIONS
+    from graphcost.data.io.discover import COLLECTIONS
 
     return {
         "collection": (lambda v: v is None or v in COLLECTIONS, f"null or one of {', '.join(COLLECTIONS)}"),

@@ -2,8 +2,8 @@
 
 One optimisation step = one graph x a sample of its configurations (TGraph §2.2.5: 64 for the
 default-search collections, 128 for the random ones), the layout configurations decompressed
-on the fly by `graphcost.data.batching.make_batch` (in process, or, with `loader_workers`, in
-DataLoader workers through `graphcost.data.tpugraphs_dataset`: the same batches). The loss is a
+on the fly by `graphcost.data.transforms.batching.make_batch` (in process, or, with `loader_workers`, in
+DataLoader workers through `graphcost.data.datasets.tpugraphs`: the same batches). The loss is a
 ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
 clipping come from `graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
 configuration of every validation graph (`graphcost.train.evaluate`), appends a row to
@@ -175,7 +175,7 @@ class Trainer:
         self.device = self.dist.device(config.device)
         self.metric = selection_metric(self.kind)
         if make_batch_fn is None or sample_fn is None:
-            from graphcost.data import batching
+            from graphcost.data.transforms import batching
 
             make_batch_fn = make_batch_fn or batching.make_batch
             sample_fn = sample_fn or batching.sample_config_indices
@@ -190,7 +190,7 @@ class Trainer:
         seed_everything(config.seed, deterministic=self.device.type == "cpu")  # GPU: speed over bitwise repeatability
         if scaler is None:
             if scaler_factory is None:
-                from graphcost.data.scaler import FeatureScaler
+                from graphcost.data.transforms.scaler import FeatureScaler
 
                 scaler_factory = FeatureScaler
             scaler = scaler_factory()
@@ -297,13 +297,13 @@ class Trainer:
         One loader for all epochs: workers start once and prepare the next epoch during validation."""
         from torch.utils.data import DataLoader
 
-        from graphcost.data import batching
-        from graphcost.data.tpugraphs_dataset import SampleKey, TpuGraphsDataset
+        from graphcost.data.transforms import batching
+        from graphcost.data.datasets.tpugraphs import SampleKey, TpuGraphsDataset
 
         cfg = self.config
         if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
             raise ValueError(
-                "loader_workers > 0 builds batches with graphcost.data.batching; drop make_batch_fn / sample_fn"
+                "loader_workers > 0 builds batches with graphcost.data.transforms.batching; drop make_batch_fn / sample_fn"
             )
         dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
         keys = [
@@ -327,7 +327,7 @@ class Trainer:
             batch = self.make_batch(graph, idx, self.scaler)
             runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx])  # (B,)
         else:
-            from graphcost.data.tpugraphs_dataset import data_to_batch
+            from graphcost.data.datasets.tpugraphs import data_to_batch
 
             batch, runtime, idx = data_to_batch(item), item.y, item.config_index  # sampled by a worker
         batch, runtime = batch.to(self.device), runtime.to(self.device)

@@ -51,7 +51,7 @@ class GraphModelScorer:
 
     def __call__(self, configs: list[Codes]) -> np.ndarray:
         """(K,) float64 predicted scores of `configs`, lower = faster."""
-        from graphcost.data.preprocess import prepare_graph
+        from graphcost.data.transforms.preprocess import prepare_graph
         from graphcost.train.crossval import standardise
 
         total = np.zeros(len(configs), np.float64)
@@ -122,7 +122,7 @@ class FineTunedModel:
         return int(np.clip(4 * n, 40, 400))
 
     def _prepared(self, codes: list[Codes], ratio: np.ndarray | None = None):
-        from graphcost.data.preprocess import prepare_graph
+        from graphcost.data.transforms.preprocess import prepare_graph
 
         graph = self.scorer.space.graph_for(self.scorer.program, self.kind, codes)
         if ratio is not None:  # runtimes in the schema's integer form; only their order matters here
@@ -132,7 +132,7 @@ class FineTunedModel:
     def fit(self, codes: list[Codes], prior: np.ndarray, ratio: np.ndarray) -> bool:
         import torch
 
-        from graphcost.data.batching import make_batch
+        from graphcost.data.transforms.batching import make_batch
         from graphcost.train.losses import pairwise_hinge
 
         if len(codes) < self.MIN_TRAIN or np.ptp(ratio) == 0:

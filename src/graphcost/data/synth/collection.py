@@ -22,12 +22,12 @@ from typing import Iterator
 import numpy as np
 
 from graphcost.atomic import atomic_write_text
-from graphcost.data.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
+from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.data.npz_stream import NpzWriter
-from graphcost.data.synth_graph import node_features, synth_program
-from graphcost.data.synth_layout import LayoutSimulator
-from graphcost.data.synth_tile import TileSimulator
+from graphcost.data.io.npz_stream import NpzWriter
+from graphcost.data.synth.graph import node_features, synth_program
+from graphcost.data.synth.layout import LayoutSimulator
+from graphcost.data.synth.tile import TileSimulator
 
 __all__ = [
     "synth_layout_graph",
@@ -171,7 +171,7 @@ def synth_tile_graph(
 
 def write_synthetic_tile_file(path: str | Path, compressed: bool = True, **kwargs) -> Path:
     """Write `synth_tile_graph(**kwargs)` to `path` atomically."""
-    from graphcost.data.validate import graph_arrays
+    from graphcost.data.io.validate import graph_arrays
 
     graph = synth_tile_graph(**kwargs)
     with NpzWriter(path, compressed=compressed) as w:
@@ -197,10 +197,10 @@ def _write_text_atomic(path: Path, text: str) -> None:
 
 _README = """# SYNTHETIC DATA - not measured on hardware
 
-Written by `graphcost.data.synth` (`graphcost data synth`) in the official TpuGraphs npz
+Written by `graphcost.data.synth.collection` (`graphcost data synth`) in the official TpuGraphs npz
 schema so that code can be exercised without the real dataset. Graphs are synthetic XLA-like
 DAGs; runtimes come from a documented analytical simulator (see the docstrings of
-`graphcost/data/synth_layout.py` and `graphcost/data/synth_tile.py`) plus seeded noise.
+`graphcost/data/synth/layout.py` and `graphcost/data/synth/tile.py`) plus seeded noise.
 Numbers obtained on these files say nothing about real TPU performance.
 
 Collection: {collection}; seed: {seed}; parameters and files: manifest.json.
@@ -304,7 +304,7 @@ def write_synthetic_collection(
             i += 1
     manifest = {
         "synthetic": True,
-        "generator": "graphcost.data.synth",
+        "generator": "graphcost.data.synth.collection",
         "collection": collection,
         "seed": seed,
         "num_graphs": num_graphs,

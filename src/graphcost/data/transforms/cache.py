@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from graphcost.atomic import atomic_write
-from graphcost.data.npz_stream import DAMAGED_ARCHIVE_ERRORS
-from graphcost.data.prepared import PreparedGraph
+from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
+from graphcost.data.transforms.prepared import PreparedGraph
 
 FORMAT_VERSION = 1
 

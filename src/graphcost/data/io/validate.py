@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.data.schema import OPCODES, SchemaError, detect_kind, dtype_ok, keys_for_kind
+from graphcost.data.io.schema import OPCODES, SchemaError, detect_kind, dtype_ok, keys_for_kind
 
 __all__ = ["validate_arrays", "validate_graph", "find_cycle", "graph_arrays"]
 

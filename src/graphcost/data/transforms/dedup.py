@@ -6,7 +6,7 @@ copy of each distinct configuration, the one with the SMALLEST runtime (ties: sm
 which makes the result deterministic.
 
 * layout: two configurations are identical when their whole (C, 18) `node_config_feat` blocks
-  are — equivalently their (C, 3) base-7 codes (`graphcost.data.compress`), which is what we hash;
+  are — equivalently their (C, 3) base-7 codes (`graphcost.data.transforms.compress`), which is what we hash;
 * tile: identical (24,) `config_feat` rows (runtime = config_runtime / normalizer).
 
 Rows are hashed to 64 bits chunk by chunk (`row_hashes`), so a 100k-configuration file never

@@ -1,4 +1,4 @@
-"""Load and save TpuGraphs npz files (schema: `graphcost.data.schema`).
+"""Load and save TpuGraphs npz files (schema: `graphcost.data.io.schema`).
 
 * `load_graph(path)` -> `LayoutGraph` or `TileGraph` (kind from the keys), validated by default.
   ``lazy_config_feat=True`` keeps a layout file's ``node_config_feat`` on disk as a
@@ -21,11 +21,11 @@ from typing import Iterator
 import numpy as np
 
 from graphcost.data.graph import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
-from graphcost.data.npz_stream import (
+from graphcost.data.io.npz_stream import (
     LazyNpyArray, NpzWriter, check_zip_magic, damaged_npz, header_from_zip, iter_rows, read_member_header,
 )  # fmt: skip
-from graphcost.data.schema import SchemaError, detect_kind, keys_for_kind
-from graphcost.data.validate import graph_arrays, validate_arrays
+from graphcost.data.io.schema import SchemaError, detect_kind, keys_for_kind
+from graphcost.data.io.validate import graph_arrays, validate_arrays
 
 __all__ = [
     "load_graph", "save_graph", "iter_node_config_feat_chunks", "placeholder_runtimes", "LazyNpyArray", "FILE_KEY",
@@ -70,7 +70,7 @@ def load_graph(
 
     Args:
         path: the ``.npz`` file.
-        validate: run `graphcost.data.validate.validate_arrays` (raises `SchemaError`).
+        validate: run `graphcost.data.io.validate.validate_arrays` (raises `SchemaError`).
         lazy_config_feat: layout files only: leave ``node_config_feat`` on disk as a
             `LazyNpyArray` instead of reading it (bounded memory for the NLP files).
         check_values: with `validate`, also check values (ranges, finiteness, acyclicity);

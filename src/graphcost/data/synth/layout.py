@@ -41,8 +41,8 @@ from __future__ import annotations
 import itertools
 import numpy as np
 
-from graphcost.data.schema import OPCODES
-from graphcost.data.synth_graph import Program, default_layout
+from graphcost.data.io.schema import OPCODES
+from graphcost.data.synth.graph import Program, default_layout
 
 __all__ = ["LayoutSimulator"]
 

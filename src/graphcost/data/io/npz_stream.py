@@ -33,7 +33,7 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from graphcost.atomic import temp_beside
-from graphcost.data.schema import SchemaError
+from graphcost.data.io.schema import SchemaError
 
 __all__ = [
     "NpyHeader", "read_member_header", "header_from_zip", "iter_rows", "LazyNpyArray", "NpzWriter",

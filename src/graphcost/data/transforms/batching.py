@@ -15,10 +15,10 @@ from typing import Iterator
 import numpy as np
 import torch
 
-from graphcost.data.compress import decompress_layout_config
+from graphcost.data.transforms.compress import decompress_layout_config
 from graphcost.data.graph import GraphBatch
-from graphcost.data.prepared import PreparedGraph
-from graphcost.data.scaler import FeatureScaler
+from graphcost.data.transforms.prepared import PreparedGraph
+from graphcost.data.transforms.scaler import FeatureScaler
 
 
 def sample_config_indices(prepared: PreparedGraph, batch_size: int, rng: np.random.Generator) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Pipeline: load (-> validate) -> prune (§2.2.1, layout only) -> compress (§2.2.3) -> dedup
 (§2.2.2) -> -1 pad node_feat[134:140] (§2.2.4). Scaling (§2.2.5) is NOT applied here: it is
-fitted on training graphs only (`graphcost.data.scaler`) and applied when batching.
+fitted on training graphs only (`graphcost.data.transforms.scaler`) and applied when batching.
 
 Memory. A layout:nlp file holds up to 100k configurations x ~100 configurable nodes x 18 float32
 (720 MB). `node_config_feat` is therefore read and compressed `chunk_size` configurations at a
@@ -21,13 +21,13 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from graphcost.data.cache import cache_key, cache_path, load_cached, save_cached
-from graphcost.data.compress import compress_layout_config
-from graphcost.data.dedup import dedup_min_runtime, row_hashes
+from graphcost.data.transforms.cache import cache_key, cache_path, load_cached, save_cached
+from graphcost.data.transforms.compress import compress_layout_config
+from graphcost.data.transforms.dedup import dedup_min_runtime, row_hashes
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.data.padding import pad_minor_to_major
-from graphcost.data.prepared import PreparedGraph
-from graphcost.data.prune import identity_prune, prune_around_configurable
+from graphcost.data.transforms.padding import pad_minor_to_major
+from graphcost.data.transforms.prepared import PreparedGraph
+from graphcost.data.transforms.prune import identity_prune, prune_around_configurable
 
 # What reading a damaged npz member can raise besides ValueError/OSError: a CRC mismatch, a bad
 # deflate stream, an unknown compression method, an unparsable .npy header.
@@ -58,8 +58,8 @@ def _load(path: Path, validate: bool, labelled: bool = True) -> LayoutGraph | Ti
     node_config_feat, which the compressor checks while streaming (see `_ShapeOnly`).
     ``labelled=False``: no runtime checks, runtimes replaced by ones (`load_graph`).
     """
-    from graphcost.data.tpugraphs_io import load_graph
-    from graphcost.data.validate import graph_arrays, validate_arrays
+    from graphcost.data.io.tpugraphs_io import load_graph
+    from graphcost.data.io.validate import graph_arrays, validate_arrays
 
     # Structure (keys present, shapes, dtypes) is checked before the record is built, so a file
     # missing a key is a SchemaError naming it, not a TypeError from the dataclass constructor.
@@ -88,7 +88,7 @@ def iter_config_chunks(graph: LayoutGraph, chunk_size: int) -> Iterator[tuple[in
             yield start, np.asarray(chunk, dtype=np.float32)
         return
     if graph.path is not None:
-        from graphcost.data.tpugraphs_io import iter_node_config_feat_chunks
+        from graphcost.data.io.tpugraphs_io import iter_node_config_feat_chunks
 
         yield from iter_node_config_feat_chunks(graph.path, chunk_size)
         return
@@ -235,11 +235,11 @@ def prepare_graph(
     """
     if isinstance(path_or_graph, (LayoutGraph, TileGraph)):
         if validate:
-            from graphcost.data.validate import validate_graph
+            from graphcost.data.io.validate import validate_graph
 
             validate_graph(path_or_graph, labelled=labelled)  # SchemaError naming the key and problem
         if not labelled:
-            from graphcost.data.tpugraphs_io import placeholder_runtimes
+            from graphcost.data.io.tpugraphs_io import placeholder_runtimes
 
             kind = path_or_graph.kind
             configs = path_or_graph.config_feat if kind == "tile" else path_or_graph.node_config_feat
@@ -260,7 +260,7 @@ def prepare_graph(
     try:
         prepared = prepare_in_memory(_load(path, validate, labelled), prune, dedup, chunk_size, progress)
     except _DAMAGED_ARCHIVE as exc:  # raised by zipfile / zlib / numpy while reading members
-        from graphcost.data.schema import SchemaError
+        from graphcost.data.io.schema import SchemaError
 
         raise SchemaError(path, "*", f"damaged npz file ({type(exc).__name__}: {exc})") from None
     if prepared.source is None:

@@ -31,8 +31,8 @@ import itertools
 
 import numpy as np
 
-from graphcost.data.schema import OPCODES
-from graphcost.data.synth_graph import Program, default_layout
+from graphcost.data.io.schema import OPCODES
+from graphcost.data.synth.graph import Program, default_layout
 
 __all__ = ["TileSimulator"]
 

@@ -1,7 +1,7 @@
 """`TpuGraphsDataset`: TpuGraphs as a `torch_geometric.data.Dataset` of `Data` items.
 
 For people who bring their own models. One item = ONE graph x a seeded sample of its
-configurations, carrying exactly what `graphcost.data.batching.make_batch` puts in a
+configurations, carrying exactly what `graphcost.data.transforms.batching.make_batch` puts in a
 `GraphBatch` (it is built by `make_batch`, then converted by `batch_to_data`):
 
     x                  (N, 140) float32  node features, [:134] scaled with a fitted FeatureScaler
@@ -31,7 +31,7 @@ starts, so call it before iterating). `ds[SampleKey(i, s)]` draws them from the 
 instead; `graphcost train --loader-workers` uses that to reproduce its in-process sampling.
 
     from torch.utils.data import DataLoader
-    from graphcost.data.tpugraphs_dataset import TpuGraphsDataset
+    from graphcost.data.datasets.tpugraphs import TpuGraphsDataset
 
     root = "tpugraphs/npz/layout/xla/default"
     train = TpuGraphsDataset(f"{root}/train", "~/.cache/graphcost", batch_configs=64)
@@ -51,10 +51,10 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, Dataset
 
-from graphcost.data.batching import make_batch, sample_config_indices
-from graphcost.data.cache import cache_key, cache_path
+from graphcost.data.transforms.batching import make_batch, sample_config_indices
+from graphcost.data.transforms.cache import cache_key, cache_path
 from graphcost.data.graph import GraphBatch
-from graphcost.data.scaler import FeatureScaler
+from graphcost.data.transforms.scaler import FeatureScaler
 
 _TENSOR_FIELDS = ("node_opcode", "edge_index", "runtime", "config_index", "config_node_index",
                   "node_config_feat", "config_feat")  # fmt: skip
@@ -198,7 +198,7 @@ class TpuGraphsDataset(Dataset):
         """The PreparedGraph of graph `index` (from memory, or read back from the cache)."""
         if self._graphs is not None:
             return self._graphs[index]
-        from graphcost.data.preprocess import prepare_graph
+        from graphcost.data.transforms.preprocess import prepare_graph
 
         return prepare_graph(self._files[index], dedup=self._options["dedup"], cache_dir=self._cache_dir)
 

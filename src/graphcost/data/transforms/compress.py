@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.data.schema import SchemaError
+from graphcost.data.io.schema import SchemaError
 
 LAYOUT_WIDTH = 6  # values per layout (tensor rank <= 6)
 NUM_LAYOUTS = 3  # output, input, kernel

@@ -5,7 +5,7 @@ SYNTHETIC DATA. The generator emits nodes in topological order, as a program wou
 chains, convolutions or dots with parameter weights, reshapes, reductions, broadcasts,
 residual adds joining an earlier activation), so the DAG has the layered, mostly-chain shape
 with skip connections of real model graphs. Opcodes use the XLA numbering of tpu_graphs'
-``hlo_opcode.h`` (`graphcost.data.schema.OPCODES`). A final ``tuple`` root consumes every
+``hlo_opcode.h`` (`graphcost.data.io.schema.OPCODES`). A final ``tuple`` root consumes every
 otherwise unused value (HLO has no dead code).
 
 Node features fill the README columns with their real meanings: is_root, element-type one-hot,
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from graphcost.data import schema as S
+from graphcost.data.io import schema as S
 
 __all__ = ["Node", "Program", "synth_program", "node_features", "default_layout"]
 

@@ -25,7 +25,7 @@ import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable
 
-from graphcost.data.discover import COLLECTIONS, SPLITS, check_collection, check_split, default_data_root
+from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, check_split, default_data_root
 
 __all__ = ["BASE_URL", "DownloadError", "tar_name", "tar_url", "download_file", "safe_extract", "download_collection"]
 

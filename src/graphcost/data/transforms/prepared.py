@@ -1,7 +1,7 @@
 """`PreparedGraph`: one graph after preprocessing (TGraph §2.2), ready for batching.
 
-Built by `graphcost.data.preprocess.prepare_graph`; cached as one npz (`graphcost.data.cache`);
-turned into model input by `graphcost.data.batching.make_batch`.
+Built by `graphcost.data.transforms.preprocess.prepare_graph`; cached as one npz (`graphcost.data.transforms.cache`);
+turned into model input by `graphcost.data.transforms.batching.make_batch`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,2 @@
+"""graphcost.data.datasets: PyTorch Geometric datasets over TpuGraphs-schema files.
+"""

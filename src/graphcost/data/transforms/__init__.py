@@ -1,0 +1,4 @@
+"""graphcost.data.transforms: TGraph's preprocessing (§2.2) and batching: pruning, configuration de-duplication, base-7
+compression, -1 padding, feature scaling, the prepared-graph record and its on-disk cache,
+and the model batches.
+"""
