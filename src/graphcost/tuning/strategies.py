@@ -141,7 +141,6 @@ class ModelSearch(Strategy):
         if learner not in ONLINE_LEARNERS:
             raise ValueError(f"unknown online learner {learner!r}; expected one of {', '.join(ONLINE_LEARNERS)}")
         self.learner = OnlineModel(space, seed) if learner == "tree" else FineTunedModel(scorer, seed=seed)
-        self.fitted = False
 
     def _extend(self, cands: list[Codes]) -> None:
         new = [c for c in dict.fromkeys(cands) if c not in self.index]
@@ -162,7 +161,7 @@ class ModelSearch(Strategy):
             self._extend([t.codes for t in measured])
             codes = [t.codes for t in measured]
             prior = self.prior[[self.index[c] for c in codes]]
-            self.fitted = self.learner.fit(codes, prior, np.array([t.ratio for t in measured]))
+            self.learner.fit(codes, prior, np.array([t.ratio for t in measured]))
             predicted = self.learner.predict(self.pool, self.prior)
         order = np.argsort(predicted, kind="stable")
         return diverse_top(order, self.pool, n, exclude)
