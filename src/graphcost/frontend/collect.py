@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.frontend.measure import Protocol, environment_metadata, measure_interleaved, spearman
+from graphcost.frontend.measure import Protocol, environment_metadata, measure_executables, spearman
 from graphcost.frontend.zoo import ProgramSpec, list_programs
 
 SPLITS = ("train", "valid", "test")
@@ -148,10 +148,9 @@ def collect_layout_graph(spec: ProgramSpec, options: CollectOptions, bar=None) -
     lowered = [lp.lowered(lp.full_config(active, cfg)) for cfg in configs]
     executables = compile_all(lowered, [None] * len(lowered), options.compile_workers, bar, spec.name)
     t_compile = time.perf_counter() - t0
-    flat = lp.flat_args
     if bar is not None:
         bar.set_postfix_str(f"{spec.name}: measure {len(configs)} configs x {options.protocol.rounds} rounds")
-    m = measure_interleaved([lambda e=e: e(*flat) for e in executables], options.protocol)
+    m = measure_executables(executables, lp.flat_args, options.protocol)
     arrays = {
         "node_feat": fm.node_feat.astype(np.float32),
         "node_opcode": fm.node_opcode,
@@ -220,7 +219,7 @@ def collect_flags_graph(spec: ProgramSpec, options: CollectOptions, bar=None) ->
     t_compile = time.perf_counter() - t0
     if bar is not None:
         bar.set_postfix_str(f"{spec.name}: measure")
-    m = measure_interleaved([lambda e=e: e(*args) for e in executables], options.protocol)
+    m = measure_executables(executables, args, options.protocol)
     runtime = np.round(m.runtime_ns).astype(np.int64)
     arrays = {
         "node_feat": fm.node_feat.astype(np.float32),

@@ -91,6 +91,11 @@ def measure_interleaved(calls: list[Callable[[], Any]], protocol: Protocol = Pro
     return Measurement(np.median(per_round, axis=0), per_round, protocol)  # step 4
 
 
+def measure_executables(executables: list, args, protocol: Protocol = Protocol()) -> Measurement:
+    """`measure_interleaved` of compiled executables, each called as ``executable(*args)``."""
+    return measure_interleaved([lambda e=e: e(*args) for e in executables], protocol)
+
+
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman rank correlation (Pearson correlation of average ranks); nan if either is constant."""
     from scipy.stats import spearmanr

@@ -18,12 +18,12 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from graphcost.frontend.measure import Protocol, measure_interleaved
+from graphcost.frontend.measure import Protocol, measure_executables
 from graphcost.tuning.space import Codes
 
 
@@ -48,7 +48,7 @@ class Remeasurement:
 
 def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], processes: int, protocol: Protocol,
                             allow_fast_math: bool = False, cache_dir: str | Path | None = None,
-                            timeout: float = 900.0, progress=None) -> Remeasurement:
+                            timeout: float = 900.0) -> Remeasurement:
     """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after another."""
     rows, compile_s = [], []
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
@@ -57,7 +57,7 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
             req.write_text(json.dumps({
                 "program": program_ref, "space": space, "allow_fast_math": allow_fast_math,
                 "configs": [list(c) for c in configs], "cache_dir": str(cache_dir) if cache_dir else None,
-                "protocol": {**asdict(protocol), "seed": protocol.seed + 7 * p}}))
+                "protocol": asdict(replace(protocol, seed=protocol.seed + 7 * p))}))
             proc = subprocess.run([sys.executable, "-m", "graphcost.tuning.worker", str(req), str(res)],
                                   capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
             if proc.returncode != 0 or not res.exists():
@@ -66,23 +66,16 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
             out = json.loads(res.read_text())
             rows.append(out["runtime_ns"])
             compile_s.append(out["compile_s"])
-            if progress is not None:
-                progress(p + 1)
     return Remeasurement(np.array(rows, np.float64), "cross-process", compile_s)
 
 
-def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: Protocol, progress=None) -> Remeasurement:
+def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: Protocol) -> Remeasurement:
     """Fallback for programs without a reference: `passes` independent interleaved passes here."""
     import time
 
     t0 = time.perf_counter()
     exes = [evaluator.compile(c) for c in configs]
     compile_s = time.perf_counter() - t0
-    flat = evaluator.program.flat_args
-    rows = []
-    for p in range(passes):
-        proto = Protocol(protocol.rounds, protocol.calls, protocol.warmup, protocol.seed + 7 * p)
-        rows.append(measure_interleaved([lambda e=e: e(*flat) for e in exes], proto).runtime_ns)
-        if progress is not None:
-            progress(p + 1)
+    rows = [measure_executables(exes, evaluator.program.flat_args, replace(protocol, seed=protocol.seed + 7 * p)).runtime_ns
+            for p in range(passes)]
     return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1))

@@ -22,12 +22,12 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from graphcost.frontend.measure import Protocol, measure_interleaved
+from graphcost.frontend.measure import Protocol, measure_executables
 from graphcost.tuning.space import Codes, Space, TuneProgram
 
 OK = "ok"
@@ -171,11 +171,9 @@ class Evaluator:
             else:
                 timed.append((i, exe))
         if timed:
-            flat = self.program.flat_args
             exes = [self.default_exe] + [e for _, e in timed]
-            seed = self.protocol.seed + 1009 * self.batches
-            protocol = Protocol(self.protocol.rounds, self.protocol.calls, self.protocol.warmup, seed)
-            m = measure_interleaved([lambda e=e: e(*flat) for e in exes], protocol)
+            protocol = replace(self.protocol, seed=self.protocol.seed + 1009 * self.batches)
+            m = measure_executables(exes, self.program.flat_args, protocol)
             default_ns = float(m.runtime_ns[0])
             for (i, _), rt in zip(timed, m.runtime_ns[1:]):
                 trials[i] = Trial(batch[i], OK, ratio=float(rt) / default_ns, runtime_ns=float(rt), default_ns=default_ns)

@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
     from graphcost.atomic import atomic_write_json
-    from graphcost.frontend.measure import Protocol, measure_interleaved
+    from graphcost.frontend.measure import Protocol, measure_executables
     from graphcost.tuning.evaluate import compile_config
     from graphcost.tuning.program import load_program
     from graphcost.tuning.space import TuneProgram, make_space
@@ -35,8 +35,7 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     exes = [compile_config(program, space, space.check(c)) for c in req["configs"]]
     compile_s = time.perf_counter() - t0
-    flat = program.flat_args
-    m = measure_interleaved([lambda e=e: e(*flat) for e in exes], Protocol(**req["protocol"]))
+    m = measure_executables(exes, program.flat_args, Protocol(**req["protocol"]))
     atomic_write_json({"runtime_ns": m.runtime_ns.tolist(), "compile_s": round(compile_s, 3)}, out_path)
     return 0
 
