@@ -186,14 +186,14 @@ class FlagSpace(Space):
 
     def graph_for(self, program, kind, configs):
         from graphcost.data.graph import TileGraph
+        from graphcost.data.io.tpugraphs_io import placeholder_runtimes
 
         if kind != "tile":
             raise ValueError(f"the flags space is scored by a tile model, not a {kind} model")
         fm = program.featurized()
         feat = flagspace.flag_features([flagspace.FlagConfig(self.values(c)) for c in configs])  # (K, 24)
-        ones = np.ones(len(configs), np.int64)
         return TileGraph(None, fm.node_feat.astype(np.float32), fm.node_opcode, fm.edge_index.astype(np.int64),
-                         feat, ones, ones)
+                         feat, **placeholder_runtimes("tile", len(configs)))
 
 
 _SLOTS = ("out", "in0", "in1")
@@ -238,18 +238,14 @@ class LayoutSpace(Space):
         return program.lower(lp.full_config(self.active, self.triples(codes)))
 
     def describe(self, codes):
-        from graphcost.frontend.layouts import default_perm
-
-        moved = []
-        for site, triple in zip(self.active, self.triples(codes)):
-            for j, perm in enumerate(triple):
-                if perm is not None and tuple(perm) != default_perm(len(perm)):
-                    moved.append({"site": site.index, "primitive": site.primitive, "tensor": _SLOTS[j],
-                                  "minor_to_major": list(perm)})
-        return {"layouts": moved}
+        # a non-zero code is exactly a tensor moved off the default layout (choice 0 is the default)
+        return {"layouts": [{"site": self.active[a].index, "primitive": self.active[a].primitive, "tensor": _SLOTS[j],
+                             "minor_to_major": list(d.choices[c])}
+                            for (a, j), d, c in zip(self.slots, self.dims, codes) if c]}
 
     def graph_for(self, program, kind, configs):
         from graphcost.data.graph import LayoutGraph
+        from graphcost.data.io.tpugraphs_io import placeholder_runtimes
         from graphcost.frontend.layouts import config_features
 
         if kind != "layout":
@@ -257,7 +253,8 @@ class LayoutSpace(Space):
         _, fm, _, node_ids = program.layout_parts()
         feat = config_features([self.triples(c) for c in configs])  # (K, C, 18)
         return LayoutGraph(None, fm.node_feat.astype(np.float32), fm.node_opcode, fm.edge_index.astype(np.int64),
-                           node_ids, feat, np.ones(len(configs), np.int64), fm.node_splits.astype(np.int64))
+                           node_ids, feat, node_splits=fm.node_splits.astype(np.int64),
+                           **placeholder_runtimes("layout", len(configs)))
 
 
 class JointSpace(Space):
