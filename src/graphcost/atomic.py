@@ -111,9 +111,11 @@ def check_new_file(path: str | os.PathLike, overwrite: bool, option: str = "--ou
 RUN_MARKERS = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json")  # files that make a directory a run
 
 
-def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option: str = "--out") -> Path:
+def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option: str = "--out",
+                  markers: tuple[str, ...] = RUN_MARKERS, holds: str = "files (an earlier run?)") -> Path:
     """A run directory may be written when it is missing or empty, continued with `resume`, or replaced
-    with `overwrite` if it is a run directory (holds one of RUN_MARKERS); OutputExistsError otherwise."""
+    with `overwrite` if it is a run directory (holds one of `markers`); OutputExistsError otherwise.
+    `holds` names what an occupied directory holds in the refusal."""
     path = Path(path)
     if resume and overwrite:
         raise OutputExistsError(f"{option} {path}: --resume continues a run and --overwrite replaces it; pass one")
@@ -121,12 +123,12 @@ def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option
         return path
     if not overwrite:
         raise OutputExistsError(
-            f"{option} {path}: already holds files (an earlier run?); pass --overwrite to replace it, "
+            f"{option} {path}: already holds {holds}; pass --overwrite to replace it, "
             "--resume to continue it, or another directory"
         )
-    if not any((path / marker).exists() for marker in RUN_MARKERS):
+    if not any((path / marker).exists() for marker in markers):
         raise OutputExistsError(
-            f"{option} {path}: not a run directory (none of {', '.join(RUN_MARKERS)}); refusing to replace it"
+            f"{option} {path}: not a run directory (none of {', '.join(markers)}); refusing to replace it"
         )
     return path
 

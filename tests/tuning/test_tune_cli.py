@@ -78,6 +78,11 @@ def test_bad_options_are_refused(tmp_path, prog):
     assert res.exit_code == 1 and "needs a cost model" in res.output
     res = runner.invoke(app, ["tune", f"{prog}:make", "--space", "tiles", "--out", str(tmp_path / "o")])
     assert res.exit_code == 1 and "--space must be one of" in res.output
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    res = runner.invoke(app, ["tune", f"{prog}:make", "--out", str(other), "--overwrite"])
+    assert res.exit_code == 1 and "not a run directory" in res.output and (other / "keep.txt").exists()
     (tmp_path / "f").write_text("x")
     res = runner.invoke(app, ["tune", f"{prog}:make", "--out", str(tmp_path / "f")])
     assert res.exit_code == 1 and "is a file" in res.output

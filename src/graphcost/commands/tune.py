@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from graphcost.atomic import blocking_file
+from graphcost.atomic import OutputExistsError, blocking_file, check_run_dir, clear_dir
+
+TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -72,16 +73,17 @@ def register(app: typer.Typer) -> None:
         for run in model:
             if not run.exists():
                 _fail(f"--model {run}: no such run directory or checkpoint")
-        if resume and overwrite:
-            _fail("--resume and --overwrite exclude each other")
         if out.exists() and not out.is_dir():
             _fail(f"{out}: --out must be a directory, but this path is a file")
-        if blocking_file(out) is not None:
-            _fail(f"{out}: --out cannot be created, {blocking_file(out)} is a file")
-        if out.is_dir() and any(out.iterdir()) and not resume:
-            if not overwrite:
-                _fail(f"{out} already holds a tuning run: --resume to continue it, --overwrite to replace it")
-            shutil.rmtree(out)
+        blocker = blocking_file(out)
+        if blocker is not None:
+            _fail(f"{out}: --out cannot be created, {blocker} is a file")
+        try:  # --overwrite replaces only a directory holding a tuning run
+            check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")
+        except OutputExistsError as exc:
+            _fail(str(exc))
+        if overwrite:
+            clear_dir(out)
 
         from graphcost.frontend.jax_program import require_jax
 
