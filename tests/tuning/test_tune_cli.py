@@ -94,3 +94,18 @@ def test_worker_processes_measure_default_and_candidates(tmp_path, prog):
     assert rem.runtime_ns.shape == (2, 2) and (rem.runtime_ns > 0).all()
     assert rem.protocol == "cross-process" and rem.speedups.shape == (2, 1)
     assert any((tmp_path / "cache").iterdir())  # the persistent compilation cache was filled
+
+
+def test_damaged_study_and_model_without_checkpoint_are_one_line_errors(tmp_path, prog):
+    from cli_asserts import one_line_error
+
+    runner = CliRunner()
+    out = tmp_path / "tuned"
+    out.mkdir()
+    (out / "study.db").write_text("not a database")
+    one_line_error(runner.invoke(app, ["tune", f"{prog}:make", "--out", str(out), "--resume", *FAST]),
+                   "study.db", "cannot open the study storage")
+    empty = tmp_path / "emptyrun"
+    empty.mkdir()
+    one_line_error(runner.invoke(app, ["tune", f"{prog}:make", "--model", str(empty), "--strategy", "model",
+                                       "--out", str(tmp_path / "o"), *FAST]), "emptyrun", "best.pt")

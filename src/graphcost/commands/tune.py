@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: measured configurations are saved in {out}; re-run with --resume", err=True)
             raise typer.Exit(130)
-        except (ProgramError, ValueError, RuntimeError) as exc:
+        except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
         failed = sum(t.status != "ok" for t in result.trials)
         typer.echo(f"{name}: {len(result.trials)} configurations measured ({failed} failed); {result.message}")

@@ -54,8 +54,12 @@ class Study:
                               for d in space.dims}
         if len(self.distributions) != len(space.dims):
             raise ValueError(f"the {space.name} space has duplicate dimension names")
-        self.study = optuna.create_study(storage=storage, study_name=name, direction="minimize",
-                                         sampler=sampler, load_if_exists=True)
+        try:
+            self.study = optuna.create_study(storage=storage, study_name=name, direction="minimize",
+                                             sampler=sampler, load_if_exists=True)
+        except Exception as exc:  # noqa: BLE001 - a damaged file or an unreachable server, said in one line
+            first = (str(exc).strip().splitlines() or [""])[0]
+            raise ValueError(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})") from None
         attrs = self.study.user_attrs
         signature = [space.name, [d.name for d in space.dims], [len(d.choices) for d in space.dims]]
         if "signature" not in attrs:

@@ -206,10 +206,11 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
             failed = sum(t.status != OK for t in results)
             bar.set_postfix_str(f"best so far {best[0]:.3f}x the default" + (f", {failed} failed" if failed else ""))
 
-        done = run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed, round_size,
-                            pool_kwargs, on_round, learner)
-        bar.close()
-        trials += done
+        try:
+            trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
+                                   round_size, pool_kwargs, on_round, learner)
+        finally:
+            bar.close()  # also on an error, so its message starts on a line of its own
 
     result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
                     allow_fast_math, out, progress)
