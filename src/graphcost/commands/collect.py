@@ -17,7 +17,9 @@ def register(app: typer.Typer) -> None:
         configs: int = typer.Option(8, min=1, help="Configurations per program."),
         space: str = typer.Option("layout", help="layout (per-node layouts, layout schema) or flags "
                                   "(XLA CPU compiler options, tile schema)."),
-        mode: str = typer.Option("random", help="Layout search mode: random or default (mutations of the default)."),
+        mode: str = typer.Option("both", help="Layout search mode: random, default (mutations of the default) or "
+                                 "both (half each; the random half moves the same number of tensors in several "
+                                 "configurations)."),
         rounds: int = typer.Option(5, min=1, help="Timing rounds (median over rounds)."),
         calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
         warmup: int = typer.Option(2, min=0, help="Warm-up calls per configuration."),
@@ -27,21 +29,37 @@ def register(app: typer.Typer) -> None:
                                            "single-threaded (--xla_cpu_multi_thread_eigen=false): far less "
                                            "sensitive to preemption on a shared machine."),
         compile_workers: int = typer.Option(2, min=1, help="Threads compiling configurations in parallel."),
+        processes: int = typer.Option(3, min=1, help="Fresh measuring processes per graph; the label is the median "
+                                      "over processes (cross-process protocol)."),
+        measure_core: int = typer.Option(None, help="Core the measuring processes are pinned to (default: the last "
+                                         "one); -1 = do not pin."),
+        max_load: float = typer.Option(None, min=0.0, help="Wait before a measuring process while the 1-minute load "
+                                       "average is above this (default: cores - 0.5)."),
+        max_wait: float = typer.Option(300.0, min=0.0, help="Wait at most this many seconds for a quiet machine, "
+                                       "then measure anyway (recorded in the manifest)."),
+        cache_dir: Path = typer.Option(None, help="JAX persistent compilation cache shared by the driver and the "
+                                       "measuring processes (default: OUT/.work/jax-cache, removed when done)."),
+        repeat: bool = typer.Option(False, "--repeat", help="Measure every finished graph of OUT again in new "
+                                    "processes (an independent second collection of the same configurations, "
+                                    "stored as config_runtime_repeat_samples); needs the parameters of OUT's collection."),
         seed: int = typer.Option(0, help="Seed for program sampling, splits, configurations and visit order."),
         list_only: bool = typer.Option(False, "--list", help="Print the selected program names and exit."),
     ) -> None:
         """Compile and time real configurations of JAX/Flax programs; write TpuGraphs-schema npz files.
 
-        Resumable: re-running the same command skips finished graphs. Needs the optional jax extra
+        Each label is the median over --processes fresh measuring processes pinned to one core (the
+        cross-process protocol); the per-process runtimes are stored too. Resumable: re-running the
+        same command skips finished graphs and finished processes. Needs the optional jax extra
         of graphcost (jax, jaxlib, flax, optax).
         """
         if space not in ("layout", "flags"):
             raise typer.BadParameter(f"--space must be 'layout' or 'flags', got {space!r}")
-        if mode not in ("random", "default"):
-            raise typer.BadParameter(f"--mode must be 'random' or 'default', got {mode!r}")
-        from graphcost.frontend.collect import CollectOptions, collect, select_programs
+        if mode not in ("random", "default", "both"):
+            raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
+        from graphcost.frontend.collect import CollectOptions, collect, repeat_collection, select_programs
         from graphcost.frontend.jax_program import require_jax
         from graphcost.frontend.measure import Protocol
+        from graphcost.frontend.protocol import CrossProcess
 
         try:
             specs = select_programs(programs, limit=limit, seed=seed)
@@ -60,18 +78,27 @@ def register(app: typer.Typer) -> None:
         except ImportError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from exc
+        if measure_core is not None and measure_core != -1 and measure_core not in os.sched_getaffinity(0):
+            raise typer.BadParameter(f"--measure-core {measure_core}: this process may only run on cores "
+                                     f"{sorted(os.sched_getaffinity(0))}")
         options = CollectOptions(space=space, mode=mode, configs=configs, seed=seed,
                                  protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
-                                 compile_workers=compile_workers)
+                                 cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,
+                                                    max_wait_s=max_wait),
+                                 compile_workers=compile_workers, cache_dir=cache_dir)
         try:
-            manifest = collect(specs, out, options)
+            manifest = repeat_collection(out, options) if repeat else collect(specs, out, options)
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)
-        except ValueError as exc:
+        except (ValueError, RuntimeError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         graphs = manifest["graphs"]
         spreads = [g["spread"] for g in graphs.values()]
+        flagged = sorted(n for n, g in graphs.items() if g.get("flagged"))
         typer.echo(f"{len(graphs)} graphs in {out} ({space}); runtime spread (slowest/fastest) "
                    f"median {sorted(spreads)[len(spreads) // 2]:.2f}x" if spreads else f"no graphs in {out}")
+        if flagged:
+            typer.echo(f"{len(flagged)} graphs flagged as not separable by this machine (between-process noise "
+                       f"comparable to the runtime spread): {', '.join(flagged)}")

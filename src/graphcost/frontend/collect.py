@@ -12,11 +12,22 @@ Two configuration spaces:
 The graph of every file is the UNOPTIMIZED HLO module of the program (what the compiler and
 its configuration act on), featurized by `graphcost.frontend.featurizer`.
 
+Every label comes from the cross-process protocol (`graphcost.frontend.protocol`): the driver
+compiles a graph's configurations into JAX's persistent compilation cache, then P fresh measuring
+processes pinned to one core time them all; the label is the median over processes, and the
+(K, P) samples are stored beside it (``config_runtime_samples``, int64 ns; layout files also get
+``config_search_mode``, 'default' or 'random' per configuration). Extra keys are ignored by the
+TpuGraphs loaders. ``repeat_collection`` measures every finished graph again, in P new processes
+at a later time: an independent second collection of the same configurations, stored as
+``config_runtime_repeat_samples`` (K, P), from which the card's repeatability table and the
+benchmarks' noise ceiling are computed.
+
 Output directory: ``OUT/{train,valid,test}/<program>.npz`` plus ``OUT/manifest.json`` (collection
-parameters, environment metadata, one entry per finished graph). Programs are split by graph,
-stratified by family, deterministically from the seed. Every file is written atomically; a
-finished graph (file present AND listed in the manifest) is skipped on a re-run, so an
-interrupted collection resumes where it stopped.
+parameters, environment metadata, one entry per finished graph with its noise statistics, the
+load around each process and the wall time). Programs are split by graph, stratified by family,
+deterministically from the seed. Every file is written atomically. Resume: a finished graph
+(file present AND listed in the manifest) is skipped; the finished processes of an unfinished
+graph (``OUT/.work/<program>/proc<p>.npz``) are kept and not measured again.
 """
 
 from __future__ import annotations
@@ -24,18 +35,20 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json
-from graphcost.frontend.measure import Protocol, environment_metadata, measure_executables, spearman
+from graphcost.atomic import atomic_write_json, atomic_write_text
+from graphcost.frontend.measure import Protocol, environment_metadata, load_average, spearman
+from graphcost.frontend.protocol import CrossProcess, combine, noise_stats, run_worker, wait_for_quiet
 from graphcost.frontend.zoo import ProgramSpec, list_programs
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
+WORK = ".work"
 
 
 @dataclass
@@ -43,17 +56,20 @@ class CollectOptions:
     """Parameters of one collection (recorded in the manifest; a resume must use the same)."""
 
     space: str = "layout"  # layout | flags
-    mode: str = "random"  # layout search mode: random | default
+    mode: str = "both"  # layout search mode: random | default | both (half each, see layouts.sample_mixed_configs)
     configs: int = 8
     seed: int = 0
     protocol: Protocol = field(default_factory=Protocol)
+    cross: CrossProcess = field(default_factory=CrossProcess)
     split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
-    compile_workers: int = 2  # not part of the collection key: it does not change what is measured
+    # not part of the collection key: they do not change what is measured
+    compile_workers: int = 2
+    cache_dir: Path | None = None  # None: OUT/.work/jax-cache
 
     def key(self) -> dict[str, Any]:
         return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
                 "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
-                "warmup": self.protocol.warmup, "xla_flags": os.environ.get("XLA_FLAGS", "")}
+                "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
 
 
 # --- program selection and splits ------------------------------------------------------------
@@ -111,8 +127,8 @@ def assign_splits(specs: list[ProgramSpec], fractions=(0.7, 0.15, 0.15), seed: i
 
 # --- manifest ------------------------------------------------------------------------------
 
-def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
-    """The existing manifest (checked against `options`) or a fresh one."""
+def load_manifest(out_dir: Path, options: CollectOptions | None) -> dict[str, Any]:
+    """The existing manifest (checked against `options` unless None) or a fresh one."""
     path = out_dir / MANIFEST
     if path.exists():
         try:
@@ -120,49 +136,87 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
         old = manifest.get("collection", {})
-        if old != options.key():
+        if options is not None and old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
                              "use another --out directory or the same parameters to resume")
+        if not isinstance(manifest.get("graphs", {}), dict):
+            raise ValueError(f"{path}: key 'graphs' must be an object of per-graph entries")
         manifest.setdefault("graphs", {})
         return manifest
+    if options is None:
+        raise ValueError(f"{path}: no collection here to repeat (collect it first)")
     return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
 
 
-# --- one graph -----------------------------------------------------------------------------
+# --- one graph: configurations, driver compile ------------------------------------------------
 
-def collect_layout_graph(spec: ProgramSpec, options: CollectOptions, bar=None) -> tuple[dict, dict]:
-    """Build, featurize, configure, compile and measure one program in the layout space.
+@dataclass
+class GraphJob:
+    """One program's configurations, ready to measure: npz arrays without labels, the worker job."""
 
-    Returns ``(arrays, info)``: npz arrays in the layout schema and a manifest entry.
-    """
-    from graphcost.frontend.layouts import LayoutProgram, config_features, locate_sites, sample_configs
+    spec: ProgramSpec
+    kind: str  # layout | tile
+    arrays: dict  # static npz arrays (graph + configuration features [+ config_search_mode])
+    job: dict  # JSON job of `graphcost.frontend.measure_worker`
+    lowered: list  # one jax `Lowered` per configuration (driver compile)
+    compiler_options: list  # one dict or None per configuration
+    info: dict  # manifest fields known before measuring
 
-    t0 = time.perf_counter()
+
+def prepare_layout(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
+    """Build, featurize and configure one program in the layout space."""
+    from graphcost.frontend.layouts import (
+        LayoutProgram,
+        config_features,
+        locate_sites,
+        sample_configs,
+        sample_mixed_configs,
+    )
+
     fn, args = spec.build()
     lp = LayoutProgram(fn, args)
     fm, active, node_ids = locate_sites(lp)
     if not active:
         raise ValueError(f"{spec.name}: no configurable dot/convolution/reshape node found")
-    configs = sample_configs(active, options.configs, options.mode, seed=options.seed)
-    lowered = [lp.lowered(lp.full_config(active, cfg)) for cfg in configs]
-    executables = compile_all(lowered, [None] * len(lowered), options.compile_workers, bar, spec.name)
-    t_compile = time.perf_counter() - t0
-    if bar is not None:
-        bar.set_postfix_str(f"{spec.name}: measure {len(configs)} configs x {options.protocol.rounds} rounds")
-    m = measure_executables(executables, lp.flat_args, options.protocol)
-    arrays = {
-        "node_feat": fm.node_feat.astype(np.float32),
-        "node_opcode": fm.node_opcode,
-        "edge_index": fm.edge_index.astype(np.int64),
-        "node_config_ids": node_ids,
-        "node_config_feat": config_features(configs),
-        "config_runtime": np.round(m.runtime_ns).astype(np.int64),
-        "node_splits": fm.node_splits.astype(np.int64),
-    }
-    info = _info(spec, arrays["node_feat"].shape[0], len(fm.edge_index), m, t_compile, time.perf_counter() - t0)
-    info.update(num_configurable=int(len(node_ids)), num_jax_sites=len(lp.sites))
-    return arrays, info
+    if options.mode == "both":
+        configs, modes = sample_mixed_configs(active, options.configs, seed=options.seed)
+    else:
+        configs = sample_configs(active, options.configs, options.mode, seed=options.seed)
+        modes = [options.mode] * len(configs)
+    full = [lp.full_config(active, cfg) for cfg in configs]
+    arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
+              "edge_index": fm.edge_index.astype(np.int64), "node_config_ids": node_ids,
+              "node_config_feat": config_features(configs), "node_splits": fm.node_splits.astype(np.int64),
+              "config_search_mode": np.asarray(modes)}
+    job = {"space": "layout", "program": spec.name, "configs": [[list(map(_perm_json, t)) for t in c] for c in full]}
+    info = {"num_configurable": int(len(node_ids)), "num_jax_sites": len(lp.sites),
+            "configs_by_mode": {m: modes.count(m) for m in sorted(set(modes))}}
+    return GraphJob(spec, "layout", arrays, job, [lp.lowered(c) for c in full], [None] * len(full), info)
+
+
+def _perm_json(perm):
+    return None if perm is None else list(perm)
+
+
+def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
+    """Build and featurize one program; its configurations in the XLA CPU flag space."""
+    from graphcost.frontend.flags import flag_configs, flag_features
+    from graphcost.frontend.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
+
+    import jax
+
+    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.flags) is XLA:CPU's
+        raise ValueError(f"--space flags measures XLA CPU compiler options, but JAX's default backend here is "
+                         f"'{jax.default_backend()}'; run with JAX_PLATFORMS=cpu")  # fmt: skip
+    fn, args = spec.build()
+    lowered = lower(fn, args)
+    fm = featurize_hlo_bytes(unoptimized_hlo_bytes(lowered))
+    configs = flag_configs(options.configs, seed=options.seed)  # configs[0] is the default
+    arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
+              "edge_index": fm.edge_index.astype(np.int64), "config_feat": flag_features(configs)}
+    job = {"space": "flags", "program": spec.name, "configs": [list(c.values) for c in configs]}
+    return GraphJob(spec, "tile", arrays, job, [lowered] * len(configs), [c.compiler_options() for c in configs], {})
 
 
 def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, name: str = "") -> list:
@@ -186,87 +240,218 @@ def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, n
         return list(pool.map(one, range(len(lowered))))
 
 
-def _info(spec: ProgramSpec, n_nodes: int, n_edges: int, m, t_compile: float, t_total: float) -> dict:
-    rt = m.runtime_ns
-    a, b = m.split_halves() if m.per_round_ns.shape[0] >= 2 else (rt, rt)
-    return {"family": spec.family, "hparams": spec.hparams, "num_nodes": int(n_nodes), "num_edges": int(n_edges),
-            "num_configs": int(len(rt)), "runtime_ns_min": float(rt.min()), "runtime_ns_max": float(rt.max()),
-            "spread": float(rt.max() / rt.min()), "spearman_even_odd_rounds": spearman(a, b),
-            "compile_s": round(t_compile, 2), "total_s": round(t_total, 2)}
+# --- one graph: P measuring processes ---------------------------------------------------------
+
+def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, before_first=None,
+                      status=None) -> tuple[np.ndarray, list[dict]]:
+    """Run the P processes of `job` that have no result yet in `work` (``<prefix><p>.npz``).
+
+    before_first: called once before the first process that must run (the driver compile).
+    Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
+    time, its compile/load time, whether the machine was quiet). A job file that differs from
+    the one the kept results were measured with discards them.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    job_path = work / f"{prefix}-job.json"
+    text = json.dumps(job, sort_keys=True)
+    if job_path.exists() and job_path.read_text(encoding="utf-8") != text:
+        for old in work.glob(f"{prefix}[0-9]*.npz"):
+            old.unlink()
+    if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
+        atomic_write_text(job_path, text)
+    rows, records = [], []
+    for p in range(cross.processes):
+        out = work / f"{prefix}{p}.npz"
+        if not out.exists():
+            if before_first is not None:
+                before_first()
+                before_first = None
+            say = (lambda msg, p=p: status(f"process {p + 1}/{cross.processes}: {msg}")) if status else None
+            quiet = wait_for_quiet(cross.load_threshold(), cross.max_wait_s, say)
+            if status:
+                status(f"process {p + 1}/{cross.processes}: measuring (load {_fmt_load(quiet['load'])})")
+            t0 = time.perf_counter()
+            run_worker(job_path, p, out, cross.core(), cross.worker_timeout_s)
+            wall = round(time.perf_counter() - t0, 2)
+            rec_extra = {"waited_s": quiet["waited_s"], "quiet": quiet["quiet"], "wall_s": wall}
+        else:
+            rec_extra = {"resumed": True}
+        with np.load(out, allow_pickle=False) as z:
+            rows.append(np.asarray(z["runtime_ns"], np.float64))
+            records.append({"load_start": _list(z["loadavg_start"]), "load_end": _list(z["loadavg_end"]),
+                            "compile_or_load_s": round(float(z["compile_s"]), 2), "core": int(z["core"]), **rec_extra})
+    k = len(job["configs"]) if "configs" in job else len(job["fake_runtime_ns"][0])
+    if any(len(r) != k for r in rows):
+        raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
+    return np.stack(rows, axis=1), records  # (K, P)
 
 
-def collect_flags_graph(spec: ProgramSpec, options: CollectOptions, bar=None) -> tuple[dict, dict]:
-    """One program in the compiler-flag space: tile-schema arrays and a manifest entry."""
-    from graphcost.frontend.flags import flag_configs, flag_features
-    from graphcost.frontend.jax_program import (
-        featurize_hlo_bytes,
-        lower,
-        unoptimized_hlo_bytes,
-    )
+def _list(a) -> list:
+    return [round(float(x), 2) for x in np.asarray(a).ravel()]
 
-    import jax
 
-    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.flags) is XLA:CPU's
-        raise ValueError(f"--space flags measures XLA CPU compiler options, but JAX's default backend here is "
-                         f"'{jax.default_backend()}'; run with JAX_PLATFORMS=cpu")  # fmt: skip
-    t0 = time.perf_counter()
-    fn, args = spec.build()
-    lowered = lower(fn, args)
-    fm = featurize_hlo_bytes(unoptimized_hlo_bytes(lowered))
-    configs = flag_configs(options.configs, seed=options.seed)  # configs[0] is the default
-    executables = compile_all([lowered] * len(configs), [c.compiler_options() for c in configs],
-                              options.compile_workers, bar, spec.name)
-    t_compile = time.perf_counter() - t0
-    if bar is not None:
-        bar.set_postfix_str(f"{spec.name}: measure")
-    m = measure_executables(executables, args, options.protocol)
-    runtime = np.round(m.runtime_ns).astype(np.int64)
-    arrays = {
-        "node_feat": fm.node_feat.astype(np.float32),
-        "node_opcode": fm.node_opcode,
-        "edge_index": fm.edge_index.astype(np.int64),
-        "config_feat": flag_features(configs),
-        "config_runtime": runtime,
-        "config_runtime_normalizers": np.full_like(runtime, runtime[0]),  # default flags' runtime
-    }
-    return arrays, _info(spec, len(fm.node_feat), len(fm.edge_index), m, t_compile, time.perf_counter() - t0)
+def _fmt_load(load) -> str:
+    return "?" if not load else f"{load[0]:.2f}"
+
+
+def summarize(samples: np.ndarray) -> dict:
+    """Manifest fields of a (K, P) sample matrix: label range, spread, noise statistics."""
+    label = combine(samples)
+    return {"num_configs": int(len(label)), "runtime_ns_min": float(label.min()), "runtime_ns_max": float(label.max()),
+            "spread": float(label.max() / label.min()), **noise_stats(samples)}
+
+
+def label_arrays(kind: str, samples: np.ndarray, prefix: str = "config_runtime") -> dict:
+    """npz label keys of a (K, P) sample matrix: the median label and the samples (int64 ns)."""
+    label = np.round(combine(samples)).astype(np.int64)
+    out = {prefix: label, f"{prefix}_samples": np.round(samples).astype(np.int64)}
+    if kind == "tile":  # TpuGraphs tile files normalise by the default configuration (configs[0])
+        out["config_runtime_normalizers"] = np.full_like(label, label[0])
+    return out
 
 
 def save_arrays(arrays: dict, path: Path, kind: str) -> None:
-    """Validate with `graphcost.data.io.validate` and write atomically with `graphcost.data.io.tpugraphs_io`."""
-    from graphcost.data.graph import LayoutGraph, TileGraph
-    from graphcost.data.io.tpugraphs_io import save_graph
+    """Validate the TpuGraphs keys (`graphcost.data.io.validate`); write all keys atomically, compressed."""
+    from graphcost.data.io.npz_stream import NpzWriter
+    from graphcost.data.io.schema import keys_for_kind
+    from graphcost.data.io.validate import validate_arrays
 
-    graph = LayoutGraph(path=None, **arrays) if kind == "layout" else TileGraph(path=None, **arrays)
-    save_graph(graph, path, compressed=True, validate=True)
+    official = {s.name for s in keys_for_kind(kind)}
+    validate_arrays({k: v for k, v in arrays.items() if k in official}, path=path, kind=kind)
+    with NpzWriter(path, compressed=True) as writer:
+        for key, value in arrays.items():
+            writer.write(key, np.asarray(value))
 
 
 # --- the collection loop -------------------------------------------------------------------
+
+def _prepare(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
+    gj = (prepare_layout if options.space == "layout" else prepare_flags)(spec, options)
+    gj.job.update(protocol=asdict(options.protocol), cache_dir=str(options.cache_dir))
+    return gj
+
+
+def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
+    """Compile into the persistent cache (the measuring processes then load); record the time."""
+    t0 = time.perf_counter()
+    compile_all(gj.lowered, gj.compiler_options, options.compile_workers, bar, gj.spec.name)
+    return {"compile_s": round(time.perf_counter() - t0, 2)}
+
 
 def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
     """Collect every program in `specs` into `out_dir` (resumable). Returns the manifest."""
     from tqdm.auto import tqdm
 
+    from graphcost.frontend.measure_worker import configure_cache
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir, options)
+    options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+    configure_cache(str(options.cache_dir))
     splits = assign_splits(specs, options.split_fractions, options.seed)
     manifest["environment"] = environment_metadata(options.protocol)
+    manifest["environment"]["cross_process"] = options.cross.describe()
     todo = [s for s in specs if not (s.name in manifest["graphs"] and (out_dir / manifest["graphs"][s.name]["file"]).exists())]
-    kind = "layout" if options.space == "layout" else "tile"
-    worker = collect_layout_graph if options.space == "layout" else collect_flags_graph
     bar = tqdm(total=len(specs), initial=len(specs) - len(todo), unit="graph", disable=not progress,
                desc=f"collect {options.space}")
     try:
         for spec in todo:
-            arrays, info = worker(spec, options, bar)
+            t0 = time.perf_counter()
+            bar.set_postfix_str(f"{spec.name}: prepare")
+            gj = _prepare(spec, options)
+            timing = {"compile_s": 0.0}
+            work = out_dir / WORK / spec.name
+            samples, records = measure_processes(
+                gj.job, work, "proc", options.cross,
+                before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
+                status=lambda msg: bar.set_postfix_str(f"{spec.name}: {msg}"))
             rel = f"{splits[spec.name]}/{spec.name}.npz"
-            save_arrays(arrays, out_dir / rel, kind)
-            manifest["graphs"][spec.name] = {"file": rel, "split": splits[spec.name], **info}
+            save_arrays({**gj.arrays, **label_arrays(gj.kind, samples)}, out_dir / rel, gj.kind)
+            manifest["graphs"][spec.name] = {
+                "file": rel, "split": splits[spec.name], "family": spec.family, "hparams": spec.hparams,
+                "num_nodes": int(len(gj.arrays["node_feat"])), "num_edges": int(len(gj.arrays["edge_index"])),
+                **gj.info, **summarize(samples), "processes": records, **timing,
+                "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
             atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+            _remove_work(work)
             bar.update(1)
     finally:
         bar.close()
-    manifest["environment"]["loadavg_end"] = environment_metadata()["host"]["loadavg"]
+    manifest["environment"]["loadavg_end"] = load_average()
     atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+    _cleanup(out_dir, manifest, specs)
     return manifest
+
+
+def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+    """Measure every finished graph of the collection in `out_dir` again, in P new processes.
+
+    The configurations are rebuilt from the manifest's parameters and checked against the file's
+    configuration features; the repeat's (K, P) samples go into the file as
+    ``config_runtime_repeat_samples`` and the manifest entry gets ``repeat`` (Spearman of the two
+    labels, noise, loads, date). Resumable like `collect`.
+    """
+    from tqdm.auto import tqdm
+
+    from graphcost.frontend.measure_worker import configure_cache
+    from graphcost.frontend.zoo import get_program
+
+    out_dir = Path(out_dir)
+    manifest = load_manifest(out_dir, options)
+    options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+    configure_cache(str(options.cache_dir))
+    names = sorted(manifest["graphs"])
+    todo = [n for n in names if "repeat" not in manifest["graphs"][n]]
+    manifest.setdefault("repeat_environment", environment_metadata(options.protocol))
+    bar = tqdm(total=len(names), initial=len(names) - len(todo), unit="graph", disable=not progress,
+               desc=f"repeat {options.space}")
+    try:
+        for name in todo:
+            entry = manifest["graphs"][name]
+            path = out_dir / entry["file"]
+            t0 = time.perf_counter()
+            bar.set_postfix_str(f"{name}: prepare")
+            gj = _prepare(get_program(name), options)
+            with np.load(path, allow_pickle=False) as z:
+                stored = {k: z[k] for k in z.files}
+            feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
+            if not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
+                raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "
+                                 "(another graphcost version?); a repeat must measure the same configurations")
+            timing = {"compile_s": 0.0}
+            work = out_dir / WORK / name
+            samples, records = measure_processes(
+                gj.job, work, "repeat", options.cross,
+                before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
+                status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
+            stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
+            save_arrays(stored, path, gj.kind)
+            entry["repeat"] = {"spearman_vs_label": round(spearman(combine(samples), stored["config_runtime"]), 4),
+                               **noise_stats(samples), "processes": records, **timing,
+                               "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
+            atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+            _remove_work(work)
+            bar.update(1)
+    finally:
+        bar.close()
+    _cleanup(out_dir, manifest, None)
+    return manifest
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _remove_work(work: Path) -> None:
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _cleanup(out_dir: Path, manifest: dict, specs) -> None:
+    """Remove OUT/.work (compile cache, per-process results) once every graph is finished."""
+    wanted = set(manifest["graphs"]) if specs is None else {s.name for s in specs}
+    if wanted <= set(manifest["graphs"]) and not any(
+            p.is_dir() and p.name != "jax-cache" for p in (out_dir / WORK).glob("*")):
+        _remove_work(out_dir / WORK)

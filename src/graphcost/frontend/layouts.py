@@ -276,6 +276,57 @@ def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tr
     return out
 
 
+def sample_mixed_configs(sites: list[Site], num: int, seed: int = 0, levels: int = 8) -> tuple[list[list[tuple]], list[str]]:
+    """`num` distinct configurations from both search modes, and the mode of each.
+
+    The first half (rounded down) comes from mode ``default`` (configuration 0 is the default,
+    the others move 1-3 tensors off it). The second half comes from mode ``random`` with
+    *stratified* counts: the number of tensors moved off the default cycles through up to
+    `levels` values spread evenly over [1, number of configurable tensors], so that several
+    configurations move the SAME number of tensors and only which tensors move, and how, can
+    tell them apart (the count of moved tensors alone cannot rank them).
+    """
+    rng = np.random.default_rng(seed + 104729)
+    configs = sample_configs(sites, num // 2, "default", seed=seed)
+    modes = ["default"] * len(configs)
+    slots = [(i, j) for i, s in enumerate(sites) for j, r in enumerate(s.ranks) if r]
+    if not slots:
+        return configs, modes
+    counts = np.unique(np.round(np.linspace(1, len(slots), min(levels, len(slots)))).astype(int))
+    seen = {tuple(tuple(c) for c in cfg) for cfg in configs}
+    base, tries, i = default_config(sites), 0, 0
+    while len(configs) < num and tries < 50 * num:
+        tries += 1
+        m = int(counts[i % len(counts)])
+        cfg = [list(c) for c in base]
+        for pick in rng.choice(len(slots), size=m, replace=False):
+            a, b = slots[pick]
+            options = [p for p in _perms(sites[a].ranks[b]) if p != base[a][b]]
+            cfg[a][b] = options[rng.integers(len(options))]
+        key = tuple(tuple(c) for c in cfg)
+        if key in seen:
+            continue
+        seen.add(key)
+        configs.append([tuple(c) for c in cfg])
+        modes.append("random")
+        i += 1
+    return configs, modes
+
+
+def moved_tensors(node_config_feat: np.ndarray) -> np.ndarray:
+    """(K,) number of configurable tensors off the default row-major layout, from (K, C, 18) features.
+
+    A tensor slot (6 columns) with rank r holds ``minor_to_major`` in its first r columns (-1
+    beyond); the default is ``(r-1, ..., 0)``. This is the trivial "count" baseline of the
+    cost-model benchmarks.
+    """
+    feat = np.asarray(node_config_feat).reshape(*node_config_feat.shape[:2], 3, 6)  # (K, C, 3, 6)
+    rank = (feat >= 0).sum(-1, keepdims=True)  # (K, C, 3, 1)
+    default = rank - 1 - np.arange(6)  # (K, C, 3, 6): r-1, r-2, ..., 0, then negatives
+    moved = ((feat != default) & (feat >= 0)).any(-1) & (rank[..., 0] > 0)
+    return moved.sum(axis=(1, 2))
+
+
 def config_features(configs: list[list[tuple]]) -> np.ndarray:
     """(K, C, 18) float32: per node output / operand-0 / operand-1 minor_to_major, -1 padded."""
     k, c = len(configs), len(configs[0]) if configs else 0

@@ -64,27 +64,32 @@ def _block(out: Any) -> None:
 
 
 def measure_interleaved(calls: list[Callable[[], Any]], protocol: Protocol = Protocol(),
-                        progress: Callable[[int], None] | None = None) -> Measurement:
+                        progress: Callable[[int], None] | None = None,
+                        clock: Callable[[], int] = time.perf_counter_ns,
+                        block: Callable[[Any], None] | None = None) -> Measurement:
     """Time zero-argument callables (one per configuration) with the interleaved protocol.
 
     calls: already compiled executables bound to their arguments, e.g. ``lambda: compiled(*args)``.
     progress: called with the number of timing visits just completed (for a progress bar).
+    clock: nanosecond timer (a fake one in tests); block: waits for a call's outputs
+    (default ``jax.block_until_ready``).
     """
+    block = block or _block
     k = len(calls)
     if k == 0:
         raise ValueError("nothing to measure: no configurations")
     rng = np.random.default_rng(protocol.seed)
     for call in calls:  # step 2: warm-up (page-in, thread-pool start, caches)
         for _ in range(protocol.warmup):
-            _block(call())
+            block(call())
     per_round = np.empty((protocol.rounds, k), np.float64)
     for r in range(protocol.rounds):  # step 3: round-robin in a fresh random order
         for j in rng.permutation(k):
             best = np.inf
             for _ in range(protocol.calls):
-                t0 = time.perf_counter_ns()
-                _block(calls[j]())
-                best = min(best, time.perf_counter_ns() - t0)
+                t0 = clock()
+                block(calls[j]())
+                best = min(best, clock() - t0)
             per_round[r, j] = best
         if progress is not None:
             progress(k)

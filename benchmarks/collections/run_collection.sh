@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The shipped real datasets' collection (see src/graphcost/datasets/*/CARD.md): layout and flags,
+# each measured twice in independent process sets (the second pass: --repeat). Resumable: re-run it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+GC=${GC:-graphcost}
+OUT=${OUT:-benchmarks/collections}
+COMMON=(--limit 0 --configs 64 --rounds 7 --calls 5 --warmup 2 --seed 0 --processes 3 --compile-workers 2
+        --max-load "${MAX_LOAD:-1.5}" --max-wait "${MAX_WAIT:-300}")
+LAYOUT=(--space layout --mode both --programs "$(paste -sd, benchmarks/collections/layout_programs.txt)")
+FLAGS=(--space flags --programs "$(paste -sd, benchmarks/collections/flags_programs.txt)")
+$GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout"
+$GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags"
+$GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" --repeat
+$GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" --repeat

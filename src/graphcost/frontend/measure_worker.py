@@ -1,0 +1,127 @@
+"""One measuring process of the cross-process protocol (`graphcost.frontend.protocol`).
+
+``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz [--core N]``
+
+Pins itself to core N (before JAX starts its thread pools), rebuilds the job's zoo program,
+compiles every configuration through JAX's persistent compilation cache (``cache_dir`` of the
+job: a load when the driver compiled it already), times them with the interleaved protocol
+(`graphcost.frontend.measure.measure_interleaved`, seed ``protocol.seed + 1000 * P``) and writes
+``OUT.npz`` atomically:
+
+* ``runtime_ns`` (K,) float64 and ``per_round_ns`` (rounds, K) float64;
+* ``compile_s``: time to compile or load all K executables in this process;
+* ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned).
+
+Job kinds (key ``space``): ``layout`` (``configs``: one full layout configuration per entry, a
+list over the program's layout sites of [output, operand 0, operand 1] ``minor_to_major`` or
+null), ``flags`` (``configs``: flag values of `graphcost.frontend.flags.FLAG_COLUMNS`) and
+``fake`` (no program: ``fake_runtime_ns[P][k]`` nanoseconds elapse on a fake clock per call of
+configuration k, a number or a list taken in turn by successive calls, warm-up included; used by the tests of the protocol and for dry runs of a collection).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def _pin(core: int | None) -> int:
+    if core is None:
+        return -1
+    try:
+        os.sched_setaffinity(0, {core})
+    except (AttributeError, OSError) as exc:
+        raise SystemExit(f"cannot pin the measuring process to core {core}: {exc}") from None
+    return core
+
+
+def configure_cache(cache_dir: str | None) -> None:
+    """Send every compile of this process through JAX's persistent cache in `cache_dir`."""
+    import jax
+
+    if cache_dir:
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def compile_job(job: dict) -> tuple[list, list]:
+    """``(executables, flat_args)`` of a layout or flags job (compiles through the configured cache)."""
+    from graphcost.frontend.jax_program import compile_lowered, lower
+    from graphcost.frontend.zoo import get_program
+
+    fn, args = get_program(job["program"]).build()
+    if job["space"] == "layout":
+        from graphcost.frontend.layouts import LayoutProgram
+
+        lp = LayoutProgram(fn, args)
+        configs = [[tuple(tuple(p) if p is not None else None for p in triple) for triple in cfg]
+                   for cfg in job["configs"]]
+        return [compile_lowered(lp.lowered(cfg)) for cfg in configs], lp.flat_args
+    from graphcost.frontend.flags import FlagConfig
+
+    lowered = lower(fn, args)
+    return [compile_lowered(lowered, FlagConfig(tuple(v)).compiler_options()) for v in job["configs"]], list(args)
+
+
+def fake_calls(runtime_ns: list):
+    """Zero-argument calls and a clock: call k advances the clock by runtime_ns[k] nanoseconds
+    (a number, or a list whose values successive calls take in turn, cycling)."""
+    from itertools import cycle
+
+    now = [0]
+
+    def clock() -> int:
+        return now[0]
+
+    def make(t):
+        steps = cycle(t if isinstance(t, list) else [t])
+
+        def call():
+            now[0] += int(next(steps))
+        return call
+
+    return [make(t) for t in runtime_ns], clock
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m graphcost.frontend.measure_worker")
+    ap.add_argument("job")
+    ap.add_argument("process", type=int)
+    ap.add_argument("out")
+    ap.add_argument("--core", type=int, default=None)
+    a = ap.parse_args(argv)
+    core = _pin(a.core)
+    with open(a.job, encoding="utf-8") as fh:
+        job = json.load(fh)
+
+    import numpy as np
+
+    from graphcost.atomic import atomic_write
+    from graphcost.frontend.measure import Protocol, load_average, measure_interleaved
+
+    load_start = load_average() or [np.nan] * 3
+    protocol = Protocol(**{**job["protocol"], "seed": job["protocol"]["seed"] + 1000 * a.process})
+    t0 = time.perf_counter()
+    if job["space"] == "fake":
+        calls, clock = fake_calls(job["fake_runtime_ns"][a.process])
+        block = lambda out: None  # noqa: E731 - nothing to wait for
+    else:
+        configure_cache(job.get("cache_dir"))
+        exes, flat_args = compile_job(job)
+        calls, clock, block = [lambda e=e: e(*flat_args) for e in exes], time.perf_counter_ns, None
+    compile_s = time.perf_counter() - t0
+    m = measure_interleaved(calls, protocol, clock=clock, block=block)
+    with atomic_write(a.out) as fh:
+        np.savez(fh, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, compile_s=compile_s, core=core,
+                 loadavg_start=np.asarray(load_start, np.float64),
+                 loadavg_end=np.asarray(load_average() or [np.nan] * 3, np.float64))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,148 @@
+"""The cross-process measurement protocol of `graphcost collect` (issue 17, part 1).
+
+One process's timings of a set of configurations agree well with themselves (the interleaved
+protocol of `graphcost.frontend.measure`) and badly with another process's: code placement,
+page alignment, allocator state and the kernel's scheduling differ from process to process. A
+label that only one process saw is therefore partly that process's accident. The protocol:
+
+1. the configurations of a graph are compiled once by the driver, into JAX's persistent
+   compilation cache (``cache_dir``), with several compile threads;
+2. ``P`` fresh worker processes (`graphcost.frontend.measure_worker`), one after another, each
+   pinned to one core (``measure_core``) with XLA single-threaded, rebuild the program, load (or
+   compile) every configuration through the cache and time them all with the interleaved
+   protocol (rounds x calls, minimum per visit, median over rounds);
+3. before each process the driver waits, at most ``max_wait_s``, until the 1-minute load average
+   is at most ``max_load``, and records it before and after;
+4. the label of configuration k is the MEDIAN over processes of the per-process runtimes
+   ``t[k, p]``; the (K, P) matrix is stored beside it (``config_runtime_samples``).
+
+Per-graph noise, from the protocol itself (`noise_stats`): with ``s_k`` the standard deviation
+over processes of ``log t[k, p]`` and ``S`` the standard deviation over configurations of the
+log label, the noise ratio is ``r = median_k(s_k) / S``. Under additive log-normal noise, two
+processes' rankings correlate at about ``1 / (1 + r^2)``; a graph with ``r > 0.5`` (expected
+process-to-process correlation below 0.8) cannot have its configurations told apart by this
+machine and is FLAGGED in the manifest and the card. The mean pairwise Spearman correlation
+between processes is reported beside it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from graphcost.frontend.measure import load_average, spearman
+
+NOISE_RATIO_FLAG = 0.5  # r above this: configurations not separable (process-to-process rho < ~0.8)
+
+
+def default_measure_core() -> int:
+    """The last core this process may run on (the driver and compile threads keep the others)."""
+    try:
+        return max(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return max(0, (os.cpu_count() or 1) - 1)
+
+
+@dataclass(frozen=True)
+class CrossProcess:
+    """Parameters of the cross-process protocol (module docstring)."""
+
+    processes: int = 3
+    measure_core: int | None = None  # None: `default_measure_core()`; -1: do not pin
+    max_load: float | None = None  # None: cores - 0.5
+    max_wait_s: float = 300.0
+    worker_timeout_s: float = 1800.0
+
+    def __post_init__(self):
+        if self.processes < 1:
+            raise ValueError(f"cross-process protocol: processes must be >= 1, got {self.processes}")
+        if self.max_wait_s < 0:
+            raise ValueError(f"cross-process protocol: max_wait_s must be >= 0, got {self.max_wait_s}")
+
+    def load_threshold(self) -> float:
+        return self.max_load if self.max_load is not None else max(0.5, (os.cpu_count() or 1) - 0.5)
+
+    def core(self) -> int | None:
+        if self.measure_core == -1:
+            return None
+        return self.measure_core if self.measure_core is not None else default_measure_core()
+
+    def key(self) -> dict:
+        """What changes the labels (recorded in the manifest; a resume must match)."""
+        return {"processes": self.processes, "pinned": self.measure_core != -1}
+
+    def describe(self) -> dict:
+        return {**asdict(self), "max_load": self.load_threshold(), "measure_core": self.core()}
+
+
+def wait_for_quiet(max_load: float, max_wait_s: float, status: Callable[[str], None] | None = None,
+                   loadavg: Callable[[], list[float] | None] = load_average, sleep: Callable[[float], None] = time.sleep,
+                   step_s: float = 5.0) -> dict:
+    """Wait (bounded) until the 1-minute load average is at most `max_load`.
+
+    Returns ``{"load": [1, 5, 15 min] when measuring starts, "waited_s": s, "quiet": bool}``;
+    ``quiet`` is False when `max_wait_s` ran out and measuring goes on into the load.
+    """
+    waited = 0.0
+    while True:
+        load = loadavg()
+        if load is None or load[0] <= max_load:
+            return {"load": load, "waited_s": round(waited, 1), "quiet": True}
+        if waited >= max_wait_s:
+            if status is not None:
+                status(f"load {load[0]:.2f} > {max_load:.2f} after {waited:.0f}s: measuring anyway")
+            return {"load": load, "waited_s": round(waited, 1), "quiet": False}
+        if status is not None:
+            status(f"waiting for a quiet machine: load {load[0]:.2f} > {max_load:.2f} ({waited:.0f}/{max_wait_s:.0f}s)")
+        sleep(step_s)
+        waited += step_s
+
+
+def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
+               env: dict | None = None) -> None:
+    """Run one fresh measuring process (``python -m graphcost.frontend.measure_worker``).
+
+    Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
+    """
+    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), str(process), str(out_path)]
+    if core is not None:
+        cmd += ["--core", str(core)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy())
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"{job_path}: measuring process {process} ran past {timeout_s:.0f}s") from exc
+    if proc.returncode != 0 or not out_path.exists():
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{job_path}: measuring process {process} failed (exit {proc.returncode}): {last}")
+
+
+def combine(samples: np.ndarray) -> np.ndarray:
+    """(K, P) per-process runtimes -> (K,) label: the median over processes."""
+    samples = np.asarray(samples, np.float64)
+    if samples.ndim != 2 or samples.shape[1] < 1:
+        raise ValueError(f"runtime samples must be (K, P) with P >= 1, got shape {samples.shape}")
+    return np.median(samples, axis=1)
+
+
+def noise_stats(samples: np.ndarray) -> dict:
+    """Per-graph noise of a (K, P) sample matrix (module docstring): ratio, pairwise Spearman, flag."""
+    samples = np.asarray(samples, np.float64)
+    k, p = samples.shape
+    logs = np.log(samples)
+    label_sd = float(np.std(np.log(combine(samples))))
+    within = float(np.median(np.std(logs, axis=1))) if p >= 2 else float("nan")
+    ratio = within / label_sd if label_sd > 0 and p >= 2 else float("inf") if p >= 2 else float("nan")
+    pairs = [spearman(samples[:, a], samples[:, b]) for a, b in combinations(range(p), 2)]
+    pairs = [x for x in pairs if np.isfinite(x)]
+    return {"noise_ratio": round(ratio, 4) if np.isfinite(ratio) else ratio,
+            "process_spearman_mean": round(float(np.mean(pairs)), 4) if pairs else float("nan"),
+            "process_spearman_min": round(float(np.min(pairs)), 4) if pairs else float("nan"),
+            "flagged": bool(p >= 2 and not ratio <= NOISE_RATIO_FLAG)}
