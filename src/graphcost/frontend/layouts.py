@@ -294,10 +294,10 @@ def sample_mixed_configs(sites: list[Site], num: int, seed: int = 0, levels: int
         return configs, modes
     counts = np.unique(np.round(np.linspace(1, len(slots), min(levels, len(slots)))).astype(int))
     seen = {tuple(tuple(c) for c in cfg) for cfg in configs}
-    base, tries, i = default_config(sites), 0, 0
+    base, tries = default_config(sites), 0
     while len(configs) < num and tries < 50 * num:
+        m = int(counts[tries % len(counts)])  # a level with no new configuration left is skipped
         tries += 1
-        m = int(counts[i % len(counts)])
         cfg = [list(c) for c in base]
         for pick in rng.choice(len(slots), size=m, replace=False):
             a, b = slots[pick]
@@ -309,7 +309,6 @@ def sample_mixed_configs(sites: list[Site], num: int, seed: int = 0, levels: int
         seen.add(key)
         configs.append([tuple(c) for c in cfg])
         modes.append("random")
-        i += 1
     return configs, modes
 
 
