@@ -40,6 +40,7 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     report = tmp_path / "eval.json"
     out = run_cli("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
     data = json.loads(report.read_text())
+    assert out.startswith("split: test (") and data["split"] == "test"  # labelled test split: reported by default
     assert data["kind"] == collection.split(":")[0] and len(data["graphs"]) == 1
     assert "kendall_tau" in data["aggregate"] and "MEAN" in out
     if collection == "tile:xla":
@@ -155,3 +156,12 @@ def test_a_data_parallel_peer_that_never_starts_is_a_one_line_error(tmp_path, da
     assert result.exit_code == 1, result.output
     line = result.output.strip().splitlines()[-1]
     assert line.startswith("error: rank 0: data-parallel training stopped") and "--dist-timeout 1 s" in line, line
+
+
+def test_evaluate_default_split_is_test_only_when_the_test_graphs_have_runtimes(tmp_path):
+    from graphcost.commands.models import _has_runtimes
+
+    labelled, hidden = tmp_path / "a.npz", tmp_path / "b.npz"
+    np.savez(labelled, config_runtime=np.array([3, 1, 2]))
+    np.savez(hidden, config_runtime=np.zeros(3))  # the official TpuGraphs test files hide their runtimes
+    assert _has_runtimes([labelled]) and not _has_runtimes([labelled, hidden]) and not _has_runtimes([])

@@ -381,7 +381,8 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
 
 def evaluate(
     run: Path = typer.Argument(..., help="run directory (single or cross-validation) or a checkpoint .pt"),
-    split: str = typer.Option("valid", "--split", help="valid | test (test needs runtimes)"),
+    split: Optional[str] = typer.Option(None, "--split", help="train | valid | test; default: test when its graphs "
+                                        "have runtimes (never used for training or selection), else valid"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
@@ -401,7 +402,7 @@ def evaluate(
 
     from graphcost.train.evaluate import evaluate_graphs, write_json
 
-    if split not in ("train", "valid", "test"):
+    if split is not None and split not in ("train", "valid", "test"):
         _fail(f"--split must be train, valid or test, got {split!r}")
     _check_collection(collection)
     device = _check_device(device)
@@ -415,9 +416,18 @@ def evaluate(
                                 max_graphs=max_graphs, recorded_in=recorded_in)  # fmt: skip
     except (DatasetError, ValueError) as exc:
         _fail(str(exc))
+    if split is None:
+        split = "test" if _has_runtimes(splits.files.get("test", [])) else "valid"
+        if split == "valid":
+            typer.secho("note: the test split has no runtimes here (e.g. the official TpuGraphs test set); reporting "
+                        "valid, which also chose the best epoch, so the figures are optimistic", fg=typer.colors.YELLOW,
+                        err=True)  # fmt: skip
     files = splits.files.get(split, [])
     if not files:
         _fail(f"{splits.root}: no {split} graphs")
+    purpose = {"test": "never used for training or model selection", "valid": "used to select the best epoch",
+               "train": "used for training"}[split]
+    typer.echo(f"split: {split} ({len(files)} graphs of {splits.root}; {purpose})")
     if info.get("folds") and split != "test":
         typer.secho(
             "warning: a cross-validation ensemble was trained on train+valid; its valid score is optimistic "
@@ -438,10 +448,27 @@ def evaluate(
     typer.echo(report.table())
     if json_out is not None:
         try:
-            write_json(report.to_json(), json_out)
+            write_json({"split": split, **report.to_json()}, json_out)
         except (OSError, ValueError) as exc:
             _fail(f"--json {json_out}: {exc}")
         typer.echo(f"wrote {json_out}")
+
+
+def _has_runtimes(files: list, probe: int = 3) -> bool:
+    """True when the first `probe` files have usable labels (positive, not all equal runtimes)."""
+    import numpy as np
+
+    if not files:
+        return False
+    for f in files[:probe]:
+        try:
+            with np.load(f, allow_pickle=False) as z:
+                rt = np.asarray(z["config_runtime"], np.float64) if "config_runtime" in z.files else None
+        except (OSError, ValueError, KeyError):
+            return False
+        if rt is None or rt.size < 2 or not np.all(np.isfinite(rt)) or (rt <= 0).any() or np.ptp(rt) == 0:
+            return False
+    return True
 
 
 def rank(
@@ -501,7 +528,7 @@ def predict(
     for model in models:
         if not model.exists():
             _fail(f"{model}: no such model checkpoint or run directory")
-    if split not in ("train", "valid", "test"):
+    if split is not None and split not in ("train", "valid", "test"):
         _fail(f"--split must be train, valid or test, got {split!r}")
     device = _check_device(device)
     info = _find_run_info(models[0])
