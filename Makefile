@@ -14,7 +14,7 @@ MIN_TESTS ?= tests
 .PHONY: install test test-min
 install:
 	$(PYTHON) -m pip show torch >/dev/null 2>&1 || $(PYTHON) -m pip install "$(TORCH)"
-	$(PYTHON) -m pip install -e ".[dev,jax,tune]"
+	$(PYTHON) -m pip install -e ".[dev,jax,tune,ray]"
 
 test:
 	$(PYTHON) -m pytest -q -n 2
@@ -22,6 +22,6 @@ test:
 test-min:
 	rm -rf $(MIN_VENV)
 	$(PYTHON) -m venv $(MIN_VENV)
-	PIP_CONSTRAINT=$(CURDIR)/constraints-min.txt $(MIN_VENV)/bin/python -m pip install -e ".[dev,jax,tensorboard,tune]"
+	PIP_CONSTRAINT=$(CURDIR)/constraints-min.txt $(MIN_VENV)/bin/python -m pip install -e ".[dev,jax,tensorboard,tune,ray]"
 	$(MIN_VENV)/bin/python -m pip list
 	$(MIN_VENV)/bin/python -m pytest -q -m "not slow" -n 2 $(MIN_TESTS)

@@ -43,6 +43,10 @@ def register(app: typer.Typer) -> None:
                                     "processes (an independent second collection of the same configurations, "
                                     "stored as config_runtime_repeat_samples); needs the parameters of OUT's collection."),
         seed: int = typer.Option(0, help="Seed for program sampling, splits, configurations and visit order."),
+        backend: str = typer.Option("local", help="local (this machine) or ray (compile and measure tasks on a Ray "
+                                    "cluster; needs graphcost[ray] and nodes offering the resource graphcost_measure)."),
+        ray_address: str = typer.Option(None, help="Ray cluster address for --backend ray (e.g. auto); default: a "
+                                        "local Ray instance on this machine."),
         list_only: bool = typer.Option(False, "--list", help="Print the selected program names and exit."),
     ) -> None:
         """Compile and time real configurations of JAX/Flax programs; write TpuGraphs-schema npz files.
@@ -54,6 +58,10 @@ def register(app: typer.Typer) -> None:
         """
         if space not in ("layout", "flags"):
             raise typer.BadParameter(f"--space must be 'layout' or 'flags', got {space!r}")
+        if backend not in ("local", "ray"):
+            raise typer.BadParameter(f"--backend must be 'local' or 'ray', got {backend!r}")
+        if backend == "ray" and repeat:
+            raise typer.BadParameter("--repeat runs on the local backend only")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
         from graphcost.frontend.collect import CollectOptions, collect, repeat_collection, select_programs
@@ -87,11 +95,19 @@ def register(app: typer.Typer) -> None:
                                                     max_wait_s=max_wait),
                                  compile_workers=compile_workers, cache_dir=cache_dir)
         try:
-            manifest = repeat_collection(out, options) if repeat else collect(specs, out, options)
+            if repeat:
+                manifest = repeat_collection(out, options)
+            elif backend == "ray":
+                from graphcost.frontend.collect_ray import collect_ray
+
+                manifest = collect_ray(specs, out, options, address=ray_address,
+                                       init_kwargs=None if ray_address else {"resources": {"graphcost_measure": 1}})
+            else:
+                manifest = collect(specs, out, options)
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)
-        except (ValueError, RuntimeError) as exc:
+        except (ValueError, RuntimeError, ImportError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         graphs = manifest["graphs"]

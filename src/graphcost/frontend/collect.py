@@ -37,7 +37,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -159,7 +159,7 @@ class GraphJob:
     kind: str  # layout | tile
     arrays: dict  # static npz arrays (graph + configuration features [+ config_search_mode])
     job: dict  # JSON job of `graphcost.frontend.measure_worker`
-    lowered: list  # one jax `Lowered` per configuration (driver compile)
+    lower: Callable[[], list]  # -> one jax `Lowered` per configuration (for the driver compile)
     compiler_options: list  # one dict or None per configuration
     info: dict  # manifest fields known before measuring
 
@@ -192,7 +192,7 @@ def prepare_layout(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     job = {"space": "layout", "program": spec.name, "configs": [[list(map(_perm_json, t)) for t in c] for c in full]}
     info = {"num_configurable": int(len(node_ids)), "num_jax_sites": len(lp.sites),
             "configs_by_mode": {m: modes.count(m) for m in sorted(set(modes))}}
-    return GraphJob(spec, "layout", arrays, job, [lp.lowered(c) for c in full], [None] * len(full), info)
+    return GraphJob(spec, "layout", arrays, job, lambda: [lp.lowered(c) for c in full], [None] * len(full), info)
 
 
 def _perm_json(perm):
@@ -216,7 +216,8 @@ def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
               "edge_index": fm.edge_index.astype(np.int64), "config_feat": flag_features(configs)}
     job = {"space": "flags", "program": spec.name, "configs": [list(c.values) for c in configs]}
-    return GraphJob(spec, "tile", arrays, job, [lowered] * len(configs), [c.compiler_options() for c in configs], {})
+    return GraphJob(spec, "tile", arrays, job, lambda: [lowered] * len(configs),
+                    [c.compiler_options() for c in configs], {})
 
 
 def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, name: str = "") -> list:
@@ -334,7 +335,7 @@ def _prepare(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
 def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
     """Compile into the persistent cache (the measuring processes then load); record the time."""
     t0 = time.perf_counter()
-    compile_all(gj.lowered, gj.compiler_options, options.compile_workers, bar, gj.spec.name)
+    compile_all(gj.lower(), gj.compiler_options, options.compile_workers, bar, gj.spec.name)
     return {"compile_s": round(time.perf_counter() - t0, 2)}
 
 
@@ -352,7 +353,7 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     splits = assign_splits(specs, options.split_fractions, options.seed)
     manifest["environment"] = environment_metadata(options.protocol)
     manifest["environment"]["cross_process"] = options.cross.describe()
-    todo = [s for s in specs if not (s.name in manifest["graphs"] and (out_dir / manifest["graphs"][s.name]["file"]).exists())]
+    todo = pending(specs, out_dir, manifest)
     bar = tqdm(total=len(specs), initial=len(specs) - len(todo), unit="graph", disable=not progress,
                desc=f"collect {options.space}")
     try:
@@ -366,14 +367,8 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
                 gj.job, work, "proc", options.cross,
                 before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
                 status=lambda msg: bar.set_postfix_str(f"{spec.name}: {msg}"))
-            rel = f"{splits[spec.name]}/{spec.name}.npz"
-            save_arrays({**gj.arrays, **label_arrays(gj.kind, samples)}, out_dir / rel, gj.kind)
-            manifest["graphs"][spec.name] = {
-                "file": rel, "split": splits[spec.name], "family": spec.family, "hparams": spec.hparams,
-                "num_nodes": int(len(gj.arrays["node_feat"])), "num_edges": int(len(gj.arrays["edge_index"])),
-                **gj.info, **summarize(samples), "processes": records, **timing,
-                "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
-            atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+            finish_graph(out_dir, manifest, spec, splits[spec.name], gj.kind, gj.arrays, gj.info, samples,
+                         {"processes": records, **timing, "total_s": round(time.perf_counter() - t0, 2)})
             _remove_work(work)
             bar.update(1)
     finally:
@@ -382,6 +377,24 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
     _cleanup(out_dir, manifest, specs)
     return manifest
+
+
+def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, kind: str, arrays: dict, info: dict,
+                 samples: np.ndarray, extra: dict) -> None:
+    """Write one measured graph (npz, then its manifest entry; both atomic): the graph is finished."""
+    rel = f"{split}/{spec.name}.npz"
+    save_arrays({**arrays, **label_arrays(kind, samples)}, out_dir / rel, kind)
+    manifest["graphs"][spec.name] = {
+        "file": rel, "split": split, "family": spec.family, "hparams": spec.hparams,
+        "num_nodes": int(len(arrays["node_feat"])), "num_edges": int(len(arrays["edge_index"])),
+        **info, **summarize(samples), **extra, "date_utc": _now()}
+    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+
+
+def pending(specs: list[ProgramSpec], out_dir: Path, manifest: dict) -> list[ProgramSpec]:
+    """The programs of `specs` without a finished graph (file present and listed in the manifest)."""
+    graphs = manifest["graphs"]
+    return [s for s in specs if not (s.name in graphs and (out_dir / graphs[s.name]["file"]).exists())]
 
 
 def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:

@@ -1,6 +1,6 @@
 """One measuring process of the cross-process protocol (`graphcost.frontend.protocol`).
 
-``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz [--core N]``
+``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz [--core N] [--compile-only THREADS]``
 
 Pins itself to core N (before JAX starts its thread pools), rebuilds the job's zoo program,
 compiles every configuration through JAX's persistent compilation cache (``cache_dir`` of the
@@ -11,6 +11,10 @@ job: a load when the driver compiled it already), times them with the interleave
 * ``runtime_ns`` (K,) float64 and ``per_round_ns`` (rounds, K) float64;
 * ``compile_s``: time to compile or load all K executables in this process;
 * ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned).
+
+``--compile-only THREADS`` only compiles (THREADS threads) into the job's cache and writes
+``compile_s``: the compile step of the Ray backend (`graphcost.frontend.collect_ray`), whose
+compile tasks ship the cache entries to the measuring node.
 
 Job kinds (key ``space``): ``layout`` (``configs``: one full layout configuration per entry, a
 list over the program's layout sites of [output, operand 0, operand 1] ``minor_to_major`` or
@@ -47,9 +51,9 @@ def configure_cache(cache_dir: str | None) -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def compile_job(job: dict) -> tuple[list, list]:
-    """``(executables, flat_args)`` of a layout or flags job (compiles through the configured cache)."""
-    from graphcost.frontend.jax_program import compile_lowered, lower
+def lower_job(job: dict) -> tuple[list, list, list]:
+    """``(lowered, compiler_options, flat_args)`` of a layout or flags job: one `Lowered` per configuration."""
+    from graphcost.frontend.jax_program import lower
     from graphcost.frontend.zoo import get_program
 
     fn, args = get_program(job["program"]).build()
@@ -59,11 +63,11 @@ def compile_job(job: dict) -> tuple[list, list]:
         lp = LayoutProgram(fn, args)
         configs = [[tuple(tuple(p) if p is not None else None for p in triple) for triple in cfg]
                    for cfg in job["configs"]]
-        return [compile_lowered(lp.lowered(cfg)) for cfg in configs], lp.flat_args
+        return [lp.lowered(cfg) for cfg in configs], [None] * len(configs), lp.flat_args
     from graphcost.frontend.flags import FlagConfig
 
     lowered = lower(fn, args)
-    return [compile_lowered(lowered, FlagConfig(tuple(v)).compiler_options()) for v in job["configs"]], list(args)
+    return [lowered] * len(job["configs"]), [FlagConfig(tuple(v)).compiler_options() for v in job["configs"]], list(args)
 
 
 def fake_calls(runtime_ns: list):
@@ -94,6 +98,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("process", type=int)
     ap.add_argument("out")
     ap.add_argument("--core", type=int, default=None)
+    ap.add_argument("--compile-only", type=int, default=0, metavar="THREADS",
+                    help="only fill the job's compilation cache, with THREADS compile threads (no timing)")
     a = ap.parse_args(argv)
     core = _pin(a.core)
     with open(a.job, encoding="utf-8") as fh:
@@ -111,10 +117,17 @@ def main(argv: list[str]) -> int:
         calls, clock = fake_calls(job["fake_runtime_ns"][a.process])
         block = lambda out: None  # noqa: E731 - nothing to wait for
     else:
+        from graphcost.frontend.collect import compile_all
+
         configure_cache(job.get("cache_dir"))
-        exes, flat_args = compile_job(job)
+        lowered, options, flat_args = lower_job(job)
+        exes = compile_all(lowered, options, max(1, a.compile_only))
         calls, clock, block = [lambda e=e: e(*flat_args) for e in exes], time.perf_counter_ns, None
     compile_s = time.perf_counter() - t0
+    if a.compile_only:
+        with atomic_write(a.out) as fh:
+            np.savez(fh, compile_s=compile_s)
+        return 0
     m = measure_interleaved(calls, protocol, clock=clock, block=block)
     with atomic_write(a.out) as fh:
         np.savez(fh, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, compile_s=compile_s, core=core,

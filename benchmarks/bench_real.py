@@ -1,0 +1,341 @@
+"""Benchmark: cost models on graphcost's own REAL CPU data, next to the noise ceiling (issue 17, part 3).
+
+    python benchmarks/bench_real.py [--data DIR] [--seeds 3] [--epochs 20] [--protocols official,lofo]
+
+Data: a collection written by `graphcost collect` with a repeat pass (``--repeat``): every file holds
+the label (median over 3 measuring processes) and an independent second measurement of the same
+configurations (``config_runtime_repeat_samples``); default: the shipped ``cpu_layout``.
+
+Models, each trained on the training graphs only and scored on every configuration of graphs it
+never saw (final epoch, no model selection on the test graphs, no TTA):
+
+* ``tgraph``    TGraph (channel + cross-configuration attention);
+* ``sage``      the TpuGraphs layout baseline (GraphSAGE; tile: its MLP baseline);
+* ``kaufman``   Kaufman et al. (GraphSAGE encoder, column-wise reduction);
+* ``lightgbm``  a non-graph baseline: gradient-boosted trees (LightGBM) on per-configuration
+  features of fixed width (`config_table`): which tensors move, by opcode class and operand slot,
+  weighted by tensor size, whether the minor-most dimension moves, plus graph size; regression on
+  the log runtime standardised within each graph;
+* ``count``     the trivial heuristic: number of tensors moved off the default layout (tile: the
+  number of flags off their default); fewer = predicted faster.
+
+Protocols: ``official`` (train split -> test split) and ``lofo`` (leave one family out: train on
+every graph of the other families, test on all graphs of the left-out one; the figures average
+over families). Metrics per test graph over ALL its configurations: Kendall tau, OPA, top-1
+slowdown; mean over graphs; mean ± std over seeds. Layout rows also give Kendall tau within each
+search mode (``default``: 1-3 tensors moved around the compiler default; ``random``: several
+configurations per moved count), where the count heuristic has least to go on.
+
+Noise ceiling: the same metric with the REPEAT measurement as the prediction and the label as the
+truth, on the same graphs: what a perfect predictor of an independent measurement would score.
+
+Writes benchmarks/results/bench_real.json and the section "Real CPU data" at the top of
+BENCHMARKS.md's cost-model section.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "bench_real.json"
+SECTION = "### Real CPU data, with the noise ceiling — `benchmarks/bench_real.py`"
+PARENT = "## Cost models (issue 3)"
+GNNS = ("tgraph", "sage", "kaufman")
+MODELS = (*GNNS, "lightgbm", "count")
+OPCODE_CLASSES = {34: 0, 26: 1, 75: 2}  # dot, convolution, reshape (graphcost.frontend.opcodes)
+
+
+@dataclass
+class Record:
+    """One graph of the collection: what the non-graph scorers and the metrics need."""
+
+    name: str
+    family: str
+    split: str
+    path: Path
+    kind: str
+    label: np.ndarray  # (K,) float64 ns
+    repeat: np.ndarray | None  # (K,) float64 ns, independent second measurement
+    modes: np.ndarray | None  # (K,) str, layout search mode per configuration
+    table: np.ndarray  # (K, F) float32 fixed-width configuration features (`config_table`)
+    moved: np.ndarray  # (K,) tensors moved off the default layout (tile: flags off the default)
+
+
+def config_table(z) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-width per-configuration features of one npz file, and the moved count; ``(K, F), (K,)``."""
+    node_feat = np.asarray(z["node_feat"], np.float32)
+    graph = [np.log1p(len(node_feat)), np.log1p(float(np.asarray(z["node_feat"])[:, 28].sum()))]
+    if "config_feat" in z.files:  # tile: the flag vector (graphcost.frontend.flags) + graph size
+        from graphcost.frontend.flags import DEFAULT
+
+        flags = np.asarray(z["config_feat"], np.float32)[:, : len(DEFAULT)]
+        moved = (flags != np.asarray(DEFAULT, np.float32)).sum(1)
+        return np.hstack([flags, np.tile(graph, (len(flags), 1))]).astype(np.float32), moved
+    from graphcost.frontend.layouts import moved_tensors
+
+    feat = np.asarray(z["node_config_feat"], np.float32)  # (K, C, 18)
+    ids = np.asarray(z["node_config_ids"], np.int64)
+    opcode = np.asarray(z["node_opcode"], np.int64)[ids]  # (C,)
+    cls = np.array([OPCODE_CLASSES.get(int(o), 2) for o in opcode])  # (C,)
+    size = np.log2(np.maximum(node_feat[ids, 28], 1.0))  # (C,) log2 output elements
+    slots = feat.reshape(len(feat), len(ids), 3, 6)  # (K, C, 3, 6)
+    rank = (slots >= 0).sum(-1)  # (K, C, 3)
+    default = rank[..., None] - 1 - np.arange(6)
+    moved_slot = ((slots != default) & (slots >= 0)).any(-1)  # (K, C, 3)
+    minor = moved_slot & (slots[..., 0] != rank - 1)  # the minor-most dimension changes
+    cols = []
+    for c in range(3):  # opcode class x operand slot: counts, size-weighted counts, minor moves
+        m = cls == c
+        cols += [moved_slot[:, m].sum(1), (moved_slot[:, m] * size[m, None]).sum(1), minor[:, m].sum(1)]
+    per_slot = np.concatenate(cols, axis=1)  # (K, 27)
+    share = moved_slot.sum((1, 2)) / max(1, int((rank[0] > 0).sum()))
+    g = np.tile(graph + [len(ids)], (len(feat), 1))
+    table = np.hstack([per_slot, share[:, None], g]).astype(np.float32)
+    return table, moved_tensors(feat)
+
+
+def load_records(root: Path) -> list[Record]:
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    out = []
+    for name, entry in sorted(manifest["graphs"].items()):
+        path = root / entry["file"]
+        with np.load(path, allow_pickle=False) as z:
+            table, moved = config_table(z)
+            rep = z["config_runtime_repeat_samples"] if "config_runtime_repeat_samples" in z.files else None
+            out.append(Record(
+                name=Path(entry["file"]).stem, family=entry["family"], split=entry["split"], path=path,
+                kind="tile" if "config_feat" in z.files else "layout",
+                label=np.asarray(z["config_runtime"], np.float64),
+                repeat=None if rep is None else np.median(np.asarray(rep, np.float64), axis=1),
+                modes=np.asarray(z["config_search_mode"]) if "config_search_mode" in z.files else None,
+                table=table, moved=moved))  # fmt: skip
+    return out
+
+
+def graph_metrics(scores: np.ndarray, rec: Record) -> dict:
+    """Kendall tau, OPA, top-1 slowdown over all configurations (+ tau within each search mode)."""
+    from graphcost import metrics
+
+    m = metrics.evaluate_graph(scores, rec.label, rec.kind)
+    row = {"kendall_tau": m["kendall_tau"], "opa": m["opa"], "top1_slowdown": m["top1_slowdown"]}
+    if rec.modes is not None:
+        for mode in ("default", "random"):
+            sel = rec.modes == mode
+            if sel.sum() >= 2 and np.ptp(rec.label[sel]) > 0:
+                row[f"tau_{mode}"] = metrics.evaluate_graph(scores[sel], rec.label[sel], rec.kind)["kendall_tau"]
+    return row
+
+
+def mean_rows(rows: list[dict]) -> dict:
+    keys = sorted({k for r in rows for k in r})
+    return {k: float(np.nanmean([r.get(k, np.nan) for r in rows])) for k in keys}
+
+
+# --- scorers ---------------------------------------------------------------------------------
+
+def fit_lightgbm(train: list[Record], seed: int):
+    import lightgbm as lgb
+
+    x = np.vstack([r.table for r in train])
+    y = np.concatenate([(np.log(r.label) - np.log(r.label).mean()) / max(np.log(r.label).std(), 1e-9) for r in train])
+    params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31, "min_data_in_leaf": 20,
+              "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed, "verbose": -1,
+              "num_threads": 2}
+    booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=300)
+    return lambda rec: booster.predict(rec.table)
+
+
+def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
+    from graphcost.train.datasets import load_prepared
+    from graphcost.train.evaluate import ModelScorer
+    from graphcost.train.trainer import TrainConfig, Trainer
+
+    if model == "sage" and train[0].kind == "tile":
+        model = "tile-mlp"
+    opts = {"hidden": args.hidden}
+    if model == "kaufman":
+        opts.update(opcode_dim=32, dropout=0.0)
+    config = TrainConfig(model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs,
+                         seed=seed, device=args.device, progress=False, plots=False)
+    prepared_train = load_prepared([r.path for r in train], progress=False)
+    prepared_valid = load_prepared([r.path for r in valid], progress=False, dedup=False)
+    trainer = Trainer(config, prepared_train, prepared_valid, work)
+    trainer.fit()  # the FINAL epoch's weights score the test graphs (no selection on them)
+    scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
+
+    def score(rec: Record) -> np.ndarray:
+        (prepared,) = load_prepared([rec.path], progress=False, dedup=False)
+        full = np.full(len(rec.label), np.nan)
+        full[prepared.config_source_index] = scorer.score(prepared)  # back to the file's configuration order
+        return full
+
+    return score
+
+
+def run_split(train: list[Record], valid: list[Record], test: list[Record], models, seeds: int, args,
+              work: Path) -> dict:
+    """Every model x seed on one train/test split: per-model mean over test graphs, then mean ± std over seeds."""
+    out = {}
+    for model in models:
+        per_seed = []
+        for seed in range(1 if model == "count" else seeds):
+            t0 = time.perf_counter()
+            if model == "count":
+                score = lambda rec: rec.moved.astype(np.float64)  # noqa: E731
+            elif model == "lightgbm":
+                score = fit_lightgbm(train, seed)
+            else:
+                score = fit_gnn(model, train, valid, seed, args, work / f"{model}_s{seed}")
+            per_seed.append({**mean_rows([graph_metrics(score(r), r) for r in test]),
+                             "wall_s": time.perf_counter() - t0})
+        out[model] = {k: float(np.mean([s[k] for s in per_seed])) for k in per_seed[0]}
+        out[model].update({f"{k}_std": float(np.std([s[k] for s in per_seed])) for k in per_seed[0]})
+        out[model]["seeds"] = len(per_seed)
+        print(f"    {model:<9} tau {out[model]['kendall_tau']:+.3f} ± {out[model]['kendall_tau_std']:.3f}  "
+              f"opa {out[model]['opa']:.3f}  top1 {out[model]['top1_slowdown']:.3f}", flush=True)
+    with_repeat = [r for r in test if r.repeat is not None]
+    if with_repeat:
+        out["noise ceiling"] = {**mean_rows([graph_metrics(r.repeat, r) for r in with_repeat]),
+                                "graphs": len(with_repeat)}
+    return out
+
+
+def official(records: list[Record], models, args, work: Path) -> dict:
+    by = {s: [r for r in records if r.split == s] for s in ("train", "valid", "test")}
+    print(f"  official split: train {len(by['train'])} / valid {len(by['valid'])} / test {len(by['test'])} graphs",
+          flush=True)
+    return {"test_graphs": len(by["test"]), **run_split(by["train"], by["valid"] or by["train"][:2], by["test"],
+                                                         models, args.seeds, args, work / "official")}
+
+
+def lofo(records: list[Record], models, args, work: Path) -> dict:
+    """Leave one family out; the result averages the per-family means (each family weighs the same)."""
+    per_family = {}
+    for fam in sorted({r.family for r in records}):
+        test = [r for r in records if r.family == fam]
+        rest = [r for r in records if r.family != fam]
+        valid = [r for r in rest if r.split == "valid"] or rest[:2]  # logged only: the final epoch is scored
+        print(f"  leave out {fam}: train {len(rest)} / test {len(test)} graphs", flush=True)
+        per_family[fam] = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{fam}")
+    names = list(next(iter(per_family.values())))
+    avg = {}
+    for model in names:
+        keys = [k for k in per_family[next(iter(per_family))][model] if not k.endswith("_std")]
+        avg[model] = {k: float(np.nanmean([per_family[f][model].get(k, np.nan) for f in per_family])) for k in keys}
+        for k in keys:  # seed spread: mean over families of the per-family std
+            if f"{k}_std" in per_family[next(iter(per_family))][model]:
+                avg[model][f"{k}_std"] = float(np.mean([per_family[f][model][f"{k}_std"] for f in per_family]))
+    return {"families": per_family, **avg}
+
+
+# --- report ------------------------------------------------------------------------------------
+
+def _cell(row: dict, key: str) -> str:
+    if key not in row or not np.isfinite(row[key]):
+        return "—"
+    std = row.get(f"{key}_std")
+    return f"{row[key]:.3f} ± {std:.3f}" if std is not None and row.get("seeds", 1) > 1 else f"{row[key]:.3f}"
+
+
+def markdown(report: dict) -> str:
+    lines = [SECTION, "",
+             f"`{report['command']}` — {report['machine']}, {report['date']}, load average {report['load']}. "
+             f"Data: {report['data']} (REAL, measured with the cross-process protocol; label = median of 3 "
+             f"processes). Budget per GNN: {report['epochs']} epochs, {report['batch_configs']} configurations per "
+             f"batch, hidden {report['hidden']}, final epoch; LightGBM 300 rounds; {report['seeds']} seeds "
+             f"(mean ± std). Noise ceiling: the metric of an independent repeat measurement (3 other processes, "
+             f"another time) against the label. JSON: `benchmarks/results/bench_real.json`.", ""]
+    keys = [("kendall_tau", "Kendall τ"), ("tau_default", "τ default-mode"), ("tau_random", "τ random-mode"),
+            ("opa", "OPA"), ("top1_slowdown", "top-1 slowdown")]
+    for proto, title in (("official", "Official split (train → test)"), ("lofo", "Leave one family out")):
+        if proto not in report["results"]:
+            continue
+        res = report["results"][proto]
+        lines += [f"**{title}**", "", "| model | " + " | ".join(k[1] for k in keys) + " |",
+                  "| --- |" + " --- |" * len(keys)]
+        for model in [*report["models"], "noise ceiling"]:
+            if model in res:
+                lines.append(f"| {model} | " + " | ".join(_cell(res[model], k) for k, _ in keys) + " |")
+        lines.append("")
+    lines += report.get("notes", [])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def replace_section(text: str, section: str) -> str:
+    """Put `section` first under PARENT, replacing an earlier copy of it (up to the next heading)."""
+    start = text.find(SECTION)
+    if start >= 0:
+        ends = [i for i in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if i >= 0]
+        end = min(ends) + 1 if ends else len(text)
+        text = text[:start] + text[end:]
+    parent = text.find(PARENT)
+    if parent < 0:
+        return text.rstrip() + "\n\n" + PARENT + "\n\n" + section
+    at = text.find("\n", parent) + 2  # right under the heading and its blank line
+    return text[:at] + section + "\n" + text[at:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="collection directory (default: shipped cpu_layout)")
+    parser.add_argument("--protocols", default="official,lofo")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--batch-configs", type=int, default=32)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
+    args = parser.parse_args()
+
+    import torch
+
+    from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.datasets import default_dataset_dir
+
+    torch.set_num_threads(args.threads)
+    data = args.data or default_dataset_dir()
+    models = [m for m in args.models.split(",") if m]
+    unknown = sorted(set(models) - set(MODELS))
+    if unknown:
+        sys.exit(f"--models: unknown {unknown}; choose from {', '.join(MODELS)}")
+    records = load_records(data)
+    print(f"{data}: {len(records)} graphs, {len({r.family for r in records})} families, "
+          f"{sum(r.repeat is not None for r in records)} with a repeat measurement", flush=True)
+    load0 = os.getloadavg()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
+        for proto in args.protocols.split(","):
+            results[proto] = {"official": official, "lofo": lofo}[proto](records, models, args, Path(tmp))
+    load1 = os.getloadavg()
+    report = {
+        "command": "python benchmarks/bench_real.py " + " ".join(sys.argv[1:]),
+        "machine": f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}",
+        "date": date.today().isoformat(), "load": f"{load0[0]:.2f} → {load1[0]:.2f}",
+        "data": str(Path(data).resolve().relative_to(ROOT)) if Path(data).resolve().is_relative_to(ROOT) else str(data),
+        "models": models, "seeds": args.seeds, "epochs": args.epochs, "batch_configs": args.batch_configs,
+        "hidden": args.hidden, "results": results,
+    }  # fmt: skip
+    atomic_write_json(report, args.out)
+    print(markdown(report))
+    if not args.no_markdown:
+        bench = ROOT / "BENCHMARKS.md"
+        atomic_write_text(bench, replace_section(bench.read_text(encoding="utf-8"), markdown(report)))
+
+
+if __name__ == "__main__":
+    main()
