@@ -3,7 +3,7 @@
 # on a machine without one, pin a version your package index serves as a CPU build.
 # `make test-min` proves the dependency floors of pyproject.toml: a fresh venv (MIN_VENV) with the
 # LOWEST allowed versions (constraints-min.txt, also applied to the isolated build, so setuptools
-# is at its floor too) and graphcost[dev,jax,tensorboard,tune], then the fast tests (not `slow`).
+# is at its floor too) and graphcost[dev,jax,tensorboard,tune,ray], then the fast tests (not `slow`).
 # It downloads about 3 GB (PyPI's torch 2.4.0 is a CUDA build with its nvidia-* wheels). Tests
 # that read the shared datasets need ../shared beside the checkout or GRAPHCOST_SHARED_DATA.
 PYTHON ?= python
