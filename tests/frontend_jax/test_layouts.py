@@ -5,7 +5,7 @@ import numpy as np
 from graphcost.frontend.jax_program import optimized_hlo_bytes, unoptimized_hlo_bytes
 from graphcost.frontend.hlo_proto import parse_hlo_module
 from graphcost.frontend.layouts import (LayoutProgram, Site, config_features, default_config,
-                                        default_perm, sample_configs)
+                                        default_perm, moved_tensors, sample_configs, sample_mixed_configs)
 
 
 def _layouts(data: bytes) -> list:
@@ -56,3 +56,28 @@ def test_sample_configs_modes_and_features():
     np.testing.assert_array_equal(feat[0, 2, 12:], -1)  # reshape has no operand 1
     assert set(np.unique(feat)) <= set(range(-1, 6))
     assert default_perm(3) == (2, 1, 0)
+
+
+def test_mixed_configs_cover_both_modes_with_equal_moved_counts():
+    sites = [Site(0, "dot_general", (2, 2, 2)), Site(1, "conv_general_dilated", (4, 4, 4)), Site(2, "reshape", (3, 2, 0))]
+    configs, modes = sample_mixed_configs(sites, 40, seed=1)
+    assert len(configs) == 40 and len({tuple(c) for c in configs}) == 40
+    assert modes[:20] == ["default"] * 20 and modes[20:] == ["random"] * 20
+    assert configs[0] == default_config(sites) and (configs, modes) == sample_mixed_configs(sites, 40, seed=1)
+    moved = moved_tensors(config_features(configs))
+    assert moved[0] == 0 and all(1 <= m <= 3 for m in moved[1:20])
+    counts = np.bincount(moved[20:])
+    assert (counts >= 2).sum() >= 4  # several random configurations move the SAME number of tensors
+    # a small space: the levels with nothing new left are skipped, the rest still fill the request
+    small = [Site(0, "dot_general", (2, 2, 0))]
+    configs, modes = sample_mixed_configs(small, 4, seed=0)
+    assert len(configs) == 4 and len({tuple(c) for c in configs}) == 4
+
+
+def test_moved_tensors_counts_slots_off_the_row_major_default():
+    feat = np.full((2, 2, 18), -1.0, np.float32)
+    feat[:, 0, 0:2], feat[:, 0, 6:8] = (1, 0), (1, 0)  # node 0: output and operand 0 default (rank 2)
+    feat[:, 1, 0:3] = (2, 1, 0)  # node 1: output default (rank 3)
+    feat[1, 0, 6:8] = (0, 1)  # configuration 1: operand 0 of node 0 transposed
+    feat[1, 1, 0:3] = (0, 2, 1)  # ... and node 1's output permuted
+    assert moved_tensors(feat).tolist() == [0, 2]
