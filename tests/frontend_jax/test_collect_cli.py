@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 from typer.testing import CliRunner
 
 from graphcost.cli import app
@@ -11,7 +13,7 @@ from graphcost.data.io.tpugraphs_io import load_graph
 def test_collect_writes_valid_npz_and_resumes(tmp_path):
     out = tmp_path / "col"
     args = ["collect", "--programs", "mlp-d1-w64-b8-fwd", "--configs", "4", "--rounds", "2", "--calls", "1",
-            "--warmup", "1", "--limit", "1", "--out", str(out)]
+            "--warmup", "1", "--limit", "1", "--processes", "2", "--max-load", "1000", "--out", str(out)]
     runner = CliRunner()
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -21,6 +23,12 @@ def test_collect_writes_valid_npz_and_resumes(tmp_path):
     path = out / entry["file"]
     graph = load_graph(path, validate=True)
     assert graph.kind == "layout" and graph.node_config_feat.shape[0] == 4
+    with np.load(path) as z:  # the cross-process protocol's samples: label = median over the 2 processes
+        samples = z["config_runtime_samples"]
+        assert samples.shape == (4, 2) and (samples > 0).all()
+        np.testing.assert_array_equal(z["config_runtime"], np.round(np.median(samples, axis=1)).astype(np.int64))
+        assert sorted(set(z["config_search_mode"])) == ["default", "random"]
+    assert len(entry["processes"]) == 2 and "noise_ratio" in entry and "flagged" in entry
     assert graph.node_config_feat.shape[1:] == (entry["num_configurable"], 18)
     assert len({tuple(r.ravel()) for r in graph.node_config_feat}) == 4  # distinct configurations
     mtime = path.stat().st_mtime_ns

@@ -304,8 +304,9 @@ def summarize(samples: np.ndarray) -> dict:
 
 def label_arrays(kind: str, samples: np.ndarray, prefix: str = "config_runtime") -> dict:
     """npz label keys of a (K, P) sample matrix: the median label and the samples (int64 ns)."""
-    label = np.round(combine(samples)).astype(np.int64)
-    out = {prefix: label, f"{prefix}_samples": np.round(samples).astype(np.int64)}
+    stored = np.round(samples).astype(np.int64)  # the label is recomputable exactly from the stored samples
+    label = np.round(combine(stored)).astype(np.int64)
+    out = {prefix: label, f"{prefix}_samples": stored}
     if kind == "tile":  # TpuGraphs tile files normalise by the default configuration (configs[0])
         out["config_runtime_normalizers"] = np.full_like(label, label[0])
     return out
