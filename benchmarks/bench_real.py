@@ -164,9 +164,7 @@ def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, arg
 
     if model == "sage" and train[0].kind == "tile":
         model = "tile-mlp"
-    opts = {"hidden": args.hidden}
-    if model == "kaufman":
-        opts.update(opcode_dim=32, dropout=0.0)
+    opts = {} if args.hidden is None else {"hidden": args.hidden}  # default: each model's published defaults
     config = TrainConfig(model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs,
                          seed=seed, device=args.device, progress=False, plots=False)
     prepared_train = load_prepared([r.path for r in train], progress=False)
@@ -254,7 +252,7 @@ def markdown(report: dict) -> str:
              f"`{report['command']}` — {report['machine']}, {report['date']}, load average {report['load']}. "
              f"Data: {report['data']} (REAL, measured with the cross-process protocol; label = median of 3 "
              f"processes). Budget per GNN: {report['epochs']} epochs, {report['batch_configs']} configurations per "
-             f"batch, hidden {report['hidden']}, final epoch; LightGBM 300 rounds; {report['seeds']} seeds "
+             f"batch, hidden {report['hidden'] or 'each model default'}, final epoch; LightGBM 300 rounds; {report['seeds']} seeds "
              f"(mean ± std). Noise ceiling: the metric of an independent repeat measurement (3 other processes, "
              f"another time) against the label. JSON: `benchmarks/results/bench_real.json`.", ""]
     keys = [("kendall_tau", "Kendall τ"), ("tau_default", "τ default-mode"), ("tau_random", "τ random-mode"),
@@ -293,9 +291,9 @@ def main() -> None:
     parser.add_argument("--protocols", default="official,lofo")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--batch-configs", type=int, default=32)
-    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--epochs", type=int, default=20, help="as graphcost train")
+    parser.add_argument("--batch-configs", type=int, default=64, help="as graphcost train")
+    parser.add_argument("--hidden", type=int, default=None, help="default: each model's own default width")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=RESULTS)
