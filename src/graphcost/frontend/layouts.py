@@ -225,6 +225,12 @@ def _perms(rank: int) -> list[Perm]:
     return list(itertools.permutations(range(rank)))
 
 
+def _other_perm(rank: int, current: Perm, rng: np.random.Generator) -> Perm:
+    """A uniformly random permutation of `rank` dimensions other than `current`."""
+    options = [p for p in _perms(rank) if p != current]
+    return options[rng.integers(len(options))]
+
+
 def default_config(sites: list[Site]) -> list[tuple]:
     """Every configurable tensor in the compiler's default row-major layout."""
     return [tuple(default_perm(r) if r else None for r in s.ranks) for s in sites]
@@ -260,14 +266,12 @@ def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tr
             density = rng.uniform(0.0, 1.0)  # share of tensors moved off the default layout
             for i, j in slots:
                 if rng.uniform() < density:
-                    options = [p for p in _perms(sites[i].ranks[j]) if p != base[i][j]]
-                    cfg[i][j] = options[rng.integers(len(options))]
+                    cfg[i][j] = _other_perm(sites[i].ranks[j], base[i][j], rng)
         else:
             n_mut = int(rng.integers(1, min(3, len(slots)) + 1))
             for pick in rng.choice(len(slots), size=n_mut, replace=False):
                 i, j = slots[pick]
-                options = [p for p in _perms(sites[i].ranks[j]) if p != base[i][j]]
-                cfg[i][j] = options[rng.integers(len(options))]
+                cfg[i][j] = _other_perm(sites[i].ranks[j], base[i][j], rng)
         key = tuple(tuple(c) for c in cfg)
         if key in seen:
             continue
@@ -301,8 +305,7 @@ def sample_mixed_configs(sites: list[Site], num: int, seed: int = 0, levels: int
         cfg = [list(c) for c in base]
         for pick in rng.choice(len(slots), size=m, replace=False):
             a, b = slots[pick]
-            options = [p for p in _perms(sites[a].ranks[b]) if p != base[a][b]]
-            cfg[a][b] = options[rng.integers(len(options))]
+            cfg[a][b] = _other_perm(sites[a].ranks[b], base[a][b], rng)
         key = tuple(tuple(c) for c in cfg)
         if key in seen:
             continue
