@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The shipped real datasets' collection (see src/graphcost/datasets/*/CARD.md): layout and flags,
 # each measured twice in independent process sets (the second pass: --repeat). Resumable: re-run it.
+# STAGES picks and orders the stages (default: all four).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
@@ -9,7 +10,13 @@ COMMON=(--limit 0 --configs 64 --rounds 7 --calls 5 --warmup 2 --seed 0 --proces
         --max-load "${MAX_LOAD:-1.5}" --max-wait "${MAX_WAIT:-300}")
 LAYOUT=(--space layout --mode both --programs "$(paste -sd, benchmarks/collections/layout_programs.txt)")
 FLAGS=(--space flags --programs "$(paste -sd, benchmarks/collections/flags_programs.txt)")
-$GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout"
-$GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags"
-$GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" --repeat
-$GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" --repeat
+STAGES=${STAGES:-layout layout-repeat flags flags-repeat}
+for stage in $STAGES; do
+  case $stage in
+    layout) $GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" ;;
+    layout-repeat) $GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" --repeat ;;
+    flags) $GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" ;;
+    flags-repeat) $GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" --repeat ;;
+    *) echo "unknown stage $stage" >&2; exit 2 ;;
+  esac
+done
