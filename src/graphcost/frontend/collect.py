@@ -435,9 +435,11 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
                                  "(another graphcost version?); a repeat must measure the same configurations")
             timing = {"compile_s": 0.0}
             work = out_dir / WORK / name
+            # a cache left by the first collection serves the processes directly (a miss compiles there)
+            warm = options.cache_dir.is_dir() and any(options.cache_dir.iterdir())
             samples, records = measure_processes(
                 gj.job, work, "repeat", options.cross,
-                before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
+                before_first=None if warm else lambda: timing.update(_driver_compile(gj, options, bar)),
                 status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
             stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
             save_arrays(stored, path, gj.kind)
