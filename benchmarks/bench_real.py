@@ -227,14 +227,16 @@ def lofo(records: list[Record], models, args, work: Path) -> dict:
         valid = [r for r in rest if r.split == "valid"] or rest[:2]  # logged only: the final epoch is scored
         print(f"  leave out {fam}: train {len(rest)} / test {len(test)} graphs", flush=True)
         per_family[fam] = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{fam}")
-    names = list(next(iter(per_family.values())))
+    names = sorted({m for res in per_family.values() for m in res})
     avg = {}
     for model in names:
-        keys = [k for k in per_family[next(iter(per_family))][model] if not k.endswith("_std")]
-        avg[model] = {k: float(np.nanmean([per_family[f][model].get(k, np.nan) for f in per_family])) for k in keys}
+        rows = [per_family[f][model] for f in per_family if model in per_family[f]]
+        keys = sorted({k for r in rows for k in r if not k.endswith("_std")})
+        avg[model] = {k: float(np.nanmean([r.get(k, np.nan) for r in rows])) for k in keys}
         for k in keys:  # seed spread: mean over families of the per-family std
-            if f"{k}_std" in per_family[next(iter(per_family))][model]:
-                avg[model][f"{k}_std"] = float(np.mean([per_family[f][model][f"{k}_std"] for f in per_family]))
+            if f"{k}_std" in rows[0]:
+                avg[model][f"{k}_std"] = float(np.mean([r[f"{k}_std"] for r in rows]))
+        avg[model]["families"] = len(rows)
     return {"families": per_family, **avg}
 
 
@@ -249,21 +251,21 @@ def _cell(row: dict, key: str) -> str:
 
 def markdown(report: dict) -> str:
     lines = [SECTION, "",
-             f"`{report['command']}` — {report['machine']}, {report['date']}, load average {report['load']}. "
              f"Data: {report['data']} (REAL, measured with the cross-process protocol; label = median of 3 "
-             f"processes). Budget per GNN: {report['epochs']} epochs, {report['batch_configs']} configurations per "
-             f"batch, hidden {report['hidden'] or 'each model default'}, final epoch; LightGBM 300 rounds; {report['seeds']} seeds "
-             f"(mean ± std). Noise ceiling: the metric of an independent repeat measurement (3 other processes, "
-             f"another time) against the label. JSON: `benchmarks/results/bench_real.json`.", ""]
+             "processes). GNNs: final epoch, no TTA; LightGBM 300 rounds; mean ± std over seeds. Noise ceiling: "
+             "the metric of an independent repeat measurement (3 other processes, another time) against the "
+             "label. JSON: `benchmarks/results/bench_real.json`.", ""]
     keys = [("kendall_tau", "Kendall τ"), ("tau_default", "τ default-mode"), ("tau_random", "τ random-mode"),
             ("opa", "OPA"), ("top1_slowdown", "top-1 slowdown")]
     for proto, title in (("official", "Official split (train → test)"), ("lofo", "Leave one family out")):
         if proto not in report["results"]:
             continue
-        res = report["results"][proto]
-        lines += [f"**{title}**", "", "| model | " + " | ".join(k[1] for k in keys) + " |",
-                  "| --- |" + " --- |" * len(keys)]
-        for model in [*report["models"], "noise ceiling"]:
+        res, meta = report["results"][proto], report["results"][proto]["meta"]
+        lines += [f"**{title}** — `{meta['command']}`; {meta['machine']}, {meta['date']}, load average "
+                  f"{meta['load']}; {meta['epochs']} epochs, {meta['batch_configs']} configurations per batch, hidden "
+                  f"{meta['hidden'] or 'each model default'}, {meta['seeds']} seeds, {meta['wall_min']:.0f} min.", "",
+                  "| model | " + " | ".join(k[1] for k in keys) + " |", "| --- |" + " --- |" * len(keys)]
+        for model in [*MODELS, "noise ceiling"]:
             if model in res:
                 lines.append(f"| {model} | " + " | ".join(_cell(res[model], k) for k, _ in keys) + " |")
         lines.append("")
@@ -314,20 +316,21 @@ def main() -> None:
     records = load_records(data)
     print(f"{data}: {len(records)} graphs, {len({r.family for r in records})} families, "
           f"{sum(r.repeat is not None for r in records)} with a repeat measurement", flush=True)
-    load0 = os.getloadavg()
-    results = {}
+    machine = f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, {args.threads} thread(s)"
+    report = {"data": str(Path(data).resolve().relative_to(ROOT)) if Path(data).resolve().is_relative_to(ROOT)
+              else str(data), "results": {}}
+    if args.out.exists():  # other protocols' results (run separately) are kept
+        report["results"] = json.loads(args.out.read_text(encoding="utf-8")).get("results", {})
     with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
         for proto in args.protocols.split(","):
-            results[proto] = {"official": official, "lofo": lofo}[proto](records, models, args, Path(tmp))
-    load1 = os.getloadavg()
-    report = {
-        "command": "python benchmarks/bench_real.py " + " ".join(sys.argv[1:]),
-        "machine": f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}",
-        "date": date.today().isoformat(), "load": f"{load0[0]:.2f} → {load1[0]:.2f}",
-        "data": str(Path(data).resolve().relative_to(ROOT)) if Path(data).resolve().is_relative_to(ROOT) else str(data),
-        "models": models, "seeds": args.seeds, "epochs": args.epochs, "batch_configs": args.batch_configs,
-        "hidden": args.hidden, "results": results,
-    }  # fmt: skip
+            load0, t0 = os.getloadavg(), time.perf_counter()
+            res = {"official": official, "lofo": lofo}[proto](records, models, args, Path(tmp))
+            load1 = os.getloadavg()
+            res["meta"] = {"command": "python benchmarks/bench_real.py " + " ".join(sys.argv[1:]), "machine": machine,
+                           "date": date.today().isoformat(), "load": f"{load0[0]:.2f} → {load1[0]:.2f}",
+                           "seeds": args.seeds, "epochs": args.epochs, "batch_configs": args.batch_configs,
+                           "hidden": args.hidden, "models": models, "wall_min": (time.perf_counter() - t0) / 60}
+            report["results"][proto] = res
     atomic_write_json(report, args.out)
     print(markdown(report))
     if not args.no_markdown:
