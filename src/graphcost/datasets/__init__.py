@@ -1,12 +1,12 @@
-"""Datasets shipped with graphcost.
+"""Datasets shipped with graphcost (REAL measurements, see each CARD.md).
 
-``cpu_layout``: a small REAL layout-collection dataset measured on a 2-core CPU with the JAX
-frontend (`graphcost collect`): zoo programs x per-node layout configurations, TpuGraphs layout
-schema, split by graph into train/valid/test. See ``cpu_layout/CARD.md``.
+``cpu_layout``: the default training data: 60 JAX/Flax zoo programs x 64 layout configurations
+measured on a 2-core CPU with the cross-process protocol of `graphcost collect` (label = median
+of 3 processes, plus an independent repeat), TpuGraphs layout schema, split by graph into
+train/valid/test.
 
-``cpu_flags``: a small REAL compiler-flag dataset (XLA CPU options of `graphcost.frontend.flags`,
-TpuGraphs tile schema), the default data of ``graphcost train --collection tile:xla``. See
-``cpu_flags/CARD.md``.
+``cpu_flags``: 24 programs x 64 XLA CPU compiler-flag configurations (`graphcost.frontend.flags`,
+TpuGraphs tile schema), the default data of ``graphcost train --collection tile:xla``.
 """
 
 from __future__ import annotations
