@@ -300,7 +300,16 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
+    parser.add_argument("--render", action="store_true", help="only rewrite BENCHMARKS.md from the --out JSON")
     args = parser.parse_args()
+    if args.render:
+        from graphcost.atomic import atomic_write_text
+
+        bench = ROOT / "BENCHMARKS.md"
+        report = json.loads(args.out.read_text(encoding="utf-8"))
+        atomic_write_text(bench, replace_section(bench.read_text(encoding="utf-8"), markdown(report)))
+        print(markdown(report))
+        return
 
     import torch
 
