@@ -255,10 +255,9 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
     work.mkdir(parents=True, exist_ok=True)
     job_path = work / f"{prefix}-job.json"
     text = json.dumps(job, sort_keys=True)
-    if job_path.exists() and job_path.read_text(encoding="utf-8") != text:
-        for old in work.glob(f"{prefix}[0-9]*.npz"):
-            old.unlink()
     if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
+        for old in work.glob(f"{prefix}[0-9]*.npz"):  # measured for another job
+            old.unlink()
         atomic_write_text(job_path, text)
     rows, records = [], []
     for p in range(cross.processes):
@@ -302,11 +301,11 @@ def summarize(samples: np.ndarray) -> dict:
             "spread": float(label.max() / label.min()), **noise_stats(samples)}
 
 
-def label_arrays(kind: str, samples: np.ndarray, prefix: str = "config_runtime") -> dict:
+def label_arrays(kind: str, samples: np.ndarray) -> dict:
     """npz label keys of a (K, P) sample matrix: the median label and the samples (int64 ns)."""
     stored = np.round(samples).astype(np.int64)  # the label is recomputable exactly from the stored samples
     label = np.round(combine(stored)).astype(np.int64)
-    out = {prefix: label, f"{prefix}_samples": stored}
+    out = {"config_runtime": label, "config_runtime_samples": stored}
     if kind == "tile":  # TpuGraphs tile files normalise by the default configuration (configs[0])
         out["config_runtime_normalizers"] = np.full_like(label, label[0])
     return out
