@@ -38,3 +38,15 @@ def test_collect_writes_valid_npz_and_resumes(tmp_path):
     # a resume with different parameters is refused with a clear message
     res3 = runner.invoke(app, args[:4] + ["5"] + args[5:])
     assert res3.exit_code == 1 and "collection" in res3.output
+
+
+def test_collect_bad_options_are_one_line_errors(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(app, ["collect", "--backend", "spark", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--backend must be 'local' or 'ray'" in res.output
+    res = runner.invoke(app, ["collect", "--measure-core", "4096", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--measure-core 4096" in res.output
+    res = runner.invoke(app, ["collect", "--repeat", "--out", str(tmp_path / "empty")])
+    assert res.exit_code == 1 and "no collection here to repeat" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["collect", "--repeat", "--backend", "ray", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--repeat runs on the local backend only" in res.output
