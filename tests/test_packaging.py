@@ -26,7 +26,7 @@ def _same(a: str, b: str) -> bool:  # "2.4" == "2.4.0"
 def test_floors_are_the_pinned_minimum_versions():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     requirements = list(project["project"]["dependencies"]) + list(project["build-system"]["requires"])
-    for extra in ("jax", "tensorboard", "tune", "dev"):
+    for extra in ("jax", "tensorboard", "tune", "ray", "dev"):
         requirements += project["project"]["optional-dependencies"][extra]
     pins = {}
     for line in (ROOT / "constraints-min.txt").read_text().splitlines():

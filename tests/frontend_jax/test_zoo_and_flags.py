@@ -63,8 +63,8 @@ def test_measure_interleaved_protocol():
 def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
     import jax
 
-    from graphcost.frontend.collect import collect_flags_graph
+    from graphcost.frontend.collect import prepare_flags
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with pytest.raises(ValueError, match="JAX_PLATFORMS=cpu"):
-        collect_flags_graph(None, None)
+        prepare_flags(None, None)

@@ -127,8 +127,8 @@ def assign_splits(specs: list[ProgramSpec], fractions=(0.7, 0.15, 0.15), seed: i
 
 # --- manifest ------------------------------------------------------------------------------
 
-def load_manifest(out_dir: Path, options: CollectOptions | None) -> dict[str, Any]:
-    """The existing manifest (checked against `options` unless None) or a fresh one."""
+def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
+    """The existing manifest (checked against `options`) or a fresh one."""
     path = out_dir / MANIFEST
     if path.exists():
         try:
@@ -136,15 +136,13 @@ def load_manifest(out_dir: Path, options: CollectOptions | None) -> dict[str, An
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
         old = manifest.get("collection", {})
-        if options is not None and old != options.key():
+        if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
                              "use another --out directory or the same parameters to resume")
         if not isinstance(manifest.get("graphs", {}), dict):
             raise ValueError(f"{path}: key 'graphs' must be an object of per-graph entries")
         manifest.setdefault("graphs", {})
         return manifest
-    if options is None:
-        raise ValueError(f"{path}: no collection here to repeat (collect it first)")
     return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
 
@@ -341,15 +339,21 @@ def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
 
 def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
     """Collect every program in `specs` into `out_dir` (resumable). Returns the manifest."""
-    from tqdm.auto import tqdm
-
-    from graphcost.frontend.measure_worker import configure_cache
+    from graphcost.frontend.measure_worker import persistent_cache
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir, options)
     options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-    configure_cache(str(options.cache_dir))
+    with persistent_cache(options.cache_dir):
+        _collect(specs, out_dir, options, manifest, progress)
+    _cleanup(out_dir, manifest, specs)
+    return manifest
+
+
+def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
+    from tqdm.auto import tqdm
+
     splits = assign_splits(specs, options.split_fractions, options.seed)
     manifest["environment"] = environment_metadata(options.protocol)
     manifest["environment"]["cross_process"] = options.cross.describe()
@@ -375,8 +379,6 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
         bar.close()
     manifest["environment"]["loadavg_end"] = load_average()
     atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
-    _cleanup(out_dir, manifest, specs)
-    return manifest
 
 
 def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, kind: str, arrays: dict, info: dict,
@@ -405,15 +407,24 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     ``config_runtime_repeat_samples`` and the manifest entry gets ``repeat`` (Spearman of the two
     labels, noise, loads, date). Resumable like `collect`.
     """
-    from tqdm.auto import tqdm
-
-    from graphcost.frontend.measure_worker import configure_cache
-    from graphcost.frontend.zoo import get_program
+    from graphcost.frontend.measure_worker import persistent_cache
 
     out_dir = Path(out_dir)
+    if not (out_dir / MANIFEST).is_file():
+        raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
     manifest = load_manifest(out_dir, options)
     options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-    configure_cache(str(options.cache_dir))
+    with persistent_cache(options.cache_dir):
+        _repeat(out_dir, options, manifest, progress)
+    _cleanup(out_dir, manifest, None)
+    return manifest
+
+
+def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
+    from tqdm.auto import tqdm
+
+    from graphcost.frontend.zoo import get_program
+
     names = sorted(manifest["graphs"])
     todo = [n for n in names if "repeat" not in manifest["graphs"][n]]
     manifest.setdefault("repeat_environment", environment_metadata(options.protocol))
@@ -450,8 +461,6 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
             bar.update(1)
     finally:
         bar.close()
-    _cleanup(out_dir, manifest, None)
-    return manifest
 
 
 def _now() -> str:

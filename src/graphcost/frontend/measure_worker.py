@@ -29,6 +29,8 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 
 def _pin(core: int | None) -> int:
@@ -42,13 +44,32 @@ def _pin(core: int | None) -> int:
 
 
 def configure_cache(cache_dir: str | None) -> None:
-    """Send every compile of this process through JAX's persistent cache in `cache_dir`."""
+    """Send every compile of this process through JAX's persistent cache in `cache_dir` (None: no cache)."""
     import jax
 
+    jax.config.update("jax_compilation_cache_dir", cache_dir or None)
     if cache_dir:
-        jax.config.update("jax_compilation_cache_dir", cache_dir)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    try:  # JAX opens its cache once per process: make it re-read the directory
+        from jax._src import compilation_cache
+
+        compilation_cache.reset_cache()
+    except (ImportError, AttributeError):  # another JAX version: the first directory stays in use
+        pass
+
+
+@contextmanager
+def persistent_cache(cache_dir: str | Path):
+    """`configure_cache` for the duration of a block, then JAX's previous setting again."""
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir
+    configure_cache(str(cache_dir))
+    try:
+        yield
+    finally:
+        configure_cache(before)
 
 
 def lower_job(job: dict) -> tuple[list, list, list]:

@@ -16,12 +16,9 @@ def main(argv: list[str]) -> int:
     req_path, out_path = argv
     with open(req_path, encoding="utf-8") as fh:
         req = json.load(fh)
-    import jax
+    from graphcost.frontend.measure_worker import configure_cache
 
-    if req.get("cache_dir"):
-        jax.config.update("jax_compilation_cache_dir", req["cache_dir"])
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    configure_cache(req.get("cache_dir"))
 
     from graphcost.atomic import atomic_write_json
     from graphcost.frontend.measure import Protocol, measure_executables
