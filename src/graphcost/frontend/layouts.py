@@ -231,6 +231,12 @@ def _other_perm(rank: int, current: Perm, rng: np.random.Generator) -> Perm:
     return options[rng.integers(len(options))]
 
 
+def _move(cfg: list[list], base: list[tuple], sites: list[Site], picked: list[tuple[int, int]], rng) -> None:
+    """Give each picked (node, operand) slot of `cfg` a random layout other than its default, in order."""
+    for i, j in picked:
+        cfg[i][j] = _other_perm(sites[i].ranks[j], base[i][j], rng)
+
+
 def default_config(sites: list[Site]) -> list[tuple]:
     """Every configurable tensor in the compiler's default row-major layout."""
     return [tuple(default_perm(r) if r else None for r in s.ranks) for s in sites]
@@ -269,9 +275,7 @@ def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tr
                     cfg[i][j] = _other_perm(sites[i].ranks[j], base[i][j], rng)
         else:
             n_mut = int(rng.integers(1, min(3, len(slots)) + 1))
-            for pick in rng.choice(len(slots), size=n_mut, replace=False):
-                i, j = slots[pick]
-                cfg[i][j] = _other_perm(sites[i].ranks[j], base[i][j], rng)
+            _move(cfg, base, sites, [slots[p] for p in rng.choice(len(slots), size=n_mut, replace=False)], rng)
         key = tuple(tuple(c) for c in cfg)
         if key in seen:
             continue
@@ -303,9 +307,7 @@ def sample_mixed_configs(sites: list[Site], num: int, seed: int = 0, levels: int
         m = int(counts[tries % len(counts)])  # a level with no new configuration left is skipped
         tries += 1
         cfg = [list(c) for c in base]
-        for pick in rng.choice(len(slots), size=m, replace=False):
-            a, b = slots[pick]
-            cfg[a][b] = _other_perm(sites[a].ranks[b], base[a][b], rng)
+        _move(cfg, base, sites, [slots[p] for p in rng.choice(len(slots), size=m, replace=False)], rng)
         key = tuple(tuple(c) for c in cfg)
         if key in seen:
             continue
