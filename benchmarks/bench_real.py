@@ -36,6 +36,7 @@ BENCHMARKS.md's cost-model section.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -76,7 +77,7 @@ class Record:
 def config_table(z) -> tuple[np.ndarray, np.ndarray]:
     """Fixed-width per-configuration features of one npz file, and the moved count; ``(K, F), (K,)``."""
     node_feat = np.asarray(z["node_feat"], np.float32)
-    graph = [np.log1p(len(node_feat)), np.log1p(float(np.asarray(z["node_feat"])[:, 28].sum()))]
+    graph = [np.log1p(len(node_feat)), np.log1p(float(node_feat[:, 28].sum()))]
     if "config_feat" in z.files:  # tile: the flag vector (graphcost.frontend.flags) + graph size
         from graphcost.frontend.flags import DEFAULT
 
@@ -157,8 +158,15 @@ def fit_lightgbm(train: list[Record], seed: int):
     return lambda rec: booster.predict(rec.table)
 
 
-def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
+@functools.lru_cache(maxsize=None)
+def _prepared(path: Path, dedup: bool):
+    """The prepared graph of one file, made once per run (every model, seed and protocol reuses it)."""
     from graphcost.train.datasets import load_prepared
+
+    return load_prepared([path], progress=False, dedup=dedup)[0]
+
+
+def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
     from graphcost.train.evaluate import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
@@ -167,14 +175,14 @@ def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, arg
     opts = {} if args.hidden is None else {"hidden": args.hidden}  # default: each model's published defaults
     config = TrainConfig(model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs,
                          seed=seed, device=args.device, progress=False, plots=False)
-    prepared_train = load_prepared([r.path for r in train], progress=False)
-    prepared_valid = load_prepared([r.path for r in valid], progress=False, dedup=False)
+    prepared_train = [_prepared(r.path, dedup=True) for r in train]
+    prepared_valid = [_prepared(r.path, dedup=False) for r in valid]
     trainer = Trainer(config, prepared_train, prepared_valid, work)
     trainer.fit()  # the FINAL epoch's weights score the test graphs (no selection on them)
     scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
 
     def score(rec: Record) -> np.ndarray:
-        (prepared,) = load_prepared([rec.path], progress=False, dedup=False)
+        prepared = _prepared(rec.path, dedup=False)
         full = np.full(len(rec.label), np.nan)
         full[prepared.config_source_index] = scorer.score(prepared)  # back to the file's configuration order
         return full

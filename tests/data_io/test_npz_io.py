@@ -78,6 +78,17 @@ def test_save_load_round_trip(layout_arrays, tile_arrays, write_npz, tmp_path, c
         assert g2.kind == g.kind
 
 
+def test_save_writes_extra_keys_that_the_loader_ignores(layout_arrays, write_npz, tmp_path):
+    g = load_graph(write_npz(layout_arrays, "l.npz"))
+    samples = np.stack([g.config_runtime] * 3, axis=1)  # (K, P)
+    out = save_graph(g, tmp_path / "x.npz", extra={"config_runtime_samples": samples})
+    np.testing.assert_array_equal(np.load(out)["config_runtime_samples"], samples)
+    assert load_graph(out).kind == "layout"
+    with pytest.raises(ValueError, match="would overwrite official"):
+        save_graph(g, tmp_path / "y.npz", extra={"config_runtime": g.config_runtime})
+    assert not (tmp_path / "y.npz").exists()
+
+
 def test_save_lazy_graph_streams(layout_arrays, write_npz, tmp_path):
     g = load_graph(write_npz(layout_arrays, compressed=True), lazy_config_feat=True)
     out = save_graph(g, tmp_path / "copy.npz", compressed=False, chunk_rows=4)

@@ -528,7 +528,7 @@ def predict(
     for model in models:
         if not model.exists():
             _fail(f"{model}: no such model checkpoint or run directory")
-    if split is not None and split not in ("train", "valid", "test"):
+    if split not in ("train", "valid", "test"):
         _fail(f"--split must be train, valid or test, got {split!r}")
     device = _check_device(device)
     info = _find_run_info(models[0])

@@ -310,16 +310,18 @@ def label_arrays(kind: str, samples: np.ndarray) -> dict:
 
 
 def save_arrays(arrays: dict, path: Path, kind: str) -> None:
-    """Validate the TpuGraphs keys (`graphcost.data.io.validate`); write all keys atomically, compressed."""
-    from graphcost.data.io.npz_stream import NpzWriter
-    from graphcost.data.io.schema import keys_for_kind
-    from graphcost.data.io.validate import validate_arrays
+    """Validate and write atomically with `graphcost.data.io.tpugraphs_io.save_graph`; the keys outside
+    the TpuGraphs schema (samples, search modes) go along as its ``extra``."""
+    import dataclasses
 
-    official = {s.name for s in keys_for_kind(kind)}
-    validate_arrays({k: v for k, v in arrays.items() if k in official}, path=path, kind=kind)
-    with NpzWriter(path, compressed=True) as writer:
-        for key, value in arrays.items():
-            writer.write(key, np.asarray(value))
+    from graphcost.data.graph import LayoutGraph, TileGraph
+    from graphcost.data.io.tpugraphs_io import save_graph
+
+    cls = LayoutGraph if kind == "layout" else TileGraph
+    fields = {f.name for f in dataclasses.fields(cls)} - {"path", "kind"}
+    graph = cls(path=None, **{k: v for k, v in arrays.items() if k in fields})
+    save_graph(graph, path, compressed=True, validate=True,
+               extra={k: np.asarray(v) for k, v in arrays.items() if k not in fields})
 
 
 # --- the collection loop -------------------------------------------------------------------

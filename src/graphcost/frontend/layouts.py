@@ -237,6 +237,16 @@ def _move(cfg: list[list], base: list[tuple], sites: list[Site], picked: list[tu
         cfg[i][j] = _other_perm(sites[i].ranks[j], base[i][j], rng)
 
 
+def _add_if_new(cfg: list[list], seen: set, out: list) -> bool:
+    """Append `cfg` (as tuples) to `out` unless an equal configuration is in `seen`; True if appended."""
+    key = tuple(tuple(c) for c in cfg)
+    if key in seen:
+        return False
+    seen.add(key)
+    out.append([tuple(c) for c in cfg])
+    return True
+
+
 def default_config(sites: list[Site]) -> list[tuple]:
     """Every configurable tensor in the compiler's default row-major layout."""
     return [tuple(default_perm(r) if r else None for r in s.ranks) for s in sites]
@@ -276,11 +286,7 @@ def sample_configs(sites: list[Site], num: int, mode: str, seed: int = 0, max_tr
         else:
             n_mut = int(rng.integers(1, min(3, len(slots)) + 1))
             _move(cfg, base, sites, [slots[p] for p in rng.choice(len(slots), size=n_mut, replace=False)], rng)
-        key = tuple(tuple(c) for c in cfg)
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append([tuple(c) for c in cfg])
+        _add_if_new(cfg, seen, out)
     return out
 
 
@@ -308,12 +314,8 @@ def sample_mixed_configs(sites: list[Site], num: int, seed: int = 0, levels: int
         tries += 1
         cfg = [list(c) for c in base]
         _move(cfg, base, sites, [slots[p] for p in rng.choice(len(slots), size=m, replace=False)], rng)
-        key = tuple(tuple(c) for c in cfg)
-        if key in seen:
-            continue
-        seen.add(key)
-        configs.append([tuple(c) for c in cfg])
-        modes.append("random")
+        if _add_if_new(cfg, seen, configs):
+            modes.append("random")
     return configs, modes
 
 

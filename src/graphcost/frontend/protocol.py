@@ -138,8 +138,11 @@ def noise_stats(samples: np.ndarray) -> dict:
     k, p = samples.shape
     logs = np.log(samples)
     label_sd = float(np.std(np.log(combine(samples))))
-    within = float(np.median(np.std(logs, axis=1))) if p >= 2 else float("nan")
-    ratio = within / label_sd if label_sd > 0 and p >= 2 else float("inf") if p >= 2 else float("nan")
+    if p < 2:  # one process: no between-process noise to estimate
+        ratio = float("nan")
+    else:  # configurations all equal (label_sd 0) cannot be told apart at all
+        within = float(np.median(np.std(logs, axis=1)))
+        ratio = within / label_sd if label_sd > 0 else float("inf")
     pairs = [spearman(samples[:, a], samples[:, b]) for a, b in combinations(range(p), 2)]
     pairs = [x for x in pairs if np.isfinite(x)]
     return {"noise_ratio": round(ratio, 4) if np.isfinite(ratio) else ratio,

@@ -130,18 +130,23 @@ def save_graph(
     compressed: bool = True,
     validate: bool = True,
     chunk_rows: int = 2048,
+    extra: dict[str, np.ndarray] | None = None,
 ) -> Path:
     """Write `graph` with the official npz keys, atomically (temp file in the same dir + os.replace).
 
     Arrays keep their dtypes; a lazy ``node_config_feat`` is streamed in `chunk_rows` chunks.
-    Returns the written path.
+    `extra`: further keys written after the official ones and not validated (e.g. the per-process
+    runtimes of `graphcost collect`; the loaders ignore them). Returns the written path.
     """
     path = Path(path)
     arrays = graph_arrays(graph)
     if validate:
         validate_arrays(arrays, path=graph.path or path, kind=graph.kind)
+    clash = sorted(set(arrays) & set(extra or {}))
+    if clash:
+        raise ValueError(f"{path}: extra keys {clash} would overwrite official TpuGraphs keys")
     with NpzWriter(path, compressed=compressed) as writer:
-        for key, value in arrays.items():
+        for key, value in {**arrays, **(extra or {})}.items():
             if isinstance(value, LazyNpyArray):
                 with writer.stream(key, value.shape, value.dtype) as stream:
                     for _, chunk in value.iter_chunks(chunk_rows):
