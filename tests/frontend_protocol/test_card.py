@@ -29,3 +29,19 @@ def test_repeatability_by_family_and_target(tmp_path):
         "graphs": graphs}))
     card = render(tmp_path, "test", "graphcost collect ...")
     assert "| a | 4 | 0.940 |" in card and "**Not met** for: b" in card and "0.500 ⚠" in card
+
+
+def test_card_of_a_missing_or_damaged_collection_is_a_one_line_error(tmp_path, capsys):
+    import pytest
+
+    from graphcost.frontend.card import main
+
+    with pytest.raises(SystemExit, match="manifest.json"):
+        main([str(tmp_path)])
+    (tmp_path / "manifest.json").write_text("{")
+    with pytest.raises(SystemExit, match="cannot write a card"):
+        main([str(tmp_path)])
+    (tmp_path / "manifest.json").write_text('{"graphs": {}}')
+    with pytest.raises(SystemExit, match="missing key 'collection'"):
+        main([str(tmp_path)])
+    assert not (tmp_path / "CARD.md").exists()

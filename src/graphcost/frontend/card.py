@@ -152,8 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     from graphcost.atomic import atomic_write_text
 
-    notes = a.notes.read_text(encoding="utf-8") if a.notes else ""
-    atomic_write_text(a.root / "CARD.md", render(a.root, a.title, a.command, notes))
+    try:
+        notes = a.notes.read_text(encoding="utf-8") if a.notes else ""
+        card = render(a.root, a.title, a.command, notes)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise SystemExit(f"error: {a.root}: cannot write a card from this collection: {detail}") from None
+    atomic_write_text(a.root / "CARD.md", card)
     print(f"wrote {a.root / 'CARD.md'}")
     return 0
 
