@@ -6,13 +6,21 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graphcost.models.layers import ChannelSE, CrossConfigAttention, L2SAGE, LayoutEmbedding, ReferenceInstanceNorm
+from graphcost.models.layers import (
+    ChannelSE,
+    CrossConfigAttention,
+    L2SAGE,
+    LayoutEmbedding,
+    ReferenceInstanceNorm,
+    layout_change_features,
+)
 from graphcost.models.registry import build_model
 from graphcost.models.tgraph import TGraph, TGraphConfig
 from models_testutil import make_layout_batch, make_tile_batch, permute_configs
 
 ABLATIONS = [{}, {"channel_attention": False}, {"cross_attention": False}, {"use_edges": False},
-             {"norm": "none"}, {"aggr": "mean"}, {"directed": True}]
+             {"norm": "none"}, {"aggr": "mean"}, {"directed": True}, {"cross_scale": "softmax"},
+             {"change_features": False}]
 
 
 @pytest.mark.parametrize("extra", ABLATIONS, ids=str)
@@ -63,6 +71,63 @@ def test_cross_attention_compares_configurations():
         assert (not torch.isclose(a, b, atol=1e-7)) == should_change
 
 
+def _repeated(batch, config: int, times: int):
+    """`batch` with only configuration `config`, `times` times."""
+    return permute_configs(batch, torch.full((times,), config, dtype=torch.long))
+
+
+@pytest.mark.parametrize("norm", ["reference", "none"])
+def test_score_does_not_depend_on_batch_size(norm):
+    """Defect found by the issue-24 ablation: eq. 6's softmax gives a state shared by the whole batch
+    the weight 1/B, so a model trained on batches of 64 scored batches of 128 with the shared part of
+    the graph halved. With cross_scale "mean" a configuration among copies of itself scores the same
+    at any batch size; the paper-literal weights do not."""
+    batch = make_layout_batch(num_nodes=20, num_configs=6, num_configurable=3, seed=5)
+    torch.manual_seed(0)
+    fixed = TGraph("layout", TGraphConfig.small(norm=norm)).eval()
+    torch.manual_seed(0)
+    paper = TGraph("layout", TGraphConfig.small(norm=norm, cross_scale="softmax")).eval()
+    with torch.no_grad():
+        for model, invariant in ((fixed, True), (paper, False)):
+            s2, s64, s128 = (model(_repeated(batch, 2, b))[0] for b in (2, 64, 128))
+            assert torch.isclose(s2, s128, rtol=1e-5, atol=1e-6).item() == invariant
+            assert torch.isclose(s64, s128, rtol=1e-5, atol=1e-6).item() == invariant
+
+
+def test_layout_change_features_by_hand():
+    unset = [-1] * 6
+    row_major_2d = [1, 0, -1, -1, -1, -1]  # the default layout of a rank-2 tensor
+    col_major_2d = [0, 1, -1, -1, -1, -1]  # minor-most dimension moved
+    swap_major_3d = [2, 0, 1, -1, -1, -1]  # rank 3: minor-most kept, the other two swapped
+    cfg = torch.tensor([[*row_major_2d, *col_major_2d, *unset],
+                        [*unset, *unset, *unset],
+                        [*swap_major_3d, *row_major_2d, *col_major_2d]], dtype=torch.float32)
+    expected = torch.tensor([[0, 1, 0, 0, 1, 0],   # moved (out, in, kernel), minor moved (out, in, kernel)
+                             [0, 0, 0, 0, 0, 0],
+                             [1, 0, 1, 0, 0, 1]], dtype=torch.float32)
+    torch.testing.assert_close(layout_change_features(cfg), expected)
+    torch.testing.assert_close(layout_change_features(cfg.unsqueeze(0)), expected.unsqueeze(0))  # (..., 18)
+
+
+def test_change_features_reach_the_score():
+    """Two configurations that differ only in whether a layout is the default get different inputs."""
+    torch.manual_seed(0)
+    model = TGraph("layout", TGraphConfig.small())
+    cfg = torch.tensor([[1.0, 0.0, *[-1.0] * 16], [0.0, 1.0, *[-1.0] * 16]])  # default vs moved, rank 2
+    part = model._config_part(cfg)
+    assert part.shape == (2, model.config_dim)
+    torch.testing.assert_close(part[:, -6:], torch.tensor([[0.0] * 6, [1.0, 0, 0, 1.0, 0, 0]]))
+
+
+def test_saved_specs_without_new_fields_keep_their_behaviour():
+    from graphcost.models.registry import model_from_spec
+
+    old = model_from_spec({"name": "tgraph", "kind": "layout", "config": {"hidden": 32}})
+    assert old.config.cross_scale == "softmax" and not old.config.change_features
+    new = build_model("tgraph", "layout", hidden=32)
+    assert new.config.cross_scale == "mean" and new.config.change_features
+
+
 def test_ablation_shapes_keep_the_residual():
     on = TGraph("layout", TGraphConfig.small(hidden=32))
     off = TGraph("layout", TGraphConfig.small(hidden=32, cross_attention=False))
@@ -74,18 +139,22 @@ def test_ablation_shapes_keep_the_residual():
 def test_paper_default_sizes():
     m = build_model("tgraph", "layout")
     assert m.config.hidden == 256 and m.config.opcode_dim == 16 and m.config.layout_dim == 4
-    assert m.f_in[0].in_features == 134 + 6 * 4 + 18 * 4 + 16
+    assert m.f_in[0].in_features == 134 + 6 * 4 + 18 * 4 + 6 + 16  # + layout_change_features
     assert len(m.blocks) == 2
 
 
 def test_layers_do_their_equations():
     torch.manual_seed(0)
     x = torch.randn(5, 7, 16)  # (B, N, F)
-    cross = CrossConfigAttention(init_temperature=2.0)
+    paper = CrossConfigAttention(init_temperature=2.0, scale="softmax")
     expected = x * torch.softmax(x / 2.0, dim=0)
-    torch.testing.assert_close(cross(x), expected)
+    torch.testing.assert_close(paper(x), expected)
     same = x[:1].expand(5, -1, -1)
-    torch.testing.assert_close(cross(same), CrossConfigAttention.shared_value(same, 5))
+    torch.testing.assert_close(paper(same), paper.shared_value(same, 5))
+    cross = CrossConfigAttention(init_temperature=2.0)  # default "mean": B · softmax
+    torch.testing.assert_close(cross(x), 5 * expected)
+    torch.testing.assert_close(cross(same), same)  # a shared state is left as it is, whatever B
+    torch.testing.assert_close(cross.shared_value(same, 5), same)
     se = ChannelSE(16)
     gate = torch.sigmoid(se.square(F.relu(se.excite(x))))
     torch.testing.assert_close(se(x), x * gate)

@@ -68,7 +68,8 @@ def _config(**kw):
     from graphcost.train.trainer import TrainConfig
 
     base = dict(model="tiny", model_config={"hidden": 8}, epochs=2, batch_configs=8, lr=3e-3, seed=3,
-                device="cpu", eval_batch=24, progress=False, plots=False)
+                device="cpu", eval_batch=24, progress=False, plots=False,
+                max_steps_per_graph=1, min_epoch_steps=1)  # one batch per graph: "match" = the same batch on both ranks
     base.update(kw)
     return TrainConfig(**base)
 

@@ -139,29 +139,43 @@ class ChannelSE(nn.Module):
 class CrossConfigAttention(nn.Module):
     """Cross-configuration attention (TGraph eq. 6):
 
-        A_cross(ε)_i^b = ε_i^b ∘ Softmax_b(ε_i^b / T)
+        A_cross(ε)_i^b = ε_i^b ∘ w_i^b,   w_i^b = Softmax_b(ε_i^b / T)            (scale "softmax")
+                                         w_i^b = B · Softmax_b(ε_i^b / T)        (scale "mean", default)
 
     The softmax runs over the configuration axis b, separately for every node i and channel;
     T > 0 is a learnable temperature (stored as log T). Input (B, N, F) with `dim=0` (default).
-    A node whose state is identical in every configuration gets weight exactly 1/B
-    (see `shared_value`).
+
+    Why "mean": with the paper-literal weights a node whose state is the same in all B
+    configurations (every node no configuration reaches) gets weight exactly 1/B, so the whole
+    shared part of the graph is scaled by the batch size: a model trained on batches of 64
+    scores batches of 128 with those states halved. B · Softmax is the same attention relative
+    to uniform weights (the weights average to 1 over the batch): a shared state passes through
+    unchanged whatever B is, and a configuration's score depends on its batch only through the
+    configurations that actually differ from it (see `shared_value`).
     """
 
-    def __init__(self, init_temperature: float = 1.0):
+    def __init__(self, init_temperature: float = 1.0, scale: str = "mean"):
         super().__init__()
+        if scale not in ("mean", "softmax"):
+            raise ValueError(f"CrossConfigAttention scale must be 'mean' or 'softmax', got {scale!r}")
+        self.scale = scale
         self.log_temperature = nn.Parameter(torch.tensor(float(init_temperature)).log())
 
     @property
     def temperature(self) -> Tensor:
         return self.log_temperature.exp()
 
-    def forward(self, x: Tensor, dim: int = 0) -> Tensor:
-        return x * torch.softmax(x / self.temperature, dim=dim)  # TGraph eq. 6
+    def weights(self, x: Tensor, dim: int = 0) -> Tensor:
+        """w of eq. 6 (same shape as x)."""
+        w = torch.softmax(x / self.temperature, dim=dim)
+        return w * x.shape[dim] if self.scale == "mean" else w
 
-    @staticmethod
-    def shared_value(x: Tensor, num_configs: int) -> Tensor:
+    def forward(self, x: Tensor, dim: int = 0) -> Tensor:
+        return x * self.weights(x, dim)  # TGraph eq. 6
+
+    def shared_value(self, x: Tensor, num_configs: int) -> Tensor:
         """eq. 6 for a state shared by all `num_configs` configurations: softmax = 1/B."""
-        return x / num_configs
+        return x if self.scale == "mean" else x / num_configs
 
 
 class ReferenceInstanceNorm(nn.Module):
@@ -223,6 +237,33 @@ def scaled_node_features(node_feat: Tensor) -> Tensor:
 def layout_node_features(node_feat: Tensor) -> Tensor:
     """The layout minor_to_major part node_feat[:, 134:140], -1 padded (TGraph §2.2.4)."""
     return node_feat[:, NODE_FEAT_SCALED:]
+
+
+LAYOUT_CHANGE_DIM = 6  # `layout_change_features`: moved + minor-most moved, for each of the 3 layout slots
+
+
+def layout_change_features(cfg: Tensor) -> Tensor:
+    """Which layouts of a configurable node a configuration changes: (..., 18) -> (..., 6) floats.
+
+    The 18 configuration entries are 3 slots (output, input, kernel layout; TpuGraphs §3) of 6
+    minor_to_major dimension ids, -1 padded. With r the rank of a slot (its entries >= 0), the
+    compiler's default (row-major) layout is minor_to_major = (r-1, r-2, ..., 0). Per slot:
+
+        moved_s = any_d (slot_s[d] >= 0 and slot_s[d] != r - 1 - d)     the layout is not the default
+        minor_s = slot_s[0] >= 0 and slot_s[0] != r - 1                  the minor-most (contiguous) dim moves
+
+    These are what the tree baseline's per-configuration table is built from (which tensors move,
+    whether the contiguous dimension moves; the tensor's size is in node_feat). An embedding of the
+    raw ids can express them only through rank-dependent comparisons the model would have to learn
+    from few graphs. An unset configuration (all -1) gives zeros.
+    """
+    slots = cfg.unflatten(-1, (3, LAYOUT_CONFIG_DIM // 3))  # (..., 3, 6)
+    valid = slots >= 0
+    rank = valid.sum(-1, keepdim=True)  # (..., 3, 1)
+    default = rank - 1 - torch.arange(slots.shape[-1], device=cfg.device)  # (..., 3, 6)
+    moved = ((slots != default) & valid).any(-1)  # (..., 3)
+    minor = valid[..., 0] & (slots[..., 0] != default[..., 0])  # (..., 3)
+    return torch.cat([moved, minor], dim=-1).to(cfg.dtype)  # (..., 6)
 
 
 def per_node_config(batch, fill: float) -> Tensor:

@@ -32,6 +32,8 @@ _MODELS: dict[str, tuple[type, tuple[str, ...], Callable[[str, Any], nn.Module]]
     "kaufman": (KaufmanConfig, ("layout", "tile"), lambda k, c: Kaufman(k, c)),
 }
 MODEL_NAMES: tuple[str, ...] = tuple(_MODELS)
+# config fields added after models were first saved: a saved spec without one means the old behaviour
+LEGACY_DEFAULTS: dict[str, dict[str, Any]] = {"tgraph": {"cross_scale": "softmax", "change_features": False}}
 
 
 def model_kinds(name: str) -> tuple[str, ...]:
@@ -124,4 +126,5 @@ def model_from_spec(spec: dict) -> nn.Module:
     missing = [k for k in ("name", "kind") if k not in spec]
     if missing:
         raise ValueError(f"model spec is missing key(s) {missing}: {spec!r}")
-    return build_model(spec["name"], spec["kind"], **spec.get("config", {}))
+    config = {**LEGACY_DEFAULTS.get(spec["name"], {}), **spec.get("config", {})}
+    return build_model(spec["name"], spec["kind"], **config)

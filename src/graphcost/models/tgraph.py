@@ -1,8 +1,8 @@
 """TGraph (Khizbullin et al., 2024): GraphSAGE + channel self-attention + cross-configuration
 attention, scoring B configurations of one graph (lower score = predicted faster).
 
-    X      = StandardScaled node_feat[:134] ⊕ E_layout(node_feat[134:140]) ⊕ E_layout(config)
-             ⊕ E_opcode(opcode)                                             (TGraph §2.2.5)
+    X      = StandardScaled node_feat[:134] ⊕ E_layout(node_feat[134:140]) ⊕ E_opcode(opcode)
+             ⊕ E_layout(config) ⊕ moved(config)        (TGraph §2.2.5; moved: `layout_change_features`)
     ε^0    = f_in(X)          f_in: Linear-GELU-Linear-GELU, {256, 256}     (TGraph eq. 7)
     η      = A_self(S(N_instance(ε)))          S: L2 SAGE, H -> H/2          (TGraph eq. 2, 4, 5)
     B(ε)   = ε + GELU(concat(η, A_cross(η)))   back to H channels            (TGraph eq. 3, 6)
@@ -15,7 +15,10 @@ cross-configuration attention acts on the fused per-configuration vectors.
 
 Ablations (TGraph Table 3): ``channel_attention`` (A_self), ``cross_attention`` (A_cross; the
 SAGE output then keeps H channels so the residual still matches), ``use_edges`` (no edges = no
-message passing). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
+message passing). ``cross_scale`` "mean" (default) weighs eq. 6 by B · softmax so that states
+shared by the whole batch do not shrink with the batch size ("softmax": the paper's 1/B; see
+`layers.CrossConfigAttention`). ``change_features`` adds, per configurable node, which of its
+layouts the configuration moves off the default (`layers.layout_change_features`). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
 ``"config"`` (per-configuration InstanceNorm, paper-literal, dense path) or ``"none"``.
 
 Speed: for layout batches with norm "reference"/"none" the forward pass computes the nodes no
@@ -40,6 +43,7 @@ from torch_geometric.nn import global_mean_pool
 from graphcost.data.graph import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, NODE_FEAT_SCALED, TILE_CONFIG_DIM
 from graphcost.models.layers import (
     NUM_OPCODES,
+    LAYOUT_CHANGE_DIM,
     ChannelSE,
     CrossConfigAttention,
     L2SAGE,
@@ -47,6 +51,7 @@ from graphcost.models.layers import (
     OpcodeEmbedding,
     ReferenceInstanceNorm,
     check_batch,
+    layout_change_features,
     layout_node_features,
     mlp,
     scaled_node_features,
@@ -73,6 +78,8 @@ class TGraphConfig:
     norm: str = "reference"  # "reference" | "config" | "none"
     se_reduction: int = 8  # TGraph eq. 5, 8x bottleneck
     init_temperature: float = 1.0  # T of eq. 6 (learned)
+    cross_scale: str = "mean"  # eq. 6 weights: "mean" = B · softmax (batch-size invariant), "softmax" = paper
+    change_features: bool = True  # layout: which layouts a configuration moves (layers.layout_change_features)
     num_opcodes: int = NUM_OPCODES
 
     @classmethod
@@ -120,7 +127,7 @@ class _Block(nn.Module):
         self.norm = ReferenceInstanceNorm(h) if cfg.norm != "none" else None
         self.sage = L2SAGE(h, out, aggr=cfg.aggr)
         self.se = ChannelSE(out, cfg.se_reduction) if cfg.channel_attention else None
-        self.cross = CrossConfigAttention(cfg.init_temperature) if cfg.cross_attention else None
+        self.cross = CrossConfigAttention(cfg.init_temperature, cfg.cross_scale) if cfg.cross_attention else None
 
     def attend(self, s: Tensor) -> Tensor:
         return self.se(s) if self.se is not None else s  # η = A_self(S(...)) (eq. 4-5)
@@ -163,7 +170,7 @@ class TGraph(nn.Module):
         self.opcode_emb = OpcodeEmbedding(c.opcode_dim, c.num_opcodes)
         in_dim = NODE_FEAT_SCALED + (NODE_FEAT_DIM - NODE_FEAT_SCALED) * c.layout_dim + c.opcode_dim
         if kind == "layout":
-            in_dim += LAYOUT_CONFIG_DIM * c.layout_dim
+            in_dim += self.config_dim
         self.f_in = mlp([in_dim, c.hidden, c.hidden], act=nn.GELU, last_act=True)  # eq. 7 f_in
         self.blocks = nn.ModuleList(_Block(c) for _ in range(c.num_blocks))
         if kind == "layout":
@@ -171,10 +178,23 @@ class TGraph(nn.Module):
         else:  # late fusion of config_feat (TGraph §2.2.5)
             self.config_in = mlp([TILE_CONFIG_DIM, c.hidden, c.hidden], act=nn.GELU, last_act=True)
             self.fuse = mlp([2 * c.hidden, c.hidden], act=nn.GELU, last_act=True)
-            self.head_cross = CrossConfigAttention(c.init_temperature) if c.cross_attention else None
+            self.head_cross = CrossConfigAttention(c.init_temperature, c.cross_scale) if c.cross_attention else None
             self.f_out = nn.Linear(2 * c.hidden if c.cross_attention else c.hidden, 1)
 
     # ----------------------------------------------------------------- inputs
+    @property
+    def config_dim(self) -> int:
+        """Input channels a layout configuration gives a configurable node (the last ones of X)."""
+        c = self.config
+        return LAYOUT_CONFIG_DIM * c.layout_dim + (LAYOUT_CHANGE_DIM if c.change_features else 0)
+
+    def _config_part(self, cfg: Tensor) -> Tensor:
+        """(..., 18) layout configuration -> (..., config_dim): E_layout(config) ⊕ moved(config)."""
+        emb = self.layout_emb(cfg)  # (..., 18 * layout_dim)
+        if not self.config.change_features:
+            return emb
+        return torch.cat([emb, layout_change_features(cfg).to(emb.dtype)], dim=-1)
+
     def _edges(self, batch) -> Edges:
         n = batch.node_feat.shape[0]
         ei = batch.edge_index
@@ -191,12 +211,12 @@ class TGraph(nn.Module):
                  self.opcode_emb(batch.node_opcode)]
         if self.kind == "layout":
             unset = nf.new_full((nf.shape[0], LAYOUT_CONFIG_DIM), -1.0)
-            parts.append(self.layout_emb(unset))
+            parts.append(self._config_part(unset))
         return torch.cat(parts, dim=-1)
 
     def _config_input(self, x_static: Tensor, node_ids: Tensor, cfg: Tensor) -> Tensor:
         """(B, C, in_dim): inputs of configurable nodes under each configuration."""
-        emb = self.layout_emb(cfg)  # (B, C, 18 * layout_dim)
+        emb = self._config_part(cfg)  # (B, C, config_dim)
         base = x_static[node_ids].unsqueeze(0).expand(cfg.shape[0], -1, -1)
         return torch.cat([base[..., : -emb.shape[-1]], emb], dim=-1)
 
@@ -210,7 +230,7 @@ class TGraph(nn.Module):
         idx = torch.sort(batch.config_node_index).values if self.kind == "layout" else None
         if idx is not None:
             lin = self.f_in[0]  # first f_in layer, split into node part (static) and config part
-            n_cfg = LAYOUT_CONFIG_DIM * self.config.layout_dim
+            n_cfg = self.config_dim
             ref.fin_static = F.linear(x[idx, :-n_cfg], lin.weight[:, :-n_cfg], lin.bias)  # (C, H)
             ref.config_order = torch.argsort(batch.config_node_index)
         for blk in self.blocks:
@@ -223,7 +243,7 @@ class TGraph(nn.Module):
                 n_s, scale = eps, None
             sage_raw = sage_static(blk.sage, n_s, edges)  # (N, H')
             eta = blk.attend(F.normalize(sage_raw, p=2.0, dim=-1))
-            cross = CrossConfigAttention.shared_value(eta, num_configs) if blk.cross is not None else None
+            cross = blk.cross.shared_value(eta, num_configs) if blk.cross is not None else None
             out = blk.combine(eps, eta, cross)
             if idx is not None:
                 br.plan = SagePlan.build(blk.sage, edges, idx, eps, sage_raw, scale)
@@ -272,7 +292,7 @@ class TGraph(nn.Module):
         of the first layer is ref.fin_static. Without gradients the layers write into
         `workspace` buffers and the GELUs run in place."""
         lin = self.f_in[0]
-        emb = self.layout_emb(cfg).to(lin.weight.dtype)  # (C, B, 18 * layout_dim)
+        emb = self._config_part(cfg).to(lin.weight.dtype)  # (C, B, config_dim)
         w_cfg = lin.weight[:, -emb.shape[-1]:]  # config part of layer 1
         if torch.is_grad_enabled() or workspace is None:
             h = F.linear(emb, w_cfg)  # (C, B, H)

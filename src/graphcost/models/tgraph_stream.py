@@ -111,7 +111,7 @@ def attend_into(blk: nn.Module, s: Tensor, g: Tensor) -> Tensor:
     else:
         torch.div(s, n, out=eta)
     if blk.cross is not None:  # eq. 6: softmax over the configurations (dim 1)
-        torch.mul(torch.softmax(eta / blk.cross.temperature, dim=1), eta, out=g[..., f:])
+        torch.mul(blk.cross.weights(eta, dim=1), eta, out=g[..., f:])
     return torch._C._nn.gelu_(g)
 
 

@@ -209,9 +209,11 @@ class LazyPrepared(Sequence):
     loading anything; `subset(indices)` is a lazy view (cross-validation folds).
     """
 
-    def __init__(self, files: Sequence[Path], cache_dir: str | Path, dedup: bool, names, kinds, keep: int = 4):
+    def __init__(self, files: Sequence[Path], cache_dir: str | Path, dedup: bool, names, kinds, keep: int = 4,
+                 counts=None):
         self.files, self.cache_dir, self.dedup = list(files), Path(cache_dir), dedup
         self.names, self.kinds, self.keep = list(names), list(kinds), keep
+        self.counts = None if counts is None else [int(c) for c in counts]  # configurations per graph
         self._lru: OrderedDict[int, object] = OrderedDict()
 
     def __len__(self) -> int:
@@ -237,13 +239,15 @@ class LazyPrepared(Sequence):
 
     def subset(self, indices) -> "LazyPrepared":
         idx = [int(i) for i in indices]
+        counts = None if self.counts is None else [self.counts[i] for i in idx]
         return LazyPrepared([self.files[i] for i in idx], self.cache_dir, self.dedup,
-                            [self.names[i] for i in idx], [self.kinds[i] for i in idx], self.keep)  # fmt: skip
+                            [self.names[i] for i in idx], [self.kinds[i] for i in idx], self.keep, counts)  # fmt: skip
 
     def __add__(self, other):
         if isinstance(other, LazyPrepared) and other.cache_dir == self.cache_dir and other.dedup == self.dedup:
+            counts = None if self.counts is None or other.counts is None else self.counts + other.counts
             return LazyPrepared(self.files + other.files, self.cache_dir, self.dedup, self.names + other.names,
-                                self.kinds + other.kinds, self.keep)  # fmt: skip
+                                self.kinds + other.kinds, self.keep, counts)  # fmt: skip
         return list(self) + list(other)
 
 
@@ -254,6 +258,13 @@ def graph_names(graphs: Sequence) -> list[str]:
 
 def graph_kinds(graphs: Sequence) -> list[str]:
     return list(graphs.kinds) if isinstance(graphs, LazyPrepared) else [g.kind for g in graphs]
+
+
+def graph_config_counts(graphs: Sequence) -> list[int]:
+    """Configurations of each graph (a LazyPrepared knows them without loading the graphs)."""
+    if isinstance(graphs, LazyPrepared) and graphs.counts is not None:
+        return list(graphs.counts)
+    return [int(g.num_configs) for g in graphs]
 
 
 def subset(graphs: Sequence, indices) -> Sequence:
@@ -283,16 +294,17 @@ def load_prepared(
     from graphcost.data.transforms.preprocess import prepare_graph
 
     limit = None if max_memory_gb is None or cache_dir is None else max_memory_gb * 2**30
-    graphs, names, kinds, total, lazy = [], [], [], 0, False
+    graphs, names, kinds, counts, total, lazy = [], [], [], [], 0, False
     for f in tqdm(list(files), desc=desc, unit="graph", disable=not progress or not files, leave=False):
         graph = prepare_graph(f, dedup=dedup, cache_dir=cache_dir)
         names.append(graph.name)
         kinds.append(graph.kind)
+        counts.append(graph.num_configs)
         if not lazy:
             graphs.append(graph)
             total += graph.nbytes()
             if limit is not None and total > limit:  # too big: from now on rely on the cache
                 lazy, graphs = True, []
     if lazy:
-        return LazyPrepared(files, cache_dir, dedup, names, kinds)
+        return LazyPrepared(files, cache_dir, dedup, names, kinds, counts=counts)
     return graphs

@@ -5,9 +5,16 @@ default-search collections, 128 for the random ones), the layout configurations 
 on the fly by `graphcost.data.transforms.batching.make_batch` (in process, or, with `loader_workers`, in
 DataLoader workers through `graphcost.data.datasets.tpugraphs`: the same batches). The loss is a
 ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
-clipping come from `graphcost.train.schedule`. Every epoch visits every training graph once, evaluates every
-configuration of every validation graph (`graphcost.train.evaluate`), appends a row to
-`metrics.csv`, saves `checkpoint.pt` (full state, for `--resume`) and `best.pt` (best model).
+clipping come from `graphcost.train.schedule`.
+
+The budget follows the data (`graph_steps`): in one epoch a graph with K configurations gives
+n_g = min(ceil(K / B), max_steps_per_graph) batches, so a graph with thousands of measured
+configurations is not trained on for one batch an epoch like a graph with 64; when an epoch would
+have fewer than `min_epoch_steps` steps (one or two graphs), it makes whole passes until it has
+them. Every epoch then evaluates every configuration of every validation graph
+(`graphcost.train.evaluate`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
+for `--resume`) and `best.pt` (the best validation epoch). Training stops early after `patience`
+epochs without a better validation score; `best.pt` is the model every command loads.
 
 Determinism. Nothing depends on global RNG state carried across steps: the graph order of
 epoch e is a permutation drawn from (seed, e); the configuration sample and the torch seed of
@@ -41,7 +48,7 @@ from torch import nn
 
 from graphcost.atomic import remove_stale_temps
 from graphcost.train import checkpoint as ckpt
-from graphcost.train.datasets import LazyPrepared, graph_kinds, graph_names
+from graphcost.train.datasets import LazyPrepared, graph_config_counts, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
 from graphcost.train.evaluate import EvalReport, ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.metrics_log import MetricsLog
@@ -55,8 +62,11 @@ class TrainConfig:
     model: str = "tgraph"
     model_config: dict = field(default_factory=dict)
     loss: str = "hinge"
-    epochs: int = 10
+    epochs: int = 10  # at most: early stopping (`patience`) may end the run sooner
     batch_configs: int = 64  # TGraph §2.2.5: 64 (default collections) / 128 (random)
+    max_steps_per_graph: int = 8  # an epoch takes min(ceil(K / batch_configs), this) batches of a graph (0: no cap)
+    min_epoch_steps: int = 32  # an epoch with fewer steps makes whole passes until it has them (1: one pass)
+    patience: int = 0  # stop after this many epochs without a better validation score (0: never)
     lr: float = 1e-3  # TGraph §2.4.2
     weight_decay: float = 1e-5
     warmup_frac: float = 0.05
@@ -79,14 +89,33 @@ def default_batch_configs(collection: str | None) -> int:
     return 128 if collection and collection.endswith(":random") else 64
 
 
+def graph_steps(counts: Sequence[int], batch_configs: int, max_steps_per_graph: int = 8,
+                min_epoch_steps: int = 1) -> np.ndarray:
+    """(G,) int64 batches of each graph in one epoch: the budget follows the configurations.
+
+        n_g = min(ceil(K_g / B), cap) * P,    P = ceil(min_epoch_steps / Σ_g min(ceil(K_g / B), cap))
+
+    K_g configurations of graph g, B = batch_configs, cap = max_steps_per_graph (0: none). A graph
+    always gives at least one batch; P whole passes keep a one-graph epoch from being one step."""
+    if batch_configs < 1:
+        raise ValueError(f"batch_configs must be >= 1, got {batch_configs}")
+    per = np.maximum(1, -(-np.asarray(counts, dtype=np.int64) // batch_configs))  # (G,) ceil(K / B)
+    if max_steps_per_graph > 0:
+        per = np.minimum(per, max_steps_per_graph)
+    passes = max(1, -(-int(min_epoch_steps) // int(per.sum()))) if len(per) else 1
+    return per * passes
+
+
 def step_seed(seed: int, epoch: int, step: int, rank: int = 0) -> int:
     """A 32-bit seed derived only from the position (seed, epoch, step, rank)."""
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, epoch, step, rank]).generate_state(1)[0])
 
 
-def epoch_order(num_graphs: int, seed: int, epoch: int) -> np.ndarray:
-    """The graph visiting order of `epoch`: a permutation drawn from (seed, epoch) only."""
-    return np.random.default_rng([int(seed) & 0xFFFFFFFF, epoch, 0xE0C4]).permutation(num_graphs)
+def epoch_order(steps: int | Sequence[int], seed: int, epoch: int) -> np.ndarray:
+    """The graph visiting order of `epoch`, a permutation drawn from (seed, epoch) only: of
+    range(steps) for an int (one batch per graph), else of graph g repeated steps[g] times."""
+    items = np.arange(steps) if np.ndim(steps) == 0 else np.repeat(np.arange(len(steps)), steps)
+    return np.random.default_rng([int(seed) & 0xFFFFFFFF, epoch, 0xE0C4]).permutation(items)
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
@@ -116,9 +145,7 @@ def build_from_spec(spec: dict) -> nn.Module:
     """Rebuild a model from its spec through `graphcost.models.registry`."""
     from graphcost.models import registry
 
-    if hasattr(registry, "model_from_spec"):
-        return registry.model_from_spec(spec)
-    return registry.build_model(spec["name"], spec["kind"], **spec.get("config", {}))
+    return registry.model_from_spec(spec)
 
 
 class StopTraining(Exception):
@@ -205,11 +232,14 @@ class Trainer:
         self.model = base.to(self.device)  # the bare model: checkpoints, validation
         self.train_model = self.dist.wrap(self.model)  # DistributedDataParallel under torchrun, else the model
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
-        self.steps_per_epoch = self.dist.steps_per_epoch(len(self.train_graphs))
+        self.graph_steps = graph_steps(graph_config_counts(self.train_graphs), config.batch_configs,
+                                       config.max_steps_per_graph, config.min_epoch_steps)  # (G,)
+        self.steps_per_epoch = self.dist.steps_per_epoch(int(self.graph_steps.sum()))
         self.total_steps = max(1, self.steps_per_epoch * config.epochs)
         self.scheduler = build_scheduler(self.optimizer, self.total_steps, config.warmup_frac)
         self.history: list[dict] = []
         self.best_score = -math.inf
+        self.best_epoch = 0  # the epoch (1-based) best.pt holds; 0: none yet
         self.epoch = 0  # epochs completed
         self.step = 0  # steps completed inside the current epoch
         self.partial = {"loss_sum": 0.0, "steps": 0, "configs": 0, "seconds": 0.0, "skipped": 0}
@@ -246,6 +276,7 @@ class Trainer:
             partial=dict(self.partial),
             history=[dict(r) for r in self.history],
             best_score=float(self.best_score),
+            best_epoch=int(self.best_epoch),
             train_graphs=list(self.train_names),
             world_size=self.dist.world_size,
         )
@@ -280,6 +311,7 @@ class Trainer:
         self.partial = dict(partials[self.dist.rank] if partials else state["partial"])
         self.history = [dict(r) for r in state["history"]]
         self.best_score = float(state["best_score"])
+        self.best_epoch = int(state.get("best_epoch", 0))
 
     def save(self) -> None:
         """Write checkpoint.pt (rank 0). Called by every rank: each rank's partial-epoch
@@ -309,7 +341,7 @@ class Trainer:
         keys = [
             SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank))
             for epoch in range(self.epoch, cfg.epochs)
-            for order in [self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))]
+            for order in [self.dist.shard(epoch_order(self.graph_steps, cfg.seed, epoch))]
             for s in range(self.step if epoch == self.epoch else 0, len(order))
         ]
         return iter(DataLoader(dataset, batch_size=None, sampler=keys, num_workers=cfg.loader_workers,
@@ -382,11 +414,15 @@ class Trainer:
                 raise ckpt.CheckpointError(f"{self.last_path}: cannot resume from this checkpoint ({what})") from None
         writer = MetricsLog(self.out_dir, start_epoch=self.epoch) if self.dist.is_main else None  # metrics.csv + TensorBoard
         items = self._loader_items() if cfg.loader_workers else None
+        if not self.stopped_early():
+            self._say(self.budget_line())
         for epoch in range(self.epoch, cfg.epochs):
-            order = self.dist.shard(epoch_order(len(self.train_graphs), cfg.seed, epoch))
+            if self.stopped_early():
+                break
+            order = self.dist.shard(epoch_order(self.graph_steps, cfg.seed, epoch))
             self.model.train()
             bar = tqdm(
-                total=len(order), initial=self.step, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="graph",
+                total=len(order), initial=self.step, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
                 disable=not (cfg.progress and self.dist.is_main), leave=False,
             )
             for step in range(self.step, len(order)):
@@ -397,6 +433,8 @@ class Trainer:
                     self._train_step(None, epoch, step, next(items))
                 self.partial["seconds"] += time.perf_counter() - t0
                 self.step = step + 1
+                if epoch == 0 and self.step == min(5, len(order)):
+                    self._say(self.estimate_line(self.partial["seconds"] / self.partial["steps"]))
                 bar.update(1)
                 bar.set_postfix(loss=f"{self.partial['loss_sum'] / max(1, self.partial['steps']):.4f}")
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < len(order):
@@ -405,6 +443,7 @@ class Trainer:
                     step_callback(self, epoch, self.step)
             bar.close()
             self._end_epoch(epoch, writer)
+            self._say(self.epoch_line(self.history[-1]))
         if writer is not None:
             writer.close()
         if self.dist.is_main and cfg.plots:
@@ -414,6 +453,35 @@ class Trainer:
             self.history, self.best_score, self.best_path if self.best_path.exists() else None, self.last_path,
             self.last_report,
         )
+
+    def stopped_early(self) -> bool:
+        """Whether `patience` epochs have passed since the best validation epoch."""
+        p = self.config.patience
+        return bool(p and self.valid_graphs and self.epoch - self.best_epoch >= p and self.step == 0)
+
+    def _say(self, message: str) -> None:
+        """One line for the user (rank 0, with progress on), printed above any progress bar."""
+        if self.config.progress and self.dist.is_main:
+            from tqdm.auto import tqdm
+
+            tqdm.write(message)
+
+    def budget_line(self) -> str:
+        cfg, total = self.config, int(self.graph_steps.sum())
+        cap = f"at most {cfg.max_steps_per_graph} per graph" if cfg.max_steps_per_graph else "no cap per graph"
+        stop = f"; stops after {cfg.patience} epochs without a better valid {self.metric}" if cfg.patience else ""
+        return (f"budget: up to {cfg.epochs} epochs x {self.steps_per_epoch} steps ({len(self.train_graphs)} training "
+                f"graphs, {cfg.batch_configs} configurations a batch, {cap}; {total} batches an epoch){stop}")
+
+    def estimate_line(self, step_s: float) -> str:
+        left = self.steps_per_epoch * self.config.epochs
+        return (f"estimate: {step_s:.2f} s a step -> up to {_duration(step_s * left)} of training for "
+                f"{left} steps, plus validation each epoch")
+
+    def epoch_line(self, row: dict) -> str:
+        valid = f", valid {self.metric} {row['valid_' + self.metric]:.4f}" if f"valid_{self.metric}" in row else ""
+        return (f"epoch {row['epoch']}/{self.config.epochs}: train loss {row['train_loss']:.4f}{valid} "
+                f"(best {self.best_score:.4f} at epoch {self.best_epoch}), {row['train_seconds']:.0f} s")
 
     def _end_epoch(self, epoch: int, writer) -> None:
         part = self.partial
@@ -436,9 +504,9 @@ class Trainer:
         self.history.append(row)
         self.epoch, self.step = epoch + 1, 0
         self.partial = {"loss_sum": 0.0, "steps": 0, "configs": 0, "seconds": 0.0, "skipped": 0}
-        if self.dist.is_main:
-            if math.isfinite(score) and score > self.best_score:
-                self.best_score = float(score)
+        if math.isfinite(score) and score > self.best_score:  # the same score on every rank (gathered report)
+            self.best_score, self.best_epoch = float(score), epoch + 1
+            if self.dist.is_main:
                 payload = self._model_payload()
                 payload.update(epoch=epoch + 1, score=float(score))
                 ckpt.save_checkpoint(self.best_path, payload)
@@ -451,3 +519,7 @@ class Trainer:
         from graphcost.train import plots
 
         plots.plot_run(self.out_dir, self.history, self.last_report, self.valid_graphs, self.config, self.kind)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
