@@ -37,6 +37,9 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG)."""
+    from graphcost.commands.console import show_library_messages
+
+    show_library_messages()
 
 
 dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True)

@@ -16,6 +16,7 @@ import typer
 from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
 from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
+from graphcost.train import recipe
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
 RUN_INFO = "run.json"
@@ -205,14 +206,26 @@ def train(
     model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),
     model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
     loss: Loss = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse", callback=value),
-    epochs: int = typer.Option(20, "--epochs", min=1, help="passes over the training graphs"),
+    epochs: int = typer.Option(
+        recipe.EPOCHS, "--epochs", min=1,
+        help="at most this many epochs; an epoch takes min(ceil(K / batch), --max-steps-per-graph) batches of a "
+        "graph with K configurations",
+    ),
+    patience: int = typer.Option(
+        recipe.PATIENCE, "--patience", min=0,
+        help="stop after this many epochs without a better validation score (0: run every epoch)",
+    ),
+    max_steps_per_graph: int = typer.Option(
+        recipe.MAX_STEPS_PER_GRAPH, "--max-steps-per-graph", min=0,
+        help="at most this many batches of one graph an epoch (0: no cap)",
+    ),
     folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
     train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
     keep: int = typer.Option(4, "--keep", min=1, help="keep the best k folds in the ensemble"),
     batch_configs: Optional[int] = typer.Option(
         None, "--batch-configs", min=2, help="configurations per batch (default 128 for random collections, else 64)"
     ),
-    lr: float = typer.Option(1e-3, "--lr", help="peak AdamW learning rate (warm-up + cosine decay)"),
+    lr: float = typer.Option(recipe.LR, "--lr", help="peak AdamW learning rate (warm-up + cosine decay)"),
     seed: int = typer.Option(0, "--seed", help="random seed (data split, sampling, initialisation)"),
     out: Optional[Path] = typer.Option(
         None, "--out", "-o", help="run directory (default: runs/<model>-<time>, linked as runs/latest; "
@@ -271,6 +284,8 @@ def train(
             folds, train_folds, keep = previous["folds"], previous["train_folds"], previous["keep"]
             model, model_opt, loss, epochs = old_cfg["model"], [], old_cfg["loss"], old_cfg["epochs"]
             batch_configs, lr, seed, eval_tta = old_cfg["batch_configs"], old_cfg["lr"], old_cfg["seed"], old_cfg["eval_tta"]
+            patience = old_cfg.get("patience", 0)
+            max_steps_per_graph = old_cfg.get("max_steps_per_graph", recipe.MAX_STEPS_PER_GRAPH)
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
     if model not in MODEL_NAMES:  # fail before any data is prepared
         _fail(f"unknown model {model!r}; choose one of {', '.join(MODEL_NAMES)}")
@@ -295,7 +310,7 @@ def train(
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
     config = TrainConfig(
         model=model, model_config=model_config,
-        loss=loss, epochs=epochs,
+        loss=loss, epochs=epochs, patience=patience, max_steps_per_graph=max_steps_per_graph,
         batch_configs=batch_configs or default_batch_configs(collection), lr=lr, seed=seed, device=device,
         checkpoint_every=checkpoint_every, eval_tta=eval_tta, progress=progress, loader_workers=loader_workers,
     )  # fmt: skip

@@ -34,6 +34,7 @@ the first step, so agreement is then up to rounding). Validation is sharded and 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import os
 import random
@@ -48,11 +49,14 @@ from torch import nn
 
 from graphcost.atomic import remove_stale_temps
 from graphcost.train import checkpoint as ckpt
+from graphcost.train import recipe
 from graphcost.train.datasets import LazyPrepared, graph_config_counts, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
 from graphcost.train.evaluate import EvalReport, ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.metrics_log import MetricsLog
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -62,12 +66,12 @@ class TrainConfig:
     model: str = "tgraph"
     model_config: dict = field(default_factory=dict)
     loss: str = "hinge"
-    epochs: int = 10  # at most: early stopping (`patience`) may end the run sooner
+    epochs: int = recipe.EPOCHS  # at most: early stopping (`patience`) may end the run sooner
     batch_configs: int = 64  # TGraph §2.2.5: 64 (default collections) / 128 (random)
-    max_steps_per_graph: int = 8  # an epoch takes min(ceil(K / batch_configs), this) batches of a graph (0: no cap)
-    min_epoch_steps: int = 32  # an epoch with fewer steps makes whole passes until it has them (1: one pass)
-    patience: int = 0  # stop after this many epochs without a better validation score (0: never)
-    lr: float = 1e-3  # TGraph §2.4.2
+    max_steps_per_graph: int = recipe.MAX_STEPS_PER_GRAPH  # min(ceil(K / batch_configs), this) batches a graph (0: no cap)
+    min_epoch_steps: int = recipe.MIN_EPOCH_STEPS  # a shorter epoch makes whole passes until it has them (1: one pass)
+    patience: int = recipe.PATIENCE  # stop after this many epochs without a better validation score (0: never)
+    lr: float = recipe.LR  # TGraph §2.4.2
     weight_decay: float = 1e-5
     warmup_frac: float = 0.05
     clip_norm: float = 1.0
@@ -460,11 +464,9 @@ class Trainer:
         return bool(p and self.valid_graphs and self.epoch - self.best_epoch >= p and self.step == 0)
 
     def _say(self, message: str) -> None:
-        """One line for the user (rank 0, with progress on), printed above any progress bar."""
-        if self.config.progress and self.dist.is_main:
-            from tqdm.auto import tqdm
-
-            tqdm.write(message)
+        """One line for the user (rank 0), through the `graphcost.train.trainer` logger (INFO)."""
+        if self.dist.is_main:
+            log.info(message)
 
     def budget_line(self) -> str:
         cfg, total = self.config, int(self.graph_steps.sum())

@@ -1,0 +1,220 @@
+"""Ablation of TGraph and its recipe on the VALIDATION split of real CPU layout data (issue 24).
+
+    python benchmarks/ablate_tgraph.py [--data DIR] [--seeds 3] [--shard 0/2] [--threads 1]
+    python benchmarks/ablate_tgraph.py --render        # table -> BENCHMARKS.md
+
+Every variant changes ONE thing of the base recipe (`BASE`) and is trained on the training graphs
+and scored on every configuration of every validation graph with the final epoch's weights (no
+early stopping, no selection, no TTA). The test split is never read. Metrics per validation graph:
+Kendall τ over all configurations, τ within each search mode (default / random), and ``τ @ 16``:
+τ when the same model scores the graph in groups of 16 configurations instead of all at once
+(cross-configuration attention makes a score depend on the other configurations of its group;
+training groups hold `batch_configs`).
+
+Reference rows on the same validation graphs: LightGBM on the per-configuration table and the
+moved-tensor count (`bench_real.py`), and the noise ceiling (repeat measurement vs label).
+
+Each run's result is its own JSON file under benchmarks/results/ablation_tgraph/, so the script
+resumes where it stopped and can run as several shards side by side (``--shard k/n``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_real  # noqa: E402  (the records, the tree baseline and the metrics)
+
+RESULTS = ROOT / "benchmarks" / "results" / "ablation_tgraph"
+SECTION = "### TGraph ablation on the validation split — `benchmarks/ablate_tgraph.py`"
+
+# the base recipe: graphcost train's defaults except the width (128, between the 64-256 of the grid)
+BASE = {"model": "tgraph", "model_config": {"hidden": 128}, "epochs": 20, "lr": 1e-3, "batch_configs": 64,
+        "loss": "hinge"}
+# variant -> (model_config changes, TrainConfig changes); each changes one thing of BASE
+VARIANTS: dict[str, tuple[dict, dict]] = {
+    "base": ({}, {}),
+    "cross_scale=softmax (paper eq. 6)": ({"cross_scale": "softmax"}, {}),
+    "no change features": ({"change_features": False}, {}),
+    "no cross attention": ({"cross_attention": False}, {}),
+    "no channel attention": ({"channel_attention": False}, {}),
+    "norm=config (per configuration)": ({"norm": "config"}, {}),
+    "norm=none": ({"norm": "none"}, {}),
+    "hidden 64": ({"hidden": 64}, {}),
+    "hidden 256": ({"hidden": 256}, {}),
+    "epochs 40": ({}, {"epochs": 40}),
+    "epochs 10": ({}, {"epochs": 10}),
+    "lr 3e-3": ({}, {"lr": 3e-3}),
+    "lr 3e-4": ({}, {"lr": 3e-4}),
+    "batch 32 configurations": ({}, {"batch_configs": 32}),
+    "loss listmle": ({}, {"loss": "listmle"}),
+    "previous default (hidden 256, softmax, no change features)": (
+        {"hidden": 256, "cross_scale": "softmax", "change_features": False}, {}),
+    "sage (TpuGraphs baseline), same budget": ({"model": "sage"}, {}),
+}
+
+
+def run_one(name: str, seed: int, train, valid, args, work: Path) -> dict:
+    from graphcost.train.evaluate import ModelScorer
+    from graphcost.train.trainer import TrainConfig, Trainer
+
+    model_changes, train_changes = VARIANTS[name]
+    model_changes = dict(model_changes)
+    model = model_changes.pop("model", BASE["model"])
+    model_config = {**BASE["model_config"], **model_changes} if model == "tgraph" else {"hidden": BASE["model_config"]["hidden"]}
+    settings = {**{k: v for k, v in BASE.items() if k not in ("model", "model_config")}, **train_changes}
+    config = TrainConfig(model=model, model_config=model_config, seed=seed, device="cpu", progress=False, plots=False,
+                         patience=0, **settings)
+    t0 = time.perf_counter()
+    trainer = Trainer(config, [bench_real._prepared(r.path, dedup=True) for r in train],
+                      [bench_real._prepared(r.path, dedup=False) for r in valid], work)
+    trainer.fit()
+    rows, rows16 = [], []
+    for chunk, out in ((128, rows), (16, rows16)):
+        scorer = ModelScorer(trainer.model, trainer.scaler, batch_size=chunk, device=trainer.device)
+        for rec in valid:
+            prepared = bench_real._prepared(rec.path, dedup=False)
+            full = np.full(len(rec.label), np.nan)
+            full[prepared.config_source_index] = scorer.score(prepared)
+            out.append(bench_real.graph_metrics(full, rec))
+    res = bench_real.mean_rows(rows)
+    res["tau_at_16"] = bench_real.mean_rows(rows16)["kendall_tau"]
+    res["best_epoch_tau"] = max(r["valid_kendall_tau"] for r in trainer.history)  # selection-biased, for information
+    res.update(variant=name, seed=seed, wall_s=time.perf_counter() - t0, load=os.getloadavg()[0])
+    return res
+
+
+def references(train, valid, seeds: int) -> dict:
+    out = {}
+    per_seed = [bench_real.mean_rows([bench_real.graph_metrics(bench_real.fit_lightgbm(train, s)(r), r) for r in valid])
+                for s in range(seeds)]
+    out["lightgbm (trees on the configuration table)"] = {k: float(np.mean([p[k] for p in per_seed])) for k in per_seed[0]}
+    out["count heuristic"] = bench_real.mean_rows([bench_real.graph_metrics(r.moved.astype(float), r) for r in valid])
+    rep = [r for r in valid if r.repeat is not None]
+    if rep:
+        out["noise ceiling"] = bench_real.mean_rows([bench_real.graph_metrics(r.repeat, r) for r in rep])
+    return out
+
+
+def summarise(files: list[Path]) -> dict:
+    by: dict[str, list[dict]] = {}
+    for f in files:
+        r = json.loads(f.read_text(encoding="utf-8"))
+        by.setdefault(r["variant"], []).append(r)
+    out = {}
+    for name, runs in by.items():
+        keys = ("kendall_tau", "tau_default", "tau_random", "tau_at_16", "best_epoch_tau", "wall_s")
+        out[name] = {k: float(np.mean([r[k] for r in runs])) for k in keys}
+        out[name].update({f"{k}_std": float(np.std([r[k] for r in runs])) for k in keys})
+        out[name]["seeds"] = len(runs)
+    return out
+
+
+def markdown(meta: dict, rows: dict, refs: dict) -> str:
+    lines = [SECTION, "",
+             f"`{meta['command']}`; {meta['machine']}; {meta['date']}; load {meta['load']}. Data: {meta['data']} (REAL), "
+             f"{meta['train']} training graphs, {meta['valid']} VALIDATION graphs (the test split is not read). Base: "
+             f"TGraph hidden 128, 20 epochs, lr 1e-3, 64 configurations a batch, pairwise hinge, cross_scale mean, change "
+             "features on, reference norm. Each row changes one thing; final-epoch weights; mean ± std over seeds. "
+             "`τ @ 16`: the same model scoring groups of 16 configurations instead of the graph's 64 at once.", "",
+             "| variant | τ (valid) | τ default-mode | τ random-mode | τ @ 16 | best-epoch τ | s / run |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    base = rows.get("base", {}).get("kendall_tau")
+    for name in VARIANTS:
+        if name not in rows:
+            continue
+        r = rows[name]
+        delta = f" ({r['kendall_tau'] - base:+.3f})" if base is not None and name != "base" else ""
+        lines.append(f"| {name} | {r['kendall_tau']:.3f} ± {r['kendall_tau_std']:.3f}{delta} | {r['tau_default']:.3f} | "
+                     f"{r['tau_random']:.3f} | {r['tau_at_16']:.3f} | {r['best_epoch_tau']:.3f} | {r['wall_s']:.0f} |")
+    for name, r in refs.items():
+        lines.append(f"| *{name}* | {r['kendall_tau']:.3f} | {r.get('tau_default', float('nan')):.3f} | "
+                     f"{r.get('tau_random', float('nan')):.3f} | — | — | — |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=None, help="collection directory (default: shipped cpu_layout)")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--variants", default="", help="comma-separated subset of the variant names (default: all)")
+    parser.add_argument("--shard", default="0/1", help="k/n: run every n-th (variant, seed) starting at k")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--render", action="store_true", help="only write the table into BENCHMARKS.md")
+    args = parser.parse_args()
+
+    import torch
+
+    from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.datasets import default_dataset_dir
+
+    torch.set_num_threads(args.threads)
+    data = args.data or default_dataset_dir()
+    records = bench_real.load_records(data)
+    train = [r for r in records if r.split == "train"]
+    valid = [r for r in records if r.split == "valid"]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.render:
+        meta = json.loads((RESULTS / "meta.json").read_text(encoding="utf-8"))
+        refs = references(train, valid, args.seeds)
+        text = markdown(meta, summarise(sorted(RESULTS.glob("run_*.json"))), refs)
+        bench = ROOT / "BENCHMARKS.md"
+        atomic_write_text(bench, put_section(bench.read_text(encoding="utf-8"), text))
+        print(text)
+        return
+    names = [n for n in args.variants.split(",") if n] or list(VARIANTS)
+    unknown = sorted(set(names) - set(VARIANTS))
+    if unknown:
+        sys.exit(f"--variants: unknown {unknown}")
+    k, n = (int(x) for x in args.shard.split("/"))
+    jobs = [(name, seed) for name in names for seed in range(args.seeds)][k::n]
+    load0 = os.getloadavg()[0]
+    meta_path = RESULTS / "meta.json"
+    if not meta_path.exists():
+        atomic_write_json({"command": "python benchmarks/ablate_tgraph.py " + " ".join(sys.argv[1:]),
+                           "machine": f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, "
+                                      f"{args.threads} thread(s) per run", "date": date.today().isoformat(),
+                           "load": f"{load0:.2f} at start", "data": str(data.name), "train": len(train),
+                           "valid": len(valid)}, meta_path)
+    with tempfile.TemporaryDirectory(prefix="ablate-") as tmp:
+        for i, (name, seed) in enumerate(jobs):
+            path = RESULTS / f"run_{_slug(name)}_s{seed}.json"
+            if path.exists():
+                continue
+            res = run_one(name, seed, train, valid, args, Path(tmp) / f"{i}")
+            atomic_write_json(res, path)
+            print(f"[{i + 1}/{len(jobs)}] {name} seed {seed}: τ {res['kendall_tau']:.3f} (default {res['tau_default']:.3f}, "
+                  f"random {res['tau_random']:.3f}, @16 {res['tau_at_16']:.3f}) {res['wall_s']:.0f} s", flush=True)
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)[:60]
+
+
+def _section_end(text: str, start: int) -> int:
+    ends = [i for i in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if i >= 0]
+    return min(ends) + 1 if ends else len(text)
+
+
+def put_section(text: str, section: str) -> str:
+    """Replace this script's section, or put it right after bench_real's section."""
+    if SECTION in text:
+        start = text.index(SECTION)
+        return text[:start] + section + "\n" + text[_section_end(text, start):]
+    at = _section_end(text, text.index(bench_real.SECTION)) if bench_real.SECTION in text else len(text)
+    return text[:at] + section + "\n" + text[at:]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+"""The default training recipe of `graphcost train` (and of the `Trainer`'s `TrainConfig`), in one
+place and without heavy imports, so the CLI can show it in `--help`.
+
+Chosen on the VALIDATION split of the shipped real CPU layout data (`benchmarks/ablate_tgraph.py`,
+table in BENCHMARKS.md), and checked on a one-program dataset with ~1,000 configurations split by
+configuration; docs/cost-models.md says why.
+
+The budget follows the data (`trainer.graph_steps`): a graph with K configurations gives
+min(ceil(K / batch_configs), MAX_STEPS_PER_GRAPH) batches an epoch; an epoch shorter than
+MIN_EPOCH_STEPS makes whole passes until it is that long. Training stops after PATIENCE epochs
+without a better validation score, and the best validation epoch is the model that is kept.
+"""
+
+MODEL = "tgraph"
+EPOCHS = 20  # at most; early stopping usually ends sooner
+PATIENCE = 6  # epochs without a better validation score before stopping (0: never)
+MAX_STEPS_PER_GRAPH = 8  # TpuGraphs-size graphs (up to ~100k configurations) give at most this many batches an epoch
+MIN_EPOCH_STEPS = 32  # one or two graphs: whole passes until an epoch has this many steps
+LR = 1e-3  # TGraph §2.4.2
+MODEL_CONFIG: dict = {}  # TGraphConfig's defaults
