@@ -137,8 +137,28 @@ def stats(
             _fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
 
 
+def split_configs(
+    graph: Path = typer.Argument(..., help="one npz graph (TpuGraphs schema) with measured configurations"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory for OUT/train, OUT/valid, OUT/test"),
+    train: float = typer.Option(0.1, "--train", help="share of the configurations to train on"),
+    valid: float = typer.Option(0.1, "--valid", help="share for validation (early stopping, model selection)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the split"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace files already in --out"),
+) -> None:
+    """Split ONE program's graph by configuration into train / valid / test (then: graphcost train --data-dir OUT)."""
+    from graphcost.data.config_split import ConfigSplitError, split_by_configuration
+
+    try:
+        written = split_by_configuration(graph, out, train, valid, seed=seed, overwrite=overwrite)
+    except ConfigSplitError as exc:
+        _fail(str(exc))
+    for split, path in written.items():
+        typer.echo(f"{split}: {path}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
     app.command("download")(download)
     app.command("synth")(synth)
     app.command("stats")(stats)
+    app.command("split-configs")(split_configs)
