@@ -1,28 +1,36 @@
-"""Benchmark: cost models on graphcost's own REAL CPU data, next to the noise ceiling (issue 17, part 3).
+"""Benchmark: cost models on graphcost's own REAL CPU data, next to the noise ceiling (issues 17, 24).
 
-    python benchmarks/bench_real.py [--data DIR] [--seeds 3] [--epochs 20] [--protocols official,lofo]
+    python benchmarks/bench_real.py [--seeds 3] [--protocols official,lofo,flags,within] [--within DIR]
 
 Data: a collection written by `graphcost collect` with a repeat pass (``--repeat``): every file holds
 the label (median over 3 measuring processes) and an independent second measurement of the same
 configurations (``config_runtime_repeat_samples``); default: the shipped ``cpu_layout``.
 
-Models, each trained on the training graphs only and scored on every configuration of graphs it
-never saw (final epoch, no model selection on the test graphs, no TTA):
+Models, each trained on the training data only, selected on the validation data only, and scored
+on every configuration of the test data (no TTA):
 
-* ``tgraph``    TGraph (channel + cross-configuration attention);
-* ``sage``      the TpuGraphs layout baseline (GraphSAGE; tile: its MLP baseline);
-* ``kaufman``   Kaufman et al. (GraphSAGE encoder, column-wise reduction);
-* ``lightgbm``  a non-graph baseline: gradient-boosted trees (LightGBM) on per-configuration
-  features of fixed width (`config_table`): which tensors move, by opcode class and operand slot,
-  weighted by tensor size, whether the minor-most dimension moves, plus graph size; regression on
-  the log runtime standardised within each graph;
+* ``default``   what `graphcost train` does with no options (`graphcost.train.recipe`: TGraph with
+  its defaults, the budget that follows the configurations, early stopping, best validation epoch);
+* ``tgraph-paper`` the same TGraph with the paper's eq. 6 weights (softmax, 1/B for shared states)
+  and without the layout change features: the previous default, same budget;
+* ``sage``      the TpuGraphs layout baseline (GraphSAGE; tile: its MLP baseline), same budget;
+* ``kaufman``   Kaufman et al. (GraphSAGE encoder, column-wise reduction), same budget;
+* ``lightgbm``  gradient-boosted trees (LightGBM) on per-configuration features of fixed width
+  (`config_table`): which tensors move, by opcode class and operand slot, weighted by tensor size,
+  whether the minor-most dimension moves, plus graph size (within one program also every layout
+  entry, one-hot); regression on the log runtime standardised within each graph; rounds chosen by
+  early stopping on the validation data;
+* ``ridge``     ridge regression on the same features (standardised), λ chosen on the validation data;
 * ``count``     the trivial heuristic: number of tensors moved off the default layout (tile: the
   number of flags off their default); fewer = predicted faster.
 
-Protocols: ``official`` (train split -> test split) and ``lofo`` (leave one family out: train on
+Protocols: ``official`` (train split -> test split), ``lofo`` (leave one family out: train on
 every graph of the other families, test on all graphs of the left-out one; the figures average
-over families). Metrics per test graph over ALL its configurations: Kendall tau, OPA, top-1
-slowdown; mean over graphs; mean ± std over seeds. Layout rows also give Kendall tau within each
+over families), ``flags`` (the flag dataset `cpu_flags`, official split, tile schema) and
+``within`` (ONE program with >= 1,000 measured configurations, split by configuration: 1% or 10%
+to train, as many to validate, the rest to test; `graphcost.data.config_split`). Metrics per test
+graph over ALL its configurations: Kendall tau, OPA, top-1 slowdown; mean over graphs; mean ± std
+over seeds. Layout rows also give Kendall tau within each
 search mode (``default``: 1-3 tensors moved around the compiler default; ``random``: several
 configurations per moved count), where the count heuristic has least to go on.
 
@@ -53,8 +61,14 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_real.json"
 SECTION = "### Real CPU data, with the noise ceiling — `benchmarks/bench_real.py`"
 PARENT = "## Cost models (issue 3)"
-GNNS = ("tgraph", "sage", "kaufman")
-MODELS = (*GNNS, "lightgbm", "count")
+GNNS = {  # row -> (registry model, model config); each at graphcost train's default recipe and budget
+    "default": ("tgraph", {}),
+    "tgraph-paper": ("tgraph", {"cross_scale": "softmax", "change_features": False}),
+    "sage": ("sage", {}),
+    "kaufman": ("kaufman", {}),
+}
+MODELS = (*GNNS, "lightgbm", "ridge", "count")
+WITHIN_FRACTIONS = (0.01, 0.10)
 OPCODE_CLASSES = {34: 0, 26: 1, 75: 2}  # dot, convolution, reshape (graphcost.frontend.opcodes)
 
 
@@ -107,22 +121,28 @@ def config_table(z) -> tuple[np.ndarray, np.ndarray]:
     return table, moved_tensors(feat)
 
 
+def load_record(path: Path, family: str, split: str, raw_configs: bool = False) -> Record:
+    """One file as a Record; `raw_configs` adds every layout entry, one-hot, to the table (within one
+    program the configurable nodes are the same in every file, so the columns line up)."""
+    with np.load(path, allow_pickle=False) as z:
+        table, moved = config_table(z)
+        if raw_configs and "node_config_feat" in z.files:
+            raw = np.asarray(z["node_config_feat"], np.int64).reshape(len(table), -1) + 1  # (K, C * 18) in 0..6
+            table = np.hstack([table, np.eye(7, dtype=np.float32)[raw].reshape(len(table), -1)])
+        rep = z["config_runtime_repeat_samples"] if "config_runtime_repeat_samples" in z.files else None
+        return Record(
+            name=path.stem, family=family, split=split, path=path,
+            kind="tile" if "config_feat" in z.files else "layout",
+            label=np.asarray(z["config_runtime"], np.float64),
+            repeat=None if rep is None else np.median(np.asarray(rep, np.float64), axis=1),
+            modes=np.asarray(z["config_search_mode"]) if "config_search_mode" in z.files else None,
+            table=table, moved=moved)  # fmt: skip
+
+
 def load_records(root: Path) -> list[Record]:
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    out = []
-    for name, entry in sorted(manifest["graphs"].items()):
-        path = root / entry["file"]
-        with np.load(path, allow_pickle=False) as z:
-            table, moved = config_table(z)
-            rep = z["config_runtime_repeat_samples"] if "config_runtime_repeat_samples" in z.files else None
-            out.append(Record(
-                name=Path(entry["file"]).stem, family=entry["family"], split=entry["split"], path=path,
-                kind="tile" if "config_feat" in z.files else "layout",
-                label=np.asarray(z["config_runtime"], np.float64),
-                repeat=None if rep is None else np.median(np.asarray(rep, np.float64), axis=1),
-                modes=np.asarray(z["config_search_mode"]) if "config_search_mode" in z.files else None,
-                table=table, moved=moved))  # fmt: skip
-    return out
+    return [load_record(root / entry["file"], entry["family"], entry["split"])
+            for _, entry in sorted(manifest["graphs"].items())]
 
 
 def graph_metrics(scores: np.ndarray, rec: Record) -> dict:
@@ -146,16 +166,49 @@ def mean_rows(rows: list[dict]) -> dict:
 
 # --- scorers ---------------------------------------------------------------------------------
 
-def fit_lightgbm(train: list[Record], seed: int):
+def _xy(records: list[Record]) -> tuple[np.ndarray, np.ndarray]:
+    """Stacked tables and the log runtime standardised within each graph."""
+    x = np.vstack([r.table for r in records])
+    y = np.concatenate([(np.log(r.label) - np.log(r.label).mean()) / max(np.log(r.label).std(), 1e-9) for r in records])
+    return x, y
+
+
+def fit_lightgbm(train: list[Record], seed: int, valid: list[Record] | None = None):
+    """LightGBM regression; with `valid`, the number of rounds (<= 1000) stops early on it."""
     import lightgbm as lgb
 
-    x = np.vstack([r.table for r in train])
-    y = np.concatenate([(np.log(r.label) - np.log(r.label).mean()) / max(np.log(r.label).std(), 1e-9) for r in train])
-    params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31, "min_data_in_leaf": 20,
-              "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed, "verbose": -1,
-              "num_threads": 2}
-    booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=300)
-    return lambda rec: booster.predict(rec.table)
+    x, y = _xy(train)
+    params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31,
+              "min_data_in_leaf": max(2, min(20, len(y) // 20)), "feature_fraction": 0.8, "bagging_fraction": 0.8,
+              "bagging_freq": 1, "seed": seed, "verbose": -1, "num_threads": 2}
+    if valid:
+        xv, yv = _xy(valid)
+        booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=1000, valid_sets=[lgb.Dataset(xv, yv)],
+                            callbacks=[lgb.early_stopping(50, verbose=False)])
+    else:
+        booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=300)
+    return lambda rec: booster.predict(rec.table, num_iteration=booster.best_iteration or None)
+
+
+def fit_ridge(train: list[Record], valid: list[Record] | None = None):
+    """Ridge regression on the standardised table, w = Xᵀ(XXᵀ + λI)⁻¹y (dual form: features may
+    outnumber configurations); λ in {0.1, 1, 10, 100, 1000} by Kendall τ on `valid` (else 10)."""
+    from graphcost import metrics
+
+    x, y = _xy(train)
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    z = (x - mu) / sd
+    gram = z @ z.T
+
+    def make(lam: float):
+        w = z.T @ np.linalg.solve(gram + lam * np.eye(len(y)), y - y.mean())
+        return lambda rec: ((rec.table - mu) / sd) @ w
+
+    if not valid:
+        return make(10.0)
+    best = max((float(np.mean([metrics.evaluate_graph(make(lam)(r), r.label, r.kind)["kendall_tau"] for r in valid])),
+                lam) for lam in (0.1, 1.0, 10.0, 100.0, 1000.0))  # fmt: skip
+    return make(best[1])
 
 
 @functools.lru_cache(maxsize=None)
@@ -166,19 +219,24 @@ def _prepared(path: Path, dedup: bool):
     return load_prepared([path], progress=False, dedup=dedup)[0]
 
 
-def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
+def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
+    from graphcost.train.checkpoint import load_checkpoint
     from graphcost.train.evaluate import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
+    model, opts = GNNS[row]
     if model == "sage" and train[0].kind == "tile":
         model = "tile-mlp"
-    opts = {} if args.hidden is None else {"hidden": args.hidden}  # default: each model's published defaults
-    config = TrainConfig(model=model, model_config=opts, epochs=args.epochs, batch_configs=args.batch_configs,
-                         seed=seed, device=args.device, progress=False, plots=False)
+    opts = {**opts, **({} if args.hidden is None else {"hidden": args.hidden})}  # default: each model's defaults
+    budget = {"epochs": args.epochs} if args.epochs else {}  # default: graphcost train's (train/recipe.py)
+    config = TrainConfig(model=model, model_config=opts, batch_configs=args.batch_configs, seed=seed,
+                         device=args.device, progress=False, plots=False, **budget)
     prepared_train = [_prepared(r.path, dedup=True) for r in train]
     prepared_valid = [_prepared(r.path, dedup=False) for r in valid]
     trainer = Trainer(config, prepared_train, prepared_valid, work)
-    trainer.fit()  # the FINAL epoch's weights score the test graphs (no selection on them)
+    result = trainer.fit()  # early stopping on the validation graphs; the best validation epoch is kept
+    if result.best_path is not None:
+        trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
 
     def score(rec: Record) -> np.ndarray:
@@ -191,17 +249,19 @@ def fit_gnn(model: str, train: list[Record], valid: list[Record], seed: int, arg
 
 
 def run_split(train: list[Record], valid: list[Record], test: list[Record], models, seeds: int, args,
-              work: Path) -> dict:
+              work: Path, first_seed: int = 0) -> dict:
     """Every model x seed on one train/test split: per-model mean over test graphs, then mean ± std over seeds."""
     out = {}
     for model in models:
         per_seed = []
-        for seed in range(1 if model == "count" else seeds):
+        for seed in range(first_seed, first_seed + (1 if model in ("count", "ridge") else seeds)):
             t0 = time.perf_counter()
             if model == "count":
                 score = lambda rec: rec.moved.astype(np.float64)  # noqa: E731
             elif model == "lightgbm":
-                score = fit_lightgbm(train, seed)
+                score = fit_lightgbm(train, seed, valid)
+            elif model == "ridge":
+                score = fit_ridge(train, valid)
             else:
                 score = fit_gnn(model, train, valid, seed, args, work / f"{model}_s{seed}")
             per_seed.append({**mean_rows([graph_metrics(score(r), r) for r in test]),
@@ -231,9 +291,9 @@ def lofo(records: list[Record], models, args, work: Path) -> dict:
     per_family = {}
     for fam in sorted({r.family for r in records}):
         test = [r for r in records if r.family == fam]
-        rest = [r for r in records if r.family != fam]
-        valid = [r for r in rest if r.split == "valid"] or rest[:2]  # logged only: the final epoch is scored
-        print(f"  leave out {fam}: train {len(rest)} / test {len(test)} graphs", flush=True)
+        rest = [r for r in records if r.family != fam and r.split != "valid"]
+        valid = [r for r in records if r.family != fam and r.split == "valid"]  # selection only, never trained on
+        print(f"  leave out {fam}: train {len(rest)} / valid {len(valid)} / test {len(test)} graphs", flush=True)
         per_family[fam] = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{fam}")
     names = sorted({m for res in per_family.values() for m in res})
     avg = {}
@@ -248,6 +308,38 @@ def lofo(records: list[Record], models, args, work: Path) -> dict:
     return {"families": per_family, **avg}
 
 
+def flags(records: list[Record], models, args, work: Path) -> dict:
+    """The flag dataset (tile schema), official split."""
+    return official(records, models, args, work / "flags")
+
+
+def within(root: Path, fraction: float, models, args, work: Path) -> dict:
+    """ONE program split by configuration (`graphcost.data.config_split`): `fraction` of the
+    configurations to train, as many to validate, the rest to test; a new split per seed. Every
+    graph of the collection at `root` is one program; the figures average over programs and splits."""
+    from graphcost.data.config_split import split_by_configuration
+
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    runs = []
+    for name, entry in sorted(manifest["graphs"].items()):
+        for seed in range(args.seeds):
+            parts = split_by_configuration(root / entry["file"], work / f"within_{fraction}_{name}_s{seed}", fraction,
+                                           fraction, seed=seed)
+            rec = {s: load_record(p, entry["family"], s, raw_configs=True) for s, p in parts.items()}
+            print(f"  {name}, split seed {seed}: train {len(rec['train'].label)} / valid {len(rec['valid'].label)} / "
+                  f"test {len(rec['test'].label)} configurations", flush=True)
+            runs.append(run_split([rec["train"]], [rec["valid"]], [rec["test"]], models, 1, args,
+                                  work / f"within_{fraction}_{name}_s{seed}_models", first_seed=seed))
+    out = {"programs": sorted(manifest["graphs"]), "fraction": fraction}
+    for model in {m for r in runs for m in r}:
+        rows = [r[model] for r in runs if model in r]
+        keys = sorted({k for r in rows for k in r if not k.endswith("_std") and isinstance(r[k], float)})
+        out[model] = {k: float(np.nanmean([r.get(k, np.nan) for r in rows])) for k in keys}
+        out[model].update({f"{k}_std": float(np.nanstd([r.get(k, np.nan) for r in rows])) for k in keys})
+        out[model]["seeds"] = len(rows)
+    return out
+
+
 # --- report ------------------------------------------------------------------------------------
 
 def _cell(row: dict, key: str) -> str:
@@ -259,19 +351,28 @@ def _cell(row: dict, key: str) -> str:
 
 def markdown(report: dict) -> str:
     lines = [SECTION, "",
-             f"Data: {report['data']} (REAL, measured with the cross-process protocol; label = median of 3 "
-             "processes). GNNs: final epoch, no TTA; LightGBM 300 rounds; mean ± std over seeds. Noise ceiling: "
-             "the metric of an independent repeat measurement (3 other processes, another time) against the "
-             "label. JSON: `benchmarks/results/bench_real.json`.", ""]
+             "All data REAL, measured with the cross-process protocol (label = median of 3 processes). "
+             "GNNs: graphcost train's default recipe and budget (`graphcost.train.recipe`: early stopping and the best "
+             "epoch on the validation data), no TTA; LightGBM rounds and ridge λ chosen on the validation data; mean ± "
+             "std over seeds (within one program: over splits). Noise ceiling: the metric of an independent repeat "
+             "measurement (3 other processes, another time) against the label. `default` is what `graphcost train` "
+             "does with no options. JSON: `benchmarks/results/bench_real.json`.", ""]
     keys = [("kendall_tau", "Kendall τ"), ("tau_default", "τ default-mode"), ("tau_random", "τ random-mode"),
             ("opa", "OPA"), ("top1_slowdown", "top-1 slowdown")]
-    for proto, title in (("official", "Official split (train → test)"), ("lofo", "Leave one family out")):
+    titles = {"official": "cpu_layout, official split (train → test graphs)",
+              "lofo": "cpu_layout, leave one family out",
+              "flags": "cpu_flags (XLA flag configurations, tile schema), official split",
+              **{f"within_{f:g}": f"One program, split by configuration: {f:.0%} to train, {f:.0%} to validate, "
+                 "the rest to test" for f in WITHIN_FRACTIONS}}
+    for proto, title in titles.items():
         if proto not in report["results"]:
             continue
         res, meta = report["results"][proto], report["results"][proto]["meta"]
-        lines += [f"**{title}** — `{meta['command']}`; {meta['machine']}, {meta['date']}, load average "
-                  f"{meta['load']}; {meta['epochs']} epochs, {meta['batch_configs']} configurations per batch, hidden "
-                  f"{meta['hidden'] or 'each model default'}, {meta['seeds']} seeds, {meta['wall_min']:.0f} min.", "",
+        what = f"data {meta.get('data', report['data'])}" + (f" ({', '.join(res['programs'])})" if "programs" in res else "")
+        lines += [f"**{title}** — {what}; `{meta['command']}`; {meta['machine']}, {meta['date']}, load average "
+                  f"{meta['load']}; epochs {meta['epochs'] or 'default'}, {meta['batch_configs']} configurations per "
+                  f"batch, hidden {meta['hidden'] or 'each model default'}, {meta['seeds']} seeds, "
+                  f"{meta['wall_min']:.0f} min.", "",
                   "| model | " + " | ".join(k[1] for k in keys) + " |", "| --- |" + " --- |" * len(keys)]
         for model in [*MODELS, "noise ceiling"]:
             if model in res:
@@ -298,10 +399,14 @@ def replace_section(text: str, section: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="collection directory (default: shipped cpu_layout)")
-    parser.add_argument("--protocols", default="official,lofo")
+    parser.add_argument("--protocols", default="official,lofo,flags,within",
+                        help="official, lofo (cpu_layout), flags (cpu_flags), within (--within)")
+    parser.add_argument("--flags-data", type=Path, default=None, help="flag collection (default: shipped cpu_flags)")
+    parser.add_argument("--within", type=Path, default=None,
+                        help="collection of programs with >= 1,000 configurations each (default: shipped cpu_layout_1k)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=20, help="as graphcost train")
+    parser.add_argument("--epochs", type=int, default=None, help="default: graphcost train's (train/recipe.py)")
     parser.add_argument("--batch-configs", type=int, default=64, help="as graphcost train")
     parser.add_argument("--hidden", type=int, default=None, help="default: each model's own default width")
     parser.add_argument("--threads", type=int, default=2)
@@ -338,17 +443,33 @@ def main() -> None:
               else str(data), "results": {}}
     if args.out.exists():  # other protocols' results (run separately) are kept
         report["results"] = json.loads(args.out.read_text(encoding="utf-8")).get("results", {})
+    datasets_dir = Path(default_dataset_dir()).parent
+    flags_data = args.flags_data or datasets_dir / "cpu_flags"
+    within_data = args.within or datasets_dir / "cpu_layout_1k"
+    runs = {"official": lambda w: ("official", data, official(records, models, args, w)),
+            "lofo": lambda w: ("lofo", data, lofo(records, models, args, w)),
+            "flags": lambda w: ("flags", flags_data, flags(load_records(flags_data), models, args, w)),
+            **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
+               for f in WITHIN_FRACTIONS}}
+    chosen = [p for name in args.protocols.split(",") for p in runs if p == name or p.startswith(f"{name}_")]
+    unknown = [name for name in args.protocols.split(",") if not any(p == name or p.startswith(f"{name}_") for p in runs)]
+    if unknown:
+        sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, flags, within")
     with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
-        for proto in args.protocols.split(","):
+        for proto in chosen:
             load0, t0 = os.getloadavg(), time.perf_counter()
-            res = {"official": official, "lofo": lofo}[proto](records, models, args, Path(tmp))
+            _, used, res = runs[proto](Path(tmp) / proto)
             load1 = os.getloadavg()
             res["meta"] = {"command": "python benchmarks/bench_real.py " + " ".join(sys.argv[1:]), "machine": machine,
                            "date": date.today().isoformat(), "load": f"{load0[0]:.2f} → {load1[0]:.2f}",
                            "seeds": args.seeds, "epochs": args.epochs, "batch_configs": args.batch_configs,
-                           "hidden": args.hidden, "models": models, "wall_min": (time.perf_counter() - t0) / 60}
+                           "hidden": args.hidden, "models": models, "wall_min": (time.perf_counter() - t0) / 60,
+                           "data": Path(used).name}
+            if args.out.exists():  # another bench_real process may have written its protocols meanwhile
+                report["results"] = {**json.loads(args.out.read_text(encoding="utf-8")).get("results", {}),
+                                     **report["results"]}
             report["results"][proto] = res
-    atomic_write_json(report, args.out)
+            atomic_write_json(report, args.out)  # after every protocol: a stopped run keeps what it finished
     print(markdown(report))
     if not args.no_markdown:
         bench = ROOT / "BENCHMARKS.md"
