@@ -420,6 +420,7 @@ class Trainer:
         items = self._loader_items() if cfg.loader_workers else None
         if not self.stopped_early():
             self._say(self.budget_line())
+        first = None  # (seconds, steps) after the first step of the run, for the estimate
         for epoch in range(self.epoch, cfg.epochs):
             if self.stopped_early():
                 break
@@ -437,8 +438,11 @@ class Trainer:
                     self._train_step(None, epoch, step, next(items))
                 self.partial["seconds"] += time.perf_counter() - t0
                 self.step = step + 1
-                if epoch == 0 and self.step == min(5, len(order)):
-                    self._say(self.estimate_line(self.partial["seconds"] / self.partial["steps"]))
+                if epoch == 0 and self.step == 1:  # the first step pays one-off costs: time the next ones
+                    first = (self.partial["seconds"], self.partial["steps"])
+                if epoch == 0 and first is not None and self.step == min(6, len(order)) and self.partial["steps"] > first[1]:
+                    per_step = (self.partial["seconds"] - first[0]) / (self.partial["steps"] - first[1])
+                    self._say(self.estimate_line(per_step))
                 bar.update(1)
                 bar.set_postfix(loss=f"{self.partial['loss_sum'] / max(1, self.partial['steps']):.4f}")
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0 and self.step < len(order):

@@ -1,0 +1,80 @@
+"""Tree ranker on the configuration table, and its blend with a graph model (issue 24)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from graphcost import metrics
+from graphcost.data.transforms.preprocess import prepare_graph
+from graphcost.datasets import default_dataset_dir
+from graphcost.models.config_table import LAYOUT_COLUMNS, config_table, layout_table
+from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, z
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    root = default_dataset_dir()
+    train = [prepare_graph(f, dedup=True) for f in sorted((root / "train").glob("*.npz"))[:12]]
+    valid = [prepare_graph(f, dedup=False) for f in sorted((root / "valid").glob("*.npz"))[:4]]
+    return train, valid
+
+
+def test_layout_table_counts_moves_by_class_and_slot():
+    node_feat = np.zeros((4, 140), np.float32)
+    node_feat[:, 28] = [1, 16, 256, 4]  # output elements
+    opcode = np.array([34, 26, 75, 0])  # dot, convolution, reshape, other
+    ids = np.array([0, 1, 2])
+    default2, moved2, unset = [1, 0, -1, -1, -1, -1], [0, 1, -1, -1, -1, -1], [-1] * 6
+    cfg = np.array([[[*default2, *default2, *unset], [*moved2, *default2, *unset], [*unset, *moved2, *unset]]],
+                   np.float32)  # one configuration: conv output moved, reshape input moved
+    t = layout_table(cfg, node_feat, opcode, ids)[0]
+    assert t.shape == (LAYOUT_COLUMNS,)
+    moved = t[:9].reshape(3, 3)  # class x slot
+    assert moved.tolist() == [[0, 0, 0], [1, 0, 0], [0, 1, 0]]
+    size = t[9:18].reshape(3, 3)
+    assert size[1, 0] == pytest.approx(4.0) and size[2, 1] == pytest.approx(8.0)  # log2 16, log2 256
+    assert t[27] == pytest.approx(2 / 5)  # 2 of the 5 slots that have a layout are moved
+
+
+def test_trees_rank_real_configurations_and_round_trip(tmp_path, shipped):
+    train, valid = shipped
+    trees = TreeRanker.fit(train, valid, seed=0, threads=1)
+    taus = [metrics.evaluate_graph(trees.score(g), g.runtime, g.kind)["kendall_tau"] for g in valid]
+    assert np.mean(taus) > 0.3  # the table carries the signal (the count heuristic alone gets ~0.6 on this data)
+    trees.save(tmp_path / "trees.txt")
+    again = TreeRanker.load(tmp_path / "trees.txt")
+    np.testing.assert_array_equal(again.score(valid[0]), trees.score(valid[0]))
+    assert config_table(valid[0]).shape == (valid[0].num_configs, LAYOUT_COLUMNS)
+
+
+def test_damaged_tree_files_are_named(tmp_path):
+    (tmp_path / "a.txt").write_text("not a model")
+    with pytest.raises(TreeError, match="a.txt.*first line"):
+        TreeRanker.load(tmp_path / "a.txt")
+    (tmp_path / "b.txt").write_text("# graphcost trees kind=layout\ngarbage")
+    with pytest.raises(TreeError, match="b.txt.*LightGBM"):
+        TreeRanker.load(tmp_path / "b.txt")
+    for bad in ('{"weight": 1.5}', '{"weight": "x"}', "[]", "{"):
+        (tmp_path / "blend.json").write_text(bad)
+        with pytest.raises(TreeError, match="blend.json"):
+            Blend.load(tmp_path / "blend.json")
+
+
+def test_blend_weight_is_chosen_on_validation(shipped):
+    _, valid = shipped
+    truth = [np.log(g.runtime) for g in valid]
+    noise = [np.random.default_rng(i).normal(size=g.num_configs) for i, g in enumerate(valid)]
+    assert choose_blend(truth, noise, valid, "kendall_tau").weight == 1.0  # the graph model is right
+    assert choose_blend(noise, truth, valid, "kendall_tau").weight == 0.0  # the trees are right
+    blend = choose_blend([t + 0.5 * n for t, n in zip(truth, noise)],
+                         [t - 0.5 * n for t, n in zip(truth, noise)], valid, "kendall_tau")
+    assert 0 < blend.weight < 1 and blend.valid["blend"] >= max(blend.valid["graph model"], blend.valid["trees"])
+    a, b = truth[0], noise[0]
+    np.testing.assert_allclose(blend.combine(a, b), blend.weight * z(a) + (1 - blend.weight) * z(b))
+
+
+def test_blend_file_round_trip(tmp_path):
+    Blend(0.7, "kendall_tau", {"blend": 0.8}).save(tmp_path / "blend.json")
+    assert json.loads((tmp_path / "blend.json").read_text())["trees"] == "trees.txt"
+    assert Blend.load(tmp_path / "blend.json").weight == 0.7
