@@ -37,9 +37,12 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     out = run_cli("train", "--collection", collection, "--data-dir", data_root, "--model", model, *SMALL[model],
                   "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
     assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
+    assert "blend:" in out and (run / "blend.json").is_file() and (run / "trees.txt").is_file()  # the default recipe
     report = tmp_path / "eval.json"
     out = run_cli("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
     data = json.loads(report.read_text())
+    assert out.startswith("scoring with the run's blend")  # on stderr, which CliRunner mixes in
+    out = out.split("\n", 1)[1]
     assert out.startswith("split: test (") and data["split"] == "test"  # labelled test split: reported by default
     assert data["kind"] == collection.split(":")[0] and len(data["graphs"]) == 1
     assert "kendall_tau" in data["aggregate"] and "MEAN" in out

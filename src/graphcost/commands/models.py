@@ -219,6 +219,11 @@ def train(
         recipe.MAX_STEPS_PER_GRAPH, "--max-steps-per-graph", min=0,
         help="at most this many batches of one graph an epoch (0: no cap)",
     ),
+    trees: bool = typer.Option(
+        recipe.TREES, "--trees/--no-trees",
+        help="also fit gradient-boosted trees on the configuration table and blend them with the graph model, "
+        "the weight chosen on the validation split (w = 1: the graph model alone); not with --folds",
+    ),
     folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
     train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
     keep: int = typer.Option(4, "--keep", min=1, help="keep the best k folds in the ensemble"),
@@ -285,6 +290,7 @@ def train(
             model, model_opt, loss, epochs = old_cfg["model"], [], old_cfg["loss"], old_cfg["epochs"]
             batch_configs, lr, seed, eval_tta = old_cfg["batch_configs"], old_cfg["lr"], old_cfg["seed"], old_cfg["eval_tta"]
             patience = old_cfg.get("patience", 0)
+            trees = previous.get("trees", False)
             max_steps_per_graph = old_cfg.get("max_steps_per_graph", recipe.MAX_STEPS_PER_GRAPH)
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
     if model not in MODEL_NAMES:  # fail before any data is prepared
@@ -337,7 +343,7 @@ def train(
         info = {
             "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
             "kind": graph_kinds(pool)[0], "folds": folds, "train_folds": train_folds, "keep": keep,
-            "max_graphs": max_graphs, "config": dataclasses.asdict(config),
+            "max_graphs": max_graphs, "config": dataclasses.asdict(config), "trees": bool(trees and not folds),
         }  # fmt: skip
         if ctx.is_main:
             out.mkdir(parents=True, exist_ok=True)
@@ -361,6 +367,7 @@ def train(
                     f"best valid {trainer.metric} {result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s"
                 )
                 typer.echo(f"model: {result.best_path or result.last_path}")
+                _fit_trees(out, trees, train_graphs, valid_graphs, trainer.metric, seed, config.device)
     except (DatasetError, ValueError, KeyError, OSError) as exc:
         _fail(str(exc))
     except RuntimeError as exc:
@@ -369,6 +376,25 @@ def train(
         _fail_collective(exc, ctx.rank, dist_timeout)
     finally:
         shutdown(ctx)
+
+
+def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: str, seed: int, device: str) -> None:
+    """After the graph model: the trees and their blend (train/blend.py), or no stale blend.json."""
+    from graphcost.models.trees import BLEND_FILE, TREES_FILE
+
+    if not trees or not len(valid_graphs):
+        for name in (BLEND_FILE, TREES_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+        if trees:
+            typer.echo("trees: skipped (no validation graphs to choose the blend on)")
+        return
+    from graphcost.train.blend import describe, fit_blend, write_blend
+    from graphcost.train.crossval import EnsemblePredictor
+
+    graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
+    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed)
+    write_blend(run_dir, blend, tree_model)
+    typer.echo(describe(blend))
 
 
 PRECISION_HELP = ("auto | fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
@@ -389,9 +415,14 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
     if warning:
         typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
     try:
-        return EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
+        predictor = EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
         _fail(str(exc))
+    if predictor.blend is not None:
+        from graphcost.train.blend import describe
+
+        typer.echo(f"scoring with the run's {describe(predictor.blend[0])}", err=True)
+    return predictor
 
 
 def evaluate(

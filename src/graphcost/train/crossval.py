@@ -228,8 +228,22 @@ def standardise(scores: np.ndarray) -> np.ndarray:
     return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()
 
 
+def load_blend(run_dir: Path):
+    """(Blend, TreeRanker) of a run directory that has a ``blend.json`` (`graphcost train`'s trees
+    beside the graph model), else None."""
+    from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeError, TreeRanker
+
+    if not (run_dir / BLEND_FILE).is_file():
+        return None
+    try:
+        return Blend.load(run_dir / BLEND_FILE), TreeRanker.load(run_dir / TREES_FILE)
+    except TreeError as exc:
+        raise ckpt.CheckpointError(str(exc)) from None
+
+
 class EnsemblePredictor:
-    """Average of fold models' TTA scores (TGraph §2.5.3); LOWER score = predicted faster."""
+    """Average of fold models' TTA scores (TGraph §2.5.3); LOWER score = predicted faster. A single
+    run directory with trees (``blend.json``) scores w · z(graph models) + (1 - w) · z(trees)."""
 
     def __init__(
         self,
@@ -255,12 +269,17 @@ class EnsemblePredictor:
         self.batch_size, self.tta, self.seed, self.precision = batch_size, tta, seed, precision
         self.device = torch.device(device)
         self.make_batch = make_batch
+        self.blend = None  # (Blend, TreeRanker) when the run has trees beside its graph model
 
     @classmethod
-    def load(cls, paths: Sequence[str | Path], device: str = "cpu", **kwargs) -> "EnsemblePredictor":
-        """Load every checkpoint behind `paths` (files, run dirs or CV run dirs)."""
+    def load(cls, paths: Sequence[str | Path], device: str = "cpu", trees: bool = True,
+             **kwargs) -> "EnsemblePredictor":
+        """Load every checkpoint behind `paths` (files, run dirs or CV run dirs). One run directory
+        with trees scores with its blend (`trees=False`: the graph model alone); an ensemble of several
+        paths uses their graph models only."""
         from graphcost.train.distributed import resolve_device
 
+        blend = load_blend(Path(paths[0])) if trees and len(paths) == 1 and Path(paths[0]).is_dir() else None
         device = resolve_device(device)
         files = [f for p in paths for f in resolve_checkpoints(p)]
         members, kinds = [], set()
@@ -272,6 +291,9 @@ class EnsemblePredictor:
             raise ValueError(f"models mix graph kinds {sorted(kinds)}: ensemble only models of one collection")
         predictor = cls(members, kinds.pop(), device=device, **kwargs)
         predictor.files = files
+        if blend is not None and blend[1].kind != predictor.kind:
+            raise ckpt.CheckpointError(f"{paths[0]}: trees.txt holds {blend[1].kind} trees beside a {predictor.kind} model")
+        predictor.blend = blend
         return predictor
 
     def score(self, prepared) -> np.ndarray:
@@ -285,7 +307,11 @@ class EnsemblePredictor:
                 seed=self.seed, make_batch=self.make_batch, precision=self.precision,
             )
             total += standardise(raw)
-        return total / len(self.members)
+        total /= len(self.members)
+        if self.blend is not None:
+            blend, trees = self.blend
+            return blend.combine(total, trees.score(prepared))
+        return total
 
     def rank(self, prepared) -> np.ndarray:
         """Configuration indices of `prepared`, predicted fastest first."""

@@ -18,3 +18,4 @@ MAX_STEPS_PER_GRAPH = 8  # TpuGraphs-size graphs (up to ~100k configurations) gi
 MIN_EPOCH_STEPS = 32  # one or two graphs: whole passes until an epoch has this many steps
 LR = 1e-3  # TGraph §2.4.2
 MODEL_CONFIG: dict = {}  # TGraphConfig's defaults
+TREES = True  # fit trees on the configuration table and blend them in, the weight chosen on validation (train/blend.py)

@@ -1,0 +1,48 @@
+"""Fit the tree ranker beside a trained graph model and choose their blend on the validation
+graphs (`graphcost.models.trees`); `graphcost train` writes the result into the run directory
+(``trees.txt``, ``blend.json``) and every command that loads the run (`EnsemblePredictor`) scores
+with it.
+
+Why: on real data gradient-boosted trees on the configuration table and the graph model make
+different errors; the blend weight w (on the graph model) is picked on the validation graphs, so a
+dataset where the graph model is better on its own gets w = 1 and one where the trees are gets
+w = 0 (BENCHMARKS.md, "Real CPU data").
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend
+
+log = logging.getLogger(__name__)
+
+
+def fit_blend(graph_score: Callable[[object], np.ndarray], train: Sequence, valid: Sequence, metric: str,
+              seed: int = 0, threads: int = 0) -> tuple[Blend, TreeRanker]:
+    """Trees fitted on `train` (rounds stopped early on `valid`) and the blend weight with the best
+    mean `metric` on `valid`; `graph_score(prepared) -> (K,)` scores with the trained graph model."""
+    if not valid:
+        raise ValueError("choosing the blend needs validation graphs")
+    trees = TreeRanker.fit(train, valid, seed=seed, threads=threads)
+    graph_scores = [np.asarray(graph_score(g), dtype=np.float64) for g in valid]
+    tree_scores = [trees.score(g) for g in valid]
+    return choose_blend(graph_scores, tree_scores, valid, metric), trees
+
+
+def write_blend(run_dir: str | Path, blend: Blend, trees: TreeRanker) -> None:
+    """trees.txt first, then blend.json (whose presence switches the blend on), both atomically."""
+    run_dir = Path(run_dir)
+    trees.save(run_dir / TREES_FILE)
+    blend.save(run_dir / BLEND_FILE)
+
+
+def describe(blend: Blend) -> str:
+    v = blend.valid
+    return (f"blend: {blend.weight:.1f} x graph model + {1 - blend.weight:.1f} x trees, chosen on the validation "
+            f"graphs (valid {blend.metric}: blend {v.get('blend', float('nan')):.4f}, graph model "
+            f"{v.get('graph model', float('nan')):.4f}, trees {v.get('trees', float('nan')):.4f})")
