@@ -10,7 +10,8 @@ Models, each trained on the training data only, selected on the validation data 
 on every configuration of the test data (no TTA):
 
 * ``default``   what `graphcost train` does with no options (`graphcost.train.recipe`: TGraph with
-  its defaults, the budget that follows the configurations, early stopping, best validation epoch);
+  its defaults, the budget that follows the configurations, early stopping, best validation epoch,
+  then the trees on the configuration table blended in with a weight chosen on validation);
 * ``tgraph-paper`` the same TGraph with the paper's eq. 6 weights (softmax, 1/B for shared states)
   and without the layout change features: the previous default, same budget;
 * ``sage``      the TpuGraphs layout baseline (GraphSAGE; tile: its MLP baseline), same budget;
@@ -69,7 +70,6 @@ GNNS = {  # row -> (registry model, model config); each at graphcost train's def
 }
 MODELS = (*GNNS, "lightgbm", "ridge", "count")
 WITHIN_FRACTIONS = (0.01, 0.10)
-OPCODE_CLASSES = {34: 0, 26: 1, 75: 2}  # dot, convolution, reshape (graphcost.frontend.opcodes)
 
 
 @dataclass
@@ -88,44 +88,30 @@ class Record:
     moved: np.ndarray  # (K,) tensors moved off the default layout (tile: flags off the default)
 
 
-def config_table(z) -> tuple[np.ndarray, np.ndarray]:
-    """Fixed-width per-configuration features of one npz file, and the moved count; ``(K, F), (K,)``."""
-    node_feat = np.asarray(z["node_feat"], np.float32)
-    graph = [np.log1p(len(node_feat)), np.log1p(float(node_feat[:, 28].sum()))]
-    if "config_feat" in z.files:  # tile: the flag vector (graphcost.frontend.flags) + graph size
+def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed-width per-configuration features of one npz file in the file's configuration order
+    (`graphcost.models.config_table`, what `graphcost train`'s trees use), and the moved count."""
+    from graphcost.models.config_table import config_table as library_table
+
+    prepared = _prepared(path, dedup=False)
+    rows = library_table(prepared)
+    table = np.zeros((len(z["config_runtime"]), rows.shape[1]), np.float32)
+    table[prepared.config_source_index] = rows
+    if "config_feat" in z.files:  # tile: the number of flags off their default (graphcost.frontend.flags)
         from graphcost.frontend.flags import DEFAULT
 
         flags = np.asarray(z["config_feat"], np.float32)[:, : len(DEFAULT)]
-        moved = (flags != np.asarray(DEFAULT, np.float32)).sum(1)
-        return np.hstack([flags, np.tile(graph, (len(flags), 1))]).astype(np.float32), moved
+        return table, (flags != np.asarray(DEFAULT, np.float32)).sum(1)
     from graphcost.frontend.layouts import moved_tensors
 
-    feat = np.asarray(z["node_config_feat"], np.float32)  # (K, C, 18)
-    ids = np.asarray(z["node_config_ids"], np.int64)
-    opcode = np.asarray(z["node_opcode"], np.int64)[ids]  # (C,)
-    cls = np.array([OPCODE_CLASSES.get(int(o), 2) for o in opcode])  # (C,)
-    size = np.log2(np.maximum(node_feat[ids, 28], 1.0))  # (C,) log2 output elements
-    slots = feat.reshape(len(feat), len(ids), 3, 6)  # (K, C, 3, 6)
-    rank = (slots >= 0).sum(-1)  # (K, C, 3)
-    default = rank[..., None] - 1 - np.arange(6)
-    moved_slot = ((slots != default) & (slots >= 0)).any(-1)  # (K, C, 3)
-    minor = moved_slot & (slots[..., 0] != rank - 1)  # the minor-most dimension changes
-    cols = []
-    for c in range(3):  # opcode class x operand slot: counts, size-weighted counts, minor moves
-        m = cls == c
-        cols += [moved_slot[:, m].sum(1), (moved_slot[:, m] * size[m, None]).sum(1), minor[:, m].sum(1)]
-    per_slot = np.concatenate(cols, axis=1)  # (K, 27)
-    share = moved_slot.sum((1, 2)) / max(1, int((rank[0] > 0).sum()))
-    g = np.tile(graph + [len(ids)], (len(feat), 1))
-    table = np.hstack([per_slot, share[:, None], g]).astype(np.float32)
-    return table, moved_tensors(feat)
+    return table, moved_tensors(np.asarray(z["node_config_feat"], np.float32))
 
 
 def load_record(path: Path, family: str, split: str, raw_configs: bool = False) -> Record:
     """One file as a Record; `raw_configs` adds every layout entry, one-hot, to the table (within one
     program the configurable nodes are the same in every file, so the columns line up)."""
     with np.load(path, allow_pickle=False) as z:
-        table, moved = config_table(z)
+        table, moved = config_table(path, z)
         if raw_configs and "node_config_feat" in z.files:
             raw = np.asarray(z["node_config_feat"], np.int64).reshape(len(table), -1) + 1  # (K, C * 18) in 0..6
             table = np.hstack([table, np.eye(7, dtype=np.float32)[raw].reshape(len(table), -1)])
@@ -220,6 +206,8 @@ def _prepared(path: Path, dedup: bool):
 
 
 def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
+    from graphcost.train import recipe
+    from graphcost.train.blend import describe, fit_blend
     from graphcost.train.checkpoint import load_checkpoint
     from graphcost.train.evaluate import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
@@ -238,11 +226,18 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
     if result.best_path is not None:
         trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
+    blend = None
+    if row == "default" and recipe.TREES and prepared_valid:  # graphcost train's trees and blend (train/blend.py)
+        blend = fit_blend(scorer.score, prepared_train, prepared_valid, trainer.metric, seed=seed)
+        print(f"      seed {seed}: {describe(blend[0])}", flush=True)
 
     def score(rec: Record) -> np.ndarray:
         prepared = _prepared(rec.path, dedup=False)
+        scores = scorer.score(prepared)
+        if blend is not None:
+            scores = blend[0].combine(scores, blend[1].score(prepared))
         full = np.full(len(rec.label), np.nan)
-        full[prepared.config_source_index] = scorer.score(prepared)  # back to the file's configuration order
+        full[prepared.config_source_index] = scores  # back to the file's configuration order
         return full
 
     return score
