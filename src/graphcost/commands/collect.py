@@ -89,6 +89,14 @@ def register(app: typer.Typer) -> None:
         if measure_core is not None and measure_core != -1 and measure_core not in os.sched_getaffinity(0):
             raise typer.BadParameter(f"--measure-core {measure_core}: this process may only run on cores "
                                      f"{sorted(os.sched_getaffinity(0))}")
+        if backend == "local" and not repeat:
+            from graphcost.frontend.memory_maps import check_executables_fit
+
+            try:
+                check_executables_fit(configs)
+            except ValueError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(1) from None
         options = CollectOptions(space=space, mode=mode, configs=configs, seed=seed,
                                  protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
                                  cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,

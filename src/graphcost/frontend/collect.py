@@ -218,8 +218,10 @@ def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
                     [c.compiler_options() for c in configs], {})
 
 
-def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, name: str = "") -> list:
-    """Compile every `Lowered` (protocol step 1) with `workers` threads (XLA compiles release the GIL)."""
+def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, name: str = "",
+                keep: bool = True) -> list:
+    """Compile every `Lowered` (protocol step 1) with `workers` threads (XLA compiles release the GIL).
+    keep=False drops each executable once compiled (the persistent cache holds it; see memory_maps)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from graphcost.frontend.jax_program import compile_lowered
@@ -229,6 +231,7 @@ def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, n
     def one(i):
         exe = compile_lowered(lowered[i], compiler_options[i])
         done[0] += 1
+        exe = exe if keep else None
         if bar is not None:
             bar.set_postfix_str(f"{name}: compiled {done[0]}/{len(lowered)}")
         return exe
@@ -335,7 +338,7 @@ def _prepare(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
 def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
     """Compile into the persistent cache (the measuring processes then load); record the time."""
     t0 = time.perf_counter()
-    compile_all(gj.lower(), gj.compiler_options, options.compile_workers, bar, gj.spec.name)
+    compile_all(gj.lower(), gj.compiler_options, options.compile_workers, bar, gj.spec.name, keep=False)
     return {"compile_s": round(time.perf_counter() - t0, 2)}
 
 
