@@ -3,6 +3,7 @@ default run names are unique; `data synth` refuses a collection directory holdin
 loader refuses a dataset whose splits share a graph."""
 
 import shutil
+from pathlib import Path
 
 from bad_runs import dag_cli
 from cli_asserts import invoke, one_line_error
@@ -178,3 +179,19 @@ def test_fingerprint_ignores_zip_timestamps(tmp_path):
     assert shared_graphs({"train": [a, c], "valid": [b]}) == [(a, b)]
     assert shared_graphs({"train": [a, b], "valid": [c]}) == []  # a duplicate inside one split is no leak
     assert npz_fingerprint(tmp_path / "missing.npz") is None
+
+
+def test_train_overwrite_keeps_the_old_run_when_the_new_data_is_bad(data_root, cost_copy, tmp_path):
+    """issue 26: --overwrite empties --out only after every graph of the new data was read and validated."""
+    import numpy as np
+
+    bad = Path(shutil.copytree(data_root, tmp_path / "bad_data"))
+    victim = sorted(bad.rglob("train/*.npz"))[0]
+    with np.load(victim, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["node_feat"] = arrays["node_feat"].copy()
+    arrays["node_feat"][0, 0] = np.nan
+    np.savez(victim, **arrays)
+    before = {p.name: p.read_bytes() for p in cost_copy.iterdir() if p.is_file()}
+    one_line_error(_train(bad, cost_copy, "--overwrite"), victim.name, "node_feat")
+    assert {p.name: p.read_bytes() for p in cost_copy.iterdir() if p.is_file()} == before  # the old run is whole

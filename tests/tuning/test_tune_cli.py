@@ -109,3 +109,54 @@ def test_damaged_study_and_model_without_checkpoint_are_one_line_errors(tmp_path
     empty.mkdir()
     one_line_error(runner.invoke(app, ["tune", f"{prog}:make", "--model", str(empty), "--strategy", "model",
                                        "--out", str(tmp_path / "o"), *FAST]), "emptyrun", "best.pt")
+
+
+NOT_JAX = '''
+import numpy as np
+
+def make():
+    return (lambda a: np.asarray(a).sum()), (np.ones(3),)
+
+def text_arg():
+    return (lambda a: a), ("a string",)
+'''
+
+
+@pytest.mark.parametrize("case", ["missing_file", "file_inside_out", "broken_make", "not_traceable", "string_arg",
+                                  "bad_storage"])
+def test_overwrite_checks_everything_before_deleting(tmp_path, prog, case):
+    """issue 26: `tune --overwrite` refuses a bad program / storage with the old run intact."""
+    from cli_asserts import one_line_error
+
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("study.db", "trials.csv", "best.json"):
+        (old / name).write_text(f"old {name}")
+    (tmp_path / "notjax.py").write_text(NOT_JAX)
+    inside = old / "inside.py"
+    inside.write_text(PROGRAM)
+    ref, extra, needle = {
+        "missing_file": ("typo.py:make", [], "no such file"),
+        "file_inside_out": (f"{inside}:make", [], "inside --out"),
+        "broken_make": (f"{prog}:broken", [], "must return (fn, example_args)"),
+        "not_traceable": (f"{tmp_path / 'notjax.py'}:make", [], "JAX cannot trace"),
+        "string_arg": (f"{tmp_path / 'notjax.py'}:text_arg", [], "JAX cannot trace"),
+        "bad_storage": (f"{prog}:make", ["--storage", f"sqlite:///{tmp_path / 'nodir' / 'x.db'}"],
+                        "cannot open the study storage"),
+    }[case]
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+    one_line_error(CliRunner().invoke(app, ["tune", ref, "--out", str(old), "--overwrite", *extra, *FAST]), needle)
+    assert {p.name: p.read_bytes() for p in old.iterdir()} == before
+
+
+def test_a_second_run_into_the_same_out_is_refused(tmp_path, prog):
+    """issue 26: two runs into one --out: the second is refused, naming the holder of --out's lock."""
+    from cli_asserts import one_line_error
+
+    from graphcost.atomic import lock_dir
+
+    out = tmp_path / "tuned"
+    with lock_dir(out):  # a first run holds --out
+        one_line_error(CliRunner().invoke(app, ["tune", f"{prog}:make", "--out", str(out), *FAST]),
+                       "--out", "in use by another graphcost process", f"pid {__import__('os').getpid()}")
+    assert sorted(p.name for p in out.iterdir()) == [".graphcost.lock"]  # nothing else was written

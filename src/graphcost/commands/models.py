@@ -303,11 +303,11 @@ def train(
         ctx = init_from_env(device, timeout_s=dist_timeout)
     except RuntimeError as exc:  # a peer never joined the rendezvous
         _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
+    if overwrite and out is not None and data_dir is not None and data_dir.resolve().is_relative_to(out.resolve()):
+        _fail(f"--data-dir {data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
     try:
-        out = _run_dir(out, model, resume, ctx, overwrite)
         if ctx.is_main:
             typer.echo(f"data: {splits.describe()}")
-            typer.echo(f"run: {out}")
         show = progress and ctx.is_main
         if folds:  # cross-validation pools train + valid (all de-duplicated for training)
             pool = load_prepared(
@@ -319,6 +319,10 @@ def train(
             valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
                                          max_memory_gb=max_memory_gb)  # fmt: skip
             pool = train_graphs
+        # only now, with every graph read and validated, is an old run in --out replaced (--overwrite)
+        out = _run_dir(out, model, resume, ctx, overwrite)
+        if ctx.is_main:
+            typer.echo(f"run: {out}")
         info = {
             "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
             "kind": graph_kinds(pool)[0], "folds": folds, "train_folds": train_folds, "keep": keep,

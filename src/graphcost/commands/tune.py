@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, blocking_file, check_run_dir, clear_dir
+from graphcost.atomic import OutputExistsError, blocking_file, check_run_dir, clear_dir, lock_dir
 
 TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 
@@ -82,8 +82,6 @@ def register(app: typer.Typer) -> None:
             check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")
         except OutputExistsError as exc:
             _fail(str(exc))
-        if overwrite:
-            clear_dir(out)
 
         from graphcost.frontend.jax_program import require_jax
 
@@ -92,12 +90,31 @@ def register(app: typer.Typer) -> None:
         except ImportError as exc:
             _fail(str(exc), code=2)
         from graphcost.frontend.measure import Protocol
-        from graphcost.tuning.program import ProgramError, load_program
+        from graphcost.tuning.program import ProgramError, load_program, prepare_program, program_file
+        from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import tune
 
+        # everything is checked before anything in --out is removed: the program, make(), its arguments, the storage
+        source = program_file(program)
+        if overwrite and source is not None and source.is_relative_to(out.resolve()):
+            _fail(f"{program}: the program file lies inside --out {out}, which --overwrite would delete; "
+                  "move it out first")
         try:
             fn, args, name = load_program(program)
-            result = tune(fn, *args, space=space, budget=budget, model=[str(m) for m in model],
+            prepared = prepare_program(fn, args, name, program)
+            if storage is not None:
+                open_storage(storage)
+        except (ProgramError, ValueError) as exc:
+            _fail(str(exc))
+        try:
+            lock = lock_dir(out)  # held until the command ends; a second run into --out is refused
+            check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")  # again, under the lock
+        except OutputExistsError as exc:
+            _fail(str(exc))
+        if overwrite:
+            clear_dir(out)
+        try:
+            result = tune(prepared, space=space, budget=budget, model=[str(m) for m in model],
                           strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
                           name=name, seed=seed, round_size=round_size, processes=processes,
                           protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
@@ -107,6 +124,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
+        finally:
+            lock.release()
         failed = sum(t.status != "ok" for t in result.trials)
         typer.echo(f"{name}: {len(result.trials)} configurations measured ({failed} failed); {result.message}")
         if result.beats_default:

@@ -55,3 +55,29 @@ def load_program(ref: str) -> tuple[Callable, tuple, str]:
         raise ProgramError(f"{ref}: {attr}() must return (fn, example_args) with example_args a tuple, "
                            f"got {type(made).__name__}")
     return made[0], tuple(made[1]), name
+
+
+def prepare_program(fn: Callable, args: tuple, name: str, ref: str | None = None):
+    """A `TuneProgram` of ``fn(*args)``, lowered once (JAX traces it on the example arguments).
+
+    ProgramError, in one line naming `ref` (or `name`), when JAX cannot trace the function: a
+    non-JAX function, an example argument JAX does not accept (a string), numpy on traced values.
+    """
+    from graphcost.tuning.space import TuneProgram
+
+    who = ref or name
+    try:
+        program = TuneProgram(fn, args, name)
+        program.lower()
+    except Exception as exc:  # noqa: BLE001 - the user's function or arguments; said in one line
+        text = " ".join(str(exc).split())
+        text = text if len(text) <= 300 else text[:297] + "..."
+        raise ProgramError(f"{who}: JAX cannot trace the function on its example arguments: "
+                           f"{type(exc).__name__}: {text}") from None
+    return program
+
+
+def program_file(ref: str) -> Path | None:
+    """The resolved file of a ``FILE.py:FUNCTION`` reference (None for ``MODULE:FUNCTION``)."""
+    target = ref.rpartition(":")[0]
+    return Path(target).expanduser().resolve() if target.endswith(".py") else None

@@ -42,6 +42,32 @@ def _pid_alive(owner: str) -> bool:
     return True
 
 
+def _storage_error(storage: str, exc: BaseException) -> ValueError:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return ValueError(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})")
+
+
+def open_storage(storage: str, attempts: int = 5):
+    """The Optuna storage behind URL `storage`, its tables created if needed; ValueError in one line
+    when it cannot be opened (a damaged file, an unreachable server, a bad URL).
+
+    Two processes that create the same new storage at once race to create its tables (SQLite:
+    ``table studies already exists``): the loser retries, and then finds the tables made."""
+    import time
+
+    import optuna
+
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.get_storage(storage)
+        except Exception as exc:  # noqa: BLE001
+            if "already exists" in str(exc) and attempt + 1 < attempts:
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise _storage_error(storage, exc) from None
+    raise AssertionError("unreachable")
+
+
 class Study:
     """An Optuna study holding one strategy's trials for one program and space."""
 
@@ -54,12 +80,12 @@ class Study:
                               for d in space.dims}
         if len(self.distributions) != len(space.dims):
             raise ValueError(f"the {space.name} space has duplicate dimension names")
+        backend = open_storage(storage) if storage is not None else None
         try:
-            self.study = optuna.create_study(storage=storage, study_name=name, direction="minimize",
+            self.study = optuna.create_study(storage=backend, study_name=name, direction="minimize",
                                              sampler=sampler, load_if_exists=True)
         except Exception as exc:  # noqa: BLE001 - a damaged file or an unreachable server, said in one line
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise ValueError(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})") from None
+            raise _storage_error(storage, exc) from None
         attrs = self.study.user_attrs
         signature = [space.name, [d.name for d in space.dims], [len(d.choices) for d in space.dims]]
         if "signature" not in attrs:

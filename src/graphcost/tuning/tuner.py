@@ -165,6 +165,9 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
          pool_kwargs: dict | None = None, learner: str = "tree", progress: bool = True) -> TuneResult:
     """Tune ``fn(*args)`` (module docstring) and return a `TuneResult`.
 
+    fn: the function, or a `TuneProgram` already built and lowered (`program.prepare_program`), then
+    without `args`;
+
     model: trained graphcost run(s) (a tile model for flags, a layout model for layouts);
     strategies: default ``["model+online"]`` with a model, ``["tpe"]`` without;
     out: directory for the study, trials, best configuration and plot (None: nothing written,
@@ -180,8 +183,11 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
     runs = [model] if isinstance(model, (str, Path)) else list(model or [])
     strategies = strategies or (["model+online"] if runs else ["tpe"])
     protocol = protocol or Protocol(rounds=5, calls=10, warmup=2, seed=seed)
-    name = name or getattr(fn, "__name__", "program")
-    program = TuneProgram(fn, args, name)
+    if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
+        program, name = fn, name or fn.name
+    else:
+        name = name or getattr(fn, "__name__", "program")
+        program = TuneProgram(fn, args, name)
     sp = make_space(space, program, allow_fast_math)
     out = Path(out) if out is not None else None
     if out is not None:
