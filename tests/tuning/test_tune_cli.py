@@ -160,3 +160,25 @@ def test_a_second_run_into_the_same_out_is_refused(tmp_path, prog):
         one_line_error(CliRunner().invoke(app, ["tune", f"{prog}:make", "--out", str(out), *FAST]),
                        "--out", "in use by another graphcost process", f"pid {__import__('os').getpid()}")
     assert sorted(p.name for p in out.iterdir()) == [".graphcost.lock"]  # nothing else was written
+
+
+def test_resume_refuses_a_study_of_another_program_with_the_same_name(tmp_path, prog):
+    """issue 26: the study is keyed by the lowered program + space, not by the file's name: another
+    function in a file of the same name is refused on --resume, and --study NAME starts a new study."""
+    from cli_asserts import one_line_error
+
+    out = tmp_path / "tuned"
+    runner = CliRunner()
+    args = ["--budget", "2", "--strategy", "random", "--out", str(out), *FAST]
+    assert runner.invoke(app, ["tune", f"{prog}:make", *args]).exit_code == 0
+    other = tmp_path / "elsewhere" / prog.name  # same stem, another program
+    other.parent.mkdir()
+    other.write_text(PROGRAM.replace("jnp.tanh(a @ b)", "jnp.sin(a @ b)"))
+    one_line_error(runner.invoke(app, ["tune", f"{other}:make", *args, "--resume"]),
+                   "holds measurements of another program or space", "--study")
+    fresh = runner.invoke(app, ["tune", f"{other}:make", *args, "--resume", "--study", "sin"])
+    assert fresh.exit_code == 0, fresh.output
+    assert "2 configurations measured" in fresh.output
+    assert {r["strategy"] for r in _rows(out)} == {"random"} and len(_rows(out)) == 2
+    again = runner.invoke(app, ["tune", f"{prog}:make", *args, "--resume"])  # the first program still resumes
+    assert again.exit_code == 0, again.output

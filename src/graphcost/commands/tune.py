@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
                                  "result.json, progress.png."),
         storage: Optional[str] = typer.Option(None, help="Optuna storage URL shared by several workers (e.g. "
                                               "postgresql://user@host/db); default sqlite in --out."),
+        study: Optional[str] = typer.Option(None, "--study", help="Name of the study in the storage (default: the "
+                                            "program file's stem); a new name starts a new study."),
         resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
         round_size: int = typer.Option(4, min=1, help="Configurations measured together per round."),
@@ -73,6 +75,8 @@ def register(app: typer.Typer) -> None:
         for run in model:
             if not run.exists():
                 _fail(f"--model {run}: no such run directory or checkpoint")
+        if study is not None and not study.strip():
+            _fail("--study must be a non-empty name")
         if out.exists() and not out.is_dir():
             _fail(f"{out}: --out must be a directory, but this path is a file")
         blocker = blocking_file(out)
@@ -116,7 +120,7 @@ def register(app: typer.Typer) -> None:
         try:
             result = tune(prepared, space=space, budget=budget, model=[str(m) for m in model],
                           strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
-                          name=name, seed=seed, round_size=round_size, processes=processes,
+                          name=study or name, seed=seed, round_size=round_size, processes=processes,
                           protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
                           rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online)
         except KeyboardInterrupt:

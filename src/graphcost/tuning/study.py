@@ -68,10 +68,28 @@ def open_storage(storage: str, attempts: int = 5):
     raise AssertionError("unreachable")
 
 
-class Study:
-    """An Optuna study holding one strategy's trials for one program and space."""
+def program_fingerprint(program, space: Space) -> str:
+    """What a study's measurements are valid for: a SHA-256 (16 hex digits) of the program's lowered,
+    unconstrained module (StableHLO text, without source locations) and of the space's dimensions
+    and choices. Two programs with the same fingerprint compile the same module under each
+    configuration; anything else is another program."""
+    import hashlib
+    import json
 
-    def __init__(self, storage: str | None, name: str, space: Space, sampler=None):
+    dims = [[d.name, [repr(c) for c in d.choices]] for d in space.dims]
+    h = hashlib.sha256(program.lower().as_text().encode("utf-8"))
+    h.update(json.dumps([space.name, dims]).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+class Study:
+    """An Optuna study holding one strategy's trials for one program and space.
+
+    fingerprint: `program_fingerprint` of what is measured; a study already holding trials of
+    another fingerprint (or trials recorded before fingerprints existed) is refused.
+    """
+
+    def __init__(self, storage: str | None, name: str, space: Space, sampler=None, fingerprint: str | None = None):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -94,7 +112,22 @@ class Study:
             raise ValueError(f"study {name!r} in {storage} was made for another program or space "
                              f"({attrs['signature'][0]}, {len(attrs['signature'][1])} dimensions); "
                              "use another --out / --study, or --overwrite")
+        if fingerprint is not None:
+            self._check_fingerprint(storage, name, fingerprint)
         self._close_orphans()
+
+    def _check_fingerprint(self, storage: str | None, name: str, fingerprint: str) -> None:
+        """Refuse (ValueError, one line) a study whose trials measured another program or space."""
+        old = self.study.user_attrs.get("fingerprint")
+        if old == fingerprint:
+            return
+        if old is None and not self.study.get_trials(deepcopy=False):
+            self.study.set_user_attr("fingerprint", fingerprint)
+            return
+        what = (f"another program or space (fingerprint {old}, this one {fingerprint})" if old is not None else
+                "a program of unknown fingerprint (recorded by an older graphcost)")
+        raise ValueError(f"study {name!r} in {storage or 'memory'} holds measurements of {what}; none of them apply "
+                         "here: pass --study NAME to start a new study, another --out, or --overwrite")
 
     def _close_orphans(self) -> None:
         import optuna

@@ -87,8 +87,12 @@ def _sqlite_url(path: Path) -> str:
 
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
-                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree") -> list[Trial]:
-    """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials."""
+                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree",
+                 fingerprint: str | None = None) -> list[Trial]:
+    """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
+
+    fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
+    fingerprint is refused (ValueError) instead of resumed."""
     from graphcost.tuning.study import Study
 
     if name not in STRATEGIES:
@@ -96,7 +100,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     if name.startswith("model") and scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
     sampler = tpe_sampler(seed, budget) if name == "tpe" else None
-    study = Study(storage, f"{study_name}:{name}", space, sampler=sampler)
+    study = Study(storage, f"{study_name}:{name}", space, sampler=sampler, fingerprint=fingerprint)
     history = study.trials()
     if name == "random":
         strategy = RandomSearch(space, seed)
@@ -200,6 +204,9 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
 
         scorer = GraphModelScorer(runs, program, sp, device=device)
 
+    from graphcost.tuning.study import program_fingerprint
+
+    fingerprint = program_fingerprint(program, sp)
     trials: list[Trial] = []
     for strat in strategies:
         bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
@@ -214,7 +221,7 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
 
         try:
             trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
-                                   round_size, pool_kwargs, on_round, learner)
+                                   round_size, pool_kwargs, on_round, learner, fingerprint)
         finally:
             bar.close()  # also on an error, so its message starts on a line of its own
 
