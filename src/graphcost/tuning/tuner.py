@@ -101,34 +101,39 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
     sampler = tpe_sampler(seed, budget) if name == "tpe" else None
     study = Study(storage, f"{study_name}:{name}", space, sampler=sampler, fingerprint=fingerprint)
-    history = study.trials()
     if name == "random":
         strategy = RandomSearch(space, seed)
     elif name.startswith("model"):
         strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
                                learner=learner)
-    rnd = max((t.round for t in history), default=-1) + 1
-    while len(history) < budget:
-        n = min(round_size, budget - len(history))
-        handles = None
+    rnd = max((t.round for t in study.trials()), default=-1) + 1
+    while True:  # the budget is the study's: counted in the storage before every round (study module docstring)
+        study.fail_stale()
+        left = budget - len(study.used())
+        if left <= 0:
+            break
+        n = min(round_size, left)
+        history = study.trials()
         if name == "tpe":
             handles, batch = ask_new(study, n, history, space, seed + rnd)
         else:
             batch = strategy.propose(history, n)
+            handles = study.reserve(batch)
         if not batch:  # the space is exhausted
             break
-        results = evaluator.evaluate(batch)
-        for i, t in enumerate(results):
-            t.strategy, t.round, t.number = name, rnd, len(history) + i
-            if handles is not None:
-                study.tell(handles[i], t)
-            else:
-                study.add(t)
-        history += results
+        keep = study.within_budget(handles, budget)  # another worker may have reserved at the same moment
+        if not keep:
+            continue
+        handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
+        with study.leased(handles):
+            results = evaluator.evaluate(batch)
+        for handle, t in zip(handles, results):
+            t.strategy, t.round = name, rnd
+            study.tell(handle, t)
         rnd += 1
         if on_round is not None:
             on_round(results)
-    return history
+    return study.trials()
 
 
 def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tuple[list, list[Codes]]:
