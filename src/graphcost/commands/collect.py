@@ -64,6 +64,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--repeat runs on the local backend only")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
+        from graphcost.atomic import OutputExistsError
         from graphcost.frontend.collect import CollectOptions, collect, repeat_collection, select_programs
         from graphcost.frontend.jax_program import require_jax
         from graphcost.frontend.measure import Protocol
@@ -107,7 +108,7 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)
-        except (ValueError, RuntimeError, ImportError) as exc:
+        except (ValueError, RuntimeError, ImportError, OutputExistsError) as exc:  # OutputExistsError: --out in use
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         graphs = manifest["graphs"]

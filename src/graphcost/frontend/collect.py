@@ -32,6 +32,8 @@ graph (``OUT/.work/<program>/proc<p>.npz``) are kept and not measured again.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import time
@@ -41,7 +43,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json, atomic_write_text
+from graphcost.atomic import atomic_write_json, atomic_write_text, lock_dir
 from graphcost.frontend.measure import Protocol, environment_metadata, load_average, spearman
 from graphcost.frontend.protocol import CrossProcess, combine, noise_stats, run_worker, wait_for_quiet
 from graphcost.frontend.zoo import ProgramSpec, list_programs
@@ -248,19 +250,30 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
     before_first: called once before the first process that must run (the driver compile).
     Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
     time, its compile/load time, whether the machine was quiet). A job file that differs from
-    the one the kept results were measured with discards them.
+    the one the kept results were measured with discards them. A result is kept only when it is
+    the file of a process this driver (or an earlier one) saw finish and recorded in
+    ``<prefix>-done.json`` (its SHA-256): a file written by anything else, e.g. a measuring process
+    orphaned by a killed driver, is measured again.
     """
     work.mkdir(parents=True, exist_ok=True)
     job_path = work / f"{prefix}-job.json"
+    ledger_path = work / f"{prefix}-done.json"
     text = json.dumps(job, sort_keys=True)
     if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
         for old in work.glob(f"{prefix}[0-9]*.npz"):  # measured for another job
             old.unlink()
+        ledger_path.unlink(missing_ok=True)
         atomic_write_text(job_path, text)
+    ledger = _read_ledger(ledger_path)
     rows, records = [], []
     for p in range(cross.processes):
         out = work / f"{prefix}{p}.npz"
-        if not out.exists():
+        data = out.read_bytes() if out.exists() else None
+        if data is not None and ledger.get(str(p)) != _sha256(data):
+            # not the result of a process this driver saw finish (e.g. an orphan of a killed run): measure again
+            out.unlink()
+            data = None
+        if data is None:
             if before_first is not None:
                 before_first()
                 before_first = None
@@ -271,10 +284,13 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
             t0 = time.perf_counter()
             run_worker(job_path, p, out, cross.core(), cross.worker_timeout_s)
             wall = round(time.perf_counter() - t0, 2)
+            data = out.read_bytes()
+            ledger[str(p)] = _sha256(data)  # recorded: a later resume may adopt exactly this file
+            atomic_write_json(ledger, ledger_path)
             rec_extra = {"waited_s": quiet["waited_s"], "quiet": quiet["quiet"], "wall_s": wall}
         else:
             rec_extra = {"resumed": True}
-        with np.load(out, allow_pickle=False) as z:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             rows.append(np.asarray(z["runtime_ns"], np.float64))
             records.append({"load_start": _list(z["loadavg_start"]), "load_end": _list(z["loadavg_end"]),
                             "compile_or_load_s": round(float(z["compile_s"]), 2), "core": int(z["core"]), **rec_extra})
@@ -282,6 +298,20 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
     if any(len(r) != k for r in rows):
         raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
     return np.stack(rows, axis=1), records  # (K, P)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_ledger(path: Path) -> dict[str, str]:
+    """The finished processes of a graph's work area, ``{process: sha256 of its result file}``;
+    empty when missing or unreadable (then every result is measured again)."""
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): v for k, v in ledger.items() if isinstance(v, str)} if isinstance(ledger, dict) else {}
 
 
 def _list(a) -> list:
@@ -344,12 +374,12 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     from graphcost.frontend.measure_worker import persistent_cache
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = load_manifest(out_dir, options)
-    options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-    with persistent_cache(options.cache_dir):
-        _collect(specs, out_dir, options, manifest, progress)
-    _cleanup(out_dir, manifest, specs)
+    with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        with persistent_cache(options.cache_dir):
+            _collect(specs, out_dir, options, manifest, progress)
+        _cleanup(out_dir, manifest, specs)
     return manifest
 
 
@@ -414,11 +444,12 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     out_dir = Path(out_dir)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
-    manifest = load_manifest(out_dir, options)
-    options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-    with persistent_cache(options.cache_dir):
-        _repeat(out_dir, options, manifest, progress)
-    _cleanup(out_dir, manifest, None)
+    with lock_dir(out_dir):
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        with persistent_cache(options.cache_dir):
+            _repeat(out_dir, options, manifest, progress)
+        _cleanup(out_dir, manifest, None)
     return manifest
 
 

@@ -120,7 +120,9 @@ def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> N
 
     cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), "0", str(out),
            "--compile-only", str(max(1, threads))]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    from graphcost.frontend.protocol import die_with_parent
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
     if proc.returncode != 0 or not out.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"{job_path}: compiling failed (exit {proc.returncode}): {last}")
@@ -154,25 +156,25 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
         import ray
     except ImportError as exc:
         raise ImportError("the Ray backend needs the optional extra: pip install 'graphcost[ray]'") from exc
-    from graphcost.atomic import atomic_write_json
+    from graphcost.atomic import atomic_write_json, lock_dir
     from graphcost.frontend.collect import MANIFEST
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = load_manifest(out_dir, options)
-    splits = assign_splits(specs, options.split_fractions, options.seed)
-    todo = pending(specs, out_dir, manifest)
-    env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False, **(init_kwargs or {}))
-    try:
-        _run(ray, specs, todo, splits, out_dir, manifest, options, progress)
-    finally:
+    with lock_dir(out_dir):  # one collection at a time per directory
+        manifest = load_manifest(out_dir, options)
+        splits = assign_splits(specs, options.split_fractions, options.seed)
+        todo = pending(specs, out_dir, manifest)
+        env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
+        started = not ray.is_initialized()
         if started:
-            ray.shutdown()
-    manifest["environment"]["loadavg_end"] = load_average()
-    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+            ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False, **(init_kwargs or {}))
+        try:
+            _run(ray, specs, todo, splits, out_dir, manifest, options, progress)
+        finally:
+            if started:
+                ray.shutdown()
+        manifest["environment"]["loadavg_end"] = load_average()
+        atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
     return manifest
 
 
