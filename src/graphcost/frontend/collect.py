@@ -144,9 +144,29 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
         if not isinstance(manifest.get("graphs", {}), dict):
             raise ValueError(f"{path}: key 'graphs' must be an object of per-graph entries")
         manifest.setdefault("graphs", {})
+        for name, entry in manifest["graphs"].items():
+            graph_file(out_dir, name, entry)
         return manifest
     return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
+
+
+def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
+    """The file of manifest entry `name`, resolved; ValueError naming the manifest and the field when
+    the entry is not an object, has no string ``file``, or its file lies outside `out_dir` (``..``,
+    an absolute path, a link leading out): nothing outside the collection is ever read or rewritten."""
+    where = f"{out_dir / MANIFEST}: key 'graphs.{name}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}' must be an object, got {type(entry).__name__}")
+    rel = entry.get("file")
+    if not isinstance(rel, str) or not rel:
+        raise ValueError(f"{where}.file' must be a path relative to the collection, got {rel!r}")
+    root = out_dir.resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root):
+        raise ValueError(f"{where}.file' is {rel!r}, which leads outside the collection directory {out_dir}; "
+                         "refusing to read or rewrite it")
+    return path
 
 
 # --- one graph: configurations, driver compile ------------------------------------------------
@@ -428,7 +448,7 @@ def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, k
 def pending(specs: list[ProgramSpec], out_dir: Path, manifest: dict) -> list[ProgramSpec]:
     """The programs of `specs` without a finished graph (file present and listed in the manifest)."""
     graphs = manifest["graphs"]
-    return [s for s in specs if not (s.name in graphs and (out_dir / graphs[s.name]["file"]).exists())]
+    return [s for s in specs if not (s.name in graphs and graph_file(out_dir, s.name, graphs[s.name]).exists())]
 
 
 def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
@@ -466,14 +486,17 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
     try:
         for name in todo:
             entry = manifest["graphs"][name]
-            path = out_dir / entry["file"]
+            path = graph_file(out_dir, name, entry)
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{name}: prepare")
-            gj = _prepare(get_program(name), options)
-            with np.load(path, allow_pickle=False) as z:
-                stored = {k: z[k] for k in z.files}
+            try:
+                spec = get_program(name)
+            except ValueError as exc:
+                raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
+            stored = _read_graph(path)
+            gj = _prepare(spec, options)
             feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
-            if not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
+            if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
                 raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "
                                  "(another graphcost version?); a repeat must measure the same configurations")
             timing = {"compile_s": 0.0}
@@ -494,6 +517,20 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             bar.update(1)
     finally:
         bar.close()
+
+
+def _read_graph(path: Path) -> dict:
+    """Every array of a collected npz (no pickles); ValueError naming the file when it is missing or damaged."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            stored = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: cannot read the collected graph ({type(exc).__name__}: {exc})") from None
+    if "config_runtime" not in stored:
+        raise ValueError(f"{path}: key 'config_runtime' is missing (not a collected graph)")
+    return stored
 
 
 def _now() -> str:
