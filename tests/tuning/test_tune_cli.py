@@ -182,3 +182,23 @@ def test_resume_refuses_a_study_of_another_program_with_the_same_name(tmp_path, 
     assert {r["strategy"] for r in _rows(out)} == {"random"} and len(_rows(out)) == 2
     again = runner.invoke(app, ["tune", f"{prog}:make", *args, "--resume"])  # the first program still resumes
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("url", ["postgresql+nosuchdriver://user:s3cret@127.0.0.1:1/db",
+                                 "postgresql://user:s3cret@host:notaport/db", "mysql://user:s3cret@127.0.0.1:1/db"])
+def test_storage_password_is_never_printed(tmp_path, prog, url):
+    """issue 26: storage errors echoed postgresql://user:password@host; the password is masked."""
+    from cli_asserts import one_line_error
+
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--storage", url, "--out", str(tmp_path / "o"), *FAST])
+    one_line_error(res, "user:***@", "cannot open the study storage")
+    assert "s3cret" not in res.output
+
+
+def test_mask_url_hides_only_passwords():
+    from graphcost.tuning.study import mask_url
+
+    assert mask_url("x postgresql://u:p@ss:w0rd@h:5432/d?q=a@b y") == "x postgresql://u:***@h:5432/d?q=a@b y"
+    assert mask_url("mysql+pymysql://me:p%40w@h/d") == "mysql+pymysql://me:***@h/d"
+    for kept in ("sqlite:////tmp/study.db", "postgresql://host:5432/db", "postgresql://me@host/db"):
+        assert mask_url(kept) == kept

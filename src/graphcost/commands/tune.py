@@ -13,7 +13,9 @@ TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a di
 
 
 def _fail(message: str, code: int = 1) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    from graphcost.tuning.study import mask_url
+
+    typer.secho(f"error: {mask_url(message)}", fg=typer.colors.RED, err=True)  # never a storage password
     raise typer.Exit(code=code)
 
 

@@ -29,6 +29,7 @@ one's are closed by the next worker.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,9 +61,18 @@ def _pid_alive(owner: str) -> bool:
     return True
 
 
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)[^\s/]*@")  # to the last @ of the authority
+
+
+def mask_url(text: str | None) -> str:
+    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``) replaced by
+    ``***``: storage URLs and the database errors that quote them are shown and logged only masked."""
+    return _URL_PASSWORD.sub(r"\g<head>***@", "" if text is None else str(text))
+
+
 def _storage_error(storage: str, exc: BaseException) -> ValueError:
     first = (str(exc).strip().splitlines() or [""])[0]
-    return ValueError(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})")
+    return ValueError(mask_url(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})"))
 
 
 def open_storage(storage: str, attempts: int = 5):
@@ -128,7 +138,7 @@ class Study:
         if "signature" not in attrs:
             self.study.set_user_attr("signature", signature)
         elif attrs["signature"] != signature:
-            raise ValueError(f"study {name!r} in {storage} was made for another program or space "
+            raise ValueError(f"study {name!r} in {mask_url(storage)} was made for another program or space "
                              f"({attrs['signature'][0]}, {len(attrs['signature'][1])} dimensions); "
                              "use another --out / --study, or --overwrite")
         if fingerprint is not None:
@@ -145,7 +155,7 @@ class Study:
             return
         what = (f"another program or space (fingerprint {old}, this one {fingerprint})" if old is not None else
                 "a program of unknown fingerprint (recorded by an older graphcost)")
-        raise ValueError(f"study {name!r} in {storage or 'memory'} holds measurements of {what}; none of them apply "
+        raise ValueError(f"study {name!r} in {mask_url(storage or 'memory')} holds measurements of {what}; none of them apply "
                          "here: pass --study NAME to start a new study, another --out, or --overwrite")
 
     def fail_stale(self) -> list[int]:
