@@ -193,8 +193,9 @@ class Study:
         return out
 
     def _trial(self, t, status: str, value) -> Trial:
-        codes = tuple(int(t.params[d.name]) for d in self.space.dims)
         a = t.user_attrs
+        codes = (tuple(int(c) for c in a["codes"]) if "codes" in a  # a snapped proposal (`measures`)
+                 else tuple(int(t.params[d.name]) for d in self.space.dims))
         return Trial(codes, status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
                      error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
 
@@ -240,6 +241,11 @@ class Study:
         for k, v in self._lease_attrs().items():
             trial.set_user_attr(k, v)
         return trial, tuple(int(trial.params[d.name]) for d in self.space.dims)
+
+    def measures(self, handle, codes: Codes) -> None:
+        """Record that the sampler's trial `handle` measures `codes` instead of its own parameters (a
+        proposal snapped to a measurable configuration, `Space.snap`): `trials` reports `codes`."""
+        handle.set_user_attr("codes", [int(c) for c in codes])
 
     def reserve(self, batch: list[Codes]) -> list:
         """Reserve each configuration of `batch` as a RUNNING trial with a lease; their handles."""

@@ -152,8 +152,10 @@ def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tup
             for c in unseen:  # asked next, in this order
                 study.study.enqueue_trial(study.params(c))
             repeats = 0
-        handle, codes = study.ask()
-        codes = space.snap(codes, set(known) | set(batch))
+        handle, proposed = study.ask()
+        codes = space.snap(proposed, set(known) | set(batch))
+        if codes is not None and codes != proposed:  # the sampler learns its proposal; the study keeps what is measured
+            study.measures(handle, codes)
         if codes is None:  # nothing left to measure
             study.tell_known(handle, None)
             break
