@@ -202,3 +202,45 @@ def test_mask_url_hides_only_passwords():
     assert mask_url("mysql+pymysql://me:p%40w@h/d") == "mysql+pymysql://me:***@h/d"
     for kept in ("sqlite:////tmp/study.db", "postgresql://host:5432/db", "postgresql://me@host/db"):
         assert mask_url(kept) == kept
+
+
+def test_tune_api_refuses_round_size_zero():
+    """issue 26: `graphcost.tune(..., round_size=0)` returned the default silently."""
+    import jax.numpy as jnp
+
+    from graphcost.tuning.tuner import tune
+
+    with pytest.raises(ValueError, match="round_size must be an integer >= 1, got 0"):
+        tune(lambda a: a * 2, jnp.ones(4), budget=2, round_size=0, progress=False)
+
+
+EXITS = '''
+import sys
+import jax.numpy as jnp
+
+def exits_in_make():
+    sys.exit(7)
+
+def exits_in_fn():
+    def fn(a):
+        sys.exit(7)
+    return fn, (jnp.ones(3),)
+
+def not_jax():
+    return (lambda a: "text"), (jnp.ones(3),)
+'''
+
+
+@pytest.mark.parametrize("function, needle", [("exits_in_make", "exits_in_make() called sys.exit(7)"),
+                                              ("exits_in_fn", "cannot trace the function on its example arguments: "
+                                                              "sys.exit(7)"),
+                                              ("not_jax", "JAX cannot trace the function")])
+def test_user_code_that_exits_or_is_not_jax_is_one_line_error(tmp_path, function, needle):
+    """issue 26: sys.exit(7) in make() or the function ended `tune` with no message; a function JAX
+    cannot trace gave a JAX traceback."""
+    from cli_asserts import one_line_error
+
+    path = tmp_path / "exits.py"
+    path.write_text(EXITS)
+    one_line_error(CliRunner().invoke(app, ["tune", f"{path}:{function}", "--out", str(tmp_path / "o"), *FAST]),
+                   f"{path}:{function}", needle)

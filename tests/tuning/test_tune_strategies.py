@@ -194,3 +194,13 @@ def test_storage_creation_race_is_retried(tmp_path, monkeypatch):
 
     monkeypatch.setattr(optuna.storages, "get_storage", racing)
     assert open_storage(f"sqlite:///{tmp_path / 'study.db'}") is not None and len(calls) == 2
+
+
+@pytest.mark.parametrize("bad", [{"round_size": 0}, {"round_size": -2}, {"budget": 0}, {"round_size": 2.5}])
+def test_counts_below_one_are_refused(bad):
+    """issue 26: round_size=0 returned the default silently, measuring nothing."""
+    ev = FakeEvaluator(FlagSpace())
+    args = {"budget": 4, "round_size": 2, **bad}
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer >= 1"):
+        run_strategy("random", ev.space, ev, args["budget"], None, "prog:flags", round_size=args["round_size"])
+    assert not ev.measured

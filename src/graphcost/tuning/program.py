@@ -34,23 +34,24 @@ def load_program(ref: str) -> tuple[Callable, tuple, str]:
         sys.path.insert(0, str(path.parent))  # the file may import its siblings
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - the user's module failed; say so in one line
-            raise ProgramError(f"{ref}: importing {path.name} failed: {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed; say so in one line
+            raise ProgramError(f"{ref}: importing {path.name} failed: {_why(exc)}") from None
         finally:
             sys.path.remove(str(path.parent))
     else:
         name = target.rsplit(".", 1)[-1]
         try:
             module = importlib.import_module(target)
-        except Exception as exc:  # noqa: BLE001
-            raise ProgramError(f"{ref}: importing module {target} failed: {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
+            raise ProgramError(f"{ref}: importing module {target} failed: {_why(exc)}") from None
     make = getattr(module, attr, None)
     if not callable(make):
         raise ProgramError(f"{ref}: {target} has no function {attr!r}")
     try:
         made = make()
-    except Exception as exc:  # noqa: BLE001
-        raise ProgramError(f"{ref}: {attr}() raised {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() in make() too: a message, not a silent exit
+        raise ProgramError(f"{ref}: {attr}() {'called' if isinstance(exc, SystemExit) else 'raised'} "
+                           f"{_why(exc)}") from None
     if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0]) and isinstance(made[1], (tuple, list))):
         raise ProgramError(f"{ref}: {attr}() must return (fn, example_args) with example_args a tuple, "
                            f"got {type(made).__name__}")
@@ -69,12 +70,17 @@ def prepare_program(fn: Callable, args: tuple, name: str, ref: str | None = None
     try:
         program = TuneProgram(fn, args, name)
         program.lower()
-    except Exception as exc:  # noqa: BLE001 - the user's function or arguments; said in one line
-        text = " ".join(str(exc).split())
-        text = text if len(text) <= 300 else text[:297] + "..."
-        raise ProgramError(f"{who}: JAX cannot trace the function on its example arguments: "
-                           f"{type(exc).__name__}: {text}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's function or arguments; said in one line
+        raise ProgramError(f"{who}: JAX cannot trace the function on its example arguments: {_why(exc)}") from None
     return program
+
+
+def _why(exc: BaseException, limit: int = 300) -> str:
+    """An exception of the user's code in one line (``sys.exit(N)`` as such)."""
+    if isinstance(exc, SystemExit):
+        return f"sys.exit({exc.code!r})"
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def program_file(ref: str) -> Path | None:

@@ -85,6 +85,13 @@ def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+def _check_counts(**counts) -> None:
+    """ValueError naming the first argument that is not an integer >= 1 (e.g. ``round_size=0``)."""
+    for key, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+
+
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
                  on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree",
@@ -99,6 +106,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name.startswith("model") and scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
+    _check_counts(budget=budget, round_size=round_size)
     sampler = tpe_sampler(seed, budget) if name == "tpe" else None
     study = Study(storage, f"{study_name}:{name}", space, sampler=sampler, fingerprint=fingerprint)
     if name == "random":
@@ -189,8 +197,7 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
     """
     from tqdm.auto import tqdm
 
-    if budget < 1:
-        raise ValueError(f"budget must be >= 1, got {budget}")
+    _check_counts(budget=budget, round_size=round_size, processes=processes, finalists=finalists)
     runs = [model] if isinstance(model, (str, Path)) else list(model or [])
     strategies = strategies or (["model+online"] if runs else ["tpe"])
     protocol = protocol or Protocol(rounds=5, calls=10, warmup=2, seed=seed)
