@@ -104,3 +104,24 @@ def test_collect_repeat_refuses_a_bad_manifest_entry(tmp_path, case):
     line = one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]), needle)
     assert "manifest.json" in line or "x.npz" in line or "fwd.npz" in line
     assert victim.read_bytes() == before
+
+
+@pytest.mark.parametrize("case", ["out_file", "out_below_file", "cache_file", "programs_comma"])
+def test_collect_bad_paths_and_empty_programs_are_one_line_errors(tmp_path, case):
+    """issue 26: --out an existing file gave a traceback; --cache-dir a file ran silently without a cache;
+    --programs , exited 0 with no graphs."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("mine")
+    args = {"out_file": ["--out", a_file], "out_below_file": ["--out", a_file / "sub"],
+            "cache_file": ["--out", tmp_path / "col", "--cache-dir", a_file],
+            "programs_comma": ["--out", tmp_path / "col", "--programs", ","]}[case]
+    needle = {"out_file": "--out", "out_below_file": "--out", "cache_file": "--cache-dir",
+              "programs_comma": "--programs"}[case]
+    res = CliRunner().invoke(app, ["collect", *map(str, args), "--configs", "2", "--processes", "1"])
+    assert res.exit_code in (1, 2) and res.exit_code != 0 and "Traceback" not in res.output, res.output
+    assert needle in res.output and a_file.read_text() == "mine"
+    if case != "programs_comma":
+        from cli_asserts import one_line_error
+
+        one_line_error(res, needle, "a_file")
+    assert not (tmp_path / "col").exists()

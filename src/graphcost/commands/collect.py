@@ -6,6 +6,19 @@ from pathlib import Path
 import typer
 
 
+def _check_dir_option(path: Path, option: str) -> None:
+    """A one-line error (exit 1) when directory option `path` is a file or lies below one."""
+    from graphcost.atomic import blocking_file
+
+    if path.exists() and not path.is_dir():
+        typer.echo(f"error: {option} {path}: is a file, but {option} must be a directory", err=True)
+        raise typer.Exit(1)
+    blocker = blocking_file(path)
+    if blocker is not None:
+        typer.echo(f"error: {option} {path}: cannot be created, {blocker} is a file", err=True)
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
 
@@ -74,6 +87,9 @@ def register(app: typer.Typer) -> None:
             specs = select_programs(programs, limit=limit, seed=seed)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
+        _check_dir_option(out, "--out")
+        if cache_dir is not None:
+            _check_dir_option(cache_dir, "--cache-dir")
         if list_only:
             for s in specs:
                 typer.echo(s.name)
