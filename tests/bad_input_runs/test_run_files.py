@@ -103,3 +103,21 @@ def test_evaluate_keeps_a_labelled_test_split_with_constant_runtimes(cost_copy, 
     result = invoke("evaluate", cost_copy, "--data-dir", data, "--device", "cpu")
     assert "split: test" in result.output and "has no runtimes" not in result.output, result.output
     assert "all equal" in result.output and tests[0].stem in result.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--lr", "inf"], "--lr must be a finite number > 0"),
+    (["--lr", "0"], "--lr must be a finite number > 0"),
+    (["--seed", str(10**20)], "--seed must be an integer from 0 to"),
+    (["--max-memory-gb", "-1"], "--max-memory-gb must be a finite number > 0"),
+    (["--max-memory-gb", "nan"], "--max-memory-gb must be a finite number > 0"),
+    (["--model-opt", "hidden=0"], "--model-opt hidden=0: must be >= 1"),
+    (["--model-opt", "hidden=100000000"], "above --max-memory-gb 8"),
+], ids=["lr-inf", "lr-0", "seed-1e20", "mem-negative", "mem-nan", "hidden-0", "hidden-1e8"])
+def test_train_refuses_numbers_it_cannot_use(data_root, tmp_path, args, needle):
+    """issue 26: --lr inf / --seed 1e20 failed naming no option; hidden=0 and a negative or NaN
+    --max-memory-gb were accepted; hidden=100000000 tried a 70 GB allocation."""
+    out = tmp_path / "run"
+    one_line_error(invoke("train", "-c", "layout:xla:random", "--data-dir", data_root, "--epochs", "1",
+                          "--no-progress", "--device", "cpu", "--out", out, *args), needle)
+    assert not out.exists()

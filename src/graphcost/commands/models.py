@@ -185,6 +185,54 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool
     return run
 
 
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding and every worker seed stay in range
+
+
+def _check_train_numbers(lr: float, seed: int, max_memory_gb: float) -> None:
+    """One-line errors naming the option for a learning rate, seed or memory bound that training
+    cannot use (an infinite or non-positive --lr, a --seed past 2**32 - 1, a NaN --max-memory-gb)."""
+    import math
+
+    if not (math.isfinite(lr) and lr > 0):
+        _fail(f"--lr must be a finite number > 0, got {lr}")
+    if not 0 <= seed <= SEED_MAX:
+        _fail(f"--seed must be an integer from 0 to {SEED_MAX}, got {seed}")
+    if not (math.isfinite(max_memory_gb) and max_memory_gb > 0):
+        _fail(f"--max-memory-gb must be a finite number > 0, got {max_memory_gb}")
+
+
+_SIZE_OPTIONS = ("hidden", "num_opcodes", "se_reduction")  # besides every *_dim and *_heads: must be >= 1
+
+
+def _check_model_sizes(model_config: dict) -> None:
+    """--model-opt sizes: widths, embedding sizes and head counts must be >= 1, other counts >= 0."""
+    for key, v in model_config.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            continue
+        least = 1 if key in _SIZE_OPTIONS or key.endswith(("_dim", "_heads")) else 0
+        if v < least:
+            _fail(f"--model-opt {key}={v}: must be >= {least}")
+
+
+def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb: float) -> None:
+    """Refuse a model whose weights, gradients and AdamW state (16 bytes a parameter) exceed
+    --max-memory-gb, before anything is allocated: the model is built on PyTorch's meta device."""
+    import torch
+
+    from graphcost.models.registry import build_model
+
+    try:
+        with torch.device("meta"):
+            net = build_model(model, kind, **model_config)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        _fail(f"--model-opt: model {model!r} cannot be built with {model_config}: {exc}")
+    params = sum(p.numel() for p in net.parameters())
+    need_gb = params * 16 / 1e9
+    if need_gb > max_memory_gb:
+        _fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
+              f"state, above --max-memory-gb {max_memory_gb:g}")
+
+
 def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
     """A torch.distributed failure as a one-line error naming the rank; anything else re-raised."""
     from graphcost.train.distributed import collective_failure
@@ -280,6 +328,8 @@ def train(
         model_config = previous["config"]["model_config"] if previous else coerce_config(model, _parse_opts(model_opt))
     except ValueError as exc:
         _fail(f"--model-opt: {exc}")
+    _check_train_numbers(lr, seed, max_memory_gb)
+    _check_model_sizes(model_config)
     if out is not None:
         _check_run_dir(out, overwrite, resume)
     try:
@@ -293,6 +343,8 @@ def train(
     collection = splits.collection
     if collection and collection.split(":")[0] not in model_kinds(model):
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
+    _check_model_memory(model, collection.split(":")[0] if collection else model_kinds(model)[0], model_config,
+                        max_memory_gb)
     config = TrainConfig(
         model=model, model_config=model_config,
         loss=loss, epochs=epochs,
