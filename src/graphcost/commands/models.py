@@ -274,7 +274,8 @@ def train(
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     max_memory_gb: float = typer.Option(
-        8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
+        8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step; "
+        "also the most the model's weights, gradients and AdamW state may take"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
     dist_timeout: float = typer.Option(
