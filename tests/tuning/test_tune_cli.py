@@ -244,3 +244,18 @@ def test_user_code_that_exits_or_is_not_jax_is_one_line_error(tmp_path, function
     path.write_text(EXITS)
     one_line_error(CliRunner().invoke(app, ["tune", f"{path}:{function}", "--out", str(tmp_path / "o"), *FAST]),
                    f"{path}:{function}", needle)
+
+
+@pytest.mark.parametrize("stop_after, said", [(0, "before this run measured any configuration: nothing new"),
+                                              (1, "the 2 configuration(s) this run measured are saved")])
+def test_interrupt_says_what_was_saved(tmp_path, prog, monkeypatch, stop_after, said):
+    """issue 26: Ctrl-C before any measurement said "measured configurations are saved"."""
+    from tune_fakes import FakeEvaluator
+
+    from graphcost.tuning import tuner
+
+    monkeypatch.setattr(tuner, "Evaluator", lambda program, space, *a, **k: FakeEvaluator(space, stop_after=stop_after))
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "4", "--strategy", "random",
+                                   "--out", str(tmp_path / "o"), *FAST])
+    assert res.exit_code == 130 and said in res.output, res.output
+    assert "measured configurations are saved" not in res.output

@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.frontend.measure import Protocol
         from graphcost.tuning.program import ProgramError, load_program, prepare_program, program_file
         from graphcost.tuning.study import open_storage
-        from graphcost.tuning.tuner import tune
+        from graphcost.tuning.tuner import TuneInterrupted, tune
 
         # everything is checked before anything in --out is removed: the program, make(), its arguments, the storage
         source = program_file(program)
@@ -112,6 +112,9 @@ def register(app: typer.Typer) -> None:
                 open_storage(storage)
         except (ProgramError, ValueError) as exc:
             _fail(str(exc))
+        except KeyboardInterrupt:
+            typer.echo("\ninterrupted while loading the program, before any measurement: nothing was saved", err=True)
+            raise typer.Exit(130)
         try:
             lock = lock_dir(out)  # held until the command ends; a second run into --out is refused
             check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")  # again, under the lock
@@ -125,8 +128,13 @@ def register(app: typer.Typer) -> None:
                           name=study or name, seed=seed, round_size=round_size, processes=processes,
                           protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
                           rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online)
-        except KeyboardInterrupt:
-            typer.echo(f"\ninterrupted: measured configurations are saved in {out}; re-run with --resume", err=True)
+        except TuneInterrupted as exc:
+            if exc.measured:
+                typer.echo(f"\ninterrupted: the {exc.measured} configuration(s) this run measured are saved in "
+                           f"{out}; re-run with --resume", err=True)
+            else:
+                typer.echo("\ninterrupted before this run measured any configuration: nothing new was saved",
+                           err=True)
             raise typer.Exit(130)
         except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))

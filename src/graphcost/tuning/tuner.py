@@ -85,6 +85,15 @@ def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+class TuneInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `tune`; `measured`: how many configurations this run measured and stored (its
+    study keeps them for ``--resume``)."""
+
+    def __init__(self, measured: int):
+        super().__init__(measured)
+        self.measured = measured
+
+
 def _check_counts(**counts) -> None:
     """ValueError naming the first argument that is not an integer >= 1 (e.g. ``round_size=0``)."""
     for key, value in counts.items():
@@ -211,36 +220,42 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         storage = storage or _sqlite_url(out / "study.db")
-    evaluator = Evaluator(program, sp, protocol, rtol=rtol, atol=atol)
-    scorer = None
-    if runs:
-        from graphcost.tuning.scoring import GraphModelScorer
+    measured = [0]  # configurations this run measured and stored (said on an interrupt)
+    try:
+        evaluator = Evaluator(program, sp, protocol, rtol=rtol, atol=atol)
+        scorer = None
+        if runs:
+            from graphcost.tuning.scoring import GraphModelScorer
 
-        scorer = GraphModelScorer(runs, program, sp, device=device)
+            scorer = GraphModelScorer(runs, program, sp, device=device)
 
-    from graphcost.tuning.study import program_fingerprint
+        from graphcost.tuning.study import program_fingerprint
 
-    fingerprint = program_fingerprint(program, sp)
-    trials: list[Trial] = []
-    for strat in strategies:
-        bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
+        fingerprint = program_fingerprint(program, sp)
+        trials: list[Trial] = []
+        for strat in strategies:
+            bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
 
-        best = [1.0]
+            best = [1.0]
 
-        def on_round(results, bar=bar, best=best):
-            bar.update(len(results))
-            best[0] = max([best[0]] + [1 / t.ratio for t in results if t.status == OK])
-            failed = sum(t.status != OK for t in results)
-            bar.set_postfix_str(f"best so far {best[0]:.3f}x the default" + (f", {failed} failed" if failed else ""))
+            def on_round(results, bar=bar, best=best):
+                bar.update(len(results))
+                measured[0] += len(results)
+                best[0] = max([best[0]] + [1 / t.ratio for t in results if t.status == OK])
+                failed = sum(t.status != OK for t in results)
+                bar.set_postfix_str(f"best so far {best[0]:.3f}x the default"
+                                    + (f", {failed} failed" if failed else ""))
 
-        try:
-            trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
-                                   round_size, pool_kwargs, on_round, learner, fingerprint)
-        finally:
-            bar.close()  # also on an error, so its message starts on a line of its own
+            try:
+                trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
+                                       round_size, pool_kwargs, on_round, learner, fingerprint)
+            finally:
+                bar.close()  # also on an error, so its message starts on a line of its own
 
-    result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
-                    allow_fast_math, out, progress)
+        result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
+                        allow_fast_math, out, progress)
+    except KeyboardInterrupt:
+        raise TuneInterrupted(measured[0]) from None
     if out is not None:
         write_outputs(out, sp, result)
     return result
