@@ -337,12 +337,51 @@ def load_best(path: str | Path) -> TunedConfig:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable tuned configuration ({exc})") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: unreadable tuned configuration ({type(exc).__name__}: {exc})") from None
+    return check_best(data, str(path))
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def check_best(data: Any, where: str = "best.json", defaults: bool = False) -> TunedConfig:
+    """A `TunedConfig` from best.json's data, every field checked; ValueError naming `where` and the
+    field (``layouts[0].minor_to_major``, ``compiler_options.NAME``...). defaults: missing fields take
+    their defaults (a dict given to `compile_with`) instead of being refused."""
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    checks = {"space": str, "codes": list, "compiler_options": dict, "flags": dict, "layouts": list}
-    for key, typ in checks.items():
-        if not isinstance(data.get(key), typ):
-            raise ValueError(f"{path}: field {key!r} must be a {typ.__name__}, got {type(data.get(key)).__name__}")
-    return TunedConfig(**{k: data[k] for k in checks})
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    checks = {"space": (str, "flags"), "codes": (list, []), "compiler_options": (dict, {}), "flags": (dict, {}),
+              "layouts": (list, [])}
+    fields = {}
+    for key, (typ, default) in checks.items():
+        value = data.get(key, default) if defaults else data.get(key)
+        if not isinstance(value, typ):
+            raise ValueError(f"{where}: field {key!r} must be a {typ.__name__}, got {type(value).__name__}")
+        fields[key] = value
+    for i, c in enumerate(fields["codes"]):
+        if not _is_int(c) or c < 0:
+            raise ValueError(f"{where}: field 'codes[{i}]' must be an integer >= 0, got {c!r}")
+    for name, value in fields["compiler_options"].items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"{where}: field 'compiler_options.{name}' must be a number, string or boolean, "
+                             f"got {type(value).__name__}")
+    for name, value in fields["flags"].items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"{where}: field 'flags.{name}' must be a number, string or boolean, "
+                             f"got {type(value).__name__}")
+    for i, entry in enumerate(fields["layouts"]):
+        at = f"{where}: field 'layouts[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{at}' must be an object, got {type(entry).__name__}")
+        for key, ok, what in (("site", _is_int, "an integer"), ("primitive", lambda v: isinstance(v, str), "a string"),
+                              ("tensor", lambda v: isinstance(v, str), "a string")):
+            if key not in entry:
+                raise ValueError(f"{at}.{key}' is missing")
+            if not ok(entry[key]):
+                raise ValueError(f"{at}.{key}' must be {what}, got {entry[key]!r}")
+        perm = entry.get("minor_to_major")
+        if not isinstance(perm, list) or not all(_is_int(x) for x in perm):
+            raise ValueError(f"{at}.minor_to_major' must be a list of integers, got {perm!r}")
+    return TunedConfig(**fields)
