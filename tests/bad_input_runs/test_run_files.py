@@ -121,3 +121,9 @@ def test_train_refuses_numbers_it_cannot_use(data_root, tmp_path, args, needle):
     one_line_error(invoke("train", "-c", "layout:xla:random", "--data-dir", data_root, "--epochs", "1",
                           "--no-progress", "--device", "cpu", "--out", out, *args), needle)
     assert not out.exists()
+
+
+def test_evaluate_refuses_a_run_json_nested_50000_deep(cost_copy):
+    """issue 26: a run.json nested 50,000 deep raised RecursionError."""
+    (cost_copy / "run.json").write_text("[" * 50_000 + "]" * 50_000)
+    one_line_error(invoke("evaluate", cost_copy, "--device", "cpu"), cost_copy / "run.json", "nested too deeply")

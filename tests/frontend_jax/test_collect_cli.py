@@ -125,3 +125,14 @@ def test_collect_bad_paths_and_empty_programs_are_one_line_errors(tmp_path, case
 
         one_line_error(res, needle, "a_file")
     assert not (tmp_path / "col").exists()
+
+
+def test_collect_refuses_a_manifest_nested_50000_deep(tmp_path):
+    """issue 26: a JSON file nested 50,000 deep raised RecursionError (here: a collection's manifest)."""
+    from cli_asserts import one_line_error
+
+    col = tmp_path / "col"
+    col.mkdir()
+    (col / "manifest.json").write_text("[" * 50_000 + "]" * 50_000)
+    one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]),
+                   "manifest.json", "unreadable manifest")

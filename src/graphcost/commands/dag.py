@@ -131,6 +131,8 @@ def _run_info(run: Path) -> dict:
         info = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         _fail(f"{path}: not a readable run description ({exc})")
+    except RecursionError:
+        _fail(f"{path}: not a readable run description (JSON nested too deeply)")
     if not isinstance(info, dict):
         _fail(f"{path}: not a run description (expected a JSON object)")
     for key, (ok, expected) in _RUN_FIELDS.items():

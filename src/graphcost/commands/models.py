@@ -63,6 +63,8 @@ def _find_run_info(path: Path) -> dict:
         _fail(f"{info}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
     except (OSError, UnicodeDecodeError) as exc:
         _fail(f"{info}: cannot read ({exc})")
+    except RecursionError:
+        _fail(f"{info}: invalid JSON (nested too deeply to be a run description)")
     from graphcost.train.run_info import RunInfoError, check_run_info
 
     try:

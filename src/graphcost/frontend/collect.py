@@ -135,7 +135,7 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
     if path.exists():
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or text; RecursionError: too deep
             raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
         old = manifest.get("collection", {})
         if old != options.key():
