@@ -134,6 +134,11 @@ def read_submission(path: str | Path) -> list[tuple[str, str]]:
         for line, row in enumerate(reader, start=2):
             if len(row) != 2 or not row[0] or not all(t.isdigit() for t in row[1].split(";")):
                 raise ValueError(f"{path}:{line}: expected '<collection>:<graph>,i;j;k', got {row}")
+            configs = [int(t) for t in row[1].split(";")]
+            if len(set(configs)) != len(configs):  # a ranking lists each configuration once
+                twice = sorted({c for c in configs if configs.count(c) > 1})
+                raise ValueError(f"{path}:{line}: TopConfigs of {row[0]!r} lists configuration(s) "
+                                 f"{', '.join(map(str, twice))} more than once")
             rows.append((row[0], row[1]))
     return rows
 
