@@ -313,6 +313,9 @@ def register(app: typer.Typer) -> None:
         except (FileNotFoundError, ValueError) as exc:
             _fail(str(exc))
         labels = None
+        if label and not model.config.conditional:
+            _fail("--label: this model is unconditional (trained on unlabelled graphs) and cannot follow a label; "
+                  "sample without --label")
         if label:
             labels = np.array(label, dtype=np.float64)
             if labels.size not in (1, n):
