@@ -555,6 +555,9 @@ def rank(
         order, scores = rank_original(predictor, prepared, twin)
     except (FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+    if prepared.kind == "layout" and prepared.num_config_nodes == 0:
+        typer.secho(f"warning: {graph}: no configurable node (key 'node_config_ids' is empty): every configuration "
+                    "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
     shown = order[:top] if top else order
     typer.echo(f"{'rank':>6} {'config':>8} {'score':>12}")
     for position, index in enumerate(shown):
