@@ -42,7 +42,8 @@ def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO]:
     """Yield a handle on a temp file beside `path` (parents created); on a clean exit the file is
-    flushed (and fsync'ed if asked) and `os.replace`d onto `path`; on any error it is deleted."""
+    flushed (and fsync'ed if asked) and `os.replace`d onto `path`; on any error it is deleted. An
+    OSError that names no file (a full disk: ENOSPC) is raised again naming `path`."""
     fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, mode) as handle:
@@ -51,6 +52,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False)
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:  # e.g. a full disk: say which file could not be written
+            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

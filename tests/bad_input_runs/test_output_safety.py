@@ -195,3 +195,19 @@ def test_train_overwrite_keeps_the_old_run_when_the_new_data_is_bad(data_root, c
     before = {p.name: p.read_bytes() for p in cost_copy.iterdir() if p.is_file()}
     one_line_error(_train(bad, cost_copy, "--overwrite"), victim.name, "node_feat")
     assert {p.name: p.read_bytes() for p in cost_copy.iterdir() if p.is_file()} == before  # the old run is whole
+
+
+def test_train_on_a_full_disk_names_the_file(data_root, tmp_path, monkeypatch):
+    """issue 26: a full disk (ENOSPC, here when a checkpoint is synced) is one line naming the file it
+    could not write; no temp file is left behind."""
+    import errno
+    import os
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "run"
+    line = one_line_error(_train(data_root, out), "No space left on device", "cannot write", str(out))
+    assert ".pt" in line
+    assert not list(out.glob(".*.tmp"))
