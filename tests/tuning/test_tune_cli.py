@@ -259,3 +259,49 @@ def test_interrupt_says_what_was_saved(tmp_path, prog, monkeypatch, stop_after, 
                                    "--out", str(tmp_path / "o"), *FAST])
     assert res.exit_code == 130 and said in res.output, res.output
     assert "measured configurations are saved" not in res.output
+
+
+HOSTILE = '''
+import os
+import jax.numpy as jnp
+
+def aborts_in_make():
+    os.abort()
+
+def aborts_in_fn():
+    def fn(a):
+        os.abort()
+    return fn, (jnp.ones(3),)
+
+def loops_in_make():
+    while True:
+        pass
+
+def loops_in_tracing():
+    def fn(a):
+        while True:
+            pass
+    return fn, (jnp.ones(3),)
+
+def exits_hard():
+    os._exit(5)
+'''
+
+
+@pytest.mark.parametrize("function, needle", [
+    ("aborts_in_make", "killed its process with SIGABRT"),
+    ("aborts_in_fn", "killed its process with SIGABRT"),
+    ("loops_in_make", "longer than --prepare-timeout 3 s"),
+    ("loops_in_tracing", "longer than --prepare-timeout 3 s"),
+    ("exits_hard", "exit status 5"),
+])
+def test_program_that_aborts_or_hangs_is_one_line_error(tmp_path, function, needle):
+    """issue 26: os.abort() in make() or the function ended `tune` with no message; an endless loop in
+    make() or in tracing hung forever. The preparation runs in a fresh process under a timeout."""
+    from cli_asserts import one_line_error
+
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE)
+    one_line_error(CliRunner().invoke(app, ["tune", f"{path}:{function}", "--prepare-timeout", "3",
+                                            "--out", str(tmp_path / "o"), *FAST]), f"{path}:{function}", needle)
+    assert not (tmp_path / "o").exists()

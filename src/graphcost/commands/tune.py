@@ -55,6 +55,9 @@ def register(app: typer.Typer) -> None:
         min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
         seed: int = typer.Option(0, help="Seed of the strategies and the visit order."),
+        prepare_timeout: float = typer.Option(600.0, min=1.0, help="Seconds the program's preparation (import, "
+                                              "make(), tracing, compiling and one call of the default, in a fresh "
+                                              "process) may take."),
     ) -> None:
         """Search compiler configurations of your program within a budget of real measurements.
 
@@ -96,7 +99,7 @@ def register(app: typer.Typer) -> None:
         except ImportError as exc:
             _fail(str(exc), code=2)
         from graphcost.frontend.measure import Protocol
-        from graphcost.tuning.program import ProgramError, load_program, prepare_program, program_file
+        from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program, program_file
         from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import TuneInterrupted, tune
 
@@ -106,6 +109,7 @@ def register(app: typer.Typer) -> None:
             _fail(f"{program}: the program file lies inside --out {out}, which --overwrite would delete; "
                   "move it out first")
         try:
+            check_in_child(program, prepare_timeout)  # os.abort(), an endless loop: reported, not suffered
             fn, args, name = load_program(program)
             prepared = prepare_program(fn, args, name, program)
             if storage is not None:
