@@ -149,6 +149,26 @@ def _json(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
+def check_reachable(address: str | None, timeout_s: float = 10.0) -> None:
+    """Refuse (ValueError, one line naming --ray-address) a cluster address where nothing answers:
+    Ray itself retries an unreachable address without end. ``host:port`` and ``ray://host:port`` are
+    probed with one TCP connection bounded by `timeout_s`; None and ``auto`` (a local cluster) are not."""
+    import socket
+
+    if not address or address == "auto" or address.startswith("local"):
+        return
+    target = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"--ray-address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = "no answer within {:g} s".format(timeout_s) if isinstance(exc, TimeoutError) else (exc.strerror or exc)
+        raise ValueError(f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({why})") from None
+
+
 def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, address: str | None = None,
                 progress: bool = True, init_kwargs: dict | None = None) -> dict:
     """Collect `specs` into `out_dir` on the Ray cluster at `address` (None: a local one). Returns the manifest."""
@@ -159,6 +179,7 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
     from graphcost.atomic import atomic_write_json, lock_dir
     from graphcost.frontend.collect import MANIFEST
 
+    check_reachable(address)
     out_dir = Path(out_dir)
     with lock_dir(out_dir):  # one collection at a time per directory
         manifest = load_manifest(out_dir, options)
