@@ -305,3 +305,45 @@ def test_program_that_aborts_or_hangs_is_one_line_error(tmp_path, function, need
     one_line_error(CliRunner().invoke(app, ["tune", f"{path}:{function}", "--prepare-timeout", "3",
                                             "--out", str(tmp_path / "o"), *FAST]), f"{path}:{function}", needle)
     assert not (tmp_path / "o").exists()
+
+
+def test_kill_9_then_resume_measures_nothing_twice(tmp_path, prog):
+    """issue 26 ("done means"): `tune` killed with SIGKILL mid-run; --resume keeps every finished
+    measurement, closes the killed run's reservations, and fills the budget exactly."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from graphcost.tuning.space import FlagSpace
+    from graphcost.tuning.study import Study
+
+    out = tmp_path / "tuned"
+    cmd = [sys.executable, "-m", "graphcost.cli", "tune", f"{prog}:make", "--budget", "8", "--strategy", "random",
+           "--out", str(out), *FAST]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url, name = f"sqlite:///{out / 'study.db'}", "user_prog:flags:random"
+    done = []
+    try:
+        deadline = time.time() + 240
+        while len(done) < 2 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+            if (out / "study.db").exists():
+                try:
+                    done = Study(url, name, FlagSpace()).trials()
+                except ValueError:  # the storage is being created
+                    done = []
+        assert len(done) >= 2 and proc.poll() is None, "the run did not reach its second round"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    before = [t.codes for t in Study(url, name, FlagSpace()).trials()]
+    assert 2 <= len(before) < 8
+    again = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "8", "--strategy", "random",
+                                     "--out", str(out), "--resume", *FAST])
+    assert again.exit_code == 0, again.output
+    after = Study(url, name, FlagSpace())
+    codes = [t.codes for t in after.trials()]
+    assert len(codes) == 8 == len(after.used()) and codes[: len(before)] == before
+    assert len(set(codes)) == 8  # nothing measured twice
