@@ -121,12 +121,15 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         try:
             lock = lock_dir(out)  # held until the command ends; a second run into --out is refused
-            check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")  # again, under the lock
         except OutputExistsError as exc:
             _fail(str(exc))
-        if overwrite:
-            clear_dir(out)
         try:
+            try:
+                check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")  # again, locked
+            except OutputExistsError as exc:
+                _fail(str(exc))
+            if overwrite:
+                clear_dir(out)
             result = tune(prepared, space=space, budget=budget, model=[str(m) for m in model],
                           strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
                           name=study or name, seed=seed, round_size=round_size, processes=processes,
