@@ -124,7 +124,7 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)
-        except (ValueError, RuntimeError, ImportError, OutputExistsError) as exc:  # OutputExistsError: --out in use
+        except (ValueError, RuntimeError, ImportError, OutputExistsError) as exc:  # OutputExistsError: --out busy
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         graphs = manifest["graphs"]

@@ -8,8 +8,9 @@ For a batch of configurations (`Evaluator.evaluate`):
 2. its outputs on the example arguments are compared with the DEFAULT configuration's:
    same tree, shapes and dtypes; integers and booleans equal; floats within
    ``|x - ref| <= atol * max(1, max|ref|) + rtol * |ref|`` elementwise; a non-finite value
-   matches only the same value (the same infinity, NaN where the reference is NaN). A configuration that disagrees is rejected as ``wrong_output``: the tuner
-   never returns a faster but wrong program;
+   matches only the same value (the same infinity, NaN where the reference is NaN). A
+   configuration that disagrees is rejected as ``wrong_output``: the tuner never returns a
+   faster but wrong program;
 3. a probe (fastest of 3 calls) longer than `slow_limit` times the default's is recorded as ``too_slow``;
 4. the survivors are timed together WITH the default configuration by the interleaved protocol
    (`graphcost.frontend.measure.measure_interleaved`), and each gets

@@ -155,8 +155,8 @@ class Study:
             return
         what = (f"another program or space (fingerprint {old}, this one {fingerprint})" if old is not None else
                 "a program of unknown fingerprint (recorded by an older graphcost)")
-        raise ValueError(f"study {name!r} in {mask_url(storage or 'memory')} holds measurements of {what}; none of them apply "
-                         "here: pass --study NAME to start a new study, another --out, or --overwrite")
+        raise ValueError(f"study {name!r} in {mask_url(storage or 'memory')} holds measurements of {what}; none of "
+                         "them apply here: pass --study NAME to start a new study, another --out, or --overwrite")
 
     def fail_stale(self) -> list[int]:
         """Close, as failed without a status (not counted), every RUNNING trial whose lease has run out
@@ -263,8 +263,6 @@ class Study:
     def within_budget(self, handles: list, budget: int) -> list[int]:
         """Indices of `handles` among the first `budget` trials that use the budget (`used`); the
         others (another worker reserved first) are closed unmeasured as ``over_budget``."""
-        import optuna
-
         first = set(self.used()[:budget])
         keep = []
         for i, h in enumerate(handles):
