@@ -200,6 +200,7 @@ def test_mask_url_hides_only_passwords():
 
     assert mask_url("x postgresql://u:p@ss:w0rd@h:5432/d?q=a@b y") == "x postgresql://u:***@h:5432/d?q=a@b y"
     assert mask_url("mysql+pymysql://me:p%40w@h/d") == "mysql+pymysql://me:***@h/d"
+    assert mask_url("'postgresql://me:pa/ss@h/d'") == "'postgresql://me:***@h/d'"
     for kept in ("sqlite:////tmp/study.db", "postgresql://host:5432/db", "postgresql://me@host/db"):
         assert mask_url(kept) == kept
 

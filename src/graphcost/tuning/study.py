@@ -61,7 +61,8 @@ def _pid_alive(owner: str) -> bool:
     return True
 
 
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)[^\s/]*@")  # to the last @ of the authority
+# the password: up to the last "@" before any "/" (an "@" in it), else up to the first "@" (a "/" in it)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?:[^\s/]*@|[^\s@'\"]*@)")
 
 
 def mask_url(text: str | None) -> str:
