@@ -139,13 +139,18 @@ def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option
     return path
 
 
-def clear_dir(path: str | os.PathLike) -> None:
-    """Remove everything under directory `path` (kept itself); used by --overwrite after `check_run_dir`."""
+def clear_dir(path: str | os.PathLike, keep: tuple[str | os.PathLike, ...] = ()) -> None:
+    """Remove everything under directory `path` (kept itself); used by --overwrite after `check_run_dir`.
+    keep: paths the command still needs (e.g. a cache it has just filled): an entry of `path` holding
+    one of them stays."""
     path = Path(path)
     if not path.is_dir():
         return
+    kept = [Path(k).resolve() for k in keep]
     for child in path.iterdir():
         if child.name == LOCK_NAME:  # the lock of the command that clears it (`lock_dir`): kept
+            continue
+        if any(k == child.resolve() or k.is_relative_to(child.resolve()) for k in kept):
             continue
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)

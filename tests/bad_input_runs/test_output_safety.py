@@ -211,3 +211,13 @@ def test_train_on_a_full_disk_names_the_file(data_root, tmp_path, monkeypatch):
     line = one_line_error(_train(data_root, out), "No space left on device", "cannot write", str(out))
     assert ".pt" in line
     assert not list(out.glob(".*.tmp"))
+
+
+def test_train_overwrite_keeps_a_cache_dir_inside_the_run(data_root, cost_copy):
+    """--overwrite now empties --out after the data is prepared: a --cache-dir inside --out, just filled,
+    is kept (everything else of the old run is replaced)."""
+    cache = cost_copy / "cache"
+    (cost_copy / "stale.txt").write_text("from the old run")
+    result = _train(data_root, cost_copy, "--overwrite", "--cache-dir", cache)
+    assert result.exit_code == 0, result.output
+    assert not (cost_copy / "stale.txt").exists() and any(cache.iterdir())

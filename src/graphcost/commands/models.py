@@ -157,15 +157,17 @@ def _check_collection(collection: Optional[str]) -> Optional[str]:
 LATEST = Path("runs/latest")
 
 
-def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False) -> Path:
-    """--out (emptied first with --overwrite), or runs/latest when resuming, or a fresh
-    runs/<model>-<time>-<random> that runs/latest points to."""
+def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False,
+             keep: tuple = ()) -> Path:
+    """--out (emptied first with --overwrite, but for `keep`: e.g. a --cache-dir inside it, just
+    filled), or runs/latest when resuming, or a fresh runs/<model>-<time>-<random> that runs/latest
+    points to."""
     from graphcost.atomic import clear_dir
 
     if out is not None:
         _check_run_dir(out, overwrite, resume)
         if overwrite and ctx.is_main:
-            clear_dir(out)
+            clear_dir(out, keep=keep)
         ctx.barrier()
         return out
     if resume:
@@ -375,7 +377,7 @@ def train(
                                          max_memory_gb=max_memory_gb)  # fmt: skip
             pool = train_graphs
         # only now, with every graph read and validated, is an old run in --out replaced (--overwrite)
-        out = _run_dir(out, model, resume, ctx, overwrite)
+        out = _run_dir(out, model, resume, ctx, overwrite, keep=(cache_dir,) if cache_dir is not None else ())
         if ctx.is_main:
             typer.echo(f"run: {out}")
         info = {
