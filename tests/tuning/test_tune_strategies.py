@@ -106,6 +106,7 @@ def test_two_workers_share_the_budget(tmp_path, strategy):
     ev_a = _SecondWorker(space, lambda: _run(strategy, ev_b, 8, storage=url))
     trials = _run(strategy, ev_a, 8, storage=url)
     assert len(ev_a.measured) == 4 and len(ev_b.measured) == 4  # B saw A's round of 4 in flight
+    assert len(set(ev_a.measured) | set(ev_b.measured)) == 8  # ... and did not measure it again
     assert len(trials) == 8 == len(Study(url, f"prog:flags:{strategy}", space).used())
 
 

@@ -214,6 +214,19 @@ class Study:
                 out.append(t.number)
         return sorted(out)
 
+    def busy(self) -> frozenset:
+        """The configurations of the RUNNING trials that use the budget: being measured by some worker."""
+        import optuna
+
+        out = set()
+        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            a = t.user_attrs
+            if a.get("status") in NOT_COUNTED or len(t.params) != len(self.space.dims):
+                continue
+            out.add(tuple(int(c) for c in a["codes"]) if "codes" in a
+                    else tuple(int(t.params[d.name]) for d in self.space.dims))
+        return frozenset(out)
+
     # -- writing -----------------------------------------------------------------------------
     def _attrs(self, trial: Trial) -> dict[str, Any]:
         return {"status": trial.status, "runtime_ns": trial.runtime_ns, "default_ns": trial.default_ns,

@@ -130,11 +130,11 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         if left <= 0:
             break
         n = min(round_size, left)
-        history = study.trials()
+        history, busy = study.trials(), study.busy()  # busy: in flight at another worker, not proposed again
         if name == "tpe":
-            handles, batch = ask_new(study, n, history, space, seed + rnd)
+            handles, batch = ask_new(study, n, history, space, seed + rnd, busy)
         else:
-            batch = strategy.propose(history, n)
+            batch = strategy.propose(history, n, busy)
             handles = study.reserve(batch)
         if not batch:  # the space is exhausted
             break
@@ -153,12 +153,15 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     return study.trials()
 
 
-def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tuple[list, list[Codes]]:
+def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
+            busy: frozenset = frozenset()) -> tuple[list, list[Codes]]:
     """Up to `n` new configurations from the study's sampler. A proposal of a known configuration
     (the default, a measured or failed one, or one already in this batch) is told its known
-    result without measuring; after 20 such repeats per wanted configuration the rest of the
+    result without measuring; one being measured by another worker (`busy`) is closed as a
+    duplicate without a value; after 20 such repeats per wanted configuration the rest of the
     batch is drawn at random among the unseen and enqueued, so the budget is always spent."""
     known: dict[Codes, float | None] = {t.codes: t.ratio for t in history}
+    known.update({c: None for c in busy if c not in known})
     known[space.default()] = 1.0
     handles, batch, repeats = [], [], 0
     while len(batch) < n:
