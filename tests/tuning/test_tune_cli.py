@@ -348,3 +348,25 @@ def test_kill_9_then_resume_measures_nothing_twice(tmp_path, prog):
     codes = [t.codes for t in after.trials()]
     assert len(codes) == 8 == len(after.used()) and codes[: len(before)] == before
     assert len(set(codes)) == 8  # nothing measured twice
+
+
+def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
+    """issue 26 ("done means"): two `tune` processes started together on one --storage with --budget 4
+    each create the storage once between them and measure 4 configurations in all."""
+    import subprocess
+    import sys
+
+    from graphcost.tuning.space import FlagSpace
+    from graphcost.tuning.study import Study
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    procs = [subprocess.Popen([sys.executable, "-m", "graphcost.cli", "tune", f"{prog}:make", "--budget", "4",
+                               "--strategy", "random", "--storage", url, "--seed", str(i), "--out",
+                               str(tmp_path / f"w{i}"), *FAST], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    study = Study(url, "user_prog:flags:random", FlagSpace())
+    codes = [t.codes for t in study.trials()]
+    assert len(codes) == 4 == len(set(codes)) == len(study.used())

@@ -80,8 +80,9 @@ def open_storage(storage: str, attempts: int = 5):
     """The Optuna storage behind URL `storage`, its tables created if needed; ValueError in one line
     when it cannot be opened (a damaged file, an unreachable server, a bad URL).
 
-    Two processes that create the same new storage at once race to create its tables (SQLite:
-    ``table studies already exists``): the loser retries, and then finds the tables made."""
+    Two processes that create the same new storage at once race to create its tables and its
+    schema version row (SQLite: ``table studies already exists``, ``UNIQUE constraint failed:
+    alembic_version.version_num``, ``database is locked``): the loser retries, and then finds them made."""
     import time
 
     import optuna
@@ -90,7 +91,10 @@ def open_storage(storage: str, attempts: int = 5):
         try:
             return optuna.storages.get_storage(storage)
         except Exception as exc:  # noqa: BLE001
-            if "already exists" in str(exc) and attempt + 1 < attempts:
+            text = str(exc)
+            raced = ("already exists" in text or "database is locked" in text
+                     or type(exc).__name__ == "IntegrityError")  # the other creator was first
+            if raced and attempt + 1 < attempts:
                 time.sleep(0.05 * (attempt + 1))
                 continue
             raise _storage_error(storage, exc) from None
