@@ -27,7 +27,10 @@ parameters, environment metadata, one entry per finished graph with its noise st
 load around each process and the wall time). Programs are split by graph, stratified by family,
 deterministically from the seed. Every file is written atomically. Resume: a finished graph
 (file present AND listed in the manifest) is skipped; the finished processes of an unfinished
-graph (``OUT/.work/<program>/proc<p>.npz``) are kept and not measured again.
+graph (``OUT/.work/<program>/proc<p>.npz``, each recorded with its SHA-256 in ``proc-done.json``
+when the driver saw it finish) are kept and not measured again. One collection at a time writes to
+OUT (an exclusive lock, ``OUT/.graphcost.lock``, holding its pid); measuring processes die with
+their driver. Every manifest path must lie inside OUT.
 """
 
 from __future__ import annotations
@@ -329,7 +332,7 @@ def _read_ledger(path: Path) -> dict[str, str]:
     empty when missing or unreadable (then every result is measured again)."""
     try:
         ledger = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return {str(k): v for k, v in ledger.items() if isinstance(v, str)} if isinstance(ledger, dict) else {}
 
