@@ -138,7 +138,12 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             handles = study.reserve(batch)
         if not batch:  # the space is exhausted
             break
-        keep = study.within_budget(handles, budget)  # another worker may have reserved at the same moment
+        try:
+            keep = study.within_budget(handles, budget)  # another worker may have reserved at the same moment
+        except BaseException:  # Ctrl-C here: the reservations must not keep counting
+            for handle in handles:
+                study.release(handle)
+            raise
         if not keep:
             continue
         handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
