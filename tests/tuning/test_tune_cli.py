@@ -123,7 +123,7 @@ def text_arg():
 
 
 @pytest.mark.parametrize("case", ["missing_file", "file_inside_out", "broken_make", "not_traceable", "string_arg",
-                                  "bad_storage"])
+                                  "bad_storage", "model_without_checkpoint"])
 def test_overwrite_checks_everything_before_deleting(tmp_path, prog, case):
     """issue 26: `tune --overwrite` refuses a bad program / storage with the old run intact."""
     from cli_asserts import one_line_error
@@ -143,7 +143,10 @@ def test_overwrite_checks_everything_before_deleting(tmp_path, prog, case):
         "string_arg": (f"{tmp_path / 'notjax.py'}:text_arg", [], "JAX cannot trace"),
         "bad_storage": (f"{prog}:make", ["--storage", f"sqlite:///{tmp_path / 'nodir' / 'x.db'}"],
                         "cannot open the study storage"),
+        "model_without_checkpoint": (f"{prog}:make", ["--model", str(tmp_path / "emptyrun"), "--strategy", "model"],
+                                     "best.pt"),
     }[case]
+    (tmp_path / "emptyrun").mkdir()
     before = {p.name: p.read_bytes() for p in old.iterdir()}
     one_line_error(CliRunner().invoke(app, ["tune", ref, "--out", str(old), "--overwrite", *extra, *FAST]), needle)
     assert {p.name: p.read_bytes() for p in old.iterdir()} == before

@@ -114,7 +114,12 @@ def register(app: typer.Typer) -> None:
             prepared = prepare_program(fn, args, name, program)
             if storage is not None:
                 open_storage(storage)
-        except (ProgramError, ValueError) as exc:
+            if model:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
+                from graphcost.tuning.scoring import GraphModelScorer
+                from graphcost.tuning.space import make_space
+
+                GraphModelScorer([str(m) for m in model], prepared, make_space(space, prepared, allow_fast_math))
+        except (ProgramError, ValueError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
         except KeyboardInterrupt:
             typer.echo("\ninterrupted while loading the program, before any measurement: nothing was saved", err=True)
