@@ -42,7 +42,8 @@ def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO]:
     """Yield a handle on a temp file beside `path` (parents created); on a clean exit the file is
-    flushed (and fsync'ed if asked) and `os.replace`d onto `path`; on any error it is deleted."""
+    flushed (and fsync'ed if asked) and `os.replace`d onto `path`; on any error it is deleted. An
+    OSError that names no file (a full disk: ENOSPC) is raised again naming `path`."""
     fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, mode) as handle:
@@ -51,6 +52,11 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False)
                 handle.flush()
                 os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:  # e.g. a full disk: say which file could not be written
+            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -119,7 +125,7 @@ def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option
     path = Path(path)
     if resume and overwrite:
         raise OutputExistsError(f"{option} {path}: --resume continues a run and --overwrite replaces it; pass one")
-    if resume or not path.is_dir() or not any(path.iterdir()):
+    if resume or not path.is_dir() or not any(p.name != LOCK_NAME for p in path.iterdir()):
         return path
     if not overwrite:
         raise OutputExistsError(
@@ -133,13 +139,77 @@ def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option
     return path
 
 
-def clear_dir(path: str | os.PathLike) -> None:
-    """Remove everything under directory `path` (kept itself); used by --overwrite after `check_run_dir`."""
+def clear_dir(path: str | os.PathLike, keep: tuple[str | os.PathLike, ...] = ()) -> None:
+    """Remove everything under directory `path` (kept itself); used by --overwrite after `check_run_dir`.
+    keep: paths the command still needs (e.g. a cache it has just filled): an entry of `path` holding
+    one of them stays."""
     path = Path(path)
     if not path.is_dir():
         return
+    kept = [Path(k).resolve() for k in keep]
     for child in path.iterdir():
+        if child.name == LOCK_NAME:  # the lock of the command that clears it (`lock_dir`): kept
+            continue
+        if any(k == child.resolve() or k.is_relative_to(child.resolve()) for k in kept):
+            continue
         if child.is_dir() and not child.is_symlink():
             shutil.rmtree(child)
         else:
             child.unlink()
+
+
+LOCK_NAME = ".graphcost.lock"  # the lock file `lock_dir` holds in an output directory
+
+
+class DirectoryLockedError(OutputExistsError):
+    """Another live process holds the lock of an output directory (`lock_dir`)."""
+
+
+class DirLock:
+    """An exclusive lock on an output directory, held while this object is open.
+
+    The lock is an ``fcntl.flock`` on ``DIR/.graphcost.lock``, which holds the holder's pid. The
+    kernel releases it when the process ends, even by SIGKILL, so a stale lock file never blocks a
+    later run. Use as a context manager or call `release`.
+    """
+
+    def __init__(self, path: Path, fd: int):
+        self.path, self._fd = path, fd
+
+    def release(self) -> None:
+        """Release the lock (the file stays: removing it could race with a new holder)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "DirLock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def lock_dir(directory: str | os.PathLike, option: str = "--out") -> DirLock:
+    """Create `directory` if needed and take its exclusive lock (`DirLock`); DirectoryLockedError,
+    naming the holder's pid and the lock file, when another process holds it."""
+    import fcntl
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        raise DirectoryLockedError(f"{option} {directory}: in use by another graphcost process (pid {holder}, lock "
+                                   f"file {path}); wait for it to finish or use another directory") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return DirLock(path, fd)

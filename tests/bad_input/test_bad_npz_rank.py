@@ -170,3 +170,38 @@ def test_prepare_an_unlabelled_in_memory_graph(kind):
     assert prepared.num_configs == len(graph.config_runtime) and np.all(prepared.runtime == 1)
     with pytest.raises(SchemaError, match="config_runtime.*missing"):
         prepare_graph(hidden, dedup=False)
+
+
+@pytest.mark.parametrize("kind, key", [("tile", "node_feat")])
+def test_huge_feature_is_blamed_on_the_file_not_the_checkpoint(tmp_path, data_root, runs, kind, key):
+    """issue 26: `rank` on a file with a 1e38 feature (finite, but it overflows the model) said "are the
+    checkpoint's weights finite?"; the weights are: the error names the file's key and value."""
+    arrays = read_arrays(_test_file(data_root, kind))
+    feat = arrays[key].astype(np.float32)
+    feat.flat[3] = 1e38
+    path = write_arrays({**arrays, key: feat}, tmp_path / "huge.npz")
+    line = one_line_error(_rank(runs[kind], path), str(path), "non-finite score", f"key '{key}'", "1e+38")
+    assert "weights finite?" not in line
+
+
+def test_layout_file_without_configurable_nodes_warns(tmp_path, data_root, runs):
+    """issue 26: a layout file with no configurable nodes ranked every configuration 0.0 without a word."""
+    arrays = read_arrays(_test_file(data_root, "layout"))
+    none = {**arrays, "node_config_ids": arrays["node_config_ids"][:0],
+            "node_config_feat": arrays["node_config_feat"][:, :0]}
+    path = write_arrays(none, tmp_path / "noconf.npz")
+    result = _rank(runs["layout"], path)
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and str(path) in warnings[0] and "no configurable node" in warnings[0]
+
+
+@pytest.mark.parametrize("kind", ["tile", "layout"])
+def test_uint64_edge_id_is_printed_as_it_is(tmp_path, data_root, runs, kind):
+    """issue 26: a uint64 edge id 2**64 - 1 was printed as -1."""
+    arrays = read_arrays(_test_file(data_root, kind))
+    edges = arrays["edge_index"].astype(np.uint64)
+    edges[0, 0] = 2**64 - 1
+    path = write_arrays({**arrays, "edge_index": edges}, tmp_path / "u64.npz")
+    line = one_line_error(_rank(runs[kind], path), str(path), "key 'edge_index'", "18446744073709551615")
+    assert "-1" not in line.split("key 'edge_index'")[1]

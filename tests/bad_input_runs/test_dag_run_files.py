@@ -32,3 +32,9 @@ def test_dag_resume_refuses_a_checkpoint_with_bad_weights(dag_copy):
     result = dag_cli("train", "--dataset", "lp", "--num-graphs", "12", "--threads", "1", "--epochs", "2", "--resume",
                      "--out", dag_copy)  # fmt: skip
     one_line_error(result, dag_copy / "checkpoint.pt", "key 'model'")
+
+
+def test_dag_evaluate_refuses_a_run_json_nested_50000_deep(dag_copy):
+    """issue 26: a run.json nested 50,000 deep raised RecursionError."""
+    (dag_copy / "run.json").write_text('{"a":' * 50_000 + "1" + "}" * 50_000)
+    one_line_error(dag_cli("evaluate", dag_copy, "--threads", "1"), dag_copy / "run.json", "nested too deeply")

@@ -3,6 +3,7 @@ default run names are unique; `data synth` refuses a collection directory holdin
 loader refuses a dataset whose splits share a graph."""
 
 import shutil
+from pathlib import Path
 
 from bad_runs import dag_cli
 from cli_asserts import invoke, one_line_error
@@ -178,3 +179,45 @@ def test_fingerprint_ignores_zip_timestamps(tmp_path):
     assert shared_graphs({"train": [a, c], "valid": [b]}) == [(a, b)]
     assert shared_graphs({"train": [a, b], "valid": [c]}) == []  # a duplicate inside one split is no leak
     assert npz_fingerprint(tmp_path / "missing.npz") is None
+
+
+def test_train_overwrite_keeps_the_old_run_when_the_new_data_is_bad(data_root, cost_copy, tmp_path):
+    """issue 26: --overwrite empties --out only after every graph of the new data was read and validated."""
+    import numpy as np
+
+    bad = Path(shutil.copytree(data_root, tmp_path / "bad_data"))
+    victim = sorted(bad.rglob("train/*.npz"))[0]
+    with np.load(victim, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["node_feat"] = arrays["node_feat"].copy()
+    arrays["node_feat"][0, 0] = np.nan
+    np.savez(victim, **arrays)
+    before = {p.name: p.read_bytes() for p in cost_copy.iterdir() if p.is_file()}
+    one_line_error(_train(bad, cost_copy, "--overwrite"), victim.name, "node_feat")
+    assert {p.name: p.read_bytes() for p in cost_copy.iterdir() if p.is_file()} == before  # the old run is whole
+
+
+def test_train_on_a_full_disk_names_the_file(data_root, tmp_path, monkeypatch):
+    """issue 26: a full disk (ENOSPC, here when a checkpoint is synced) is one line naming the file it
+    could not write; no temp file is left behind."""
+    import errno
+    import os
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    out = tmp_path / "run"
+    line = one_line_error(_train(data_root, out), "No space left on device", "cannot write", str(out))
+    assert ".pt" in line
+    assert not list(out.glob(".*.tmp"))
+
+
+def test_train_overwrite_keeps_a_cache_dir_inside_the_run(data_root, cost_copy):
+    """--overwrite now empties --out after the data is prepared: a --cache-dir inside --out, just filled,
+    is kept (everything else of the old run is replaced)."""
+    cache = cost_copy / "cache"
+    (cost_copy / "stale.txt").write_text("from the old run")
+    result = _train(data_root, cost_copy, "--overwrite", "--cache-dir", cache)
+    assert result.exit_code == 0, result.output
+    assert not (cost_copy / "stale.txt").exists() and any(cache.iterdir())

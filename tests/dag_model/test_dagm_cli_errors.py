@@ -138,3 +138,18 @@ def torch_load(path):
     import torch
 
     return torch.load(path, weights_only=True)
+
+
+def test_sample_refuses_a_label_for_an_unconditional_model(run_dir, tmp_path):
+    """issue 26: `dag sample --label` on an unconditional model recorded a label that was not used."""
+    from graphcost.dag.sample import sample_dags
+    from graphcost.dag.train import load_model
+
+    out = tmp_path / "s.npz"
+    _one_line_error(_run(["dag", "sample", run_dir, "-n", "2", "--label", "3", "--threads", "1", "--out", out]), 1,
+                    "--label", "unconditional")
+    assert not out.exists() and not out.with_suffix(".png").exists()
+    model = load_model(run_dir)
+    assert not model.config.conditional
+    with pytest.raises(ValueError, match="unconditional"):
+        sample_dags(model, 2, labels=[3.0, 3.0], progress=False)

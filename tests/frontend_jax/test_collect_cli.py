@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from typer.testing import CliRunner
 
@@ -50,3 +51,88 @@ def test_collect_bad_options_are_one_line_errors(tmp_path):
     assert res.exit_code == 1 and "no collection here to repeat" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["collect", "--repeat", "--backend", "ray", "--out", str(tmp_path / "a")])
     assert res.exit_code == 2 and "--repeat runs on the local backend only" in res.output
+
+
+REPEAT_ARGS = ["--programs", "mlp-d1-w64-b8-fwd", "--configs", "2", "--rounds", "1", "--calls", "1", "--warmup", "0",
+               "--processes", "1", "--measure-core", "-1", "--multi-thread"]
+
+
+def _collection_key():
+    """The manifest key `collect` computes for REPEAT_ARGS (now, with this process's XLA_FLAGS)."""
+    from graphcost.frontend.collect import CollectOptions
+    from graphcost.frontend.measure import Protocol
+    from graphcost.frontend.protocol import CrossProcess
+
+    return CollectOptions(space="layout", mode="both", configs=2, seed=0,
+                          protocol=Protocol(rounds=1, calls=1, warmup=0, seed=0),
+                          cross=CrossProcess(processes=1, measure_core=-1)).key()
+
+
+@pytest.mark.parametrize("case", ["dotdot", "absolute", "symlink", "not_object", "no_file", "missing_npz",
+                                  "damaged_npz", "unknown_program"])
+def test_collect_repeat_refuses_a_bad_manifest_entry(tmp_path, case):
+    """issue 26: --repeat resolves every manifest path and refuses one leaving --out (it rewrote a file
+    outside the collection); a damaged entry is a one-line error naming the manifest key or the file."""
+    from cli_asserts import one_line_error
+
+    col, other = tmp_path / "col", tmp_path / "other"
+    (col / "train").mkdir(parents=True)
+    other.mkdir()
+    victim = other / "x.npz"
+    np.savez(victim, config_runtime=np.array([1, 2]))
+    before = victim.read_bytes()
+    name, entry = "mlp-d1-w64-b8-fwd", {"file": "train/mlp-d1-w64-b8-fwd.npz", "split": "train"}
+    needle = {"dotdot": "leads outside", "absolute": "leads outside", "symlink": "leads outside",
+              "not_object": "must be an object", "no_file": ".file' must be", "missing_npz": "cannot read",
+              "damaged_npz": "cannot read", "unknown_program": "unknown zoo program"}[case]
+    if case == "dotdot":
+        entry["file"] = "../other/x.npz"
+    elif case == "absolute":
+        entry["file"] = str(victim)
+    elif case == "symlink":
+        (col / entry["file"]).symlink_to(victim)
+    elif case == "not_object":
+        entry = 5
+    elif case == "no_file":
+        del entry["file"]
+    elif case == "damaged_npz":
+        (col / entry["file"]).write_bytes(b"PK\x03\x04 not a zip")
+    elif case == "unknown_program":
+        name = "nope"
+    manifest = {"collection": _collection_key(), "graphs": {name: entry}}
+    (col / "manifest.json").write_text(json.dumps(manifest))
+    line = one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]), needle)
+    assert "manifest.json" in line or "x.npz" in line or "fwd.npz" in line
+    assert victim.read_bytes() == before
+
+
+@pytest.mark.parametrize("case", ["out_file", "out_below_file", "cache_file", "programs_comma"])
+def test_collect_bad_paths_and_empty_programs_are_one_line_errors(tmp_path, case):
+    """issue 26: --out an existing file gave a traceback; --cache-dir a file ran silently without a cache;
+    --programs , exited 0 with no graphs."""
+    a_file = tmp_path / "a_file"
+    a_file.write_text("mine")
+    args = {"out_file": ["--out", a_file], "out_below_file": ["--out", a_file / "sub"],
+            "cache_file": ["--out", tmp_path / "col", "--cache-dir", a_file],
+            "programs_comma": ["--out", tmp_path / "col", "--programs", ","]}[case]
+    needle = {"out_file": "--out", "out_below_file": "--out", "cache_file": "--cache-dir",
+              "programs_comma": "--programs"}[case]
+    res = CliRunner().invoke(app, ["collect", *map(str, args), "--configs", "2", "--processes", "1"])
+    assert res.exit_code in (1, 2) and res.exit_code != 0 and "Traceback" not in res.output, res.output
+    assert needle in res.output and a_file.read_text() == "mine"
+    if case != "programs_comma":
+        from cli_asserts import one_line_error
+
+        one_line_error(res, needle, "a_file")
+    assert not (tmp_path / "col").exists()
+
+
+def test_collect_refuses_a_manifest_nested_50000_deep(tmp_path):
+    """issue 26: a JSON file nested 50,000 deep raised RecursionError (here: a collection's manifest)."""
+    from cli_asserts import one_line_error
+
+    col = tmp_path / "col"
+    col.mkdir()
+    (col / "manifest.json").write_text("[" * 50_000 + "]" * 50_000)
+    one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]),
+                   "manifest.json", "unreadable manifest")

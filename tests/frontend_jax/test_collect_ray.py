@@ -54,3 +54,19 @@ def test_ray_backend_refuses_a_cluster_without_the_measure_resource(tmp_path):
         collect_ray(select_programs("mlp-d1-w64-b8-fwd", limit=0), tmp_path / "ray", _options(), progress=False,
                     init_kwargs={"num_cpus": 2, "include_dashboard": False})
     assert not ray.is_initialized()
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:{port}", "ray://127.0.0.1:{port}", "nonsense"])
+def test_an_unreachable_ray_address_is_a_one_line_error(tmp_path, address):
+    """issue 26: --ray-address where no cluster listens retried without end."""
+    import socket
+
+    from cli_asserts import invoke, one_line_error
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = address.format(port=port)
+    one_line_error(invoke("collect", "--backend", "ray", "--ray-address", address, "--programs", "mlp-d1-w64-b8-fwd",
+                          "--limit", "1", "--out", tmp_path / "col"), "--ray-address", address)
+    assert not (tmp_path / "col").exists()

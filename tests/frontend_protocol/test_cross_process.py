@@ -79,3 +79,20 @@ def test_noise_stats_flag_graphs_whose_configurations_the_processes_cannot_tell_
     a, b = noise_stats(clear), noise_stats(noisy)
     assert a["noise_ratio"] < 0.1 and a["process_spearman_mean"] > 0.95 and not a["flagged"]
     assert b["noise_ratio"] > 0.5 and b["flagged"]
+
+
+def test_only_results_of_recorded_processes_are_adopted(tmp_path):
+    """issue 26: a result file that no finished, recorded process wrote (e.g. an orphaned measuring
+    process of a killed driver finishing later) is measured again, not adopted."""
+    job = fake_job([[100, 200], [110, 210]])
+    two = CrossProcess(processes=2, measure_core=-1, max_load=1e9, max_wait_s=0)
+    measure_processes(job, tmp_path, "proc", two)
+    assert sorted(json.loads((tmp_path / "proc-done.json").read_text())) == ["0", "1"]
+    np.savez(tmp_path / "proc0.npz", runtime_ns=np.array([1.0, 2.0]), compile_s=0.0, core=-1,
+             loadavg_start=np.zeros(3), loadavg_end=np.zeros(3))  # rewritten behind the driver's back
+    samples, records = measure_processes(job, tmp_path, "proc", two)
+    assert [r.get("resumed", False) for r in records] == [False, True]
+    np.testing.assert_array_equal(samples[:, 0], [100, 200])
+    (tmp_path / "proc-done.json").unlink()  # a result without any record
+    samples, records = measure_processes(job, tmp_path, "proc", two)
+    assert not any(r.get("resumed") for r in records)

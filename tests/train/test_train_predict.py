@@ -74,3 +74,17 @@ def test_submission_csv_roundtrip_and_combine(tmp_path):
     (tmp_path / "bad.csv").write_text("ID,Top\nx,1\n")
     with pytest.raises(ValueError, match="header"):
         read_submission(tmp_path / "bad.csv")
+
+
+def test_combine_refuses_a_repeated_configuration(tmp_path):
+    """issue 26: `predict --combine` accepted a TopConfigs that lists one configuration twice."""
+    from cli_asserts import invoke, one_line_error
+
+    good = write_csv_rows([("tile:xla:k", "4;2;0;1;3")], tmp_path / "a.csv")
+    bad = tmp_path / "b.csv"
+    bad.write_text("ID,TopConfigs\nlayout:xla:random:g,1;0;1\n")
+    with pytest.raises(ValueError, match="lists configuration"):
+        combine_submissions([good, bad], tmp_path / "all.csv")
+    one_line_error(invoke("predict", good, bad, "--combine", "--out", tmp_path / "all.csv"), "b.csv:2",
+                   "configuration(s) 1 more than once")
+    assert not (tmp_path / "all.csv").exists()

@@ -62,3 +62,34 @@ def test_best_json_round_trip_and_bad_files(tmp_path):
                                            "minor_to_major": [0, 1]}]}
     with pytest.raises(ValueError, match="no configurable tensor site7"):
         compile_with(_fn, wrong)(a, b)
+
+
+LAYOUT = {"site": 0, "primitive": "dot_general", "tensor": "out", "minor_to_major": [0, 1]}
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"layouts": ["not an object"]}, "layouts[0]"),
+    ({"layouts": [{k: v for k, v in LAYOUT.items() if k != "site"}]}, "layouts[0].site' is missing"),
+    ({"layouts": [{**LAYOUT, "minor_to_major": ["0", 1]}]}, "layouts[0].minor_to_major"),
+    ({"layouts": [{**LAYOUT, "minor_to_major": [0.5, 1]}]}, "layouts[0].minor_to_major"),
+    ({"layouts": [{**LAYOUT, "site": "0"}]}, "layouts[0].site"),
+    ({"compiler_options": {"xla_backend_optimization_level": {"nested": 1}}},
+     "compiler_options.xla_backend_optimization_level"),
+    ({"codes": [0, "1"]}, "codes[1]"),
+], ids=["layout-not-object", "no-site", "string-perm", "float-perm", "string-site", "nested-option", "string-code"])
+def test_malformed_best_json_names_the_file_and_field(tmp_path, change, field):
+    """issue 26: a malformed best.json raised a bare TypeError / KeyError from compile_with."""
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({**TunedConfig("layout", [1, 0, 0], layouts=[LAYOUT]).to_json(), **change}))
+    with pytest.raises(ValueError) as info:
+        compile_with(_fn, path)(*_args())
+    assert str(path) in str(info.value) and field in str(info.value), str(info.value)
+
+
+def test_unknown_xla_option_is_reported_by_compile_with_not_at_the_first_call(tmp_path):
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({**TunedConfig("flags", [0]).to_json(),
+                                "compiler_options": {"xla_graphcost_not_an_option": 1}}))
+    with pytest.raises(ValueError, match=r"best.json: field 'compiler_options': XLA refuses them .*"
+                                         r"xla_graphcost_not_an_option"):
+        compile_with(_fn, path)  # no call

@@ -109,3 +109,267 @@ def test_damaged_study_and_model_without_checkpoint_are_one_line_errors(tmp_path
     empty.mkdir()
     one_line_error(runner.invoke(app, ["tune", f"{prog}:make", "--model", str(empty), "--strategy", "model",
                                        "--out", str(tmp_path / "o"), *FAST]), "emptyrun", "best.pt")
+
+
+NOT_JAX = '''
+import numpy as np
+
+def make():
+    return (lambda a: np.asarray(a).sum()), (np.ones(3),)
+
+def text_arg():
+    return (lambda a: a), ("a string",)
+'''
+
+
+@pytest.mark.parametrize("case", ["missing_file", "file_inside_out", "broken_make", "not_traceable", "string_arg",
+                                  "bad_storage", "model_without_checkpoint"])
+def test_overwrite_checks_everything_before_deleting(tmp_path, prog, case):
+    """issue 26: `tune --overwrite` refuses a bad program / storage with the old run intact."""
+    from cli_asserts import one_line_error
+
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("study.db", "trials.csv", "best.json"):
+        (old / name).write_text(f"old {name}")
+    (tmp_path / "notjax.py").write_text(NOT_JAX)
+    inside = old / "inside.py"
+    inside.write_text(PROGRAM)
+    ref, extra, needle = {
+        "missing_file": ("typo.py:make", [], "no such file"),
+        "file_inside_out": (f"{inside}:make", [], "inside --out"),
+        "broken_make": (f"{prog}:broken", [], "must return (fn, example_args)"),
+        "not_traceable": (f"{tmp_path / 'notjax.py'}:make", [], "JAX cannot trace"),
+        "string_arg": (f"{tmp_path / 'notjax.py'}:text_arg", [], "JAX cannot trace"),
+        "bad_storage": (f"{prog}:make", ["--storage", f"sqlite:///{tmp_path / 'nodir' / 'x.db'}"],
+                        "cannot open the study storage"),
+        "model_without_checkpoint": (f"{prog}:make", ["--model", str(tmp_path / "emptyrun"), "--strategy", "model"],
+                                     "best.pt"),
+    }[case]
+    (tmp_path / "emptyrun").mkdir()
+    before = {p.name: p.read_bytes() for p in old.iterdir()}
+    one_line_error(CliRunner().invoke(app, ["tune", ref, "--out", str(old), "--overwrite", *extra, *FAST]), needle)
+    assert {p.name: p.read_bytes() for p in old.iterdir()} == before
+
+
+def test_a_second_run_into_the_same_out_is_refused(tmp_path, prog):
+    """issue 26: two runs into one --out: the second is refused, naming the holder of --out's lock."""
+    from cli_asserts import one_line_error
+
+    from graphcost.atomic import lock_dir
+
+    out = tmp_path / "tuned"
+    with lock_dir(out):  # a first run holds --out
+        one_line_error(CliRunner().invoke(app, ["tune", f"{prog}:make", "--out", str(out), *FAST]),
+                       "--out", "in use by another graphcost process", f"pid {__import__('os').getpid()}")
+    assert sorted(p.name for p in out.iterdir()) == [".graphcost.lock"]  # nothing else was written
+
+
+def test_resume_refuses_a_study_of_another_program_with_the_same_name(tmp_path, prog):
+    """issue 26: the study is keyed by the lowered program + space, not by the file's name: another
+    function in a file of the same name is refused on --resume, and --study NAME starts a new study."""
+    from cli_asserts import one_line_error
+
+    out = tmp_path / "tuned"
+    runner = CliRunner()
+    args = ["--budget", "2", "--strategy", "random", "--out", str(out), *FAST]
+    assert runner.invoke(app, ["tune", f"{prog}:make", *args]).exit_code == 0
+    other = tmp_path / "elsewhere" / prog.name  # same stem, another program
+    other.parent.mkdir()
+    other.write_text(PROGRAM.replace("jnp.tanh(a @ b)", "jnp.sin(a @ b)"))
+    one_line_error(runner.invoke(app, ["tune", f"{other}:make", *args, "--resume"]),
+                   "holds measurements of another program or space", "--study")
+    fresh = runner.invoke(app, ["tune", f"{other}:make", *args, "--resume", "--study", "sin"])
+    assert fresh.exit_code == 0, fresh.output
+    assert "2 configurations measured" in fresh.output
+    assert {r["strategy"] for r in _rows(out)} == {"random"} and len(_rows(out)) == 2
+    again = runner.invoke(app, ["tune", f"{prog}:make", *args, "--resume"])  # the first program still resumes
+    assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("url", ["postgresql+nosuchdriver://user:s3cret@127.0.0.1:1/db",
+                                 "postgresql://user:s3cret@host:notaport/db", "mysql://user:s3cret@127.0.0.1:1/db"])
+def test_storage_password_is_never_printed(tmp_path, prog, url):
+    """issue 26: storage errors echoed postgresql://user:password@host; the password is masked."""
+    from cli_asserts import one_line_error
+
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--storage", url, "--out", str(tmp_path / "o"), *FAST])
+    one_line_error(res, "user:***@", "cannot open the study storage")
+    assert "s3cret" not in res.output
+
+
+def test_mask_url_hides_only_passwords():
+    from graphcost.tuning.study import mask_url
+
+    assert mask_url("x postgresql://u:p@ss:w0rd@h:5432/d?q=a@b y") == "x postgresql://u:***@h:5432/d?q=a@b y"
+    assert mask_url("mysql+pymysql://me:p%40w@h/d") == "mysql+pymysql://me:***@h/d"
+    assert mask_url("'postgresql://me:pa/ss@h/d'") == "'postgresql://me:***@h/d'"
+    for kept in ("sqlite:////tmp/study.db", "postgresql://host:5432/db", "postgresql://me@host/db"):
+        assert mask_url(kept) == kept
+
+
+def test_tune_api_refuses_round_size_zero():
+    """issue 26: `graphcost.tune(..., round_size=0)` returned the default silently."""
+    import jax.numpy as jnp
+
+    from graphcost.tuning.tuner import tune
+
+    with pytest.raises(ValueError, match="round_size must be an integer >= 1, got 0"):
+        tune(lambda a: a * 2, jnp.ones(4), budget=2, round_size=0, progress=False)
+
+
+EXITS = '''
+import sys
+import jax.numpy as jnp
+
+def exits_in_make():
+    sys.exit(7)
+
+def exits_in_fn():
+    def fn(a):
+        sys.exit(7)
+    return fn, (jnp.ones(3),)
+
+def not_jax():
+    return (lambda a: "text"), (jnp.ones(3),)
+'''
+
+
+@pytest.mark.parametrize("function, needle", [("exits_in_make", "exits_in_make() called sys.exit(7)"),
+                                              ("exits_in_fn", "cannot trace the function on its example arguments: "
+                                                              "sys.exit(7)"),
+                                              ("not_jax", "JAX cannot trace the function")])
+def test_user_code_that_exits_or_is_not_jax_is_one_line_error(tmp_path, function, needle):
+    """issue 26: sys.exit(7) in make() or the function ended `tune` with no message; a function JAX
+    cannot trace gave a JAX traceback."""
+    from cli_asserts import one_line_error
+
+    path = tmp_path / "exits.py"
+    path.write_text(EXITS)
+    one_line_error(CliRunner().invoke(app, ["tune", f"{path}:{function}", "--out", str(tmp_path / "o"), *FAST]),
+                   f"{path}:{function}", needle)
+
+
+@pytest.mark.parametrize("stop_after, said", [(0, "before this run measured any configuration: nothing new"),
+                                              (1, "the 2 configuration(s) this run measured are saved")])
+def test_interrupt_says_what_was_saved(tmp_path, prog, monkeypatch, stop_after, said):
+    """issue 26: Ctrl-C before any measurement said "measured configurations are saved"."""
+    from tune_fakes import FakeEvaluator
+
+    from graphcost.tuning import tuner
+
+    monkeypatch.setattr(tuner, "Evaluator", lambda program, space, *a, **k: FakeEvaluator(space, stop_after=stop_after))
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "4", "--strategy", "random",
+                                   "--out", str(tmp_path / "o"), *FAST])
+    assert res.exit_code == 130 and said in res.output, res.output
+    assert "measured configurations are saved" not in res.output
+
+
+HOSTILE = '''
+import os
+import jax.numpy as jnp
+
+def aborts_in_make():
+    os.abort()
+
+def aborts_in_fn():
+    def fn(a):
+        os.abort()
+    return fn, (jnp.ones(3),)
+
+def loops_in_make():
+    while True:
+        pass
+
+def loops_in_tracing():
+    def fn(a):
+        while True:
+            pass
+    return fn, (jnp.ones(3),)
+
+def exits_hard():
+    os._exit(5)
+'''
+
+
+@pytest.mark.parametrize("function, needle", [
+    ("aborts_in_make", "killed its process with SIGABRT"),
+    ("aborts_in_fn", "killed its process with SIGABRT"),
+    ("loops_in_make", "longer than --prepare-timeout 3 s"),
+    ("loops_in_tracing", "longer than --prepare-timeout 3 s"),
+    ("exits_hard", "exit status 5"),
+])
+def test_program_that_aborts_or_hangs_is_one_line_error(tmp_path, function, needle):
+    """issue 26: os.abort() in make() or the function ended `tune` with no message; an endless loop in
+    make() or in tracing hung forever. The preparation runs in a fresh process under a timeout."""
+    from cli_asserts import one_line_error
+
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE)
+    one_line_error(CliRunner().invoke(app, ["tune", f"{path}:{function}", "--prepare-timeout", "3",
+                                            "--out", str(tmp_path / "o"), *FAST]), f"{path}:{function}", needle)
+    assert not (tmp_path / "o").exists()
+
+
+def test_kill_9_then_resume_measures_nothing_twice(tmp_path, prog):
+    """issue 26 ("done means"): `tune` killed with SIGKILL mid-run; --resume keeps every finished
+    measurement, closes the killed run's reservations, and fills the budget exactly."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from graphcost.tuning.space import FlagSpace
+    from graphcost.tuning.study import Study
+
+    out = tmp_path / "tuned"
+    cmd = [sys.executable, "-m", "graphcost.cli", "tune", f"{prog}:make", "--budget", "8", "--strategy", "random",
+           "--out", str(out), *FAST]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url, name = f"sqlite:///{out / 'study.db'}", "user_prog:flags:random"
+    done = []
+    try:
+        deadline = time.time() + 240
+        while len(done) < 2 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.2)
+            if (out / "study.db").exists():
+                try:
+                    done = Study(url, name, FlagSpace()).trials()
+                except ValueError:  # the storage is being created
+                    done = []
+        assert len(done) >= 2 and proc.poll() is None, "the run did not reach its second round"
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    before = [t.codes for t in Study(url, name, FlagSpace()).trials()]
+    assert 2 <= len(before) < 8
+    again = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "8", "--strategy", "random",
+                                     "--out", str(out), "--resume", *FAST])
+    assert again.exit_code == 0, again.output
+    after = Study(url, name, FlagSpace())
+    codes = [t.codes for t in after.trials()]
+    assert len(codes) == 8 == len(after.used()) and codes[: len(before)] == before
+    assert len(set(codes)) == 8  # nothing measured twice
+
+
+def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
+    """issue 26 ("done means"): two `tune` processes started together on one --storage with --budget 4
+    each create the storage once between them and measure 4 configurations in all."""
+    import subprocess
+    import sys
+
+    from graphcost.tuning.space import FlagSpace
+    from graphcost.tuning.study import Study
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    procs = [subprocess.Popen([sys.executable, "-m", "graphcost.cli", "tune", f"{prog}:make", "--budget", "4",
+                               "--strategy", "random", "--storage", url, "--seed", str(i), "--out",
+                               str(tmp_path / f"w{i}"), *FAST], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    study = Study(url, "user_prog:flags:random", FlagSpace())
+    codes = [t.codes for t in study.trials()]
+    assert len(codes) == 4 == len(set(codes)) == len(study.used())

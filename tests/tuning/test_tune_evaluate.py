@@ -79,3 +79,23 @@ def test_compare_outputs_rule():
     assert "values differ" in compare_outputs([ref[0], np.array([1, 3])], ref, 1e-3, 1e-5)
     assert "float64" in compare_outputs([ref[0].astype(np.float64), ref[1]], ref, 1e-3, 1e-5)
     assert "1 outputs" in compare_outputs([ref[0]], ref, 1e-3, 1e-5)
+
+
+def test_equal_infinities_and_nans_are_equal_outputs():
+    """issue 26: |inf - inf| is NaN; equal infinities (and NaN where the default has NaN) still match."""
+    ref = [np.array([-np.inf, 1.0, np.inf, np.nan], np.float32)]
+    assert compare_outputs([ref[0].copy()], ref, 1e-3, 1e-5) == ""
+    for got in ([-np.inf, 1.0, 3e38, np.nan], [-np.inf, 1.0, -np.inf, np.nan], [np.inf, 1.0, np.inf, np.nan],
+                [-np.inf, 1.0, np.nan, np.nan], [-np.inf, np.inf, np.inf, np.nan], [-np.inf, 1.0, np.inf, 0.0]):
+        assert "1 of 4 values differ" in compare_outputs([np.array(got, np.float32)], ref, 1e-3, 1e-5), got
+
+
+def test_a_program_with_log_zero_in_its_output_is_tuned():
+    """issue 26: every configuration of a program whose output holds -inf was rejected as wrong_output."""
+    import jax.numpy as jnp
+
+    a = jnp.linspace(0.0, 1.0, 32 * 32).reshape(32, 32)  # a[0, 0] == 0: log gives -inf
+    ev = Evaluator(TuneProgram(lambda x: jnp.log(x) + jnp.log(x @ x.T).sum(), (a,), "logzero"), FlagSpace(), FAST)
+    assert np.isneginf(ev.reference[0]).any()
+    trials = ev.evaluate([(1,) + (0,) * (len(ev.space.dims) - 1)])
+    assert [t.status for t in trials] == ["ok"], trials[0].error

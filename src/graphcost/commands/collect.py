@@ -6,6 +6,19 @@ from pathlib import Path
 import typer
 
 
+def _check_dir_option(path: Path, option: str) -> None:
+    """A one-line error (exit 1) when directory option `path` is a file or lies below one."""
+    from graphcost.atomic import blocking_file
+
+    if path.exists() and not path.is_dir():
+        typer.echo(f"error: {option} {path}: is a file, but {option} must be a directory", err=True)
+        raise typer.Exit(1)
+    blocker = blocking_file(path)
+    if blocker is not None:
+        typer.echo(f"error: {option} {path}: cannot be created, {blocker} is a file", err=True)
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
 
@@ -64,6 +77,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--repeat runs on the local backend only")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
+        from graphcost.atomic import OutputExistsError
         from graphcost.frontend.collect import CollectOptions, collect, repeat_collection, select_programs
         from graphcost.frontend.jax_program import require_jax
         from graphcost.frontend.measure import Protocol
@@ -73,6 +87,9 @@ def register(app: typer.Typer) -> None:
             specs = select_programs(programs, limit=limit, seed=seed)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
+        _check_dir_option(out, "--out")
+        if cache_dir is not None:
+            _check_dir_option(cache_dir, "--cache-dir")
         if list_only:
             for s in specs:
                 typer.echo(s.name)
@@ -115,7 +132,7 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)
-        except (ValueError, RuntimeError, ImportError) as exc:
+        except (ValueError, RuntimeError, ImportError, OutputExistsError) as exc:  # OutputExistsError: --out busy
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         graphs = manifest["graphs"]

@@ -131,6 +131,8 @@ def _run_info(run: Path) -> dict:
         info = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         _fail(f"{path}: not a readable run description ({exc})")
+    except RecursionError:
+        _fail(f"{path}: not a readable run description (JSON nested too deeply)")
     if not isinstance(info, dict):
         _fail(f"{path}: not a run description (expected a JSON object)")
     for key, (ok, expected) in _RUN_FIELDS.items():
@@ -311,6 +313,9 @@ def register(app: typer.Typer) -> None:
         except (FileNotFoundError, ValueError) as exc:
             _fail(str(exc))
         labels = None
+        if label and not model.config.conditional:
+            _fail("--label: this model is unconditional (trained on unlabelled graphs) and cannot follow a label; "
+                  "sample without --label")
         if label:
             labels = np.array(label, dtype=np.float64)
             if labels.size not in (1, n):

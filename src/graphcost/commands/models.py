@@ -64,6 +64,8 @@ def _find_run_info(path: Path) -> dict:
         _fail(f"{info}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")
     except (OSError, UnicodeDecodeError) as exc:
         _fail(f"{info}: cannot read ({exc})")
+    except RecursionError:
+        _fail(f"{info}: invalid JSON (nested too deeply to be a run description)")
     from graphcost.train.run_info import RunInfoError, check_run_info
 
     try:
@@ -156,15 +158,17 @@ def _check_collection(collection: Optional[str]) -> Optional[str]:
 LATEST = Path("runs/latest")
 
 
-def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False) -> Path:
-    """--out (emptied first with --overwrite), or runs/latest when resuming, or a fresh
-    runs/<model>-<time>-<random> that runs/latest points to."""
+def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool = False,
+             keep: tuple = ()) -> Path:
+    """--out (emptied first with --overwrite, but for `keep`: e.g. a --cache-dir inside it, just
+    filled), or runs/latest when resuming, or a fresh runs/<model>-<time>-<random> that runs/latest
+    points to."""
     from graphcost.atomic import clear_dir
 
     if out is not None:
         _check_run_dir(out, overwrite, resume)
         if overwrite and ctx.is_main:
-            clear_dir(out)
+            clear_dir(out, keep=keep)
         ctx.barrier()
         return out
     if resume:
@@ -184,6 +188,54 @@ def _run_dir(out: Optional[Path], model: str, resume: bool, ctx, overwrite: bool
         tmp.symlink_to(run.name)
         os.replace(tmp, LATEST)  # atomic re-point of runs/latest
     return run
+
+
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding and every worker seed stay in range
+
+
+def _check_train_numbers(lr: float, seed: int, max_memory_gb: float) -> None:
+    """One-line errors naming the option for a learning rate, seed or memory bound that training
+    cannot use (an infinite or non-positive --lr, a --seed past 2**32 - 1, a NaN --max-memory-gb)."""
+    import math
+
+    if not (math.isfinite(lr) and lr > 0):
+        _fail(f"--lr must be a finite number > 0, got {lr}")
+    if not 0 <= seed <= SEED_MAX:
+        _fail(f"--seed must be an integer from 0 to {SEED_MAX}, got {seed}")
+    if not (math.isfinite(max_memory_gb) and max_memory_gb > 0):
+        _fail(f"--max-memory-gb must be a finite number > 0, got {max_memory_gb}")
+
+
+_SIZE_OPTIONS = ("hidden", "num_opcodes", "se_reduction")  # besides every *_dim and *_heads: must be >= 1
+
+
+def _check_model_sizes(model_config: dict) -> None:
+    """--model-opt sizes: widths, embedding sizes and head counts must be >= 1, other counts >= 0."""
+    for key, v in model_config.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            continue
+        least = 1 if key in _SIZE_OPTIONS or key.endswith(("_dim", "_heads")) else 0
+        if v < least:
+            _fail(f"--model-opt {key}={v}: must be >= {least}")
+
+
+def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb: float) -> None:
+    """Refuse a model whose weights, gradients and AdamW state (16 bytes a parameter) exceed
+    --max-memory-gb, before anything is allocated: the model is built on PyTorch's meta device."""
+    import torch
+
+    from graphcost.models.registry import build_model
+
+    try:
+        with torch.device("meta"):
+            net = build_model(model, kind, **model_config)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        _fail(f"--model-opt: model {model!r} cannot be built with {model_config}: {exc}")
+    params = sum(p.numel() for p in net.parameters())
+    need_gb = params * 16 / 1e9
+    if need_gb > max_memory_gb:
+        _fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
+              f"state, above --max-memory-gb {max_memory_gb:g}")
 
 
 def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
@@ -244,7 +296,8 @@ def train(
     eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     max_memory_gb: float = typer.Option(
-        8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step"
+        8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step; "
+        "also the most the model's weights, gradients and AdamW state may take"
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
     dist_timeout: float = typer.Option(
@@ -301,6 +354,8 @@ def train(
         model_config = previous["config"]["model_config"] if previous else coerce_config(model, _parse_opts(model_opt))
     except ValueError as exc:
         _fail(f"--model-opt: {exc}")
+    _check_train_numbers(lr, seed, max_memory_gb)
+    _check_model_sizes(model_config)
     if out is not None:
         _check_run_dir(out, overwrite, resume)
     try:
@@ -314,6 +369,8 @@ def train(
     collection = splits.collection
     if collection and collection.split(":")[0] not in model_kinds(model):
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
+    _check_model_memory(model, collection.split(":")[0] if collection else model_kinds(model)[0], model_config,
+                        max_memory_gb)
     config = TrainConfig(
         model=model, model_config=model_config,
         loss=loss, epochs=epochs, patience=patience, max_steps_per_graph=max_steps_per_graph,
@@ -324,11 +381,11 @@ def train(
         ctx = init_from_env(device, timeout_s=dist_timeout)
     except RuntimeError as exc:  # a peer never joined the rendezvous
         _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
+    if overwrite and out is not None and data_dir is not None and data_dir.resolve().is_relative_to(out.resolve()):
+        _fail(f"--data-dir {data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
     try:
-        out = _run_dir(out, model, resume, ctx, overwrite)
         if ctx.is_main:
             typer.echo(f"data: {splits.describe()}")
-            typer.echo(f"run: {out}")
         show = progress and ctx.is_main
         if folds:  # cross-validation pools train + valid (all de-duplicated for training)
             pool = load_prepared(
@@ -340,6 +397,10 @@ def train(
             valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
                                          max_memory_gb=max_memory_gb)  # fmt: skip
             pool = train_graphs
+        # only now, with every graph read and validated, is an old run in --out replaced (--overwrite)
+        out = _run_dir(out, model, resume, ctx, overwrite, keep=(cache_dir,) if cache_dir is not None else ())
+        if ctx.is_main:
+            typer.echo(f"run: {out}")
         info = {
             "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
             "kind": graph_kinds(pool)[0], "folds": folds, "train_folds": train_folds, "keep": keep,
@@ -501,7 +562,12 @@ def evaluate(
 
 
 def _has_runtimes(files: list, probe: int = 3) -> bool:
-    """True when the first `probe` files have usable labels (positive, not all equal runtimes)."""
+    """True when the first `probe` files are labelled: a ``config_runtime`` with a non-zero value
+    (an unlabelled file, like the official TpuGraphs test set, has none or only zero placeholders).
+    A labelled file whose runtimes are all equal still counts: the evaluation reports it as skipped.
+    A file that cannot be read is a one-line error naming it."""
+    import zipfile
+
     import numpy as np
 
     if not files:
@@ -510,9 +576,9 @@ def _has_runtimes(files: list, probe: int = 3) -> bool:
         try:
             with np.load(f, allow_pickle=False) as z:
                 rt = np.asarray(z["config_runtime"], np.float64) if "config_runtime" in z.files else None
-        except (OSError, ValueError, KeyError):
-            return False
-        if rt is None or rt.size < 2 or not np.all(np.isfinite(rt)) or (rt <= 0).any() or np.ptp(rt) == 0:
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            _fail(f"{f}: cannot read this npz file ({type(exc).__name__}: {exc})")
+        if rt is None or rt.size == 0 or not np.any(rt != 0):
             return False
     return True
 
@@ -537,6 +603,9 @@ def rank(
         order, scores = rank_original(predictor, prepared, twin)
     except (FileNotFoundError, ValueError) as exc:
         _fail(str(exc))
+    if prepared.kind == "layout" and prepared.num_config_nodes == 0:
+        typer.secho(f"warning: {graph}: no configurable node (key 'node_config_ids' is empty): every configuration "
+                    "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
     shown = order[:top] if top else order
     typer.echo(f"{'rank':>6} {'config':>8} {'score':>12}")
     for position, index in enumerate(shown):

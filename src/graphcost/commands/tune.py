@@ -7,13 +7,15 @@ from typing import Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, blocking_file, check_run_dir, clear_dir
+from graphcost.atomic import OutputExistsError, blocking_file, check_run_dir, clear_dir, lock_dir
 
 TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 
 
 def _fail(message: str, code: int = 1) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    from graphcost.tuning.study import mask_url
+
+    typer.secho(f"error: {mask_url(message)}", fg=typer.colors.RED, err=True)  # never a storage password
     raise typer.Exit(code=code)
 
 
@@ -38,6 +40,8 @@ def register(app: typer.Typer) -> None:
                                  "result.json, progress.png."),
         storage: Optional[str] = typer.Option(None, help="Optuna storage URL shared by several workers (e.g. "
                                               "postgresql://user@host/db); default sqlite in --out."),
+        study: Optional[str] = typer.Option(None, "--study", help="Name of the study in the storage (default: the "
+                                            "program file's stem); a new name starts a new study."),
         resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
         round_size: int = typer.Option(4, min=1, help="Configurations measured together per round."),
@@ -51,6 +55,9 @@ def register(app: typer.Typer) -> None:
         min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
         seed: int = typer.Option(0, help="Seed of the strategies and the visit order."),
+        prepare_timeout: float = typer.Option(600.0, min=1.0, help="Seconds the program's preparation (import, "
+                                              "make(), tracing, compiling and one call of the default, in a fresh "
+                                              "process) may take."),
     ) -> None:
         """Search compiler configurations of your program within a budget of real measurements.
 
@@ -73,6 +80,8 @@ def register(app: typer.Typer) -> None:
         for run in model:
             if not run.exists():
                 _fail(f"--model {run}: no such run directory or checkpoint")
+        if study is not None and not study.strip():
+            _fail("--study must be a non-empty name")
         if out.exists() and not out.is_dir():
             _fail(f"{out}: --out must be a directory, but this path is a file")
         blocker = blocking_file(out)
@@ -82,8 +91,6 @@ def register(app: typer.Typer) -> None:
             check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")
         except OutputExistsError as exc:
             _fail(str(exc))
-        if overwrite:
-            clear_dir(out)
 
         from graphcost.frontend.jax_program import require_jax
 
@@ -92,21 +99,59 @@ def register(app: typer.Typer) -> None:
         except ImportError as exc:
             _fail(str(exc), code=2)
         from graphcost.frontend.measure import Protocol
-        from graphcost.tuning.program import ProgramError, load_program
-        from graphcost.tuning.tuner import tune
+        from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program, program_file
+        from graphcost.tuning.study import open_storage
+        from graphcost.tuning.tuner import TuneInterrupted, tune
 
+        # everything is checked before anything in --out is removed: the program, make(), its arguments, the storage
+        source = program_file(program)
+        if overwrite and source is not None and source.is_relative_to(out.resolve()):
+            _fail(f"{program}: the program file lies inside --out {out}, which --overwrite would delete; "
+                  "move it out first")
         try:
+            check_in_child(program, prepare_timeout)  # os.abort(), an endless loop: reported, not suffered
             fn, args, name = load_program(program)
-            result = tune(fn, *args, space=space, budget=budget, model=[str(m) for m in model],
+            prepared = prepare_program(fn, args, name, program)
+            if storage is not None:
+                open_storage(storage)
+            if model:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
+                from graphcost.tuning.scoring import GraphModelScorer
+                from graphcost.tuning.space import make_space
+
+                GraphModelScorer([str(m) for m in model], prepared, make_space(space, prepared, allow_fast_math))
+        except (ProgramError, ValueError, OSError) as exc:  # OSError: a --model run without a checkpoint
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            typer.echo("\ninterrupted while loading the program, before any measurement: nothing was saved", err=True)
+            raise typer.Exit(130)
+        try:
+            lock = lock_dir(out)  # held until the command ends; a second run into --out is refused
+        except OutputExistsError as exc:
+            _fail(str(exc))
+        try:
+            try:
+                check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")  # again, locked
+            except OutputExistsError as exc:
+                _fail(str(exc))
+            if overwrite:
+                clear_dir(out)
+            result = tune(prepared, space=space, budget=budget, model=[str(m) for m in model],
                           strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
-                          name=name, seed=seed, round_size=round_size, processes=processes,
+                          name=study or name, seed=seed, round_size=round_size, processes=processes,
                           protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
                           rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online)
-        except KeyboardInterrupt:
-            typer.echo(f"\ninterrupted: measured configurations are saved in {out}; re-run with --resume", err=True)
+        except TuneInterrupted as exc:
+            if exc.measured:
+                typer.echo(f"\ninterrupted: the {exc.measured} configuration(s) this run measured are saved in "
+                           f"{out}; re-run with --resume", err=True)
+            else:
+                typer.echo("\ninterrupted before this run measured any configuration: nothing new was saved",
+                           err=True)
             raise typer.Exit(130)
         except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
+        finally:
+            lock.release()
         failed = sum(t.status != "ok" for t in result.trials)
         typer.echo(f"{name}: {len(result.trials)} configurations measured ({failed} failed); {result.message}")
         if result.beats_default:

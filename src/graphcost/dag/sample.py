@@ -239,6 +239,8 @@ def sample_dags(
     check_guidance(c, guidance)
     if c.conditional and labels is None:
         raise ValueError("this LayerDAG is conditional: pass a target label per graph (--label)")
+    if not c.conditional and labels is not None:
+        raise ValueError("this LayerDAG is unconditional: it cannot follow labels (pass labels=None)")
     if labels is not None:
         labels = np.asarray(labels, dtype=np.float64).reshape(-1)
         if labels.shape[0] == 1 and num > 1:

@@ -27,11 +27,16 @@ parameters, environment metadata, one entry per finished graph with its noise st
 load around each process and the wall time). Programs are split by graph, stratified by family,
 deterministically from the seed. Every file is written atomically. Resume: a finished graph
 (file present AND listed in the manifest) is skipped; the finished processes of an unfinished
-graph (``OUT/.work/<program>/proc<p>.npz``) are kept and not measured again.
+graph (``OUT/.work/<program>/proc<p>.npz``, each recorded with its SHA-256 in ``proc-done.json``
+when the driver saw it finish) are kept and not measured again. One collection at a time writes to
+OUT (an exclusive lock, ``OUT/.graphcost.lock``, holding its pid); measuring processes die with
+their driver. Every manifest path must lie inside OUT.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import time
@@ -41,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json, atomic_write_text
+from graphcost.atomic import atomic_write_json, atomic_write_text, lock_dir
 from graphcost.frontend.measure import Protocol, environment_metadata, load_average, spearman
 from graphcost.frontend.protocol import CrossProcess, combine, noise_stats, run_worker, wait_for_quiet
 from graphcost.frontend.zoo import ProgramSpec, list_programs
@@ -133,7 +138,7 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
     if path.exists():
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or text; RecursionError: too deep
             raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
         old = manifest.get("collection", {})
         if old != options.key():
@@ -142,9 +147,29 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
         if not isinstance(manifest.get("graphs", {}), dict):
             raise ValueError(f"{path}: key 'graphs' must be an object of per-graph entries")
         manifest.setdefault("graphs", {})
+        for name, entry in manifest["graphs"].items():
+            graph_file(out_dir, name, entry)
         return manifest
     return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
+
+
+def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
+    """The file of manifest entry `name`, resolved; ValueError naming the manifest and the field when
+    the entry is not an object, has no string ``file``, or its file lies outside `out_dir` (``..``,
+    an absolute path, a link leading out): nothing outside the collection is ever read or rewritten."""
+    where = f"{out_dir / MANIFEST}: key 'graphs.{name}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}' must be an object, got {type(entry).__name__}")
+    rel = entry.get("file")
+    if not isinstance(rel, str) or not rel:
+        raise ValueError(f"{where}.file' must be a path relative to the collection, got {rel!r}")
+    root = out_dir.resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root):
+        raise ValueError(f"{where}.file' is {rel!r}, which leads outside the collection directory {out_dir}; "
+                         "refusing to read or rewrite it")
+    return path
 
 
 # --- one graph: configurations, driver compile ------------------------------------------------
@@ -251,19 +276,30 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
     before_first: called once before the first process that must run (the driver compile).
     Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
     time, its compile/load time, whether the machine was quiet). A job file that differs from
-    the one the kept results were measured with discards them.
+    the one the kept results were measured with discards them. A result is kept only when it is
+    the file of a process this driver (or an earlier one) saw finish and recorded in
+    ``<prefix>-done.json`` (its SHA-256): a file written by anything else, e.g. a measuring process
+    orphaned by a killed driver, is measured again.
     """
     work.mkdir(parents=True, exist_ok=True)
     job_path = work / f"{prefix}-job.json"
+    ledger_path = work / f"{prefix}-done.json"
     text = json.dumps(job, sort_keys=True)
     if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
         for old in work.glob(f"{prefix}[0-9]*.npz"):  # measured for another job
             old.unlink()
+        ledger_path.unlink(missing_ok=True)
         atomic_write_text(job_path, text)
+    ledger = _read_ledger(ledger_path)
     rows, records = [], []
     for p in range(cross.processes):
         out = work / f"{prefix}{p}.npz"
-        if not out.exists():
+        data = out.read_bytes() if out.exists() else None
+        if data is not None and ledger.get(str(p)) != _sha256(data):
+            # not the result of a process this driver saw finish (e.g. an orphan of a killed run): measure again
+            out.unlink()
+            data = None
+        if data is None:
             if before_first is not None:
                 before_first()
                 before_first = None
@@ -274,10 +310,13 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
             t0 = time.perf_counter()
             run_worker(job_path, p, out, cross.core(), cross.worker_timeout_s)
             wall = round(time.perf_counter() - t0, 2)
+            data = out.read_bytes()
+            ledger[str(p)] = _sha256(data)  # recorded: a later resume may adopt exactly this file
+            atomic_write_json(ledger, ledger_path)
             rec_extra = {"waited_s": quiet["waited_s"], "quiet": quiet["quiet"], "wall_s": wall}
         else:
             rec_extra = {"resumed": True}
-        with np.load(out, allow_pickle=False) as z:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
             rows.append(np.asarray(z["runtime_ns"], np.float64))
             records.append({"load_start": _list(z["loadavg_start"]), "load_end": _list(z["loadavg_end"]),
                             "compile_or_load_s": round(float(z["compile_s"]), 2), "core": int(z["core"]), **rec_extra})
@@ -285,6 +324,20 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
     if any(len(r) != k for r in rows):
         raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
     return np.stack(rows, axis=1), records  # (K, P)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_ledger(path: Path) -> dict[str, str]:
+    """The finished processes of a graph's work area, ``{process: sha256 of its result file}``;
+    empty when missing or unreadable (then every result is measured again)."""
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return {str(k): v for k, v in ledger.items() if isinstance(v, str)} if isinstance(ledger, dict) else {}
 
 
 def _list(a) -> list:
@@ -347,12 +400,12 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     from graphcost.frontend.measure_worker import persistent_cache
 
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = load_manifest(out_dir, options)
-    options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-    with persistent_cache(options.cache_dir):
-        _collect(specs, out_dir, options, manifest, progress)
-    _cleanup(out_dir, manifest, specs)
+    with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        with persistent_cache(options.cache_dir):
+            _collect(specs, out_dir, options, manifest, progress)
+        _cleanup(out_dir, manifest, specs)
     return manifest
 
 
@@ -401,7 +454,7 @@ def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, k
 def pending(specs: list[ProgramSpec], out_dir: Path, manifest: dict) -> list[ProgramSpec]:
     """The programs of `specs` without a finished graph (file present and listed in the manifest)."""
     graphs = manifest["graphs"]
-    return [s for s in specs if not (s.name in graphs and (out_dir / graphs[s.name]["file"]).exists())]
+    return [s for s in specs if not (s.name in graphs and graph_file(out_dir, s.name, graphs[s.name]).exists())]
 
 
 def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
@@ -417,11 +470,12 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     out_dir = Path(out_dir)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
-    manifest = load_manifest(out_dir, options)
-    options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-    with persistent_cache(options.cache_dir):
-        _repeat(out_dir, options, manifest, progress)
-    _cleanup(out_dir, manifest, None)
+    with lock_dir(out_dir):
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        with persistent_cache(options.cache_dir):
+            _repeat(out_dir, options, manifest, progress)
+        _cleanup(out_dir, manifest, None)
     return manifest
 
 
@@ -438,14 +492,17 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
     try:
         for name in todo:
             entry = manifest["graphs"][name]
-            path = out_dir / entry["file"]
+            path = graph_file(out_dir, name, entry)
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{name}: prepare")
-            gj = _prepare(get_program(name), options)
-            with np.load(path, allow_pickle=False) as z:
-                stored = {k: z[k] for k in z.files}
+            try:
+                spec = get_program(name)
+            except ValueError as exc:
+                raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
+            stored = _read_graph(path)
+            gj = _prepare(spec, options)
             feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
-            if not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
+            if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
                 raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "
                                  "(another graphcost version?); a repeat must measure the same configurations")
             timing = {"compile_s": 0.0}
@@ -466,6 +523,20 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             bar.update(1)
     finally:
         bar.close()
+
+
+def _read_graph(path: Path) -> dict:
+    """Every array of a collected npz (no pickles); ValueError naming the file when it is missing or damaged."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            stored = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: cannot read the collected graph ({type(exc).__name__}: {exc})") from None
+    if "config_runtime" not in stored:
+        raise ValueError(f"{path}: key 'config_runtime' is missing (not a collected graph)")
+    return stored
 
 
 def _now() -> str:

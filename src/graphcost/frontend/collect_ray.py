@@ -120,7 +120,9 @@ def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> N
 
     cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), "0", str(out),
            "--compile-only", str(max(1, threads))]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    from graphcost.frontend.protocol import die_with_parent
+
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
     if proc.returncode != 0 or not out.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"{job_path}: compiling failed (exit {proc.returncode}): {last}")
@@ -147,6 +149,26 @@ def _json(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
+def check_reachable(address: str | None, timeout_s: float = 10.0) -> None:
+    """Refuse (ValueError, one line naming --ray-address) a cluster address where nothing answers:
+    Ray itself retries an unreachable address without end. ``host:port`` and ``ray://host:port`` are
+    probed with one TCP connection bounded by `timeout_s`; None and ``auto`` (a local cluster) are not."""
+    import socket
+
+    if not address or address == "auto" or address.startswith("local"):
+        return
+    target = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"--ray-address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = "no answer within {:g} s".format(timeout_s) if isinstance(exc, TimeoutError) else (exc.strerror or exc)
+        raise ValueError(f"--ray-address {address}: no Ray cluster reachable at {host}:{port} ({why})") from None
+
+
 def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, address: str | None = None,
                 progress: bool = True, init_kwargs: dict | None = None) -> dict:
     """Collect `specs` into `out_dir` on the Ray cluster at `address` (None: a local one). Returns the manifest."""
@@ -154,25 +176,26 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
         import ray
     except ImportError as exc:
         raise ImportError("the Ray backend needs the optional extra: pip install 'graphcost[ray]'") from exc
-    from graphcost.atomic import atomic_write_json
+    from graphcost.atomic import atomic_write_json, lock_dir
     from graphcost.frontend.collect import MANIFEST
 
+    check_reachable(address)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = load_manifest(out_dir, options)
-    splits = assign_splits(specs, options.split_fractions, options.seed)
-    todo = pending(specs, out_dir, manifest)
-    env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False, **(init_kwargs or {}))
-    try:
-        _run(ray, specs, todo, splits, out_dir, manifest, options, progress)
-    finally:
+    with lock_dir(out_dir):  # one collection at a time per directory
+        manifest = load_manifest(out_dir, options)
+        splits = assign_splits(specs, options.split_fractions, options.seed)
+        todo = pending(specs, out_dir, manifest)
+        env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
+        started = not ray.is_initialized()
         if started:
-            ray.shutdown()
-    manifest["environment"]["loadavg_end"] = load_average()
-    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+            ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False, **(init_kwargs or {}))
+        try:
+            _run(ray, specs, todo, splits, out_dir, manifest, options, progress)
+        finally:
+            if started:
+                ray.shutdown()
+        manifest["environment"]["loadavg_end"] = load_average()
+        atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
     return manifest
 
 

@@ -106,9 +106,34 @@ def wait_for_quiet(max_load: float, max_wait_s: float, status: Callable[[str], N
         waited += step_s
 
 
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child process receive SIGKILL when its parent dies, even by
+    SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``; kept across exec), so a killed driver leaves no
+    measuring process behind. None where the platform has no such call."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: nobody would send the signal
+            os._exit(1)
+
+    return preexec
+
+
 def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
                env: dict | None = None) -> None:
-    """Run one fresh measuring process (``python -m graphcost.frontend.measure_worker``).
+    """Run one fresh measuring process (``python -m graphcost.frontend.measure_worker``); it is
+    killed with its parent (`die_with_parent`).
 
     Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
     """
@@ -116,7 +141,8 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
     if core is not None:
         cmd += ["--core", str(core)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),
+                              preexec_fn=die_with_parent())
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"{job_path}: measuring process {process} ran past {timeout_s:.0f}s") from exc
     if proc.returncode != 0 or not out_path.exists():

@@ -126,8 +126,8 @@ def _read_done(path: Path) -> dict:
     the file and the field when it is damaged."""
     try:
         info = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ckpt.CheckpointError(f"{path}: not a readable JSON file ({exc})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ckpt.CheckpointError(f"{path}: not a readable JSON file ({type(exc).__name__}: {exc})") from None
     score = info.get("best_score") if isinstance(info, dict) else None
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise ckpt.CheckpointError(f"{path}: field 'best_score' must be a number, got {score!r}")
@@ -168,7 +168,7 @@ def ensemble_members(manifest: Path) -> list[Path]:
     directory; CheckpointError naming the file and the field otherwise."""
     try:
         data = json.loads(manifest.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ckpt.CheckpointError(f"{manifest}: not a readable JSON file ({exc})") from None
     members = data.get("members") if isinstance(data, dict) else None
     if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):

@@ -76,12 +76,41 @@ def rank_original(predictor, prepared, twin: np.ndarray) -> tuple[np.ndarray, np
         first = int(np.argmax(bad))
         source = np.asarray(prepared.config_source_index)
         config = int(source[first]) if len(source) else first  # index in the file
-        raise ValueError(
-            f"{prepared.source or prepared.name}: {models} gave {int(bad.sum())} non-finite score(s) of "
-            f"{bad.size} (first: {kept_scores[first]} for configuration {config}); are the checkpoint's weights finite?"
-        )
+        head = (f"{prepared.source or prepared.name}: {models} gave {int(bad.sum())} non-finite score(s) of "
+                f"{bad.size} (first: {kept_scores[first]} for configuration {config})")
+        if not _weights_finite(predictor):
+            raise ValueError(f"{head}; the checkpoint's weights are not all finite")
+        key, value = _largest_feature(prepared)
+        raise ValueError(f"{head}; the checkpoint's weights are finite, but the graph's features overflow it: "
+                         f"key '{key}' holds {value:.3g}")
     scores = kept_scores[twin]  # (K_orig,)
     return np.argsort(scores, kind="stable"), scores
+
+
+def _weights_finite(predictor) -> bool:
+    """Whether every parameter of every model of `predictor` is finite (True when it has none to check)."""
+    import torch
+
+    for member in getattr(predictor, "members", []):
+        model = member[0] if isinstance(member, tuple) else member
+        params = getattr(model, "parameters", None)
+        if params is not None and not all(bool(torch.isfinite(p).all()) for p in params()):
+            return False
+    return True
+
+
+def _largest_feature(prepared) -> tuple[str, float]:
+    """(npz key, value) of the float feature of largest magnitude in `prepared` (node or tile config features)."""
+    best = ("node_feat", 0.0)
+    for key in ("node_feat", "config_feat"):
+        arr = getattr(prepared, key, None)
+        if arr is None or np.asarray(arr).size == 0:
+            continue
+        arr = np.asarray(arr, np.float64)
+        i = int(np.argmax(np.where(np.isfinite(arr), np.abs(arr), np.inf)))
+        if not abs(arr.flat[i]) <= abs(best[1]):
+            best = (key, float(arr.flat[i]))
+    return best
 
 
 def submission_id(collection: str, path: str | Path) -> str:
@@ -134,6 +163,11 @@ def read_submission(path: str | Path) -> list[tuple[str, str]]:
         for line, row in enumerate(reader, start=2):
             if len(row) != 2 or not row[0] or not all(t.isdigit() for t in row[1].split(";")):
                 raise ValueError(f"{path}:{line}: expected '<collection>:<graph>,i;j;k', got {row}")
+            configs = [int(t) for t in row[1].split(";")]
+            if len(set(configs)) != len(configs):  # a ranking lists each configuration once
+                twice = sorted({c for c in configs if configs.count(c) > 1})
+                raise ValueError(f"{path}:{line}: TopConfigs of {row[0]!r} lists configuration(s) "
+                                 f"{', '.join(map(str, twice))} more than once")
             rows.append((row[0], row[1]))
     return rows
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.tuning.tuner import TunedConfig, load_best
+from graphcost.tuning.tuner import TunedConfig, check_best, load_best
 
 
 def _as_config(best) -> TunedConfig:
@@ -22,8 +22,7 @@ def _as_config(best) -> TunedConfig:
     if isinstance(best, (str, Path)):
         return load_best(best)
     if isinstance(best, dict):
-        return TunedConfig(**{k: best.get(k, d) for k, d in
-                              (("space", "flags"), ("codes", []), ("compiler_options", {}), ("flags", {}), ("layouts", []))})
+        return check_best(best, "the tuned configuration", defaults=True)
     raise TypeError(f"expected a TunedConfig, a best.json path or its dict, got {type(best).__name__}")
 
 
@@ -66,6 +65,23 @@ def compile_for(fn: Callable, args: tuple, best) -> Callable:
     return run
 
 
+def check_options(options: dict, where: str | Path) -> None:
+    """Compile a trivial program with the XLA `options`, so an option XLA does not know (or a value it
+    refuses) is a ValueError naming `where` when the configuration is applied, not at the first call."""
+    if not options:
+        return
+    import jax
+    import jax.numpy as jnp
+
+    from graphcost.frontend.jax_program import compile_lowered
+
+    try:
+        compile_lowered(jax.jit(lambda x: x + 1).lower(jnp.zeros(1)), dict(options))
+    except Exception as exc:  # noqa: BLE001 - XLA's error, in one line
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise ValueError(f"{where}: field 'compiler_options': XLA refuses them ({text})") from None
+
+
 def compile_with(fn: Callable, best) -> Callable:
     """``fn`` compiled with the tuned configuration `best` (a `TunedConfig`, best.json path or dict).
 
@@ -75,6 +91,7 @@ def compile_with(fn: Callable, best) -> Callable:
     import jax
 
     cfg = _as_config(best)
+    check_options(cfg.compiler_options, best if isinstance(best, (str, Path)) else "the tuned configuration")
     cache: dict = {}
 
     def run(*args):

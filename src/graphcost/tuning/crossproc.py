@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.frontend.measure import Protocol, measure_executables
+from graphcost.frontend.protocol import die_with_parent
 from graphcost.tuning.space import Codes
 
 
@@ -59,7 +60,8 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
                 "configs": [list(c) for c in configs], "cache_dir": str(cache_dir) if cache_dir else None,
                 "protocol": asdict(replace(protocol, seed=protocol.seed + 7 * p))}))
             proc = subprocess.run([sys.executable, "-m", "graphcost.tuning.worker", str(req), str(res)],
-                                  capture_output=True, text=True, timeout=timeout, env=os.environ.copy())
+                                  capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
+                                  preexec_fn=die_with_parent())  # a killed tune leaves no worker behind
             if proc.returncode != 0 or not res.exists():
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
                 raise RuntimeError(f"measuring worker {p} failed (exit {proc.returncode}): {last}")

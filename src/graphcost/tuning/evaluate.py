@@ -7,9 +7,10 @@ For a batch of configurations (`Evaluator.evaluate`):
    configuration as failed;
 2. its outputs on the example arguments are compared with the DEFAULT configuration's:
    same tree, shapes and dtypes; integers and booleans equal; floats within
-   ``|x - ref| <= atol * max(1, max|ref|) + rtol * |ref|`` elementwise (NaN only where the
-   reference is NaN). A configuration that disagrees is rejected as ``wrong_output``: the tuner
-   never returns a faster but wrong program;
+   ``|x - ref| <= atol * max(1, max|ref|) + rtol * |ref|`` elementwise; a non-finite value
+   matches only the same value (the same infinity, NaN where the reference is NaN). A
+   configuration that disagrees is rejected as ``wrong_output``: the tuner never returns a
+   faster but wrong program;
 3. a probe (fastest of 3 calls) longer than `slow_limit` times the default's is recorded as ``too_slow``;
 4. the survivors are timed together WITH the default configuration by the interleaved protocol
    (`graphcost.frontend.measure.measure_interleaved`), and each gets
@@ -86,10 +87,13 @@ def compare_outputs(got: list[np.ndarray], ref: list[np.ndarray], rtol: float, a
         g64, r64 = g.astype(np.float64), r.astype(np.float64)
         finite = np.isfinite(r64)
         scale = float(np.max(np.abs(r64[finite]))) if finite.any() else 1.0
-        diff = np.abs(g64 - r64)
-        bad = ~(diff <= atol * max(1.0, scale) + rtol * np.abs(r64))
-        bad &= ~(np.isnan(g64) & np.isnan(r64))
-        bad |= np.isnan(g64) != np.isnan(r64)
+        finite_pair = np.isfinite(g64) & finite
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(g64 - r64)  # NaN where both are the same infinity
+            bad = ~(diff <= atol * max(1.0, scale) + rtol * np.abs(np.where(finite, r64, 0.0)))
+        # a non-finite value on either side matches only the same infinity, or a NaN where the default has NaN
+        same = (g64 == r64) | (np.isnan(g64) & np.isnan(r64))
+        bad = np.where(finite_pair, bad, ~same)
         if bad.any():
             worst = float(np.nanmax(np.where(bad, diff, 0.0))) if np.isfinite(diff[bad]).any() else float("nan")
             return (f"output {i}: {int(bad.sum())} of {r.size} values differ from the default's "

@@ -34,24 +34,116 @@ def load_program(ref: str) -> tuple[Callable, tuple, str]:
         sys.path.insert(0, str(path.parent))  # the file may import its siblings
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - the user's module failed; say so in one line
-            raise ProgramError(f"{ref}: importing {path.name} failed: {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's module failed; say so in one line
+            raise ProgramError(f"{ref}: importing {path.name} failed: {_why(exc)}") from None
         finally:
             sys.path.remove(str(path.parent))
     else:
         name = target.rsplit(".", 1)[-1]
         try:
             module = importlib.import_module(target)
-        except Exception as exc:  # noqa: BLE001
-            raise ProgramError(f"{ref}: importing module {target} failed: {type(exc).__name__}: {exc}") from None
+        except (Exception, SystemExit) as exc:  # noqa: BLE001
+            raise ProgramError(f"{ref}: importing module {target} failed: {_why(exc)}") from None
     make = getattr(module, attr, None)
     if not callable(make):
         raise ProgramError(f"{ref}: {target} has no function {attr!r}")
     try:
         made = make()
-    except Exception as exc:  # noqa: BLE001
-        raise ProgramError(f"{ref}: {attr}() raised {type(exc).__name__}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() in make() too: a message, not a silent exit
+        raise ProgramError(f"{ref}: {attr}() {'called' if isinstance(exc, SystemExit) else 'raised'} "
+                           f"{_why(exc)}") from None
     if not (isinstance(made, tuple) and len(made) == 2 and callable(made[0]) and isinstance(made[1], (tuple, list))):
         raise ProgramError(f"{ref}: {attr}() must return (fn, example_args) with example_args a tuple, "
                            f"got {type(made).__name__}")
     return made[0], tuple(made[1]), name
+
+
+def prepare_program(fn: Callable, args: tuple, name: str, ref: str | None = None):
+    """A `TuneProgram` of ``fn(*args)``, lowered once (JAX traces it on the example arguments).
+
+    ProgramError, in one line naming `ref` (or `name`), when JAX cannot trace the function: a
+    non-JAX function, an example argument JAX does not accept (a string), numpy on traced values.
+    """
+    from graphcost.tuning.space import TuneProgram
+
+    who = ref or name
+    try:
+        program = TuneProgram(fn, args, name)
+        program.lower()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the user's function or arguments; said in one line
+        raise ProgramError(f"{who}: JAX cannot trace the function on its example arguments: {_why(exc)}") from None
+    return program
+
+
+def _why(exc: BaseException, limit: int = 300) -> str:
+    """An exception of the user's code in one line (``sys.exit(N)`` as such)."""
+    if isinstance(exc, SystemExit):
+        return f"sys.exit({exc.code!r})"
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def program_file(ref: str) -> Path | None:
+    """The resolved file of a ``FILE.py:FUNCTION`` reference (None for ``MODULE:FUNCTION``)."""
+    target = ref.rpartition(":")[0]
+    return Path(target).expanduser().resolve() if target.endswith(".py") else None
+
+
+def check_in_child(ref: str, timeout_s: float) -> None:
+    """Prepare the program of `ref` in a fresh process: import, ``make()``, trace, compile the default
+    and call it once, within `timeout_s` seconds. ProgramError, in one line naming `ref`, when that
+    raises, exits, is killed by a signal (``os.abort()``, a crash) or runs past the timeout (an endless
+    loop): failures the tuning process itself could not report, or would hang on."""
+    import signal
+    import subprocess
+
+    from graphcost.frontend.protocol import die_with_parent
+
+    cmd = [sys.executable, "-m", "graphcost.tuning.program", ref]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
+    except subprocess.TimeoutExpired:
+        raise ProgramError(f"{ref}: preparing the program (import, make(), tracing, compiling and one call of the "
+                           f"default) took longer than --prepare-timeout {timeout_s:g} s; an endless loop?") from None
+    if proc.returncode == 0:
+        return
+    if proc.returncode < 0:
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        raise ProgramError(f"{ref}: preparing the program killed its process with {sig} (os.abort() or a crash in "
+                           "make(), the function or its compilation)")
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    if errors:
+        raise ProgramError(errors[-1][len("error: "):])
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    raise ProgramError(f"{ref}: preparing the program ended its process with exit status {proc.returncode} "
+                       f"(os._exit()?): {last}")
+
+
+def _prepare_here(ref: str) -> int:
+    """The child of `check_in_child`: 0 when the program prepares and runs, else 3 with an ``error:`` line."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an os.abort() of the user's code leaves no core file
+    except (ImportError, ValueError, OSError):
+        pass
+    try:
+        fn, args, name = load_program(ref)
+        program = prepare_program(fn, args, name, ref)
+        import jax
+
+        jax.block_until_ready(program.lower().compile()(*program.flat_args))
+    except ProgramError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - compiling or running the default failed
+        print(f"error: {ref}: compiling or running the default configuration failed: {_why(exc)}", file=sys.stderr)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_prepare_here(sys.argv[1]))

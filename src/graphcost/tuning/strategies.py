@@ -38,7 +38,8 @@ class Strategy:
         self.space = space
         self.rng = np.random.default_rng(seed)
 
-    def propose(self, history: list[Trial], n: int) -> list[Codes]:
+    def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
+        """Up to `n` new configurations, none in `history` nor in `busy` (being measured by another worker)."""
         raise NotImplementedError
 
 
@@ -52,8 +53,8 @@ class RandomSearch(Strategy):
             every = space.enumerate()[1:]  # the default is measured with every batch anyway
             self.order = [every[i] for i in self.rng.permutation(len(every))]
 
-    def propose(self, history, n):
-        seen = {t.codes for t in history} | {self.space.default()}
+    def propose(self, history, n, busy=frozenset()):
+        seen = {t.codes for t in history} | {self.space.default()} | set(busy)
         if self.order is not None:
             return [c for c in self.order if c not in seen][:n]
         out = []
@@ -151,9 +152,9 @@ class ModelSearch(Strategy):
                 self.pool.append(c)
             self.prior = np.concatenate([self.prior, scores])
 
-    def propose(self, history, n):
+    def propose(self, history, n, busy=frozenset()):
         measured = [t for t in history if t.status == OK]
-        exclude = {t.codes for t in history} | {self.space.default()}
+        exclude = {t.codes for t in history} | {self.space.default()} | set(busy)
         predicted = self.prior
         if self.online and measured:
             top = sorted(measured, key=lambda t: t.ratio)[:3]

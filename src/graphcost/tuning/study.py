@@ -8,21 +8,40 @@ keep their status; they count against the budget like measured ones (they cost a
 The storage is any Optuna storage URL: a SQLite file by default (``OUT/study.db``), or an RDB
 server (``postgresql://…``, ``mysql://…``) that workers on several machines share: each worker
 runs the same ``graphcost tune`` command with ``--storage URL``, and the budget is for the
-study as a whole. A run that was killed resumes from what the storage holds: measured trials are
-never measured again; a trial this host had asked for but never finished (a TPE proposal
-in flight when the process died) is closed as failed without a status and does not count.
+study as a whole.
+
+The shared budget: before a worker measures a configuration it reserves it as a RUNNING trial
+(`reserve`, or `ask` for TPE). The budget is used by the finished trials (measured or failed)
+and the RUNNING ones, counted in the storage before every round (`used`). Two workers that count
+at the same moment may both reserve; after reserving, only the first `budget` counted trials in
+the storage's order are kept and the others are closed unmeasured as ``over_budget``
+(`within_budget`), so the study never measures more than its budget. A reservation carries a
+lease (`lease_s`, renewed while it is measured, `leased`); a RUNNING trial whose lease ran out
+(its worker was killed, or lost) or whose owner process on this host is gone is closed as failed
+without a status and no longer counts (`fail_stale`). Leases compare wall clocks: the machines
+of one study need clocks that agree to well within `lease_s`.
+
+A run that was killed resumes from what the storage holds: measured trials are never measured
+again; an interrupted worker closes its reservations itself (an exception, Ctrl-C), a killed
+one's are closed by the next worker.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from graphcost.tuning.evaluate import FAILED, OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
+OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured
+NOT_COUNTED = (DUPLICATE, OVER_BUDGET)
+LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
 
 
 def _owner() -> str:
@@ -42,41 +61,125 @@ def _pid_alive(owner: str) -> bool:
     return True
 
 
-class Study:
-    """An Optuna study holding one strategy's trials for one program and space."""
+# the password: up to the last "@" before any "/" (an "@" in it), else up to the first "@" (a "/" in it)
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?:[^\s/]*@|[^\s@'\"]*@)")
 
-    def __init__(self, storage: str | None, name: str, space: Space, sampler=None):
+
+def mask_url(text: str | None) -> str:
+    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``) replaced by
+    ``***``: storage URLs and the database errors that quote them are shown and logged only masked."""
+    return _URL_PASSWORD.sub(r"\g<head>***@", "" if text is None else str(text))
+
+
+def _storage_error(storage: str, exc: BaseException) -> ValueError:
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return ValueError(mask_url(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})"))
+
+
+def open_storage(storage: str, attempts: int = 5):
+    """The Optuna storage behind URL `storage`, its tables created if needed; ValueError in one line
+    when it cannot be opened (a damaged file, an unreachable server, a bad URL).
+
+    Two processes that create the same new storage at once race to create its tables and its
+    schema version row (SQLite: ``table studies already exists``, ``UNIQUE constraint failed:
+    alembic_version.version_num``, ``database is locked``): the loser retries, and then finds them made."""
+    import time
+
+    import optuna
+
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.get_storage(storage)
+        except Exception as exc:  # noqa: BLE001
+            text = str(exc)
+            raced = ("already exists" in text or "database is locked" in text
+                     or type(exc).__name__ == "IntegrityError")  # the other creator was first
+            if raced and attempt + 1 < attempts:
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise _storage_error(storage, exc) from None
+    raise AssertionError("unreachable")
+
+
+def program_fingerprint(program, space: Space) -> str:
+    """What a study's measurements are valid for: a SHA-256 (16 hex digits) of the program's lowered,
+    unconstrained module (StableHLO text, without source locations) and of the space's dimensions
+    and choices. Two programs with the same fingerprint compile the same module under each
+    configuration; anything else is another program."""
+    import hashlib
+    import json
+
+    dims = [[d.name, [repr(c) for c in d.choices]] for d in space.dims]
+    h = hashlib.sha256(program.lower().as_text().encode("utf-8"))
+    h.update(json.dumps([space.name, dims]).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+class Study:
+    """An Optuna study holding one strategy's trials for one program and space.
+
+    fingerprint: `program_fingerprint` of what is measured; a study already holding trials of
+    another fingerprint (or trials recorded before fingerprints existed) is refused.
+    """
+
+    def __init__(self, storage: str | None, name: str, space: Space, sampler=None, fingerprint: str | None = None,
+                 lease_s: float = LEASE_S):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self.space = space
+        self.space, self.lease_s = space, float(lease_s)
         self.distributions = {d.name: optuna.distributions.CategoricalDistribution(list(range(len(d.choices))))
                               for d in space.dims}
         if len(self.distributions) != len(space.dims):
             raise ValueError(f"the {space.name} space has duplicate dimension names")
+        backend = open_storage(storage) if storage is not None else None
         try:
-            self.study = optuna.create_study(storage=storage, study_name=name, direction="minimize",
+            self.study = optuna.create_study(storage=backend, study_name=name, direction="minimize",
                                              sampler=sampler, load_if_exists=True)
         except Exception as exc:  # noqa: BLE001 - a damaged file or an unreachable server, said in one line
-            first = (str(exc).strip().splitlines() or [""])[0]
-            raise ValueError(f"{storage}: cannot open the study storage ({type(exc).__name__}: {first})") from None
+            raise _storage_error(storage, exc) from None
         attrs = self.study.user_attrs
         signature = [space.name, [d.name for d in space.dims], [len(d.choices) for d in space.dims]]
         if "signature" not in attrs:
             self.study.set_user_attr("signature", signature)
         elif attrs["signature"] != signature:
-            raise ValueError(f"study {name!r} in {storage} was made for another program or space "
+            raise ValueError(f"study {name!r} in {mask_url(storage)} was made for another program or space "
                              f"({attrs['signature'][0]}, {len(attrs['signature'][1])} dimensions); "
                              "use another --out / --study, or --overwrite")
-        self._close_orphans()
+        if fingerprint is not None:
+            self._check_fingerprint(storage, name, fingerprint)
+        self.fail_stale()
 
-    def _close_orphans(self) -> None:
+    def _check_fingerprint(self, storage: str | None, name: str, fingerprint: str) -> None:
+        """Refuse (ValueError, one line) a study whose trials measured another program or space."""
+        old = self.study.user_attrs.get("fingerprint")
+        if old == fingerprint:
+            return
+        if old is None and not self.study.get_trials(deepcopy=False):
+            self.study.set_user_attr("fingerprint", fingerprint)
+            return
+        what = (f"another program or space (fingerprint {old}, this one {fingerprint})" if old is not None else
+                "a program of unknown fingerprint (recorded by an older graphcost)")
+        raise ValueError(f"study {name!r} in {mask_url(storage or 'memory')} holds measurements of {what}; none of "
+                         "them apply here: pass --study NAME to start a new study, another --out, or --overwrite")
+
+    def fail_stale(self) -> list[int]:
+        """Close, as failed without a status (not counted), every RUNNING trial whose lease has run out
+        or whose owner process on this host is gone; the numbers of the trials closed."""
+        import time
+
         import optuna
 
+        closed, now = [], time.time()
         for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             owner = t.user_attrs.get("owner", "")
-            if owner and not _pid_alive(owner):  # a FAIL trial without a FAILED status does not count
-                self.study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+            until = t.user_attrs.get("lease_until")
+            if until is None:  # asked, lease not yet written: the start time stands for it
+                until = (t.datetime_start.timestamp() if t.datetime_start else now) + self.lease_s
+            if (owner and not _pid_alive(owner)) or float(until) < now:
+                self.study.tell(t.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+                closed.append(t.number)
+        return closed
 
     # -- reading -----------------------------------------------------------------------------
     def trials(self) -> list[Trial]:
@@ -95,10 +198,38 @@ class Study:
         return out
 
     def _trial(self, t, status: str, value) -> Trial:
-        codes = tuple(int(t.params[d.name]) for d in self.space.dims)
         a = t.user_attrs
+        codes = (tuple(int(c) for c in a["codes"]) if "codes" in a  # a snapped proposal (`measures`)
+                 else tuple(int(t.params[d.name]) for d in self.space.dims))
         return Trial(codes, status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
                      error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
+
+    def used(self) -> list[int]:
+        """Numbers, in order, of the trials that use the budget: finished ones (measured or failed) and
+        RUNNING ones (reserved by a worker), but not duplicates, over-budget or interrupted ones."""
+        import optuna
+
+        S = optuna.trial.TrialState
+        out = []
+        for t in self.study.get_trials(deepcopy=False, states=(S.COMPLETE, S.FAIL, S.RUNNING)):
+            status = t.user_attrs.get("status")
+            if ((t.state == S.RUNNING and status not in NOT_COUNTED) or (t.state == S.COMPLETE and status == OK)
+                    or (t.state == S.FAIL and status in FAILED)):
+                out.append(t.number)
+        return sorted(out)
+
+    def busy(self) -> frozenset:
+        """The configurations of the RUNNING trials that use the budget: being measured by some worker."""
+        import optuna
+
+        out = set()
+        for t in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            a = t.user_attrs
+            if a.get("status") in NOT_COUNTED or len(t.params) != len(self.space.dims):
+                continue
+            out.add(tuple(int(c) for c in a["codes"]) if "codes" in a
+                    else tuple(int(t.params[d.name]) for d in self.space.dims))
+        return frozenset(out)
 
     # -- writing -----------------------------------------------------------------------------
     def _attrs(self, trial: Trial) -> dict[str, Any]:
@@ -117,11 +248,88 @@ class Study:
             params=self.params(trial.codes), distributions=self.distributions, user_attrs=self._attrs(trial),
             value=trial.ratio if trial.status == OK else None, state=state))
 
+    def _lease_attrs(self) -> dict[str, Any]:
+        import time
+
+        return {"owner": _owner(), "lease_until": time.time() + self.lease_s}
+
     def ask(self):
-        """A new trial from the study's sampler (TPE): (optuna trial, codes)."""
+        """A new trial from the study's sampler (TPE), reserved with a lease: (optuna trial, codes)."""
         trial = self.study.ask(self.distributions)
-        trial.set_user_attr("owner", _owner())
+        for k, v in self._lease_attrs().items():
+            trial.set_user_attr(k, v)
         return trial, tuple(int(trial.params[d.name]) for d in self.space.dims)
+
+    def measures(self, handle, codes: Codes) -> None:
+        """Record that the sampler's trial `handle` measures `codes` instead of its own parameters (a
+        proposal snapped to a measurable configuration, `Space.snap`): `trials` reports `codes`."""
+        handle.set_user_attr("codes", [int(c) for c in codes])
+
+    def reserve(self, batch: list[Codes]) -> list:
+        """Reserve each configuration of `batch` as a RUNNING trial with a lease; their handles."""
+        import optuna
+
+        handles = []
+        for codes in batch:
+            frozen = optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING, params=self.params(codes),
+                                               distributions=self.distributions, user_attrs=self._lease_attrs())
+            # Study.add_trial does the same, but does not say which trial it made
+            trial_id = self.study._storage.create_new_trial(self.study._study_id, template_trial=frozen)
+            handles.append(optuna.trial.Trial(self.study, trial_id))
+        return handles
+
+    def within_budget(self, handles: list, budget: int) -> list[int]:
+        """Indices of `handles` among the first `budget` trials that use the budget (`used`); the
+        others (another worker reserved first) are closed unmeasured as ``over_budget``."""
+        first = set(self.used()[:budget])
+        keep = []
+        for i, h in enumerate(handles):
+            if h.number in first:
+                keep.append(i)
+            else:
+                self.release(h, OVER_BUDGET)
+        return keep
+
+    def release(self, handle, status: str | None = None) -> None:
+        """Close a reservation without a measurement: failed, with `status` (None: interrupted); not counted."""
+        import optuna
+
+        try:
+            if status is not None:
+                handle.set_user_attr("status", status)
+            self.study.tell(handle, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass  # already closed as stale by another worker
+
+    @contextmanager
+    def leased(self, handles: list) -> Iterator[None]:
+        """Renew the leases of `handles` while the block runs (they are being measured); if the block
+        raises (Ctrl-C, an error), release them, so they stop counting against the budget."""
+        import threading
+        import time
+
+        stop = threading.Event()
+
+        def renew() -> None:
+            while not stop.wait(self.lease_s / 4):
+                for h in handles:
+                    try:
+                        h.set_user_attr("lease_until", time.time() + self.lease_s)
+                    except Exception:  # noqa: BLE001 - finished meanwhile, or the storage hiccuped: next time
+                        pass
+
+        thread = threading.Thread(target=renew, name="graphcost-lease", daemon=True)
+        thread.start()
+        try:
+            yield
+        except BaseException:
+            stop.set()
+            thread.join()
+            for h in handles:
+                self.release(h)
+            raise
+        stop.set()
+        thread.join()
 
     def tell_known(self, handle, ratio: float | None) -> None:
         """Close a sampler proposal that repeats a known configuration with its known ratio (1.0 for
@@ -135,12 +343,18 @@ class Study:
             self.study.tell(handle, ratio)
 
     def tell(self, handle, trial: Trial) -> None:
-        """Finish a trial obtained from `ask` with its measurement."""
+        """Finish a trial obtained from `ask` or `reserve` with its measurement. If another worker
+        closed it meanwhile (its lease ran out), the measurement is recorded as a new trial."""
         import optuna
 
-        for k, v in self._attrs(trial).items():
-            handle.set_user_attr(k, v)
-        if trial.status == OK:
-            self.study.tell(handle, trial.ratio)
-        else:
-            self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
+        try:
+            for k, v in self._attrs(trial).items():
+                handle.set_user_attr(k, v)
+            if trial.status == OK:
+                self.study.tell(handle, trial.ratio)
+            else:
+                self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
+        except (optuna.exceptions.UpdateFinishedTrialError, ValueError) as exc:
+            if isinstance(exc, ValueError) and "Cannot tell a" not in str(exc):
+                raise
+            self.add(trial)

@@ -85,54 +85,88 @@ def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+class TuneInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `tune`; `measured`: how many configurations this run measured and stored (its
+    study keeps them for ``--resume``)."""
+
+    def __init__(self, measured: int):
+        super().__init__(measured)
+        self.measured = measured
+
+
+def _check_counts(**counts) -> None:
+    """ValueError naming the first argument that is not an integer >= 1 (e.g. ``round_size=0``)."""
+    for key, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+
+
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
-                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree") -> list[Trial]:
-    """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials."""
+                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree",
+                 fingerprint: str | None = None) -> list[Trial]:
+    """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
+
+    fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
+    fingerprint is refused (ValueError) instead of resumed."""
     from graphcost.tuning.study import Study
 
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name.startswith("model") and scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
+    _check_counts(budget=budget, round_size=round_size)
     sampler = tpe_sampler(seed, budget) if name == "tpe" else None
-    study = Study(storage, f"{study_name}:{name}", space, sampler=sampler)
-    history = study.trials()
+    study = Study(storage, f"{study_name}:{name}", space, sampler=sampler, fingerprint=fingerprint)
     if name == "random":
         strategy = RandomSearch(space, seed)
     elif name.startswith("model"):
         strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
                                learner=learner)
-    rnd = max((t.round for t in history), default=-1) + 1
-    while len(history) < budget:
-        n = min(round_size, budget - len(history))
-        handles = None
+    rnd = max((t.round for t in study.trials()), default=-1) + 1
+    while True:  # the budget is the study's: counted in the storage before every round (study module docstring)
+        study.fail_stale()
+        left = budget - len(study.used())
+        if left <= 0:
+            break
+        n = min(round_size, left)
+        history, busy = study.trials(), study.busy()  # busy: in flight at another worker, not proposed again
         if name == "tpe":
-            handles, batch = ask_new(study, n, history, space, seed + rnd)
+            handles, batch = ask_new(study, n, history, space, seed + rnd, busy)
         else:
-            batch = strategy.propose(history, n)
+            batch = strategy.propose(history, n, busy)
+            handles = study.reserve(batch)
         if not batch:  # the space is exhausted
             break
-        results = evaluator.evaluate(batch)
-        for i, t in enumerate(results):
-            t.strategy, t.round, t.number = name, rnd, len(history) + i
-            if handles is not None:
-                study.tell(handles[i], t)
-            else:
-                study.add(t)
-        history += results
+        try:
+            keep = study.within_budget(handles, budget)  # another worker may have reserved at the same moment
+        except BaseException:  # Ctrl-C here: the reservations must not keep counting
+            for handle in handles:
+                study.release(handle)
+            raise
+        if not keep:
+            continue
+        handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
+        with study.leased(handles):
+            results = evaluator.evaluate(batch)
+        for handle, t in zip(handles, results):
+            t.strategy, t.round = name, rnd
+            study.tell(handle, t)
         rnd += 1
         if on_round is not None:
             on_round(results)
-    return history
+    return study.trials()
 
 
-def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tuple[list, list[Codes]]:
+def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
+            busy: frozenset = frozenset()) -> tuple[list, list[Codes]]:
     """Up to `n` new configurations from the study's sampler. A proposal of a known configuration
     (the default, a measured or failed one, or one already in this batch) is told its known
-    result without measuring; after 20 such repeats per wanted configuration the rest of the
+    result without measuring; one being measured by another worker (`busy`) is closed as a
+    duplicate without a value; after 20 such repeats per wanted configuration the rest of the
     batch is drawn at random among the unseen and enqueued, so the budget is always spent."""
     known: dict[Codes, float | None] = {t.codes: t.ratio for t in history}
+    known.update({c: None for c in busy if c not in known})
     known[space.default()] = 1.0
     handles, batch, repeats = [], [], 0
     while len(batch) < n:
@@ -143,8 +177,10 @@ def ask_new(study, n: int, history: list[Trial], space: Space, seed: int) -> tup
             for c in unseen:  # asked next, in this order
                 study.study.enqueue_trial(study.params(c))
             repeats = 0
-        handle, codes = study.ask()
-        codes = space.snap(codes, set(known) | set(batch))
+        handle, proposed = study.ask()
+        codes = space.snap(proposed, set(known) | set(batch))
+        if codes is not None and codes != proposed:  # the sampler learns its proposal; the study keeps what is measured
+            study.measures(handle, codes)
         if codes is None:  # nothing left to measure
             study.tell_known(handle, None)
             break
@@ -165,6 +201,9 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
          pool_kwargs: dict | None = None, learner: str = "tree", progress: bool = True) -> TuneResult:
     """Tune ``fn(*args)`` (module docstring) and return a `TuneResult`.
 
+    fn: the function, or a `TuneProgram` already built and lowered (`program.prepare_program`), then
+    without `args`;
+
     model: trained graphcost run(s) (a tile model for flags, a layout model for layouts);
     strategies: default ``["model+online"]`` with a model, ``["tpe"]`` without;
     out: directory for the study, trials, best configuration and plot (None: nothing written,
@@ -175,45 +214,56 @@ def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str
     """
     from tqdm.auto import tqdm
 
-    if budget < 1:
-        raise ValueError(f"budget must be >= 1, got {budget}")
+    _check_counts(budget=budget, round_size=round_size, processes=processes, finalists=finalists)
     runs = [model] if isinstance(model, (str, Path)) else list(model or [])
     strategies = strategies or (["model+online"] if runs else ["tpe"])
     protocol = protocol or Protocol(rounds=5, calls=10, warmup=2, seed=seed)
-    name = name or getattr(fn, "__name__", "program")
-    program = TuneProgram(fn, args, name)
+    if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
+        program, name = fn, name or fn.name
+    else:
+        name = name or getattr(fn, "__name__", "program")
+        program = TuneProgram(fn, args, name)
     sp = make_space(space, program, allow_fast_math)
     out = Path(out) if out is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         storage = storage or _sqlite_url(out / "study.db")
-    evaluator = Evaluator(program, sp, protocol, rtol=rtol, atol=atol)
-    scorer = None
-    if runs:
-        from graphcost.tuning.scoring import GraphModelScorer
+    measured = [0]  # configurations this run measured and stored (said on an interrupt)
+    try:
+        evaluator = Evaluator(program, sp, protocol, rtol=rtol, atol=atol)
+        scorer = None
+        if runs:
+            from graphcost.tuning.scoring import GraphModelScorer
 
-        scorer = GraphModelScorer(runs, program, sp, device=device)
+            scorer = GraphModelScorer(runs, program, sp, device=device)
 
-    trials: list[Trial] = []
-    for strat in strategies:
-        bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
+        from graphcost.tuning.study import program_fingerprint
 
-        best = [1.0]
+        fingerprint = program_fingerprint(program, sp)
+        trials: list[Trial] = []
+        for strat in strategies:
+            bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
 
-        def on_round(results, bar=bar, best=best):
-            bar.update(len(results))
-            best[0] = max([best[0]] + [1 / t.ratio for t in results if t.status == OK])
-            failed = sum(t.status != OK for t in results)
-            bar.set_postfix_str(f"best so far {best[0]:.3f}x the default" + (f", {failed} failed" if failed else ""))
+            best = [1.0]
 
-        try:
-            trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
-                                   round_size, pool_kwargs, on_round, learner)
-        finally:
-            bar.close()  # also on an error, so its message starts on a line of its own
+            def on_round(results, bar=bar, best=best):
+                bar.update(len(results))
+                measured[0] += len(results)
+                best[0] = max([best[0]] + [1 / t.ratio for t in results if t.status == OK])
+                failed = sum(t.status != OK for t in results)
+                bar.set_postfix_str(f"best so far {best[0]:.3f}x the default"
+                                    + (f", {failed} failed" if failed else ""))
 
-    result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
-                    allow_fast_math, out, progress)
+            try:
+                trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
+                                       round_size, pool_kwargs, on_round, learner, fingerprint)
+            finally:
+                bar.close()  # also on an error, so its message starts on a line of its own
+
+        result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
+                        allow_fast_math, out, progress)
+    except KeyboardInterrupt:
+        raise TuneInterrupted(measured[0]) from None
     if out is not None:
         write_outputs(out, sp, result)
     return result
@@ -295,12 +345,51 @@ def load_best(path: str | Path) -> TunedConfig:
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable tuned configuration ({exc})") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: unreadable tuned configuration ({type(exc).__name__}: {exc})") from None
+    return check_best(data, str(path))
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def check_best(data: Any, where: str = "best.json", defaults: bool = False) -> TunedConfig:
+    """A `TunedConfig` from best.json's data, every field checked; ValueError naming `where` and the
+    field (``layouts[0].minor_to_major``, ``compiler_options.NAME``...). defaults: missing fields take
+    their defaults (a dict given to `compile_with`) instead of being refused."""
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    checks = {"space": str, "codes": list, "compiler_options": dict, "flags": dict, "layouts": list}
-    for key, typ in checks.items():
-        if not isinstance(data.get(key), typ):
-            raise ValueError(f"{path}: field {key!r} must be a {typ.__name__}, got {type(data.get(key)).__name__}")
-    return TunedConfig(**{k: data[k] for k in checks})
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    checks = {"space": (str, "flags"), "codes": (list, []), "compiler_options": (dict, {}), "flags": (dict, {}),
+              "layouts": (list, [])}
+    fields = {}
+    for key, (typ, default) in checks.items():
+        value = data.get(key, default) if defaults else data.get(key)
+        if not isinstance(value, typ):
+            raise ValueError(f"{where}: field {key!r} must be a {typ.__name__}, got {type(value).__name__}")
+        fields[key] = value
+    for i, c in enumerate(fields["codes"]):
+        if not _is_int(c) or c < 0:
+            raise ValueError(f"{where}: field 'codes[{i}]' must be an integer >= 0, got {c!r}")
+    for name, value in fields["compiler_options"].items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"{where}: field 'compiler_options.{name}' must be a number, string or boolean, "
+                             f"got {type(value).__name__}")
+    for name, value in fields["flags"].items():
+        if not isinstance(value, (bool, int, float, str)):
+            raise ValueError(f"{where}: field 'flags.{name}' must be a number, string or boolean, "
+                             f"got {type(value).__name__}")
+    for i, entry in enumerate(fields["layouts"]):
+        at = f"{where}: field 'layouts[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{at}' must be an object, got {type(entry).__name__}")
+        for key, ok, what in (("site", _is_int, "an integer"), ("primitive", lambda v: isinstance(v, str), "a string"),
+                              ("tensor", lambda v: isinstance(v, str), "a string")):
+            if key not in entry:
+                raise ValueError(f"{at}.{key}' is missing")
+            if not ok(entry[key]):
+                raise ValueError(f"{at}.{key}' must be {what}, got {entry[key]!r}")
+        perm = entry.get("minor_to_major")
+        if not isinstance(perm, list) or not all(_is_int(x) for x in perm):
+            raise ValueError(f"{at}.minor_to_major' must be a list of integers, got {perm!r}")
+    return TunedConfig(**fields)

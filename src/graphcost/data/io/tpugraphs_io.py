@@ -97,13 +97,25 @@ def load_graph(
         arrays.update(placeholder_runtimes(kind, int(configs.shape[0])))
     for key in _INDEX_KEYS:
         if key in arrays:
-            arrays[key] = arrays[key].astype(np.int64, copy=False)
+            arrays[key] = _as_int64(arrays[key], path, key)
     for key in _FLOAT_KEYS:
         if key in arrays and isinstance(arrays[key], np.ndarray):
             arrays[key] = arrays[key].astype(np.float32, copy=False)
     if kind == "tile":
         return TileGraph(path=path, **arrays)
     return LayoutGraph(path=path, **arrays)
+
+
+def _as_int64(values: np.ndarray, path: Path, key: str) -> np.ndarray:
+    """`values` as int64; SchemaError naming `key` and the value when an unsigned one does not fit
+    (a uint64 2**64 - 1 would otherwise become -1 and be reported as such)."""
+    if values.dtype.kind == "u" and values.size and values.dtype.itemsize >= 8:
+        big = values > np.iinfo(np.int64).max
+        if big.any():
+            i = np.unravel_index(int(np.argmax(big)), values.shape)
+            raise SchemaError(path, key, f"index value {int(values[i])} at index {tuple(int(x) for x in i)} "
+                                         "is out of range (above 2**63 - 1)")
+    return values.astype(np.int64, copy=False)
 
 
 def iter_node_config_feat_chunks(path: str | Path, chunk_size: int = 1024) -> Iterator[tuple[int, np.ndarray]]:

@@ -30,6 +30,9 @@ def list_programs(selectors: str | list[str] | None = None) -> list[ProgramSpec]
     if selectors is None:
         return specs
     items = [s.strip() for s in (selectors.split(",") if isinstance(selectors, str) else selectors) if s.strip()]
+    if not items:
+        raise ValueError(f"--programs: {selectors!r} names no program (give families, groups, prefixes or names, "
+                         "comma-separated)")
     chosen, seen = [], set()
     for item in items:
         fams = GROUPS.get(item, (item,))
