@@ -7,6 +7,10 @@ train/valid/test.
 
 ``cpu_flags``: 24 programs x 64 XLA CPU compiler-flag configurations (`graphcost.frontend.flags`,
 TpuGraphs tile schema), the default data of ``graphcost train --collection tile:xla``.
+
+``cpu_layout_1k``: ONE program (an LSTM forward pass) x 1,200 distinct layout configurations, same
+protocol: the within-program setting of a tuner (split it by configuration with
+`graphcost.data.config_split`; `benchmarks/bench_real.py --protocols within`).
 """
 
 from __future__ import annotations
