@@ -142,6 +142,7 @@ def markdown(meta: dict, rows: dict, refs: dict) -> str:
     for name, r in refs.items():
         lines.append(f"| *{name}* | {r['kendall_tau']:.3f} | {r.get('tau_default', float('nan')):.3f} | "
                      f"{r.get('tau_random', float('nan')):.3f} | — | — | — |")
+    lines += ["", *meta.get("notes", [])] if meta.get("notes") else []
     return "\n".join(lines) + "\n"
 
 
