@@ -71,7 +71,18 @@ def test_blend_weight_is_chosen_on_validation(shipped):
                          [t - 0.5 * n for t, n in zip(truth, noise)], valid, "kendall_tau")
     assert 0 < blend.weight < 1 and blend.valid["blend"] >= max(blend.valid["graph model"], blend.valid["trees"])
     a, b = truth[0], noise[0]
-    np.testing.assert_allclose(blend.combine(a, b), blend.weight * z(a) + (1 - blend.weight) * z(b))
+    np.testing.assert_allclose(blend.combine(a, b), (blend.weight + 1e-3) * z(a) + (1 - blend.weight) * z(b))
+
+
+def test_the_graph_model_breaks_the_ties_of_the_trees():
+    """Trees can score every candidate the same (a program unlike their training data); the blend must
+    still rank them, by the graph model, even at w = 0."""
+    graph = np.array([3.0, 1.0, 2.0, 0.0])
+    flat = np.zeros(4)
+    order = np.argsort(Blend(0.0, "kendall_tau", {}).combine(graph, flat))
+    assert order.tolist() == [3, 1, 2, 0]
+    steps = np.array([0.0, 0.0, 1.0, 1.0])  # trees decide between the groups, the graph model within them
+    assert np.argsort(Blend(0.0, "kendall_tau", {}).combine(graph, steps)).tolist() == [1, 0, 3, 2]
 
 
 def test_blend_file_round_trip(tmp_path):

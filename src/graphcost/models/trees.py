@@ -13,7 +13,11 @@ do not swamp the rest.
 Blend (`Blend`, written to ``blend.json`` by `graphcost train`): with z(·) the scores of a graph's
 configurations standardised to zero mean and unit variance,
 
-    score = w · z(graph model) + (1 - w) · z(trees),     w ∈ {0, 0.1, ..., 1} chosen on the validation graphs.
+    score = w · z(graph model) + (1 - w) · z(trees) + ε · z(graph model),   w ∈ {0, 0.1, ..., 1} chosen on the
+                                                                            validation graphs, ε = 1e-3
+
+The ε term only breaks ties: trees are piecewise constant and give many configurations the same
+value (all of them, on a graph unlike the training data), and among those the graph model decides.
 """
 
 from __future__ import annotations
@@ -31,6 +35,13 @@ from graphcost.models.config_table import config_table
 TREES_FILE = "trees.txt"
 BLEND_FILE = "blend.json"
 WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+TIE_BREAK = 1e-3  # ε: the graph model orders configurations the trees score the same
+
+
+def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray) -> np.ndarray:
+    """w · z(graph) + (1 - w) · z(trees) + ε · z(graph)."""
+    g = z(graph_scores)
+    return (weight + TIE_BREAK) * g + (1.0 - weight) * z(tree_scores)
 
 
 class TreeError(ValueError):
@@ -133,7 +144,7 @@ class Blend:
     valid: dict  # {"blend": ..., "graph model": ..., "trees": ...} mean validation metric
 
     def combine(self, graph_scores: np.ndarray, tree_scores: np.ndarray) -> np.ndarray:
-        return self.weight * z(graph_scores) + (1.0 - self.weight) * z(tree_scores)
+        return blended(self.weight, graph_scores, tree_scores)
 
     def save(self, path: str | Path) -> Path:
         from graphcost.atomic import atomic_write_json
@@ -165,7 +176,7 @@ def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.nd
         vals = [v for v in vals if v is not None and np.isfinite(v)]
         return float(np.mean(vals)) if vals else -math.inf
 
-    results = {w: mean_metric([w * z(a) + (1 - w) * z(b) for a, b in zip(graph_scores, tree_scores)]) for w in WEIGHTS}
+    results = {w: mean_metric([blended(w, a, b) for a, b in zip(graph_scores, tree_scores)]) for w in WEIGHTS}
     best = max(WEIGHTS, key=lambda w: (results[w], w))
     return Blend(weight=best, metric=metric,
                  valid={"blend": results[best], "graph model": results[1.0], "trees": results[0.0]})
