@@ -9,7 +9,7 @@ from graphcost import metrics
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
 from graphcost.models.config_table import LAYOUT_COLUMNS, config_table, layout_table
-from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, z
+from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, standardise as z
 
 
 @pytest.fixture(scope="module")

@@ -40,8 +40,8 @@ TIE_BREAK = 1e-3  # ε: the graph model orders configurations the trees score th
 
 def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray) -> np.ndarray:
     """w · z(graph) + (1 - w) · z(trees) + ε · z(graph)."""
-    g = z(graph_scores)
-    return (weight + TIE_BREAK) * g + (1.0 - weight) * z(tree_scores)
+    g = standardise(graph_scores)
+    return (weight + TIE_BREAK) * g + (1.0 - weight) * standardise(tree_scores)
 
 
 class TreeError(ValueError):
@@ -53,8 +53,9 @@ def _standardised_log(runtime: np.ndarray) -> np.ndarray:
     return (y - y.mean()) / max(float(y.std()), 1e-9)
 
 
-def z(scores: np.ndarray) -> np.ndarray:
-    """Scores standardised to zero mean and unit variance (order preserving; constant -> zeros)."""
+def standardise(scores: np.ndarray) -> np.ndarray:
+    """z(·): scores standardised to zero mean and unit variance (order preserving; constant -> zeros).
+    The one definition: `train.crossval` averages ensemble members with it too."""
     scores = np.asarray(scores, dtype=np.float64)
     std = scores.std()
     return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()

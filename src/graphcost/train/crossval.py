@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from graphcost.models.precision import resolve_precision
+from graphcost.models.trees import standardise
 from graphcost.train import checkpoint as ckpt
 from graphcost.train.datasets import graph_names, subset
 from graphcost.train.evaluate import score_configs, write_json
@@ -219,13 +220,6 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
     model.to(device).eval()
     meta = {k: v for k, v in state.items() if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score")}
     return model, scaler, meta
-
-
-def standardise(scores: np.ndarray) -> np.ndarray:
-    """Zero-mean, unit-variance scores (order preserving)."""
-    scores = np.asarray(scores, dtype=np.float64)
-    std = scores.std()
-    return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()
 
 
 def load_blend(run_dir: Path):
