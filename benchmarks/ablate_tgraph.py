@@ -39,14 +39,17 @@ import bench_real  # noqa: E402  (the records, the tree baseline and the metrics
 RESULTS = ROOT / "benchmarks" / "results" / "ablation_tgraph"
 SECTION = "### TGraph ablation on the validation split — `benchmarks/ablate_tgraph.py`"
 
-# the base recipe: graphcost train's defaults except the width (128, between the 64-256 of the grid)
-BASE = {"model": "tgraph", "model_config": {"hidden": 128}, "epochs": 20, "lr": 1e-3, "batch_configs": 64,
+# the base recipe: graphcost train's defaults of the morning of 2026-11-25 except the width (128, between the
+# 64-256 of the grid); the readout was then the paper's mean (the variant "readout=sum" is today's default)
+BASE = {"model": "tgraph", "model_config": {"hidden": 128, "readout": "mean"}, "epochs": 20, "lr": 1e-3, "batch_configs": 64,
         "loss": "hinge"}
 # variant -> (model_config changes, TrainConfig changes); each changes one thing of BASE
 VARIANTS: dict[str, tuple[dict, dict]] = {
     "base": ({}, {}),
     "cross_scale=softmax (paper eq. 6)": ({"cross_scale": "softmax"}, {}),
     "no change features": ({"change_features": False}, {}),
+    "readout=sum": ({"readout": "sum"}, {}),
+    "readout=mean (paper eq. 7)": ({"readout": "mean"}, {}),
     "no cross attention": ({"cross_attention": False}, {}),
     "no channel attention": ({"channel_attention": False}, {}),
     "norm=config (per configuration)": ({"norm": "config"}, {}),
@@ -62,7 +65,11 @@ VARIANTS: dict[str, tuple[dict, dict]] = {
     "previous default (hidden 256, softmax, no change features)": (
         {"hidden": 256, "cross_scale": "softmax", "change_features": False}, {}),
     "sage (TpuGraphs baseline), same budget": ({"model": "sage"}, {}),
+    "kaufman, same budget": ({"model": "kaufman"}, {}),
 }
+# --within: ONE program split by configuration; the base is graphcost train's default recipe (early
+# stopping on the validation part, best epoch), since a fixed epoch count means nothing there
+WITHIN_BASE = {"model": "tgraph", "model_config": {}, "lr": 1e-3, "batch_configs": 64, "loss": "hinge"}
 
 
 def run_one(name: str, seed: int, train, valid, args, work: Path) -> dict:
@@ -72,14 +79,21 @@ def run_one(name: str, seed: int, train, valid, args, work: Path) -> dict:
     model_changes, train_changes = VARIANTS[name]
     model_changes = dict(model_changes)
     model = model_changes.pop("model", BASE["model"])
-    model_config = {**BASE["model_config"], **model_changes} if model == "tgraph" else {"hidden": BASE["model_config"]["hidden"]}
-    settings = {**{k: v for k, v in BASE.items() if k not in ("model", "model_config")}, **train_changes}
+    base = WITHIN_BASE if args.within else BASE
+    width = {"hidden": base["model_config"]["hidden"]} if "hidden" in base["model_config"] else {}
+    model_config = {**base["model_config"], **model_changes} if model == "tgraph" else width
+    settings = {**{k: v for k, v in base.items() if k not in ("model", "model_config")}, **train_changes}
+    stopping = {} if args.within else {"patience": 0}  # within: the recipe's early stopping and best epoch
     config = TrainConfig(model=model, model_config=model_config, seed=seed, device="cpu", progress=False, plots=False,
-                         patience=0, **settings)
+                         **stopping, **settings)
     t0 = time.perf_counter()
     trainer = Trainer(config, [bench_real._prepared(r.path, dedup=True) for r in train],
                       [bench_real._prepared(r.path, dedup=False) for r in valid], work)
-    trainer.fit()
+    result = trainer.fit()
+    if args.within and result.best_path is not None:
+        from graphcost.train.checkpoint import load_checkpoint
+
+        trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     rows, rows16 = [], []
     for chunk, out in ((128, rows), (16, rows16)):
         scorer = ModelScorer(trainer.model, trainer.scaler, batch_size=chunk, device=trainer.device)
@@ -150,9 +164,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="collection directory (default: shipped cpu_layout)")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--variants", default="", help="comma-separated subset of the variant names (default: all)")
+    parser.add_argument("--variants", default="", help="';'-separated subset of the variant names (default: all)")
     parser.add_argument("--shard", default="0/1", help="k/n: run every n-th (variant, seed) starting at k")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--within", type=float, default=None,
+                        help="FRACTION: ablate within ONE program (default data: shipped cpu_layout_1k) split by "
+                             "configuration, FRACTION to train and as many to validate (split seed 0)")
     parser.add_argument("--render", action="store_true", help="only write the table into BENCHMARKS.md")
     args = parser.parse_args()
 
@@ -161,11 +178,18 @@ def main() -> None:
     from graphcost.atomic import atomic_write_json, atomic_write_text
     from graphcost.datasets import default_dataset_dir
 
+    global RESULTS, SECTION
     torch.set_num_threads(args.threads)
-    data = args.data or default_dataset_dir()
-    records = bench_real.load_records(data)
-    train = [r for r in records if r.split == "train"]
-    valid = [r for r in records if r.split == "valid"]
+    if args.within:
+        data = args.data or default_dataset_dir().parent / "cpu_layout_1k"
+        train, valid = within_records(data, args.within)
+        RESULTS = RESULTS.with_name(f"ablation_tgraph_within_{args.within:g}")
+        SECTION = SECTION.replace("validation split", f"validation part of one program ({args.within:.0%} to train)")
+    else:
+        data = args.data or default_dataset_dir()
+        records = bench_real.load_records(data)
+        train = [r for r in records if r.split == "train"]
+        valid = [r for r in records if r.split == "valid"]
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.render:
         meta = json.loads((RESULTS / "meta.json").read_text(encoding="utf-8"))
@@ -175,7 +199,7 @@ def main() -> None:
         atomic_write_text(bench, put_section(bench.read_text(encoding="utf-8"), text))
         print(text)
         return
-    names = [n for n in args.variants.split(",") if n] or list(VARIANTS)
+    names = [n.strip() for n in args.variants.split(";") if n.strip()] or list(VARIANTS)
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:
         sys.exit(f"--variants: unknown {unknown}")
@@ -198,6 +222,21 @@ def main() -> None:
             atomic_write_json(res, path)
             print(f"[{i + 1}/{len(jobs)}] {name} seed {seed}: τ {res['kendall_tau']:.3f} (default {res['tau_default']:.3f}, "
                   f"random {res['tau_random']:.3f}, @16 {res['tau_at_16']:.3f}) {res['wall_s']:.0f} s", flush=True)
+
+
+def within_records(data: Path, fraction: float) -> tuple[list, list]:
+    """The train and valid parts of every program of `data` split by configuration (split seed 0,
+    as bench_real's first within-program split); the test part is written but never read."""
+    from graphcost.data.config_split import split_by_configuration
+
+    manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+    work = Path(tempfile.mkdtemp(prefix="ablate-within-"))
+    train, valid = [], []
+    for name, entry in sorted(manifest["graphs"].items()):
+        parts = split_by_configuration(data / entry["file"], work / name, fraction, fraction, seed=0)
+        train.append(bench_real.load_record(parts["train"], entry["family"], "train", raw_configs=True))
+        valid.append(bench_real.load_record(parts["valid"], entry["family"], "valid", raw_configs=True))
+    return train, valid
 
 
 def _slug(name: str) -> str:

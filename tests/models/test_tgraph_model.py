@@ -20,7 +20,7 @@ from models_testutil import make_layout_batch, make_tile_batch, permute_configs
 
 ABLATIONS = [{}, {"channel_attention": False}, {"cross_attention": False}, {"use_edges": False},
              {"norm": "none"}, {"aggr": "mean"}, {"directed": True}, {"cross_scale": "softmax"},
-             {"change_features": False}]
+             {"change_features": False}, {"readout": "mean"}]
 
 
 @pytest.mark.parametrize("extra", ABLATIONS, ids=str)
@@ -92,6 +92,34 @@ def test_score_does_not_depend_on_batch_size(norm):
             s2, s64, s128 = (model(_repeated(batch, 2, b))[0] for b in (2, 64, 128))
             assert torch.isclose(s2, s128, rtol=1e-5, atol=1e-6).item() == invariant
             assert torch.isclose(s64, s128, rtol=1e-5, atol=1e-6).item() == invariant
+
+
+def _padded(batch, extra: int):
+    """`batch` with `extra` more nodes that no edge and no configuration reaches (copies of node 0's
+    features): every configuration's graph grows by the same unrelated work."""
+    import dataclasses
+
+    return dataclasses.replace(batch, node_feat=torch.cat([batch.node_feat, batch.node_feat[:1].expand(extra, -1)]),
+                               node_opcode=torch.cat([batch.node_opcode, batch.node_opcode[:1].expand(extra)]))
+
+
+@pytest.mark.parametrize("cross_attention", [True, False])
+def test_score_change_does_not_shrink_with_graph_size(cross_attention):
+    """Defect found by the issue-24 within-program ablation: with the paper's mean readout and a
+    linear f_out, what a configuration changes moves the score by O(k / N), so on a real graph of
+    ~10^3 nodes the hinge margin is out of reach and TGraph underfits (train loss stalls, τ at the
+    count heuristic's level). With readout "sum" the difference between two configurations does not
+    depend on how much unrelated work the graph holds; with "mean" it shrinks as N grows."""
+    batch = make_layout_batch(num_nodes=20, num_configs=4, num_configurable=3, seed=7)
+    big = _padded(batch, 180)  # 10x the nodes
+    for readout, invariant in (("sum", True), ("mean", False)):
+        torch.manual_seed(0)
+        model = TGraph("layout", TGraphConfig.small(norm="none", readout=readout, cross_attention=cross_attention))
+        with torch.no_grad():
+            small_gap, big_gap = (s[1:] - s[0] for s in (model.eval()(batch), model(big)))
+        assert torch.allclose(small_gap, big_gap, rtol=1e-3, atol=1e-5) == invariant
+        if not invariant:  # mean: the same change is worth about 20 / 200 as much
+            torch.testing.assert_close(big_gap, small_gap * 20 / 200, rtol=1e-3, atol=1e-7)
 
 
 def test_layout_change_features_by_hand():

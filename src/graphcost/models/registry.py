@@ -33,7 +33,9 @@ _MODELS: dict[str, tuple[type, tuple[str, ...], Callable[[str, Any], nn.Module]]
 }
 MODEL_NAMES: tuple[str, ...] = tuple(_MODELS)
 # config fields added after models were first saved: a saved spec without one means the old behaviour
-LEGACY_DEFAULTS: dict[str, dict[str, Any]] = {"tgraph": {"cross_scale": "softmax", "change_features": False}}
+LEGACY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tgraph": {"cross_scale": "softmax", "change_features": False, "readout": "mean"},
+}
 
 
 def model_kinds(name: str) -> tuple[str, ...]:

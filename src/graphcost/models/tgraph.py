@@ -6,7 +6,7 @@ attention, scoring B configurations of one graph (lower score = predicted faster
     ε^0    = f_in(X)          f_in: Linear-GELU-Linear-GELU, {256, 256}     (TGraph eq. 7)
     η      = A_self(S(N_instance(ε)))          S: L2 SAGE, H -> H/2          (TGraph eq. 2, 4, 5)
     B(ε)   = ε + GELU(concat(η, A_cross(η)))   back to H channels            (TGraph eq. 3, 6)
-    score  = f_out(mean_i B_2(B_1(ε^0))_i)                                   (TGraph eq. 7)
+    score  = f_out(Σ_i B_2(B_1(ε^0))_i)     layout; the paper's mean_i: readout "mean" (TGraph eq. 7)
 
 Layout: configuration features enter per configurable node (early). Tile (§2.2.5, "late
 fusion"): the graph part has no configuration input, so it runs once (node-level A_cross over
@@ -17,7 +17,12 @@ Ablations (TGraph Table 3): ``channel_attention`` (A_self), ``cross_attention`` 
 SAGE output then keeps H channels so the residual still matches), ``use_edges`` (no edges = no
 message passing). ``cross_scale`` "mean" (default) weighs eq. 6 by B · softmax so that states
 shared by the whole batch do not shrink with the batch size ("softmax": the paper's 1/B; see
-`layers.CrossConfigAttention`). ``change_features`` adds, per configurable node, which of its
+`layers.CrossConfigAttention`). ``readout`` (layout): "sum" (default) pools the final node
+states by Σ_i, "mean" (paper eq. 7) by mean_i. f_out is linear, so with "mean" a configuration
+that changes k nodes moves the score by O(k / N): on a graph of N ~ 10^3 nodes the hinge loss's
+margin is out of reach, the model underfits its training data (train loss stalls) and ranks
+little better than counting moved tensors (BENCHMARKS.md, "TGraph within one program"); with
+"sum" the change is O(k) whatever the graph's size. ``change_features`` adds, per configurable node, which of its
 layouts the configuration moves off the default (`layers.layout_change_features`). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
 ``"config"`` (per-configuration InstanceNorm, paper-literal, dense path) or ``"none"``.
 
@@ -38,7 +43,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import global_mean_pool
+from torch_geometric.nn import global_add_pool
 
 from graphcost.data.graph import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, NODE_FEAT_SCALED, TILE_CONFIG_DIM
 from graphcost.models.layers import (
@@ -80,6 +85,7 @@ class TGraphConfig:
     init_temperature: float = 1.0  # T of eq. 6 (learned)
     cross_scale: str = "mean"  # eq. 6 weights: "mean" = B · softmax (batch-size invariant), "softmax" = paper
     change_features: bool = True  # layout: which layouts a configuration moves (layers.layout_change_features)
+    readout: str = "sum"  # layout: Σ_i ("sum") or mean_i ("mean", paper eq. 7) of the final node states
     num_opcodes: int = NUM_OPCODES
 
     @classmethod
@@ -162,6 +168,8 @@ class TGraph(nn.Module):
             config = TGraphConfig()
         if config.norm not in ("reference", "config", "none"):
             raise ValueError(f"TGraphConfig.norm must be 'reference', 'config' or 'none', got {config.norm!r}")
+        if config.readout not in ("sum", "mean"):
+            raise ValueError(f"TGraphConfig.readout must be 'sum' or 'mean', got {config.readout!r}")
         if config.cross_attention and config.hidden % 2:
             raise ValueError("TGraphConfig.hidden must be even with cross_attention")
         self.kind, self.config = kind, config
@@ -261,14 +269,14 @@ class TGraph(nn.Module):
         return ref
 
     def _dynamic_pool(self, batch, ref: _Reference, cfg: Tensor, workspace: Workspace | None = None) -> Tensor:
-        """Mean-pooled final states (B, H), float32, of configurations `cfg` (B, C, 18).
+        """Pooled final states (B, H), float32, of configurations `cfg` (B, C, 18) (`_pool_div`).
 
         Runs in the dtype of `ref` and of this module's weights (see `score_chunked`'s
         precision); sums are accumulated in float32. Without gradients the blocks run streamed
         (`tgraph_stream`), reusing the buffers of `workspace` if given."""
-        n = batch.node_feat.shape[0]
+        n = self._pool_div(batch)
         if cfg.shape[1] == 0:  # no configurable node: every configuration is the reference graph
-            return ref.eps_final.float().mean(0).expand(cfg.shape[0], -1)
+            return (ref.eps_final.float().sum(0) / n).expand(cfg.shape[0], -1)
         cfg = cfg[:, ref.config_order].transpose(0, 1)  # (C, B, 18), sorted node ids
         h = self._config_rows(ref, cfg, workspace)  # (C, B, H) ε^0 of the configurable nodes
         if not torch.is_grad_enabled() and self.blocks:
@@ -276,7 +284,7 @@ class TGraph(nn.Module):
             eps_static = [br.eps_in[br.plan.idx_out] for br in ref.blocks]  # (D'_k, H) reference ε
             dyn = stream_blocks(self.blocks, [br.plan for br in ref.blocks], eps_static, h,
                                 workspace or Workspace(), tile_rows)
-            return (ref.pool_const + dyn) / n  # (B, H) global mean pool
+            return (ref.pool_const + dyn) / n  # (B, H) readout
         tail = None
         for k, (blk, br) in enumerate(zip(self.blocks, ref.blocks)):
             s = br.plan.apply(h)  # (D', B, H') unnormalised SAGE output (eq. 2, norm folded in)
@@ -285,7 +293,11 @@ class TGraph(nn.Module):
             else:  # last block: only Σ_i B(ε)_i = Σ_i ε_i + Σ_i GELU(...)_i is needed (eq. 3, 7)
                 tail = self._block_tail(blk, s, None)  # (B, H) float32
         total = ref.pool_const + _row_sum_fp32(h)
-        return (total if tail is None else total + tail) / n  # (B, H) global mean pool
+        return (total if tail is None else total + tail) / n  # (B, H) readout
+
+    def _pool_div(self, batch) -> int:
+        """The readout's divisor: 1 for Σ_i (layout "sum"), N for mean_i (tile, layout "mean")."""
+        return 1 if self.kind == "layout" and self.config.readout == "sum" else batch.node_feat.shape[0]
 
     def _config_rows(self, ref: _Reference, cfg: Tensor, workspace: Workspace | None = None) -> Tensor:
         """f_in (eq. 7) of the configurable nodes: (C, B, H) from cfg (C, B, 18); the node part
@@ -362,7 +374,7 @@ class TGraph(nn.Module):
             eta = blk.attend(blk.sage(n, edges.edge_index))  # PyG SAGEConv(normalize=True)
             cross = blk.cross(eta, dim=0) if blk.cross is not None else None
             eps = blk.combine(eps, eta, cross)
-        pooled = global_mean_pool(eps, None)  # (B, H)
+        pooled = global_add_pool(eps, None) / self._pool_div(batch)  # (B, H) readout
         if self.kind == "layout":
             return self.f_out(pooled).squeeze(-1)
         return self._tile_head(pooled[0], batch.config_feat)
