@@ -12,8 +12,8 @@ on every configuration of the test data (no TTA):
 * ``default``   what `graphcost train` does with no options (`graphcost.train.recipe`: TGraph with
   its defaults, the budget that follows the configurations, early stopping, best validation epoch,
   then the trees on the configuration table blended in with a weight chosen on validation);
-* ``tgraph-paper`` the same TGraph with the paper's eq. 6 weights (softmax, 1/B for shared states)
-  and without the layout change features: the previous default, same budget;
+* ``tgraph-paper`` the same TGraph as the paper writes it: eq. 6 weights (softmax, 1/B for shared
+  states), eq. 7's mean readout, no layout change features; same budget;
 * ``sage``      the TpuGraphs layout baseline (GraphSAGE; tile: its MLP baseline), same budget;
 * ``kaufman``   Kaufman et al. (GraphSAGE encoder, column-wise reduction), same budget;
 * ``lightgbm``  gradient-boosted trees (LightGBM) on per-configuration features of fixed width
@@ -64,7 +64,7 @@ SECTION = "### Real CPU data, with the noise ceiling — `benchmarks/bench_real.
 PARENT = "## Cost models (issue 3)"
 GNNS = {  # row -> (registry model, model config); each at graphcost train's default recipe and budget
     "default": ("tgraph", {}),
-    "tgraph-paper": ("tgraph", {"cross_scale": "softmax", "change_features": False}),
+    "tgraph-paper": ("tgraph", {"cross_scale": "softmax", "change_features": False, "readout": "mean"}),
     "sage": ("sage", {}),
     "kaufman": ("kaufman", {}),
 }
@@ -335,6 +335,19 @@ def within(root: Path, fraction: float, models, args, work: Path) -> dict:
     return out
 
 
+def keep_earlier_rows(previous: dict | None, res: dict) -> dict:
+    """`res` plus the model rows of an earlier run of the same protocol that this run did not
+    redo (``--models`` subset), each marked with the date and command of the run that made it."""
+    if not previous:
+        return res
+    meta = previous.get("meta", {})
+    for model in MODELS:
+        if model in previous and model not in res:
+            res[model] = {**previous[model], "earlier_run": previous[model].get(
+                "earlier_run", f"{meta.get('date', '?')}, `{meta.get('command', '?')}`")}
+    return res
+
+
 # --- report ------------------------------------------------------------------------------------
 
 def _cell(row: dict, key: str) -> str:
@@ -369,9 +382,13 @@ def markdown(report: dict) -> str:
                   f"batch, hidden {meta['hidden'] or 'each model default'}, {meta['seeds']} seeds, "
                   f"{meta['wall_min']:.0f} min.", "",
                   "| model | " + " | ".join(k[1] for k in keys) + " |", "| --- |" + " --- |" * len(keys)]
+        earlier = sorted({res[m]["earlier_run"] for m in MODELS if m in res and "earlier_run" in res[m]})
         for model in [*MODELS, "noise ceiling"]:
             if model in res:
-                lines.append(f"| {model} | " + " | ".join(_cell(res[model], k) for k, _ in keys) + " |")
+                mark = "†" * (earlier.index(res[model]["earlier_run"]) + 1) if "earlier_run" in res[model] else ""
+                lines.append(f"| {model}{mark} | " + " | ".join(_cell(res[model], k) for k, _ in keys) + " |")
+        lines += ["", *(f"{'†' * (i + 1)} row from an earlier run at that run's recipe: {run}." for i, run in
+                        enumerate(earlier))] if earlier else []
         lines.append("")
     lines += report.get("notes", [])
     return "\n".join(lines).rstrip() + "\n"
@@ -463,7 +480,7 @@ def main() -> None:
             if args.out.exists():  # another bench_real process may have written its protocols meanwhile
                 report["results"] = {**json.loads(args.out.read_text(encoding="utf-8")).get("results", {}),
                                      **report["results"]}
-            report["results"][proto] = res
+            report["results"][proto] = keep_earlier_rows(report["results"].get(proto), res)
             atomic_write_json(report, args.out)  # after every protocol: a stopped run keeps what it finished
     print(markdown(report))
     if not args.no_markdown:
