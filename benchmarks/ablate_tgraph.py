@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_real  # noqa: E402  (the records, the tree baseline and the metrics)
 
 RESULTS = ROOT / "benchmarks" / "results" / "ablation_tgraph"
-SECTION = "### TGraph ablation on the validation split — `benchmarks/ablate_tgraph.py`"
+SECTION = BASE_SECTION = "### TGraph ablation on the validation split — `benchmarks/ablate_tgraph.py`"
 
 # the base recipe: graphcost train's defaults of the morning of 2026-11-25 except the width (128, between the
 # 64-256 of the grid); the readout was then the paper's mean (the variant "readout=sum" is today's default)
@@ -137,12 +137,19 @@ def summarise(files: list[Path]) -> dict:
 
 
 def markdown(meta: dict, rows: dict, refs: dict) -> str:
+    if meta.get("within"):
+        what = (f"ONE program split by configuration (split seed 0): {meta['within']:.0%} of its configurations to "
+                f"train, as many to VALIDATE (the rest, the test part, is not read). Base: `graphcost train`'s default "
+                "recipe (TGraph defaults: hidden 256, readout sum, cross_scale mean, change features, reference norm; "
+                "early stopping on the validation part, best epoch). Each row changes one thing; mean ± std over seeds.")
+    else:
+        what = (f"{meta['train']} training graphs, {meta['valid']} VALIDATION graphs (the test split is not read). Base: "
+                "TGraph hidden 128, 20 epochs, lr 1e-3, 64 configurations a batch, pairwise hinge, cross_scale mean, "
+                "change features on, reference norm, mean readout (the paper's eq. 7; the recipe of the morning of "
+                "2026-11-25). Each row changes one thing; final-epoch weights; mean ± std over seeds.")
     lines = [SECTION, "",
              f"`{meta['command']}`; {meta['machine']}; {meta['date']}; load {meta['load']}. Data: {meta['data']} (REAL), "
-             f"{meta['train']} training graphs, {meta['valid']} VALIDATION graphs (the test split is not read). Base: "
-             f"TGraph hidden 128, 20 epochs, lr 1e-3, 64 configurations a batch, pairwise hinge, cross_scale mean, change "
-             "features on, reference norm. Each row changes one thing; final-epoch weights; mean ± std over seeds. "
-             "`τ @ 16`: the same model scoring groups of 16 configurations instead of the graph's 64 at once.", "",
+             f"{what} `τ @ 16`: the same model scoring groups of 16 configurations instead of 64 or more at once.", "",
              "| variant | τ (valid) | τ default-mode | τ random-mode | τ @ 16 | best-epoch τ | s / run (median) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     base = rows.get("base", {}).get("kendall_tau")
@@ -212,7 +219,7 @@ def main() -> None:
                            "machine": f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, "
                                       f"{args.threads} thread(s) per run", "date": date.today().isoformat(),
                            "load": f"{load0:.2f} at start", "data": str(data.name), "train": len(train),
-                           "valid": len(valid)}, meta_path)
+                           "valid": len(valid), "within": args.within}, meta_path)
     with tempfile.TemporaryDirectory(prefix="ablate-") as tmp:
         for i, (name, seed) in enumerate(jobs):
             path = RESULTS / f"run_{_slug(name)}_s{seed}.json"
@@ -249,11 +256,12 @@ def _section_end(text: str, start: int) -> int:
 
 
 def put_section(text: str, section: str) -> str:
-    """Replace this script's section, or put it right after bench_real's section."""
+    """Replace this script's section, or put it right after the ablation's (else bench_real's) section."""
     if SECTION in text:
         start = text.index(SECTION)
         return text[:start] + section + "\n" + text[_section_end(text, start):]
-    at = _section_end(text, text.index(bench_real.SECTION)) if bench_real.SECTION in text else len(text)
+    after = next((h for h in (BASE_SECTION, bench_real.SECTION) if h in text), None)
+    at = _section_end(text, text.index(after)) if after else len(text)
     return text[:at] + section + "\n" + text[at:]
 
 
