@@ -308,16 +308,19 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
                       f"{rem.protocol} runs)")
 
 
-TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns", "codes", "error")
+TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns")
 
 
-def trials_csv(trials: list[Trial]) -> str:
+def trials_csv(trials: list[Trial], space: Space) -> str:
+    """One row per trial: `TRIAL_FIELDS`, then one column per space dimension named by its study
+    parameter (the XLA option; a layout site's tensor) holding the value compiled, then the error."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(TRIAL_FIELDS)
+    w.writerow([*TRIAL_FIELDS, *(d.param_name for d in space.dims), "error"])
     for t in trials:
+        values = [d.param_values[int(c)] for d, c in zip(space.dims, t.codes)]
         w.writerow([t.strategy, t.number, t.round, t.status, t.ratio, 1 / t.ratio if t.ratio else "", t.runtime_ns,
-                    t.default_ns, " ".join(map(str, t.codes)), t.error])
+                    t.default_ns, *values, t.error])
     return buf.getvalue()
 
 
@@ -326,7 +329,7 @@ def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
     from graphcost.atomic import atomic_write_json, atomic_write_text
     from graphcost.tuning.plot import plot_progress
 
-    atomic_write_text(out / "trials.csv", trials_csv(result.trials))
+    atomic_write_text(out / "trials.csv", trials_csv(result.trials, space))
     dims = [{"name": d.name, "choices": [list(c) if isinstance(c, tuple) else c for c in d.choices]} for d in space.dims]
     atomic_write_json({"space": space.name, "dims": dims, "trials": [t.to_json() for t in result.trials]},
                       out / "trials.json", indent=1)
