@@ -34,12 +34,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG)."""
-    from graphcost.commands.console import show_library_messages
+    from graphcost.commands.console import library_messages
 
-    show_library_messages()
+    ctx.with_resource(library_messages())  # the library's log lines, for as long as the command runs
 
 
 dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True)

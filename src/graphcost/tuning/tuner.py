@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -31,6 +32,8 @@ from graphcost.frontend.measure import Protocol
 from graphcost.tuning.evaluate import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, tpe_sampler
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -283,9 +286,8 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
                           float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
                           "no measured configuration was faster than the default: keep the default")
     configs = [default] + cands
-    if progress:
-        print(f"re-measuring the {len(cands)} best against the default in {processes} "
-              f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
+    log.info(f"re-measuring the {len(cands)} best against the default in {processes} "
+             f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
     if program_ref:
         cache = (out / "jax_cache") if out is not None else None
         rem = remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
