@@ -19,6 +19,7 @@ from graphcost.commands.choices import Collection, Loss, Model, Precision, compl
 from graphcost.train import recipe
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
+COLLECTION_OPTION = "TpuGraphs collection (default: the one --data-dir holds)"  # the choices are listed by --help
 RUN_INFO = "run.json"
 
 
@@ -250,14 +251,14 @@ def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
 
 
 def train(
-    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     data_dir: Optional[Path] = typer.Option(
         None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
         "(default: the real CPU dataset shipped with graphcost)",
     ),
     model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),
     model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
-    loss: Loss = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse", callback=value),
+    loss: Loss = typer.Option("hinge", "--loss", help="ranking loss (pairwise hinge: TGraph's)", callback=value),
     epochs: int = typer.Option(
         recipe.EPOCHS, "--epochs", min=1,
         help="at most this many epochs; an epoch takes min(ceil(K / batch), --max-steps-per-graph) batches of a "
@@ -458,7 +459,7 @@ def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: s
     typer.echo(describe(blend))
 
 
-PRECISION_HELP = ("auto | fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
+PRECISION_HELP = ("bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
                   "to fp32), fast only on CPUs with AVX512-BF16 or AMX; auto = bf16 there, fp32 elsewhere")  # fmt: skip
 
 
@@ -491,7 +492,7 @@ def evaluate(
     split: Optional[str] = typer.Option(None, "--split", help="train | valid | test; default: test when its graphs "
                                         "have runtimes (never used for training or selection), else valid"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
-    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
@@ -618,7 +619,7 @@ def predict(
     combine: bool = typer.Option(False, "--combine", help="merge the given per-collection CSVs into --out"),
     split: str = typer.Option("test", "--split", help="train | valid | test: which split's graphs to rank"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
-    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
