@@ -38,9 +38,13 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
                   "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
     assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
     assert "blend:" in out and (run / "blend.json").is_file() and (run / "trees.txt").is_file()  # the default recipe
+    assert re.search(r"^threads: \d+ \(", out, re.M)  # --threads auto says what it chose
+    assert re.search(r"^epoch 1/2: train loss [\d.]+, valid \w+ -?[\d.]+", out, re.M)  # a line per epoch
+    assert f"plots: {run / 'learning_curves.png'}, {run / 'valid_ranks.png'}" in out  # and where the plots are
     report = tmp_path / "eval.json"
     out = run_cli("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
     data = json.loads(report.read_text())
+    out = "".join(line for line in out.splitlines(True) if not line.startswith("threads: "))
     assert out.startswith("scoring with the run's blend")  # on stderr, which CliRunner mixes in
     out = out.split("\n", 1)[1]
     assert out.startswith("split: test (") and data["split"] == "test"  # labelled test split: reported by default

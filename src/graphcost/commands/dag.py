@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands import DEVICE_HELP, set_threads, threads_option
 from graphcost.commands.choices import complete_device
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
@@ -198,7 +198,7 @@ def register(app: typer.Typer) -> None:
                                   "train on fold --fold (test = part F, valid = part F-1, train = the rest); "
                                   "`dag evaluate` uses the same fold (0 = the 80/10/10 split)"),
         fold: int = typer.Option(0, min=0, help="with --folds K: which fold, 0..K-1"),
-        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        threads: str = threads_option(),
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
@@ -288,7 +288,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., help="output .npz (flat DAG format); a PNG of a few is written beside it"),
         seed: int = typer.Option(0),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
-        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)", autocompletion=complete_device),
@@ -355,7 +355,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results as JSON here"),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
-        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         surrogate_repeats: int = typer.Option(3, min=1, help="labelled data: surrogate regressors fitted per training set "

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands import DEVICE_HELP, set_threads, threads_option
 from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
 from graphcost.train import recipe
 
@@ -310,6 +310,7 @@ def train(
         help="DataLoader worker processes that build the training batches while the model trains "
         "(0: in-process; the batches are the same); pays only with spare CPU cores, e.g. when training on a GPU",
     ),
+    threads: str = threads_option(),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -329,6 +330,7 @@ def train(
     model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     _check_collection(collection)
     device = _check_device(device)
+    set_threads(threads)
     recorded_in = None
     previous: dict = {}
     if resume:  # a resumed run reuses the interrupted run's data and settings
@@ -454,7 +456,10 @@ def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: s
     from graphcost.train.crossval import EnsemblePredictor
 
     graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
-    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed)
+    import torch
+
+    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed,
+                                  threads=torch.get_num_threads())  # LightGBM: the same threads as torch
     write_blend(run_dir, blend, tree_model)
     typer.echo(describe(blend))
 
@@ -463,7 +468,8 @@ PRECISION_HELP = ("bf16 runs TGraph's per-configuration work in bfloat16 (CPU in
                   "to fp32), fast only on CPUs with AVX512-BF16 or AMX; auto = bf16 there, fp32 elsewhere")  # fmt: skip
 
 
-def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto", threads: int = 0):
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto",
+                    threads: str | int = 0):
     from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
@@ -497,7 +503,7 @@ def evaluate(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
-    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
+    threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
@@ -590,7 +596,7 @@ def rank(
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
-    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
+    threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
 ) -> None:
@@ -623,7 +629,7 @@ def predict(
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
-    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
+    threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
