@@ -71,6 +71,21 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
         pos16 = np.argsort(ranked16)
         assert np.corrcoef(np.argsort(ranked), pos16)[0, 1] > 0.9
 
+    if model == "tgraph":  # the same tables for programs: stdout holds only the data
+        measured = load_graph(test_file).config_runtime
+        assert "runtime (measured)" in out and "Kendall tau of the scores against them" in out
+        res = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+        r = res.invoke(app, ["rank", str(run), str(test_file), "--tta", "2", "--device", "cpu", "--format", "json"])
+        rows = json.loads(r.stdout)
+        assert [row["config"] for row in rows] == ranked and rows[0]["rank"] == 0
+        assert [row["runtime"] for row in rows] == [float(measured[i]) for i in ranked]  # beside each score
+        r = res.invoke(app, ["evaluate", str(run), "--tta", "2", "--device", "cpu", "--format", "csv"])
+        table = list(csv.DictReader(r.stdout.splitlines()))
+        assert table[-1]["graph"] == "MEAN" and float(table[-1]["kendall_tau"]) == pytest.approx(
+            data["aggregate"]["kendall_tau"], abs=1e-9)
+        r = res.invoke(app, ["evaluate", str(run), "--tta", "2", "--device", "cpu", "--format", "json"])
+        assert json.loads(r.stdout)["split"] == "test"
+
     sub = tmp_path / "sub.csv"
     run_cli("predict", run, "--out", sub, "--tta", "2", "--device", "cpu")
     rows = list(csv.reader(open(sub)))

@@ -15,7 +15,8 @@ import typer
 
 from graphcost.atomic import blocking_file
 from graphcost.commands import DEVICE_HELP, set_threads, threads_option
-from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
+from graphcost.commands.choices import Collection, Format, Loss, Model, Precision, complete_device, value
+from graphcost.commands.tables import FORMAT_HELP, Column, note, print_table
 from graphcost.train import recipe
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
@@ -508,6 +509,7 @@ def evaluate(
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
+    fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
     from graphcost.data.transforms.preprocess import prepare_graph
@@ -541,7 +543,8 @@ def evaluate(
         _fail(f"{splits.root}: no {split} graphs")
     purpose = {"test": "never used for training or model selection", "valid": "used to select the best epoch",
                "train": "used for training"}[split]
-    typer.echo(f"split: {split} ({len(files)} graphs of {splits.root}; {purpose})")
+    fmt = value(fmt)
+    note(f"split: {split} ({len(files)} graphs of {splits.root}; {purpose})", fmt)
     if info.get("folds") and split != "test":
         typer.secho(
             "warning: a cross-validation ensemble was trained on train+valid; its valid score is optimistic "
@@ -559,13 +562,27 @@ def evaluate(
             f"warning: skipped {len(report.skipped)} graph(s) whose runtimes are all equal or unusable: "
             f"{', '.join(report.skipped)}", fg=typer.colors.YELLOW, err=True,
         )  # fmt: skip
-    typer.echo(report.table())
+    _print_report(report, split, fmt)
     if json_out is not None:
         try:
             write_json({"split": split, **report.to_json()}, json_out)
         except (OSError, ValueError) as exc:
             _fail(f"--json {json_out}: {exc}")
-        typer.echo(f"wrote {json_out}")
+        note(f"wrote {json_out}", fmt)
+
+
+def _print_report(report, split: str, fmt: str) -> None:
+    """evaluate's report: one row per graph and the mean, as a table, JSON (= the --json file) or CSV."""
+    if not report.rows:
+        note("(no graphs)", fmt)
+        return
+    keys = [k for k in report.rows[0] if k != "graph"]
+    number = lambda v: f"{v:d}" if isinstance(v, int) else f"{v:.4f}"  # noqa: E731
+    columns = [Column("graph", right=False)] + [Column(k, show=number) for k in keys]
+    mean = {"graph": "MEAN", **report.aggregate, "n_configs": report.aggregate.get("n_configs", 0)}
+    caption = (f"skipped {len(report.skipped)} graph(s) without usable runtimes: {', '.join(report.skipped)}"
+               if report.skipped else None)
+    print_table(report.rows, columns, fmt, data={"split": split, **report.to_json()}, footer=mean, caption=caption)
 
 
 def _has_runtimes(files: list, probe: int = 3) -> bool:
@@ -599,8 +616,10 @@ def rank(
     threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
+    fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
-    """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
+    """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
+    the file's measured runtime beside each score when it has one."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
     device = _check_device(device)
@@ -613,10 +632,30 @@ def rank(
     if prepared.kind == "layout" and prepared.num_config_nodes == 0:
         typer.secho(f"warning: {graph}: no configurable node (key 'node_config_ids' is empty): every configuration "
                     "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
+    measured = _measured_runtimes(graph, len(scores))
     shown = order[:top] if top else order
-    typer.echo(f"{'rank':>6} {'config':>8} {'score':>12}")
-    for position, index in enumerate(shown):
-        typer.echo(f"{position:>6} {int(index):>8} {scores[index]:>12.5f}")
+    rows = [{"rank": position, "config": int(index), "score": float(scores[index]),
+             "runtime": None if measured is None else float(measured[index])} for position, index in enumerate(shown)]
+    columns = [Column("rank"), Column("config"), Column("score", show=lambda v: f"{v:.5f}")]
+    caption = None
+    if measured is not None:
+        from graphcost.metrics import kendall_tau
+
+        columns.append(Column("runtime", "runtime (measured)", show=lambda v: f"{v:.6g}"))
+        caption = (f"measured runtimes: config_runtime of {graph.name}; Kendall tau of the scores against them "
+                   f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
+    print_table(rows, columns, value(fmt), caption=caption)
+
+
+def _measured_runtimes(graph: Path, k: int):
+    """The file's `config_runtime` (K,), None when it has none or only zero placeholders (unlabelled)."""
+    import numpy as np
+
+    with np.load(graph, allow_pickle=False) as z:  # validated by prepare_for_prediction already
+        if "config_runtime" not in z.files:
+            return None
+        runtime = np.asarray(z["config_runtime"], dtype=np.float64).reshape(-1)
+    return runtime if runtime.shape == (k,) and np.any(runtime != 0) else None
 
 
 def predict(
