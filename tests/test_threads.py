@@ -40,18 +40,26 @@ def test_defaults_read_affinity_load_and_cgroup_quota(monkeypatch, tmp_path):
     assert auto_threads().threads == 2 and auto_threads().load is None
 
 
-def test_cli_option_accepts_auto_or_a_count(monkeypatch):
+def test_cli_option_accepts_auto_or_a_count(monkeypatch, capsys):
     import torch
 
     from graphcost.cli import app
+    from graphcost.commands import set_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(threads, "auto_threads", lambda: threads.ThreadChoice(1, 2, 1.5, 2))
     before = torch.get_num_threads()
     try:
-        r = CliRunner().invoke(app, ["rank", "/nonexistent", "/nonexistent.npz"])  # threads are set first
-        assert "threads: 1 (auto: 2 cores" in r.output and torch.get_num_threads() == 1
+        set_threads("auto")
+        assert "threads: 1 (auto: 2 cores" in capsys.readouterr().err and torch.get_num_threads() == 1
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")
+        set_threads("auto")  # the user's OMP_NUM_THREADS stays in charge
+        assert "threads: 1 (OMP_NUM_THREADS" in capsys.readouterr().err
+        set_threads("3")
+        assert torch.get_num_threads() == 3
         r = CliRunner().invoke(app, ["rank", "/nonexistent", "/nonexistent.npz", "--threads", "many"])
         assert r.exit_code == 2 and "--threads" in r.output and "auto or a number" in r.output
+        r = CliRunner().invoke(app, ["rank", "/nonexistent", "/nonexistent.npz"])
+        assert r.exit_code == 1 and "threads:" not in r.output  # an error stays one line
     finally:
         torch.set_num_threads(before)

@@ -232,7 +232,6 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.experiment import num_categories
         from graphcost.dag.train import TrainConfig, train_layerdag
 
-        set_threads(threads)
         _device(device)
         if size not in ("small", "paper"):
             _fail(f"--size must be small or paper, got '{size}'")
@@ -258,6 +257,7 @@ def register(app: typer.Typer) -> None:
         if folds and not (folds >= 3 and fold < folds):
             _fail(f"--folds must be >= 3 and --fold in 0..{max(folds - 1, 0)}, got --folds {folds} --fold {fold}")
         cv_fold = [fold, folds] if folds else None
+        set_threads(threads)  # once the options are known to be usable: an error stays one line
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs, cv_fold, data_dir)
         if label_balance and any(d.label is None for d in splits["train"]):
@@ -309,7 +309,6 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (and its PNG) if they exist"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
-        set_threads(threads)
         dev = _device(device)
         import numpy as np
 
@@ -322,6 +321,7 @@ def register(app: typer.Typer) -> None:
         _check_model_path(model_path)
         _check_out_file("--out", out, overwrite)
         _check_out_file("--out", out.with_suffix(".png"), overwrite)  # the drawing written beside it
+        set_threads(threads)
         try:
             model = load_model(model_path, last=last).to(dev)
         except (FileNotFoundError, ValueError) as exc:
@@ -380,7 +380,6 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
-        set_threads(threads)
         dev = _device(device)
         from graphcost.dag.evaluate.surrogate import SurrogateConfig
         from graphcost.dag.experiment import describe_samples, evaluate_model
@@ -398,6 +397,7 @@ def register(app: typer.Typer) -> None:
         recorded = Path(info["data_dir"]) if info.get("data_dir") and dataset == info.get("dataset") else None
         splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"), info.get("fold"),
                               data_dir or recorded)
+        set_threads(threads)
         if samples is not None:
             try:
                 res = describe_samples(load_dags(samples), splits, dataset)

@@ -331,7 +331,6 @@ def train(
     model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     _check_collection(collection)
     device = _check_device(device)
-    set_threads(threads)
     recorded_in = None
     previous: dict = {}
     if resume:  # a resumed run reuses the interrupted run's data and settings
@@ -375,6 +374,7 @@ def train(
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
     _check_model_memory(model, collection.split(":")[0] if collection else model_kinds(model)[0], model_config,
                         max_memory_gb)
+    set_threads(threads)  # once the options and data are known to be usable
     config = TrainConfig(
         model=model, model_config=model_config,
         loss=loss, epochs=epochs, patience=patience, max_steps_per_graph=max_steps_per_graph,
@@ -476,7 +476,6 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
     from graphcost.train.crossval import EnsemblePredictor
     from graphcost.train.distributed import resolve_device
 
-    set_threads(threads)
     precision = value(precision)
     if precision not in PRECISION_CHOICES:
         _fail(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
@@ -487,6 +486,7 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
         predictor = EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
         _fail(str(exc))
+    set_threads(threads)  # after the checks: an error stays one line
     if predictor.blend is not None:
         from graphcost.train.blend import describe
 
