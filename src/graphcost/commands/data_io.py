@@ -170,9 +170,26 @@ def split_configs(
         typer.echo(f"{split}: {path}")
 
 
+def card(
+    root: Path = typer.Argument(..., help="a collection written by `graphcost collect` (+ --repeat)"),
+    title: str = typer.Option("a REAL dataset measured on this CPU", "--title", help="the card's title"),
+    command: str = typer.Option("(not recorded)", "--command", help="the command that collected it"),
+    notes: Optional[Path] = typer.Option(None, "--notes", help="markdown appended as the card's last section"),
+) -> None:
+    """Write DIR/CARD.md, the data card of a collection: measurement, repeatability, per-graph table."""
+    from graphcost.frontend.card import write_card
+
+    try:
+        path = write_card(root, title, command, notes)
+    except ValueError as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {path}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
     app.command("download")(download)
+    app.command("card")(card)
     app.command("synth")(synth)
     app.command("stats")(stats)
     app.command("split-configs")(split_configs)
