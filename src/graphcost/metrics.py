@@ -6,32 +6,32 @@ runtime: LOWER score = predicted FASTER. Rankings sort ascending. Every function
 
 Metrics and their sources
 -------------------------
-* :func:`kendall_tau` — Kendall's τ-b between scores and runtimes (TpuGraphs §5.1; TGraph eq. 9
+* [`kendall_tau`][graphcost.metrics.kendall_tau] — Kendall's τ-b between scores and runtimes (TpuGraphs §5.1; TGraph eq. 9
   writes the tie-free τ-a form, which τ-b equals when there are no ties):
   ``scipy.stats.kendalltau(pred, runtime)``, ties included, O(n log n).
-* :func:`opa` — Ordered Pair Accuracy (TpuGraphs §4.3; the TF-Ranking definition used by the
+* [`opa`][graphcost.metrics.opa] — Ordered Pair Accuracy (TpuGraphs §4.3; the TF-Ranking definition used by the
   TpuGraphs baselines): among pairs with different runtimes, the fraction whose scores are
   ordered strictly the same way. Pairs with equal runtimes are excluded; pairs with equal
   scores but different runtimes count as wrong (``pred_ties="half"`` counts them as 1/2).
-* :func:`top_k_slowdown` — the "top-K error" / "slowdown error@K" of TpuGraphs eq. 1:
+* [`top_k_slowdown`][graphcost.metrics.top_k_slowdown] — the "top-K error" / "slowdown error@K" of TpuGraphs eq. 1:
   ``min_{i in top-K(pred)} y_i / min_{i in A} y_i - 1`` (a fraction, 0 = found the best).
   TpuGraphs uses K in (1, 10, 100) for layout and (1, 5, 10) for tile.
-* :func:`tile_score` — the Kaggle "Fast or Slow?" tile metric, TGraph eq. 10:
+* [`tile_score`][graphcost.metrics.tile_score] — the Kaggle "Fast or Slow?" tile metric, TGraph eq. 10:
   ``2 - min_{i in top-5} r_i / min_{i in A} r_i`` (= 1 - top-5 slowdown; 1 is perfect).
-* :func:`combined_score` — the competition score: the unweighted mean of the five collection
+* [`combined_score`][graphcost.metrics.combined_score] — the competition score: the unweighted mean of the five collection
   scores (tile:xla tile score, and mean Kendall τ on each of the four layout collections).
-* :func:`tile_size_ape` — Kaufman et al. eq. 2, per program (a list of kernels), in percent.
-* :func:`mape` — mean absolute percentage error (Kaufman et al. §5.2), in percent.
+* [`tile_size_ape`][graphcost.metrics.tile_size_ape] — Kaufman et al. eq. 2, per program (a list of kernels), in percent.
+* [`mape`][graphcost.metrics.mape] — mean absolute percentage error (Kaufman et al. §5.2), in percent.
 
 For the tile collection, runtimes must be the measured ``config_runtime`` divided element-wise
 by ``config_runtime_normalizers`` (TpuGraphs README): the normaliser is per configuration (the
 default tile's runtime in the same measurement run), so it changes the order and every metric
-here must see normalised runtimes. :func:`normalized_tile_runtime` does the division;
-:func:`evaluate_graph` does it when given ``normalizers``. ``PreparedGraph.runtime`` is already
+here must see normalised runtimes. `normalized_tile_runtime` does the division;
+[`evaluate_graph`][graphcost.metrics.evaluate_graph] does it when given ``normalizers``. ``PreparedGraph.runtime`` is already
 normalised.
 
-Aggregation: :func:`evaluate_graph` computes every metric of one graph for its kind, and
-:func:`aggregate` averages per-graph dicts (TpuGraphs §5: "an average across all kernels").
+Aggregation: [`evaluate_graph`][graphcost.metrics.evaluate_graph] computes every metric of one graph for its kind, and
+[`aggregate`][graphcost.metrics.aggregate] averages per-graph dicts (TpuGraphs §5: "an average across all kernels").
 """
 
 from __future__ import annotations
