@@ -62,3 +62,11 @@ def main() -> None:  # pragma: no cover - console entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def __getattr__(name: str):
+    """`click_command`: the click command behind the typer app, for the docs' generated CLI reference
+    (docs/cli.md, mkdocs-click), built on demand."""
+    if name == "click_command":
+        return typer.main.get_command(app)
+    raise AttributeError(f"module 'graphcost.cli' has no attribute {name!r}")
