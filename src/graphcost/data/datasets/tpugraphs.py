@@ -73,7 +73,7 @@ instead; `graphcost train --loader-workers` uses that to reproduce its in-proces
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -168,6 +168,7 @@ class TpuGraphsDataset(Dataset):
         dedup: keep one (the fastest) copy of identical configurations (TGraph §2.2.2); False keeps
             every configuration of each file (evaluation).
         transform: PyG transform applied to each item.
+        log: PyG's processing messages.
 
     No `force_reload`: cache entries are keyed by the raw file's path, size and mtime, the options
     and the preprocessing format version, so a changed file or preprocessing is re-processed anyway.
@@ -182,7 +183,7 @@ class TpuGraphsDataset(Dataset):
         seed: int = 0,
         scaler: FeatureScaler | str | None = "fit",
         dedup: bool = True,
-        transform=None,
+        transform: Callable[[Data], Data] | None = None,
         log: bool = False,
     ) -> None:
         if batch_configs < 1:
@@ -197,7 +198,8 @@ class TpuGraphsDataset(Dataset):
 
     @classmethod
     def from_prepared(
-        cls, graphs: Sequence, scaler: FeatureScaler | None, *, batch_configs: int = 64, seed: int = 0, transform=None
+        cls, graphs: Sequence, scaler: FeatureScaler | None, *, batch_configs: int = 64, seed: int = 0,
+        transform: Callable[[Data], Data] | None = None
     ) -> "TpuGraphsDataset":
         """A dataset over PreparedGraphs already loaded (a list, or train.datasets.LazyPrepared);
         no raw files, no processing. The trainer's path (`graphcost train --loader-workers`)."""
