@@ -49,3 +49,30 @@ def test_commands_receive_plain_strings(monkeypatch, tmp_path):
     assert value([Collection.tile_xla, None]) == ["tile:xla", None] and type(value(Loss.hinge)) is str
     with pytest.raises(KeyError):
         choices.Model["nope"]
+
+
+def _commands(group, path=()):
+    """(path, click command) of every leaf command of the app."""
+    import click
+
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd
+
+
+def test_help_at_80_columns_keeps_every_option_whole_and_lists_choices_once():
+    import typer.main
+
+    for path, cmd in _commands(typer.main.get_command(app)):
+        out = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80).output
+        assert "…" not in out, path  # nothing truncated
+        assert max(len(line) for line in out.splitlines()) <= 80 or any(  # only a choice metavar may overflow
+            "|" in line for line in out.splitlines() if len(line) > 80), path
+        for param in cmd.params:
+            for opt in param.opts:
+                assert opt in out, (path, opt)  # every option name, in full
+    out = runner.invoke(app, ["train", "--help"], env={"COLUMNS": "80"}, terminal_width=80).output
+    assert out.count("layout:nlp:random") == 1 and out.count("listmle") == 1  # the choices, once
+    assert runner.invoke(app, ["rank", "--help"], terminal_width=80).output.count("fp32|bf16") == 1

@@ -2,7 +2,7 @@
 # The shipped real datasets' collection (see src/graphcost/datasets/*/CARD.md): layout and flags,
 # each measured twice in independent process sets (the second pass: --repeat). Resumable: re-run it.
 # STAGES picks and orders the stages (default: all four). The shipped copies were then moved to
-# src/graphcost/datasets/ and their cards written with `python -m graphcost.frontend.card DIR`.
+# src/graphcost/datasets/ and their cards written with `graphcost data card DIR`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}

@@ -10,7 +10,14 @@ Subpackages (imports go downward only: cli -> train -> models -> data):
   tuning/    graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
+    from graphcost.tuning import TunedConfig, TuneResult, compile_with, tune
+
+__all__ = ["TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
 
 _LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
          "TunedConfig": "graphcost.tuning"}

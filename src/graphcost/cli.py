@@ -9,13 +9,20 @@ import typer
 from graphcost import __version__
 from graphcost.commands import collect, dag, data_io, data_proto, models, tune
 
+# Plain click help (rich_markup_mode=None): rich's four-column option tables squeeze the option
+# names and help into a few characters each at 80 columns (`--checkpoint-eve…`); click's two
+# columns keep every option whole and wrap its help beneath.
+HELP = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
+
 app = typer.Typer(
     help="graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    **HELP,
 )
 
-data_app = typer.Typer(help="TpuGraphs-schema data: download, synthesize, convert, inspect.", no_args_is_help=True)
+data_app = typer.Typer(help="TpuGraphs-schema data: download, synthesize, convert, inspect.", no_args_is_help=True,
+                       **HELP)
 data_io.register(data_app)
 data_proto.register(data_app)
 app.add_typer(data_app, name="data")
@@ -34,15 +41,17 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG)."""
-    from graphcost.commands.console import show_library_messages
+    from graphcost.commands.console import library_messages
 
-    show_library_messages()
+    ctx.with_resource(library_messages())  # the library's log lines, for as long as the command runs
 
 
-dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True)
+dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True,
+                      **HELP)
 dag.register(dag_app)
 app.add_typer(dag_app, name="dag")
 
@@ -53,3 +62,11 @@ def main() -> None:  # pragma: no cover - console entry point
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def __getattr__(name: str):
+    """`click_command`: the click command behind the typer app, for the docs' generated CLI reference
+    (docs/cli.md, mkdocs-click), built on demand."""
+    if name == "click_command":
+        return typer.main.get_command(app)
+    raise AttributeError(f"module 'graphcost.cli' has no attribute {name!r}")

@@ -6,33 +6,32 @@ runtime: LOWER score = predicted FASTER. Rankings sort ascending. Every function
 
 Metrics and their sources
 -------------------------
-* :func:`kendall_tau` — Kendall's τ-b between scores and runtimes (TpuGraphs §5.1; TGraph eq. 9
-  writes the tie-free τ-a form, which τ-b equals when there are no ties). Equal to
-  ``scipy.stats.kendalltau(pred, runtime)`` including ties, computed in O(n log² n) time and
-  O(n) memory so that 100,000 configurations take well under a second.
-* :func:`opa` — Ordered Pair Accuracy (TpuGraphs §4.3; the TF-Ranking definition used by the
+* [`kendall_tau`][graphcost.metrics.kendall_tau] — Kendall's τ-b between scores and runtimes (TpuGraphs §5.1; TGraph eq. 9
+  writes the tie-free τ-a form, which τ-b equals when there are no ties):
+  ``scipy.stats.kendalltau(pred, runtime)``, ties included, O(n log n).
+* [`opa`][graphcost.metrics.opa] — Ordered Pair Accuracy (TpuGraphs §4.3; the TF-Ranking definition used by the
   TpuGraphs baselines): among pairs with different runtimes, the fraction whose scores are
   ordered strictly the same way. Pairs with equal runtimes are excluded; pairs with equal
   scores but different runtimes count as wrong (``pred_ties="half"`` counts them as 1/2).
-* :func:`top_k_slowdown` — the "top-K error" / "slowdown error@K" of TpuGraphs eq. 1:
+* [`top_k_slowdown`][graphcost.metrics.top_k_slowdown] — the "top-K error" / "slowdown error@K" of TpuGraphs eq. 1:
   ``min_{i in top-K(pred)} y_i / min_{i in A} y_i - 1`` (a fraction, 0 = found the best).
   TpuGraphs uses K in (1, 10, 100) for layout and (1, 5, 10) for tile.
-* :func:`tile_score` — the Kaggle "Fast or Slow?" tile metric, TGraph eq. 10:
+* [`tile_score`][graphcost.metrics.tile_score] — the Kaggle "Fast or Slow?" tile metric, TGraph eq. 10:
   ``2 - min_{i in top-5} r_i / min_{i in A} r_i`` (= 1 - top-5 slowdown; 1 is perfect).
-* :func:`combined_score` — the competition score: the unweighted mean of the five collection
+* [`combined_score`][graphcost.metrics.combined_score] — the competition score: the unweighted mean of the five collection
   scores (tile:xla tile score, and mean Kendall τ on each of the four layout collections).
-* :func:`tile_size_ape` — Kaufman et al. eq. 2, per program (a list of kernels), in percent.
-* :func:`mape` — mean absolute percentage error (Kaufman et al. §5.2), in percent.
+* [`tile_size_ape`][graphcost.metrics.tile_size_ape] — Kaufman et al. eq. 2, per program (a list of kernels), in percent.
+* [`mape`][graphcost.metrics.mape] — mean absolute percentage error (Kaufman et al. §5.2), in percent.
 
 For the tile collection, runtimes must be the measured ``config_runtime`` divided element-wise
 by ``config_runtime_normalizers`` (TpuGraphs README): the normaliser is per configuration (the
 default tile's runtime in the same measurement run), so it changes the order and every metric
-here must see normalised runtimes. :func:`normalized_tile_runtime` does the division;
-:func:`evaluate_graph` does it when given ``normalizers``. ``PreparedGraph.runtime`` is already
+here must see normalised runtimes. `normalized_tile_runtime` does the division;
+[`evaluate_graph`][graphcost.metrics.evaluate_graph] does it when given ``normalizers``. ``PreparedGraph.runtime`` is already
 normalised.
 
-Aggregation: :func:`evaluate_graph` computes every metric of one graph for its kind, and
-:func:`aggregate` averages per-graph dicts (TpuGraphs §5: "an average across all kernels").
+Aggregation: [`evaluate_graph`][graphcost.metrics.evaluate_graph] computes every metric of one graph for its kind, and
+[`aggregate`][graphcost.metrics.aggregate] averages per-graph dicts (TpuGraphs §5: "an average across all kernels").
 """
 
 from __future__ import annotations
@@ -130,70 +129,41 @@ def _tied_pairs(x: np.ndarray) -> int:
     return int((counts * (counts - 1) // 2).sum())
 
 
-def _count_inversions(a: np.ndarray) -> int:
-    """Number of pairs i<j with a[i] > a[j] (strictly), for non-negative integer ``a``.
+def _kendall_tau_b(pred: np.ndarray, runtime: np.ndarray) -> float:
+    """scipy.stats.kendalltau's τ-b (NaN when either input is constant); its p-value is not used."""
+    from scipy.stats import kendalltau
 
-    Bottom-up merge counting, vectorised per level: at level ``w`` the sequence is cut into
-    blocks of ``2w``; for each element of a right half we count the elements of its left half
-    that are strictly larger with one ``searchsorted`` over all blocks at once (block id is
-    folded into the key). log2(n) levels of O(n log n) work each; O(n) memory.
-    """
-    n = a.shape[0]
-    if n < 2:
-        return 0
-    a = a.astype(np.int64, copy=False)
-    span = int(a.max()) + 1  # keys: block * span + value, values in [0, span)
-    pos = np.arange(n, dtype=np.int64)
-    total = 0
-    w = 1
-    while w < n:
-        half = pos // w  # index of the size-w half each element sits in
-        block = half // 2
-        left = (half % 2) == 0
-        right = ~left
-        left_keys = np.sort(block[left] * span + a[left])
-        rblock = block[right]
-        # left elements of the same block: keys in [rblock*span, (rblock+1)*span)
-        end = np.searchsorted(left_keys, (rblock + 1) * span, side="left")
-        not_greater = np.searchsorted(left_keys, rblock * span + a[right], side="right")
-        total += int((end - not_greater).sum())
-        w *= 2
-    return total
+    return float(kendalltau(pred, runtime).statistic)
 
 
 def _pair_counts(pred: np.ndarray, runtime: np.ndarray) -> dict[str, int]:
     """Concordance counts over all n(n-1)/2 pairs.
 
     Returns total pairs ``n0``, pairs tied in pred ``t_pred``, tied in runtime ``t_rt``,
-    tied in both ``t_both``, and ``S = concordant - discordant`` (ties count in neither).
-    Knight's method: sort by (pred, runtime); the discordant pairs are then exactly the strict
-    inversions of the runtime sequence.
+    tied in both ``t_both``, and the ``concordant`` / ``discordant`` pairs (ties count in
+    neither). C + D is the untied pairs; C - D = τ_b sqrt((n0 - t_pred)(n0 - t_rt)) with τ_b from
+    scipy (O(n log n)), so C and D follow without counting pairs here.
     """
     n = pred.shape[0]
-    order = np.lexsort((runtime, pred))  # primary key pred, secondary runtime
-    # dense integer ranks of runtime (0..m-1) so inversion counting works on small ints
-    _, rt_rank = np.unique(runtime, return_inverse=True)
-    rt_sorted = rt_rank.reshape(-1)[order]
-    discordant = _count_inversions(rt_sorted)
     n0 = n * (n - 1) // 2
     t_pred = _tied_pairs(pred)
     t_rt = _tied_pairs(runtime)
-    # pairs tied in both = tie groups of the (pred, runtime) pair
-    p_sorted = pred[order]
-    r_sorted = runtime[order]
-    new_group = np.ones(n, dtype=bool)
-    new_group[1:] = (p_sorted[1:] != p_sorted[:-1]) | (r_sorted[1:] != r_sorted[:-1])
-    sizes = np.diff(np.append(np.flatnonzero(new_group), n)).astype(np.int64)
-    t_both = int((sizes * (sizes - 1) // 2).sum())
+    _, both = np.unique(np.stack([pred, runtime], axis=1), axis=0, return_counts=True)
+    both = both.astype(np.int64)
+    t_both = int((both * (both - 1) // 2).sum())
     untied = n0 - t_pred - t_rt + t_both  # = concordant + discordant
-    concordant = untied - discordant
+    if untied == 0:  # a constant input: every pair tied somewhere (τ_b undefined)
+        concordant = 0
+    else:
+        s = _kendall_tau_b(pred, runtime) * math.sqrt(float(n0 - t_pred) * float(n0 - t_rt))  # = C - D
+        concordant = int(round((untied + s) / 2))
     return {
         "n0": n0,
         "t_pred": t_pred,
         "t_rt": t_rt,
         "t_both": t_both,
         "concordant": concordant,
-        "discordant": discordant,
+        "discordant": untied - concordant,
     }
 
 
@@ -215,12 +185,9 @@ def kendall_tau(pred: Any, runtime: Any) -> float:
         ValueError: unequal lengths, non-finite values, or n < 2.
     """
     p, r = _pair(pred, runtime, min_len=2)
-    c = _pair_counts(p, r)
-    denom = float(c["n0"] - c["t_pred"]) * float(c["n0"] - c["t_rt"])
-    if denom <= 0.0:
-        return float("nan")
-    tau = (c["concordant"] - c["discordant"]) / math.sqrt(denom)
-    return float(min(1.0, max(-1.0, tau)))
+    if np.all(p == p[0]) or np.all(r == r[0]):
+        return float("nan")  # τ undefined (scipy says the same, with a warning)
+    return float(min(1.0, max(-1.0, _kendall_tau_b(p, r))))
 
 
 def opa(pred: Any, runtime: Any, pred_ties: str = "wrong") -> float:

@@ -72,6 +72,7 @@ DAG_RUN_JSON_CASES = [
     ("string-seed", _set("seed", "0"), "'seed'"),
     ("negative-num-graphs", _set("num_graphs", -3), "'num_graphs'"),
     ("unknown-dataset", _set("dataset", "imagenet"), "'dataset'"),
+    ("numeric-data-dir", _set("data_dir", 5), "'data_dir'"),
 ]
 
 

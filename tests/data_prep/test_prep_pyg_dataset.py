@@ -130,3 +130,42 @@ def test_bad_inputs_name_the_path(tmp_path):
     (bad / "broken.npz").write_bytes(b"not a zip file")
     with pytest.raises(ValueError, match="broken.npz"):  # SchemaError (a ValueError) naming the file
         TpuGraphsDataset(bad, tmp_path / "cache")
+
+
+@pytest.mark.parametrize("collection", ["layout:xla:random", "tile:xla"])
+def test_standard_pyg_loader_batches_several_graphs(synth_root, tmp_path, collection):
+    """torch_geometric.loader.DataLoader(ds, batch_size=G) batches graphs: node indices offset, configs stacked."""
+    from torch_geometric.loader import DataLoader as PyGLoader
+
+    ds = TpuGraphsDataset(_split(synth_root, collection), tmp_path, batch_configs=3, seed=2)
+    assert all(ds.prepared(i).num_configs >= 3 for i in range(len(ds)))
+    items = [ds[i] for i in range(len(ds))]
+    batch = next(iter(PyGLoader(ds, batch_size=len(ds))))
+    assert batch.num_graphs == len(ds) and batch.graph_name == [d.graph_name for d in items]
+    assert batch.x.shape == (sum(d.num_nodes for d in items), 140)
+    for name in ("runtime", "y", "config_index"):
+        assert torch.equal(batch[name], torch.stack([d[name] for d in items])), name  # (G, B)
+    if collection.startswith("layout"):
+        assert torch.equal(batch.node_config_feat, torch.cat([d.node_config_feat for d in items], dim=1))  # (B, ΣC, 18)
+        offsets = batch.ptr[:-1].repeat_interleave(torch.tensor([d.config_node_index.numel() for d in items]))
+        assert torch.equal(batch.config_node_index, torch.cat([d.config_node_index for d in items]) + offsets)
+        # the batched indices pick the same node features as each graph's own
+        assert torch.equal(batch.x[batch.config_node_index], torch.cat([d.x[d.config_node_index] for d in items]))
+    else:
+        assert torch.equal(batch.config_feat, torch.stack([d.config_feat for d in items]))  # (G, B, 24)
+    for i, got in enumerate(batch.to_data_list()):  # and back, graph by graph
+        assert_matches_make_batch(ds, got, i)
+
+
+def test_standard_pyg_loader_refuses_graphs_with_different_sample_sizes(synth_root, tmp_path):
+    from torch_geometric.loader import DataLoader as PyGLoader
+
+    small = tmp_path / "small"
+    write_synthetic_collection(small, "layout:xla:random", num_graphs=1, seed=8, split_fractions=(1.0, 0.0, 0.0),
+                               max_nodes=40, max_configs=12, progress=False)  # fmt: skip
+    files = sorted(_split(synth_root, "layout:xla:random").glob("*.npz"))[:1] + sorted(_split(small, "layout:xla:random").glob("*.npz"))
+    ds = TpuGraphsDataset(files, tmp_path / "cache", batch_configs=10_000)
+    assert len({ds.prepared(i).num_configs for i in range(len(ds))}) > 1  # B = K differs between graphs
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match|stack expects each tensor to be equal size"):
+        next(iter(PyGLoader(ds, batch_size=len(ds))))
+    assert next(iter(PyGLoader(ds, batch_size=1))).runtime.shape == (1, ds.prepared(0).num_configs)

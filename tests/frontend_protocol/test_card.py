@@ -31,17 +31,18 @@ def test_repeatability_by_family_and_target(tmp_path):
     assert "| a | 4 | 0.940 |" in card and "**Not met** for: b" in card and "0.500 ⚠" in card
 
 
-def test_card_of_a_missing_or_damaged_collection_is_a_one_line_error(tmp_path, capsys):
-    import pytest
+def test_card_of_a_missing_or_damaged_collection_is_a_one_line_error(tmp_path):
+    from typer.testing import CliRunner
 
-    from graphcost.frontend.card import main
+    from cli_asserts import one_line_error
+    from graphcost.cli import app
 
-    with pytest.raises(SystemExit, match="manifest.json"):
-        main([str(tmp_path)])
+    def card():
+        return CliRunner().invoke(app, ["data", "card", str(tmp_path)])
+
+    one_line_error(card(), str(tmp_path), "manifest.json")
     (tmp_path / "manifest.json").write_text("{")
-    with pytest.raises(SystemExit, match="cannot write a card"):
-        main([str(tmp_path)])
+    one_line_error(card(), str(tmp_path), "cannot write a card")
     (tmp_path / "manifest.json").write_text('{"graphs": {}}')
-    with pytest.raises(SystemExit, match="missing key 'collection'"):
-        main([str(tmp_path)])
+    one_line_error(card(), str(tmp_path), "missing key 'collection'")
     assert not (tmp_path / "CARD.md").exists()

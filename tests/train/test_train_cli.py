@@ -38,9 +38,13 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
                   "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
     assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
     assert "blend:" in out and (run / "blend.json").is_file() and (run / "trees.txt").is_file()  # the default recipe
+    assert re.search(r"^threads: \d+ \(", out, re.M)  # --threads auto says what it chose
+    assert re.search(r"^epoch 1/2: train loss [\d.]+, valid \w+ -?[\d.]+", out, re.M)  # a line per epoch
+    assert f"plots: {run / 'learning_curves.png'}, {run / 'valid_ranks.png'}" in out  # and where the plots are
     report = tmp_path / "eval.json"
     out = run_cli("evaluate", run, "--json", report, "--tta", "2", "--device", "cpu")
     data = json.loads(report.read_text())
+    out = "".join(line for line in out.splitlines(True) if not line.startswith("threads: "))
     assert out.startswith("scoring with the run's blend")  # on stderr, which CliRunner mixes in
     out = out.split("\n", 1)[1]
     assert out.startswith("split: test (") and data["split"] == "test"  # labelled test split: reported by default
@@ -66,6 +70,21 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
         assert sorted(ranked16) == list(range(num_configs))
         pos16 = np.argsort(ranked16)
         assert np.corrcoef(np.argsort(ranked), pos16)[0, 1] > 0.9
+
+    if model == "tgraph":  # the same tables for programs: stdout holds only the data
+        measured = load_graph(test_file).config_runtime
+        assert "runtime (measured)" in out and "Kendall tau of the scores against them" in out
+        res = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+        r = res.invoke(app, ["rank", str(run), str(test_file), "--tta", "2", "--device", "cpu", "--format", "json"])
+        rows = json.loads(r.stdout)
+        assert [row["config"] for row in rows] == ranked and rows[0]["rank"] == 0
+        assert [row["runtime"] for row in rows] == [float(measured[i]) for i in ranked]  # beside each score
+        r = res.invoke(app, ["evaluate", str(run), "--tta", "2", "--device", "cpu", "--format", "csv"])
+        table = list(csv.DictReader(r.stdout.splitlines()))
+        assert table[-1]["graph"] == "MEAN" and float(table[-1]["kendall_tau"]) == pytest.approx(
+            data["aggregate"]["kendall_tau"], abs=1e-9)
+        r = res.invoke(app, ["evaluate", str(run), "--tta", "2", "--device", "cpu", "--format", "json"])
+        assert json.loads(r.stdout)["split"] == "test"
 
     sub = tmp_path / "sub.csv"
     run_cli("predict", run, "--out", sub, "--tta", "2", "--device", "cpu")

@@ -25,6 +25,7 @@ Model = StrEnum("Model", [(n, n) for n in (
     "tgraph", "sage", "tile-mlp", "early-sage", "early-gcn", "late-sage", "late-gcn", "kaufman")])  # fmt: skip
 Loss = StrEnum("Loss", [(n, n) for n in ("hinge", "logistic", "listmle", "mse")])
 Precision = StrEnum("Precision", [(n, n) for n in ("auto", "fp32", "bf16")])
+Format = StrEnum("Format", [(n, n) for n in ("table", "json", "csv")])  # commands/tables.py
 DEVICES = ("auto", "cpu", "cuda", "cuda:0", "cuda:1")  # completion only: any cuda:N is accepted
 
 

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
     def collect_cmd(
         programs: str = typer.Option("mlp", help="Comma-separated zoo selectors: families (mlp, cnn, tfenc, tfdec, "
                                      "lstm, gru), groups (transformer, rnn), name prefixes (tfenc, tfdec, lstm, gru, mlp-d3) or exact variant names."),
-        out: Path = typer.Option(Path("collected"), help="Output directory (split subdirs + manifest.json)."),
+        out: Path = typer.Option(Path("runs/collected"), help="Output directory (split subdirs + manifest.json)."),
         configs: int = typer.Option(8, min=1, help="Configurations per program."),
         space: str = typer.Option("layout", help="layout (per-node layouts, layout schema) or flags "
                                   "(XLA CPU compiler options, tile schema)."),

@@ -1,30 +1,34 @@
 """The CLI's console: the library reports through the `graphcost` logger hierarchy
-(`logging.getLogger("graphcost.train")`, ...); a command shows those INFO lines on stdout,
-written through tqdm so that they print above a running progress bar, not through it. An
-application using the library sets up its own handlers (or none) instead."""
+(`logging.getLogger("graphcost.train.trainer")`, ...) and never prints; a command shows those
+INFO lines on stdout, redirected by `tqdm.contrib.logging.logging_redirect_tqdm` so that they
+print above a running progress bar, not through it. An application using the library sets up its
+own handlers (or none, and the library stays silent) instead."""
 
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
-class _TqdmHandler(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        from tqdm.auto import tqdm
+@contextmanager
+def library_messages() -> Iterator[logging.Logger]:
+    """While the block runs, print the `graphcost` loggers' INFO (and higher) messages on stdout,
+    through tqdm; afterwards the logger is as it was (a CLI invocation in a test leaves nothing behind)."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
 
-        try:
-            tqdm.write(self.format(record))
-        except Exception:  # noqa: BLE001 - logging must never break the command
-            self.handleError(record)
-
-
-def show_library_messages() -> None:
-    """Print the `graphcost` loggers' INFO (and higher) messages, once per process."""
     logger = logging.getLogger("graphcost")
-    if any(isinstance(h, _TqdmHandler) for h in logger.handlers):
-        return
-    handler = _TqdmHandler()
+    handler = logging.StreamHandler(sys.stdout)  # the stdout of this invocation (CliRunner swaps it)
     handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False  # the CLI's lines are not repeated by a root handler
+    try:
+        with logging_redirect_tqdm(loggers=[logger]):
+            yield logger
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
+from graphcost.commands import DEVICE_HELP, set_threads, threads_option
 from graphcost.commands.choices import complete_device
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
@@ -84,8 +84,14 @@ def _check_model_path(path: Path) -> None:
         _fail(f"MODEL {path}: no such run directory or checkpoint file")
 
 
-def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optional[list] = None):
-    """The run's train/valid/test split; `fold` = [f, k] for fold f of a k-fold cross-validation."""
+DATA_DIR_HELP = ("directory of the real datasets (tpu_tile_graphs/, nasbench201/; not needed for lp); "
+                 "default: $GRAPHCOST_DAG_DATA; where to get them: docs/layerdag.md")
+
+
+def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optional[list] = None,
+                 data_dir: Optional[Path] = None):
+    """The run's train/valid/test split; `fold` = [f, k] for fold f of a k-fold cross-validation;
+    `data_dir`: the real datasets' directory (default: `graphcost.dag.datasets.locate`)."""
     from graphcost.dag.datasets import load_dataset
 
     if dataset not in DATASETS:
@@ -93,6 +99,8 @@ def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optio
     kwargs = {} if num_graphs is None or dataset == "tpu-tile" else {"num_graphs": num_graphs}
     if fold is not None:
         kwargs["fold"] = tuple(fold)
+    if dataset != "lp":
+        kwargs["data_dir"] = data_dir
     try:
         return load_dataset(dataset, seed=seed, **kwargs)
     except (FileNotFoundError, ValueError) as exc:
@@ -114,6 +122,7 @@ _RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked i
     "seed": (_is_int, "an integer"),
     "num_graphs": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
     "train_labels": (lambda v: isinstance(v, list) and all(_finite(x) for x in v), "a list of finite numbers"),
+    "data_dir": (lambda v: v is None or isinstance(v, str), "null or a directory path"),
 }
 
 
@@ -198,7 +207,8 @@ def register(app: typer.Typer) -> None:
                                   "train on fold --fold (test = part F, valid = part F-1, train = the rest); "
                                   "`dag evaluate` uses the same fold (0 = the 80/10/10 split)"),
         fold: int = typer.Option(0, min=0, help="with --folds K: which fold, 0..K-1"),
-        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+        threads: str = threads_option(),
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
@@ -222,7 +232,6 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.experiment import num_categories
         from graphcost.dag.train import TrainConfig, train_layerdag
 
-        set_threads(threads)
         _device(device)
         if size not in ("small", "paper"):
             _fail(f"--size must be small or paper, got '{size}'")
@@ -248,11 +257,16 @@ def register(app: typer.Typer) -> None:
         if folds and not (folds >= 3 and fold < folds):
             _fail(f"--folds must be >= 3 and --fold in 0..{max(folds - 1, 0)}, got --folds {folds} --fold {fold}")
         cv_fold = [fold, folds] if folds else None
+        set_threads(threads)  # once the options are known to be usable: an error stays one line
         torch.manual_seed(seed)
-        splits = _load_splits(dataset, seed, num_graphs, cv_fold)
+        splits = _load_splits(dataset, seed, num_graphs, cv_fold, data_dir)
         if label_balance and any(d.label is None for d in splits["train"]):
             _fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
+        from graphcost.dag.datasets.locate import dag_data_dir
+
+        found = dag_data_dir(data_dir) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs, "fold": cv_fold,
+                "data_dir": str(found.resolve()) if found is not None else None,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
         cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
                           device=device, ema_decay=ema_decay, label_balance=label_balance)
@@ -288,14 +302,13 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., help="output .npz (flat DAG format); a PNG of a few is written beside it"),
         seed: int = typer.Option(0),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
-        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)", autocompletion=complete_device),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (and its PNG) if they exist"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
-        set_threads(threads)
         dev = _device(device)
         import numpy as np
 
@@ -308,6 +321,7 @@ def register(app: typer.Typer) -> None:
         _check_model_path(model_path)
         _check_out_file("--out", out, overwrite)
         _check_out_file("--out", out.with_suffix(".png"), overwrite)  # the drawing written beside it
+        set_threads(threads)
         try:
             model = load_model(model_path, last=last).to(dev)
         except (FileNotFoundError, ValueError) as exc:
@@ -347,6 +361,8 @@ def register(app: typer.Typer) -> None:
     def evaluate(
         model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory (uses best.pt if present) or a checkpoint file"),
         dataset: Optional[str] = typer.Option(None, help="default: the dataset the run was trained on"),
+        data_dir: Optional[Path] = typer.Option(None, "--data-dir", help=DATA_DIR_HELP.replace(
+            "default:", "default: the run's (run.json), else")),
         samples: Optional[Path] = typer.Option(None, help="score this .npz instead of generating (no Pearson)"),
         schedule: str = typer.Option("constant", help="linear (eq. 1) | constant"),
         tmin: Optional[int] = typer.Option(None, min=1),
@@ -355,7 +371,7 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results as JSON here"),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
-        threads: int = typer.Option(0, min=0, help=THREADS_HELP),
+        threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
         guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
         surrogate_repeats: int = typer.Option(3, min=1, help="labelled data: surrogate regressors fitted per training set "
@@ -364,7 +380,6 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
-        set_threads(threads)
         dev = _device(device)
         from graphcost.dag.evaluate.surrogate import SurrogateConfig
         from graphcost.dag.experiment import describe_samples, evaluate_model
@@ -379,7 +394,10 @@ def register(app: typer.Typer) -> None:
         dataset = dataset or info.get("dataset")
         if dataset is None:
             _fail(f"MODEL {model_path}: no run.json beside it; pass --dataset")
-        splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"), info.get("fold"))
+        recorded = Path(info["data_dir"]) if info.get("data_dir") and dataset == info.get("dataset") else None
+        splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"), info.get("fold"),
+                              data_dir or recorded)
+        set_threads(threads)
         if samples is not None:
             try:
                 res = describe_samples(load_dags(samples), splits, dataset)

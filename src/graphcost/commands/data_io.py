@@ -12,7 +12,20 @@ from typing import Optional
 
 import typer
 
-from graphcost.commands.choices import Collection
+from graphcost.commands.choices import Collection, Format, value
+from graphcost.commands.tables import FORMAT_HELP, Column, print_table
+
+STATS_COLUMNS = [
+    Column("group", right=False),
+    Column("graphs"),
+    Column("nodes_mean", "nodes (mean, min-max)", cell=lambda r: f"{r['nodes_mean']:.0f} ({r['nodes_min']}-{r['nodes_max']})"),
+    Column("edges_mean", "edges", show=lambda v: f"{v:.0f}"),
+    Column("config_nodes_mean", "conf nodes", show=lambda v: f"{v:.1f}"),
+    Column("configs_per_graph", "configs/graph", show=lambda v: f"{v:.0f}"),
+    Column("unique_configs", "unique configs", cell=lambda r: f"{r['unique_configs']}/{r['configs']}"),
+    Column("runtime_min", "runtime range", cell=lambda r: f"{r['runtime_min']:.4g}-{r['runtime_max']:.4g}"),
+    Column("pruned_nodes_mean", "nodes after pruning", show=lambda v: f"{v:.0f}"),
+]
 
 
 def _fail(message: str) -> None:
@@ -98,11 +111,12 @@ def stats(
     validate: bool = typer.Option(True, "--validate/--no-validate", help="validate every file first"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the rows as JSON here"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
+    fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
     from graphcost.data.io.discover import default_data_root
     from graphcost.data.io.schema import SchemaError
-    from graphcost.data.stats import format_table, stats_for_path
+    from graphcost.data.stats import stats_for_path
 
     if path is None:
         path = default_data_root()
@@ -126,7 +140,7 @@ def stats(
         _fail(str(exc))
     except OSError as exc:  # missing path (DataNotFoundError / FileNotFoundError), permissions, ...
         _fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
-    typer.echo(format_table(rows))
+    print_table(rows, STATS_COLUMNS, value(fmt), csv_keys=list(rows[0]) if rows else None)
     if json_out is not None:
         from graphcost.data.synth.collection import _write_text_atomic
 
@@ -156,9 +170,26 @@ def split_configs(
         typer.echo(f"{split}: {path}")
 
 
+def card(
+    root: Path = typer.Argument(..., help="a collection written by `graphcost collect` (+ --repeat)"),
+    title: str = typer.Option("a REAL dataset measured on this CPU", "--title", help="the card's title"),
+    command: str = typer.Option("(not recorded)", "--command", help="the command that collected it"),
+    notes: Optional[Path] = typer.Option(None, "--notes", help="markdown appended as the card's last section"),
+) -> None:
+    """Write DIR/CARD.md, the data card of a collection: measurement, repeatability, per-graph table."""
+    from graphcost.frontend.card import write_card
+
+    try:
+        path = write_card(root, title, command, notes)
+    except ValueError as exc:
+        _fail(str(exc))
+    typer.echo(f"wrote {path}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
     app.command("download")(download)
+    app.command("card")(card)
     app.command("synth")(synth)
     app.command("stats")(stats)
     app.command("split-configs")(split_configs)

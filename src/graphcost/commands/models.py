@@ -14,11 +14,13 @@ from typing import Optional
 import typer
 
 from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, THREADS_HELP, set_threads
-from graphcost.commands.choices import Collection, Loss, Model, Precision, complete_device, value
+from graphcost.commands import DEVICE_HELP, set_threads, threads_option
+from graphcost.commands.choices import Collection, Format, Loss, Model, Precision, complete_device, value
+from graphcost.commands.tables import FORMAT_HELP, Column, note, print_table
 from graphcost.train import recipe
 
 COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nlp:default | layout:nlp:random"
+COLLECTION_OPTION = "TpuGraphs collection (default: the one --data-dir holds)"  # the choices are listed by --help
 RUN_INFO = "run.json"
 
 
@@ -250,14 +252,14 @@ def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
 
 
 def train(
-    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     data_dir: Optional[Path] = typer.Option(
         None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
         "(default: the real CPU dataset shipped with graphcost)",
     ),
     model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),
     model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
-    loss: Loss = typer.Option("hinge", "--loss", help="hinge | logistic | listmle | mse", callback=value),
+    loss: Loss = typer.Option("hinge", "--loss", help="ranking loss (pairwise hinge: TGraph's)", callback=value),
     epochs: int = typer.Option(
         recipe.EPOCHS, "--epochs", min=1,
         help="at most this many epochs; an epoch takes min(ceil(K / batch), --max-steps-per-graph) batches of a "
@@ -309,6 +311,7 @@ def train(
         help="DataLoader worker processes that build the training batches while the model trains "
         "(0: in-process; the batches are the same); pays only with spare CPU cores, e.g. when training on a GPU",
     ),
+    threads: str = threads_option(),
 ) -> None:
     """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
 
@@ -371,6 +374,7 @@ def train(
         _fail(f"model {model!r} supports {', '.join(model_kinds(model))} graphs, not the {collection} collection")
     _check_model_memory(model, collection.split(":")[0] if collection else model_kinds(model)[0], model_config,
                         max_memory_gb)
+    set_threads(threads)  # once the options and data are known to be usable
     config = TrainConfig(
         model=model, model_config=model_config,
         loss=loss, epochs=epochs, patience=patience, max_steps_per_graph=max_steps_per_graph,
@@ -453,22 +457,25 @@ def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: s
     from graphcost.train.crossval import EnsemblePredictor
 
     graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
-    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed)
+    import torch
+
+    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed,
+                                  threads=torch.get_num_threads())  # LightGBM: the same threads as torch
     write_blend(run_dir, blend, tree_model)
     typer.echo(describe(blend))
 
 
-PRECISION_HELP = ("auto | fp32 | bf16: bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
+PRECISION_HELP = ("bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
                   "to fp32), fast only on CPUs with AVX512-BF16 or AMX; auto = bf16 there, fp32 elsewhere")  # fmt: skip
 
 
-def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto", threads: int = 0):
+def _load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto",
+                    threads: str | int = 0):
     from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
     from graphcost.train.checkpoint import CheckpointError
     from graphcost.train.crossval import EnsemblePredictor
     from graphcost.train.distributed import resolve_device
 
-    set_threads(threads)
     precision = value(precision)
     if precision not in PRECISION_CHOICES:
         _fail(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
@@ -479,6 +486,7 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
         predictor = EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
         _fail(str(exc))
+    set_threads(threads)  # after the checks: an error stays one line
     if predictor.blend is not None:
         from graphcost.train.blend import describe
 
@@ -491,16 +499,17 @@ def evaluate(
     split: Optional[str] = typer.Option(None, "--split", help="train | valid | test; default: test when its graphs "
                                         "have runtimes (never used for training or selection), else valid"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
-    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
-    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
+    threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
+    fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
     from graphcost.data.transforms.preprocess import prepare_graph
@@ -534,7 +543,8 @@ def evaluate(
         _fail(f"{splits.root}: no {split} graphs")
     purpose = {"test": "never used for training or model selection", "valid": "used to select the best epoch",
                "train": "used for training"}[split]
-    typer.echo(f"split: {split} ({len(files)} graphs of {splits.root}; {purpose})")
+    fmt = value(fmt)
+    note(f"split: {split} ({len(files)} graphs of {splits.root}; {purpose})", fmt)
     if info.get("folds") and split != "test":
         typer.secho(
             "warning: a cross-validation ensemble was trained on train+valid; its valid score is optimistic "
@@ -552,13 +562,27 @@ def evaluate(
             f"warning: skipped {len(report.skipped)} graph(s) whose runtimes are all equal or unusable: "
             f"{', '.join(report.skipped)}", fg=typer.colors.YELLOW, err=True,
         )  # fmt: skip
-    typer.echo(report.table())
+    _print_report(report, split, fmt)
     if json_out is not None:
         try:
             write_json({"split": split, **report.to_json()}, json_out)
         except (OSError, ValueError) as exc:
             _fail(f"--json {json_out}: {exc}")
-        typer.echo(f"wrote {json_out}")
+        note(f"wrote {json_out}", fmt)
+
+
+def _print_report(report, split: str, fmt: str) -> None:
+    """evaluate's report: one row per graph and the mean, as a table, JSON (= the --json file) or CSV."""
+    if not report.rows:
+        note("(no graphs)", fmt)
+        return
+    keys = [k for k in report.rows[0] if k != "graph"]
+    number = lambda v: f"{v:d}" if isinstance(v, int) else f"{v:.4f}"  # noqa: E731
+    columns = [Column("graph", right=False)] + [Column(k, show=number) for k in keys]
+    mean = {"graph": "MEAN", **report.aggregate, "n_configs": report.aggregate.get("n_configs", 0)}
+    caption = (f"skipped {len(report.skipped)} graph(s) without usable runtimes: {', '.join(report.skipped)}"
+               if report.skipped else None)
+    print_table(report.rows, columns, fmt, data={"split": split, **report.to_json()}, footer=mean, caption=caption)
 
 
 def _has_runtimes(files: list, probe: int = 3) -> bool:
@@ -589,11 +613,13 @@ def rank(
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
-    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
+    threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
+    fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
-    """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file)."""
+    """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
+    the file's measured runtime beside each score when it has one."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
     device = _check_device(device)
@@ -606,10 +632,30 @@ def rank(
     if prepared.kind == "layout" and prepared.num_config_nodes == 0:
         typer.secho(f"warning: {graph}: no configurable node (key 'node_config_ids' is empty): every configuration "
                     "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
+    measured = _measured_runtimes(graph, len(scores))
     shown = order[:top] if top else order
-    typer.echo(f"{'rank':>6} {'config':>8} {'score':>12}")
-    for position, index in enumerate(shown):
-        typer.echo(f"{position:>6} {int(index):>8} {scores[index]:>12.5f}")
+    rows = [{"rank": position, "config": int(index), "score": float(scores[index]),
+             "runtime": None if measured is None else float(measured[index])} for position, index in enumerate(shown)]
+    columns = [Column("rank"), Column("config"), Column("score", show=lambda v: f"{v:.5f}")]
+    caption = None
+    if measured is not None:
+        from graphcost.metrics import kendall_tau
+
+        columns.append(Column("runtime", "runtime (measured)", show=lambda v: f"{v:.6g}"))
+        caption = (f"measured runtimes: config_runtime of {graph.name}; Kendall tau of the scores against them "
+                   f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
+    print_table(rows, columns, value(fmt), caption=caption)
+
+
+def _measured_runtimes(graph: Path, k: int):
+    """The file's `config_runtime` (K,), None when it has none or only zero placeholders (unlabelled)."""
+    import numpy as np
+
+    with np.load(graph, allow_pickle=False) as z:  # validated by prepare_for_prediction already
+        if "config_runtime" not in z.files:
+            return None
+        runtime = np.asarray(z["config_runtime"], dtype=np.float64).reshape(-1)
+    return runtime if runtime.shape == (k,) and np.any(runtime != 0) else None
 
 
 def predict(
@@ -618,11 +664,11 @@ def predict(
     combine: bool = typer.Option(False, "--combine", help="merge the given per-collection CSVs into --out"),
     split: str = typer.Option("test", "--split", help="train | valid | test: which split's graphs to rank"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
-    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_HELP, callback=value),
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
-    threads: int = typer.Option(0, "--threads", min=0, help=THREADS_HELP),
+    threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),

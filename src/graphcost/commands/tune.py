@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         online: str = typer.Option("tree", help="model+online's per-program model: tree (LightGBM on the "
                                    "configuration, with the cost model's score as a feature) | finetune (the cost "
                                    "model fine-tuned on this program's measurements)."),
-        out: Path = typer.Option(Path("tuned"), help="Output directory: study.db, trials.csv/json, best.json, "
+        out: Path = typer.Option(Path("runs/tuned"), help="Output directory: study.db, trials.csv/json, best.json, "
                                  "result.json, progress.png."),
         storage: Optional[str] = typer.Option(None, help="Optuna storage URL shared by several workers (e.g. "
                                               "postgresql://user@host/db); default sqlite in --out."),

@@ -9,7 +9,8 @@ aggregation over a fixed edge set makes the layer permutation equivariant; pooli
 an embedding of the node count) is permutation invariant.
 
 Batches are disjoint unions: node states (N, d), `edge_index` (2, E) with rows (src, dst) and
-`batch` (N,) the graph id of each node.
+`batch` (N,) the graph id of each node. Sums and readouts are PyG's (`torch_geometric.utils.scatter`,
+`global_mean_pool`, `global_max_pool`, `global_add_pool`); empty graphs read out as zeros.
 """
 
 from __future__ import annotations
@@ -18,15 +19,21 @@ import math
 
 import torch
 from torch import nn
+from torch_geometric.nn import global_add_pool, global_max_pool, global_mean_pool
+from torch_geometric.utils import scatter
 
 
 def frontier_histogram(attr, depth, batch, num_graphs: int, num_categories: int) -> torch.Tensor:
     """(G, C) attribute counts of each graph's deepest layer V(l) (the layer the next one attaches to)."""
-    deepest = torch.full((num_graphs,), -1, dtype=depth.dtype, device=depth.device)
-    deepest = deepest.scatter_reduce(0, batch, depth, reduce="amax", include_self=True)  # (G,)
-    front = (depth == deepest[batch]).to(torch.float32)  # (N,) 1 for the nodes of V(l)
+    front = frontier_mask(depth, batch, num_graphs).to(torch.float32)  # (N,) 1 for the nodes of V(l)
     hist = torch.zeros(num_graphs, num_categories, device=attr.device)
     return hist.index_put_((batch, attr), front, accumulate=True)
+
+
+def frontier_mask(depth, batch, num_graphs: int) -> torch.Tensor:
+    """(N,) bool: the node lies in its graph's deepest layer."""
+    deepest = scatter(depth, batch, dim=0, dim_size=num_graphs, reduce="max")  # (G,)
+    return depth == deepest[batch]
 
 
 class SinusoidalEmbedding(nn.Module):
@@ -59,8 +66,9 @@ class BiMPNNLayer(nn.Module):
     def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:  # h (N, d), edge_index (2, E)
         src, dst = edge_index[0], edge_index[1]
         x = self.norm(h)  # pre-norm: the sums below keep neighbour counts (a norm after them would not)
-        fwd = torch.zeros_like(x).index_add_(0, dst, self.w_fwd(x)[src])  # (A H W_fwd): predecessors -> node
-        rev = torch.zeros_like(x).index_add_(0, src, self.w_rev(x)[dst])  # (Aᵀ H W_rev): successors -> node
+        n = x.shape[0]
+        fwd = scatter(self.w_fwd(x)[src], dst, dim=0, dim_size=n, reduce="sum")  # (A H W_fwd): predecessors -> node
+        rev = scatter(self.w_rev(x)[dst], src, dim=0, dim_size=n, reduce="sum")  # (Aᵀ H W_rev): successors -> node
         return h + self.act(fwd + rev + self.w_self(x))
 
 
@@ -91,17 +99,11 @@ class SetPool(nn.Module):
         self.proj = nn.Linear(4 * dim, dim)
 
     def forward(self, h: torch.Tensor, batch: torch.Tensor, num_graphs: int, depth: torch.Tensor) -> torch.Tensor:
-        d = h.shape[-1]
-        count = torch.zeros(num_graphs, dtype=h.dtype, device=h.device).index_add_(0, batch, torch.ones_like(batch, dtype=h.dtype))
-        total = torch.zeros(num_graphs, d, dtype=h.dtype, device=h.device).index_add_(0, batch, h)
-        mean = total / count.clamp_min(1).unsqueeze(-1)
-        mx = torch.full((num_graphs, d), -torch.inf, dtype=h.dtype, device=h.device)
-        mx = mx.scatter_reduce(0, batch.unsqueeze(-1).expand_as(h), h, reduce="amax", include_self=True)
-        mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))
-        deepest = torch.full((num_graphs,), -1, dtype=depth.dtype, device=h.device).scatter_reduce(
-            0, batch, depth, reduce="amax", include_self=True)  # fmt: skip
-        front = (depth == deepest[batch]).to(h.dtype).unsqueeze(-1)  # (N, 1)
-        fsum = torch.zeros(num_graphs, d, dtype=h.dtype, device=h.device).index_add_(0, batch, h * front) * 0.1
+        count = scatter(torch.ones_like(batch, dtype=h.dtype), batch, dim=0, dim_size=num_graphs, reduce="sum")  # (G,)
+        mean = global_mean_pool(h, batch, size=num_graphs)  # (G, d)
+        mx = global_max_pool(h, batch, size=num_graphs)  # (G, d)
+        front = frontier_mask(depth, batch, num_graphs).to(h.dtype).unsqueeze(-1)  # (N, 1)
+        fsum = global_add_pool(h * front, batch, size=num_graphs) * 0.1  # (G, d)
         return self.proj(torch.cat([mean, mx, fsum, self.count_emb(count)], -1))
 
 

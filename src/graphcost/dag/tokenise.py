@@ -52,27 +52,22 @@ class LayeredDAG:
 
 
 def layer_index(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """(N,) 0-based layer of every node by repeated removal of sources (Kahn by levels).
+    """(N,) 0-based layer of every node: V(1) the nodes without predecessors, V(l+1) those whose
+    predecessors all lie in V(<=l) (`networkx.topological_generations`).
 
-    Raises NotADAGError on a cycle (some nodes never become sources).
+    Raises NotADAGError on a cycle (some nodes never become free of predecessors).
     """
-    indeg = np.bincount(dst, minlength=num_nodes).astype(np.int64)
-    order = np.argsort(src, kind="stable")
-    s_sorted, d_sorted = src[order], dst[order]
-    starts = np.searchsorted(s_sorted, np.arange(num_nodes + 1))
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(num_nodes))
+    graph.add_edges_from(zip(np.asarray(src).tolist(), np.asarray(dst).tolist()))
     layer = np.full(num_nodes, -1, dtype=np.int64)
-    frontier = np.flatnonzero(indeg == 0)
-    depth = 0
-    while frontier.size:
-        layer[frontier] = depth
-        succ = np.concatenate([d_sorted[starts[u] : starts[u + 1]] for u in frontier]) if frontier.size else []
-        if len(succ):
-            np.subtract.at(indeg, succ, 1)
-            cand = np.unique(succ)
-            frontier = cand[indeg[cand] == 0]
-        else:
-            frontier = np.zeros(0, dtype=np.int64)
-        depth += 1
+    try:
+        for depth, nodes in enumerate(nx.topological_generations(graph)):
+            layer[nodes] = depth
+    except nx.NetworkXUnfeasible:  # a cycle: the nodes on or behind it keep layer -1
+        pass
     if np.any(layer < 0):
         stuck = np.flatnonzero(layer < 0)
         raise NotADAGError(

@@ -19,7 +19,7 @@ from graphcost.data.io.discover import SPLITS, DataNotFoundError, available_coll
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.tpugraphs_io import load_graph
 
-__all__ = ["GraphStats", "pruned_node_count", "graph_stats", "stats_for_path", "summarize", "format_table"]
+__all__ = ["GraphStats", "pruned_node_count", "graph_stats", "stats_for_path", "summarize"]
 
 
 def _pruned_node_count_local(num_nodes: int, edge_index: np.ndarray, node_config_ids: np.ndarray) -> int:
@@ -192,22 +192,3 @@ def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = Tr
                 rows += [summarize(f"{sub_label}/{Path(s.path).name}", [s]) for s in sub]
             rows.append(summarize(sub_label, sub))
     return rows
-
-
-def format_table(rows: list[dict]) -> str:
-    """Plain-text table of `stats_for_path` rows."""
-    head = ["group", "graphs", "nodes (mean, min-max)", "edges", "conf nodes", "configs/graph", "unique configs",
-            "runtime range", "nodes after pruning"]  # fmt: skip
-    body = [
-        [
-            r["group"], str(r["graphs"]), f"{r['nodes_mean']:.0f} ({r['nodes_min']}-{r['nodes_max']})",
-            f"{r['edges_mean']:.0f}", f"{r['config_nodes_mean']:.1f}", f"{r['configs_per_graph']:.0f}",
-            f"{r['unique_configs']}/{r['configs']}", f"{r['runtime_min']:.4g}-{r['runtime_max']:.4g}",
-            f"{r['pruned_nodes_mean']:.0f}",
-        ]  # fmt: skip
-        for r in rows
-    ]
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    lines = ["  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head] + body]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -1,6 +1,6 @@
 """The data card of a collection written by `graphcost collect` (+ ``--repeat``), from its manifest.
 
-``python -m graphcost.frontend.card DIR [--title T] [--command CMD] [--notes NOTES.md]`` writes
+``graphcost data card DIR [--title T] [--command CMD] [--notes NOTES.md]`` (`write_card`) writes
 ``DIR/CARD.md``: what the data is, how it was measured, the REPEATABILITY table (Spearman between
 the label and an independent second collection of the same configurations, by family, against the
 target median >= 0.9 and >= 0.8 on 90% of graphs), a per-graph table, the environment, wall time and
@@ -9,7 +9,6 @@ package size. Everything is computed from ``manifest.json`` and the npz files, n
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -143,25 +142,28 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m graphcost.frontend.card", description=__doc__.split("\n")[0])
-    ap.add_argument("root", type=Path)
-    ap.add_argument("--title", default="a REAL dataset measured on this CPU")
-    ap.add_argument("--command", default="(not recorded)")
-    ap.add_argument("--notes", type=Path, default=None, help="markdown appended as the card's last section")
-    a = ap.parse_args(argv)
+def write_card(root: str | Path, title: str = "a REAL dataset measured on this CPU", command: str = "(not recorded)",
+               notes: str | Path | None = None) -> Path:
+    """Write ``root/CARD.md`` (atomically) from the collection's manifest and npz files; its path.
+
+    Args:
+        root: a collection written by `graphcost collect`.
+        title: the card's title.
+        command: the command that collected it, quoted in the card.
+        notes: a markdown file appended as the card's last section.
+
+    Raises:
+        ValueError: the collection cannot make a card (no or a damaged manifest, a missing key),
+            naming `root` and the problem.
+    """
     from graphcost.atomic import atomic_write_text
 
+    root = Path(root)
     try:
-        notes = a.notes.read_text(encoding="utf-8") if a.notes else ""
-        card = render(a.root, a.title, a.command, notes)
+        text = Path(notes).read_text(encoding="utf-8") if notes else ""
+        card = render(root, title, command, text)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise SystemExit(f"error: {a.root}: cannot write a card from this collection: {detail}") from None
-    atomic_write_text(a.root / "CARD.md", card)
-    print(f"wrote {a.root / 'CARD.md'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+        raise ValueError(f"{root}: cannot write a card from this collection: {detail}") from None
+    atomic_write_text(root / "CARD.md", card)
+    return root / "CARD.md"

@@ -118,8 +118,8 @@ def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> N
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), "0", str(out),
-           "--compile-only", str(max(1, threads))]
+    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), "0", str(out), "-1",
+           str(max(1, threads))]  # measure_worker.main: process 0, not pinned, compile only with THREADS
     from graphcost.frontend.protocol import die_with_parent
 
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())

@@ -38,6 +38,24 @@ FLAG_COLUMNS = ("backend_optimization_level", "ynn_library_fusion", "fusion_emit
 CHOICES = ((0, 1, 2, 3), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1, 2), (0, 1))
 DEFAULT = (3, 1, 1, 0, 1, 1, 0)
 TILE_CONFIG_DIM = 24
+# Per column: the XLA option it sets, and the value that option compiles with for each stored value
+# (what a person reading a study or trials.csv sees; "off" = the empty list of YNN fusion types, "").
+OPTION_NAMES = ("xla_backend_optimization_level", "xla_cpu_experimental_ynn_fusion_type",
+                "xla_cpu_use_fusion_emitters", "xla_cpu_enable_fast_math", "xla_cpu_multi_thread_eigen",
+                "xla_cpu_prefer_vector_width", "xla_llvm_disable_expensive_passes")
+
+
+def option_value(column: int, value: int) -> int | bool | str:
+    """The value XLA option `OPTION_NAMES[column]` compiles with when flag column `column` holds `value`:
+    the level (0-3), the vector width in bits (128, 256, 512), "default" / "off" for the YNN fusion
+    type, and a bool for the on/off options."""
+    if column == 0:
+        return int(value)
+    if column == 1:
+        return "default" if value else "off"
+    if column == 5:
+        return 128 * 2 ** int(value)
+    return bool(value)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ JAX is an optional extra (``pip install graphcost[jax]``): it is imported inside
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+if TYPE_CHECKING:
+    from graphcost.frontend.featurizer import FeaturizedModule
 
 Stage = Literal["optimized", "unoptimized"]
 
@@ -72,7 +75,20 @@ def unoptimized_hlo_bytes(lowered) -> bytes:
 
 def hlo_module_bytes(fn: Callable, args: tuple, stage: Stage = "optimized",
                      compiler_options: dict[str, Any] | None = None) -> bytes:
-    """HloModuleProto bytes of ``jax.jit(fn)`` at `args`, at the requested `stage`."""
+    """HloModuleProto bytes of `jax.jit(fn)` at `args`.
+
+    Args:
+        fn: a JAX function.
+        args: example arguments (a tuple).
+        stage: "optimized" (after XLA's passes, what runs) or "unoptimized" (as lowered from JAX).
+        compiler_options: per-compilation XLA options for the optimized stage.
+
+    Returns:
+        The serialized `HloModuleProto`.
+
+    Raises:
+        ValueError: an unknown `stage`.
+    """
     lowered = lower(fn, args)
     if stage == "unoptimized":
         return unoptimized_hlo_bytes(lowered)
@@ -81,21 +97,41 @@ def hlo_module_bytes(fn: Callable, args: tuple, stage: Stage = "optimized",
     return optimized_hlo_bytes(compile_lowered(lowered, compiler_options))
 
 
-def featurize_hlo_bytes(data: bytes):
-    """Parse HloModuleProto bytes and featurize them (TpuGraphs 140-column node features)."""
+def featurize_hlo_bytes(data: bytes) -> FeaturizedModule:
+    """Parse HloModuleProto bytes and featurize them.
+
+    Args:
+        data: a serialized `HloModuleProto` (from `hlo_module_bytes`, or a file XLA dumped).
+
+    Returns:
+        TpuGraphs node features (N, 140), opcodes, edges and computation splits.
+    """
     from graphcost.frontend.featurizer import featurize_module
     from graphcost.frontend.hlo_proto import parse_hlo_module
 
     return featurize_module(parse_hlo_module(data))
 
 
-def featurize_jax(fn: Callable, *args, stage: Stage = "optimized", compiler_options: dict[str, Any] | None = None):
-    """Featurize a JAX function at example `args`: returns a `FeaturizedModule`.
+def featurize_jax(fn: Callable, *args: Any, stage: Stage = "optimized",
+                  compiler_options: dict[str, Any] | None = None) -> FeaturizedModule:
+    """Featurize a JAX function at example arguments.
 
-    >>> import jax.numpy as jnp
-    >>> fm = featurize_jax(lambda x: jnp.tanh(x @ x.T), jnp.ones((4, 8)))
-    >>> fm.node_feat.shape[1]
-    140
+    Args:
+        fn: a JAX function.
+        *args: its example arguments.
+        stage: "optimized" (after XLA's passes) or "unoptimized" HLO.
+        compiler_options: per-compilation XLA options for the optimized stage.
+
+    Returns:
+        The TpuGraphs features of the program's HLO module.
+
+    Example:
+        ```python
+        import jax.numpy as jnp
+
+        fm = featurize_jax(lambda x: jnp.tanh(x @ x.T), jnp.ones((4, 8)))
+        fm.node_feat.shape  # (N, 140)
+        ```
     """
     return featurize_hlo_bytes(hlo_module_bytes(fn, args, stage, compiler_options))
 

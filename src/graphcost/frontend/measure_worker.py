@@ -1,8 +1,10 @@
 """One measuring process of the cross-process protocol (`graphcost.frontend.protocol`).
 
-``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz [--core N] [--compile-only THREADS]``
+``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz CORE COMPILE_ONLY`` runs
+``main(JOB.json, P, OUT.npz, CORE, COMPILE_ONLY)``: five positional arguments of a fixed internal
+protocol (the callers are `protocol.run_worker` and `collect_ray`; no option parsing).
 
-Pins itself to core N (before JAX starts its thread pools), rebuilds the job's zoo program,
+Pins itself to core CORE (-1: not pinned; before JAX starts its thread pools), rebuilds the job's zoo program,
 compiles every configuration through JAX's persistent compilation cache (``cache_dir`` of the
 job: a load when the driver compiled it already), times them with the interleaved protocol
 (`graphcost.frontend.measure.measure_interleaved`, seed ``protocol.seed + 1000 * P``) and writes
@@ -12,7 +14,7 @@ job: a load when the driver compiled it already), times them with the interleave
 * ``compile_s``: time to compile or load all K executables in this process;
 * ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned).
 
-``--compile-only THREADS`` only compiles (THREADS threads) into the job's cache and writes
+COMPILE_ONLY = THREADS > 0 only compiles (THREADS threads) into the job's cache and writes
 ``compile_s``: the compile step of the Ray backend (`graphcost.frontend.collect_ray`), whose
 compile tasks ship the cache entries to the measuring node.
 
@@ -111,19 +113,13 @@ def fake_calls(runtime_ns: list):
     return [make(t) for t in runtime_ns], clock
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m graphcost.frontend.measure_worker")
-    ap.add_argument("job")
-    ap.add_argument("process", type=int)
-    ap.add_argument("out")
-    ap.add_argument("--core", type=int, default=None)
-    ap.add_argument("--compile-only", type=int, default=0, metavar="THREADS",
-                    help="only fill the job's compilation cache, with THREADS compile threads (no timing)")
-    a = ap.parse_args(argv)
-    core = _pin(a.core)
-    with open(a.job, encoding="utf-8") as fh:
+def main(job_path: str | Path, process: int | str, out: str | Path, core: int | str = -1,
+         compile_only: int | str = 0) -> int:
+    """Measure (or, with `compile_only` THREADS > 0, only compile) the job's configurations in this
+    process as its `process`-th measuring process, pinned to `core` (-1: not pinned); write `out`."""
+    process, compile_only = int(process), int(compile_only)
+    core = _pin(None if int(core) < 0 else int(core))
+    with open(job_path, encoding="utf-8") as fh:
         job = json.load(fh)
 
     import numpy as np
@@ -132,25 +128,25 @@ def main(argv: list[str]) -> int:
     from graphcost.frontend.measure import Protocol, load_average, measure_interleaved
 
     load_start = load_average() or [np.nan] * 3
-    protocol = Protocol(**{**job["protocol"], "seed": job["protocol"]["seed"] + 1000 * a.process})
+    protocol = Protocol(**{**job["protocol"], "seed": job["protocol"]["seed"] + 1000 * process})
     t0 = time.perf_counter()
     if job["space"] == "fake":
-        calls, clock = fake_calls(job["fake_runtime_ns"][a.process])
+        calls, clock = fake_calls(job["fake_runtime_ns"][process])
         block = lambda out: None  # noqa: E731 - nothing to wait for
     else:
         from graphcost.frontend.collect import compile_all
 
         configure_cache(job.get("cache_dir"))
         lowered, options, flat_args = lower_job(job)
-        exes = compile_all(lowered, options, max(1, a.compile_only))
+        exes = compile_all(lowered, options, max(1, compile_only))
         calls, clock, block = [lambda e=e: e(*flat_args) for e in exes], time.perf_counter_ns, None
     compile_s = time.perf_counter() - t0
-    if a.compile_only:
-        with atomic_write(a.out) as fh:
+    if compile_only:
+        with atomic_write(out) as fh:
             np.savez(fh, compile_s=compile_s)
         return 0
     m = measure_interleaved(calls, protocol, clock=clock, block=block)
-    with atomic_write(a.out) as fh:
+    with atomic_write(out) as fh:
         np.savez(fh, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, compile_s=compile_s, core=core,
                  loadavg_start=np.asarray(load_start, np.float64),
                  loadavg_end=np.asarray(load_average() or [np.nan] * 3, np.float64))
@@ -158,4 +154,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(*sys.argv[1:]))

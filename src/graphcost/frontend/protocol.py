@@ -137,9 +137,8 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
 
     Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
     """
-    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), str(process), str(out_path)]
-    if core is not None:
-        cmd += ["--core", str(core)]
+    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), str(process), str(out_path),
+           str(-1 if core is None else core), "0"]  # measure_worker.main's five arguments
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),
                               preexec_fn=die_with_parent())

@@ -6,12 +6,12 @@ ranker has ``scores`` sorted like ``runtime``. All losses are differentiable in 
 return an exact zero (with a gradient path, no NaN) when there is nothing to rank: B = 1, or
 every runtime equal.
 
-* :func:`pairwise_hinge` — TGraph eq. 8 / Kaufman et al. eq. 1 with the hinge φ:
+* `pairwise_hinge` — TGraph eq. 8 / Kaufman et al. eq. 1 with the hinge φ:
   Σ_{i,j} 1[r_i > r_j] max(0, margin - (s_i - s_j)).
-* :func:`pairwise_logistic` — Kaufman et al. eq. 1 with the logistic φ(z) = log(1 + e^{-z}).
-* :func:`list_mle` — ListMLE (Xia et al. 2008, used by TpuGraphs §4.3): Plackett-Luce
+* `pairwise_logistic` — Kaufman et al. eq. 1 with the logistic φ(z) = log(1 + e^{-z}).
+* `list_mle` — ListMLE (Xia et al. 2008, used by TpuGraphs §4.3): Plackett-Luce
   likelihood of the fastest-first permutation, with the relevance u = -score.
-* :func:`mse_log_runtime` — Kaufman et al. §3.3 fusion loss: (s_i - log r_i)^2; the score is
+* `mse_log_runtime` — Kaufman et al. §3.3 fusion loss: (s_i - log r_i)^2; the score is
   then a log-runtime prediction.
 """
 
@@ -106,7 +106,7 @@ def pairwise_logistic(scores: Tensor, runtime: Tensor, reduction: str = "mean") 
     """Pairwise logistic (RankNet) loss, Kaufman et al. eq. 1 with φ(z) = log(1 + e^{-z}).
 
     Σ_{i,j} 1[r_i > r_j] log(1 + exp(-(s_i - s_j))), softplus for numerical stability;
-    reductions as in :func:`pairwise_hinge`.
+    reductions as in `pairwise_hinge`.
     """
     return _pairwise(scores, runtime, lambda z: torch.nn.functional.softplus(-z), reduction)
 
@@ -139,7 +139,7 @@ def mse_log_runtime(scores: Tensor, runtime: Tensor) -> Tensor:
     """Kaufman et al. §3.3: mean over the batch of (s_i - log r_i)^2.
 
     The score is then a log-runtime prediction (``exp(score)`` estimates the runtime, e.g. for
-    :func:`graphcost.metrics.mape`). Runtimes must be > 0. Unlike the ranking losses this is
+    `graphcost.metrics.mape`). Runtimes must be > 0. Unlike the ranking losses this is
     not zero for equal runtimes: it still fits their value.
     """
     scores, runtime = _check(scores, runtime)

@@ -222,8 +222,9 @@ def run_title(out_dir: Path, model: str, kind: str) -> str:
     return f"{model} on {collection or kind}"
 
 
-def plot_run(out_dir: Path, history: Sequence[Mapping], report, valid_graphs: Sequence, config, kind: str) -> None:
-    """learning_curves.png and (with a validation report) valid_ranks.png in `out_dir`.
+def plot_run(out_dir: Path, history: Sequence[Mapping], report, valid_graphs: Sequence, config,
+             kind: str) -> list[Path]:
+    """learning_curves.png and (with a validation report) valid_ranks.png in `out_dir`; their paths.
     `report`: the last `EvalReport` or None; `config`: the run's `TrainConfig`."""
     from graphcost.train.datasets import graph_names
     from graphcost.train.evaluate import selection_metric
@@ -232,9 +233,11 @@ def plot_run(out_dir: Path, history: Sequence[Mapping], report, valid_graphs: Se
     title = run_title(out_dir, config.model, kind)
     plot_learning_curves(history, out_dir / "learning_curves.png", metric=f"valid_{selection_metric(kind)}",
                          loss=config.loss, title=title)  # fmt: skip
+    written = [out_dir / "learning_curves.png"]
     if report is None or not report.scores:
-        return
+        return written
     wanted = {name for _, name in representative_graphs(report.rows)} or set(list(report.scores)[:3])
     names = graph_names(valid_graphs)
     runtimes = {n: np.asarray(valid_graphs[i].runtime) for i, n in enumerate(names) if n in wanted}
     plot_valid_ranks(report.scores, runtimes, report.rows, out_dir / "valid_ranks.png", kind=kind, title=title)
+    return [*written, out_dir / "valid_ranks.png"]

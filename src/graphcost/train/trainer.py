@@ -524,7 +524,8 @@ class Trainer:
     def _plots(self) -> None:
         from graphcost.train import plots
 
-        plots.plot_run(self.out_dir, self.history, self.last_report, self.valid_graphs, self.config, self.kind)
+        paths = plots.plot_run(self.out_dir, self.history, self.last_report, self.valid_graphs, self.config, self.kind)
+        self._say("plots: " + ", ".join(str(p) for p in paths))
 
 
 def _duration(seconds: float) -> str:

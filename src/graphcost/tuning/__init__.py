@@ -5,9 +5,13 @@ model, model+online) -> `scoring` (graph cost model, per-program trees) and `stu
 storage) -> `evaluate` (compile, check outputs, time) and `crossproc` (final check in fresh
 processes) -> `space` (flags / layouts / both) -> `graphcost.frontend`.
 
->>> import graphcost
->>> result = graphcost.tune(fn, *args, space="flags", budget=32)   # doctest: +SKIP
->>> fast = graphcost.compile_with(fn, result.best)                  # doctest: +SKIP
+Example:
+    ```python
+    import graphcost
+
+    result = graphcost.tune(fn, *args, space="flags", budget=32)
+    fast = graphcost.compile_with(fn, result.best)
+    ```
 """
 
 from graphcost.tuning.apply import compile_with

@@ -82,11 +82,26 @@ def check_options(options: dict, where: str | Path) -> None:
         raise ValueError(f"{where}: field 'compiler_options': XLA refuses them ({text})") from None
 
 
-def compile_with(fn: Callable, best) -> Callable:
-    """``fn`` compiled with the tuned configuration `best` (a `TunedConfig`, best.json path or dict).
+def compile_with(fn: Callable, best: TunedConfig | str | Path | dict) -> Callable:
+    """`fn` compiled with a tuned configuration.
 
-    >>> fast = compile_with(fn, result.best)   # doctest: +SKIP
-    >>> out = fast(*args)                       # same outputs as fn(*args), tuned executable
+    Args:
+        fn: the JAX function that was tuned.
+        best: a `TunedConfig` (`TuneResult.best`), the path of a best.json written by `graphcost tune`,
+            or its dict.
+
+    Returns:
+        A function with `fn`'s signature that runs the tuned executable (compiled once per argument
+        shapes and dtypes); its `config` attribute is the `TunedConfig` applied.
+
+    Raises:
+        ValueError: `best` is malformed (naming the file and field), or XLA refuses its options.
+
+    Example:
+        ```python
+        fast = compile_with(fn, result.best)   # or "tuned/best.json"
+        out = fast(*args)                      # the same outputs as fn(*args), the tuned executable
+        ```
     """
     import jax
 

@@ -1,5 +1,6 @@
-"""The tuning progress plot: best speedup over the default found so far, per strategy, against
-the number of real measurements spent."""
+"""The tuning progress plot (progress.png): every trial's speedup over the default against the
+number of real measurements spent, per strategy, with the best so far, the failed trials and the
+final check in fresh processes."""
 
 from __future__ import annotations
 
@@ -21,10 +22,7 @@ def best_so_far(trials: list[Trial]) -> np.ndarray:
 
 
 def plot_progress(trials: list[Trial], path: str | Path, final: dict | None = None) -> Path:
-    """Write the PNG (atomically) and return its path.
-
-    final: the final check against the default in fresh processes, ``{"median", "min", "max",
-    "kept"}`` (speedups of the best candidate; kept = it beat the default in every process)."""
+    """Write the progress plot (`progress_figure`) as a PNG, atomically, and return its path."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -32,30 +30,68 @@ def plot_progress(trials: list[Trial], path: str | Path, final: dict | None = No
 
     from graphcost.atomic import atomic_write
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
-    by: dict[str, list[Trial]] = {}
-    for t in trials:
-        by.setdefault(t.strategy, []).append(t)
-    for name, ts in by.items():
-        ts = sorted(ts, key=lambda t: t.number)
-        y = best_so_far(ts)
-        ax.step(np.arange(1, len(y) + 1), y, where="post", label=f"{name} (best {y[-1]:.3f}x)")
-        failed = [i + 1 for i, t in enumerate(ts) if t.status != OK]
-        if failed:
-            ax.plot(failed, y[np.array(failed) - 1], "x", color="grey", ms=4)
-    ax.axhline(1.0, color="black", lw=0.8, ls=":")
-    if final is not None:
-        x = max((len(v) for v in by.values()), default=1) + 1
-        ax.errorbar([x], [final["median"]], yerr=[[final["median"] - final["min"]], [final["max"] - final["median"]]],
-                    fmt="D", color="black", capsize=3,
-                    label=f"final check: {final['median']:.3f}x ({'kept' if final['kept'] else 'default kept'})")
-    ax.set_xlabel("configurations measured (x = failed: compile error, wrong output, too slow)")
-    ax.set_ylabel("best speedup over XLA default so far (x)")
-    ax.set_title("graphcost tune: best configuration found vs. measurement budget\n"
-                 "(search: one interleaved batch each; final check: fresh processes, median and range)", fontsize=9)
-    ax.legend(loc="best", fontsize=8, framealpha=0.8)
-    ax.grid(alpha=0.3)
+    fig = progress_figure(trials, final)
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+def progress_figure(trials: list[Trial], final: dict | None = None):
+    """The progress plot as a matplotlib Figure.
+
+    Each measured trial is a dot at (its measurement number, default runtime / its runtime), so a
+    search where nothing beats the default still shows how far below 1 its trials fell; the step
+    line is the best so far; failed trials are crosses along the bottom edge; the legend sits
+    below the axes.
+
+    Args:
+        trials: every trial, all strategies (`Trial.strategy`, `Trial.number` order them).
+        final: the final check against the default in fresh processes, ``{"median", "min", "max",
+            "kept"}`` (speedups of the best candidate; kept = it beat the default in every process).
+
+    Returns:
+        The Figure (close it with ``plt.close(fig)``).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7.0, 5.2), layout="constrained")
+    by: dict[str, list[Trial]] = {}
+    for t in trials:
+        by.setdefault(t.strategy, []).append(t)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    bottom = ax.get_xaxis_transform()  # x in data, y in axes coordinates: failures along the bottom edge
+    any_failed = False
+    for k, (name, ts) in enumerate(by.items()):
+        ts = sorted(ts, key=lambda t: t.number)
+        color = colors[k % len(colors)]
+        x = np.arange(1, len(ts) + 1)
+        ok = [(i + 1, 1.0 / t.ratio) for i, t in enumerate(ts) if t.status == OK and t.ratio]
+        if ok:
+            ax.plot(*zip(*ok), "o", color=color, ms=3.5, alpha=0.6, label=f"{name or 'trials'}: each trial")
+        y = best_so_far(ts)
+        ax.step(x, y, where="post", color=color, label=f"{name or 'trials'}: best so far ({y[-1]:.3f}x)")
+        failed = [i + 1 for i, t in enumerate(ts) if t.status != OK]
+        if failed:
+            any_failed = True
+            ax.plot(failed, [0.03] * len(failed), "x", color=color, ms=5, transform=bottom, clip_on=False)
+    if any_failed:
+        ax.plot([], [], "x", color="grey", label="failed (compile error, wrong output, too slow)")
+    ax.axhline(1.0, color="black", lw=0.8, ls=":", label="XLA default")
+    if final is not None:
+        x = max((len(v) for v in by.values()), default=0) + 1
+        ax.errorbar([x], [final["median"]], yerr=[[final["median"] - final["min"]], [final["max"] - final["median"]]],
+                    fmt="D", color="black", capsize=4,
+                    label=f"final check, fresh processes: {final['median']:.3f}x "
+                          f"({final['min']:.3f}-{final['max']:.3f}; {'kept' if final['kept'] else 'default kept'})")
+    ax.set_xlabel("configurations measured")
+    ax.set_ylabel("speedup over the XLA default (x)")
+    ax.set_title("graphcost tune: every measured configuration, and the best so far", fontsize=10)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return fig

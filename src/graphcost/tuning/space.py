@@ -27,10 +27,32 @@ Codes = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Dim:
-    """One categorical dimension: `choices[0]` is the compiler default."""
+    """One categorical dimension: `choices[0]` is the compiler default.
+
+    Attributes:
+        name: the dimension's name in the space (a flag column, a layout site's tensor).
+        choices: the values the space applies, the default first.
+        param: the name of the study parameter (the XLA option, for a flag); `name` when empty.
+        labels: the study parameter's value for each choice (bool, int, float or str, distinct), what
+            a study opened in optuna-dashboard or `optuna.load_study` shows; from `choices` when empty.
+    """
 
     name: str
     choices: tuple
+    param: str = ""
+    labels: tuple = ()
+
+    @property
+    def param_name(self) -> str:
+        """The Optuna parameter name of this dimension."""
+        return self.param or self.name
+
+    @property
+    def param_values(self) -> tuple:
+        """The Optuna parameter value of each choice, in the order of `choices`."""
+        if self.labels:
+            return tuple(self.labels)
+        return tuple(c if isinstance(c, (bool, int, float, str)) else str(c) for c in self.choices)
 
 
 class TuneProgram:
@@ -164,10 +186,12 @@ class FlagSpace(Space):
 
     def __init__(self, allow_fast_math: bool = False):
         dims = []
-        for col, choices, default in zip(flagspace.FLAG_COLUMNS, flagspace.CHOICES, flagspace.DEFAULT):
+        for i, (col, choices, default) in enumerate(zip(flagspace.FLAG_COLUMNS, flagspace.CHOICES, flagspace.DEFAULT)):
             if col == "fast_math" and not allow_fast_math:
                 choices = (default,)
-            dims.append(Dim(col, (default, *[c for c in choices if c != default])))
+            ordered = (default, *[c for c in choices if c != default])
+            dims.append(Dim(col, ordered, param=flagspace.OPTION_NAMES[i],
+                            labels=tuple(flagspace.option_value(i, c) for c in ordered)))
         super().__init__(dims)
         self.allow_fast_math = allow_fast_math
 
@@ -199,6 +223,11 @@ class FlagSpace(Space):
 _SLOTS = ("out", "in0", "in1")
 
 
+def minor_to_major_label(perm) -> str:
+    """A layout's minor_to_major as HLO prints it: ``{1,0}``."""
+    return "{" + ",".join(str(int(x)) for x in perm) + "}"
+
+
 class LayoutSpace(Space):
     """Per-node layouts of the program's configurable dot / convolution / reshape nodes
     (`graphcost.frontend.layouts`): one dimension per configurable tensor (output, operand 0,
@@ -218,7 +247,8 @@ class LayoutSpace(Space):
                 if rank:
                     base = default_perm(rank)
                     perms = [base] + [p for p in itertools.permutations(range(rank)) if p != base]
-                    dims.append(Dim(f"site{site.index}.{site.primitive}.{_SLOTS[j]}", tuple(perms)))
+                    dims.append(Dim(f"site{site.index}.{site.primitive}.{_SLOTS[j]}", tuple(perms),
+                                    labels=tuple(minor_to_major_label(p) for p in perms)))
                     self.slots.append((a, j))
         super().__init__(dims)
 

@@ -1,8 +1,11 @@
 """Where the measurements of a tuning run live: an Optuna study per (program, space, strategy).
 
-Every measured configuration is one Optuna trial: its parameters are the configuration's codes
-(one categorical per space dimension), its value the runtime ratio to the default (minimised),
-its user attributes the status, runtimes and error. Failed configurations are FAIL trials that
+Every measured configuration is one Optuna trial: its parameters are what was compiled, one
+categorical per space dimension over the dimension's real values (`Dim.param_name` /
+`Dim.param_values`: ``xla_backend_optimization_level = 0`` for a trial that ran O0, a layout
+site's ``minor_to_major`` as ``{1,0}``), so optuna-dashboard and `optuna.load_study` show the
+configuration itself; its value is the runtime ratio to the default (minimised), its user
+attributes the status, runtimes and error. Failed configurations are FAIL trials that
 keep their status; they count against the budget like measured ones (they cost a compile).
 
 The storage is any Optuna storage URL: a SQLite file by default (``OUT/study.db``), or an RDB
@@ -42,6 +45,7 @@ DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration:
 OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured
 NOT_COUNTED = (DUPLICATE, OVER_BUDGET)
 LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
+PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the dimensions' values, not indices
 
 
 def _owner() -> str:
@@ -128,10 +132,14 @@ class Study:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.space, self.lease_s = space, float(lease_s)
-        self.distributions = {d.name: optuna.distributions.CategoricalDistribution(list(range(len(d.choices))))
+        self.distributions = {d.param_name: optuna.distributions.CategoricalDistribution(list(d.param_values))
                               for d in space.dims}
         if len(self.distributions) != len(space.dims):
             raise ValueError(f"the {space.name} space has duplicate dimension names")
+        self._codes = [{v: k for k, v in enumerate(d.param_values)} for d in space.dims]  # value -> code
+        for d, index in zip(space.dims, self._codes):
+            if len(index) != len(d.choices):
+                raise ValueError(f"dimension {d.name} of the {space.name} space has repeated parameter values")
         backend = open_storage(storage) if storage is not None else None
         try:
             self.study = optuna.create_study(storage=backend, study_name=name, direction="minimize",
@@ -146,6 +154,12 @@ class Study:
             raise ValueError(f"study {name!r} in {mask_url(storage)} was made for another program or space "
                              f"({attrs['signature'][0]}, {len(attrs['signature'][1])} dimensions); "
                              "use another --out / --study, or --overwrite")
+        if attrs.get("params") != PARAMS_FORMAT:
+            if self.study.get_trials(deepcopy=False):
+                raise ValueError(f"study {name!r} in {mask_url(storage or 'memory')} was recorded by an older "
+                                 "graphcost (choice indices as parameters); pass --study NAME to start a new "
+                                 "study, another --out, or --overwrite")
+            self.study.set_user_attr("params", PARAMS_FORMAT)
         if fingerprint is not None:
             self._check_fingerprint(storage, name, fingerprint)
         self.fail_stale()
@@ -200,7 +214,7 @@ class Study:
     def _trial(self, t, status: str, value) -> Trial:
         a = t.user_attrs
         codes = (tuple(int(c) for c in a["codes"]) if "codes" in a  # a snapped proposal (`measures`)
-                 else tuple(int(t.params[d.name]) for d in self.space.dims))
+                 else self.codes(t.params))
         return Trial(codes, status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
                      error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
 
@@ -227,8 +241,7 @@ class Study:
             a = t.user_attrs
             if a.get("status") in NOT_COUNTED or len(t.params) != len(self.space.dims):
                 continue
-            out.add(tuple(int(c) for c in a["codes"]) if "codes" in a
-                    else tuple(int(t.params[d.name]) for d in self.space.dims))
+            out.add(tuple(int(c) for c in a["codes"]) if "codes" in a else self.codes(t.params))
         return frozenset(out)
 
     # -- writing -----------------------------------------------------------------------------
@@ -236,8 +249,13 @@ class Study:
         return {"status": trial.status, "runtime_ns": trial.runtime_ns, "default_ns": trial.default_ns,
                 "error": trial.error, "strategy": trial.strategy, "round": trial.round, **trial.extra}
 
-    def params(self, codes: Codes) -> dict[str, int]:
-        return {d.name: int(c) for d, c in zip(self.space.dims, codes)}
+    def params(self, codes: Codes) -> dict[str, Any]:
+        """The trial parameters of configuration `codes`: {parameter name: value} per dimension."""
+        return {d.param_name: d.param_values[int(c)] for d, c in zip(self.space.dims, codes)}
+
+    def codes(self, params: dict[str, Any]) -> Codes:
+        """The configuration whose trial parameters are `params` (the inverse of `params`)."""
+        return tuple(index[params[d.param_name]] for d, index in zip(self.space.dims, self._codes))
 
     def add(self, trial: Trial) -> None:
         """Record a finished trial proposed outside Optuna's sampler."""
@@ -258,7 +276,7 @@ class Study:
         trial = self.study.ask(self.distributions)
         for k, v in self._lease_attrs().items():
             trial.set_user_attr(k, v)
-        return trial, tuple(int(trial.params[d.name]) for d in self.space.dims)
+        return trial, self.codes(trial.params)
 
     def measures(self, handle, codes: Codes) -> None:
         """Record that the sampler's trial `handle` measures `codes` instead of its own parameters (a

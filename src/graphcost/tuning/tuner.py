@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -32,13 +33,20 @@ from graphcost.tuning.evaluate import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, tpe_sampler
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class TunedConfig:
-    """A configuration as plain data: what `graphcost.compile_with` applies.
+    """A configuration as plain data: what `graphcost.compile_with` applies (best.json holds its fields).
 
-    space: flags | layout | both; compiler_options: XLA options for ``Lowered.compile``;
-    layouts: moved tensors, each ``{"site", "primitive", "tensor", "minor_to_major"}``.
+    Attributes:
+        space: the space it belongs to: flags, layout or both.
+        codes: one choice index per dimension of the space (0 = the compiler's default).
+        compiler_options: the XLA options passed to `Lowered.compile` (flags).
+        flags: the flag columns' values (`graphcost.frontend.flags.FLAG_COLUMNS`).
+        layouts: the tensors moved off their default layout, each
+            `{"site", "primitive", "tensor", "minor_to_major"}`.
     """
 
     space: str
@@ -63,11 +71,23 @@ class TunedConfig:
 
 @dataclass
 class TuneResult:
-    """What `tune` found: the accepted configuration, its re-measured speedup, and every trial."""
+    """What `tune` found: the accepted configuration, its re-measured speedup, and every trial.
+
+    Attributes:
+        best: the configuration to use (the default itself when nothing beat it beyond the noise).
+        speedup: median over the final check's processes of default runtime / best runtime (1.0 for
+            the default).
+        speedup_range: (min, max) of that speedup over the processes.
+        beats_default: whether `best` was faster than the default in every process by `min_gain`.
+        default_runtime_ns: the default configuration's runtime in nanoseconds.
+        trials: every measured or failed configuration, all strategies, in order.
+        remeasure: the final check's raw figures (runtimes per process, protocol).
+        message: one line for people: the speedup and its range, or why the default was kept.
+    """
 
     best: TunedConfig
-    speedup: float  # median over processes of default runtime / best runtime (1.0 for the default)
-    speedup_range: tuple[float, float]  # min, max over processes
+    speedup: float
+    speedup_range: tuple[float, float]
     beats_default: bool
     default_runtime_ns: float
     trials: list[Trial]
@@ -193,24 +213,59 @@ def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
     return handles, batch
 
 
-def tune(fn: Callable, *args, space: str = "flags", budget: int = 32, model: str | Path | list | None = None,
+def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model: str | Path | list | None = None,
          strategies: list[str] | None = None, out: str | Path | None = None, storage: str | None = None,
          program_ref: str | None = None, name: str | None = None, seed: int = 0, round_size: int = 4,
          protocol: Protocol | None = None, processes: int = 3, finalists: int = 3, min_gain: float = 0.01,
          rtol: float = 1e-3, atol: float = 1e-5, allow_fast_math: bool = False, device: str = "cpu",
          pool_kwargs: dict | None = None, learner: str = "tree", progress: bool = True) -> TuneResult:
-    """Tune ``fn(*args)`` (module docstring) and return a `TuneResult`.
+    """Make `fn(*args)` faster within a budget of real measurements (the loop: module docstring).
 
-    fn: the function, or a `TuneProgram` already built and lowered (`program.prepare_program`), then
-    without `args`;
+    Args:
+        fn: the JAX function, or a `TuneProgram` already built and lowered
+            (`program.prepare_program`), then without `args`.
+        *args: example arguments of `fn`, the ones it is compiled, checked and timed with.
+        space: flags (XLA CPU compiler options), layout (per-node layouts) or both.
+        budget: configurations each strategy measures (failed ones count: they cost a compile).
+        model: trained graphcost run(s): a tile model for flags, a layout model for layouts.
+        strategies: default `["model+online"]` with a model, `["tpe"]` without; each gets `budget`.
+        out: directory for the study, trials, best configuration and plot (None: nothing written,
+            an in-memory study unless `storage`).
+        storage: an Optuna storage URL shared by several workers (default: `out`/study.db).
+        program_ref: `file.py:make`, so the final check runs in fresh processes (otherwise in this one).
+        name: the study's name (default: the function's).
+        seed: seed of the strategies and the measurement protocol.
+        round_size: configurations measured together in one interleaved batch.
+        protocol: the timing protocol (default: 5 rounds of 10 calls after 2 warm-up calls).
+        processes: processes (or passes) of the final check.
+        finalists: best configurations re-measured in the final check.
+        min_gain: the speedup over the default needed in every process to keep a configuration.
+        rtol: relative tolerance of the output check against the default's outputs.
+        atol: absolute tolerance (times the largest output value) of that check.
+        allow_fast_math: also search `xla_cpu_enable_fast_math` (it may change results).
+        device: where the cost model runs.
+        pool_kwargs: options of the model strategies' candidate pool.
+        learner: the online model of `model+online`: tree (LightGBM with the graph model's score
+            as a feature) or finetune (the graph model fine-tuned on the measurements).
+        progress: show progress bars.
 
-    model: trained graphcost run(s) (a tile model for flags, a layout model for layouts);
-    strategies: default ``["model+online"]`` with a model, ``["tpe"]`` without;
-    out: directory for the study, trials, best configuration and plot (None: nothing written,
-    in-memory study unless `storage`); program_ref: ``file.py:make`` so the final check can run
-    in fresh processes (otherwise it runs in this process); learner: the online model of
-    ``model+online``, ``tree`` (LightGBM with the graph model's score as a feature) or
-    ``finetune`` (the graph model fine-tuned on the measurements).
+    Returns:
+        The accepted configuration, its re-measured speedup and range, and every trial.
+
+    Raises:
+        ValueError: an unusable argument (a count below 1, an unknown space or strategy, a model
+            of the wrong kind, a study of another program).
+        TuneInterrupted: Ctrl-C; it says how many configurations this run measured (they are saved
+            in the study when `out` or `storage` is given).
+
+    Example:
+        ```python
+        import graphcost
+
+        result = graphcost.tune(fn, x, w, space="flags", budget=32, out="runs/tuned")
+        print(result.message)
+        fast = graphcost.compile_with(fn, result.best)
+        ```
     """
     from tqdm.auto import tqdm
 
@@ -283,9 +338,8 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
                           float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
                           "no measured configuration was faster than the default: keep the default")
     configs = [default] + cands
-    if progress:
-        print(f"re-measuring the {len(cands)} best against the default in {processes} "
-              f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
+    log.info(f"re-measuring the {len(cands)} best against the default in {processes} "
+             f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
     if program_ref:
         cache = (out / "jax_cache") if out is not None else None
         rem = remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
@@ -308,16 +362,19 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
                       f"{rem.protocol} runs)")
 
 
-TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns", "codes", "error")
+TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns")
 
 
-def trials_csv(trials: list[Trial]) -> str:
+def trials_csv(trials: list[Trial], space: Space) -> str:
+    """One row per trial: `TRIAL_FIELDS`, then one column per space dimension named by its study
+    parameter (the XLA option; a layout site's tensor) holding the value compiled, then the error."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(TRIAL_FIELDS)
+    w.writerow([*TRIAL_FIELDS, *(d.param_name for d in space.dims), "error"])
     for t in trials:
+        values = [d.param_values[int(c)] for d, c in zip(space.dims, t.codes)]
         w.writerow([t.strategy, t.number, t.round, t.status, t.ratio, 1 / t.ratio if t.ratio else "", t.runtime_ns,
-                    t.default_ns, " ".join(map(str, t.codes)), t.error])
+                    t.default_ns, *values, t.error])
     return buf.getvalue()
 
 
@@ -326,7 +383,7 @@ def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
     from graphcost.atomic import atomic_write_json, atomic_write_text
     from graphcost.tuning.plot import plot_progress
 
-    atomic_write_text(out / "trials.csv", trials_csv(result.trials))
+    atomic_write_text(out / "trials.csv", trials_csv(result.trials, space))
     dims = [{"name": d.name, "choices": [list(c) if isinstance(c, tuple) else c for c in d.choices]} for d in space.dims]
     atomic_write_json({"space": space.name, "dims": dims, "trials": [t.to_json() for t in result.trials]},
                       out / "trials.json", indent=1)

@@ -11,7 +11,8 @@ MIN_GRAPHS = 8  # smallest count whose seeded 80/10/10 split (splits.split_by_gr
 def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
     """{'train', 'valid', 'test'} lists of DAGs for a dataset name in DATASET_NAMES: the seeded
     80/10/10 split by graph, or with `fold=(f, k)` fold f of a k-fold cross-validation
-    (`splits.kfold_split`). Other keywords: `num_graphs` (LP, NAS-Bench-201), `path` (TPU Tile)."""
+    (`splits.kfold_split`). Other keywords: `num_graphs` (LP, NAS-Bench-201), `path` (TPU Tile),
+    `data_dir` (TPU Tile, NAS-Bench-201: the directory of the real datasets, `locate.dag_data_dir`)."""
     num_graphs = kwargs.get("num_graphs")
     if name in ("lp", "nasbench201") and num_graphs is not None and not MIN_GRAPHS <= num_graphs:
         raise ValueError(
@@ -22,11 +23,12 @@ def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
         from graphcost.dag.datasets.lp import generate_lp_dataset
         from graphcost.dag.datasets.splits import split_graphs
 
-        return split_graphs(generate_lp_dataset(kwargs.get("num_graphs", 2000), seed=seed), seed=seed, fold=kwargs.get("fold"))
+        return split_graphs(generate_lp_dataset(kwargs.get("num_graphs") or 2000, seed=seed), seed=seed,
+                            fold=kwargs.get("fold"))
     if name == "tpu-tile":
         from graphcost.dag.datasets.tpu_tile import load_tpu_tile
 
-        return load_tpu_tile(kwargs.get("path"), seed=seed, fold=kwargs.get("fold"))
+        return load_tpu_tile(kwargs.get("path"), seed=seed, fold=kwargs.get("fold"), data_dir=kwargs.get("data_dir"))
     if name == "nasbench201":
         from graphcost.dag.datasets.nasbench201 import load_nasbench201
 

@@ -1,7 +1,7 @@
 """NAS-Bench-201 architectures expanded into full operator DAGs, labelled with measured latency.
 
-Data (real): ../shared/data/nasbench201/archs.txt (15,625 cell strings) and latency_ms.npz
-(latency per device key, index-aligned). The macro skeleton of NAS-Bench-201 is fixed:
+Data (real): DATA/nasbench201/archs.txt (15,625 cell strings) and latency_ms.npz (latency per
+device key, index-aligned), DATA found by `locate.dag_data_dir`. The macro skeleton of NAS-Bench-201 is fixed:
 
     input -> stem 3x3 conv -> [5 cells @16ch] -> reduction block -> [5 cells @32ch]
           -> reduction block -> [5 cells @64ch] -> global average pool -> linear
@@ -17,11 +17,11 @@ removed, as a compiler would. Result: ~50-150 nodes per architecture, 14 operato
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from graphcost.dag.datasets.locate import dag_data_dir, missing
 from graphcost.dag.datasets.splits import split_graphs
 from graphcost.dag.graph import DAG
 
@@ -104,10 +104,10 @@ def _remove_dead(b: _Builder, out: int, label: float | None) -> DAG:
     return DAG(np.array(b.cats, np.int64)[alive], src.astype(np.int64), dst.astype(np.int64), label)
 
 
-def default_dir() -> Path:
-    root = os.environ.get("GRAPHCOST_SHARED_DATA")
-    base = Path(root) if root else Path(__file__).resolve().parents[5] / "shared" / "data"
-    return base / "nasbench201"
+def default_dir(data_dir: str | Path | None = None) -> Path | None:
+    """DATA/nasbench201 for the data directory `locate.dag_data_dir` finds (None: none found)."""
+    base = dag_data_dir(data_dir)
+    return None if base is None else base / "nasbench201"
 
 
 def load_nasbench201(
@@ -122,13 +122,17 @@ def load_nasbench201(
 
     `num_graphs` architectures are drawn without replacement (seeded; None = all 15,625); the
     default 2,000 matches the size of LayerDAG's NA-Edge set. `device` is a key of latency_ms.npz
-    (default pixel3, a mobile CPU as in NA-Edge).
+    (default pixel3, a mobile CPU as in NA-Edge). `data_dir` is the directory holding nasbench201/
+    (default: `locate.dag_data_dir`); a missing file is a FileNotFoundError saying where to get it.
     """
-    data_dir = Path(data_dir) if data_dir else default_dir()
+    given = data_dir
+    data_dir = default_dir(data_dir)
+    if data_dir is None:
+        raise missing("nasbench201", None)
     arch_path, lat_path = data_dir / "archs.txt", data_dir / "latency_ms.npz"
     for p in (arch_path, lat_path):
         if not p.is_file():
-            raise FileNotFoundError(f"NAS-Bench-201 file not found: {p} (set GRAPHCOST_SHARED_DATA or pass data_dir)")
+            raise missing("nasbench201", p, given)
     archs = arch_path.read_text().split()
     with np.load(lat_path, allow_pickle=False) as lat:
         if device not in lat.files:

@@ -23,7 +23,31 @@ one prepared graph at a time (layout:nlp: <= ~120 MB of codes, not the 720 MB fe
 
 Use it with a plain `torch.utils.data.DataLoader(ds, batch_size=None, num_workers=N)` so that
 reading the cache, sampling and decompression run in worker processes while the model trains.
-Items differ in N, E, C, so batch one graph per item (batch_size=None), not PyG's `Batch`.
+
+Several graphs per batch. Items are `TpuGraphsData`, which tells PyG how to batch the
+configuration fields, so `torch_geometric.loader.DataLoader(ds, batch_size=G)` gives a `Batch` of
+G graphs, each with the same number B of sampled configurations:
+
+    x, node_opcode     (sum N, ...)        as usual; `batch` maps nodes to graphs
+    edge_index         (2, sum E)          offset by the nodes before each graph
+    config_node_index  (sum C,)            offset the same way: indices into the batched x
+    node_config_feat   (B, sum C, 18)      concatenated along the configurable nodes
+    runtime, y, config_index  (G, B)       one row per graph
+    config_feat        (G, B, 24)
+    graph_name, kind   lists of G strings
+
+Row b of node_config_feat is configuration b of every graph. A graph with fewer than
+`batch_configs` configurations gives all of them, a smaller B, and PyG's collate step then stops
+with torch's "Sizes of tensors must match" error: batch such data one graph at a time
+(batch_size=None), or choose `batch_configs` no larger than the smallest graph's number of
+configurations (`ds.prepared(i).num_configs`).
+
+Processing uses PyG's own protocol: `processed_paths` are the entries of graphcost's preprocessing
+cache (one file per raw npz, keyed by its path, size, mtime and options), and `process()` writes
+the missing ones. That cache is the one `graphcost train --cache-dir` reads, so the dataset and the
+trainer share one processed copy instead of two; it lives in `cache_dir` rather than
+`root/processed` because its entries are keyed by the options (dedup on or off), which a single
+PyG `processed/` directory per root could not tell apart.
 
 Sampling. `ds[i]` draws the configurations from (seed, epoch, i): repeatable, different per epoch
 (`set_epoch`, as with `DistributedSampler`; worker processes copy the dataset when an iteration
@@ -40,12 +64,16 @@ instead; `graphcost train --loader-workers` uses that to reproduce its in-proces
         train.set_epoch(epoch)
         for data in DataLoader(train, batch_size=None, shuffle=True, num_workers=2):
             scores = my_model(data)  # (B,); rank against data.y
+
+    from torch_geometric.loader import DataLoader as PyGLoader
+    for batch in PyGLoader(train, batch_size=4, shuffle=True):
+        scores = my_batched_model(batch)  # (4, B); rank each row against batch.y
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -68,11 +96,39 @@ class SampleKey(NamedTuple):
     seed: int
 
 
-def batch_to_data(batch: GraphBatch, runtime: np.ndarray | torch.Tensor | None = None) -> Data:
-    """A GraphBatch as a PyG `Data` (node_feat -> x); `runtime` (B,) float64 becomes y."""
+_PER_CONFIG = ("runtime", "y", "config_index", "config_feat")  # stacked: (G, B, ...) in a Batch
+
+
+class TpuGraphsData(Data):
+    """A `Data` of one graph x B configurations that PyG's `Batch` knows how to batch.
+
+    `config_node_index` holds node indices, so it is offset like `edge_index` (`config_index` is not:
+    it indexes the graph's own configurations); `node_config_feat`
+    (B, C, 18) is concatenated along its configurable nodes (dim 1); the per-configuration fields
+    (`runtime`, `y`, `config_index`, `config_feat`) are stacked into one row per graph. Batching
+    therefore needs the same B in every graph of a batch (see the module docstring).
+    """
+
+    def __inc__(self, key: str, value, *args, **kwargs):
+        if key == "config_node_index":
+            return self.num_nodes
+        if key == "config_index":  # indices into this graph's configurations: never offset
+            return 0
+        return super().__inc__(key, value, *args, **kwargs)
+
+    def __cat_dim__(self, key: str, value, *args, **kwargs):
+        if key == "node_config_feat":
+            return 1
+        if key in _PER_CONFIG:
+            return None
+        return super().__cat_dim__(key, value, *args, **kwargs)
+
+
+def batch_to_data(batch: GraphBatch, runtime: np.ndarray | torch.Tensor | None = None) -> TpuGraphsData:
+    """A GraphBatch as a PyG `TpuGraphsData` (node_feat -> x); `runtime` (B,) float64 becomes y."""
     fields = {name: getattr(batch, name) for name in _TENSOR_FIELDS if getattr(batch, name) is not None}
     y = batch.runtime.to(torch.float64) if runtime is None else torch.as_tensor(runtime, dtype=torch.float64)
-    return Data(x=batch.node_feat, y=y, graph_name=batch.graph_name, kind=batch.kind, **fields)
+    return TpuGraphsData(x=batch.node_feat, y=y, graph_name=batch.graph_name, kind=batch.kind, **fields)
 
 
 def data_to_batch(data: Data) -> GraphBatch:
@@ -112,6 +168,7 @@ class TpuGraphsDataset(Dataset):
         dedup: keep one (the fastest) copy of identical configurations (TGraph §2.2.2); False keeps
             every configuration of each file (evaluation).
         transform: PyG transform applied to each item.
+        log: PyG's processing messages.
 
     No `force_reload`: cache entries are keyed by the raw file's path, size and mtime, the options
     and the preprocessing format version, so a changed file or preprocessing is re-processed anyway.
@@ -126,7 +183,7 @@ class TpuGraphsDataset(Dataset):
         seed: int = 0,
         scaler: FeatureScaler | str | None = "fit",
         dedup: bool = True,
-        transform=None,
+        transform: Callable[[Data], Data] | None = None,
         log: bool = False,
     ) -> None:
         if batch_configs < 1:
@@ -141,7 +198,8 @@ class TpuGraphsDataset(Dataset):
 
     @classmethod
     def from_prepared(
-        cls, graphs: Sequence, scaler: FeatureScaler | None, *, batch_configs: int = 64, seed: int = 0, transform=None
+        cls, graphs: Sequence, scaler: FeatureScaler | None, *, batch_configs: int = 64, seed: int = 0,
+        transform: Callable[[Data], Data] | None = None
     ) -> "TpuGraphsDataset":
         """A dataset over PreparedGraphs already loaded (a list, or train.datasets.LazyPrepared);
         no raw files, no processing. The trainer's path (`graphcost train --loader-workers`)."""

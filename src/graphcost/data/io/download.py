@@ -8,26 +8,34 @@ URLs (TpuGraphs README, "Dataset")::
 Each tar holds ``npz/<optimization>/<source>[/<search>]/<split>/*.npz`` and is extracted into
 the data root (default ``~/data/tpugraphs``). Downloads go to ``<tar>.part`` and resume from
 its size with an HTTP Range request; a tar already present in the root is extracted without any
-network access (the offline route: fetch the tars elsewhere, copy them in). Extraction refuses
-absolute paths, ``..`` components, links and device files, and anything outside
-``npz/``; a ``.<tar>.extracted`` marker makes re-runs skip finished work.
+network access (the offline route: fetch the tars elsewhere, copy them in).
+
+Before anything is extracted the archive is checked (`check_archive`): every header's checksum
+(tarfile), every member's data within the file (a truncated download), nothing but regular files
+and directories under ``npz/``. Extraction is `tarfile`'s own with ``filter="data"`` (no absolute
+paths, ``..``, links or device files), into a temporary directory inside the root; each npz's
+CRCs are then tested (`zipfile.ZipFile.testzip`) and only then is it moved into place, so the
+root never holds a half-written or damaged file. A ``.<tar>.extracted`` marker makes re-runs skip
+finished work.
 """
 
 from __future__ import annotations
 
 import http.client
 import os
-import shutil
 import socket
 import tarfile
+import tempfile
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable
 
 from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, check_split, default_data_root
 
-__all__ = ["BASE_URL", "DownloadError", "tar_name", "tar_url", "download_file", "safe_extract", "download_collection"]
+__all__ = ["BASE_URL", "DownloadError", "tar_name", "tar_url", "download_file", "check_archive", "safe_extract",
+           "download_collection"]
 
 BASE_URL = "http://download.tensorflow.org/data/tpu_graphs/v0"
 _BLOCK = 1 << 20
@@ -118,45 +126,65 @@ def download_file(
     return dest
 
 
-def _check_member(member: tarfile.TarInfo, root: Path, tar_path: Path) -> Path:
-    name = PurePosixPath(member.name)
-    if name.is_absolute() or ".." in name.parts:
-        raise DownloadError(f"{tar_path}: refusing unsafe member path {member.name!r}")
-    if not (member.isfile() or member.isdir()):
-        raise DownloadError(f"{tar_path}: refusing member {member.name!r} (only regular files and directories allowed)")
-    parts = [p for p in name.parts if p not in ("", ".")]
-    if parts and parts[0] != "npz":
-        raise DownloadError(f"{tar_path}: unexpected member {member.name!r} (TpuGraphs tars contain only npz/...)")
-    target = (root / Path(*parts)) if parts else root
-    if not target.resolve().is_relative_to(root.resolve()):
-        raise DownloadError(f"{tar_path}: member {member.name!r} would extract outside {root}")
-    return target
+def check_archive(tar_path: str | Path) -> list[tarfile.TarInfo]:
+    """The members of a TpuGraphs tar, after checking it whole: readable headers (tarfile verifies
+    their checksums), every member's data inside the file (a truncated download), and only regular
+    files and directories under ``npz/``. DownloadError naming the tar and the member otherwise."""
+    tar_path = Path(tar_path)
+    size = tar_path.stat().st_size
+    try:
+        with tarfile.open(tar_path, "r:") as tar:
+            members = tar.getmembers()
+    except tarfile.TarError as exc:
+        raise DownloadError(f"{tar_path}: not a readable tar file ({exc}); delete it and download again") from None
+    if not members:
+        raise DownloadError(f"{tar_path}: an empty archive; delete it and download again")
+    for m in members:
+        parts = [p for p in PurePosixPath(m.name).parts if p not in ("", ".")]
+        if not (m.isfile() or m.isdir()):
+            raise DownloadError(f"{tar_path}: refusing member {m.name!r} (only regular files and directories allowed)")
+        if PurePosixPath(m.name).is_absolute() or ".." in parts or (parts and parts[0] != "npz"):
+            raise DownloadError(f"{tar_path}: unexpected member {m.name!r} (TpuGraphs tars contain only npz/...)")
+        if m.isfile() and m.offset_data + m.size > size:
+            raise DownloadError(f"{tar_path}: truncated: member {m.name!r} ends at byte {m.offset_data + m.size} of a "
+                                f"{size}-byte file; delete it and download again")
+    return members
 
 
 def safe_extract(tar_path: str | Path, root: str | Path, progress: bool = True) -> int:
-    """Extract a TpuGraphs tar into `root`, refusing path traversal; returns the number of files."""
+    """Extract a TpuGraphs tar into `root` (module docstring: checked first, `filter="data"`, each npz's
+    CRCs tested, moved into place atomically); returns the number of files."""
     from tqdm import tqdm
 
     tar_path, root = Path(tar_path), Path(root)
+    members = check_archive(tar_path)
+    if not hasattr(tarfile, "data_filter"):  # Python 3.11.0-3.11.3
+        raise DownloadError("extracting safely needs Python >= 3.11.4 (tarfile's extraction filters)")
     root.mkdir(parents=True, exist_ok=True)
-    count = 0
-    try:
-        with tarfile.open(tar_path, "r:*") as tar:
-            members = tar.getmembers()
-            targets = [_check_member(m, root, tar_path) for m in members]  # check all before writing any
-            for member, target in tqdm(list(zip(members, targets)), desc=f"extract {tar_path.name}", disable=not progress):
-                if member.isdir():
-                    target.mkdir(parents=True, exist_ok=True)
-                    continue
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.with_name(f".{target.name}.tmp")
-                with tar.extractfile(member) as src, open(tmp, "wb") as dst:
-                    shutil.copyfileobj(src, dst, _BLOCK)
-                os.replace(tmp, target)
-                count += 1
-    except tarfile.TarError as exc:
-        raise DownloadError(f"{tar_path}: not a readable tar file ({exc}); delete it and download again") from None
-    return count
+    files = [m for m in members if m.isfile()]
+    with tempfile.TemporaryDirectory(prefix=".extract-", dir=root) as tmp:
+        try:
+            with tarfile.open(tar_path, "r:") as tar:
+                tar.extractall(tmp, members=tqdm(members, desc=f"extract {tar_path.name}", disable=not progress),
+                               filter="data")
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise DownloadError(f"{tar_path}: cannot be extracted ({exc}); delete it and download again") from None
+        for m in files:
+            got = Path(tmp, m.name)
+            if got.suffix == ".npz":
+                try:
+                    with zipfile.ZipFile(got) as z:
+                        bad = z.testzip()
+                except (zipfile.BadZipFile, OSError) as exc:
+                    bad = f"not a zip archive ({exc})"
+                if bad is not None:
+                    raise DownloadError(f"{tar_path}: member {m.name!r} is damaged ({bad} fails its CRC check); "
+                                        "delete the tar and download again")
+        for m in files:
+            target = root / PurePosixPath(m.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(Path(tmp, m.name), target)
+    return len(files)
 
 
 def download_collection(

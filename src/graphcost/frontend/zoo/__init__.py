@@ -5,8 +5,12 @@ Transformer decoder) in module ``transformer``, ``lstm`` and ``gru`` in module `
 selectors ``transformer`` and ``rnn`` name both families of their module. Each variant name encodes its
 hyper-parameters, e.g. ``mlp-d3-w256-b32-train``. Building a program needs JAX + Flax + optax.
 
->>> from graphcost.frontend.zoo import list_programs, get_program
->>> fn, args = get_program("mlp-d2-w64-b8-fwd").build()
+Example:
+    ```python
+    from graphcost.frontend.zoo import get_program
+
+    fn, args = get_program("mlp-d2-w64-b8-fwd").build()
+    ```
 """
 
 from __future__ import annotations

@@ -1,0 +1,77 @@
+"""How many torch intra-op threads to use: the cores that are free now (`--threads auto`).
+
+torch uses one intra-op thread per core by default. When other processes already keep those cores
+busy, its threads wait on each other at every parallel region and throughput collapses (on a
+shared 2-core machine at load 5, the README's main job ran 10x slower than quiet). `auto_threads`
+picks instead the cores this process may run on (`os.sched_getaffinity`, bounded by a cgroup CPU
+quota) minus the ones other work keeps busy, estimated from the 1-minute load average spread over
+the machine's cores (`os.getloadavg`), rounded, at least 1.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD" or "max PERIOD"
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """The number of threads chosen and what it was chosen from."""
+
+    threads: int
+    cores: int  # cores this process may run on
+    load: float | None  # 1-minute load average of the machine (None where the OS gives none)
+    machine_cores: int  # cores of the machine (what the load average is spread over)
+
+    def describe(self) -> str:
+        """One line for the user: ``threads: 1 (auto: 2 cores, load 1.30)``."""
+        load = "no load average" if self.load is None else f"load {self.load:.2f} on {self.machine_cores} cores"
+        return f"threads: {self.threads} (auto: {self.cores} cores for this process, {load}; --threads N to override)"
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity, bounded by a cgroup v2 CPU quota."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = CGROUP_CPU_MAX.read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, cores)
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, None where the OS has none."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
+def auto_threads(cores: int | None = None, load: float | None = None, machine_cores: int | None = None) -> ThreadChoice:
+    """The intra-op threads for the cores free now (module docstring); arguments default to this machine's.
+
+    Args:
+        cores: cores this process may use (`usable_cores`).
+        load: the machine's 1-minute load average (default: `load_average`; where the OS has
+            none, the machine counts as idle).
+        machine_cores: cores the load is spread over (`os.cpu_count`), at least `cores`.
+
+    Returns:
+        ThreadChoice: `threads` = round(cores - load x cores / machine_cores), between 1 and `cores`.
+    """
+    cores = usable_cores() if cores is None else max(1, int(cores))
+    if load is None:
+        load = load_average()
+    machine = max(cores, int(machine_cores or os.cpu_count() or cores))
+    busy = 0.0 if load is None else max(0.0, float(load)) * cores / machine  # this process's share of the load
+    threads = min(cores, max(1, math.floor(cores - busy + 0.5)))
+    return ThreadChoice(threads, cores, load, machine)
