@@ -235,7 +235,7 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
         prepared = _prepared(rec.path, dedup=False)
         scores = scorer.score(prepared)
         if blend is not None:
-            scores = blend[0].combine(scores, blend[1].score(prepared))
+            scores = blend[0].score(scores, blend[1], prepared)
         full = np.full(len(rec.label), np.nan)
         full[prepared.config_source_index] = scores  # back to the file's configuration order
         return full

@@ -9,7 +9,7 @@ from graphcost import metrics
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
 from graphcost.models.config_table import LAYOUT_COLUMNS, config_table, layout_table
-from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, standardise as z
+from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, count_prior, standardise as z
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,8 @@ def test_damaged_tree_files_are_named(tmp_path):
     (tmp_path / "b.txt").write_text("# graphcost trees kind=layout\ngarbage")
     with pytest.raises(TreeError, match="b.txt.*LightGBM"):
         TreeRanker.load(tmp_path / "b.txt")
-    for bad in ('{"weight": 1.5}', '{"weight": "x"}', "[]", "{"):
+    for bad in ('{"weight": 1.5}', '{"weight": "x"}', "[]", "{", '{"weight": 0.5, "prior": 0.7}',
+                '{"weight": 0.5, "prior": "x"}'):
         (tmp_path / "blend.json").write_text(bad)
         with pytest.raises(TreeError, match="blend.json"):
             Blend.load(tmp_path / "blend.json")
@@ -86,6 +87,29 @@ def test_the_graph_model_breaks_the_ties_of_the_trees():
 
 
 def test_blend_file_round_trip(tmp_path):
-    Blend(0.7, "kendall_tau", {"blend": 0.8}).save(tmp_path / "blend.json")
+    Blend(0.7, "kendall_tau", {"blend": 0.8}, prior=0.2).save(tmp_path / "blend.json")
     assert json.loads((tmp_path / "blend.json").read_text())["trees"] == "trees.txt"
-    assert Blend.load(tmp_path / "blend.json").weight == 0.7
+    again = Blend.load(tmp_path / "blend.json")
+    assert (again.weight, again.prior) == (0.7, 0.2)
+    (tmp_path / "old.json").write_text('{"weight": 0.6, "metric": "kendall_tau"}')  # written before the prior
+    assert Blend.load(tmp_path / "old.json").prior == 0.0
+
+
+def test_count_prior_counts_moved_layouts_and_is_chosen_when_it_wins(shipped):
+    _, valid = shipped
+    g = valid[0]
+    prior = count_prior(g)
+    assert prior.shape == (g.num_configs,) and prior.min() >= 0 and prior.max() > 0
+    np.testing.assert_array_equal(prior, config_table(g)[:, :9].sum(1))
+    # scores that are noise in both the graph model and the trees: the count is what wins on validation
+    priors = [count_prior(v) for v in valid]
+    noise = [np.random.default_rng(i).normal(size=v.num_configs) for i, v in enumerate(valid)]
+    noise2 = [np.random.default_rng(10 + i).normal(size=v.num_configs) for i, v in enumerate(valid)]
+    blend = choose_blend(noise, noise2, valid, "kendall_tau", priors)
+    assert blend.prior >= 0.5 and blend.valid["count"] > max(blend.valid["graph model"], blend.valid["trees"])
+    np.testing.assert_allclose(blend.combine(noise[0], noise2[0], priors[0]),
+                               (blend.weight + 1e-3) * z(noise[0]) + blend.prior * z(priors[0])
+                               + (1 - blend.weight - blend.prior) * z(noise2[0]))
+    truth = [np.log(v.runtime) for v in valid]  # a perfect graph model: all of it, none of the count
+    assert (choose_blend(truth, noise2, valid, "kendall_tau", priors).weight,
+            choose_blend(truth, noise2, valid, "kendall_tau", priors).prior) == (1.0, 0.0)

@@ -27,6 +27,7 @@ from graphcost.models.layers import layout_change_features
 OPCODE_CLASS = {34: 0, 26: 1}  # dot, convolution; every other opcode (reshape, ...) is class 2
 NUM_CLASSES = 3
 LAYOUT_COLUMNS = 3 * NUM_CLASSES * 3 + 1 + 3
+MOVED_COLUMNS = NUM_CLASSES * 3  # the first columns of a layout table: moved[k, s]
 TILE_COLUMNS = 24 + 3
 CHUNK = 4096  # configurations decompressed at a time
 

@@ -13,11 +13,15 @@ do not swamp the rest.
 Blend (`Blend`, written to ``blend.json`` by `graphcost train`): with z(·) the scores of a graph's
 configurations standardised to zero mean and unit variance,
 
-    score = w · z(graph model) + (1 - w) · z(trees) + ε · z(graph model),   w ∈ {0, 0.1, ..., 1} chosen on the
-                                                                            validation graphs, ε = 1e-3
+    score = w · z(graph model) + p · z(count) + (1 - w - p) · z(trees) + ε · z(graph model)
 
-The ε term only breaks ties: trees are piecewise constant and give many configurations the same
-value (all of them, on a graph unlike the training data), and among those the graph model decides.
+(w, p) on the grid {0, 0.1, ..., 1}², w + p ≤ 1, chosen on the validation graphs; ε = 1e-3.
+count (`count_prior`, layout only) is the number of layout slots a configuration moves off the
+compiler's default: the model-free heuristic "fewer copies = faster", which a model trained on a
+dozen configurations of one program does not beat (BENCHMARKS.md, within one program at 1%); with
+more data the validation graphs give it p = 0. The ε term only breaks ties: trees are piecewise
+constant and give many configurations the same value (all of them, on a graph unlike the training
+data), and among those the graph model decides.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.models.config_table import config_table
+from graphcost.models.config_table import MOVED_COLUMNS, config_table
 
 TREES_FILE = "trees.txt"
 BLEND_FILE = "blend.json"
@@ -38,10 +42,23 @@ WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 TIE_BREAK = 1e-3  # ε: the graph model orders configurations the trees score the same
 
 
-def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray) -> np.ndarray:
-    """w · z(graph) + (1 - w) · z(trees) + ε · z(graph)."""
-    g = standardise(graph_scores)
-    return (weight + TIE_BREAK) * g + (1.0 - weight) * standardise(tree_scores)
+GRID = tuple((w, p) for w in WEIGHTS for p in WEIGHTS if w + p <= 1.0 + 1e-9)  # (graph, count) weights
+
+
+def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray, prior: float = 0.0,
+            prior_scores: np.ndarray | None = None) -> np.ndarray:
+    """w · z(graph) + p · z(count) + (1 - w - p) · z(trees) + ε · z(graph)."""
+    out = (weight + TIE_BREAK) * standardise(graph_scores) + (1.0 - weight - prior) * standardise(tree_scores)
+    return out + prior * standardise(prior_scores) if prior and prior_scores is not None else out
+
+
+def count_prior(prepared, table: np.ndarray | None = None) -> np.ndarray:
+    """(K,) float64 layout slots each configuration moves off the default layout (Σ of the table's
+    `moved` columns); fewer = predicted faster. Tile graphs: zeros (no prior; z() of a constant is 0)."""
+    table = config_table(prepared) if table is None else table
+    if prepared.kind != "layout":
+        return np.zeros(len(table), dtype=np.float64)
+    return np.asarray(table[:, :MOVED_COLUMNS], dtype=np.float64).sum(1)
 
 
 class TreeError(ValueError):
@@ -103,12 +120,14 @@ class TreeRanker:
             booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=300)
         return cls(booster, kinds.pop())
 
-    def score(self, prepared) -> np.ndarray:
-        """(K,) float64 predicted standardised log runtime of every configuration of `prepared`."""
+    def score(self, prepared, table: np.ndarray | None = None) -> np.ndarray:
+        """(K,) float64 predicted standardised log runtime of every configuration of `prepared`
+        (`table`: its `config_table`, if already made)."""
         if prepared.kind != self.kind:
             raise ValueError(f"{prepared.name}: a {prepared.kind} graph cannot be scored by {self.kind} trees")
         best = self.booster.best_iteration or None
-        return np.asarray(self.booster.predict(config_table(prepared), num_iteration=best), dtype=np.float64)
+        table = config_table(prepared) if table is None else table
+        return np.asarray(self.booster.predict(table, num_iteration=best), dtype=np.float64)
 
     def save(self, path: str | Path) -> Path:
         from graphcost.atomic import atomic_write_text
@@ -138,14 +157,24 @@ class TreeRanker:
 
 @dataclass
 class Blend:
-    """w · z(graph model) + (1 - w) · z(trees), and what it scored on the validation graphs."""
+    """w · z(graph model) + p · z(count) + (1 - w - p) · z(trees), and what it scored on the
+    validation graphs."""
 
     weight: float  # w, on the graph model
     metric: str
-    valid: dict  # {"blend": ..., "graph model": ..., "trees": ...} mean validation metric
+    valid: dict  # {"blend": ..., "graph model": ..., "trees": ..., "count": ...} mean validation metric
+    prior: float = 0.0  # p, on the count prior (blend.json files written before it existed: 0)
 
-    def combine(self, graph_scores: np.ndarray, tree_scores: np.ndarray) -> np.ndarray:
-        return blended(self.weight, graph_scores, tree_scores)
+    def combine(self, graph_scores: np.ndarray, tree_scores: np.ndarray,
+                prior_scores: np.ndarray | None = None) -> np.ndarray:
+        return blended(self.weight, graph_scores, tree_scores, self.prior, prior_scores)
+
+    def score(self, graph_scores: np.ndarray, trees: "TreeRanker", prepared) -> np.ndarray:
+        """(K,) blended scores of `prepared` given its graph-model scores (one configuration table
+        for the trees and the count)."""
+        table = config_table(prepared)
+        prior = count_prior(prepared, table) if self.prior else None
+        return self.combine(graph_scores, trees.score(prepared, table), prior)
 
     def save(self, path: str | Path) -> Path:
         from graphcost.atomic import atomic_write_json
@@ -162,13 +191,16 @@ class Blend:
         w = data.get("weight") if isinstance(data, dict) else None
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or not 0 <= w <= 1:
             raise TreeError(f"{path}: field 'weight' must be a number in [0, 1], got {w!r}")
-        return cls(float(w), str(data.get("metric", "kendall_tau")), dict(data.get("valid") or {}))
+        p = data.get("prior", 0.0)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1 - w + 1e-9:
+            raise TreeError(f"{path}: field 'prior' must be a number in [0, 1 - weight], got {p!r}")
+        return cls(float(w), str(data.get("metric", "kendall_tau")), dict(data.get("valid") or {}), float(p))
 
 
 def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.ndarray], graphs: Sequence,
-                 metric: str) -> Blend:
-    """The weight w in WEIGHTS with the best mean `metric` over the validation `graphs` (ties: the
-    larger w, i.e. more of the graph model)."""
+                 metric: str, prior_scores: Sequence[np.ndarray] | None = None) -> Blend:
+    """The weights (w, p) in GRID with the best mean `metric` over the validation `graphs`; ties go
+    to more of the graph model, then to less of the count. Without `prior_scores`, p = 0."""
     from graphcost import metrics
 
     def mean_metric(scores: list[np.ndarray]) -> float:
@@ -177,7 +209,12 @@ def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.nd
         vals = [v for v in vals if v is not None and np.isfinite(v)]
         return float(np.mean(vals)) if vals else -math.inf
 
-    results = {w: mean_metric([blended(w, a, b) for a, b in zip(graph_scores, tree_scores)]) for w in WEIGHTS}
-    best = max(WEIGHTS, key=lambda w: (results[w], w))
-    return Blend(weight=best, metric=metric,
-                 valid={"blend": results[best], "graph model": results[1.0], "trees": results[0.0]})
+    priors = list(prior_scores) if prior_scores is not None else [None] * len(graphs)
+    grid = GRID if prior_scores is not None else tuple((w, 0.0) for w in WEIGHTS)
+    results = {(w, p): mean_metric([blended(w, a, b, p, c) for a, b, c in zip(graph_scores, tree_scores, priors)])
+               for w, p in grid}
+    best = max(grid, key=lambda wp: (results[wp], wp[0], -wp[1]))
+    valid = {"blend": results[best], "graph model": results[(1.0, 0.0)], "trees": results[(0.0, 0.0)]}
+    if prior_scores is not None:
+        valid["count"] = results[(0.0, 1.0)]
+    return Blend(weight=best[0], metric=metric, valid=valid, prior=best[1])

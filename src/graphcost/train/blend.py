@@ -4,9 +4,10 @@ graphs (`graphcost.models.trees`); `graphcost train` writes the result into the 
 with it.
 
 Why: on real data gradient-boosted trees on the configuration table and the graph model make
-different errors; the blend weight w (on the graph model) is picked on the validation graphs, so a
-dataset where the graph model is better on its own gets w = 1 and one where the trees are gets
-w = 0 (BENCHMARKS.md, "Real CPU data").
+different errors, and with a dozen training configurations counting moved layouts beats both; the
+weights (w on the graph model, p on the count) are picked on the validation graphs, so a dataset
+where the graph model is better on its own gets w = 1, one where the trees are gets w = 0 and p = 0
+(BENCHMARKS.md, "Real CPU data").
 """
 
 from __future__ import annotations
@@ -17,21 +18,24 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend
+from graphcost.models.config_table import config_table
+from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, count_prior
 
 log = logging.getLogger(__name__)
 
 
 def fit_blend(graph_score: Callable[[object], np.ndarray], train: Sequence, valid: Sequence, metric: str,
               seed: int = 0, threads: int = 0) -> tuple[Blend, TreeRanker]:
-    """Trees fitted on `train` (rounds stopped early on `valid`) and the blend weight with the best
+    """Trees fitted on `train` (rounds stopped early on `valid`) and the blend weights with the best
     mean `metric` on `valid`; `graph_score(prepared) -> (K,)` scores with the trained graph model."""
     if not valid:
         raise ValueError("choosing the blend needs validation graphs")
     trees = TreeRanker.fit(train, valid, seed=seed, threads=threads)
     graph_scores = [np.asarray(graph_score(g), dtype=np.float64) for g in valid]
-    tree_scores = [trees.score(g) for g in valid]
-    return choose_blend(graph_scores, tree_scores, valid, metric), trees
+    tables = [config_table(g) for g in valid]
+    tree_scores = [trees.score(g, t) for g, t in zip(valid, tables)]
+    priors = [count_prior(g, t) for g, t in zip(valid, tables)]
+    return choose_blend(graph_scores, tree_scores, valid, metric, priors), trees
 
 
 def write_blend(run_dir: str | Path, blend: Blend, trees: TreeRanker) -> None:
@@ -43,6 +47,8 @@ def write_blend(run_dir: str | Path, blend: Blend, trees: TreeRanker) -> None:
 
 def describe(blend: Blend) -> str:
     v = blend.valid
-    return (f"blend: {blend.weight:.1f} x graph model + {1 - blend.weight:.1f} x trees, chosen on the validation "
-            f"graphs (valid {blend.metric}: blend {v.get('blend', float('nan')):.4f}, graph model "
-            f"{v.get('graph model', float('nan')):.4f}, trees {v.get('trees', float('nan')):.4f})")
+    prior = f" + {blend.prior:.1f} x count of moved layouts" if blend.prior else ""
+    count = f", count {v['count']:.4f}" if "count" in v else ""
+    return (f"blend: {blend.weight:.1f} x graph model + {1 - blend.weight - blend.prior:.1f} x trees{prior}, chosen on "
+            f"the validation graphs (valid {blend.metric}: blend {v.get('blend', float('nan')):.4f}, graph model "
+            f"{v.get('graph model', float('nan')):.4f}, trees {v.get('trees', float('nan')):.4f}{count})")

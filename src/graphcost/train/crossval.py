@@ -304,7 +304,7 @@ class EnsemblePredictor:
         total /= len(self.members)
         if self.blend is not None:
             blend, trees = self.blend
-            return blend.combine(total, trees.score(prepared))
+            return blend.score(total, trees, prepared)
         return total
 
     def rank(self, prepared) -> np.ndarray:
