@@ -467,6 +467,7 @@ def main() -> None:
     unknown = [name for name in args.protocols.split(",") if not any(p == name or p.startswith(f"{name}_") for p in runs)]
     if unknown:
         sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, flags, within")
+    done: list[str] = []  # the protocols this process has measured
     with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
         for proto in chosen:
             load0, t0 = os.getloadavg(), time.perf_counter()
@@ -477,10 +478,11 @@ def main() -> None:
                            "seeds": args.seeds, "epochs": args.epochs, "batch_configs": args.batch_configs,
                            "hidden": args.hidden, "models": models, "wall_min": (time.perf_counter() - t0) / 60,
                            "data": Path(used).name}
-            if args.out.exists():  # another bench_real process may have written its protocols meanwhile
-                report["results"] = {**json.loads(args.out.read_text(encoding="utf-8")).get("results", {}),
-                                     **report["results"]}
+            if args.out.exists():  # another bench_real process may have written its protocols meanwhile:
+                on_disk = json.loads(args.out.read_text(encoding="utf-8")).get("results", {})  # theirs win,
+                report["results"] = {**on_disk, **{p: report["results"][p] for p in done}}  # except ours
             report["results"][proto] = keep_earlier_rows(report["results"].get(proto), res)
+            done.append(proto)
             atomic_write_json(report, args.out)  # after every protocol: a stopped run keeps what it finished
     print(markdown(report))
     if not args.no_markdown:
