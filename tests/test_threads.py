@@ -26,6 +26,7 @@ def test_the_load_is_spread_over_the_machine_and_bounded_by_the_cores():
 
 def test_defaults_read_affinity_load_and_cgroup_quota(monkeypatch, tmp_path):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(threads, "PROC_STAT", tmp_path / "no-proc-stat")  # the load-average fallback
     monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     quota = tmp_path / "cpu.max"
@@ -38,6 +39,19 @@ def test_defaults_read_affinity_load_and_cgroup_quota(monkeypatch, tmp_path):
     assert auto_threads().cores == 2
     monkeypatch.setattr(os, "getloadavg", lambda: (_ for _ in ()).throw(OSError("no load average")))
     assert auto_threads().threads == 2 and auto_threads().load is None
+
+
+def test_busy_cores_are_measured_now_from_proc_stat(monkeypatch, tmp_path):
+    """/proc/stat's counters over the window, not the lagging load average: 3 of 4 cores busy."""
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 95 800 20 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n")
+    monkeypatch.setattr(threads, "PROC_STAT", stat)
+    assert threads._cpu_times() == (200, 1020)  # busy = total - idle - iowait
+    counters = iter([(200, 1000), (500, 1400)])  # +300 busy of +400 jiffies
+    monkeypatch.setattr(threads, "_cpu_times", lambda: next(counters))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # the load average would say idle
+    assert threads.busy_cores(window_s=0.0, machine_cores=4) == pytest.approx(3.0)
+
 
 
 def test_cli_option_accepts_auto_or_a_count(monkeypatch, capsys):

@@ -4,8 +4,10 @@ torch uses one intra-op thread per core by default. When other processes already
 busy, its threads wait on each other at every parallel region and throughput collapses (on a
 shared 2-core machine at load 5, the README's main job ran 10x slower than quiet). `auto_threads`
 picks instead the cores this process may run on (`os.sched_getaffinity`, bounded by a cgroup CPU
-quota) minus the ones other work keeps busy, estimated from the 1-minute load average spread over
-the machine's cores (`os.getloadavg`), rounded, at least 1.
+quota) minus the ones other work keeps busy, rounded, at least 1. "Busy" is measured now: the
+machine's CPU time over a quarter of a second (`/proc/stat`) — the 1-minute load average lags by a
+minute each way (a job that has just ended still counts; one that has just started does not), so it
+is only the fallback where there is no /proc/stat.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD" or "max PERIOD"
+PROC_STAT = Path("/proc/stat")
+WINDOW_S = 0.25  # how long `busy_cores` watches the CPU counters
 
 
 @dataclass(frozen=True)
@@ -24,12 +28,12 @@ class ThreadChoice:
 
     threads: int
     cores: int  # cores this process may run on
-    load: float | None  # 1-minute load average of the machine (None where the OS gives none)
+    load: float | None  # cores of the machine busy now (`busy_cores`; None where the OS tells nothing)
     machine_cores: int  # cores of the machine (what the load average is spread over)
 
     def describe(self) -> str:
         """One line for the user: ``threads: 1 (auto: 2 cores, load 1.30)``."""
-        load = "no load average" if self.load is None else f"load {self.load:.2f} on {self.machine_cores} cores"
+        load = "no load figure" if self.load is None else f"load {self.load:.2f} on {self.machine_cores} cores"
         return f"threads: {self.threads} (auto: {self.cores} cores for this process, {load}; --threads N to override)"
 
 
@@ -48,8 +52,30 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
-def load_average() -> float | None:
-    """The 1-minute load average, None where the OS has none."""
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat's "cpu" line (idle = idle + iowait)."""
+    try:
+        fields = [int(x) for x in PROC_STAT.read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError, IndexError):
+        return None
+    if len(fields) < 5:
+        return None
+    total = sum(fields)
+    return total - fields[3] - fields[4], total
+
+
+def busy_cores(window_s: float = WINDOW_S, machine_cores: int | None = None) -> float | None:
+    """Cores of the machine busy over the next `window_s` seconds (/proc/stat; this process sleeps
+    meanwhile); where there is no /proc/stat, the 1-minute load average; None if neither."""
+    import time
+
+    first = _cpu_times()
+    if first is not None:
+        time.sleep(window_s)
+        second = _cpu_times()
+        if second is not None and second[1] > first[1]:
+            share = (second[0] - first[0]) / (second[1] - first[1])
+            return share * (machine_cores or os.cpu_count() or 1)
     try:
         return float(os.getloadavg()[0])
     except (AttributeError, OSError):
@@ -61,17 +87,17 @@ def auto_threads(cores: int | None = None, load: float | None = None, machine_co
 
     Args:
         cores: cores this process may use (`usable_cores`).
-        load: the machine's 1-minute load average (default: `load_average`; where the OS has
-            none, the machine counts as idle).
+        load: cores of the machine busy now (default: `busy_cores`; where the OS tells
+            nothing, the machine counts as idle).
         machine_cores: cores the load is spread over (`os.cpu_count`), at least `cores`.
 
     Returns:
         ThreadChoice: `threads` = round(cores - load x cores / machine_cores), between 1 and `cores`.
     """
     cores = usable_cores() if cores is None else max(1, int(cores))
-    if load is None:
-        load = load_average()
     machine = max(cores, int(machine_cores or os.cpu_count() or cores))
+    if load is None:
+        load = busy_cores(machine_cores=machine)
     busy = 0.0 if load is None else max(0.0, float(load)) * cores / machine  # this process's share of the load
     threads = min(cores, max(1, math.floor(cores - busy + 0.5)))
     return ThreadChoice(threads, cores, load, machine)
