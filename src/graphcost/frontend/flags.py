@@ -17,38 +17,32 @@ with by default, so a vector of the old collection (zeros there) still says exac
 compiled. A stored value is a fixed function of the option's value, not of "the default": on a
 jaxlib with other defaults, the default configuration simply has other features.
 
-====  ===========================================  ==========================================  =======
-col   XLA option                                    value stored                                0.10.2
-====  ===========================================  ==========================================  =======
-0     xla_backend_optimization_level                0, 1, 2, 3                                  3
-1     xla_cpu_experimental_ynn_fusion_type          0 = "" (off), 1 = INDIVIDUAL_DOT,           1
-                                                    INDIVIDUAL_CONVOLUTION, REDUCE (0.10.2's
-                                                    default), 2 = INDIVIDUAL_DOT,
-                                                    INDIVIDUAL_CONVOLUTION, 3 = DOT, ELTWISE
-2     xla_cpu_use_fusion_emitters                   0 / 1                                       1
-3     xla_cpu_enable_fast_math (fast-math)          0 / 1                                       0
-4     xla_cpu_multi_thread_eigen                    0 / 1                                       1
-5     xla_cpu_prefer_vector_width                   log2(width / 128): 0, 1, 2                  1 (256)
-6     xla_llvm_disable_expensive_passes             0 / 1                                       0
-7     xla_cpu_parallel_codegen_split_count          log2(32 / count): 0, 2, 3, 5 (32, 8, 4, 1)  0 (32)
-8     xla_cpu_scheduler_type                        the enum's number (every value)             0
-9     xla_cpu_opt_preset                            the enum's number (every value)             0
-10    xla_cpu_enable_platform_dependent_math        1 = disabled                                0
-11    xla_cpu_copy_insertion_use_region_analysis    0 / 1                                       0
-12    xla_llvm_enable_invariant_load_metadata       1 = disabled                                0
-13    xla_cpu_experimental_enable_tiling_propagation 0 / 1                                      0
-14    xla_cpu_use_xnnpack                           1 = disabled                                0
-15    xla_cpu_experimental_xnn_graph_fusion_mode    the enum's number (every value)             0
-16    xla_cpu_use_onednn                            0 / 1                                       0
-17    xla_cpu_max_isa                               ISA cap: 0 = none, 1 = AVX2, 2 = AVX,       0
-                                                    3 = SSE4_2
-18    xla_cpu_ftz                                   1 = disabled (denormals kept)               0
-19    xla_cpu_enable_fast_min_max (fast-math)       0 / 1                                       0
-20    xla_cpu_fast_math_honor_nans (fast-math)      1 = not honoured                            0
-21    xla_cpu_fast_math_honor_infs (fast-math)      1 = not honoured                            0
-22    xla_cpu_fast_math_honor_division (fast-math)  1 = not honoured                            0
-23    xla_cpu_fast_math_honor_functions (fast-math) 1 = not honoured                            0
-====  ===========================================  ==========================================  =======
+| col | XLA option | value stored | 0.10.2 default |
+| --- | --- | --- | --- |
+| 0 | xla_backend_optimization_level | 0, 1, 2, 3 | 3 |
+| 1 | xla_cpu_experimental_ynn_fusion_type | 0 = "" (off); 1 = INDIVIDUAL_DOT, INDIVIDUAL_CONVOLUTION, REDUCE (0.10.2's default); 2 = INDIVIDUAL_DOT, INDIVIDUAL_CONVOLUTION; 3 = DOT, ELTWISE | 1 |
+| 2 | xla_cpu_use_fusion_emitters | 0 / 1 | 1 |
+| 3 | xla_cpu_enable_fast_math (fast-math) | 0 / 1 | 0 |
+| 4 | xla_cpu_multi_thread_eigen | 0 / 1 | 1 |
+| 5 | xla_cpu_prefer_vector_width | log2(width / 128): 0, 1, 2 | 1 (256) |
+| 6 | xla_llvm_disable_expensive_passes | 0 / 1 | 0 |
+| 7 | xla_cpu_parallel_codegen_split_count | log2(32 / count): 0, 2, 3, 5 (counts 32, 8, 4, 1) | 0 (32) |
+| 8 | xla_cpu_scheduler_type | the enum's number (every value) | 0 |
+| 9 | xla_cpu_opt_preset | the enum's number (every value) | 0 |
+| 10 | xla_cpu_enable_platform_dependent_math | 1 = disabled | 0 |
+| 11 | xla_cpu_copy_insertion_use_region_analysis | 0 / 1 | 0 |
+| 12 | xla_llvm_enable_invariant_load_metadata | 1 = disabled | 0 |
+| 13 | xla_cpu_experimental_enable_tiling_propagation | 0 / 1 | 0 |
+| 14 | xla_cpu_use_xnnpack | 1 = disabled | 0 |
+| 15 | xla_cpu_experimental_xnn_graph_fusion_mode | the enum's number (every value) | 0 |
+| 16 | xla_cpu_use_onednn | 0 / 1 | 0 |
+| 17 | xla_cpu_max_isa | ISA cap: 0 = none, 1 = AVX2, 2 = AVX, 3 = SSE4_2 | 0 |
+| 18 | xla_cpu_ftz | 1 = disabled (denormals kept) | 0 |
+| 19 | xla_cpu_enable_fast_min_max (fast-math) | 0 / 1 | 0 |
+| 20 | xla_cpu_fast_math_honor_nans (fast-math) | 1 = not honoured | 0 |
+| 21 | xla_cpu_fast_math_honor_infs (fast-math) | 1 = not honoured | 0 |
+| 22 | xla_cpu_fast_math_honor_division (fast-math) | 1 = not honoured | 0 |
+| 23 | xla_cpu_fast_math_honor_functions (fast-math) | 1 = not honoured | 0 |
 
 The fast-math family may change results, so the tuner searches it only with
 ``--allow-fast-math``. What it changes on jaxlib 0.10.2 (x86-64 CPU; LLVM IR and object code
@@ -56,8 +50,10 @@ of small programs compared, ``benchmarks/flag_effects.py``): ``enable_fast_math`
 each ``honor_*`` option changes it further only with ``enable_fast_math`` on (with it off they are
 inert); ``enable_fast_min_max`` changes code on its own (max / min lose NaN propagation). On the
 same programs, columns 14-17 changed nothing on this jaxlib and CPU (the per-compilation ISA cap
-is not applied, XNNPACK fusions are superseded by YNN, oneDNN is not built in); they are kept
-because other builds and CPUs differ, and an inert dimension costs a model nothing.
+is not applied, XNNPACK fusions are superseded by YNN, oneDNN is not built in), nor did column 6
+(``llvm_disable_expensive_passes``); column 4 changes threading at run time, not code. They are
+kept because other builds, CPUs and programs differ (``benchmarks/results/tune/flag_effects.json``
+has the table), and an inert dimension costs a model little.
 
 ``config_runtime_normalizers`` holds the runtime of configuration 0, the compiler default, as
 the TpuGraphs tile collection normalises by the default configuration's runtime.

@@ -8,25 +8,23 @@ trees blamed the flag that came with them (YNN fusion off, which alone was the b
 apart:
 
 * **Main effects and interactions, Bayesian.** For a configuration c (one code per dimension,
-  0 = default), with s(c) the graph model's standardised score (lower = predicted faster),
+  0 = default), with s(c) the graph model's standardised score (lower = predicted faster):
 
-  .. math::
+  ```text
+  log t(c) / t(default) = beta s(c) + sum_{d: c_d != 0} w[d, c_d]
+                          + sum_{((d,k), (e,l)) in P} v[dk, el] [c_d = k] [c_e = l] + eps
+  w ~ N(0, tau^2),  v ~ N(0, tau_I^2),  beta ~ N(beta_0, tau_beta^2),  eps ~ N(0, sigma^2)
+  ```
 
-      \\log \\frac{t(c)}{t(\\text{default})} = \\beta\\, s(c) + \\sum_{d:\\, c_d \\ne 0} w_{d, c_d}
-          + \\sum_{(d,k),(e,l) \\in P} v_{dk,el}\\, [c_d = k][c_e = l] + \\varepsilon,
-
-  with priors :math:`w \\sim N(0, \\tau^2)`, :math:`v \\sim N(0, \\tau_I^2)`,
-  :math:`\\beta \\sim N(\\beta_0, \\tau_\\beta^2)` and noise :math:`\\varepsilon \\sim N(0, \\sigma^2)`.
   The default configuration is an observation with log ratio 0 (every batch is timed against
   it). The interaction pairs P are the pairs of non-default choices that occur together in at
   least two measured configurations (pairs never seen together cannot be estimated). The
-  posterior is Gaussian (conjugate): with feature matrix Φ, prior mean μ₀ and diagonal prior
-  covariance Λ,
+  posterior is Gaussian (conjugate): with feature matrix Phi (N, F), targets y, prior mean mu_0
+  and diagonal prior covariance Lambda,
 
-  .. math::
-
-      A = \\Phi^\\top \\Phi / \\sigma^2 + \\Lambda^{-1}, \\quad
-      m = A^{-1} (\\Phi^\\top y / \\sigma^2 + \\Lambda^{-1} \\mu_0), \\quad \\Sigma = A^{-1}.
+  ```text
+  A = Phi^T Phi / sigma^2 + Lambda^-1,   Sigma = A^-1,   m = Sigma (Phi^T y / sigma^2 + Lambda^-1 mu_0)
+  ```
 
   An option that was only ever measured together with a slow one keeps a wide posterior instead
   of taking the blame: only the sum of the two is pinned down.
