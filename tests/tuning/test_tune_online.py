@@ -67,8 +67,8 @@ def test_effects_learner_finds_what_the_model_misses():
     fake program's best single changes and combine them."""
     space = FlagSpace(columns=FLAG_COLUMNS[:7])
     ev = FakeEvaluator(space, seed=3)
-    trials = run_strategy("model+online", space, ev, 24, None, "p:flags", scorer=lambda c: np.zeros(len(c)), seed=0,
+    trials = run_strategy("model+online", space, ev, 32, None, "p:flags", scorer=lambda c: np.zeros(len(c)), seed=0,
                           round_size=4, learner="effects")
     found = min(t.ratio for t in trials)
     every = sorted(ev.ratio(c) for c in space.enumerate())
-    assert found <= every[int(0.02 * len(every))]  # within the best 2% of the space
+    assert found <= every[int(0.01 * len(every))]  # within the best 1% (32 random draws: 28% chance)
