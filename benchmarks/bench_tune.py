@@ -347,7 +347,8 @@ def main(argv=None) -> None:
     p.add_argument("--pool", type=int, default=384, help="measure: the whole space up to this size, else a "
                    "random sample of this many configurations")
     p.add_argument("--chunk", type=int, default=64, help="measure: configurations per interleaved batch with the default")
-    p.add_argument("--learners", nargs="+", default=["effects", "tree"], choices=["effects", "tree", "finetune"],
+    p.add_argument("--learners", nargs="+", default=["auto", "effects", "tree"],
+                   choices=["auto", "effects", "tree", "finetune"],
                    help="replay: online learners of model+online, the first reported as model+online")
     p.add_argument("--summary", type=Path, help="replay: write the issue-25 summary.json here")
     p.add_argument("--rounds", type=int, default=5)

@@ -33,7 +33,8 @@ def register(app: typer.Typer) -> None:
                                          "flags, a layout model for layouts)."),
         strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random "
                                            "(repeatable; default model+online with --model, else tpe)."),
-        online: str = typer.Option("effects", help="model+online's per-program model: effects (Bayesian "
+        online: str = typer.Option("auto", help="model+online's per-program model: auto (effects for --space "
+                                   "flags, tree for layout and both) | effects (Bayesian "
                                    "effects of each option and their interactions, the cost model's score as a "
                                    "prior; single-option probes first, then Thompson sampling) | tree (LightGBM on "
                                    "the configuration, with the cost model's score as a feature) | finetune (the cost "

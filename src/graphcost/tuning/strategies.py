@@ -12,8 +12,9 @@
 * ``model+online``: as ``model``, but between rounds a per-program tree model
   (`scoring.OnlineModel`) is fitted on this program's own measurements with the graph model's
   score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the
-  best measured configurations (TVM-style online tuning). The per-program model (``learner``):
-  ``effects`` (default, `online.EffectsModel`): Bayesian main effects and interactions of the
+  best measured configurations (TVM-style online tuning). The per-program model (``learner``;
+  ``auto``, the default, is ``effects`` in the flag space and ``tree`` in the others):
+  ``effects`` (`online.EffectsModel`): Bayesian main effects and interactions of the
   options with the graph model's score as a prior feature; the first round measures
   single-option probes, later rounds pick by Thompson sampling, and the pool also grows with the
   best combination of main effects under each draw. ``tree``: LightGBM on the codes with the
@@ -33,9 +34,19 @@ from graphcost.tuning.space import Codes, Space
 
 STRATEGIES = ("model+online", "model", "tpe", "random")
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
-# (`online.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning; the first is
-# the default (docs/tune.md, "Which online learner")
-ONLINE_LEARNERS = ("effects", "tree", "finetune")
+# (`online.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
+# default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
+# replay benchmark in each (docs/tune.md, "Which online learner")
+ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
+
+
+def resolve_learner(learner: str, space: Space) -> str:
+    """The online learner `learner` means in `space` ("auto": effects for flags, else tree)."""
+    if learner not in ONLINE_LEARNERS:
+        raise ValueError(f"unknown online learner {learner!r}; expected one of {', '.join(ONLINE_LEARNERS)}")
+    if learner == "auto":
+        return "effects" if space.name == "flags" else "tree"
+    return learner
 EXHAUSTIVE_LIMIT = 4096  # spaces up to this size are enumerated instead of searched
 
 
@@ -139,13 +150,12 @@ class ModelSearch(Strategy):
     """``model`` (online=False) and ``model+online`` (module docstring)."""
 
     def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None,
-                 learner: str = "effects"):
+                 learner: str = "auto"):
         super().__init__(space, seed)
         from graphcost.tuning.online import EffectsModel, single_option_configs
         from graphcost.tuning.scoring import FineTunedModel, OnlineModel
 
-        if learner not in ONLINE_LEARNERS:
-            raise ValueError(f"unknown online learner {learner!r}; expected one of {', '.join(ONLINE_LEARNERS)}")
+        learner = resolve_learner(learner, space)
         self.name = "model+online" if online else "model"
         self.scorer, self.online, self.learner_name = scorer, online, learner
         self.pool, self.prior = evolve_pool(space, scorer, self.rng, **(pool_kwargs or {}))
