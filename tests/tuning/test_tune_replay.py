@@ -31,14 +31,15 @@ def test_replay_stays_in_the_pool_and_spends_the_budget(strategy):
 
 def test_pool_space_moves_inside_the_pool():
     base = FlagSpace(columns=FLAG_COLUMNS[:7])  # the 7 columns of the tables measured before issue 25
-    pool = [(1, 0, 0, 0, 0, 0, 0), (2, 0, 0, 0, 0, 0, 0), (3, 1, 1, 0, 1, 2, 1)]
+    pad = (0,) * (len(base.dims) - 7)
+    pool = [(1, 0, 0, 0, 0, 0, 0) + pad, (2, 0, 0, 0, 0, 0, 0) + pad, (3, 1, 1, 0, 1, 2, 1) + pad]
     space = PoolSpace(base, pool)
     rng = np.random.default_rng(0)
     assert space.size() == 4 and space.enumerate()[0] == base.default()
     for _ in range(20):
         assert space.sample(rng) in pool
         assert space.mutate(pool[0], rng) in space.enumerate()
-    assert space.snap((3, 1, 1, 0, 1, 2, 0), exclude=set()) == pool[2]
+    assert space.snap((3, 1, 1, 0, 1, 2, 0) + pad, exclude=set()) == pool[2]
     assert space.snap(base.default(), exclude=set(space.enumerate())) is None
     with pytest.raises(KeyError, match="was not measured"):
         ReplayEvaluator(space, {}).evaluate([pool[0]])

@@ -204,19 +204,21 @@ class ModelSearch(Strategy):
 
         if not measured:
             probes = single_option_probes(self.space, self.pool, self.prior, n, exclude)
-            if len(probes) == n:
-                return probes
             rest = diverse_top(np.argsort(self.prior, kind="stable"), self.pool, n - len(probes), exclude | set(probes))
             return probes + rest
+        self._extend([t.codes for t in measured])  # a resumed study's configurations may not be in the pool
         top = sorted(measured, key=lambda t: t.ratio)[:3]
         self._extend([self.space.mutate(t.codes, self.rng) for t in top for _ in range(64)])
         default = self.space.default()
         codes = [t.codes for t in measured] + [default]
         ratio = np.array([t.ratio for t in measured] + [1.0])
-        self.learner.fit(codes, self.prior[[self.index[c] for c in codes]], ratio)
-        draws = self.learner.draw_weights(self.rng, n)  # (n, F): one hypothesis per configuration
+        z = (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)  # the score in standard deviations
+        self.learner.fit(codes, z[[self.index[c] for c in codes]], ratio)
+        # one hypothesis per configuration: the posterior mean (exploit), then Thompson draws (explore)
+        draws = np.vstack([self.learner.mean[None], self.learner.draw_weights(self.rng, n - 1)])  # (n, F)
         self._extend([self.space.snap(self.learner.best_combination(w), exclude) or default for w in draws])
-        feats = self.learner.features(self.pool, self.prior)  # (P, F)
+        z = (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)  # the pool may have grown
+        feats = self.learner.features(self.pool, z)  # (P, F)
         chosen: list[Codes] = []
         for w in draws:
             for i in np.argsort(feats @ w, kind="stable"):
