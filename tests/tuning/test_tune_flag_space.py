@@ -120,3 +120,15 @@ def test_joint_space_is_large():
 
     program = TuneProgram(lambda w, x: jnp.tanh(x @ w) @ w.T, (jnp.ones((16, 16)), jnp.ones((4, 16))), "mlp")
     assert make_space("both", program).size() >= 10_000
+
+
+def test_an_option_in_xla_flags_keeps_its_built_in_default(monkeypatch, fresh_options):
+    """XLA reads XLA_FLAGS once per process: a default read from it would differ between a process
+    started before the variable changed and its children, and so would the space (and a study's
+    fingerprint). Options named there take the built-in default and are always passed."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false --xla_cpu_ftz=false")
+    space = FlagSpace()
+    dims = {d.name: d for d in space.dims}
+    assert dims["multi_thread_eigen"].choices[0] == 1 and dims["no_ftz"].choices[0] == 0
+    options = space.compiler_options(space.default())
+    assert options == {"xla_cpu_multi_thread_eigen": True, "xla_cpu_ftz": True}

@@ -7,8 +7,9 @@ its XLA ``DebugOptions`` descriptor and a fresh ``CompileOptions``); this module
 curated *candidates* — the CPU options worth searching, each with its value domain and how it
 is stored — and keeps each only if the installed jaxlib knows it (and its default is one of the
 candidate's values); the others are skipped with a warning, never a crash. Options left at the
-jaxlib's default are not passed, except ``xla_cpu_multi_thread_eigen``, which is always passed
-explicitly (``graphcost collect --single-thread`` changes it in ``XLA_FLAGS``).
+jaxlib's default are not passed, except ``xla_cpu_multi_thread_eigen`` and any option named in
+``XLA_FLAGS`` (``graphcost collect --single-thread`` sets it there), which are always passed
+explicitly and take their built-in default as choice 0 (`env_options`).
 
 Stored in the TpuGraphs TILE schema, with ``config_feat`` (K, 24) float32 holding the flag
 vector (non-negative). Columns 0-6 are the ones the shipped ``cpu_flags`` dataset was collected
@@ -227,13 +228,29 @@ def known_options() -> tuple[FlagOption, ...]:
             stored, values, labels = zip(*choices)
             out.append(FlagOption(cand, stored, values, labels))
         return tuple(out)
+    named = env_options()
     for cand in CANDIDATES:
-        opt, why = _resolve(cand, schema.get(cand.option), (defaults or {}).get(cand.option))
+        default = (defaults or {}).get(cand.option)
+        if cand.option in named:  # XLA_FLAGS sets it (read once per process): use the built-in default, pass it always
+            default = next((c[1] for c in cand.choices if c[0] == cand.reference), None)
+        opt, why = _resolve(cand, schema.get(cand.option), default)
         if opt is None:
             log.warning(f"flag space: skipping {cand.option} (column {cand.column}): {why}")
         else:
             out.append(opt)
     return tuple(out)
+
+
+def env_options() -> set[str]:
+    """The XLA options named in the ``XLA_FLAGS`` environment variable (``--xla_cpu_ftz=false`` ...).
+
+    XLA reads ``XLA_FLAGS`` once per process, so a default read from a process started before the
+    variable changed (or a child started after) would disagree; the flag space therefore takes the
+    built-in default for these options and always passes them explicitly."""
+    import os
+    import re
+
+    return set(re.findall(r"--(xla_[A-Za-z0-9_]+)", os.environ.get("XLA_FLAGS", "")))
 
 
 def skipped_options() -> tuple[str, ...]:
@@ -277,6 +294,7 @@ class FlagConfig:
         """
         opts: dict[str, object] = {}
         known = {o.candidate.column: o for o in known_options()}
+        explicit = env_options() | {"xla_cpu_multi_thread_eigen"}
         for col, v in enumerate(self.values):
             opt = known.get(col)
             if opt is None:
@@ -285,7 +303,7 @@ class FlagConfig:
                                      f"has no {OPTION_NAMES[col]} option")
                 continue
             value = opt.value(v)
-            if v != opt.default or opt.candidate.option == "xla_cpu_multi_thread_eigen":
+            if v != opt.default or opt.candidate.option in explicit:
                 opts[opt.candidate.option] = value
         return opts
 
