@@ -1,32 +1,44 @@
 """Does the cost model earn its place in `graphcost tune`? Strategies compared at equal budgets on
-eight held-out programs (benchmarks/tune_suite.py, none of them in the training zoo).
+the held-out programs of benchmarks/tune_suite.py (14, none of them in the training zoo).
 
-Two phases:
+Phases:
 
-``measure``: for every program, the whole flag space (192 configurations without fast-math) and
-a random sample of the layout space (`--layout-pool`: half `Space.sample`, half mutations of the
-default) are compiled, checked against the default's outputs and timed in ONE interleaved batch
-with the default (`graphcost.tuning.evaluate.Evaluator`). One JSON table per program and space
-in OUT/tables/ (resumable: finished tables are kept). The best speedup in a table is the
+``measure``: for every program and space (`--spaces`: flags, layout, both), the whole space when
+it has at most `--pool` configurations, else a random sample of `--pool` (half `Space.sample`,
+half 1-3 mutations of the default), is compiled, checked against the default's outputs and
+timed interleaved with the default (`graphcost.tuning.evaluate.Evaluator`), in chunks of
+`--chunk` configurations, each chunk its own interleaved batch with the default (the ratio of a
+configuration is to the default of its chunk, so load drifts between chunks cancel) and the load
+average recorded before and after each chunk. One JSON table per program and space in
+OUT/tables/ (resumable: finished tables are kept). The best speedup in a table is the
 best-known speedup.
 
 ``confirm``: the best `--confirm-top` configurations of every table are re-measured against the
 default in `--confirm-processes` fresh processes (the tuner's final check), to show how much of
 a best-known speedup, the maximum over many noisy measurements, survives a second look.
 
-``replay``: every strategy (random, TPE, model, model+online) runs at each budget and seed on
-those tables (`graphcost.tuning.replay`): the same code path as a live `graphcost tune`, with
-measurements looked up instead of taken. Reported per space and budget: the speedup found as a
+``replay``: every strategy (random, TPE, model, and model+online with each online learner of
+`--learners`: ``model+online`` is the default learner, ``model+online:NAME`` the others) runs at
+each budget and seed on those tables (`graphcost.tuning.replay`): the same code path as a live
+`graphcost tune`, with measurements looked up instead of taken. A table that does not hold its
+whole space is replayed in a `PoolSpace` (strategies choose among its configurations). Tables
+measured before the flag space was widened (7 columns) are replayed in the flag space of their
+columns. Reported per space and budget: the speedup found as a
 share of the best-known one, the number of measurements needed to reach 95% of the best-known
 speedup (programs whose best-known speedup is below --min-speedup have nothing to find and are
-left out of that median), and on how many programs each model strategy beats TPE. With
---finetune, model+online is also run with the graph model fine-tuned on the measurements
-(``model+finetune``) instead of per-program trees. Also the
+left out of that median), and on how many programs each model strategy beats TPE. Also the
 zero-shot Kendall tau between the cost model's scores and the measured runtimes of each table.
 
-    python benchmarks/bench_tune.py measure --out OUT
+    python benchmarks/bench_tune.py measure --out OUT --spaces flags both --pool 384
     python benchmarks/bench_tune.py confirm --out OUT
-    python benchmarks/bench_tune.py replay --out OUT --flags-model RUN --layout-model RUN --json results/tune.json
+    python benchmarks/bench_tune.py replay --out OUT --flags-model RUN --layout-model RUN --seeds 0 1 2 3 4 \
+        --json OUT/replay.json --summary OUT/summary.json
+
+``--summary`` writes the issue-25 summary: per space, the number of programs, the median
+measurements to 95% of the best-known speedup per strategy (at the largest budget; programs
+whose best-known speedup is below --min-speedup left out), and the wins against TPE at equal
+budget (the number of (program, budget) pairs where the strategy's mean found speedup over the
+seeds beats TPE's), with the command, machine, date and load.
 """
 
 from __future__ import annotations
@@ -49,14 +61,14 @@ from graphcost.frontend.measure import Protocol, cpu_model, load_average  # noqa
 from graphcost.tuning.evaluate import OK, Evaluator, Trial  # noqa: E402
 from graphcost.tuning.space import TuneProgram, make_space  # noqa: E402
 
-SPACES = ("flags", "layout")
+SPACES = ("flags", "layout", "both")
 
 
 def table_path(out: Path, program: str, space: str) -> Path:
     return out / "tables" / f"{program}-{space}.json"
 
 
-def layout_pool(space, size: int, seed: int) -> list[tuple]:
+def sample_pool(space, size: int, seed: int) -> list[tuple]:
     """`size` distinct non-default configurations: half random, half 1-3 mutations of the default."""
     rng = np.random.default_rng(seed)
     seen, out = {space.default()}, []
@@ -74,7 +86,7 @@ def measure(args) -> None:
     for name in args.programs:
         fn, fargs = SUITE[name]()
         program = TuneProgram(fn, fargs, name)
-        for space_name in SPACES:
+        for space_name in args.spaces:
             path = table_path(args.out, name, space_name)
             if path.exists():
                 print(f"{name} {space_name}: done before ({path})")
@@ -84,18 +96,26 @@ def measure(args) -> None:
             except ValueError as exc:
                 print(f"{name} {space_name}: skipped ({exc})")
                 continue
-            configs = space.enumerate()[1:] if space_name == "flags" else layout_pool(space, args.layout_pool, args.seed)
+            whole = space.size() <= args.pool + 1
+            configs = space.enumerate()[1:] if whole else sample_pool(space, args.pool, args.seed)
             load0, t0 = load_average(), time.perf_counter()
             ev = Evaluator(program, space, Protocol(args.rounds, args.calls, 2, args.seed))
-            trials = ev.evaluate(configs)
+            trials, chunks = [], []
+            for at in range(0, len(configs), args.chunk):
+                before = load_average()
+                trials += ev.evaluate(configs[at: at + args.chunk])
+                chunks.append({"configs": len(configs[at: at + args.chunk]), "loadavg_before": before,
+                               "loadavg_after": load_average()})
             took = time.perf_counter() - t0
             ok = [t for t in trials if t.status == OK]
             best = max(1.0, 1.0 / min(t.ratio for t in ok)) if ok else 1.0
             atomic_write_json({
                 "program": name, "space": space_name, "dims": [d.name for d in space.dims],
+                "space_size": str(space.size()), "whole_space": whole,
                 "trials": [t.to_json() for t in trials], "best_known_speedup": best, "seconds": round(took, 1),
-                "loadavg_before": load0, "loadavg_after": load_average(), "cpu": cpu_model(), "cpus": os.cpu_count(),
-                "protocol": {"rounds": args.rounds, "calls": args.calls, "warmup": 2, "seed": args.seed},
+                "chunks": chunks, "loadavg_before": load0, "loadavg_after": load_average(), "cpu": cpu_model(),
+                "cpus": os.cpu_count(), "protocol": {"rounds": args.rounds, "calls": args.calls, "warmup": 2,
+                                                     "seed": args.seed},
                 "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, path, indent=1)
             failed = len(trials) - len(ok)
             print(f"{name} {space_name}: {len(trials)} configs ({failed} failed) in {took:.0f} s, "
@@ -147,42 +167,80 @@ class MemoScorer:
         return np.array([self.memo[c] for c in configs], np.float64)
 
 
+def replay_space(data: dict, program):
+    """The space a table was measured in, and its configurations as codes of that space: a flag
+    table of fewer columns than today's flag space (measured before it was widened) is replayed in
+    the flag space of its columns, its codes padded with the default of the other dimensions."""
+    from graphcost.frontend.flags import FLAG_COLUMNS
+    from graphcost.tuning.space import FlagSpace, JointSpace
+
+    def flags_of(dims):
+        return FlagSpace(columns=dims) if set(dims) <= set(FLAG_COLUMNS) and len(dims) < len(FLAG_COLUMNS) else None
+
+    name, dims = data["space"], data["dims"]
+    if name == "flags" and flags_of(dims) is not None:
+        base = flags_of(dims)
+    elif name == "both" and flags_of([d for d in dims if not d.startswith("site")]) is not None:
+        base = JointSpace(flags_of([d for d in dims if not d.startswith("site")]), make_space("layout", program))
+    else:
+        base = make_space(name, program)
+    where = {d.name: i for i, d in enumerate(base.dims)}
+    missing = [d for d in dims if d not in where]
+    if missing:
+        raise ValueError(f"{data['program']} {name}: table dimension {missing[0]!r} is not in today's space")
+
+    def convert(codes):
+        out = [0] * len(base.dims)
+        for d, c in zip(dims, codes):
+            out[where[d]] = int(c)
+        return base.check(out)
+
+    return base, convert
+
+
 def replay(args) -> None:
     from scipy.stats import kendalltau
 
     from graphcost.tuning.replay import PoolSpace, ReplayEvaluator, best_known
     from graphcost.tuning.scoring import GraphModelScorer
-    from graphcost.tuning.strategies import STRATEGIES
+    from graphcost.tuning.strategies import ONLINE_LEARNERS
     from graphcost.tuning.tuner import run_strategy
 
-    models = {"flags": args.flags_model, "layout": args.layout_model}
+    models = {"tile": args.flags_model, "layout": args.layout_model}  # by the graph kind that scores a space
     results = {"budgets": args.budgets, "seeds": args.seeds, "min_speedup": args.min_speedup, "programs": {},
-               "models": {k: str(v) for k, v in models.items()}}
+               "learners": args.learners, "models": {k: str(v) for k, v in models.items()}}
     for path in sorted((args.out / "tables").glob("*.json")):
-        data, table = load_table(path)
+        data, raw = load_table(path)
         name, space_name = data["program"], data["space"]
-        if name not in args.programs:
+        if name not in args.programs or space_name not in args.spaces:
             continue
         fn, fargs = SUITE[name]()
         program = TuneProgram(fn, fargs, name)
-        base = make_space(space_name, program)
-        space = base if space_name == "flags" else PoolSpace(base, list(table))
+        base, convert = replay_space(data, program)
+        table = {convert(c): Trial(convert(c), t.status, t.ratio, t.runtime_ns, t.default_ns, t.error)
+                 for c, t in raw.items()}
+        whole = len(table) + 1 >= base.size()
+        space = base if whole else PoolSpace(base, list(table))
         codes = [base.default()] + [c for c in table if c != base.default()]
-        entry = {"best_known": best_known(table), "num_configs": len(table),
+        entry = {"best_known": best_known(table), "num_configs": len(table), "whole_space": whole,
                  "num_failed": sum(t.status != OK for t in table.values()), "runs": {}}
+        runs = [models[k] for k in base.kinds if models.get(k) is not None]
         scorer = None
-        if models[space_name] is not None:
+        if len(runs) == len(base.kinds):
             t0 = time.perf_counter()
-            scorer = MemoScorer(GraphModelScorer([models[space_name]], program, base), codes)
+            scorer = MemoScorer(GraphModelScorer(runs, program, base), codes)
             ok = [c for c in table if table[c].status == OK]
             entry["zero_shot_kendall"] = float(kendalltau([scorer.memo[c] for c in ok],
                                                           [table[c].ratio for c in ok]).statistic)
             entry["score_seconds"] = round(time.perf_counter() - t0, 2)
-        for strategy in [*STRATEGIES, *(["model+finetune"] if args.finetune else [])]:
+        strategies = ["random", "tpe", "model"] + [
+            "model+online" if i == 0 else f"model+online:{learner}" for i, learner in enumerate(args.learners)]
+        for strategy in strategies:
             if strategy.startswith("model") and scorer is None:
                 continue
-            run_as, learner = ("model+online", "finetune") if strategy == "model+finetune" else (strategy, "tree")
-            fine = strategy == "model+finetune"
+            learner = strategy.split(":")[1] if ":" in strategy else args.learners[0]
+            run_as = strategy.split(":")[0]
+            fine = learner == "finetune"
             for budget in args.finetune_budgets if fine else args.budgets:
                 for seed in args.finetune_seeds if fine else args.seeds:
                     ev = ReplayEvaluator(space, table)
@@ -201,11 +259,32 @@ def replay(args) -> None:
         results["programs"][f"{name}|{space_name}"] = entry
         print(f"{name} {space_name}: best-known {entry['best_known']:.3f}x, zero-shot tau "
               f"{entry.get('zero_shot_kendall', float('nan')):.3f}", flush=True)
+    assert set(args.learners) <= set(ONLINE_LEARNERS), args.learners
     summary = summarise(results, args)
     results["summary"] = summary
     if args.json:
         atomic_write_json(results, args.json, indent=1)
+    if args.summary:
+        atomic_write_json(issue_summary(results, summary, args), args.summary, indent=1)
     print_summary(summary)
+
+
+def issue_summary(results: dict, summary: dict, args) -> dict:
+    """The issue-25 summary.json (module docstring), with how and where it was made."""
+    out = {"command": " ".join(sys.argv), "cpu": cpu_model(), "cpus": os.cpu_count(), "loadavg": load_average(),
+           "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": args.budgets,
+           "seeds": args.seeds, "spaces": {}}
+    for space, rows in summary.items():
+        progs = [k for k in results["programs"] if k.endswith(f"|{space}")]
+        out["spaces"][space] = {
+            "programs": len(progs),
+            "median_measurements_to_95": {s: r["median_reach95"] for s, r in rows.items()},
+            "wins_vs_tpe": {s: sum(r[b]["beats_tpe"] for b in r if isinstance(b, int))
+                            for s, r in rows.items() if s.startswith("model")},
+            "speedup_share_by_budget": {s: {b: r[b]["median_share_of_best_gain"] for b in r if isinstance(b, int)}
+                                        for s, r in rows.items()},
+            "programs_with_gain": max((r["programs_with_gain"] for r in rows.values()), default=0)}
+    return out
 
 
 def summarise(results: dict, args) -> dict:
@@ -218,7 +297,7 @@ def summarise(results: dict, args) -> dict:
             continue
         srow = {}
         strategies = sorted({r.split("|")[0] for v in progs.values() for r in v["runs"]},
-                            key=lambda s: ("model+online", "model+finetune", "model", "tpe", "random").index(s))
+                            key=lambda s: (not s.startswith("model+online"), s != "model+online", s))
         for strat in strategies:
             row = {}
             runs = {r for v in progs.values() for r in v["runs"] if r.startswith(strat + "|")}
@@ -264,7 +343,14 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=("measure", "confirm", "replay"))
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--programs", nargs="+", default=list(SUITE), choices=list(SUITE))
-    p.add_argument("--layout-pool", type=int, default=160)
+    p.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
+    p.add_argument("--pool", type=int, default=384, help="measure: the whole space up to this size, else a "
+                   "random sample of this many configurations")
+    p.add_argument("--chunk", type=int, default=64, help="measure: configurations per interleaved batch with the default")
+    p.add_argument("--learners", nargs="+", default=["auto", "effects", "tree"],
+                   choices=["auto", "effects", "tree", "finetune"],
+                   help="replay: online learners of model+online, the first reported as model+online")
+    p.add_argument("--summary", type=Path, help="replay: write the issue-25 summary.json here")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
@@ -273,11 +359,9 @@ def main(argv=None) -> None:
     p.add_argument("--flags-model", type=Path)
     p.add_argument("--layout-model", type=Path)
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--round-size", type=int, default=4)
     p.add_argument("--min-speedup", type=float, default=1.05)
-    p.add_argument("--finetune", action="store_true", help="also run model+online with the graph model "
-                   "fine-tuned on the measurements instead of the per-program trees (strategy model+finetune)")
     p.add_argument("--finetune-budgets", type=int, nargs="+", default=[16, 32])
     p.add_argument("--finetune-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--json", type=Path)

@@ -1,6 +1,8 @@
-"""The held-out program suite of bench_tune.py: eight architectures that are NOT in the training
+"""The held-out program suite of bench_tune.py: fourteen architectures that are NOT in the training
 zoo (graphcost.frontend.zoo has MLPs, ResNet-style CNNs, Transformer encoders/decoders, LSTMs and
-GRUs), written for the benchmark. Each ``make_*()`` returns ``(fn, example_args)``, so any of them
+GRUs), written for the benchmark: the first eight of issue 18, and five families added for issue 25
+(a graph network, a Fourier neural operator, a neural ODE, a state-space model, top-k retrieval and
+a point-cloud network). Each ``make_*()`` returns ``(fn, example_args)``, so any of them
 can also be tuned directly: ``graphcost tune benchmarks/tune_suite.py:make_mixer``.
 
 Sizes are chosen so that one call takes roughly 0.3-10 ms on a 2-core CPU.
@@ -164,5 +166,125 @@ def make_moe():
     return fn, (params, x)
 
 
+def make_gnn():
+    """Graph convolutional network (GCN): 3 layers of normalised neighbour aggregation by
+    segment_sum over an edge list (1,024 nodes, 8,192 random edges), then a mean readout."""
+    n, e, d = 1024, 8192, 64
+    src = jax.random.randint(jax.random.PRNGKey(1), (e,), 0, n)
+    dst = jax.random.randint(jax.random.PRNGKey(2), (e,), 0, n)
+    x = _init((n, d), 0, 1.0)
+    params = [_init((d, d), 10 + i) for i in range(3)]
+
+    def fn(ws, x, src, dst):
+        deg = jax.ops.segment_sum(jnp.ones_like(dst, jnp.float32), dst, n) + 1.0
+        for w in ws:
+            msg = (x / jnp.sqrt(deg)[:, None])[src]
+            agg = jax.ops.segment_sum(msg, dst, n) / jnp.sqrt(deg)[:, None]
+            x = jax.nn.relu((agg + x) @ w)
+        return x.mean(axis=0)
+
+    return fn, (params, x, src, dst)
+
+
+def make_fno():
+    """Fourier neural operator layer stack: rfft2, a learned complex multiply on the lowest modes,
+    irfft2, plus a pointwise linear path; 3 layers on a 64x64 grid with 16 channels."""
+    b, hgt, wid, c, modes = 2, 64, 64, 16, 12
+    x = _init((b, hgt, wid, c), 0, 1.0)
+    params = [{"re": _init((modes, modes, c, c), 10 + i, 0.1), "im": _init((modes, modes, c, c), 20 + i, 0.1),
+               "w": _init((c, c), 30 + i)} for i in range(3)]
+
+    def fn(ps, x):
+        for p in ps:
+            f = jnp.fft.rfft2(x, axes=(1, 2))  # (b, H, W/2+1, c) complex
+            low = jnp.einsum("bxyc,xycd->bxyd", f[:, :modes, :modes], p["re"] + 1j * p["im"])
+            f = jnp.zeros_like(f).at[:, :modes, :modes].set(low)
+            x = jax.nn.gelu(jnp.fft.irfft2(f, s=(hgt, wid), axes=(1, 2)) + x @ p["w"])
+        return x.mean(axis=(1, 2))
+
+    return fn, (params, x)
+
+
+def make_neural_ode():
+    """Neural ODE: 16 fixed steps of classical Runge-Kutta 4 (fori_loop) of an MLP vector field."""
+    b, d, h = 128, 32, 128
+    y0 = _init((b, d), 0, 1.0)
+    params = {"w1": _init((d, h), 1), "w2": _init((h, d), 2)}
+
+    def fn(p, y):
+        def f(y):
+            return jnp.tanh(y @ p["w1"]) @ p["w2"]
+
+        def step(_, y, dt=0.05):
+            k1 = f(y)
+            k2 = f(y + dt / 2 * k1)
+            k3 = f(y + dt / 2 * k2)
+            k4 = f(y + dt * k3)
+            return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+
+        return jax.lax.fori_loop(0, 16, step, y)
+
+    return fn, (params, y0)
+
+
+def make_ssm():
+    """Diagonal linear state-space model (S4D / Mamba-style): input-dependent decays, a parallel
+    associative scan over 512 steps, gated output projection; two layers."""
+    b, t, d, n = 4, 512, 64, 16
+    x = _init((b, t, d), 0, 1.0)
+    params = [{"a": _init((d, n), 10 + i, 0.5), "bproj": _init((d, n), 20 + i), "c": _init((n, d), 30 + i),
+               "gate": _init((d, d), 40 + i)} for i in range(2)]
+
+    def fn(ps, x):
+        for p in ps:
+            decay = jnp.exp(-jax.nn.softplus(jnp.einsum("btd,dn->btn", x, p["a"])))  # (b, t, n)
+            inp = jnp.einsum("btd,dn->btn", x, p["bproj"])
+
+            def combine(l, r):
+                return l[0] * r[0], r[0] * l[1] + r[1]
+
+            _, h = jax.lax.associative_scan(combine, (decay, inp), axis=1)
+            x = x + (h @ p["c"]) * jax.nn.sigmoid(x @ p["gate"])
+        return x[:, -1]
+
+    return fn, (params, x)
+
+
+def make_retrieval():
+    """Dense retrieval: score 256 queries against 16,384 normalised keys, top-k (k=32) per query,
+    gather the winners' values and softmax-pool them."""
+    q_n, k_n, d, k = 256, 16384, 64, 32
+    q = _init((q_n, d), 0, 1.0)
+    keys = _init((k_n, d), 1, 1.0)
+    values = _init((k_n, d), 2, 1.0)
+
+    def fn(q, keys, values):
+        keys = keys / jnp.linalg.norm(keys, axis=-1, keepdims=True)
+        scores = q @ keys.T  # (Q, K)
+        top, idx = jax.lax.top_k(scores, k)
+        return jnp.einsum("qk,qkd->qd", jax.nn.softmax(top, axis=-1), values[idx])
+
+    return fn, (q, keys, values)
+
+
+def make_pointnet():
+    """PointNet: a shared per-point MLP (64-128-256) over 2,048 points, a symmetric max-pool, and
+    a classifier head, for a batch of 4 point clouds."""
+    b, n = 4, 2048
+    pts = _init((b, n, 3), 0, 1.0)
+    params = {"w1": _init((3, 64), 1), "w2": _init((64, 128), 2), "w3": _init((128, 256), 3),
+              "h1": _init((256, 128), 4), "h2": _init((128, 10), 5)}
+
+    def fn(p, pts):
+        h = jax.nn.relu(pts @ p["w1"])
+        h = jax.nn.relu(h @ p["w2"])
+        h = (h @ p["w3"]).max(axis=1)  # (b, 256): order-invariant
+        return jax.nn.relu(h @ p["h1"]) @ p["h2"]
+
+    return fn, (params, pts)
+
+
 SUITE = {"dwsep": make_dwsep, "mixer": make_mixer, "unet": make_unet, "recsys": make_recsys,
-         "stencil": make_stencil, "odd_attention": make_odd_attention, "wavenet": make_wavenet, "moe": make_moe}
+         "stencil": make_stencil, "odd_attention": make_odd_attention, "wavenet": make_wavenet, "moe": make_moe,
+         "gnn": make_gnn, "fno": make_fno, "neural_ode": make_neural_ode, "ssm": make_ssm, "retrieval": make_retrieval,
+         "pointnet": make_pointnet}

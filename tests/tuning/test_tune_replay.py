@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
+from graphcost.frontend.flags import FLAG_COLUMNS
 from graphcost.tuning.replay import PoolSpace, ReplayEvaluator, best_known
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES
@@ -29,15 +30,16 @@ def test_replay_stays_in_the_pool_and_spends_the_budget(strategy):
 
 
 def test_pool_space_moves_inside_the_pool():
-    base = FlagSpace()
-    pool = [(1, 0, 0, 0, 0, 0, 0), (2, 0, 0, 0, 0, 0, 0), (3, 1, 1, 0, 1, 2, 1)]
+    base = FlagSpace(columns=FLAG_COLUMNS[:7])  # the 7 columns of the tables measured before issue 25
+    pad = (0,) * (len(base.dims) - 7)
+    pool = [(1, 0, 0, 0, 0, 0, 0) + pad, (2, 0, 0, 0, 0, 0, 0) + pad, (3, 1, 1, 0, 1, 2, 1) + pad]
     space = PoolSpace(base, pool)
     rng = np.random.default_rng(0)
     assert space.size() == 4 and space.enumerate()[0] == base.default()
     for _ in range(20):
         assert space.sample(rng) in pool
         assert space.mutate(pool[0], rng) in space.enumerate()
-    assert space.snap((3, 1, 1, 0, 1, 2, 0), exclude=set()) == pool[2]
-    assert space.snap((0,) * 7, exclude=set(space.enumerate())) is None
+    assert space.snap((3, 1, 1, 0, 1, 2, 0) + pad, exclude=set()) == pool[2]
+    assert space.snap(base.default(), exclude=set(space.enumerate())) is None
     with pytest.raises(KeyError, match="was not measured"):
         ReplayEvaluator(space, {}).evaluate([pool[0]])

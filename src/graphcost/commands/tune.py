@@ -33,8 +33,11 @@ def register(app: typer.Typer) -> None:
                                          "flags, a layout model for layouts)."),
         strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random "
                                            "(repeatable; default model+online with --model, else tpe)."),
-        online: str = typer.Option("tree", help="model+online's per-program model: tree (LightGBM on the "
-                                   "configuration, with the cost model's score as a feature) | finetune (the cost "
+        online: str = typer.Option("auto", help="model+online's per-program model: auto (effects for --space "
+                                   "flags, tree for layout and both) | effects (Bayesian "
+                                   "effects of each option and their interactions, the cost model's score as a "
+                                   "prior; single-option probes first, then Thompson sampling) | tree (LightGBM on "
+                                   "the configuration, with the cost model's score as a feature) | finetune (the cost "
                                    "model fine-tuned on this program's measurements)."),
         out: Path = typer.Option(Path("runs/tuned"), help="Output directory: study.db, trials.csv/json, best.json, "
                                  "result.json, progress.png."),
@@ -50,8 +53,9 @@ def register(app: typer.Typer) -> None:
         calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
         rtol: float = typer.Option(1e-3, min=0.0, help="Relative tolerance of the output check against the default."),
         atol: float = typer.Option(1e-5, min=0.0, help="Absolute tolerance (times max|default output|)."),
-        allow_fast_math: bool = typer.Option(False, "--allow-fast-math", help="Let the flag search enable "
-                                             "xla_cpu_enable_fast_math (may change results; still checked)."),
+        allow_fast_math: bool = typer.Option(False, "--allow-fast-math", help="Let the flag search use the "
+                                             "fast-math family: xla_cpu_enable_fast_math, its honor_* options, "
+                                             "enable_fast_min_max (may change results; still checked)."),
         min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
         seed: int = typer.Option(0, help="Seed of the strategies and the visit order."),

@@ -179,34 +179,59 @@ class Space:
 
 
 class FlagSpace(Space):
-    """XLA CPU compiler options (`graphcost.frontend.flags`). ``fast_math`` may change results,
-    so it stays at its default unless `allow_fast_math`."""
+    """XLA CPU compiler options (`graphcost.frontend.flags`): one dimension per option the installed
+    jaxlib knows, its choices the stored values (the jaxlib's default first). The fast-math family
+    may change results, so it stays at its default unless `allow_fast_math`.
+
+    Args:
+        allow_fast_math: also search the fast-math family.
+        columns: search only these flag columns (names in `flags.FLAG_COLUMNS`), the others at their
+            default; None = every option (e.g. the 7 columns of a replay table measured before the
+            space was widened).
+
+    Raises:
+        ValueError: a name in `columns` that is not a flag column.
+    """
 
     name, kinds = "flags", ("tile",)
 
-    def __init__(self, allow_fast_math: bool = False):
+    def __init__(self, allow_fast_math: bool = False, columns: list[str] | tuple[str, ...] | None = None):
+        if columns is not None:
+            unknown = [c for c in columns if c not in flagspace.FLAG_COLUMNS]
+            if unknown:
+                raise ValueError(f"unknown flag column {unknown[0]!r}; expected names of graphcost.frontend.flags."
+                                 "FLAG_COLUMNS")
+        self.options = flagspace.known_options()
         dims = []
-        for i, (col, choices, default) in enumerate(zip(flagspace.FLAG_COLUMNS, flagspace.CHOICES, flagspace.DEFAULT)):
-            if col == "fast_math" and not allow_fast_math:
-                choices = (default,)
-            ordered = (default, *[c for c in choices if c != default])
-            dims.append(Dim(col, ordered, param=flagspace.OPTION_NAMES[i],
-                            labels=tuple(flagspace.option_value(i, c) for c in ordered)))
+        for opt in self.options:
+            cand = opt.candidate
+            n = len(opt.stored)
+            if (cand.fast_math and not allow_fast_math) or (columns is not None and cand.name not in columns):
+                n = 1
+            dims.append(Dim(cand.name, opt.stored[:n], param=cand.option, labels=opt.labels[:n]))
         super().__init__(dims)
         self.allow_fast_math = allow_fast_math
 
     def values(self, codes: Codes) -> tuple[int, ...]:
+        """The stored value of each dimension's choice."""
         return tuple(int(d.choices[c]) for d, c in zip(self.dims, codes))
+
+    def config(self, codes: Codes) -> flagspace.FlagConfig:
+        """The `FlagConfig` (all 24 columns) that `codes` compiles with."""
+        vector = list(flagspace.DEFAULT)
+        for opt, v in zip(self.options, self.values(codes)):
+            vector[opt.candidate.column] = v
+        return flagspace.FlagConfig(tuple(vector))
 
     def lower(self, program, codes):
         return program.lower(None)
 
     def compiler_options(self, codes):
-        return flagspace.FlagConfig(self.values(codes)).compiler_options()
+        return self.config(codes).compiler_options()
 
     def describe(self, codes):
         return {"compiler_options": self.compiler_options(codes),
-                "flags": dict(zip(flagspace.FLAG_COLUMNS, self.values(codes)))}
+                "flags": {d.name: v for d, v in zip(self.dims, self.values(codes))}}
 
     def graph_for(self, program, kind, configs):
         from graphcost.data.graph import TileGraph
@@ -215,7 +240,7 @@ class FlagSpace(Space):
         if kind != "tile":
             raise ValueError(f"the flags space is scored by a tile model, not a {kind} model")
         fm = program.featurized()
-        feat = flagspace.flag_features([flagspace.FlagConfig(self.values(c)) for c in configs])  # (K, 24)
+        feat = flagspace.flag_features([self.config(c) for c in configs])  # (K, 24)
         return TileGraph(None, fm.node_feat.astype(np.float32), fm.node_opcode, fm.edge_index.astype(np.int64),
                          feat, **placeholder_runtimes("tile", len(configs)))
 

@@ -12,8 +12,14 @@
 * ``model+online``: as ``model``, but between rounds a per-program tree model
   (`scoring.OnlineModel`) is fitted on this program's own measurements with the graph model's
   score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the
-  best measured configurations (TVM-style online tuning). With ``learner="finetune"`` the graph
-  model itself is fine-tuned on the measurements instead (`scoring.FineTunedModel`).
+  best measured configurations (TVM-style online tuning). The per-program model (``learner``;
+  ``auto``, the default, is ``effects`` in the flag space and ``tree`` in the others):
+  ``effects`` (`online.EffectsModel`): Bayesian main effects and interactions of the
+  options with the graph model's score as a prior feature; the first round measures
+  single-option probes, later rounds pick by Thompson sampling, and the pool also grows with the
+  best combination of main effects under each draw. ``tree``: LightGBM on the codes with the
+  graph model's score as a feature (`scoring.OnlineModel`). ``finetune``: the graph model itself
+  fine-tuned on the measurements (`scoring.FineTunedModel`).
 
 A strategy proposes; the tuner measures and records. `propose(history, n)` must return `n`
 distinct configurations not in `history` (fewer only when the space is exhausted).
@@ -27,7 +33,20 @@ from graphcost.tuning.evaluate import OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 STRATEGIES = ("model+online", "model", "tpe", "random")
-ONLINE_LEARNERS = ("tree", "finetune")  # model+online: per-program trees with a prior, or fine-tuning
+# model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
+# (`online.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
+# default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
+# replay benchmark in each (docs/tune.md, "Which online learner")
+ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
+
+
+def resolve_learner(learner: str, space: Space) -> str:
+    """The online learner `learner` means in `space` ("auto": effects for flags, else tree)."""
+    if learner not in ONLINE_LEARNERS:
+        raise ValueError(f"unknown online learner {learner!r}; expected one of {', '.join(ONLINE_LEARNERS)}")
+    if learner == "auto":
+        return "effects" if space.name == "flags" else "tree"
+    return learner
 EXHAUSTIVE_LIMIT = 4096  # spaces up to this size are enumerated instead of searched
 
 
@@ -131,17 +150,26 @@ class ModelSearch(Strategy):
     """``model`` (online=False) and ``model+online`` (module docstring)."""
 
     def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None,
-                 learner: str = "tree"):
+                 learner: str = "auto"):
         super().__init__(space, seed)
+        from graphcost.tuning.online import EffectsModel, single_option_configs
         from graphcost.tuning.scoring import FineTunedModel, OnlineModel
 
+        learner = resolve_learner(learner, space)
         self.name = "model+online" if online else "model"
-        self.scorer, self.online = scorer, online
+        self.scorer, self.online, self.learner_name = scorer, online, learner
         self.pool, self.prior = evolve_pool(space, scorer, self.rng, **(pool_kwargs or {}))
         self.index = {c: i for i, c in enumerate(self.pool)}
-        if learner not in ONLINE_LEARNERS:
-            raise ValueError(f"unknown online learner {learner!r}; expected one of {', '.join(ONLINE_LEARNERS)}")
-        self.learner = OnlineModel(space, seed) if learner == "tree" else FineTunedModel(scorer, seed=seed)
+        if not online:
+            self.learner = None
+        elif learner == "effects":
+            # the probes and the anchor (inside a replay's pool: those it measured)
+            self._extend([space.default(), *[c for c in single_option_configs(space) if space.snap(c, set()) == c]])
+            self.learner = EffectsModel(space)
+        elif learner == "tree":
+            self.learner = OnlineModel(space, seed)
+        else:
+            self.learner = FineTunedModel(scorer, seed=seed)
 
     def _extend(self, cands: list[Codes]) -> None:
         new = [c for c in dict.fromkeys(cands) if c not in self.index]
@@ -155,6 +183,8 @@ class ModelSearch(Strategy):
     def propose(self, history, n, busy=frozenset()):
         measured = [t for t in history if t.status == OK]
         exclude = {t.codes for t in history} | {self.space.default()} | set(busy)
+        if self.online and self.learner_name == "effects":
+            return self._propose_effects(measured, n, exclude)
         predicted = self.prior
         if self.online and measured:
             top = sorted(measured, key=lambda t: t.ratio)[:3]
@@ -166,3 +196,34 @@ class ModelSearch(Strategy):
             predicted = self.learner.predict(self.pool, self.prior)
         order = np.argsort(predicted, kind="stable")
         return diverse_top(order, self.pool, n, exclude)
+
+    def _propose_effects(self, measured: list[Trial], n: int, exclude: set) -> list[Codes]:
+        """``effects``: single-option probes while nothing is measured, then batch Thompson sampling
+        over the pool (`online` module docstring)."""
+        from graphcost.tuning.online import single_option_probes
+
+        if not measured:
+            probes = single_option_probes(self.space, self.pool, self.prior, n, exclude)
+            rest = diverse_top(np.argsort(self.prior, kind="stable"), self.pool, n - len(probes), exclude | set(probes))
+            return probes + rest
+        self._extend([t.codes for t in measured])  # a resumed study's configurations may not be in the pool
+        top = sorted(measured, key=lambda t: t.ratio)[:3]
+        self._extend([self.space.mutate(t.codes, self.rng) for t in top for _ in range(64)])
+        default = self.space.default()
+        codes = [t.codes for t in measured] + [default]
+        ratio = np.array([t.ratio for t in measured] + [1.0])
+        z = (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)  # the score in standard deviations
+        self.learner.fit(codes, z[[self.index[c] for c in codes]], ratio)
+        # one hypothesis per configuration: the posterior mean (exploit), then Thompson draws (explore)
+        draws = np.vstack([self.learner.mean[None], self.learner.draw_weights(self.rng, n - 1)])  # (n, F)
+        self._extend([self.space.snap(self.learner.best_combination(w), exclude) or default for w in draws])
+        z = (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)  # the pool may have grown
+        feats = self.learner.features(self.pool, z)  # (P, F)
+        chosen: list[Codes] = []
+        for w in draws:
+            for i in np.argsort(feats @ w, kind="stable"):
+                c = self.pool[i]
+                if c not in exclude and c not in chosen:
+                    chosen.append(c)
+                    break
+        return chosen

@@ -123,7 +123,7 @@ def _check_counts(**counts) -> None:
 
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
-                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "tree",
+                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "auto",
                  fingerprint: str | None = None) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
 
@@ -218,7 +218,7 @@ def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model
          program_ref: str | None = None, name: str | None = None, seed: int = 0, round_size: int = 4,
          protocol: Protocol | None = None, processes: int = 3, finalists: int = 3, min_gain: float = 0.01,
          rtol: float = 1e-3, atol: float = 1e-5, allow_fast_math: bool = False, device: str = "cpu",
-         pool_kwargs: dict | None = None, learner: str = "tree", progress: bool = True) -> TuneResult:
+         pool_kwargs: dict | None = None, learner: str = "auto", progress: bool = True) -> TuneResult:
     """Make `fn(*args)` faster within a budget of real measurements (the loop: module docstring).
 
     Args:
@@ -242,11 +242,15 @@ def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model
         min_gain: the speedup over the default needed in every process to keep a configuration.
         rtol: relative tolerance of the output check against the default's outputs.
         atol: absolute tolerance (times the largest output value) of that check.
-        allow_fast_math: also search `xla_cpu_enable_fast_math` (it may change results).
+        allow_fast_math: also search the fast-math family (`xla_cpu_enable_fast_math`, its
+            ``honor_*`` options and ``enable_fast_min_max``; they may change results).
         device: where the cost model runs.
         pool_kwargs: options of the model strategies' candidate pool.
-        learner: the online model of `model+online`: tree (LightGBM with the graph model's score
-            as a feature) or finetune (the graph model fine-tuned on the measurements).
+        learner: the online model of `model+online`: auto (effects for flags, tree for layout
+            and both: the replay benchmark's winners), effects (Bayesian option effects and
+            interactions with the graph model's score as a prior, single-option probes first,
+            Thompson sampling; `graphcost.tuning.online`), tree (LightGBM with the graph model's
+            score as a feature) or finetune (the graph model fine-tuned on the measurements).
         progress: show progress bars.
 
     Returns:
