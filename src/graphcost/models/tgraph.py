@@ -21,9 +21,10 @@ shared by the whole batch do not shrink with the batch size ("softmax": the pape
 states by Σ_i, "mean" (paper eq. 7) by mean_i. f_out is linear, so with "mean" a configuration
 that changes k nodes moves the score by O(k / N): on a graph of N ~ 10^3 nodes the hinge loss's
 margin is out of reach, the model underfits its training data (train loss stalls) and ranks
-little better than counting moved tensors (BENCHMARKS.md, "TGraph within one program"); with
-"sum" the change is O(k) whatever the graph's size. ``change_features`` adds, per configurable node, which of its
-layouts the configuration moves off the default (`layers.layout_change_features`). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
+little better than counting moved tensors (BENCHMARKS.md, "TGraph ablation on the validation part
+of one program"); with "sum" the change is O(k) whatever the graph's size. ``change_features``
+adds, per configurable node, which of its layouts the configuration moves off the default
+(`layers.layout_change_features`). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
 ``"config"`` (per-configuration InstanceNorm, paper-literal, dense path) or ``"none"``.
 
 Speed: for layout batches with norm "reference"/"none" the forward pass computes the nodes no

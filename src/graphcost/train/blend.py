@@ -34,7 +34,8 @@ def fit_blend(graph_score: Callable[[object], np.ndarray], train: Sequence, vali
     graph_scores = [np.asarray(graph_score(g), dtype=np.float64) for g in valid]
     tables = [config_table(g) for g in valid]
     tree_scores = [trees.score(g, t) for g, t in zip(valid, tables)]
-    priors = [count_prior(g, t) for g, t in zip(valid, tables)]
+    layout = all(g.kind == "layout" for g in valid)  # the count prior is layout-only
+    priors = [count_prior(g, t) for g, t in zip(valid, tables)] if layout else None
     return choose_blend(graph_scores, tree_scores, valid, metric, priors), trees
 
 
