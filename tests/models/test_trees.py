@@ -113,3 +113,11 @@ def test_count_prior_counts_moved_layouts_and_is_chosen_when_it_wins(shipped):
     truth = [np.log(v.runtime) for v in valid]  # a perfect graph model: all of it, none of the count
     assert (choose_blend(truth, noise2, valid, "kendall_tau", priors).weight,
             choose_blend(truth, noise2, valid, "kendall_tau", priors).prior) == (1.0, 0.0)
+
+
+def test_describe_names_every_weight():
+    from graphcost.train.blend import describe
+
+    text = describe(Blend(0.9, "kendall_tau", {"blend": 0.9, "graph model": 0.8, "trees": 0.5, "count": 0.7}, prior=0.1))
+    assert "0.9 x graph model + 0.0 x trees + 0.1 x count of moved layouts" in text and "-0.0" not in text
+    assert "count" not in describe(Blend(0.6, "kendall_tau", {"blend": 0.9, "graph model": 0.8, "trees": 0.5}))

@@ -50,6 +50,7 @@ def describe(blend: Blend) -> str:
     v = blend.valid
     prior = f" + {blend.prior:.1f} x count of moved layouts" if blend.prior else ""
     count = f", count {v['count']:.4f}" if "count" in v else ""
-    return (f"blend: {blend.weight:.1f} x graph model + {1 - blend.weight - blend.prior:.1f} x trees{prior}, chosen on "
+    trees = max(0.0, 1.0 - blend.weight - blend.prior)  # not "-0.0" when w + p = 1
+    return (f"blend: {blend.weight:.1f} x graph model + {trees:.1f} x trees{prior}, chosen on "
             f"the validation graphs (valid {blend.metric}: blend {v.get('blend', float('nan')):.4f}, graph model "
             f"{v.get('graph model', float('nan')):.4f}, trees {v.get('trees', float('nan')):.4f}{count})")
