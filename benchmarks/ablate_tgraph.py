@@ -50,6 +50,10 @@ VARIANTS: dict[str, tuple[dict, dict]] = {
     "no change features": ({"change_features": False}, {}),
     "readout=sum": ({"readout": "sum"}, {}),
     "readout=mean (paper eq. 7)": ({"readout": "mean"}, {}),
+    # two changes: what helped under the mean readout, re-measured with the sum (today's default)
+    "readout=sum + lr 3e-3": ({"readout": "sum"}, {"lr": 3e-3}),
+    "readout=sum + batch 32": ({"readout": "sum"}, {"batch_configs": 32}),
+    "readout=sum + norm=config": ({"readout": "sum", "norm": "config"}, {}),
     "no cross attention": ({"cross_attention": False}, {}),
     "no channel attention": ({"channel_attention": False}, {}),
     "norm=config (per configuration)": ({"norm": "config"}, {}),
