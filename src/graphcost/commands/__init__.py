@@ -7,8 +7,8 @@ import os
 import typer
 
 DEVICE_HELP = "auto (CUDA when present) | cpu | cuda | cuda:N"
-THREADS_HELP = ("torch CPU threads: auto = the cores free now (the cores this process may use minus the "
-                "1-minute load average; the choice is printed), N, or 0 = torch's default (one per core)")
+THREADS_HELP = ("torch CPU threads: auto = the cores free now (the cores this process may use minus those "
+                "busy over the last quarter second; the choice is printed), N, or 0 = torch's default (one per core)")
 
 
 def check_threads(value: str) -> str:
