@@ -21,9 +21,11 @@ resumes where it stopped and can run as several shards side by side (``--shard k
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -241,7 +243,8 @@ def within_records(data: Path, fraction: float) -> tuple[list, list]:
     from graphcost.data.config_split import split_by_configuration
 
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
-    work = Path(tempfile.mkdtemp(prefix="ablate-within-"))
+    work = Path(tempfile.mkdtemp(prefix="ablate-within-"))  # read while the process runs, removed at its exit
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     train, valid = [], []
     for name, entry in sorted(manifest["graphs"].items()):
         parts = split_by_configuration(data / entry["file"], work / name, fraction, fraction, seed=0)
