@@ -112,16 +112,16 @@ class EffectsModel:
         y = np.log(np.asarray(ratio, np.float64))
         if default not in codes:  # its score: the prior score the graph model gives the default is unknown here;
             codes, prior, y = codes + [default], np.append(prior, 0.0), np.append(y, 0.0)  # 0 = the mean score
-        counts: dict = {}
-        for c in codes:
-            act = [(d, int(v)) for d, v in enumerate(c) if v]
-            for a in range(len(act)):
-                for b in range(a + 1, len(act)):
-                    counts[(act[a], act[b])] = counts.get((act[a], act[b]), 0) + 1
         every = len(self.main) * (len(self.main) - 1) // 2  # an upper bound of the number of pairs
         if self.all_pairs and every <= self.max_pairs:  # every pair of choices of two dimensions, measured or not
             self.pairs = [(a, b) for i, a in enumerate(self.main) for b in self.main[i + 1:] if a[0] != b[0]]
         else:
+            counts: dict = {}
+            for c in codes:
+                act = [(d, int(v)) for d, v in enumerate(c) if v]
+                for a in range(len(act)):
+                    for b in range(a + 1, len(act)):
+                        counts[(act[a], act[b])] = counts.get((act[a], act[b]), 0) + 1
             self.pairs = sorted(p for p, n in counts.items() if n >= 2)
         phi = self.features(codes, prior)  # (N, F)
         mu0 = np.zeros(phi.shape[1])

@@ -197,6 +197,10 @@ class ModelSearch(Strategy):
         order = np.argsort(predicted, kind="stable")
         return diverse_top(order, self.pool, n, exclude)
 
+    def _standard_prior(self) -> np.ndarray:
+        """(P,) the graph model's scores of the pool in standard deviations from their mean."""
+        return (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)
+
     def _propose_effects(self, measured: list[Trial], n: int, exclude: set) -> list[Codes]:
         """``effects``: single-option probes while nothing is measured, then batch Thompson sampling
         over the pool (`online` module docstring)."""
@@ -212,13 +216,12 @@ class ModelSearch(Strategy):
         default = self.space.default()
         codes = [t.codes for t in measured] + [default]
         ratio = np.array([t.ratio for t in measured] + [1.0])
-        z = (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)  # the score in standard deviations
+        z = self._standard_prior()
         self.learner.fit(codes, z[[self.index[c] for c in codes]], ratio)
         # one hypothesis per configuration: the posterior mean (exploit), then Thompson draws (explore)
         draws = np.vstack([self.learner.mean[None], self.learner.draw_weights(self.rng, n - 1)])  # (n, F)
         self._extend([self.space.snap(self.learner.best_combination(w), exclude) or default for w in draws])
-        z = (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)  # the pool may have grown
-        feats = self.learner.features(self.pool, z)  # (P, F)
+        feats = self.learner.features(self.pool, self._standard_prior())  # (P, F); the pool may have grown
         chosen: list[Codes] = []
         for w in draws:
             for i in np.argsort(feats @ w, kind="stable"):
