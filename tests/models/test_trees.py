@@ -121,3 +121,11 @@ def test_describe_names_every_weight():
     text = describe(Blend(0.9, "kendall_tau", {"blend": 0.9, "graph model": 0.8, "trees": 0.5, "count": 0.7}, prior=0.1))
     assert "0.9 x graph model + 0.0 x trees + 0.1 x count of moved layouts" in text and "-0.0" not in text
     assert "count" not in describe(Blend(0.6, "kendall_tau", {"blend": 0.9, "graph model": 0.8, "trees": 0.5}))
+
+
+def test_a_count_weight_without_the_counts_is_refused():
+    from graphcost.models.trees import blended
+
+    with pytest.raises(ValueError, match="count"):
+        Blend(0.5, "kendall_tau", {}, prior=0.2).combine(np.arange(3.0), np.arange(3.0))
+    np.testing.assert_allclose(blended(0.5, np.arange(3.0), np.arange(3.0)), blended(0.5, np.arange(3.0), np.arange(3.0), 0.0, None))

@@ -47,9 +47,13 @@ GRID = tuple((w, p) for w in WEIGHTS for p in WEIGHTS if w + p <= 1.0 + 1e-9)  #
 
 def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray, prior: float = 0.0,
             prior_scores: np.ndarray | None = None) -> np.ndarray:
-    """w · z(graph) + p · z(count) + (1 - w - p) · z(trees) + ε · z(graph)."""
+    """w · z(graph) + p · z(count) + (1 - w - p) · z(trees) + ε · z(graph); `prior_scores` are needed when p > 0."""
     out = (weight + TIE_BREAK) * standardise(graph_scores) + (1.0 - weight - prior) * standardise(tree_scores)
-    return out + prior * standardise(prior_scores) if prior and prior_scores is not None else out
+    if not prior:
+        return out
+    if prior_scores is None:
+        raise ValueError(f"a blend with count weight {prior} needs the counts (count_prior) of the configurations")
+    return out + prior * standardise(prior_scores)
 
 
 def count_prior(prepared, table: np.ndarray | None = None) -> np.ndarray:
