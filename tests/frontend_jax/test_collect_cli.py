@@ -136,3 +136,26 @@ def test_collect_refuses_a_manifest_nested_50000_deep(tmp_path):
     (col / "manifest.json").write_text("[" * 50_000 + "]" * 50_000)
     one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]),
                    "manifest.json", "unreadable manifest")
+
+
+def test_collect_flags_measures_the_widened_space_and_refuses_an_old_collection(tmp_path):
+    from graphcost.frontend.flags import collect_columns, flag_configs
+
+    out = tmp_path / "flags"
+    args = ["collect", "--space", "flags", "--programs", "mlp-d1-w64-b8-fwd", "--configs", "6", "--rounds", "1",
+            "--calls", "1", "--warmup", "0", "--limit", "1", "--processes", "1", "--max-load", "1000",
+            "--out", str(out)]
+    runner = CliRunner()
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["collection"]["flag_columns"] == list(collect_columns())
+    graph = load_graph(out / manifest["graphs"]["mlp-d1-w64-b8-fwd"]["file"], validate=True)
+    assert graph.kind == "tile" and graph.config_feat.shape == (6, 24)
+    np.testing.assert_array_equal(graph.config_feat, [c.values for c in flag_configs(6, seed=0)])
+    assert (graph.config_feat[:, 7:] != graph.config_feat[0, 7:]).any()  # options beyond the old 7 were measured
+    # a collection made before the space was widened (no flag_columns in its key) is not resumed into
+    manifest["collection"].pop("flag_columns")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    res = runner.invoke(app, args)
+    assert res.exit_code == 1 and "use another --out directory" in res.output and "Traceback" not in res.output

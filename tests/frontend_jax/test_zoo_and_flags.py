@@ -68,3 +68,27 @@ def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with pytest.raises(ValueError, match="JAX_PLATFORMS=cpu"):
         prepare_flags(None, None)
+
+
+def test_collected_flag_configs_cover_the_widened_space():
+    from graphcost.frontend.flags import collect_columns, known_options
+
+    cfgs = flag_configs(64, seed=3)
+    values = np.array([c.values for c in cfgs])  # (64, 24)
+    assert len({c.values for c in cfgs}) == 64 and [list(c.values) for c in flag_configs(64, seed=3)] == values.tolist()
+    moved = (values[1:] != values[0]).sum(axis=1)
+    assert moved.min() >= 1 and (moved <= 3).sum() >= 30 and moved.max() > 3  # local moves and random points
+    options = {o.candidate.column: o for o in known_options()}
+    assert len(collect_columns()) == len(options) > 7
+    varied = [col for col in options if len(set(values[:, col])) > 1]
+    assert len(varied) == len(options)  # every option the jaxlib knows is varied, not only the first 7
+    for col, o in options.items():
+        assert set(values[:, col]) <= set(o.stored)
+
+
+def test_a_flag_collection_key_names_its_columns():
+    from graphcost.frontend.collect import CollectOptions
+    from graphcost.frontend.flags import collect_columns
+
+    assert CollectOptions(space="flags").key()["flag_columns"] == list(collect_columns())
+    assert "flag_columns" not in CollectOptions(space="layout").key()

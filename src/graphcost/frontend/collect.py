@@ -47,6 +47,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphcost.atomic import atomic_write_json, atomic_write_text, lock_dir
+from graphcost.frontend.flags import collect_columns
 from graphcost.frontend.measure import Protocol, environment_metadata, load_average, spearman
 from graphcost.frontend.protocol import CrossProcess, combine, noise_stats, run_worker, wait_for_quiet
 from graphcost.frontend.zoo import ProgramSpec, list_programs
@@ -74,7 +75,8 @@ class CollectOptions:
     def key(self) -> dict[str, Any]:
         return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
                 "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
-                "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", "")}
+                "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                **({"flag_columns": list(collect_columns())} if self.space == "flags" else {})}
 
 
 # --- program selection and splits ------------------------------------------------------------

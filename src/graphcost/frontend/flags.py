@@ -144,8 +144,7 @@ assert [c.column for c in CANDIDATES] == list(range(len(CANDIDATES))) and len(CA
 FLAG_COLUMNS = tuple(c.name for c in CANDIDATES)
 OPTION_NAMES = tuple(c.option for c in CANDIDATES)
 DEFAULT = tuple(c.reference for c in CANDIDATES)  # jaxlib 0.10.2's defaults, stored (the old collection's)
-LEGACY_COLUMNS = 7  # the columns the shipped cpu_flags dataset was collected over
-LEGACY_CHOICES = ((0, 1, 2, 3), (0, 1), (0, 1), (0, 1), (0, 1), (0, 1, 2), (0, 1))  # its values (collect)
+LEGACY_COLUMNS = 7  # the columns the first cpu_flags collection (before the space was widened) varied
 
 
 @dataclass(frozen=True)
@@ -308,19 +307,47 @@ class FlagConfig:
         return opts
 
 
+def collect_columns() -> tuple[str, ...]:
+    """The flag columns `flag_configs` varies: every option the installed jaxlib knows, the fast-math
+    family included (a model that has seen them can rank them when the tuner is allowed them)."""
+    return tuple(o.candidate.name for o in known_options())
+
+
 def flag_configs(num: int, seed: int = 0) -> list[FlagConfig]:
-    """`num` distinct configurations of the first 7 columns (at most the 384 of their space; the
-    columns `graphcost collect --space flags` has collected so far): the default first, then
-    seeded random ones."""
+    """`num` distinct configurations over every option of `collect_columns` (the widened space
+    ``graphcost collect --space flags`` measures): the installed jaxlib's default first, then
+    alternately a uniform random point (every option drawn from its values) and the default with
+    1-3 options changed (local moves, which say what one option does on its own).
+
+    Args:
+        num: how many configurations (the default included); fewer only if the space is smaller.
+        seed: the sampling seed (the same seed and jaxlib give the same configurations).
+
+    Returns:
+        `FlagConfig`s, the default first, no two equal.
+    """
     rng = np.random.default_rng(seed)
-    total = int(np.prod([len(c) for c in LEGACY_CHOICES]))
-    default = DEFAULT[:LEGACY_COLUMNS]
+    options = known_options()
+    total = int(np.prod([len(o.stored) for o in options]))
+    base = list(DEFAULT)
+    for o in options:
+        base[o.candidate.column] = o.default
+    default = tuple(base)
     out, seen = [FlagConfig(default)], {default}
     while len(out) < min(num, total):
-        values = tuple(int(c[rng.integers(len(c))]) for c in LEGACY_CHOICES)
-        if values not in seen:
-            seen.add(values)
-            out.append(FlagConfig(values))
+        values = list(default)
+        if len(out) % 2:  # uniform over the whole space
+            for o in options:
+                values[o.candidate.column] = int(o.stored[rng.integers(len(o.stored))])
+        else:  # 1-3 options away from the default
+            movable = [o for o in options if len(o.stored) > 1]
+            for i in rng.choice(len(movable), size=min(len(movable), int(rng.integers(1, 4))), replace=False):
+                o = movable[int(i)]
+                values[o.candidate.column] = int(o.stored[1 + rng.integers(len(o.stored) - 1)])
+        key = tuple(values)
+        if key not in seen:
+            seen.add(key)
+            out.append(FlagConfig(key))
     return out
 
 
