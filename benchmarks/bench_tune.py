@@ -37,8 +37,12 @@ zero-shot Kendall tau between the cost model's scores and the measured runtimes 
 ``--summary`` writes the issue-25 summary: per space, the number of programs, the median
 measurements to 95% of the best-known speedup per strategy (at the largest budget; programs
 whose best-known speedup is below --min-speedup left out), and the wins against TPE at equal
-budget (the number of (program, budget) pairs where the strategy's mean found speedup over the
-seeds beats TPE's), with the command, machine, date and load.
+budget: ``wins_vs_tpe`` is the median over budgets of the number of programs on which the
+strategy's mean found speedup over the seeds beats TPE's (ties, e.g. on programs with nothing to
+find, are not wins), ``wins_vs_tpe_by_budget`` / ``losses_vs_tpe_by_budget`` the counts per
+budget. Also the geometric-mean speedup found per budget, and ``default_worse_than_random``: the
+(program, budget) pairs where ``model+online`` ended below random search by more than the
+table's noise (`table_noise`). With the command, machine, date and load.
 """
 
 from __future__ import annotations
@@ -167,6 +171,18 @@ class MemoScorer:
         return np.array([self.memo[c] for c in configs], np.float64)
 
 
+def table_noise(data: dict, floor: float = 0.02) -> float:
+    """How far a speedup in this table can be from a second look: the median relative gap between
+    the table's speedups of its confirmed configurations and their median in fresh processes
+    (`confirm`; it includes the winner's curse of the table's best), at least `floor`; `floor`
+    when the table was not confirmed."""
+    confirm = data.get("confirm")
+    if not confirm:
+        return floor
+    gaps = [abs(t / c - 1.0) for t, c in zip(confirm["table_speedups"], confirm["speedup_median"])]
+    return max(floor, float(np.median(gaps)))
+
+
 def replay_space(data: dict, program):
     """The space a table was measured in, and its configurations as codes of that space: a flag
     table of fewer columns than today's flag space (measured before it was widened) is replayed in
@@ -223,7 +239,7 @@ def replay(args) -> None:
         space = base if whole else PoolSpace(base, list(table))
         codes = [base.default()] + [c for c in table if c != base.default()]
         entry = {"best_known": best_known(table), "num_configs": len(table), "whole_space": whole,
-                 "num_failed": sum(t.status != OK for t in table.values()), "runs": {}}
+                 "num_failed": sum(t.status != OK for t in table.values()), "noise": table_noise(data), "runs": {}}
         runs = [models[k] for k in base.kinds if models.get(k) is not None]
         scorer = None
         if len(runs) == len(base.kinds):
@@ -276,14 +292,40 @@ def issue_summary(results: dict, summary: dict, args) -> dict:
            "seeds": args.seeds, "spaces": {}}
     for space, rows in summary.items():
         progs = [k for k in results["programs"] if k.endswith(f"|{space}")]
+        models = {s: r for s, r in rows.items() if s.startswith("model")}
         out["spaces"][space] = {
             "programs": len(progs),
+            "programs_with_gain": max((r["programs_with_gain"] for r in rows.values()), default=0),
             "median_measurements_to_95": {s: r["median_reach95"] for s, r in rows.items()},
-            "wins_vs_tpe": {s: sum(r[b]["beats_tpe"] for b in r if isinstance(b, int))
-                            for s, r in rows.items() if s.startswith("model")},
+            "wins_vs_tpe": {s: float(np.median([r[b]["beats_tpe"] for b in r if isinstance(b, int)]))
+                            for s, r in models.items()},
+            "wins_vs_tpe_by_budget": {s: {b: r[b]["beats_tpe"] for b in r if isinstance(b, int)}
+                                      for s, r in models.items()},
+            "losses_vs_tpe_by_budget": {s: {b: r[b]["loses_to_tpe"] for b in r if isinstance(b, int)}
+                                        for s, r in models.items()},
             "speedup_share_by_budget": {s: {b: r[b]["median_share_of_best_gain"] for b in r if isinstance(b, int)}
                                         for s, r in rows.items()},
-            "programs_with_gain": max((r["programs_with_gain"] for r in rows.values()), default=0)}
+            "mean_speedup_by_budget": {s: {b: r[b]["geomean_found"] for b in r if isinstance(b, int)}
+                                       for s, r in rows.items()},
+            "default_worse_than_random": default_vs_random(results, space)}
+    return out
+
+
+def default_vs_random(results: dict, space: str, default: str = "model+online") -> list[dict]:
+    """The (program, budget) pairs where the tuner's default strategy ended worse than random search
+    at the same budget (mean over seeds of the found speedup) by more than the table's noise
+    (`table_noise`)."""
+    out = []
+    for key, v in results["programs"].items():
+        if not key.endswith(f"|{space}"):
+            continue
+        budgets = sorted({int(r.split("|")[1]) for r in v["runs"] if r.startswith(default + "|")})
+        for b in budgets:
+            found = {s: np.mean([r["found"] for k, r in v["runs"].items() if k.startswith(f"{s}|{b}|")])
+                     for s in (default, "random")}
+            if found[default] < found["random"] * (1.0 - v["noise"]):
+                out.append({"program": key.split("|")[0], "budget": b, default: float(found[default]),
+                            "random": float(found["random"]), "noise": v["noise"]})
     return out
 
 
@@ -304,13 +346,16 @@ def summarise(results: dict, args) -> dict:
             budgets = sorted({int(r.split("|")[1]) for r in runs})
             seeds = sorted({int(r.split("|")[2]) for r in runs})
             for budget in budgets:
-                shares, wins = [], 0
+                shares, founds, wins, losses = [], [], 0, 0
                 for v in progs.values():
                     found = np.mean([v["runs"][f"{strat}|{budget}|{s}"]["found"] for s in seeds])
                     tpe = np.mean([v["runs"][f"tpe|{budget}|{s}"]["found"] for s in seeds])
                     shares.append((found - 1.0) / (v["best_known"] - 1.0) if v["best_known"] > 1.0 else 1.0)
+                    founds.append(found)
                     wins += bool(found > tpe + 1e-9)
+                    losses += bool(found < tpe - 1e-9)
                 row[budget] = {"median_share_of_best_gain": float(np.median(shares)), "beats_tpe": wins,
+                               "loses_to_tpe": losses, "geomean_found": float(np.exp(np.mean(np.log(founds)))),
                                "programs": len(progs), "seeds": len(seeds)}
             big = max(budgets)
             reach = []
@@ -329,10 +374,12 @@ def summarise(results: dict, args) -> dict:
 
 def print_summary(summary: dict) -> None:
     for space, rows in summary.items():
-        print(f"\n{space}: median share of the best-known gain found (beats TPE at equal budget on k of n programs; "
-              "TPE's seeds); median measurements to reach 95% of the best-known speedup")
+        print(f"\n{space}: per budget, the median share of the best-known gain found, the geometric-mean speedup "
+              "found and (k/n) the programs on which it beats TPE at equal budget (means over seeds); the median "
+              "measurements to reach 95% of the best-known speedup")
         for strat, row in rows.items():
-            cells = "  ".join(f"b{b}: {row[b]['median_share_of_best_gain']:.2f} ({row[b]['beats_tpe']}/{row[b]['programs']})"
+            cells = "  ".join(f"b{b}: {row[b]['median_share_of_best_gain']:.2f} {row[b]['geomean_found']:.3f}x "
+                              f"({row[b]['beats_tpe']}/{row[b]['programs']})"
                               for b in row if isinstance(b, int))
             print(f"{strat:<15}{cells}  to 95% (budget {row['reach95_budget']}): {row['median_reach95']} "
                   f"(of {row['programs_with_gain']} programs)")
