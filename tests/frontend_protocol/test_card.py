@@ -46,3 +46,15 @@ def test_card_of_a_missing_or_damaged_collection_is_a_one_line_error(tmp_path):
     (tmp_path / "manifest.json").write_text('{"graphs": {}}')
     one_line_error(card(), str(tmp_path), "missing key 'collection'")
     assert not (tmp_path / "CARD.md").exists()
+
+
+def test_flag_card_names_the_options_it_varied(tmp_path):
+    graphs = {f"a{i}": _entry("a", 0.95) for i in range(2)}
+    col = {"space": "flags", "configs": 64, "processes": 3, "rounds": 7, "calls": 5, "warmup": 2, "xla_flags": ""}
+    env = {"cross_process": {"measure_core": 1, "max_wait_s": 300, "max_load": 1.5}}
+    for key, expect in (({"flag_columns": ["backend_optimization_level", "onednn"]},
+                         "varying 2 options (backend_optimization_level, onednn)"),
+                        ({}, "varying the first 7 options")):
+        (tmp_path / "manifest.json").write_text(json.dumps({"collection": {**col, **key}, "environment": env,
+                                                            "graphs": graphs}))
+        assert expect in render(tmp_path, "test", "graphcost collect ...")

@@ -72,7 +72,10 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
          "`config_search_mode` says which mode each came from."
          if layout else
          f"* **Configurations**: {col['configs']} per graph in the XLA CPU compiler-flag space "
-         "(`graphcost.frontend.flags`, tile schema; configuration 0 is the default flags)."),
+         "(`graphcost.frontend.flags`, tile schema; configuration 0 is the default flags)"
+         + (f", varying {len(col['flag_columns'])} options ({', '.join(col['flag_columns'])}): alternately a "
+            "uniformly random setting of all of them and the default with 1-3 options changed."
+            if col.get("flag_columns") else ", varying the first 7 options.")),
         "* **Keys**: the official TpuGraphs keys (the loaders read only those), plus `config_runtime_samples` "
         "(K, P) int64 ns — each measuring process's runtime — and `config_runtime_repeat_samples` (K, P): the "
         "independent second collection" + (", and `config_search_mode`." if layout else "."),
