@@ -12,10 +12,10 @@ jaxlib's default are not passed, except ``xla_cpu_multi_thread_eigen`` and any o
 explicitly and take their built-in default as choice 0 (`env_options`).
 
 Stored in the TpuGraphs TILE schema, with ``config_feat`` (K, 24) float32 holding the flag
-vector (non-negative). Columns 0-6 are the ones the shipped ``cpu_flags`` dataset was collected
-over and keep their meaning; every later column stores 0 for the value jaxlib 0.10.2 compiles
-with by default, so a vector of the old collection (zeros there) still says exactly what was
-compiled. A stored value is a fixed function of the option's value, not of "the default": on a
+vector (non-negative). Columns 0-6 are the ones the first ``cpu_flags`` collection varied and
+keep their meaning; every later column stores 0 for the value jaxlib 0.10.2 compiles with by
+default, so a vector of that collection (zeros there) still says exactly what was compiled. The
+shipped ``cpu_flags`` data now varies every column (`flag_configs`). A stored value is a fixed function of the option's value, not of "the default": on a
 jaxlib with other defaults, the default configuration simply has other features.
 
 | col | XLA option | value stored | 0.10.2 default |
