@@ -34,6 +34,9 @@ zero-shot Kendall tau between the cost model's scores and the measured runtimes 
     python benchmarks/bench_tune.py replay --out OUT --flags-model RUN --layout-model RUN --seeds 0 1 2 3 4 \
         --json OUT/replay.json --summary OUT/summary.json
 
+``summary``: the summary of several replay JSONs together (``--replays A.json B.json``, e.g. the
+flag and joint spaces replayed in separate runs).
+
 ``--summary`` writes the issue-25 summary: per space, the number of programs, the median
 measurements to 95% of the best-known speedup per strategy (at the largest budget; programs
 whose best-known speedup is below --min-speedup left out), and the wins against TPE at equal
@@ -285,6 +288,30 @@ def replay(args) -> None:
     print_summary(summary)
 
 
+def merge_replays(args) -> None:
+    """``summary``: the summary of several replay JSONs (e.g. one per space, replayed separately),
+    as if they were one replay; they must share budgets, seeds and --min-speedup."""
+    results = None
+    for path in args.replays:
+        data = json.loads(path.read_text())
+        if results is None:
+            results = {k: v for k, v in data.items() if k != "summary"}
+            results["programs"] = dict(data["programs"])
+            continue
+        for key in ("budgets", "seeds", "min_speedup"):
+            if data[key] != results[key]:
+                raise SystemExit(f"{path}: {key} {data[key]} differs from {args.replays[0]}'s {results[key]}")
+        results["programs"].update(data["programs"])
+        results["models"] = {**results["models"], **data["models"]}
+    args.budgets, args.seeds, args.min_speedup = results["budgets"], results["seeds"], results["min_speedup"]
+    summary = summarise(results, args)
+    if args.json:
+        atomic_write_json({**results, "summary": summary}, args.json, indent=1)
+    if args.summary:
+        atomic_write_json(issue_summary(results, summary, args), args.summary, indent=1)
+    print_summary(summary)
+
+
 def issue_summary(results: dict, summary: dict, args) -> dict:
     """The issue-25 summary.json (module docstring), with how and where it was made."""
     out = {"command": " ".join(sys.argv), "cpu": cpu_model(), "cpus": os.cpu_count(), "loadavg": load_average(),
@@ -387,8 +414,9 @@ def print_summary(summary: dict) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("phase", choices=("measure", "confirm", "replay"))
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("phase", choices=("measure", "confirm", "replay", "summary"))
+    p.add_argument("--out", type=Path, help="measure / confirm / replay: the directory of the tables")
+    p.add_argument("--replays", type=Path, nargs="+", help="summary: replay JSONs to summarise together")
     p.add_argument("--programs", nargs="+", default=list(SUITE), choices=list(SUITE))
     p.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     p.add_argument("--pool", type=int, default=384, help="measure: the whole space up to this size, else a "
@@ -413,7 +441,9 @@ def main(argv=None) -> None:
     p.add_argument("--finetune-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    {"measure": measure, "confirm": confirm, "replay": replay}[args.phase](args)
+    if (args.phase == "summary") != (args.out is None) or (args.phase == "summary") != bool(args.replays):
+        p.error("summary takes --replays (and no --out); the other phases take --out")
+    {"measure": measure, "confirm": confirm, "replay": replay, "summary": merge_replays}[args.phase](args)
 
 
 if __name__ == "__main__":
