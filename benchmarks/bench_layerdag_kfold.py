@@ -7,7 +7,7 @@
 Why: the single 80/10/10 split's test set has 63 graphs, and on raw labels its Pearson is carried by
 its few largest labels (one graph at 20x the median), so one split's ratio says as much about that
 split as about the generator. Here the real TPU Tile graphs (../shared/data/tpu_tile_graphs/val.npz)
-are cut into 10 seeded parts (`kfold_split`); fold f tests on part f, validates on part f − 1 and
+are cut into 10 seeded parts (`graphcost.data.splits.kfold_train_valid_test`); fold f tests on part f, validates on part f − 1 and
 trains on the other 8, so each fold has the sizes of the 80/10/10 split (504 / 63 / 63) and fold 9
 IS that split. Per fold the default TPU recipe of bench_layerdag.py is trained (100 epochs, label
 dropout 0.1, lr 3e-3 cosine, per-module best.pt, seed 0), one DAG is generated per real train/valid

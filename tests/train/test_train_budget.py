@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from graphcost.train.checkpoint import load_checkpoint
-from graphcost.train.trainer import StopTraining, TrainConfig, Trainer, epoch_order, graph_steps
-from train_stubs import make_layout_graph
+from graphcost.train.trainer import StopTraining, TrainConfig, epoch_order, graph_steps
+from train_stubs import build_tiny, make_layout_graph, stub_trainer
 
 
 def _config(**kw) -> TrainConfig:
@@ -35,29 +35,29 @@ def test_epoch_order_repeats_each_graph_by_its_steps():
     np.testing.assert_array_equal(epoch_order(np.ones(7, dtype=np.int64), 3, 1), epoch_order(7, 3, 1))
 
 
-def test_a_one_graph_dataset_gets_many_steps_an_epoch(tmp_path, tiny_kwargs):
+def test_a_one_graph_dataset_gets_many_steps_an_epoch(tmp_path):
     graph = make_layout_graph("big", seed=1, n_configs=400)
     valid = make_layout_graph("big-valid", seed=1, n_configs=100)
     seen = []
-    kwargs = dict(tiny_kwargs, sample_fn=lambda g, b, rng: (seen.append(g.name), rng.permutation(g.num_configs)[:b])[1])
-    trainer = Trainer(_config(epochs=1, min_epoch_steps=1), [graph], [valid], tmp_path / "run", **kwargs)
+    trainer_cls = stub_trainer(build_model=build_tiny,
+                               sample=lambda g, b, rng: (seen.append(g.name), rng.permutation(g.num_configs)[:b])[1])
+    trainer = trainer_cls(_config(epochs=1, min_epoch_steps=1), [graph], [valid], tmp_path / "run")
     assert trainer.steps_per_epoch == 8  # min(ceil(400 / 16), 8) batches, not one step a graph
     result = trainer.fit()
     assert len(seen) == 8 and result.history[0]["steps"] == 8
     assert result.history[0]["configs_per_s"] > 0
 
 
-def test_early_stopping_keeps_the_best_validation_epoch(tmp_path, layout_graphs, tiny_kwargs):
+def test_early_stopping_keeps_the_best_validation_epoch(tmp_path, layout_graphs, tiny_trainer):
     scores = iter([0.1, 0.5, 0.3, 0.2, 0.4, 0.9, 0.9])  # best at epoch 2, then 3 epochs without a better one
 
-    class Scripted(Trainer):
+    class Scripted(tiny_trainer):
         def evaluate(self):
             report = super().evaluate()
             report.rows = [dict(r, kendall_tau=next(scores)) for r in report.rows[:1]]
             return report
 
-    trainer = Scripted(_config(epochs=7, patience=3), layout_graphs[:4], layout_graphs[4:], tmp_path / "run",
-                       **tiny_kwargs)
+    trainer = Scripted(_config(epochs=7, patience=3), layout_graphs[:4], layout_graphs[4:], tmp_path / "run")
     result = trainer.fit()
     assert [r["epoch"] for r in result.history] == [1, 2, 3, 4, 5]  # stopped: 3 epochs after epoch 2
     assert trainer.best_epoch == 2 and result.best_score == pytest.approx(0.5)
@@ -65,11 +65,11 @@ def test_early_stopping_keeps_the_best_validation_epoch(tmp_path, layout_graphs,
     assert best["epoch"] == 2 and best["score"] == pytest.approx(0.5)
 
 
-def test_early_stop_survives_a_resume(tmp_path, layout_graphs, tiny_kwargs):
+def test_early_stop_survives_a_resume(tmp_path, layout_graphs, tiny_trainer):
     """A run killed after it decided to stop resumes to the same place (best_epoch is checkpointed)."""
     config = _config(epochs=12, patience=2, lr=0.0)  # lr 0: validation never improves after epoch 1
 
-    full = Trainer(config, layout_graphs[:4], layout_graphs[4:], tmp_path / "full", **tiny_kwargs).fit()
+    full = tiny_trainer(config, layout_graphs[:4], layout_graphs[4:], tmp_path / "full").fit()
     assert len(full.history) == 3
 
     def kill(trainer, epoch, step):
@@ -77,8 +77,8 @@ def test_early_stop_survives_a_resume(tmp_path, layout_graphs, tiny_kwargs):
             raise StopTraining
 
     with pytest.raises(StopTraining):
-        Trainer(config, layout_graphs[:4], layout_graphs[4:], tmp_path / "killed", **tiny_kwargs).fit(step_callback=kill)
-    resumed = Trainer(config, layout_graphs[:4], layout_graphs[4:], tmp_path / "killed", **tiny_kwargs).fit(resume=True)
+        tiny_trainer(config, layout_graphs[:4], layout_graphs[4:], tmp_path / "killed").fit(step_callback=kill)
+    resumed = tiny_trainer(config, layout_graphs[:4], layout_graphs[4:], tmp_path / "killed").fit(resume=True)
     assert [r["epoch"] for r in resumed.history] == [1, 2, 3]
 
 

@@ -76,7 +76,7 @@ def _config(**kw):
 
 def _match_run(out, ctx=None, scored=None):
     """One training graph, the first configurations every step, no dropout: identical on every rank."""
-    from graphcost.train.trainer import Trainer
+    from train_stubs import stub_trainer
 
     graphs = _graphs()
     valid_names = {g.name for g in graphs[5:]}
@@ -88,8 +88,8 @@ def _match_run(out, ctx=None, scored=None):
             scored.add(graph.name)
         return real(graph, idx, scaler)
 
-    trainer = Trainer(_config(), graphs[:1], graphs[5:], out, dist_ctx=ctx, build_model_fn=_no_dropout,
-                      sample_fn=lambda g, b, rng: np.arange(b), make_batch_fn=make_batch)
+    trainer_cls = stub_trainer(build_model=_no_dropout, sample=lambda g, b, rng: np.arange(b), make_batch=make_batch)
+    trainer = trainer_cls(_config(), graphs[:1], graphs[5:], out, dist_ctx=ctx)
     return trainer, trainer.fit()
 
 
@@ -97,10 +97,10 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    from train_stubs import build_tiny
+    from train_stubs import build_tiny, stub_trainer
 
     from graphcost.train.distributed import shutdown
-    from graphcost.train.trainer import StopTraining, Trainer
+    from graphcost.train.trainer import StopTraining
 
     ctx = init_from_env("cpu", timeout_s=120)
     assert ctx.enabled and ctx.backend == "gloo"
@@ -116,9 +116,11 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
 
     def run(name, **fit_kw):
         seen = []
-        trainer = Trainer(config, graphs[:5], graphs[5:], os.path.join(out, name), dist_ctx=ctx,
-                          build_model_fn=build_tiny,
-                          sample_fn=lambda g, b, rng: (seen.append(g.name), rng.permutation(g.num_configs)[:b])[1])
+        trainer_cls = stub_trainer(
+            build_model=build_tiny,
+            sample=lambda g, b, rng: (seen.append(g.name), rng.permutation(g.num_configs)[:b])[1],
+        )
+        trainer = trainer_cls(config, graphs[:5], graphs[5:], os.path.join(out, name), dist_ctx=ctx)
         return trainer, trainer.fit(**fit_kw), seen
 
     trainer, result, seen = run("full")
@@ -215,14 +217,13 @@ def test_only_collective_failures_become_one_line_errors():
     assert collective_failure(ValueError("timed out")) is None
 
 
-def test_resume_refuses_another_number_of_processes(tmp_path, layout_graphs, tiny_kwargs):
+def test_resume_refuses_another_number_of_processes(tmp_path, layout_graphs, tiny_trainer):
     from graphcost.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-    from graphcost.train.trainer import Trainer
 
-    Trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path, **tiny_kwargs).fit()
+    tiny_trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path).fit()
     state = load_checkpoint(tmp_path / "checkpoint.pt")
     assert state["world_size"] == 1 and len(state["partials"]) == 1
     state["world_size"] = 2  # as written by `torchrun --nproc_per_node 2`
     save_checkpoint(tmp_path / "checkpoint.pt", state)
     with pytest.raises(CheckpointError, match="2 data-parallel process"):
-        Trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path, **tiny_kwargs).fit(resume=True)
+        tiny_trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path).fit(resume=True)

@@ -5,9 +5,9 @@ import json
 
 import pytest
 import torch
-from train_stubs import run_cli, write_cli_collections
+from train_stubs import build_tiny, run_cli, stub_trainer, write_cli_collections
 
-from graphcost.train.trainer import StopTraining, TrainConfig, Trainer
+from graphcost.train.trainer import StopTraining, TrainConfig
 
 TIMING = ("train_seconds", "configs_per_s")
 
@@ -19,8 +19,8 @@ def _config(**kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-def _fit(graphs, out, tiny_kwargs, config, **fit_kw):
-    trainer = Trainer(config, graphs[:4], graphs[4:], out, **tiny_kwargs)
+def _fit(graphs, out, tiny_trainer, config, **fit_kw):
+    trainer = tiny_trainer(config, graphs[:4], graphs[4:], out)
     return trainer, trainer.fit(**fit_kw)
 
 
@@ -31,14 +31,14 @@ def _same_run(a, a_result, b, b_result):
         assert torch.equal(p, q), name
 
 
-def test_workers_give_the_in_process_run(tmp_path, layout_graphs, tiny_kwargs):
-    in_process = _fit(layout_graphs, tmp_path / "w0", tiny_kwargs, _config())
-    workers = _fit(layout_graphs, tmp_path / "w2", tiny_kwargs, _config(loader_workers=2))
+def test_workers_give_the_in_process_run(tmp_path, layout_graphs, tiny_trainer):
+    in_process = _fit(layout_graphs, tmp_path / "w0", tiny_trainer, _config())
+    workers = _fit(layout_graphs, tmp_path / "w2", tiny_trainer, _config(loader_workers=2))
     _same_run(*in_process, *workers)
 
 
-def test_kill_then_resume_with_workers_matches_uninterrupted(tmp_path, layout_graphs, tiny_kwargs):
-    full = _fit(layout_graphs, tmp_path / "full", tiny_kwargs, _config())
+def test_kill_then_resume_with_workers_matches_uninterrupted(tmp_path, layout_graphs, tiny_trainer):
+    full = _fit(layout_graphs, tmp_path / "full", tiny_trainer, _config())
 
     def kill(trainer, epoch, step):
         if (epoch, step) == (1, 2):
@@ -46,16 +46,16 @@ def test_kill_then_resume_with_workers_matches_uninterrupted(tmp_path, layout_gr
 
     config = _config(loader_workers=1, checkpoint_every=1)
     with pytest.raises(StopTraining):
-        _fit(layout_graphs, tmp_path / "killed", tiny_kwargs, config, step_callback=kill)
-    resumed = _fit(layout_graphs, tmp_path / "killed", tiny_kwargs, _config(loader_workers=2), resume=True)
+        _fit(layout_graphs, tmp_path / "killed", tiny_trainer, config, step_callback=kill)
+    resumed = _fit(layout_graphs, tmp_path / "killed", tiny_trainer, _config(loader_workers=2), resume=True)
     _same_run(*full, *resumed)
 
 
-def test_injected_batch_functions_are_refused_with_workers(tmp_path, layout_graphs, tiny_kwargs):
+def test_injected_batch_functions_are_refused_with_workers(tmp_path, layout_graphs):
     from graphcost.data.transforms.batching import make_batch
 
-    trainer = Trainer(_config(loader_workers=1), layout_graphs[:4], layout_graphs[4:], tmp_path,
-                      make_batch_fn=lambda *a: make_batch(*a), **tiny_kwargs)  # fmt: skip
+    trainer_cls = stub_trainer(build_model=build_tiny, make_batch=lambda *a: make_batch(*a))
+    trainer = trainer_cls(_config(loader_workers=1), layout_graphs[:4], layout_graphs[4:], tmp_path)
     with pytest.raises(ValueError, match="loader_workers"):
         trainer.fit()
 

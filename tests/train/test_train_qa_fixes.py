@@ -149,12 +149,12 @@ def test_flat_directory_with_both_kinds(tmp_path, data_root):
         resolve_splits(flat, None)
 
 
-def test_trainer_mixed_kinds_message(tmp_path, layout_graphs, tiny_kwargs):
-    from graphcost.train.trainer import TrainConfig, Trainer
+def test_trainer_mixed_kinds_message(tmp_path, layout_graphs, tiny_trainer):
+    from graphcost.train.trainer import TrainConfig
 
     tile = dataclasses.replace(layout_graphs[1], kind="tile")
     with pytest.raises(ValueError, match="pass --collection tile:xla or a layout collection"):
-        Trainer(TrainConfig(model="tiny", device="cpu"), layout_graphs[:1], [tile], tmp_path / "r", **tiny_kwargs)
+        tiny_trainer(TrainConfig(model="tiny", device="cpu"), layout_graphs[:1], [tile], tmp_path / "r")
 
 
 # 9 -------------------------------------------------------------------------
@@ -195,9 +195,11 @@ def test_folds_one_rejected_before_any_work(tmp_path, data_root):
 
 
 # 12 ------------------------------------------------------------------------
-def test_loss_gets_float64_runtimes(tmp_path, layout_graphs, tiny_kwargs):
+def test_loss_gets_float64_runtimes(tmp_path, layout_graphs):
+    from train_stubs import build_tiny, stub_trainer
+
     from graphcost.train.losses import pairwise_hinge
-    from graphcost.train.trainer import TrainConfig, Trainer
+    from graphcost.train.trainer import TrainConfig
 
     graphs = [dataclasses.replace(g, runtime=1e9 + np.arange(len(g.runtime), dtype=np.float64)) for g in layout_graphs]
     seen = []
@@ -208,7 +210,7 @@ def test_loss_gets_float64_runtimes(tmp_path, layout_graphs, tiny_kwargs):
 
     config = TrainConfig(model="tiny", model_config={"hidden": 8}, epochs=1, batch_configs=16, device="cpu",
                          eval_batch=16, progress=False, plots=False)
-    Trainer(config, graphs[:2], graphs[2:3], tmp_path / "r", loss_fn=loss, **tiny_kwargs).fit()
+    stub_trainer(build_model=build_tiny, loss=loss)(config, graphs[:2], graphs[2:3], tmp_path / "r").fit()
     assert seen
     for scores_dtype, runtime_dtype, distinct, total in seen:
         assert scores_dtype == torch.float32 and runtime_dtype == torch.float64

@@ -18,8 +18,8 @@ def _config(**kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-def _fit(graphs, out, tiny_kwargs, config=None, **fit_kw):
-    trainer = Trainer(config or _config(), graphs[:4], graphs[4:], out, **tiny_kwargs)
+def _fit(graphs, out, tiny_trainer, config=None, **fit_kw):
+    trainer = tiny_trainer(config or _config(), graphs[:4], graphs[4:], out)
     result = trainer.fit(**fit_kw)
     return trainer, result
 
@@ -28,8 +28,8 @@ def _metrics(history):
     return [{k: v for k, v in row.items() if k not in TIMING} for row in history]
 
 
-def test_run_writes_checkpoints_metrics_and_plots(tmp_path, layout_graphs, tiny_kwargs):
-    trainer, result = _fit(layout_graphs, tmp_path / "run", tiny_kwargs, _config(plots=True, epochs=6, lr=3e-2))
+def test_run_writes_checkpoints_metrics_and_plots(tmp_path, layout_graphs, tiny_trainer):
+    trainer, result = _fit(layout_graphs, tmp_path / "run", tiny_trainer, _config(plots=True, epochs=6, lr=3e-2))
     assert [r["epoch"] for r in result.history] == [1, 2, 3, 4, 5, 6]
     for name in ("checkpoint.pt", "best.pt", "metrics.csv", "learning_curves.png", "valid_ranks.png"):
         assert (tmp_path / "run" / name).is_file(), name
@@ -43,40 +43,40 @@ def test_run_writes_checkpoints_metrics_and_plots(tmp_path, layout_graphs, tiny_
     assert taus[-1] > 0.3 and taus[-1] > taus[0]
 
 
-def test_same_seed_same_run(tmp_path, layout_graphs, tiny_kwargs):
-    _, a = _fit(layout_graphs, tmp_path / "a", tiny_kwargs, _config(epochs=1))
-    _, b = _fit(layout_graphs, tmp_path / "b", tiny_kwargs, _config(epochs=1))
+def test_same_seed_same_run(tmp_path, layout_graphs, tiny_trainer):
+    _, a = _fit(layout_graphs, tmp_path / "a", tiny_trainer, _config(epochs=1))
+    _, b = _fit(layout_graphs, tmp_path / "b", tiny_trainer, _config(epochs=1))
     assert _metrics(a.history) == _metrics(b.history)
 
 
 @pytest.mark.parametrize("every,kill_at", [(1, (1, 2)), (3, (2, 1))])
-def test_kill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, layout_graphs, tiny_kwargs, every, kill_at):
+def test_kill_mid_epoch_then_resume_matches_uninterrupted(tmp_path, layout_graphs, tiny_trainer, every, kill_at):
     config = _config(checkpoint_every=every)
-    full, full_result = _fit(layout_graphs, tmp_path / "full", tiny_kwargs, config)
+    full, full_result = _fit(layout_graphs, tmp_path / "full", tiny_trainer, config)
 
     def kill(trainer, epoch, step):  # simulated crash after `step` steps of epoch `epoch`
         if (epoch, step) == kill_at:
             raise StopTraining
 
     with pytest.raises(StopTraining):
-        _fit(layout_graphs, tmp_path / "killed", tiny_kwargs, config, step_callback=kill)
-    resumed, resumed_result = _fit(layout_graphs, tmp_path / "killed", tiny_kwargs, config, resume=True)
+        _fit(layout_graphs, tmp_path / "killed", tiny_trainer, config, step_callback=kill)
+    resumed, resumed_result = _fit(layout_graphs, tmp_path / "killed", tiny_trainer, config, resume=True)
     assert _metrics(resumed_result.history) == _metrics(full_result.history)
     for (name, p), q in zip(full.model.state_dict().items(), resumed.model.state_dict().values()):
         assert torch.equal(p, q), name
     assert resumed.scheduler.last_epoch == full.scheduler.last_epoch
 
 
-def test_resume_refuses_other_training_graphs(tmp_path, layout_graphs, tiny_kwargs):
-    _fit(layout_graphs, tmp_path / "r", tiny_kwargs, _config(epochs=1))
-    other = Trainer(_config(epochs=2), layout_graphs[1:5], layout_graphs[5:], tmp_path / "r", **tiny_kwargs)
+def test_resume_refuses_other_training_graphs(tmp_path, layout_graphs, tiny_trainer):
+    _fit(layout_graphs, tmp_path / "r", tiny_trainer, _config(epochs=1))
+    other = tiny_trainer(_config(epochs=2), layout_graphs[1:5], layout_graphs[5:], tmp_path / "r")
     with pytest.raises(ValueError, match="different set of training graphs"):
         other.fit(resume=True)
 
 
-def test_resume_refuses_changed_settings(tmp_path, layout_graphs, tiny_kwargs):
-    _fit(layout_graphs, tmp_path / "r", tiny_kwargs, _config(epochs=1))
-    other = Trainer(_config(epochs=1, lr=0.1), layout_graphs[:4], layout_graphs[4:], tmp_path / "r", **tiny_kwargs)
+def test_resume_refuses_changed_settings(tmp_path, layout_graphs, tiny_trainer):
+    _fit(layout_graphs, tmp_path / "r", tiny_trainer, _config(epochs=1))
+    other = tiny_trainer(_config(epochs=1, lr=0.1), layout_graphs[:4], layout_graphs[4:], tmp_path / "r")
     with pytest.raises(ValueError, match="different settings.*lr"):
         other.fit(resume=True)
 

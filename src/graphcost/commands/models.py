@@ -320,7 +320,8 @@ def train(
     import dataclasses
 
     from graphcost.train.crossval import run_crossval
-    from graphcost.train.datasets import DatasetError, graph_kinds, load_prepared, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
+    from graphcost.data.transforms.pool import graph_kinds, load_prepared
     from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.evaluate import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
@@ -513,7 +514,7 @@ def evaluate(
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
     from graphcost.data.transforms.preprocess import prepare_graph
-    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
     import warnings
 
     from graphcost.train.evaluate import evaluate_graphs, write_json
@@ -675,7 +676,7 @@ def predict(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
-    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
 
     _check_output_file(out, "--out", overwrite)

@@ -1,4 +1,4 @@
-"""Which npz files make the train / valid / test splits of a training run, and loading them.
+"""Where the training data is: which npz files make the train / valid / test splits of a run.
 
 Accepted data locations (`resolve_splits`):
 
@@ -6,20 +6,24 @@ Accepted data locations (`resolve_splits`):
    with ``--collection`` choosing one collection (`graphcost.data.io.discover`);
 2. any directory with ``train/``, ``valid/`` (and optionally ``test/``) subdirectories of npz files;
 3. a single directory of npz files, split BY GRAPH into train / valid (seeded, 80/20);
-4. no directory at all: the real CPU dataset shipped in the package, found with
-   importlib.resources: ``graphcost/datasets/cpu_layout/{train,valid,test}`` (layout), or
-   ``graphcost/datasets/cpu_flags/...`` (XLA CPU flags, tile schema) for ``--collection tile:xla``.
+4. no directory at all: the real CPU dataset shipped in the package, found by
+   `graphcost.datasets.shipped_for_collection`: ``graphcost/datasets/cpu_layout/{train,valid,test}``
+   (layout), or ``graphcost/datasets/cpu_flags/...`` (XLA CPU flags, tile schema) for
+   ``--collection tile:xla``.
+
+Loading the files into prepared graphs is `graphcost.data.transforms.pool`; the seeded split of a
+flat directory is `graphcost.data.splits.holdout_split`.
 """
 
 from __future__ import annotations
 
-import importlib.resources
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
+
+from graphcost.data.splits import holdout_split
+from graphcost.datasets import shipped_for_collection
 
 SPLITS = ("train", "valid", "test")
 
@@ -38,19 +42,6 @@ class DataSplits:
     def describe(self) -> str:
         counts = ", ".join(f"{s} {len(self.files.get(s, []))}" for s in SPLITS)
         return f"{self.root} ({self.how}{', ' + self.collection if self.collection else ''}): {counts} graphs"
-
-
-def shipped_dataset_root(collection: str | None = None) -> Path | None:
-    """The real CPU dataset shipped inside the package, or None: ``cpu_flags`` (XLA CPU flag
-    configurations, tile schema) for ``--collection tile:xla``, else ``cpu_layout``."""
-    try:
-        root = Path(str(importlib.resources.files("graphcost.datasets")))
-    except (ModuleNotFoundError, TypeError):
-        return None
-    candidate = root / ("cpu_flags" if collection == "tile:xla" else "cpu_layout")
-    if candidate.is_dir() and any(candidate.rglob("*.npz")):
-        return candidate
-    return None
 
 
 def _npz(directory: Path) -> list[Path]:
@@ -89,18 +80,6 @@ def _filter_kind(root: Path, split_files: dict[str, list[Path]], collection: str
     return split_files
 
 
-def split_by_graph(files: Sequence[Path], valid_frac: float, seed: int) -> tuple[list[Path], list[Path]]:
-    """Seeded train/valid split of files (one file = one graph, so no graph is on both sides)."""
-    files = sorted(files)
-    if len(files) < 2:
-        return list(files), []
-    perm = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0x5A17]).permutation(len(files))
-    n_valid = min(len(files) - 1, max(1, int(round(valid_frac * len(files)))))
-    valid = sorted(files[i] for i in perm[:n_valid])
-    train = sorted(files[i] for i in perm[n_valid:])
-    return train, valid
-
-
 def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: float) -> DataSplits:
     from graphcost.data.io import discover
 
@@ -135,7 +114,7 @@ def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: floa
         flat = _filter_kind(root, {"train": flat}, collection)["train"]
         if not flat:
             raise DatasetError(f"{root}: no {collection.split(':', 1)[0]} graphs for --collection {collection}")
-        train, valid = split_by_graph(flat, valid_frac, seed)
+        train, valid = holdout_split(flat, valid_frac, seed)
         return DataSplits(root, collection, {"train": train, "valid": valid, "test": []}, "one directory, split by graph")
     subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and any(d.rglob("*.npz"))]
     if len(subdirs) == 1:  # e.g. a package folder holding one dataset
@@ -161,7 +140,7 @@ def resolve_splits(
     missing directory is reported as moved data rather than as a bad --data-dir.
     """
     if data_dir is None:
-        root = shipped_dataset_root(collection)
+        root = shipped_for_collection(collection)
         if root is None:
             raise DatasetError(
                 "no --data-dir given and the shipped CPU dataset (graphcost/datasets) is not installed; "
@@ -201,110 +180,21 @@ def check_disjoint(splits: DataSplits) -> None:
         )
 
 
-class LazyPrepared(Sequence):
-    """Prepared graphs read back from the preprocessing cache on access (at most `keep` in memory).
+def has_runtimes(files: list, probe: int = 3) -> bool:
+    """True when the first `probe` files are labelled: a ``config_runtime`` with a non-zero value
+    (an unlabelled file, like the official TpuGraphs test set, has none or only zero placeholders).
+    A labelled file whose runtimes are all equal still counts: the evaluation reports it as skipped.
+    A file that cannot be read is a ValueError naming it."""
+    import zipfile
 
-    Used when a split's prepared graphs would not fit in memory (layout:nlp: up to 120 MB of
-    codes per graph). Indexing returns a `PreparedGraph`; `names` / `kinds` are known without
-    loading anything; `subset(indices)` is a lazy view (cross-validation folds).
-    """
-
-    def __init__(self, files: Sequence[Path], cache_dir: str | Path, dedup: bool, names, kinds, keep: int = 4,
-                 counts=None):
-        self.files, self.cache_dir, self.dedup = list(files), Path(cache_dir), dedup
-        self.names, self.kinds, self.keep = list(names), list(kinds), keep
-        self.counts = None if counts is None else [int(c) for c in counts]  # configurations per graph
-        self._lru: OrderedDict[int, object] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self.subset(range(*index.indices(len(self))))
-        from graphcost.data.transforms.preprocess import prepare_graph
-
-        index = int(index)
-        if not -len(self) <= index < len(self):
-            raise IndexError(f"graph index {index} out of range for {len(self)} graphs")
-        index %= len(self)
-        if index in self._lru:
-            self._lru.move_to_end(index)
-            return self._lru[index]
-        graph = prepare_graph(self.files[index], dedup=self.dedup, cache_dir=self.cache_dir)  # a cache hit
-        self._lru[index] = graph
-        while len(self._lru) > self.keep:
-            self._lru.popitem(last=False)
-        return graph
-
-    def subset(self, indices) -> "LazyPrepared":
-        idx = [int(i) for i in indices]
-        counts = None if self.counts is None else [self.counts[i] for i in idx]
-        return LazyPrepared([self.files[i] for i in idx], self.cache_dir, self.dedup,
-                            [self.names[i] for i in idx], [self.kinds[i] for i in idx], self.keep, counts)  # fmt: skip
-
-    def __add__(self, other):
-        if isinstance(other, LazyPrepared) and other.cache_dir == self.cache_dir and other.dedup == self.dedup:
-            counts = None if self.counts is None or other.counts is None else self.counts + other.counts
-            return LazyPrepared(self.files + other.files, self.cache_dir, self.dedup, self.names + other.names,
-                                self.kinds + other.kinds, self.keep, counts)  # fmt: skip
-        return list(self) + list(other)
-
-
-def graph_names(graphs: Sequence) -> list[str]:
-    """Names of a list of PreparedGraph or a LazyPrepared (without loading the latter)."""
-    return list(graphs.names) if isinstance(graphs, LazyPrepared) else [str(g.name) for g in graphs]
-
-
-def graph_kinds(graphs: Sequence) -> list[str]:
-    return list(graphs.kinds) if isinstance(graphs, LazyPrepared) else [g.kind for g in graphs]
-
-
-def graph_config_counts(graphs: Sequence) -> list[int]:
-    """Configurations of each graph (a LazyPrepared knows them without loading the graphs)."""
-    if isinstance(graphs, LazyPrepared) and graphs.counts is not None:
-        return list(graphs.counts)
-    return [int(g.num_configs) for g in graphs]
-
-
-def subset(graphs: Sequence, indices) -> Sequence:
-    """graphs[indices] as a list, or as a lazy view for a LazyPrepared."""
-    if isinstance(graphs, LazyPrepared):
-        return graphs.subset(indices)
-    return [graphs[int(i)] for i in indices]
-
-
-def load_prepared(
-    files: Sequence[Path],
-    cache_dir: str | Path | None = None,
-    progress: bool = True,
-    desc: str = "prepare",
-    dedup: bool = True,
-    max_memory_gb: float | None = None,
-):
-    """`prepare_graph` on every file (pruned; de-duplicated unless `dedup` is False; cached when
-    `cache_dir` is given). Training uses de-duplicated graphs (TGraph §2.2.2); validation on the
-    official split keeps every configuration so metrics match the file's full list.
-
-    Returns a list of PreparedGraph, or — when `cache_dir` is given and the prepared graphs
-    exceed `max_memory_gb` — a `LazyPrepared` that reads them back from the cache on demand.
-    """
-    from tqdm.auto import tqdm
-
-    from graphcost.data.transforms.preprocess import prepare_graph
-
-    limit = None if max_memory_gb is None or cache_dir is None else max_memory_gb * 2**30
-    graphs, names, kinds, counts, total, lazy = [], [], [], [], 0, False
-    for f in tqdm(list(files), desc=desc, unit="graph", disable=not progress or not files, leave=False):
-        graph = prepare_graph(f, dedup=dedup, cache_dir=cache_dir)
-        names.append(graph.name)
-        kinds.append(graph.kind)
-        counts.append(graph.num_configs)
-        if not lazy:
-            graphs.append(graph)
-            total += graph.nbytes()
-            if limit is not None and total > limit:  # too big: from now on rely on the cache
-                lazy, graphs = True, []
-    if lazy:
-        return LazyPrepared(files, cache_dir, dedup, names, kinds, counts=counts)
-    return graphs
+    if not files:
+        return False
+    for f in files[:probe]:
+        try:
+            with np.load(f, allow_pickle=False) as z:
+                rt = np.asarray(z["config_runtime"], np.float64) if "config_runtime" in z.files else None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"{f}: cannot read this npz file ({type(exc).__name__}: {exc})") from None
+        if rt is None or rt.size == 0 or not np.any(rt != 0):
+            return False
+    return True
