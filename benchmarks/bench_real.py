@@ -209,7 +209,7 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
     from graphcost.train import recipe
     from graphcost.train.blend import describe, fit_blend
     from graphcost.train.checkpoint import load_checkpoint
-    from graphcost.train.evaluate import ModelScorer
+    from graphcost.train.ranking import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
     model, opts = GNNS[row]

@@ -6,9 +6,9 @@ import pytest
 from graphcost.dag.datasets import load_dataset
 from graphcost.dag.datasets.lp import generate_lp_dataset, is_valid_lp, lp_validity, lp_violations
 from graphcost.dag.datasets.nasbench201 import CAT, expand_architecture, parse_cell
-from graphcost.dag.datasets.splits import kfold_split, split_by_graph
 from graphcost.dag.graph import DAG
 from graphcost.dag.io import DAGFileError, load_dags, save_dags
+from graphcost.data.splits import kfold_train_valid_test, train_valid_test_split
 
 
 def dag(labels, edges, label=None):
@@ -82,27 +82,27 @@ def test_validity_checker_rejects_hand_made_invalid_graphs(bad, reason):
     assert problems and any(reason in p for p in problems), problems
 
 
-def test_split_by_graph_is_a_partition():
-    parts = split_by_graph(list(range(100)), seed=1)
+def test_train_valid_test_split_is_a_partition():
+    parts = train_valid_test_split(list(range(100)), seed=1)
     assert sorted(parts["train"] + parts["valid"] + parts["test"]) == list(range(100))
     assert len(parts["train"]) == 80
 
 
-def test_kfold_split_tests_every_graph_once():
+def test_kfold_train_valid_test_tests_every_graph_once():
     items = list(range(103))
-    folds = [kfold_split(items, 10, f, seed=4) for f in range(10)]
+    folds = [kfold_train_valid_test(items, 10, f, seed=4) for f in range(10)]
     assert sorted(i for parts in folds for i in parts["test"]) == items  # each graph tested exactly once
     for f, parts in enumerate(folds):
         assert sorted(parts["train"] + parts["valid"] + parts["test"]) == items
         assert parts["valid"] == folds[(f - 1) % 10]["test"]  # valid = the previous fold's test part
         assert len(parts["test"]) in (10, 11) and len(parts["train"]) in (81, 82, 83)
-    assert kfold_split(list(range(100)), 10, 9, seed=3) == split_by_graph(list(range(100)), seed=3)
+    assert kfold_train_valid_test(list(range(100)), 10, 9, seed=3) == train_valid_test_split(list(range(100)), seed=3)
     for bad, msg in (({"folds": 2}, "folds must be an integer >= 3"), ({"fold": 10}, "fold must be in 0..9"),
                      ({"fold": -1}, "fold must be in 0..9")):  # fmt: skip
         with pytest.raises(ValueError, match=msg):
-            kfold_split(items, **{"folds": 10, "fold": 0, **bad})
+            kfold_train_valid_test(items, **{"folds": 10, "fold": 0, **bad})
     with pytest.raises(ValueError, match="needs at least 10 graphs, got 9"):
-        kfold_split(list(range(9)), 10, 0)
+        kfold_train_valid_test(list(range(9)), 10, 0)
 
 
 def test_tpu_tile_split(shared_data):

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from graphcost.dag.datasets.lp import generate_lp_dataset
-from graphcost.dag.evaluate.novelty import novelty, uniqueness, wl_hash
-from graphcost.dag.evaluate import statistics
-from graphcost.dag.evaluate.statistics import emd_1d, graph_histograms, mmd, mmd_report, mmd_table
-from graphcost.dag.evaluate.surrogate import (
+from graphcost.dag.quality.novelty import novelty, uniqueness, wl_hash
+from graphcost.dag.quality import statistics
+from graphcost.dag.quality.statistics import emd_1d, graph_histograms, mmd, mmd_report, mmd_table
+from graphcost.dag.quality.surrogate import (
     SurrogateConfig,
     fit_real_surrogates,
     fit_surrogate,

@@ -10,7 +10,7 @@ from graphcost.cli import app
 from graphcost.dag.batch import build_batch
 from graphcost.dag.datasets.lp import generate_lp_dataset
 from graphcost.dag.sample import sample_dags
-from graphcost.dag.train import CHECKPOINT, TrainConfig, _labels, build_model, load_checkpoint, train_layerdag
+from graphcost.dag.train import CHECKPOINT, LayerDAGTrainConfig, _labels, build_model, load_checkpoint, train_layerdag
 from graphcost.train.distributed import resolve_device
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -50,7 +50,7 @@ def test_cli_rejects_bad_device_before_work(tmp_path):
 
 def test_checkpoint_holds_cpu_tensors(tmp_path):
     dags = generate_lp_dataset(12, seed=0)
-    train_layerdag(dags[:8], tmp_path, TrainConfig(epochs=1, batch_size=4, device="cpu"), valid_dags=dags[8:], progress=False)
+    train_layerdag(dags[:8], tmp_path, LayerDAGTrainConfig(epochs=1, batch_size=4, device="cpu"), valid_dags=dags[8:], progress=False)
     for name in (CHECKPOINT, "best.pt"):
         ckpt = load_checkpoint(tmp_path / name)
         assert all(t.device.type == "cpu" for t in _tensors(ckpt))
@@ -72,10 +72,10 @@ def test_cuda_loss_matches_cpu():
 def test_cuda_training_resumes_on_cpu_and_samples(tmp_path):
     dags = generate_lp_dataset(24, seed=2)
     train, valid = dags[:20], dags[20:]
-    model, hist = train_layerdag(train, tmp_path, TrainConfig(epochs=2, batch_size=8, device="cuda"), valid_dags=valid, progress=False)
+    model, hist = train_layerdag(train, tmp_path, LayerDAGTrainConfig(epochs=2, batch_size=8, device="cuda"), valid_dags=valid, progress=False)
     assert model.device.type == "cuda" and len(hist) == 2
     assert all(np.isfinite(r["train_loss"]) for r in hist)
-    model, hist = train_layerdag(train, tmp_path, TrainConfig(epochs=3, batch_size=8, device="cpu"), valid_dags=valid,
+    model, hist = train_layerdag(train, tmp_path, LayerDAGTrainConfig(epochs=3, batch_size=8, device="cpu"), valid_dags=valid,
                                  resume=True, progress=False)  # fmt: skip
     assert model.device.type == "cpu" and [r["epoch"] for r in hist] == [1, 2, 3]
     on_cpu = sample_dags(model, 8, seed=5, progress=False)

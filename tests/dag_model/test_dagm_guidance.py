@@ -13,7 +13,7 @@ from graphcost.dag.batch import build_batch, prepare
 from graphcost.dag.experiment import evaluate_model
 from graphcost.dag.model import MODULES
 from graphcost.dag.sample import _guided, sample_dags
-from graphcost.dag.train import TrainConfig, build_model, train_layerdag
+from graphcost.dag.train import LayerDAGTrainConfig, build_model, train_layerdag
 
 
 def _keys(dags):
@@ -74,7 +74,7 @@ def test_label_dropout_rejected_without_labels_or_out_of_range():
 def guided_model(tmp_path_factory):
     torch.set_num_threads(1)
     run = tmp_path_factory.mktemp("cfg")
-    model, _ = train_layerdag(_conditional_data(12, 0), run, TrainConfig(device="cpu", epochs=2, batch_size=4, lr=1e-2),
+    model, _ = train_layerdag(_conditional_data(12, 0), run, LayerDAGTrainConfig(device="cpu", epochs=2, batch_size=4, lr=1e-2),
                               progress=False, label_dropout=0.2, **TINY)  # fmt: skip
     return model.eval(), run
 

@@ -12,13 +12,13 @@ import graphcost.dag.train as train_mod
 from graphcost.dag.model import LayerDAG, LayerDAGConfig
 from graphcost.dag.sample import sample_dags
 from graphcost.dag.tokenise import tokenise
-from graphcost.dag.train import TrainConfig, load_checkpoint, load_model, train_layerdag
+from graphcost.dag.train import LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 
 
 def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
     torch.set_num_threads(1)
     data = tiny_dags(12, 0)
-    cfg = TrainConfig(device="cpu", epochs=3, batch_size=4, lr=1e-2, lr_decay="cosine")
+    cfg = LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=4, lr=1e-2, lr_decay="cosine")
     full, _ = train_layerdag(data, tmp_path / "a", cfg, progress=False, **TINY)
     # the decay really lowers the lr: the final optimiser lr is below the base lr
     assert load_checkpoint(tmp_path / "a")["optim"]["param_groups"][0]["lr"] < 0.2 * cfg.lr
@@ -41,12 +41,12 @@ def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
     for (k, p), q in zip(full.state_dict().items(), resumed.state_dict().values()):
         assert torch.allclose(p, q, atol=1e-6), k
     with pytest.raises(ValueError, match="lr_decay"):
-        train_layerdag(data, tmp_path / "c", TrainConfig(device="cpu", epochs=1, lr_decay="step"), progress=False, **TINY)
+        train_layerdag(data, tmp_path / "c", LayerDAGTrainConfig(device="cpu", epochs=1, lr_decay="step"), progress=False, **TINY)
 
 
 def test_mode_final_step_is_deterministic_and_differs_from_sampling(tmp_path):
     torch.set_num_threads(1)
-    model, _ = train_layerdag(tiny_dags(16, 0), tmp_path / "r", TrainConfig(device="cpu", epochs=3, batch_size=8, lr=3e-3), progress=False, **TINY)
+    model, _ = train_layerdag(tiny_dags(16, 0), tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=8, lr=3e-3), progress=False, **TINY)
     lab = np.linspace(0.2, 0.9, 8)
     a = sample_dags(model, 8, labels=lab, seed=3, progress=False, final_step="mode")
     b = sample_dags(model, 8, labels=lab, seed=3, progress=False, final_step="mode")
@@ -93,7 +93,7 @@ def test_node_denoiser_set_features():
 
 def test_checkpoint_from_before_size_conditioning_loads(tmp_path):
     torch.set_num_threads(1)
-    train_layerdag(tiny_dags(12, 0), tmp_path / "r", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False, node_set_features=False, **TINY)
+    train_layerdag(tiny_dags(12, 0), tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=6), progress=False, node_set_features=False, **TINY)
     ckpt = load_checkpoint(tmp_path / "r")
     del ckpt["model_config"]["node_set_features"]  # a config written before the field existed
     torch.save(ckpt, tmp_path / "old.pt")

@@ -13,7 +13,7 @@ from graphcost.dag.denoisers import EdgeDenoiser
 from graphcost.dag.encoder import frontier_histogram
 from graphcost.dag.model import LayerDAG, LayerDAGConfig
 from graphcost.dag.sample import sample_dags
-from graphcost.dag.train import TrainConfig, load_checkpoint, load_model, train_layerdag
+from graphcost.dag.train import LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 
 
 def test_predecessor_set_stats_by_hand():
@@ -76,7 +76,7 @@ def test_size_head_sees_the_frontier():
 
 def test_checkpoint_without_edge_and_size_statistics_loads(tmp_path):
     torch.set_num_threads(1)
-    train_layerdag(tiny_dags(12, 0), tmp_path / "r", TrainConfig(device="cpu", epochs=1, batch_size=6), progress=False,
+    train_layerdag(tiny_dags(12, 0), tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=6), progress=False,
                    edge_set_features=False, size_set_features=False, **TINY)  # fmt: skip
     ckpt = load_checkpoint(tmp_path / "r")
     for key in ("edge_set_features", "size_set_features"):  # a config written before the fields existed

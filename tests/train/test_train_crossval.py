@@ -5,23 +5,25 @@ import pytest
 import torch
 from train_stubs import TinyConfig, TinyModel
 
+from graphcost.data.splits import kfold_indices
 from graphcost.data.transforms.batching import make_batch
-from graphcost.train.crossval import EnsemblePredictor, kfold_split, standardise
-from graphcost.train.evaluate import chunk_indices, score_configs, tta_orders
+from graphcost.models.trees import standardise
+from graphcost.train.inference import EnsemblePredictor
+from graphcost.train.ranking import chunk_indices, score_configs, tta_orders
 
 
 def test_kfold_never_splits_a_graph():
     names = [f"g{i % 7}" for i in range(30)]  # several items (e.g. collections) per graph name
-    splits = kfold_split(names, folds=5, seed=1)
+    splits = kfold_indices(names, folds=5, seed=1)
     valid_seen = []
     for train, valid in splits:
         assert not {names[i] for i in train} & {names[i] for i in valid}  # no graph on both sides
         assert sorted(np.concatenate([train, valid])) == list(range(30))
         valid_seen += list(valid)
     assert sorted(valid_seen) == list(range(30))  # every item validated exactly once
-    assert kfold_split(names, 5, seed=1)[2][1].tolist() == splits[2][1].tolist()  # deterministic
+    assert kfold_indices(names, 5, seed=1)[2][1].tolist() == splits[2][1].tolist()  # deterministic
     with pytest.raises(ValueError, match="exceeds the number of distinct graphs"):
-        kfold_split(names, folds=8)
+        kfold_indices(names, folds=8)
 
 
 def test_chunks_are_balanced():

@@ -39,8 +39,8 @@ def test_auto_device_picks_cuda():
 
 
 def test_tgraph_trains_on_cuda_and_checkpoints_load_on_cpu(tmp_path, layout_graphs):
-    from graphcost.train.crossval import load_trained
-    from graphcost.train.evaluate import score_configs
+    from graphcost.train.inference import load_trained
+    from graphcost.train.ranking import score_configs
 
     trainer = Trainer(_config(epochs=3), layout_graphs[:4], layout_graphs[4:], tmp_path / "run")
     assert trainer.device.type == "cuda" and next(trainer.model.parameters()).is_cuda

@@ -70,7 +70,7 @@ def test_check_device():
 # 3 -------------------------------------------------------------------------
 def test_checkpoint_with_wrong_shapes(tmp_path, run_dir, test_graph):
     from graphcost.train import checkpoint as ckpt
-    from graphcost.train.crossval import load_trained
+    from graphcost.train.inference import load_trained
 
     state = ckpt.load_checkpoint(run_dir / "best.pt")
     name = next(k for k, v in state["model"].items() if v.ndim == 2)
@@ -101,7 +101,7 @@ def test_output_path_is_a_directory(tmp_path, run_dir):
 
 
 def test_atomic_writers_refuse_directories_and_clean_up(tmp_path):
-    from graphcost.train.evaluate import write_json
+    from graphcost.train.ranking import write_json
     from graphcost.train.predict import write_csv_rows
 
     (tmp_path / "d").mkdir()
@@ -171,7 +171,7 @@ def test_recorded_data_dir_moved(tmp_path, run_dir):
 
 # 10 ------------------------------------------------------------------------
 def test_graph_with_equal_runtimes_is_skipped(layout_graphs):
-    from graphcost.train.evaluate import evaluate_graphs
+    from graphcost.train.ranking import evaluate_graphs
 
     class Scorer:
         def score(self, prepared):

@@ -58,7 +58,7 @@ BEST = "best.pt"  # lowest validation loss so far (model selection against overf
 
 
 @dataclass
-class TrainConfig:
+class LayerDAGTrainConfig:
     epochs: int = 40
     batch_size: int = 32  # graphs per step (each expands to all its layers)
     lr: float = 1e-3
@@ -203,7 +203,7 @@ class _BestSelector:
             for m in MODULES:
                 self.states[m] = {k: v for k, v in merged.items() if LayerDAG.module_of(k) == m}
 
-    def update(self, model: LayerDAG, rec: dict, cfg: TrainConfig) -> None:
+    def update(self, model: LayerDAG, rec: dict, cfg: LayerDAGTrainConfig) -> None:
         changed = False
         for k in self.best:
             if rec[f"valid_{k}"] <= self.best[k]:
@@ -259,7 +259,7 @@ def evaluate_loss(model: LayerDAG, graphs: list[PreparedDAG], batch_size: int, s
 def train_layerdag(
     train_dags: list[DAG],
     out_dir: str | Path,
-    config: TrainConfig | None = None,
+    config: LayerDAGTrainConfig | None = None,
     valid_dags: list[DAG] | None = None,
     resume: bool = False,
     num_categories: int | None = None,
@@ -268,7 +268,7 @@ def train_layerdag(
 ) -> tuple[LayerDAG, list[dict]]:
     """Train (or resume) a LayerDAG on `train_dags`; returns the model (on the training device) and
     the per-epoch history."""
-    cfg = config or TrainConfig()
+    cfg = config or LayerDAGTrainConfig()
     if cfg.lr_decay not in ("none", "cosine"):
         raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
     if cfg.label_balance < 0:

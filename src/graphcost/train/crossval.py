@@ -24,7 +24,7 @@ import numpy as np
 from graphcost.data.splits import kfold_indices
 from graphcost.data.transforms.pool import graph_names, subset
 from graphcost.train import checkpoint as ckpt
-from graphcost.train.evaluate import write_json
+from graphcost.train.ranking import write_json
 from graphcost.train.inference import ENSEMBLE_FILE
 
 

@@ -29,7 +29,7 @@ from torch import nn
 from graphcost.models.precision import resolve_precision
 from graphcost.models.trees import standardise
 from graphcost.train import checkpoint as ckpt
-from graphcost.train.evaluate import score_configs
+from graphcost.train.ranking import score_configs
 
 ENSEMBLE_FILE = "ensemble.json"  # a cross-validation run's list of kept folds (`graphcost.train.crossval`)
 

@@ -12,7 +12,7 @@ n_g = min(ceil(K / B), max_steps_per_graph) batches, so a graph with thousands o
 configurations is not trained on for one batch an epoch like a graph with 64; when an epoch would
 have fewer than `min_epoch_steps` steps (one or two graphs), it makes whole passes until it has
 them. Every epoch then evaluates every configuration of every validation graph
-(`graphcost.train.evaluate`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
+(`graphcost.train.ranking`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
 for `--resume`) and `best.pt` (the best validation epoch). Training stops early after `patience`
 epochs without a better validation score; `best.pt` is the model every command loads.
 
@@ -51,7 +51,7 @@ from graphcost.data.transforms.pool import LazyPrepared, graph_config_counts, gr
 from graphcost.train import checkpoint as ckpt
 from graphcost.train import recipe
 from graphcost.train.distributed import DistContext
-from graphcost.train.evaluate import EvalReport, ModelScorer, evaluate_graphs, selection_metric
+from graphcost.train.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.metrics_log import MetricsLog
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
