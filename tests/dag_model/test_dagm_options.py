@@ -23,7 +23,7 @@ def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
     # the decay really lowers the lr: the final optimiser lr is below the base lr
     assert load_checkpoint(tmp_path / "a")["optim"]["param_groups"][0]["lr"] < 0.2 * cfg.lr
     saves = []
-    real_save = train_mod._atomic_save
+    real_save = train_mod.atomic_torch_save
 
     def crash_after_first_epoch(obj, path):
         real_save(obj, path)
@@ -31,10 +31,10 @@ def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
         if path.name == train_mod.CHECKPOINT:
             raise KeyboardInterrupt  # killed right after the epoch-1 checkpoint
 
-    monkeypatch.setattr(train_mod, "_atomic_save", crash_after_first_epoch)
+    monkeypatch.setattr(train_mod, "atomic_torch_save", crash_after_first_epoch)
     with pytest.raises(KeyboardInterrupt):
         train_layerdag(data, tmp_path / "b", cfg, progress=False, **TINY)
-    monkeypatch.setattr(train_mod, "_atomic_save", real_save)
+    monkeypatch.setattr(train_mod, "atomic_torch_save", real_save)
     assert load_checkpoint(tmp_path / "b")["epoch"] == 1
     resumed, hist = train_layerdag(data, tmp_path / "b", cfg, resume=True, progress=False, **TINY)
     assert [h["epoch"] for h in hist] == [1, 2, 3]
