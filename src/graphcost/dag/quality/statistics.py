@@ -11,7 +11,7 @@ p over the integers 0, 1, 2, ... (unit bin spacing), and
     MMD^2(X, Y) = mean k(x, x') + mean k(y, y') - 2 mean k(x, y)   (means over all pairs, self pairs
                   included: the biased V-statistic both papers report)
 
-The LayerDAG paper (our copy, Table II) reports validity and surrogate Pearson only, no MMD kernel.
+The LayerDAG paper (Table II) reports validity and surrogate Pearson only, no MMD kernel.
 Lower is better; 0 means the two sets have the same statistic distribution. A graph without nodes
 has no degree or layer-size distribution and is left out of those three MMDs.
 
