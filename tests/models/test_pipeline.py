@@ -11,7 +11,7 @@ from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.data.transforms.scaler import FeatureScaler
 from graphcost.data.synth.collection import synth_layout_graph, synth_tile_graph
 from graphcost.models.registry import MODEL_NAMES, build_model, model_kinds
-from test_models_forward import small
+from test_forward import small
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import torch
 from graphcost.models.registry import build_model
 from graphcost.train.losses import pairwise_hinge
 from models_testutil import make_layout_batch, make_tile_batch
-from test_models_forward import small
+from test_forward import small
 
 CASES = [("tgraph", "layout", {}), ("tgraph", "tile", {}), ("sage", "layout", {}), ("tile-mlp", "tile", {}),
          ("early-sage", "tile", {}), ("early-gcn", "tile", {}), ("late-sage", "tile", {}), ("late-gcn", "tile", {}),

@@ -10,7 +10,7 @@ from graphcost.dag.train import LayerDAGTrainConfig, train_layerdag
 
 
 def test_dag_train_writes_metrics_csv_and_resumes_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # CSV only (TensorBoard: tests/train)
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # CSV only (TensorBoard: tests/train/test_metrics_log.py)
     train, valid = tiny_dags(4, seed=0), tiny_dags(2, seed=1)
     run = tmp_path / "run"
     train_layerdag(train, run, LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=4), valid_dags=valid, progress=False, **TINY)

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from dag_fixtures import TINY
-from test_dagm_best import _conditional_data
+from test_train_best import _conditional_data
 from typer.testing import CliRunner
 
 from graphcost.cli import app

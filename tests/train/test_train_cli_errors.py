@@ -1,6 +1,10 @@
-"""Regression tests for the QA pass on train / evaluate / rank / predict (tiny SYNTHETIC data).
+"""One-line errors of train / evaluate / rank / predict and the checks behind them (tiny SYNTHETIC data).
 
-Every CLI error must be one line on stderr, exit code 1, no traceback, naming the file/option.
+Every CLI error must be one line on stderr, exit code 1, no traceback, naming the file/option: a
+damaged run.json or checkpoint, a bad --device, --model-opt or --folds, an output path that is a
+directory, a missing model, moved data, a flat directory mixing layout and tile graphs. Also the
+library checks the commands rely on: atomic writers, the trainer's refusal of mixed graph kinds,
+graphs with equal runtimes skipped, float64 runtimes reaching the loss, and --help for every option.
 """
 
 import dataclasses
@@ -132,7 +136,7 @@ def test_predict_missing_model(tmp_path):
 
 # 8 -------------------------------------------------------------------------
 def test_flat_directory_with_both_kinds(tmp_path, data_root):
-    from graphcost.train.datasets import DatasetError, file_kind, resolve_splits
+    from graphcost.data.io.locate import DatasetError, file_kind, resolve_splits
 
     flat = tmp_path / "flat"
     flat.mkdir()

@@ -17,8 +17,9 @@ from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.data.transforms.scaler import FeatureScaler
 from graphcost.data.synth.collection import write_synthetic_collection
 from graphcost.data.datasets.tpugraphs import SampleKey, TpuGraphsDataset, batch_to_data, data_to_batch
+from graphcost.datasets import shipped_dataset_dir
 
-SHIPPED = Path(__file__).resolve().parents[2] / "src" / "graphcost" / "datasets" / "cpu_layout"
+SHIPPED = shipped_dataset_dir("cpu_layout")
 
 
 @pytest.fixture(scope="module")
