@@ -15,6 +15,9 @@ list, tuple, str, int, float, bool, None), so it loads with ``torch.load(weights
 
 Writes go to a temporary file in the same directory followed by ``os.replace``, so a kill at
 any moment leaves either the previous checkpoint or the new one, never a torn file.
+
+LayerDAG's checkpoints (`graphcost.dag.train`) are written and read by the same two functions,
+with their own keys (``model_config``, ``model``, ``optim``, ``rng``, ``history``, ...).
 """
 
 from __future__ import annotations
