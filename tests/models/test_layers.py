@@ -62,7 +62,7 @@ def test_custom_layers_reset_to_their_defaults():
     norm.reset_parameters()
     attn.reset_parameters()
     assert torch.equal(norm.weight, torch.ones(8)) and torch.equal(norm.bias, torch.zeros(8))
-    assert torch.equal(attn.log_temperature, fresh) and math.isclose(float(attn.temperature), 2.5, rel_tol=1e-6)
+    assert torch.equal(attn.log_temperature, fresh) and math.isclose(float(attn.temperature.detach()), 2.5, rel_tol=1e-6)
 
     se, emb = ChannelSE(16), LayoutEmbedding(4)
     for layer, params in ((se, [se.excite.weight, se.square.weight]), (emb, [emb.table.weight])):
