@@ -79,7 +79,7 @@ WITHIN_BASE = {"model": "tgraph", "model_config": {}, "lr": 1e-3, "batch_configs
 
 
 def run_one(name: str, seed: int, train, valid, args, work: Path) -> dict:
-    from graphcost.train.evaluate import ModelScorer
+    from graphcost.train.ranking import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
     model_changes, train_changes = VARIANTS[name]

@@ -107,7 +107,7 @@ def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: in
     from graphcost.data.graph import LayoutGraph
     from graphcost.data.transforms.scaler import FeatureScaler
     from graphcost.data.io.tpugraphs_io import save_graph
-    from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.inference import EnsemblePredictor
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
     with tempfile.TemporaryDirectory() as tmp:

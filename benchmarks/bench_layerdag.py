@@ -56,10 +56,10 @@ DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
 def _train(name, splits, args, epochs, ncat, label_balance=0.0, **overrides):
-    from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
+    from graphcost.dag.train import BEST, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 
     run = args.work_dir / name
-    cfg = TrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
+    cfg = LayerDAGTrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
                       device=args.device, size=args.size, label_balance=label_balance)  # fmt: skip
     t0 = time.perf_counter()
     model, hist = train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=ncat, **overrides)
@@ -102,7 +102,7 @@ def bench_lp(args) -> dict:
 
 def bench_tpu(args) -> dict:
     from graphcost.dag.datasets import load_dataset
-    from graphcost.dag.evaluate.surrogate import SurrogateConfig, fit_real_surrogates
+    from graphcost.dag.quality.surrogate import SurrogateConfig, fit_real_surrogates
     from graphcost.dag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)

@@ -24,7 +24,7 @@ from graphcost.dag.datasets import load_dataset
 from graphcost.dag.experiment import evaluate_model
 from graphcost.dag.train import (
     BEST,
-    TrainConfig,
+    LayerDAGTrainConfig,
     load_checkpoint,
     load_model,
     train_layerdag,
@@ -55,7 +55,7 @@ def main() -> None:
     splits = load_dataset("lp", seed=a.seed, num_graphs=a.graphs)
     run = a.out / a.tag
     t0 = time.perf_counter()
-    train_layerdag(splits["train"], run, TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay=LR_DECAY, device=a.device, seed=a.seed),
+    train_layerdag(splits["train"], run, LayerDAGTrainConfig(epochs=a.epochs, lr=a.lr, lr_decay=LR_DECAY, device=a.device, seed=a.seed),
                    valid_dags=splits["valid"], resume=True, num_categories=2, progress=False,
                    edge_set_features=bool(a.edge_stats), size_set_features=bool(a.size_stats), T_node=a.steps, T_edge=a.steps,
                    transformer_layers=a.transformer_layers, dim=a.dim)  # fmt: skip

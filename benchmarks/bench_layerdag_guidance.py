@@ -24,11 +24,11 @@ import torch
 
 from graphcost.atomic import atomic_write_json
 from graphcost.dag.datasets import load_dataset
-from graphcost.dag.evaluate.surrogate import SurrogateConfig, fit_real_surrogates
+from graphcost.dag.quality.surrogate import SurrogateConfig, fit_real_surrogates
 from graphcost.dag.experiment import evaluate_model
 from graphcost.dag.train import (
     BEST,
-    TrainConfig,
+    LayerDAGTrainConfig,
     load_checkpoint,
     load_model,
     train_layerdag,
@@ -63,7 +63,7 @@ def main() -> None:
     if run is None:
         run = a.out / "run"
         t0 = time.perf_counter()
-        cfg = TrainConfig(epochs=a.epochs, lr=a.lr, lr_decay=LR_DECAY, device=a.device, ema_decay=a.ema_decay,
+        cfg = LayerDAGTrainConfig(epochs=a.epochs, lr=a.lr, lr_decay=LR_DECAY, device=a.device, ema_decay=a.ema_decay,
                           label_balance=a.label_balance)
         train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=47,
                        progress=False, label_dropout=a.label_dropout,

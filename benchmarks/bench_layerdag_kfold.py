@@ -7,7 +7,7 @@
 Why: the single 80/10/10 split's test set has 63 graphs, and on raw labels its Pearson is carried by
 its few largest labels (one graph at 20x the median), so one split's ratio says as much about that
 split as about the generator. Here the real TPU Tile graphs (../shared/data/tpu_tile_graphs/val.npz)
-are cut into 10 seeded parts (`kfold_split`); fold f tests on part f, validates on part f − 1 and
+are cut into 10 seeded parts (`graphcost.data.splits.kfold_train_valid_test`); fold f tests on part f, validates on part f − 1 and
 trains on the other 8, so each fold has the sizes of the 80/10/10 split (504 / 63 / 63) and fold 9
 IS that split. Per fold the default TPU recipe of bench_layerdag.py is trained (100 epochs, label
 dropout 0.1, lr 3e-3 cosine, per-module best.pt, seed 0), one DAG is generated per real train/valid
@@ -42,7 +42,7 @@ import torch
 from graphcost.atomic import atomic_write_json
 from graphcost.dag.datasets import load_dataset
 from graphcost.dag.datasets.tpu_tile import NUM_CATEGORIES
-from graphcost.dag.evaluate.surrogate import (
+from graphcost.dag.quality.surrogate import (
     SurrogateConfig,
     fit_real_surrogates,
     fit_synthetic_predictions,
@@ -50,7 +50,7 @@ from graphcost.dag.evaluate.surrogate import (
     score_predictions,
 )
 from graphcost.dag.experiment import evaluate_model
-from graphcost.dag.train import BEST, TrainConfig, load_checkpoint, load_model, train_layerdag
+from graphcost.dag.train import BEST, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
     LR,
     LR_DECAY,
@@ -82,7 +82,7 @@ def train_fold(out: Path, fold: int, splits: dict, full_train: int, device: str)
     the full fold."""
     run = out / f"fold{fold}" / "run"
     epochs = round(TPU_EPOCHS * full_train / len(splits["train"]))
-    cfg = TrainConfig(epochs=epochs, lr=LR, lr_decay=LR_DECAY, device=device)
+    cfg = LayerDAGTrainConfig(epochs=epochs, lr=LR, lr_decay=LR_DECAY, device=device)
     t0 = time.perf_counter()
     train_layerdag(splits["train"], run, cfg, valid_dags=splits["valid"], resume=True, num_categories=NUM_CATEGORIES,
                    progress=False, label_dropout=TPU_LABEL_DROPOUT)  # fmt: skip

@@ -32,7 +32,8 @@ import torch
 
 from graphcost.atomic import atomic_write_json
 from graphcost.models.precision import describe_cpu
-from graphcost.train.datasets import load_prepared, resolve_splits
+from graphcost.data.io.locate import resolve_splits
+from graphcost.data.transforms.pool import load_prepared
 from graphcost.train.trainer import TrainConfig, Trainer
 
 

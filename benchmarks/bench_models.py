@@ -65,7 +65,8 @@ def synthetic_data(root: Path, graphs: int) -> Path:
 def run_dataset(name: str, data_dir: Path | None, collection: str | None, args, out_dir: Path, seeds: int) -> dict:
     import numpy as np
 
-    from graphcost.train.datasets import load_prepared, resolve_splits
+    from graphcost.data.io.locate import resolve_splits
+    from graphcost.data.transforms.pool import load_prepared
     from graphcost.train.trainer import TrainConfig, Trainer
 
     splits = resolve_splits(data_dir, collection, seed=0, max_graphs=args.max_graphs)
@@ -186,7 +187,7 @@ def main() -> None:
 
     import torch
 
-    from graphcost.train.datasets import shipped_dataset_root
+    from graphcost.datasets import shipped_for_collection
     from graphcost.train.distributed import check_device
 
     check_device(args.device)
@@ -212,7 +213,7 @@ def main() -> None:
             run_dataset("SYNTHETIC layout:xla:random (graphcost.data.synth.collection)", synth_root, "layout:xla:random",
                         args, tmp / "runs", args.seeds)
         )  # fmt: skip
-        real = None if args.skip_real else shipped_dataset_root()
+        real = None if args.skip_real else shipped_for_collection()
         if real is not None:
             report["datasets"].append(run_dataset("REAL shipped CPU dataset", None, None, args, tmp / "runs", args.real_seeds))
         else:

@@ -200,7 +200,7 @@ def fit_ridge(train: list[Record], valid: list[Record] | None = None):
 @functools.lru_cache(maxsize=None)
 def _prepared(path: Path, dedup: bool):
     """The prepared graph of one file, made once per run (every model, seed and protocol reuses it)."""
-    from graphcost.train.datasets import load_prepared
+    from graphcost.data.transforms.pool import load_prepared
 
     return load_prepared([path], progress=False, dedup=dedup)[0]
 
@@ -209,7 +209,7 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
     from graphcost.train import recipe
     from graphcost.train.blend import describe, fit_blend
     from graphcost.train.checkpoint import load_checkpoint
-    from graphcost.train.evaluate import ModelScorer
+    from graphcost.train.ranking import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
     model, opts = GNNS[row]

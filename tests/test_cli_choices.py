@@ -41,7 +41,7 @@ def test_commands_receive_plain_strings(monkeypatch, tmp_path):
         seen.update(kwargs)
         raise FileNotFoundError("stop here")
 
-    from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.inference import EnsemblePredictor
 
     monkeypatch.setattr(EnsemblePredictor, "load", fake_load)
     runner.invoke(app, ["rank", str(tmp_path), str(tmp_path / "g.npz"), "--precision", "bf16", "--device", "cpu"])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from models_testutil import make_layout_batch, make_tile_batch, permute_configs
-from test_models_forward import CASES, small
+from test_forward import CASES, small
 
 from graphcost.models.registry import build_model
 from graphcost.models.tgraph import TGraph, TGraphConfig

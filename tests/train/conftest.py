@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from train_stubs import PreparedGraph, build_tiny, make_layout_graph
+from train_stubs import PreparedGraph, build_tiny, make_layout_graph, stub_trainer
 
 torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than they save on 2 shared cores
 
@@ -16,6 +16,6 @@ def layout_graphs() -> list[PreparedGraph]:
 
 
 @pytest.fixture
-def tiny_kwargs() -> dict:
-    """Trainer keyword arguments that swap in the stand-in model."""
-    return {"build_model_fn": build_tiny}
+def tiny_trainer():
+    """A `Trainer` class that builds the stand-in model (`train_stubs.build_tiny`)."""
+    return stub_trainer(build_model=build_tiny)

@@ -15,6 +15,7 @@ from graphcost.cli import app
 from graphcost.data.transforms.compress import compress_layout_config
 from graphcost.data.transforms.prepared import PreparedGraph
 from graphcost.data.synth.collection import write_synthetic_collection
+from graphcost.train.trainer import Trainer, TrainerSeams
 
 torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than they save on 2 shared cores
 
@@ -79,6 +80,12 @@ class TinyModel(nn.Module):
 def build_tiny(name: str, kind: str, **config) -> TinyModel:
     assert kind == "layout"
     return TinyModel(TinyConfig(**config))
+
+
+def stub_trainer(**seams) -> type[Trainer]:
+    """A `Trainer` subclass whose `seams` swap in the given stand-ins (build_model, make_batch,
+    sample, loss; see `graphcost.train.trainer.TrainerSeams`)."""
+    return type("StubTrainer", (Trainer,), {"seams": TrainerSeams(**seams)})
 
 
 def write_cli_collections(root, seed: int, max_nodes: int = 30, max_configs: int = 24):

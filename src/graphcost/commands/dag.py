@@ -230,7 +230,7 @@ def register(app: typer.Typer) -> None:
         import torch
 
         from graphcost.dag.experiment import num_categories
-        from graphcost.dag.train import TrainConfig, train_layerdag
+        from graphcost.dag.train import LayerDAGTrainConfig, train_layerdag
 
         _device(device)
         if size not in ("small", "paper"):
@@ -268,7 +268,7 @@ def register(app: typer.Typer) -> None:
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs, "fold": cv_fold,
                 "data_dir": str(found.resolve()) if found is not None else None,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        cfg = TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
+        cfg = LayerDAGTrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
                           device=device, ema_decay=ema_decay, label_balance=label_balance)
         try:
             if overwrite:
@@ -381,7 +381,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         dev = _device(device)
-        from graphcost.dag.evaluate.surrogate import SurrogateConfig
+        from graphcost.dag.quality.surrogate import SurrogateConfig
         from graphcost.dag.experiment import describe_samples, evaluate_model
         from graphcost.dag.io import load_dags
         from graphcost.dag.train import load_model

@@ -96,7 +96,7 @@ def _check_device(device: str) -> str:
 def _check_output_file(path: Path, option: str, overwrite: bool = False) -> None:
     """An output file option: refuse a directory, a path below a file, and an existing file unless --overwrite."""
     from graphcost.atomic import OutputExistsError, check_new_file
-    from graphcost.train.evaluate import check_output_file
+    from graphcost.train.ranking import check_output_file
 
     try:
         check_new_file(path, overwrite, option)
@@ -320,9 +320,10 @@ def train(
     import dataclasses
 
     from graphcost.train.crossval import run_crossval
-    from graphcost.train.datasets import DatasetError, graph_kinds, load_prepared, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
+    from graphcost.data.transforms.pool import graph_kinds, load_prepared
     from graphcost.train.distributed import init_from_env, shutdown
-    from graphcost.train.evaluate import write_json
+    from graphcost.train.ranking import write_json
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
@@ -454,7 +455,7 @@ def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: s
             typer.echo("trees: skipped (no validation graphs to choose the blend on)")
         return
     from graphcost.train.blend import describe, fit_blend, write_blend
-    from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.inference import EnsemblePredictor
 
     graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
     import torch
@@ -473,7 +474,7 @@ def _load_predictor(models: list[Path], tta: int, batch: int, device: str, preci
                     threads: str | int = 0):
     from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
     from graphcost.train.checkpoint import CheckpointError
-    from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.inference import EnsemblePredictor
     from graphcost.train.distributed import resolve_device
 
     precision = value(precision)
@@ -513,10 +514,10 @@ def evaluate(
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
     from graphcost.data.transforms.preprocess import prepare_graph
-    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
     import warnings
 
-    from graphcost.train.evaluate import evaluate_graphs, write_json
+    from graphcost.train.ranking import evaluate_graphs, write_json
 
     if split is not None and split not in ("train", "valid", "test"):
         _fail(f"--split must be train, valid or test, got {split!r}")
@@ -675,7 +676,7 @@ def predict(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
-    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
 
     _check_output_file(out, "--out", overwrite)

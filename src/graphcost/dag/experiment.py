@@ -1,5 +1,5 @@
 """End-to-end LayerDAG experiments (LayerDAG §V): generate from a trained model and score it with the
-evaluation functions of `graphcost.dag.evaluate` / `graphcost.dag.datasets`.
+evaluation functions of `graphcost.dag.quality` / `graphcost.dag.datasets`.
 
 - unconditional (LP): sample n DAGs; validity (LP rules), MMD of degree/layer statistics against the
   real test set, uniqueness, novelty;
@@ -42,8 +42,8 @@ def timed_sample(model, num, labels=None, schedule=None, seed=0, batch_size=64, 
 
 def describe_samples(generated: list[DAG], splits: dict[str, list[DAG]], dataset: str) -> dict:
     """Validity (LP), MMD table vs the real test set, uniqueness and novelty vs the real train set."""
-    from graphcost.dag.evaluate.novelty import novelty, uniqueness
-    from graphcost.dag.evaluate.statistics import mmd_report
+    from graphcost.dag.quality.novelty import novelty, uniqueness
+    from graphcost.dag.quality.statistics import mmd_report
 
     out: dict = {
         "num_generated": len(generated),
@@ -76,7 +76,7 @@ def evaluate_model(model, splits: dict[str, list[DAG]], dataset: str, schedule=N
                                        final_step=final_step, guidance=guidance)  # fmt: skip
         res = describe_samples(generated, splits, dataset)
         if surrogate:
-            from graphcost.dag.evaluate.surrogate import SurrogateConfig, surrogate_pearson
+            from graphcost.dag.quality.surrogate import SurrogateConfig, surrogate_pearson
 
             n_train = len(splits["train"])
             t0 = time.perf_counter()
@@ -99,7 +99,7 @@ def quality_vs_time(model, splits, dataset: str, t_values: list[int], seed: int 
     """Quality and sampling time for the eq.-1 linear schedule (t_min=1, t_max=T) and the constant
     schedule (T) for each T in `t_values` (≤ the trained T_node) — LayerDAG §V-C, Fig. 4.
     Quality: LP validity; conditional datasets: surrogate Pearson ratio."""
-    from graphcost.dag.evaluate.surrogate import SurrogateConfig, fit_real_surrogates
+    from graphcost.dag.quality.surrogate import SurrogateConfig, fit_real_surrogates
     from graphcost.dag.schedule import ConstantSchedule, LinearSchedule
 
     c = model.config

@@ -4,8 +4,9 @@ AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 B
 modules have disjoint parameters (`graphcost.dag.model.MODULES`) and gradients are clipped per
 module, so this is exactly three independent trainings in one loop (paper §III). Optional
 cosine decay (`lr_decay="cosine"`): lr_k = lr · ½(1 + cos(π k / K)) at step k of K = epochs ×
-steps per epoch — a function of the step, so resuming with the same `epochs` is exact. A checkpoint
-(`checkpoint.pt` in the run directory) is written atomically after every epoch with the model
+steps per epoch (`graphcost.train.schedule.warmup_cosine_factor` without warm-up) — a function of
+the step, so resuming with the same `epochs` is exact. A checkpoint (`checkpoint.pt` in the run
+directory; `graphcost.train.checkpoint.atomic_torch_save`) is written after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
 seeded by (seed, epoch)). Each epoch's losses also go to `metrics.csv` (and TensorBoard, with the
@@ -29,13 +30,15 @@ practice for diffusion models since DDPM, Ho et al. 2020).
 With `label_balance` α > 0 each epoch draws as many graphs as the train split has, with replacement,
 with p_i ∝ f(z_i)^-α (`label_balance_weights`; f a kernel density of the normalised labels), so a
 conditional model sees its rare labels more often. Also an addition, not in the paper.
-Checkpoints are read with `torch.load(weights_only=True)`.
+Checkpoints are read with `torch.load(weights_only=True)` (`graphcost.train.checkpoint.load_checkpoint`);
+a damaged one is a `CheckpointError` (a ValueError) naming the file and the key.
+
+`LayerDAGTrainer` is the run (`fit`); `train_layerdag` is its one-call form.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,20 +48,23 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from graphcost.atomic import atomic_write, remove_stale_temps
+from graphcost.atomic import remove_stale_temps
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 from graphcost.memory import release_free_memory
+from graphcost.train import checkpoint as ckpt
+from graphcost.train.checkpoint import atomic_torch_save
 from graphcost.train.distributed import resolve_device
 from graphcost.train.metrics_log import MetricsLog
+from graphcost.train.schedule import warmup_cosine_factor
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)
 
 
 @dataclass
-class TrainConfig:
+class LayerDAGTrainConfig:
     epochs: int = 40
     batch_size: int = 32  # graphs per step (each expands to all its layers)
     lr: float = 1e-3
@@ -113,11 +119,6 @@ def _cpu(state):
     return state
 
 
-def _atomic_save(obj, path: Path) -> None:
-    with atomic_write(path) as handle:
-        torch.save(obj, handle)
-
-
 def checkpoint_path(path: str | Path, last: bool = False) -> Path:
     """The checkpoint file for a run directory (best.pt if present and not `last`) or a file path."""
     path = Path(path)
@@ -134,45 +135,41 @@ def checkpoint_path(path: str | Path, last: bool = False) -> Path:
 def load_checkpoint(path: str | Path, last: bool = True) -> dict:
     """Read a run directory's checkpoint (or a checkpoint file) safely; a directory gives its
     checkpoint.pt, or best.pt when present and `last` is False."""
-    path = checkpoint_path(path, last)
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - report the file, not a pickle traceback
-        raise ValueError(f"{path}: not a readable LayerDAG checkpoint ({exc})") from None
-    for key in ("model_config", "model"):
-        if key not in ckpt:
-            raise ValueError(f"{path}: key '{key}': missing from checkpoint")
-    return ckpt
+    return ckpt.load_checkpoint(checkpoint_path(path, last), required=("model_config", "model"), kind="LayerDAG")
 
 
 def load_model(path: str | Path, last: bool = False) -> LayerDAG:
     """The model of a run directory (best.pt when present unless `last`) or of a checkpoint file."""
     path = checkpoint_path(path, last)
-    ckpt = load_checkpoint(path)
-    model = model_from_checkpoint(ckpt, path)
+    model = model_from_checkpoint(load_checkpoint(path), path)
     model.eval()
     return model
 
 
-def model_from_checkpoint(ckpt: dict, path: Path, key: str = "model") -> LayerDAG:
-    """The LayerDAG described by a checkpoint's `model_config` with the weights of `ckpt[key]`; a
-    ValueError naming `path` and the key when the config or the weight shapes do not fit."""
-    config = ckpt["model_config"]
+def model_from_checkpoint(state: dict, path: Path, key: str = "model") -> LayerDAG:
+    """The LayerDAG described by a checkpoint's `model_config` with the weights of `state[key]`; a
+    CheckpointError (a ValueError) naming `path` and the key when the config or the weight shapes do
+    not fit."""
+    config = state["model_config"]
     if not isinstance(config, dict):
-        raise ValueError(f"{path}: key 'model_config': expected a dict of LayerDAG settings, got {type(config).__name__}")
+        raise ckpt.CheckpointError(
+            f"{path}: key 'model_config': expected a dict of LayerDAG settings, got {type(config).__name__}"
+        )
     try:
         model = LayerDAG(LayerDAGConfig(**config))
     except Exception as exc:  # noqa: BLE001 - unknown fields, wrong types or values of any kind
-        raise ValueError(f"{path}: key 'model_config': cannot build a LayerDAG ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''})") from None  # fmt: skip
-    if key not in ckpt:
-        raise ValueError(f"{path}: key '{key}': missing from checkpoint")
+        raise ckpt.CheckpointError(f"{path}: key 'model_config': cannot build a LayerDAG ({type(exc).__name__}: "
+                                   f"{str(exc).splitlines()[0] if str(exc) else ''})") from None  # fmt: skip
+    if key not in state:
+        raise ckpt.CheckpointError(f"{path}: key '{key}': missing from checkpoint")
     try:
-        model.load_state_dict(ckpt[key])
+        model.load_state_dict(state[key])
     except (RuntimeError, TypeError, AttributeError, ValueError) as exc:  # shapes, missing/unexpected keys
         lines = [line.strip() for line in str(exc).strip().splitlines()]
         detail = " ".join(lines[1:3]) or (lines[0] if lines else "")
-        raise ValueError(f"{path}: key '{key}': weights do not fit the checkpoint's model_config ({detail})") from None
+        raise ckpt.CheckpointError(
+            f"{path}: key '{key}': weights do not fit the checkpoint's model_config ({detail})"
+        ) from None
     return model
 
 
@@ -203,7 +200,7 @@ class _BestSelector:
             for m in MODULES:
                 self.states[m] = {k: v for k, v in merged.items() if LayerDAG.module_of(k) == m}
 
-    def update(self, model: LayerDAG, rec: dict, cfg: TrainConfig) -> None:
+    def update(self, model: LayerDAG, rec: dict, cfg: LayerDAGTrainConfig) -> None:
         changed = False
         for k in self.best:
             if rec[f"valid_{k}"] <= self.best[k]:
@@ -215,10 +212,10 @@ class _BestSelector:
             return
         merged = {k: v for m in MODULES for k, v in self.states[m].items()}
         module_epochs = {m: self.epochs["loss" if self.select == "total" else m] for m in MODULES}
-        _atomic_save({"model_config": asdict(model.config), "train_config": asdict(cfg), "model": merged,
-                      "select": self.select, "epoch": max(module_epochs.values()), "module_epochs": module_epochs,
-                      "valid_loss": sum(self.best.values()) if self.select == "module" else self.best["loss"],
-                      "module_valid": {k: self.best[k] for k in self.best}}, self.path)  # fmt: skip
+        atomic_torch_save({"model_config": asdict(model.config), "train_config": asdict(cfg), "model": merged,
+                           "select": self.select, "epoch": max(module_epochs.values()), "module_epochs": module_epochs,
+                           "valid_loss": sum(self.best.values()) if self.select == "module" else self.best["loss"],
+                           "module_valid": {k: self.best[k] for k in self.best}}, self.path)  # fmt: skip
 
 
 def label_balance_weights(labels: list[float], model: LayerDAG, alpha: float, bandwidth: float = 0.25) -> np.ndarray:
@@ -256,10 +253,172 @@ def evaluate_loss(model: LayerDAG, graphs: list[PreparedDAG], batch_size: int, s
     return {k: v / max(1, n) for k, v in sums.items()}
 
 
+class LayerDAGTrainer:
+    """One LayerDAG training run in `out_dir` (see the module doc): `fit()` trains, or resumes from
+    `checkpoint.pt`, and returns (the model to use, the per-epoch history).
+
+    `__init__` checks the config and builds the model and its optimiser (after seeding torch with
+    `config.seed`, so the initial weights depend on the seed only); `fit` restores a checkpoint when
+    resuming and runs the remaining epochs, each one `_epoch` then `_save`."""
+
+    def __init__(
+        self,
+        train_dags: list[DAG],
+        out_dir: str | Path,
+        config: LayerDAGTrainConfig | None = None,
+        valid_dags: list[DAG] | None = None,
+        num_categories: int | None = None,
+        progress: bool = True,
+        **model_overrides,
+    ) -> None:
+        cfg = config or LayerDAGTrainConfig()
+        if cfg.lr_decay not in ("none", "cosine"):
+            raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
+        if cfg.label_balance < 0:
+            raise ValueError(f"label_balance must be >= 0, got {cfg.label_balance}")
+        if not 0 <= cfg.ema_decay < 1:
+            raise ValueError(f"ema_decay must be in [0, 1), got {cfg.ema_decay}")
+        if cfg.epochs < 1 or cfg.batch_size < 1:
+            raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
+        self.cfg, self.valid_dags, self.progress = cfg, valid_dags, progress
+        self.out_dir = Path(out_dir)
+        self.ckpt_path = self.out_dir / CHECKPOINT
+        self.device = resolve_device(cfg.device)
+        torch.manual_seed(cfg.seed)
+        self.model, self.prepared = build_model(train_dags, cfg.size, num_categories, **model_overrides)
+        self.model.to(self.device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.gen = torch.Generator().manual_seed(cfg.seed)  # the diffusion noise of every training step
+        self.history: list[dict] = []
+        self.ema: AveragedModel | None = None
+
+    def _restore(self, state: dict) -> int:
+        """Model, optimiser, noise generator and history from checkpoint `state`; the epochs done."""
+        cfg, path = self.cfg, self.ckpt_path
+        if bool(state.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
+            raise ckpt.CheckpointError(f"{path}: key 'ema_decay': the run was trained with ema_decay="
+                                       f"{state.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")
+        self.model = model_from_checkpoint(state, path, "train_model" if cfg.ema_decay else "model")
+        self.model.to(self.device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        key = None
+        try:
+            for key in ("optim", "rng", "history", "epoch") + (("ema",) if cfg.ema_decay else ()):
+                if key not in state:
+                    raise KeyError(key)
+            key = "optim"
+            self.opt.load_state_dict(state["optim"])  # moves the moments to the parameters' device
+            key = "rng"
+            self.gen.set_state(state["rng"])
+            key = "history"
+            history = json.loads(state["history"])
+            if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
+                raise TypeError("expected a JSON list of per-epoch records")
+            self.history = history
+            key = "epoch"
+            return int(state["epoch"])
+        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
+            problem = ("missing from checkpoint" if key not in state else
+                       f"cannot resume from it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")  # fmt: skip
+            raise ckpt.CheckpointError(f"{path}: key '{key}': {problem}") from None
+
+    def fit(self, resume: bool = False) -> tuple[LayerDAG, list[dict]]:
+        """Train (or resume) for the remaining epochs; returns the model (on the training device:
+        the EMA weights with `ema_decay`) and the per-epoch history."""
+        cfg, out_dir = self.cfg, self.out_dir
+        start_epoch = 0
+        state = None
+        if resume:  # a write killed mid-way leaves its temp file behind
+            remove_stale_temps(out_dir)
+        if resume and self.ckpt_path.is_file():
+            state = load_checkpoint(self.ckpt_path)
+            start_epoch = self._restore(state)
+        else:
+            (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
+        model = self.model
+        self.ema = _ema(model, cfg.ema_decay)
+        if self.ema is not None and state is not None:
+            self.ema.load_state_dict(state["ema"])
+        self.final = model if self.ema is None else self.ema.module  # validated, selected, saved and returned
+        self.draw_p = None  # per-graph draw probabilities of label balancing (None: each graph once per epoch)
+        if cfg.label_balance:
+            if not model.config.conditional:
+                raise ValueError("label_balance needs labelled training graphs: every graph needs a finite label")
+            self.draw_p = label_balance_weights([g.label for g in self.prepared], model, cfg.label_balance)
+        self.valid = [prepare(d) for d in self.valid_dags] if self.valid_dags else []
+        self.selector = _BestSelector(cfg.select, self.history, out_dir / BEST, resume)
+        self.groups = {m: [p for k, p in model.named_parameters() if LayerDAG.module_of(k) == m] for m in MODULES}
+        model.train()
+        self.steps_per_epoch = (len(self.prepared) + cfg.batch_size - 1) // cfg.batch_size
+        self.bar = tqdm(total=cfg.epochs * self.steps_per_epoch, initial=start_epoch * self.steps_per_epoch,
+                        desc="LayerDAG train", unit="step", disable=not self.progress)  # fmt: skip
+        metrics = MetricsLog(out_dir, start_epoch=start_epoch)  # metrics.csv + TensorBoard, as `graphcost train`
+        for epoch in range(start_epoch, cfg.epochs):
+            self._epoch(epoch)
+            self._save(epoch)
+            metrics.log(self.history)  # after the checkpoint: the CSV never runs ahead of what resume restores
+        self.bar.close()
+        metrics.close()
+        self.final.eval()
+        return self.final, self.history
+
+    def _epoch(self, epoch: int) -> None:
+        """One pass over the training graphs (or a label-balanced draw of them), then validation;
+        appends the epoch's record to the history and updates best.pt."""
+        cfg, model, opt = self.cfg, self.model, self.opt
+        t0 = time.perf_counter()
+        rng = np.random.default_rng([cfg.seed, epoch])
+        n = len(self.prepared)
+        order = rng.permutation(n) if self.draw_p is None else rng.choice(n, n, p=self.draw_p)
+        sums: dict[str, float] = {}
+        for i in range(0, len(order), cfg.batch_size):
+            if cfg.lr_decay == "cosine":
+                step = epoch * self.steps_per_epoch + i // cfg.batch_size
+                for group in opt.param_groups:
+                    group["lr"] = cfg.lr * warmup_cosine_factor(step, cfg.epochs * self.steps_per_epoch, warmup_frac=0.0)
+            part = [self.prepared[j] for j in order[i : i + cfg.batch_size]]
+            out = model.loss(build_batch(part), _labels(part), self.gen)
+            opt.zero_grad(set_to_none=True)
+            out["loss"].backward()
+            for params in self.groups.values():  # per module: the three trainings stay independent
+                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            opt.step()
+            if self.ema is not None:
+                self.ema.update_parameters(model)
+            for k, v in out.items():
+                sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
+            loss = float(out["loss"].detach())
+            del out  # the step's graph: freed before the trim below
+            release_free_memory()  # batches of ever-changing sizes fragment the heap: RSS would grow per epoch
+            self.bar.update(1)
+            self.bar.set_postfix(loss=f"{loss:.3f}")
+        rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
+        rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
+        if self.valid:
+            rec.update({f"valid_{k}": v for k, v in evaluate_loss(self.final, self.valid, cfg.batch_size, cfg.seed).items()})
+            release_free_memory()
+        self.history.append(rec)
+        if self.valid:
+            self.selector.update(self.final, rec, cfg)
+
+    def _save(self, epoch: int) -> None:
+        """checkpoint.pt after `epoch`: config, the weights (CPU tensors), optimiser, noise generator,
+        history, and with EMA the averaged and the raw weights."""
+        cfg = self.cfg
+        state = {
+            "model_config": asdict(self.model.config), "train_config": asdict(cfg), "model": _cpu(self.final.state_dict()),
+            "optim": _cpu(self.opt.state_dict()), "rng": self.gen.get_state(), "epoch": epoch + 1,
+            "history": json.dumps(self.history),
+        }  # fmt: skip
+        if self.ema is not None:
+            state.update(ema_decay=cfg.ema_decay, ema=_cpu(self.ema.state_dict()), train_model=_cpu(self.model.state_dict()))
+        atomic_torch_save(state, self.ckpt_path)
+
+
 def train_layerdag(
     train_dags: list[DAG],
     out_dir: str | Path,
-    config: TrainConfig | None = None,
+    config: LayerDAGTrainConfig | None = None,
     valid_dags: list[DAG] | None = None,
     resume: bool = False,
     num_categories: int | None = None,
@@ -267,118 +426,6 @@ def train_layerdag(
     **model_overrides,
 ) -> tuple[LayerDAG, list[dict]]:
     """Train (or resume) a LayerDAG on `train_dags`; returns the model (on the training device) and
-    the per-epoch history."""
-    cfg = config or TrainConfig()
-    if cfg.lr_decay not in ("none", "cosine"):
-        raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
-    if cfg.label_balance < 0:
-        raise ValueError(f"label_balance must be >= 0, got {cfg.label_balance}")
-    if not 0 <= cfg.ema_decay < 1:
-        raise ValueError(f"ema_decay must be in [0, 1), got {cfg.ema_decay}")
-    if cfg.epochs < 1 or cfg.batch_size < 1:
-        raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
-    out_dir = Path(out_dir)
-    ckpt_path = out_dir / CHECKPOINT
-    device = resolve_device(cfg.device)
-    torch.manual_seed(cfg.seed)
-    model, prepared = build_model(train_dags, cfg.size, num_categories, **model_overrides)
-    model.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    history: list[dict] = []
-    start_epoch = 0
-    ckpt = None
-    if resume:  # a write killed mid-way leaves its temp file behind
-        remove_stale_temps(out_dir)
-    if resume and ckpt_path.is_file():
-        ckpt = load_checkpoint(ckpt_path)
-        if bool(ckpt.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
-            raise ValueError(f"{ckpt_path}: key 'ema_decay': the run was trained with ema_decay="
-                             f"{ckpt.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")
-        model = model_from_checkpoint(ckpt, ckpt_path, "train_model" if cfg.ema_decay else "model")
-        model.to(device)
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        key = None
-        try:
-            for key in ("optim", "rng", "history", "epoch") + (("ema",) if cfg.ema_decay else ()):
-                if key not in ckpt:
-                    raise KeyError(key)
-            key = "optim"
-            opt.load_state_dict(ckpt["optim"])  # moves the moments to the parameters' device
-            key = "rng"
-            gen.set_state(ckpt["rng"])
-            key = "history"
-            history = json.loads(ckpt["history"])
-            if not isinstance(history, list) or not all(isinstance(r, dict) for r in history):
-                raise TypeError("expected a JSON list of per-epoch records")
-            key = "epoch"
-            start_epoch = int(ckpt["epoch"])
-        except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
-            problem = ("missing from checkpoint" if key not in ckpt else
-                       f"cannot resume from it ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")  # fmt: skip
-            raise ValueError(f"{ckpt_path}: key '{key}': {problem}") from None
-    else:
-        (out_dir / BEST).unlink(missing_ok=True)  # a fresh run: a best.pt left by an earlier run is stale
-    ema = _ema(model, cfg.ema_decay)
-    if ema is not None and ckpt is not None:
-        ema.load_state_dict(ckpt["ema"])
-    final = model if ema is None else ema.module  # the weights that are validated, selected, saved and returned
-    draw_p = None  # per-graph draw probabilities of label balancing (None: each graph once per epoch)
-    if cfg.label_balance:
-        if not model.config.conditional:
-            raise ValueError("label_balance needs labelled training graphs: every graph needs a finite label")
-        draw_p = label_balance_weights([g.label for g in prepared], model, cfg.label_balance)
-    valid = [prepare(d) for d in valid_dags] if valid_dags else []
-    selector = _BestSelector(cfg.select, history, out_dir / BEST, resume)
-    groups = {m: [p for k, p in model.named_parameters() if LayerDAG.module_of(k) == m] for m in MODULES}
-    model.train()
-    steps_per_epoch = (len(prepared) + cfg.batch_size - 1) // cfg.batch_size
-    bar = tqdm(total=cfg.epochs * steps_per_epoch, initial=start_epoch * steps_per_epoch,
-               desc="LayerDAG train", unit="step", disable=not progress)  # fmt: skip
-    metrics = MetricsLog(out_dir, start_epoch=start_epoch)  # metrics.csv + TensorBoard, as `graphcost train`
-    for epoch in range(start_epoch, cfg.epochs):
-        t0 = time.perf_counter()
-        rng = np.random.default_rng([cfg.seed, epoch])
-        order = rng.permutation(len(prepared)) if draw_p is None else rng.choice(len(prepared), len(prepared), p=draw_p)
-        sums: dict[str, float] = {}
-        for i in range(0, len(order), cfg.batch_size):
-            if cfg.lr_decay == "cosine":
-                step = epoch * steps_per_epoch + i // cfg.batch_size
-                for group in opt.param_groups:
-                    group["lr"] = cfg.lr * 0.5 * (1 + math.cos(math.pi * step / (cfg.epochs * steps_per_epoch)))
-            part = [prepared[j] for j in order[i : i + cfg.batch_size]]
-            out = model.loss(build_batch(part), _labels(part), gen)
-            opt.zero_grad(set_to_none=True)
-            out["loss"].backward()
-            for params in groups.values():  # per module: the three trainings stay independent
-                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-            if ema is not None:
-                ema.update_parameters(model)
-            for k, v in out.items():
-                sums[k] = sums.get(k, 0.0) + float(v.detach()) * len(part)
-            loss = float(out["loss"].detach())
-            del out  # the step's graph: freed before the trim below
-            release_free_memory()  # batches of ever-changing sizes fragment the heap: RSS would grow per epoch
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}")
-        rec = {"epoch": epoch + 1, "seconds": time.perf_counter() - t0}
-        rec.update({f"train_{k}": v / len(order) for k, v in sums.items()})
-        if valid:
-            rec.update({f"valid_{k}": v for k, v in evaluate_loss(final, valid, cfg.batch_size, cfg.seed).items()})
-            release_free_memory()
-        history.append(rec)
-        if valid:
-            selector.update(final, rec, cfg)
-        state = {
-            "model_config": asdict(model.config), "train_config": asdict(cfg), "model": _cpu(final.state_dict()),
-            "optim": _cpu(opt.state_dict()), "rng": gen.get_state(), "epoch": epoch + 1, "history": json.dumps(history),
-        }  # fmt: skip
-        if ema is not None:
-            state.update(ema_decay=cfg.ema_decay, ema=_cpu(ema.state_dict()), train_model=_cpu(model.state_dict()))
-        _atomic_save(state, ckpt_path)
-        metrics.log(history)  # after the checkpoint: the CSV never runs ahead of what resume restores
-    bar.close()
-    metrics.close()
-    final.eval()
-    return final, history
+    the per-epoch history. A wrapper of `LayerDAGTrainer`."""
+    trainer = LayerDAGTrainer(train_dags, out_dir, config, valid_dags, num_categories, progress, **model_overrides)
+    return trainer.fit(resume=resume)

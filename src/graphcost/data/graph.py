@@ -1,6 +1,7 @@
 """In-memory records shared by every part of graphcost.
 
-One schema carries graphs everywhere (ARCHITECTURE.md): the official TpuGraphs npz keys.
+One schema carries graphs everywhere, from collection and synthesis through preprocessing to the
+models: the official TpuGraphs npz keys (`graphcost.data.io.schema`).
 
 * `LayoutGraph` / `TileGraph` hold one npz file as read (validated) from disk.
 * `GraphBatch` is what every cost model consumes: one graph x a sample of B configurations,

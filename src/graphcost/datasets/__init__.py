@@ -1,4 +1,5 @@
-"""Datasets shipped with graphcost (REAL measurements, see each CARD.md).
+"""Datasets shipped with graphcost (REAL measurements, see each CARD.md), and THE locator for them
+(`shipped_dataset_dir`, `shipped_for_collection`): every part of graphcost finds them here.
 
 ``cpu_layout``: the default training data: 60 JAX/Flax zoo programs x 64 layout configurations
 measured on a 2-core CPU with the cross-process protocol of `graphcost collect` (label = median
@@ -18,18 +19,39 @@ from __future__ import annotations
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
+SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k")
 
 
-def default_dataset_dir() -> Path:
-    """Directory of the shipped dataset (``train/ valid/ test/`` npz files + ``manifest.json``).
+def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
+    """Directory of shipped dataset `name` (``train/ valid/ test/`` npz files + ``manifest.json``).
 
     Raises FileNotFoundError with a clear message if the package was installed without it.
     """
-    path = _ROOT / "cpu_layout"
+    if name not in SHIPPED:
+        raise ValueError(f"unknown shipped dataset {name!r}; choose one of {', '.join(SHIPPED)}")
+    path = _ROOT / name
     if not (path / "manifest.json").is_file():
         raise FileNotFoundError(f"the shipped dataset is missing: {path}/manifest.json not found "
+                                "(reinstall graphcost, or collect one with `graphcost collect`)")
+    if not any(path.rglob("*.npz")):
+        raise FileNotFoundError(f"the shipped dataset is missing: {path} holds no npz files "
                                 "(reinstall graphcost, or collect one with `graphcost collect`)")
     return path
 
 
-__all__ = ["default_dataset_dir"]
+def shipped_for_collection(collection: str | None = None) -> Path | None:
+    """The shipped dataset `graphcost train` uses without ``--data-dir``, or None when it is not
+    installed: ``cpu_flags`` (XLA CPU flag configurations, tile schema) for ``--collection tile:xla``,
+    else ``cpu_layout``."""
+    try:
+        return shipped_dataset_dir("cpu_flags" if collection == "tile:xla" else "cpu_layout")
+    except FileNotFoundError:
+        return None
+
+
+def default_dataset_dir() -> Path:
+    """Directory of the default shipped dataset, ``cpu_layout`` (see `shipped_dataset_dir`)."""
+    return shipped_dataset_dir("cpu_layout")
+
+
+__all__ = ["SHIPPED", "default_dataset_dir", "shipped_dataset_dir", "shipped_for_collection"]

@@ -4,11 +4,18 @@ Conventions. Per-configuration node states are ``(B, N, F)`` (B configurations o
 N nodes, F channels); configuration-independent ones are ``(N, F)``. PyTorch Geometric's
 message passing works on either, since its node dimension is ``-2``.
 
-References (files under ``shared/papers``):
-* TGraph = Khizbullin et al., "Graph neural networks with configuration cross-attention for
-  tensor compilers" (eq. 2-6, §2.2.4-2.2.5).
-* TpuGraphs = Phothilimthana et al. 2023 (§4.2, §4.4).
-* Kaufman = Kaufman et al., "A learned performance model for TPUs", MLSys'21 (§3.2).
+References:
+* TGraph = Khizbullin et al., "Graph Neural Networks with Configuration Cross-Attention for
+  Tensor Compilers", arXiv:2405.16623, 2024 (eq. 2-6, §2.2.4-2.2.5).
+* TpuGraphs = Phothilimthana et al., "TpuGraphs: A Performance Prediction Dataset on Large Tensor
+  Computational Graphs", NeurIPS 2023 Datasets and Benchmarks (§4.2, §4.4).
+* Kaufman = Kaufman et al., "A Learned Performance Model for Tensor Processing Units", MLSys 2021
+  (§3.2).
+
+Every layer with parameters of its own has ``reset_parameters()`` (the PyTorch convention), so
+``model.apply(lambda m: getattr(m, "reset_parameters", lambda: None)())`` re-initialises a whole
+model. Constructors do not call it: that would draw the initial weights a second time and change
+what a seed gives.
 """
 
 from __future__ import annotations
@@ -86,6 +93,9 @@ class LayoutEmbedding(nn.Module):
         self.channels = channels
         self.table = nn.Embedding(LAYOUT_VALUES, channels)
 
+    def reset_parameters(self) -> None:
+        self.table.reset_parameters()
+
     def forward(self, values: Tensor) -> Tensor:
         idx = torch.round(values).long() + 1  # -1..5 -> 0..6
         if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= LAYOUT_VALUES):
@@ -126,6 +136,10 @@ class ChannelSE(nn.Module):
         self.excite = nn.Linear(channels, hidden)
         self.square = nn.Linear(hidden, channels)
 
+    def reset_parameters(self) -> None:
+        self.excite.reset_parameters()
+        self.square.reset_parameters()
+
     def gate(self, x: Tensor) -> Tensor:  # (..., F) -> (..., F): σ(f_square(ReLU(f_excitation(x))))
         z = self.square(F.relu(self.excite(x)))
         return torch.sigmoid(z) if torch.is_grad_enabled() else z.sigmoid_()
@@ -159,7 +173,12 @@ class CrossConfigAttention(nn.Module):
         if scale not in ("mean", "softmax"):
             raise ValueError(f"CrossConfigAttention scale must be 'mean' or 'softmax', got {scale!r}")
         self.scale = scale
-        self.log_temperature = nn.Parameter(torch.tensor(float(init_temperature)).log())
+        self.init_temperature = float(init_temperature)
+        self.log_temperature = nn.Parameter(torch.tensor(self.init_temperature).log())
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():  # the constructor's value, computed the same way
+            self.log_temperature.copy_(torch.tensor(self.init_temperature).log())
 
     @property
     def temperature(self) -> Tensor:
@@ -197,19 +216,24 @@ class ReferenceInstanceNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(channels))
         self.bias = nn.Parameter(torch.zeros(channels))
 
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.weight)
+        nn.init.zeros_(self.bias)
+
     def stats(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Per-channel mean and 1/std over the node axis (-2) of x (..., N, F)."""
         mean = x.mean(dim=-2, keepdim=True)
         var = (x - mean).pow(2).mean(dim=-2, keepdim=True)
         return mean, torch.rsqrt(var + self.eps)
 
-    def apply(self, x: Tensor, mean: Tensor, inv_std: Tensor) -> Tensor:
+    def normalize(self, x: Tensor, mean: Tensor, inv_std: Tensor) -> Tensor:
+        """γ ∘ (x - mean) · inv_std + β with given statistics (e.g. the reference state's)."""
         scale = inv_std * self.weight  # γ / σ
         return torch.addcmul(self.bias - mean * scale, x, scale)  # one pass over x
 
     def forward(self, x: Tensor) -> Tensor:  # per-configuration statistics
         mean, inv_std = self.stats(x)
-        return self.apply(x, mean, inv_std)
+        return self.normalize(x, mean, inv_std)
 
 
 def mlp(sizes: list[int], act: type[nn.Module] = nn.ReLU, last_act: bool = False, dropout: float = 0.0) -> nn.Sequential:

@@ -4,7 +4,7 @@
 fast only where the CPU multiplies bfloat16 natively: x86 with AVX512-BF16 or AMX (oneDNN's bf16
 kernels), or an ARM CPU with the BF16 extension. Elsewhere PyTorch emulates it, and bf16 is several
 times slower than fp32 (an AVX2-only AMD EPYC: 17.05 vs 2.41 ms per configuration on the pruned
-10k-node graph, issue 20). So the default is "auto": bf16 on a CPU with native bf16 when every model
+10k-node graph). So the default is "auto": bf16 on a CPU with native bf16 when every model
 can run it, fp32 otherwise. On CUDA "auto" is fp32: GPU ranking time is mostly CPU preprocessing,
 and bf16 gains nothing end to end there (BENCHMARKS.md, inference on a GPU).
 

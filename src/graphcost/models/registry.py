@@ -118,9 +118,12 @@ def coerce_config(name: str, config: dict) -> dict:
     return out
 
 
-def model_spec(model: nn.Module) -> dict:
-    """JSON-serialisable description that `model_from_spec` turns back into the same architecture."""
-    return {"name": model.name, "kind": model.kind, "config": dataclasses.asdict(model.config)}
+def model_spec(model: nn.Module, name: str | None = None, kind: str | None = None) -> dict:
+    """JSON-serialisable description that `model_from_spec` turns back into the same architecture.
+
+    `name` and `kind` default to the model's own (`build_model` sets them); the trainer passes the
+    names it built the model under, so a stand-in model without them still gets a spec."""
+    return {"name": name or model.name, "kind": kind or model.kind, "config": dataclasses.asdict(model.config)}
 
 
 def model_from_spec(spec: dict) -> nn.Module:

@@ -246,7 +246,7 @@ class TGraph(nn.Module):
             br = _BlockRef(eps_in=eps)
             if blk.norm is not None:
                 br.mean, br.inv_std = blk.norm.stats(eps)
-                n_s = blk.norm.apply(eps, br.mean, br.inv_std)
+                n_s = blk.norm.normalize(eps, br.mean, br.inv_std)
                 scale = (br.inv_std * blk.norm.weight).reshape(-1)  # (H,) norm = scale ⊙ ε + shift
             else:
                 n_s, scale = eps, None
@@ -371,7 +371,7 @@ class TGraph(nn.Module):
             elif ref is None:  # per-configuration InstanceNorm
                 n = blk.norm(eps)
             else:
-                n = blk.norm.apply(eps, ref.blocks[k].mean, ref.blocks[k].inv_std)
+                n = blk.norm.normalize(eps, ref.blocks[k].mean, ref.blocks[k].inv_std)
             eta = blk.attend(blk.sage(n, edges.edge_index))  # PyG SAGEConv(normalize=True)
             cross = blk.cross(eta, dim=0) if blk.cross is not None else None
             eps = blk.combine(eps, eta, cross)

@@ -76,7 +76,7 @@ def _standardised_log(runtime: np.ndarray) -> np.ndarray:
 
 def standardise(scores: np.ndarray) -> np.ndarray:
     """z(·): scores standardised to zero mean and unit variance (order preserving; constant -> zeros).
-    The one definition: `train.crossval` averages ensemble members with it too."""
+    The one definition: `train.inference` averages ensemble members with it too."""
     scores = np.asarray(scores, dtype=np.float64)
     std = scores.std()
     return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()

@@ -15,6 +15,9 @@ list, tuple, str, int, float, bool, None), so it loads with ``torch.load(weights
 
 Writes go to a temporary file in the same directory followed by ``os.replace``, so a kill at
 any moment leaves either the previous checkpoint or the new one, never a torn file.
+
+LayerDAG's checkpoints (`graphcost.dag.train`) are written and read by the same two functions,
+with their own keys (``model_config``, ``model``, ``optim``, ``rng``, ``history``, ...).
 """
 
 from __future__ import annotations
@@ -106,8 +109,17 @@ class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable or lacks a required entry."""
 
 
-def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
-    """Load a checkpoint with ``weights_only=True`` (never unpickles arbitrary objects)."""
+def load_checkpoint(
+    path: str | os.PathLike,
+    map_location: str | torch.device = "cpu",
+    required: tuple[str, ...] = ("model", "model_spec"),
+    kind: str = "graphcost",
+) -> dict:
+    """Load a checkpoint with ``weights_only=True`` (never unpickles arbitrary objects).
+
+    CheckpointError naming the file when it is missing, unreadable, not a dict or without one of
+    the `required` keys; `kind` names the checkpoint in that message ("graphcost" for the cost
+    models, "LayerDAG" for `graphcost.dag.train`, whose checkpoints need model_config and model)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
@@ -115,6 +127,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # corrupt, foreign or pickled-object files
         raise CheckpointError(f"{path}: cannot load checkpoint ({type(exc).__name__}: {exc})") from exc
-    if not isinstance(state, dict) or "model" not in state or "model_spec" not in state:
-        raise CheckpointError(f"{path}: not a graphcost checkpoint (needs keys 'model' and 'model_spec')")
+    if not isinstance(state, dict) or any(key not in state for key in required):
+        keys = " and ".join(f"'{key}'" for key in required)
+        raise CheckpointError(f"{path}: not a {kind} checkpoint (needs keys {keys})")
     return from_safe(state)

@@ -1,14 +1,11 @@
-"""K-fold cross-validation by graph, fold ensembles and test-time augmentation (TGraph §2.4.3, §2.5.3).
+"""K-fold cross-validation by graph, and the fold ensemble it leaves behind (TGraph §2.4.3).
 
 TGraph merges the official train and validation splits, cuts them into K = 20 folds BY GRAPH
 (never configurations of one graph on both sides: runtimes within a graph are highly correlated,
-so splitting them would leak), trains only the first 5 folds, keeps the best 4 by validation
-score, and at inference averages the fold models' scores, each computed with TTA over N = 10
-permutations of the configuration batch (`graphcost.train.evaluate.score_configs`).
-
-Before averaging, each member's scores on a graph are standardised (zero mean, unit variance):
-this leaves a single model's ranking unchanged and stops one member with a larger score scale
-from dominating the ensemble.
+so splitting them would leak; `graphcost.data.splits.kfold_indices`), trains only the first 5
+folds and keeps the best 4 by validation score. At inference the kept folds' scores are averaged,
+each computed with TTA over N = 10 permutations of the configuration batch
+(`graphcost.train.inference.EnsemblePredictor`).
 
 On disk a cross-validation run is ``RUN/fold_00 ... fold_{n-1}`` (each a normal training run)
 plus ``RUN/ensemble.json`` naming the kept folds and their scores.
@@ -20,37 +17,15 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
-import torch
-from torch import nn
 
-from graphcost.models.precision import resolve_precision
-from graphcost.models.trees import standardise
+from graphcost.data.splits import kfold_indices
+from graphcost.data.transforms.pool import graph_names, subset
 from graphcost.train import checkpoint as ckpt
-from graphcost.train.datasets import graph_names, subset
-from graphcost.train.evaluate import score_configs, write_json
-
-ENSEMBLE_FILE = "ensemble.json"
-
-
-def kfold_split(names: Sequence[str], folds: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(train_idx, valid_idx) per fold; items sharing a graph name always land in the same fold.
-
-    Graph names are shuffled with `seed` and dealt round-robin into `folds` folds.
-    """
-    names = [str(n) for n in names]
-    groups = sorted(set(names))
-    if folds < 2:
-        raise ValueError(f"--folds must be at least 2 for cross-validation (got {folds})")
-    if folds > len(groups):
-        raise ValueError(f"--folds {folds} exceeds the number of distinct graphs ({len(groups)})")
-    perm = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0xF01D]).permutation(len(groups))
-    fold_of_group = {groups[g]: pos % folds for pos, g in enumerate(perm)}
-    fold_of_item = np.array([fold_of_group[n] for n in names])
-    index = np.arange(len(names))
-    return [(index[fold_of_item != f], index[fold_of_item == f]) for f in range(folds)]
+from graphcost.train.ranking import write_json
+from graphcost.train.inference import ENSEMBLE_FILE
 
 
 @dataclass
@@ -79,7 +54,7 @@ def run_crossval(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = graph_names(graphs)
-    splits = kfold_split(names, folds, config.seed)
+    splits = kfold_indices(names, folds, config.seed)
     train_folds = min(train_folds, folds)
     keep = max(1, min(keep, train_folds))
     ctx = (trainer_kwargs or {}).get("dist_ctx")
@@ -144,169 +119,3 @@ def has_progress(run_dir: str | Path) -> bool:
     return (run_dir / "checkpoint.pt").is_file() or any(run_dir.glob("fold_*/checkpoint.pt")) or any(
         run_dir.glob("fold_*/done.json")
     )
-
-
-def resolve_checkpoints(path: str | Path) -> list[Path]:
-    """Checkpoint files behind a MODEL argument: a .pt file, a run dir, or a CV run dir."""
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: no such model checkpoint or run directory")
-    manifest = path / ENSEMBLE_FILE
-    if manifest.is_file():
-        members = ensemble_members(manifest)
-        # a fold without a validation improvement has no best.pt: use its last checkpoint
-        return [m if m.is_file() else m.with_name("checkpoint.pt") for m in members]
-    for name in ("best.pt", "checkpoint.pt"):
-        if (path / name).is_file():
-            return [path / name]
-    raise FileNotFoundError(f"{path}: run directory holds no best.pt, checkpoint.pt or {ENSEMBLE_FILE}")
-
-
-def ensemble_members(manifest: Path) -> list[Path]:
-    """The member checkpoints listed in a CV run's ensemble.json, each checked to lie inside the run
-    directory; CheckpointError naming the file and the field otherwise."""
-    try:
-        data = json.loads(manifest.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ckpt.CheckpointError(f"{manifest}: not a readable JSON file ({exc})") from None
-    members = data.get("members") if isinstance(data, dict) else None
-    if not isinstance(members, list) or not members or not all(isinstance(m, str) and m for m in members):
-        raise ckpt.CheckpointError(f"{manifest}: field 'members' must be a non-empty list of checkpoint paths, "
-                                   f"got {members!r}")  # fmt: skip
-    run = manifest.parent.resolve()
-    out = []
-    for member in members:
-        full = (manifest.parent / member).resolve()
-        if Path(member).is_absolute() or not full.is_relative_to(run):
-            raise ckpt.CheckpointError(f"{manifest}: field 'members': {member!r} lies outside the run directory {run}")
-        out.append(manifest.parent / member)
-    return out
-
-
-def load_scaler(state: dict):
-    from graphcost.data.transforms.scaler import FeatureScaler
-
-    return FeatureScaler.from_state_dict(state)
-
-
-def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, object, dict]:
-    """(model in eval mode, fitted scaler, checkpoint metadata) from a checkpoint file."""
-    from graphcost.train.trainer import build_from_spec
-
-    state = ckpt.load_checkpoint(path)
-    spec = state["model_spec"]
-    if not isinstance(spec, dict) or not isinstance(spec.get("config", {}), dict):
-        raise ckpt.CheckpointError(f"{path}: key 'model_spec' must be a dict with 'name', 'kind' and 'config'")
-    try:
-        model = build_from_spec(spec)
-    except (ValueError, TypeError, KeyError) as exc:  # unknown model / kind, bad config fields
-        raise ckpt.CheckpointError(f"{path}: key 'model_spec': {exc}") from None
-    if "scaler" not in state:
-        raise ckpt.CheckpointError(f"{path}: key 'scaler' is missing (the feature scaler fitted in training)")
-    try:
-        scaler = load_scaler(state["scaler"])
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise ckpt.CheckpointError(f"{path}: key 'scaler': not a feature scaler state ({type(exc).__name__}: {exc})") from None
-    try:
-        model.load_state_dict(state["model"])
-    except (RuntimeError, TypeError, AttributeError) as exc:  # wrong tensor shapes / missing or unexpected keys / not a dict
-        first = str(exc).strip().splitlines()
-        detail = " ".join(line.strip() for line in first[1:3]) or (first[0] if first else "")
-        raise ckpt.CheckpointError(
-            f"{path}: model weights do not match the architecture recorded in the checkpoint ({detail})"
-        ) from None
-    model.to(device).eval()
-    meta = {k: v for k, v in state.items() if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score")}
-    return model, scaler, meta
-
-
-def load_blend(run_dir: Path):
-    """(Blend, TreeRanker) of a run directory that has a ``blend.json`` (`graphcost train`'s trees
-    beside the graph model), else None."""
-    from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeError, TreeRanker
-
-    if not (run_dir / BLEND_FILE).is_file():
-        return None
-    try:
-        return Blend.load(run_dir / BLEND_FILE), TreeRanker.load(run_dir / TREES_FILE)
-    except TreeError as exc:
-        raise ckpt.CheckpointError(str(exc)) from None
-
-
-class EnsemblePredictor:
-    """Average of fold models' TTA scores (TGraph §2.5.3); LOWER score = predicted faster. A single
-    run directory with trees (``blend.json``) scores w · z(graph models) + (1 - w) · z(trees)."""
-
-    def __init__(
-        self,
-        members: Sequence[tuple[nn.Module, object]],
-        kind: str,
-        *,
-        batch_size: int = 128,
-        tta: int = 10,
-        seed: int = 0,
-        device: str | torch.device = "cpu",
-        make_batch: Callable | None = None,
-        precision: str = "fp32",
-    ) -> None:
-        if not members:
-            raise ValueError("an ensemble needs at least one model")
-        precision = resolve_precision(precision, device, [m for m, _ in members])  # "auto" -> fp32 | bf16
-        if precision != "fp32":  # the same rule as score_configs, checked before any graph is read
-            for model, _ in members:
-                if not getattr(model, "can_score_chunked", False):
-                    raise ValueError(f"precision {precision!r} is supported by TGraph only, not by {type(model).__name__}")
-        self.members = list(members)
-        self.kind = kind
-        self.batch_size, self.tta, self.seed, self.precision = batch_size, tta, seed, precision
-        self.device = torch.device(device)
-        self.make_batch = make_batch
-        self.blend = None  # (Blend, TreeRanker) when the run has trees beside its graph model
-
-    @classmethod
-    def load(cls, paths: Sequence[str | Path], device: str = "cpu", trees: bool = True,
-             **kwargs) -> "EnsemblePredictor":
-        """Load every checkpoint behind `paths` (files, run dirs or CV run dirs). One run directory
-        with trees scores with its blend (`trees=False`: the graph model alone); an ensemble of several
-        paths uses their graph models only."""
-        from graphcost.train.distributed import resolve_device
-
-        blend = load_blend(Path(paths[0])) if trees and len(paths) == 1 and Path(paths[0]).is_dir() else None
-        device = resolve_device(device)
-        files = [f for p in paths for f in resolve_checkpoints(p)]
-        members, kinds = [], set()
-        for f in files:
-            model, scaler, meta = load_trained(f, device)
-            members.append((model, scaler))
-            kinds.add(meta["model_spec"]["kind"])
-        if len(kinds) != 1:
-            raise ValueError(f"models mix graph kinds {sorted(kinds)}: ensemble only models of one collection")
-        predictor = cls(members, kinds.pop(), device=device, **kwargs)
-        predictor.files = files
-        if blend is not None and blend[1].kind != predictor.kind:
-            raise ckpt.CheckpointError(f"{paths[0]}: trees.txt holds {blend[1].kind} trees beside a {predictor.kind} model")
-        predictor.blend = blend
-        return predictor
-
-    def score(self, prepared) -> np.ndarray:
-        """(K,) ensemble scores for every configuration of `prepared`, in its order."""
-        if prepared.kind != self.kind:
-            raise ValueError(f"{prepared.name}: a {prepared.kind} graph cannot be scored by a {self.kind} model")
-        total = np.zeros(int(np.asarray(prepared.runtime).shape[0]), dtype=np.float64)
-        for model, scaler in self.members:
-            raw = score_configs(
-                model, prepared, scaler, batch_size=self.batch_size, device=self.device, tta=self.tta,
-                seed=self.seed, make_batch=self.make_batch, precision=self.precision,
-            )
-            total += standardise(raw)
-        total /= len(self.members)
-        if self.blend is not None:
-            blend, trees = self.blend
-            return blend.score(total, trees, prepared)
-        return total
-
-    def rank(self, prepared) -> np.ndarray:
-        """Configuration indices of `prepared`, predicted fastest first."""
-        return np.argsort(self.score(prepared), kind="stable")

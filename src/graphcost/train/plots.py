@@ -226,8 +226,8 @@ def plot_run(out_dir: Path, history: Sequence[Mapping], report, valid_graphs: Se
              kind: str) -> list[Path]:
     """learning_curves.png and (with a validation report) valid_ranks.png in `out_dir`; their paths.
     `report`: the last `EvalReport` or None; `config`: the run's `TrainConfig`."""
-    from graphcost.train.datasets import graph_names
-    from graphcost.train.evaluate import selection_metric
+    from graphcost.data.transforms.pool import graph_names
+    from graphcost.train.ranking import selection_metric
 
     out_dir = Path(out_dir)
     title = run_title(out_dir, config.model, kind)

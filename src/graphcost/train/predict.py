@@ -139,7 +139,7 @@ def submission_rows(predictor, files: Sequence[str | Path], collection: str, cac
 
 def write_csv_rows(rows: Iterable[tuple[str, str]], path: str | Path) -> Path:
     """Atomically write ``ID,TopConfigs`` rows."""
-    from graphcost.train.evaluate import check_output_file
+    from graphcost.train.ranking import check_output_file
 
     path = check_output_file(path)
     buf = io.StringIO()

@@ -12,7 +12,7 @@ n_g = min(ceil(K / B), max_steps_per_graph) batches, so a graph with thousands o
 configurations is not trained on for one batch an epoch like a graph with 64; when an epoch would
 have fewer than `min_epoch_steps` steps (one or two graphs), it makes whole passes until it has
 them. Every epoch then evaluates every configuration of every validation graph
-(`graphcost.train.evaluate`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
+(`graphcost.train.ranking`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
 for `--resume`) and `best.pt` (the best validation epoch). Training stops early after `patience`
 epochs without a better validation score; `best.pt` is the model every command loads.
 
@@ -41,18 +41,17 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 import torch
-from torch import nn
 
 from graphcost.atomic import remove_stale_temps
+from graphcost.data.transforms.pool import LazyPrepared, graph_config_counts, graph_kinds, graph_names
 from graphcost.train import checkpoint as ckpt
 from graphcost.train import recipe
-from graphcost.train.datasets import LazyPrepared, graph_config_counts, graph_kinds, graph_names
 from graphcost.train.distributed import DistContext
-from graphcost.train.evaluate import EvalReport, ModelScorer, evaluate_graphs, selection_metric
+from graphcost.train.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric
 from graphcost.train.metrics_log import MetricsLog
 from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
 
@@ -135,23 +134,6 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
-def model_spec(name: str, kind: str, model: nn.Module, fallback_config: dict) -> dict:
-    """{"name", "kind", "config"}: enough to rebuild `model` through the registry."""
-    config = getattr(model, "config", None)
-    if config is not None and dataclasses.is_dataclass(config):
-        config = dataclasses.asdict(config)
-    elif not isinstance(config, dict):
-        config = dict(fallback_config)
-    return {"name": name, "kind": kind, "config": config}
-
-
-def build_from_spec(spec: dict) -> nn.Module:
-    """Rebuild a model from its spec through `graphcost.models.registry`."""
-    from graphcost.models import registry
-
-    return registry.model_from_spec(spec)
-
-
 class StopTraining(Exception):
     """Raised by a step callback to stop training early (used to simulate kills in tests)."""
 
@@ -165,12 +147,31 @@ class TrainResult:
     last_report: object | None = None
 
 
+@dataclass(frozen=True)
+class TrainerSeams:
+    """Stand-ins for the functions a `Trainer` looks up itself, for TESTS only (a subclass sets
+    `Trainer.seams`; see tests/train/train_stubs.py `stub_trainer`). None: the real function.
+
+    build_model(name, kind, **config) -> nn.Module   (default `graphcost.models.registry.build_model`)
+    make_batch(graph, idx, scaler) -> GraphBatch      (default `graphcost.data.transforms.batching.make_batch`)
+    sample(graph, batch_configs, rng) -> indices      (default `batching.sample_config_indices`)
+    loss(scores, runtime) -> Tensor                   (default `graphcost.train.losses.get_loss(config.loss)`)
+    """
+
+    build_model: Callable | None = None
+    make_batch: Callable | None = None
+    sample: Callable | None = None
+    loss: Callable | None = None
+
+
 class Trainer:
     """Trains one model on prepared graphs; writes checkpoints, metrics.csv and plots to `out_dir`.
 
-    The data-prep, model and loss functions are looked up lazily from their modules; tests can
-    inject stand-ins through the keyword arguments.
+    The data-prep, model and loss functions are looked up lazily from their modules (tests swap
+    them through `seams`).
     """
+
+    seams: ClassVar[TrainerSeams] = TrainerSeams()
 
     def __init__(
         self,
@@ -181,11 +182,6 @@ class Trainer:
         *,
         scaler=None,
         dist_ctx: DistContext | None = None,
-        build_model_fn: Callable | None = None,
-        make_batch_fn: Callable | None = None,
-        sample_fn: Callable | None = None,
-        loss_fn: Callable | None = None,
-        scaler_factory: Callable | None = None,
     ) -> None:
         if not train_graphs:
             raise ValueError("no training graphs: check --data-dir / --collection")
@@ -196,6 +192,10 @@ class Trainer:
                 "--collection tile:xla or a layout collection (layout:xla:default, layout:xla:random, "
                 "layout:nlp:default, layout:nlp:random)"
             )
+        from graphcost.data.transforms import batching
+        from graphcost.models import registry
+        from graphcost.train.losses import get_loss
+
         self.kind = kinds.pop()
         self.config = config
         self.train_graphs = train_graphs if isinstance(train_graphs, LazyPrepared) else list(train_graphs)
@@ -205,34 +205,22 @@ class Trainer:
         self.dist = dist_ctx or DistContext()
         self.device = self.dist.device(config.device)
         self.metric = selection_metric(self.kind)
-        if make_batch_fn is None or sample_fn is None:
-            from graphcost.data.transforms import batching
-
-            make_batch_fn = make_batch_fn or batching.make_batch
-            sample_fn = sample_fn or batching.sample_config_indices
-        self.make_batch = make_batch_fn
-        self.sample = sample_fn
-        if loss_fn is None:
-            from graphcost.train.losses import get_loss
-
-            loss_fn = get_loss(config.loss)
-        self.loss_fn = loss_fn
+        self.make_batch = self.seams.make_batch or batching.make_batch
+        self.sample = self.seams.sample or batching.sample_config_indices
+        self.loss_fn = self.seams.loss or get_loss(config.loss)
 
         seed_everything(config.seed, deterministic=self.device.type == "cpu")  # GPU: speed over bitwise repeatability
         if scaler is None:
-            if scaler_factory is None:
-                from graphcost.data.transforms.scaler import FeatureScaler
+            from graphcost.data.transforms.scaler import FeatureScaler
 
-                scaler_factory = FeatureScaler
-            scaler = scaler_factory()
+            scaler = FeatureScaler()
             fitted = scaler.fit(self.train_graphs)  # fit on TRAIN graphs only
             scaler = fitted if fitted is not None else scaler
         self.scaler = scaler
-        if build_model_fn is None:
-            from graphcost.models.registry import build_model as build_model_fn
+        build_model = self.seams.build_model or registry.build_model
         torch.manual_seed(config.seed)  # parameter initialisation depends on the seed only
-        base = build_model_fn(config.model, self.kind, **config.model_config)
-        self.spec = model_spec(config.model, self.kind, base, config.model_config)
+        base = build_model(config.model, self.kind, **config.model_config)
+        self.spec = registry.model_spec(base, name=config.model, kind=self.kind)
         self.model = base.to(self.device)  # the bare model: checkpoints, validation
         self.train_model = self.dist.wrap(self.model)  # DistributedDataParallel under torchrun, else the model
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
@@ -262,7 +250,7 @@ class Trainer:
         return {
             "model_spec": self.spec,
             "model": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
-            "scaler": self.scaler.state_dict() if hasattr(self.scaler, "state_dict") else {},
+            "scaler": self.scaler.state_dict(),
             "train_config": dataclasses.asdict(self.config),
             "kind": self.kind,
             "metric": self.metric,
@@ -339,7 +327,7 @@ class Trainer:
         cfg = self.config
         if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
             raise ValueError(
-                "loader_workers > 0 builds batches with graphcost.data.transforms.batching; drop make_batch_fn / sample_fn"
+                "loader_workers > 0 builds batches with graphcost.data.transforms.batching; drop the make_batch / sample seams"
             )
         dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
         keys = [

@@ -34,7 +34,7 @@ class GraphModelScorer:
 
     def __init__(self, runs: list[str | Path], program: TuneProgram, space: Space, device: str = "cpu",
                  batch_size: int = 256):
-        from graphcost.train.crossval import EnsemblePredictor
+        from graphcost.train.inference import EnsemblePredictor
 
         self.program, self.space = program, space
         self.predictors = {}
@@ -52,7 +52,7 @@ class GraphModelScorer:
     def __call__(self, configs: list[Codes]) -> np.ndarray:
         """(K,) float64 predicted scores of `configs`, lower = faster."""
         from graphcost.data.transforms.preprocess import prepare_graph
-        from graphcost.train.crossval import standardise
+        from graphcost.models.trees import standardise
 
         total = np.zeros(len(configs), np.float64)
         for kind, pred in self.predictors.items():
@@ -153,6 +153,6 @@ class FineTunedModel:
     def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
         if self.model is None:
             return np.asarray(prior, np.float64)
-        from graphcost.train.evaluate import score_configs
+        from graphcost.train.ranking import score_configs
 
         return score_configs(self.model, self._prepared(codes), self.scaler, batch_size=256)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from graphcost.dag.graph import DAG
 
 DATASET_NAMES = ("lp", "tpu-tile", "nasbench201")
-MIN_GRAPHS = 8  # smallest count whose seeded 80/10/10 split (splits.split_by_graph) leaves no split empty
+MIN_GRAPHS = 8  # smallest count whose seeded 80/10/10 split (graphcost.data.splits.train_valid_test_split) leaves no split empty
 
 
 def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
     """{'train', 'valid', 'test'} lists of DAGs for a dataset name in DATASET_NAMES: the seeded
     80/10/10 split by graph, or with `fold=(f, k)` fold f of a k-fold cross-validation
-    (`splits.kfold_split`). Other keywords: `num_graphs` (LP, NAS-Bench-201), `path` (TPU Tile),
+    (`graphcost.data.splits.kfold_train_valid_test`). Other keywords: `num_graphs` (LP, NAS-Bench-201), `path` (TPU Tile),
     `data_dir` (TPU Tile, NAS-Bench-201: the directory of the real datasets, `locate.dag_data_dir`)."""
     num_graphs = kwargs.get("num_graphs")
     if name in ("lp", "nasbench201") and num_graphs is not None and not MIN_GRAPHS <= num_graphs:

@@ -1,5 +1,8 @@
 """Where LayerDAG's real datasets live: one locator for TPU Tile and NAS-Bench-201.
 
+These are EXTERNAL data, never shipped in the package (the shipped cost-model datasets have their
+own locator, `graphcost.datasets.shipped_dataset_dir`).
+
 The directory holding ``tpu_tile_graphs/val.npz`` and ``nasbench201/{archs.txt,latency_ms.npz}``
 is, first found:
 

@@ -26,7 +26,7 @@ def default_path(data_dir: str | Path | None = None) -> Path | None:
 def load_tpu_tile(path: str | Path | None = None, seed: int = 0, fold: tuple[int, int] | None = None,
                   data_dir: str | Path | None = None) -> dict[str, list[DAG]]:
     """The real TPU Tile DAGs, split by graph into {'train', 'valid', 'test'} (80/10/10, or
-    `fold` = (f, k): fold f of a k-fold cross-validation, `splits.kfold_split`).
+    `fold` = (f, k): fold f of a k-fold cross-validation, `graphcost.data.splits.kfold_train_valid_test`).
 
     Args:
         path: the val.npz file itself; default: the one in `data_dir`.

@@ -201,7 +201,7 @@ class TpuGraphsDataset(Dataset):
         cls, graphs: Sequence, scaler: FeatureScaler | None, *, batch_configs: int = 64, seed: int = 0,
         transform: Callable[[Data], Data] | None = None
     ) -> "TpuGraphsDataset":
-        """A dataset over PreparedGraphs already loaded (a list, or train.datasets.LazyPrepared);
+        """A dataset over PreparedGraphs already loaded (a list, or graphcost.data.transforms.pool.LazyPrepared);
         no raw files, no processing. The trainer's path (`graphcost train --loader-workers`)."""
         if batch_configs < 1:
             raise ValueError(f"batch_configs must be >= 1, got {batch_configs}")

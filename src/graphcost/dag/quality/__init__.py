@@ -1,0 +1,8 @@
+"""graphcost.dag.quality: how good a LayerDAG generator is (LayerDAG §V).
+
+  statistics   distribution statistics of generated vs real graphs (MMD)
+  novelty      uniqueness and novelty of generated graphs
+  surrogate    the surrogate-regressor Pearson protocol for conditional generation
+
+LP validity lives with the LP dataset (`graphcost.dag.datasets.lp`).
+"""
