@@ -35,80 +35,27 @@ their driver. Every manifest path must lie inside OUT.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
-import os
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json, atomic_write_text, lock_dir
-from graphcost.frontend.flags import collect_columns
-from graphcost.frontend.measure import Protocol, environment_metadata, load_average, spearman
-from graphcost.frontend.protocol import CrossProcess, combine, noise_stats, run_worker, wait_for_quiet
-from graphcost.frontend.zoo import ProgramSpec, list_programs
+from graphcost.atomic import atomic_write_json, lock_dir
+from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job
+from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
+from graphcost.frontend.measure.interleaved import environment_metadata, load_average, spearman
+from graphcost.frontend.programs.compile import compile_all, persistent_cache
+from graphcost.frontend.programs.zoo import ProgramSpec
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
 WORK = ".work"
 
 
-@dataclass
-class CollectOptions:
-    """Parameters of one collection (recorded in the manifest; a resume must use the same)."""
-
-    space: str = "layout"  # layout | flags
-    mode: str = "both"  # layout search mode: random | default | both (half each, see layouts.sample_mixed_configs)
-    configs: int = 8
-    seed: int = 0
-    protocol: Protocol = field(default_factory=Protocol)
-    cross: CrossProcess = field(default_factory=CrossProcess)
-    split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
-    # not part of the collection key: they do not change what is measured
-    compile_workers: int = 2
-    cache_dir: Path | None = None  # None: OUT/.work/jax-cache
-
-    def key(self) -> dict[str, Any]:
-        return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
-                "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
-                "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-                **({"flag_columns": list(collect_columns())} if self.space == "flags" else {})}
-
-
-# --- program selection and splits ------------------------------------------------------------
-
-def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[ProgramSpec]:
-    """Programs matching `selectors`; with `limit` > 0 a seeded sample spread over families."""
-    specs = list_programs(selectors)
-    if limit <= 0 or len(specs) <= limit:
-        return specs
-    rng = np.random.default_rng(seed)
-    by_family: dict[str, list[ProgramSpec]] = {}
-    for s in specs:
-        by_family.setdefault(s.family, []).append(s)
-    # sample from the cheaper half of each family (size proxy: product of integer hparams, x3 for training)
-    queues = []
-    for group in by_family.values():
-        group = sorted(group, key=program_cost)[: max(1, (len(group) + 1) // 2)]
-        queues.append([group[i] for i in rng.permutation(len(group))])
-    chosen: list[ProgramSpec] = []
-    while len(chosen) < limit:  # round-robin over families
-        for q in queues:
-            if q and len(chosen) < limit:
-                chosen.append(q.pop(0))
-    names = {s.name for s in chosen}
-    return [s for s in specs if s.name in names]
-
-
-def program_cost(spec: ProgramSpec) -> float:
-    """A rough size proxy of a program: product of its integer hyper-parameters, x3 for a training step."""
-    ints = [v for v in spec.hparams.values() if isinstance(v, int) and not isinstance(v, bool)]
-    return float(np.prod(ints)) * (3.0 if spec.hparams.get("mode") == "train" else 1.0)
-
+# --- splits ----------------------------------------------------------------------------------
 
 def assign_splits(specs: list[ProgramSpec], fractions=(0.7, 0.15, 0.15), seed: int = 0) -> dict[str, str]:
     """Program name -> split, by graph, stratified by family, deterministic in `seed`.
@@ -174,181 +121,7 @@ def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
     return path
 
 
-# --- one graph: configurations, driver compile ------------------------------------------------
-
-@dataclass
-class GraphJob:
-    """One program's configurations, ready to measure: npz arrays without labels, the worker job."""
-
-    spec: ProgramSpec
-    kind: str  # layout | tile
-    arrays: dict  # static npz arrays (graph + configuration features [+ config_search_mode])
-    job: dict  # JSON job of `graphcost.frontend.measure_worker`
-    lower: Callable[[], list]  # -> one jax `Lowered` per configuration (for the driver compile)
-    compiler_options: list  # one dict or None per configuration
-    info: dict  # manifest fields known before measuring
-
-
-def prepare_layout(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
-    """Build, featurize and configure one program in the layout space."""
-    from graphcost.frontend.layouts import (
-        LayoutProgram,
-        config_features,
-        locate_sites,
-        sample_configs,
-        sample_mixed_configs,
-    )
-
-    fn, args = spec.build()
-    lp = LayoutProgram(fn, args)
-    fm, active, node_ids = locate_sites(lp)
-    if not active:
-        raise ValueError(f"{spec.name}: no configurable dot/convolution/reshape node found")
-    if options.mode == "both":
-        configs, modes = sample_mixed_configs(active, options.configs, seed=options.seed)
-    else:
-        configs = sample_configs(active, options.configs, options.mode, seed=options.seed)
-        modes = [options.mode] * len(configs)
-    full = [lp.full_config(active, cfg) for cfg in configs]
-    arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
-              "edge_index": fm.edge_index.astype(np.int64), "node_config_ids": node_ids,
-              "node_config_feat": config_features(configs), "node_splits": fm.node_splits.astype(np.int64),
-              "config_search_mode": np.asarray(modes)}
-    job = {"space": "layout", "program": spec.name, "configs": [[list(map(_perm_json, t)) for t in c] for c in full]}
-    info = {"num_configurable": int(len(node_ids)), "num_jax_sites": len(lp.sites),
-            "configs_by_mode": {m: modes.count(m) for m in sorted(set(modes))}}
-    return GraphJob(spec, "layout", arrays, job, lambda: [lp.lowered(c) for c in full], [None] * len(full), info)
-
-
-def _perm_json(perm):
-    return None if perm is None else list(perm)
-
-
-def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
-    """Build and featurize one program; its configurations in the XLA CPU flag space."""
-    from graphcost.frontend.flags import flag_configs, flag_features
-    from graphcost.frontend.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
-
-    import jax
-
-    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.flags) is XLA:CPU's
-        raise ValueError(f"--space flags measures XLA CPU compiler options, but JAX's default backend here is "
-                         f"'{jax.default_backend()}'; run with JAX_PLATFORMS=cpu")  # fmt: skip
-    fn, args = spec.build()
-    lowered = lower(fn, args)
-    fm = featurize_hlo_bytes(unoptimized_hlo_bytes(lowered))
-    configs = flag_configs(options.configs, seed=options.seed)  # configs[0] is the default
-    arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
-              "edge_index": fm.edge_index.astype(np.int64), "config_feat": flag_features(configs)}
-    job = {"space": "flags", "program": spec.name, "configs": [list(c.values) for c in configs]}
-    return GraphJob(spec, "tile", arrays, job, lambda: [lowered] * len(configs),
-                    [c.compiler_options() for c in configs], {})
-
-
-def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, name: str = "",
-                keep: bool = True) -> list:
-    """Compile every `Lowered` (protocol step 1) with `workers` threads (XLA compiles release the GIL).
-    keep=False drops each executable once compiled (the persistent cache holds it; see memory_maps)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from graphcost.frontend.jax_program import compile_lowered
-
-    done = [0]
-
-    def one(i):
-        exe = compile_lowered(lowered[i], compiler_options[i])
-        done[0] += 1
-        exe = exe if keep else None
-        if bar is not None:
-            bar.set_postfix_str(f"{name}: compiled {done[0]}/{len(lowered)}")
-        return exe
-
-    if workers <= 1:
-        return [one(i) for i in range(len(lowered))]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, range(len(lowered))))
-
-
-# --- one graph: P measuring processes ---------------------------------------------------------
-
-def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, before_first=None,
-                      status=None) -> tuple[np.ndarray, list[dict]]:
-    """Run the P processes of `job` that have no result yet in `work` (``<prefix><p>.npz``).
-
-    before_first: called once before the first process that must run (the driver compile).
-    Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
-    time, its compile/load time, whether the machine was quiet). A job file that differs from
-    the one the kept results were measured with discards them. A result is kept only when it is
-    the file of a process this driver (or an earlier one) saw finish and recorded in
-    ``<prefix>-done.json`` (its SHA-256): a file written by anything else, e.g. a measuring process
-    orphaned by a killed driver, is measured again.
-    """
-    work.mkdir(parents=True, exist_ok=True)
-    job_path = work / f"{prefix}-job.json"
-    ledger_path = work / f"{prefix}-done.json"
-    text = json.dumps(job, sort_keys=True)
-    if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
-        for old in work.glob(f"{prefix}[0-9]*.npz"):  # measured for another job
-            old.unlink()
-        ledger_path.unlink(missing_ok=True)
-        atomic_write_text(job_path, text)
-    ledger = _read_ledger(ledger_path)
-    rows, records = [], []
-    for p in range(cross.processes):
-        out = work / f"{prefix}{p}.npz"
-        data = out.read_bytes() if out.exists() else None
-        if data is not None and ledger.get(str(p)) != _sha256(data):
-            # not the result of a process this driver saw finish (e.g. an orphan of a killed run): measure again
-            out.unlink()
-            data = None
-        if data is None:
-            if before_first is not None:
-                before_first()
-                before_first = None
-            say = (lambda msg, p=p: status(f"process {p + 1}/{cross.processes}: {msg}")) if status else None
-            quiet = wait_for_quiet(cross.load_threshold(), cross.max_wait_s, say)
-            if status:
-                status(f"process {p + 1}/{cross.processes}: measuring (load {_fmt_load(quiet['load'])})")
-            t0 = time.perf_counter()
-            run_worker(job_path, p, out, cross.core(), cross.worker_timeout_s)
-            wall = round(time.perf_counter() - t0, 2)
-            data = out.read_bytes()
-            ledger[str(p)] = _sha256(data)  # recorded: a later resume may adopt exactly this file
-            atomic_write_json(ledger, ledger_path)
-            rec_extra = {"waited_s": quiet["waited_s"], "quiet": quiet["quiet"], "wall_s": wall}
-        else:
-            rec_extra = {"resumed": True}
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            rows.append(np.asarray(z["runtime_ns"], np.float64))
-            records.append({"load_start": _list(z["loadavg_start"]), "load_end": _list(z["loadavg_end"]),
-                            "compile_or_load_s": round(float(z["compile_s"]), 2), "core": int(z["core"]), **rec_extra})
-    k = len(job["configs"]) if "configs" in job else len(job["fake_runtime_ns"][0])
-    if any(len(r) != k for r in rows):
-        raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
-    return np.stack(rows, axis=1), records  # (K, P)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_ledger(path: Path) -> dict[str, str]:
-    """The finished processes of a graph's work area, ``{process: sha256 of its result file}``;
-    empty when missing or unreadable (then every result is measured again)."""
-    try:
-        ledger = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return {}
-    return {str(k): v for k, v in ledger.items() if isinstance(v, str)} if isinstance(ledger, dict) else {}
-
-
-def _list(a) -> list:
-    return [round(float(x), 2) for x in np.asarray(a).ravel()]
-
-
-def _fmt_load(load) -> str:
-    return "?" if not load else f"{load[0]:.2f}"
-
+# --- one graph: labels and files ---------------------------------------------------------------
 
 def summarize(samples: np.ndarray) -> dict:
     """Manifest fields of a (K, P) sample matrix: label range, spread, noise statistics."""
@@ -384,12 +157,6 @@ def save_arrays(arrays: dict, path: Path, kind: str) -> None:
 
 # --- the collection loop -------------------------------------------------------------------
 
-def _prepare(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
-    gj = (prepare_layout if options.space == "layout" else prepare_flags)(spec, options)
-    gj.job.update(protocol=asdict(options.protocol), cache_dir=str(options.cache_dir))
-    return gj
-
-
 def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
     """Compile into the persistent cache (the measuring processes then load); record the time."""
     t0 = time.perf_counter()
@@ -399,8 +166,6 @@ def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
 
 def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
     """Collect every program in `specs` into `out_dir` (resumable). Returns the manifest."""
-    from graphcost.frontend.measure_worker import persistent_cache
-
     out_dir = Path(out_dir)
     with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
         manifest = load_manifest(out_dir, options)
@@ -424,7 +189,7 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
         for spec in todo:
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{spec.name}: prepare")
-            gj = _prepare(spec, options)
+            gj = prepare_job(spec, options)
             timing = {"compile_s": 0.0}
             work = out_dir / WORK / spec.name
             samples, records = measure_processes(
@@ -467,8 +232,6 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     ``config_runtime_repeat_samples`` and the manifest entry gets ``repeat`` (Spearman of the two
     labels, noise, loads, date). Resumable like `collect`.
     """
-    from graphcost.frontend.measure_worker import persistent_cache
-
     out_dir = Path(out_dir)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
@@ -502,7 +265,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             except ValueError as exc:
                 raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
             stored = _read_graph(path)
-            gj = _prepare(spec, options)
+            gj = prepare_job(spec, options)
             feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
             if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
                 raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "

@@ -37,17 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.frontend.collect import (
-    CollectOptions,
-    _prepare,
-    assign_splits,
-    finish_graph,
-    load_manifest,
-    measure_processes,
-    pending,
-)
-from graphcost.frontend.measure import environment_metadata, load_average
-from graphcost.frontend.zoo import ProgramSpec, get_program
+from graphcost.frontend.collect.jobs import CollectOptions, prepare_job
+from graphcost.frontend.collect.local import MANIFEST, assign_splits, finish_graph, load_manifest, pending
+from graphcost.frontend.measure.cross_process import die_with_parent, measure_processes
+from graphcost.frontend.measure.interleaved import environment_metadata, load_average
+from graphcost.frontend.programs.zoo import ProgramSpec, get_program
 
 MEASURE_RESOURCE = "graphcost_measure"
 MAX_RETRIES = 3
@@ -100,7 +94,7 @@ def compile_graph(name: str, options: CollectOptions) -> dict:
     import platform
 
     t0 = time.perf_counter()
-    gj = _prepare(get_program(name), options)
+    gj = prepare_job(get_program(name), options)
     tmp = Path(tempfile.mkdtemp(prefix="graphcost-compile-"))
     try:
         job = {**gj.job, "cache_dir": str(tmp / "cache")}
@@ -119,9 +113,7 @@ def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> N
     import sys
 
     cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), "0", str(out), "-1",
-           str(max(1, threads))]  # measure_worker.main: process 0, not pinned, compile only with THREADS
-    from graphcost.frontend.protocol import die_with_parent
-
+           str(max(1, threads))]  # worker.main: process 0, not pinned, compile only with THREADS
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
     if proc.returncode != 0 or not out.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -177,7 +169,6 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
     except ImportError as exc:
         raise ImportError("the Ray backend needs the optional extra: pip install 'graphcost[ray]'") from exc
     from graphcost.atomic import atomic_write_json, lock_dir
-    from graphcost.frontend.collect import MANIFEST
 
     check_reachable(address)
     out_dir = Path(out_dir)

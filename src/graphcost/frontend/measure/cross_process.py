@@ -1,4 +1,4 @@
-"""The cross-process measurement protocol of `graphcost collect` (issue 17, part 1).
+"""The cross-process measurement protocol of `graphcost collect`: the driver side and the label.
 
 One process's timings of a set of configurations agree well with themselves (the interleaved
 protocol of `graphcost.frontend.measure`) and badly with another process's: code placement,
@@ -23,10 +23,17 @@ processes' rankings correlate at about ``1 / (1 + r^2)``; a graph with ``r > 0.5
 process-to-process correlation below 0.8) cannot have its configurations told apart by this
 machine and is FLAGGED in the manifest and the card. The mean pairwise Spearman correlation
 between processes is reported beside it.
+
+`measure_processes` is the driver side for one graph: it runs the processes that have no result
+yet (`wait_for_quiet`, then `run_worker`), keeps the results of finished processes across a resume
+(each recorded with its SHA-256) and returns the (K, P) samples.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
 import subprocess
 import sys
@@ -38,7 +45,8 @@ from typing import Callable
 
 import numpy as np
 
-from graphcost.frontend.measure import load_average, spearman
+from graphcost.atomic import atomic_write_json, atomic_write_text
+from graphcost.frontend.measure.interleaved import load_average, spearman
 
 NOISE_RATIO_FLAG = 0.5  # r above this: configurations not separable (process-to-process rho < ~0.8)
 
@@ -138,7 +146,7 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
     Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
     """
     cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), str(process), str(out_path),
-           str(-1 if core is None else core), "0"]  # measure_worker.main's five arguments
+           str(-1 if core is None else core), "0"]  # worker.main's five arguments
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),
                               preexec_fn=die_with_parent())
@@ -148,6 +156,89 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"{job_path}: measuring process {process} failed (exit {proc.returncode}): {last}")
 
+
+# --- the driver side: the P measuring processes of one graph ----------------------------------
+
+def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, before_first=None,
+                      status=None) -> tuple[np.ndarray, list[dict]]:
+    """Run the P processes of `job` that have no result yet in `work` (``<prefix><p>.npz``).
+
+    before_first: called once before the first process that must run (the driver compile).
+    Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
+    time, its compile/load time, whether the machine was quiet). A job file that differs from
+    the one the kept results were measured with discards them. A result is kept only when it is
+    the file of a process this driver (or an earlier one) saw finish and recorded in
+    ``<prefix>-done.json`` (its SHA-256): a file written by anything else, e.g. a measuring process
+    orphaned by a killed driver, is measured again.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    job_path = work / f"{prefix}-job.json"
+    ledger_path = work / f"{prefix}-done.json"
+    text = json.dumps(job, sort_keys=True)
+    if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
+        for old in work.glob(f"{prefix}[0-9]*.npz"):  # measured for another job
+            old.unlink()
+        ledger_path.unlink(missing_ok=True)
+        atomic_write_text(job_path, text)
+    ledger = _read_ledger(ledger_path)
+    rows, records = [], []
+    for p in range(cross.processes):
+        out = work / f"{prefix}{p}.npz"
+        data = out.read_bytes() if out.exists() else None
+        if data is not None and ledger.get(str(p)) != _sha256(data):
+            # not the result of a process this driver saw finish (e.g. an orphan of a killed run): measure again
+            out.unlink()
+            data = None
+        if data is None:
+            if before_first is not None:
+                before_first()
+                before_first = None
+            say = (lambda msg, p=p: status(f"process {p + 1}/{cross.processes}: {msg}")) if status else None
+            quiet = wait_for_quiet(cross.load_threshold(), cross.max_wait_s, say)
+            if status:
+                status(f"process {p + 1}/{cross.processes}: measuring (load {_fmt_load(quiet['load'])})")
+            t0 = time.perf_counter()
+            run_worker(job_path, p, out, cross.core(), cross.worker_timeout_s)
+            wall = round(time.perf_counter() - t0, 2)
+            data = out.read_bytes()
+            ledger[str(p)] = _sha256(data)  # recorded: a later resume may adopt exactly this file
+            atomic_write_json(ledger, ledger_path)
+            rec_extra = {"waited_s": quiet["waited_s"], "quiet": quiet["quiet"], "wall_s": wall}
+        else:
+            rec_extra = {"resumed": True}
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            rows.append(np.asarray(z["runtime_ns"], np.float64))
+            records.append({"load_start": _list(z["loadavg_start"]), "load_end": _list(z["loadavg_end"]),
+                            "compile_or_load_s": round(float(z["compile_s"]), 2), "core": int(z["core"]), **rec_extra})
+    k = len(job["configs"]) if "configs" in job else len(job["fake_runtime_ns"][0])
+    if any(len(r) != k for r in rows):
+        raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
+    return np.stack(rows, axis=1), records  # (K, P)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_ledger(path: Path) -> dict[str, str]:
+    """The finished processes of a graph's work area, ``{process: sha256 of its result file}``;
+    empty when missing or unreadable (then every result is measured again)."""
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return {str(k): v for k, v in ledger.items() if isinstance(v, str)} if isinstance(ledger, dict) else {}
+
+
+def _list(a) -> list:
+    return [round(float(x), 2) for x in np.asarray(a).ravel()]
+
+
+def _fmt_load(load) -> str:
+    return "?" if not load else f"{load[0]:.2f}"
+
+
+# --- the label and its noise ------------------------------------------------------------------
 
 def combine(samples: np.ndarray) -> np.ndarray:
     """(K, P) per-process runtimes -> (K,) label: the median over processes."""

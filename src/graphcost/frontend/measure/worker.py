@@ -2,11 +2,12 @@
 
 ``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz CORE COMPILE_ONLY`` runs
 ``main(JOB.json, P, OUT.npz, CORE, COMPILE_ONLY)``: five positional arguments of a fixed internal
-protocol (the callers are `protocol.run_worker` and `collect_ray`; no option parsing).
+protocol (the callers are `run_worker` of `measure/cross_process.py` and `collect/ray_backend.py`;
+no option parsing).
 
 Pins itself to core CORE (-1: not pinned; before JAX starts its thread pools), rebuilds the job's zoo program,
-compiles every configuration through JAX's persistent compilation cache (``cache_dir`` of the
-job: a load when the driver compiled it already), times them with the interleaved protocol
+compiles every configuration through JAX's persistent compilation cache (``cache_dir`` of the job, with
+`programs/compile.py`: a load when the driver compiled it already), times them with the interleaved protocol
 (`graphcost.frontend.measure.measure_interleaved`, seed ``protocol.seed + 1000 * P``) and writes
 ``OUT.npz`` atomically:
 
@@ -31,8 +32,9 @@ import json
 import os
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
+
+from graphcost.frontend.programs.compile import compile_all, configure_cache
 
 
 def _pin(core: int | None) -> int:
@@ -43,35 +45,6 @@ def _pin(core: int | None) -> int:
     except (AttributeError, OSError) as exc:
         raise SystemExit(f"cannot pin the measuring process to core {core}: {exc}") from None
     return core
-
-
-def configure_cache(cache_dir: str | None) -> None:
-    """Send every compile of this process through JAX's persistent cache in `cache_dir` (None: no cache)."""
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", cache_dir or None)
-    if cache_dir:
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    try:  # JAX opens its cache once per process: make it re-read the directory
-        from jax._src import compilation_cache
-
-        compilation_cache.reset_cache()
-    except (ImportError, AttributeError):  # another JAX version: the first directory stays in use
-        pass
-
-
-@contextmanager
-def persistent_cache(cache_dir: str | Path):
-    """`configure_cache` for the duration of a block, then JAX's previous setting again."""
-    import jax
-
-    before = jax.config.jax_compilation_cache_dir
-    configure_cache(str(cache_dir))
-    try:
-        yield
-    finally:
-        configure_cache(before)
 
 
 def lower_job(job: dict) -> tuple[list, list, list]:
@@ -134,8 +107,6 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
         calls, clock = fake_calls(job["fake_runtime_ns"][process])
         block = lambda out: None  # noqa: E731 - nothing to wait for
     else:
-        from graphcost.frontend.collect import compile_all
-
         configure_cache(job.get("cache_dir"))
         lowered, options, flat_args = lower_job(job)
         exes = compile_all(lowered, options, max(1, compile_only))
