@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+pytest.importorskip("jax")
 ray = pytest.importorskip("ray")
 
 from graphcost.frontend.collect import CollectOptions, collect, select_programs  # noqa: E402

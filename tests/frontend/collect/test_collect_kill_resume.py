@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytest.importorskip("jax")
+
 PROGRAMS = "mlp-d1-w64-b8-fwd,mlp-d1-w64-b8-train"
 
 

@@ -1,10 +1,13 @@
 """collect: a graph with more configurations than one process can hold executables for is refused
 up front with the fix, not a segfault after minutes of compiling (vm.max_map_count)."""
 
+import pytest
 from typer.testing import CliRunner
 
-from graphcost.cli import app
-from graphcost.frontend import memory_maps
+pytest.importorskip("jax")
+
+from graphcost.cli import app  # noqa: E402
+from graphcost.frontend import memory_maps  # noqa: E402
 
 
 def test_too_many_configurations_for_the_map_count_is_one_line(tmp_path, monkeypatch):

@@ -5,10 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from typer.testing import CliRunner
+pytest.importorskip("jax")
 
-from graphcost.cli import app
-from graphcost.data.io.tpugraphs_io import load_graph
+from typer.testing import CliRunner  # noqa: E402
+
+from graphcost.cli import app  # noqa: E402
+from graphcost.data.io.tpugraphs_io import load_graph  # noqa: E402
 
 
 def test_collect_writes_valid_npz_and_resumes(tmp_path):
