@@ -1,5 +1,5 @@
 """A minimal protobuf wire encoder for tests, written independently of the decoder
-(`graphcost.frontend.protowire` / the protobuf package): field number + wire type, varints,
+(`graphcost.frontend.hlo.protowire` / the protobuf package): field number + wire type, varints,
 length-delimited payloads. Used by tests/frontend_hlo and tests/bad_input."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 import json
 
-from graphcost.frontend.card import render, repeatability
+from graphcost.frontend.collect.card import render, repeatability
 
 
 def _entry(family, rho, within=0.99, flagged=False, split="train"):

@@ -61,9 +61,9 @@ REPEAT_ARGS = ["--programs", "mlp-d1-w64-b8-fwd", "--configs", "2", "--rounds", 
 
 def _collection_key():
     """The manifest key `collect` computes for REPEAT_ARGS (now, with this process's XLA_FLAGS)."""
-    from graphcost.frontend.collect import CollectOptions
-    from graphcost.frontend.measure import Protocol
-    from graphcost.frontend.protocol import CrossProcess
+    from graphcost.frontend.collect.jobs import CollectOptions
+    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.cross_process import CrossProcess
 
     return CollectOptions(space="layout", mode="both", configs=2, seed=0,
                           protocol=Protocol(rounds=1, calls=1, warmup=0, seed=0),
@@ -141,7 +141,7 @@ def test_collect_refuses_a_manifest_nested_50000_deep(tmp_path):
 
 
 def test_collect_flags_measures_the_widened_space_and_refuses_an_old_collection(tmp_path):
-    from graphcost.frontend.flags import collect_columns, flag_configs
+    from graphcost.frontend.programs.flags import collect_columns, flag_configs
 
     out = tmp_path / "flags"
     args = ["collect", "--space", "flags", "--programs", "mlp-d1-w64-b8-fwd", "--configs", "6", "--rounds", "1",

@@ -59,7 +59,7 @@ def _measuring_child(parent: int) -> int | None:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == parent and b"measure_worker" in cmdline:
+        if int(fields[1]) == parent and b"graphcost.frontend.measure.worker" in cmdline:
             return int(stat.parent.name)
     return None
 

@@ -9,9 +9,10 @@ import pytest
 pytest.importorskip("jax")
 ray = pytest.importorskip("ray")
 
-from graphcost.frontend.collect import CollectOptions, collect, select_programs  # noqa: E402
-from graphcost.frontend.measure import Protocol  # noqa: E402
-from graphcost.frontend.protocol import CrossProcess  # noqa: E402
+from graphcost.frontend.collect.jobs import CollectOptions, select_programs  # noqa: E402
+from graphcost.frontend.collect.local import collect  # noqa: E402
+from graphcost.frontend.measure.interleaved import Protocol  # noqa: E402
+from graphcost.frontend.measure.cross_process import CrossProcess  # noqa: E402
 
 PROGRAMS = "mlp-d1-w64-b8-fwd,mlp-d1-w64-b8-train"
 MEASURED = {"config_runtime", "config_runtime_samples", "config_runtime_normalizers"}
@@ -23,7 +24,7 @@ def _options():
 
 
 def test_ray_backend_writes_the_same_files_as_the_local_backend(tmp_path):
-    from graphcost.frontend.collect_ray import MEASURE_RESOURCE, collect_ray
+    from graphcost.frontend.collect.ray_backend import MEASURE_RESOURCE, collect_ray
 
     specs = select_programs(PROGRAMS, limit=0)
     local = collect(specs, tmp_path / "local", _options(), progress=False)
@@ -49,7 +50,7 @@ def test_ray_backend_writes_the_same_files_as_the_local_backend(tmp_path):
 
 
 def test_ray_backend_refuses_a_cluster_without_the_measure_resource(tmp_path):
-    from graphcost.frontend.collect_ray import collect_ray
+    from graphcost.frontend.collect.ray_backend import collect_ray
 
     with pytest.raises(ValueError, match="graphcost_measure"):
         collect_ray(select_programs("mlp-d1-w64-b8-fwd", limit=0), tmp_path / "ray", _options(), progress=False,

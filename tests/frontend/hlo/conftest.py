@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from graphcost.frontend.convert import convert_file
-from graphcost.frontend.featurizer import featurize_module
-from graphcost.frontend.tuning_proto import parse_module_tuning_data, parse_tuning_data
+from graphcost.frontend.hlo.convert import convert_file
+from graphcost.frontend.hlo.featurizer import featurize_module
+from graphcost.frontend.hlo.tuning_proto import parse_module_tuning_data, parse_tuning_data
 
 
 @pytest.fixture(scope="session")

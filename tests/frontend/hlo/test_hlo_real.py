@@ -6,9 +6,9 @@ from typer.testing import CliRunner
 
 from graphcost.cli import app
 from graphcost.data.graph import LayoutGraph, TileGraph
-from graphcost.frontend.convert import ConversionError, convert_file, tile_config_features
-from graphcost.frontend.featurizer import ELEMENT_TYPE_ORDER, is_topologically_ordered
-from graphcost.frontend.opcodes import OPCODE_IDS
+from graphcost.frontend.hlo.convert import ConversionError, convert_file, tile_config_features
+from graphcost.frontend.hlo.featurizer import ELEMENT_TYPE_ORDER, is_topologically_ordered
+from graphcost.frontend.hlo.opcodes import OPCODE_IDS
 
 
 def _load(path):
@@ -203,7 +203,7 @@ def test_tile_conversion_counts_match_the_proto(converted, tile_record):
 
 
 def test_tile_config_features_empty_lists_have_zero_product():
-    from graphcost.frontend.tuning_proto import TileSizeConfig
+    from graphcost.frontend.hlo.tuning_proto import TileSizeConfig
 
     row = tile_config_features(TileSizeConfig(kernel_bounds=[], output_bounds=[2, 26, 4, 2], input_bounds=[]))
     np.testing.assert_array_equal(row[:8], 0)
@@ -263,7 +263,7 @@ def test_cli_from_proto_warns_when_kinds_share_a_directory(layout_pb, tile_pb, t
 
 def test_layout_dimension_out_of_range_names_the_run():
     """QA: a corrupt minor_to_major value surfaced as a SchemaError about the OUTPUT npz."""
-    from graphcost.frontend.convert import layout_config_features
+    from graphcost.frontend.hlo.convert import layout_config_features
 
     np.testing.assert_array_equal(layout_config_features([[[1, 0]]], "x")[0, :3], [1, 0, -1])
     with pytest.raises(ConversionError, match=r"m\.pb: run 7: node 1 tensor 0: layout dimension 55 outside 0\.\.5"):
@@ -272,8 +272,8 @@ def test_layout_dimension_out_of_range_names_the_run():
 
 def test_unfeaturizable_module_error_names_the_file(layout_pb, tmp_path, monkeypatch):
     """QA: an HloGraphError (e.g. a repeated instruction id in a corrupt proto) did not name the .pb file."""
-    from graphcost.frontend import convert as convert_mod
-    from graphcost.frontend.featurizer import HloGraphError
+    from graphcost.frontend.hlo import convert as convert_mod
+    from graphcost.frontend.hlo.featurizer import HloGraphError
 
     def broken(module, layout_pad=0.0):
         raise HloGraphError("module 'm': instruction id 0 is not unique")
@@ -287,7 +287,7 @@ def test_module_bytes_and_tuning_record_decode_to_the_same_dataclasses(layout_re
     """parse_hlo_module (one computation at a time) and the record's module (parsed whole) agree."""
     import dataclasses
 
-    from graphcost.frontend.hlo_proto import parse_hlo_module
+    from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
 
     streamed = parse_hlo_module(layout_record.module_proto.SerializeToString())
     assert dataclasses.asdict(streamed) == dataclasses.asdict(layout_record.module)

@@ -7,10 +7,10 @@ import pytest
 from proto_encode import key, ld, packed, unpacked, varint, vint
 from proto_encode import text as s
 
-from graphcost.frontend.featurizer import HloGraphError, featurize_module
-from graphcost.frontend.hlo_proto import parse_hlo_module
-from graphcost.frontend.protowire import ProtoDecodeError, iter_fields, read_varint
-from graphcost.frontend.tuning_proto import (
+from graphcost.frontend.hlo.featurizer import HloGraphError, featurize_module
+from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
+from graphcost.frontend.hlo.protowire import ProtoDecodeError, iter_fields, read_varint
+from graphcost.frontend.hlo.tuning_proto import (
     detect_kind,
     parse_module_tuning_data,
     parse_tuning_data,
@@ -204,7 +204,7 @@ def test_large_module_copy_leaves_the_garbage_collector_as_it_found_it(monkeypat
     """The copy pauses gc for large modules (GC_PAUSE_MIN_INSTRUCTIONS); errors must not leave it off."""
     import gc
 
-    from graphcost.frontend import hlo_proto
+    from graphcost.frontend.hlo import hlo_proto
 
     monkeypatch.setattr(hlo_proto, "GC_PAUSE_MIN_INSTRUCTIONS", 1)
     too_many = _one_instruction_module(vint(2, 11) + packed(3, [1] * (hlo_proto.MAX_SHAPE_RANK + 1)))
@@ -233,7 +233,7 @@ def test_module_level_fields_are_checked_with_offsets_too():
 @pytest.mark.parametrize("depth", [70, 1000])
 def test_deep_tuple_nesting_in_a_bare_module(depth):
     """70 levels parse (the bound is checked on the copy), 1,000 do not (the walker finds it): same message."""
-    from graphcost.frontend.hlo_proto import MAX_SHAPE_DEPTH
+    from graphcost.frontend.hlo.hlo_proto import MAX_SHAPE_DEPTH
 
     inner = shape(11, [2])
     for _ in range(depth):

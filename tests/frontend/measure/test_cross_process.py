@@ -1,4 +1,4 @@
-"""The cross-process protocol (graphcost.frontend.protocol) on a fake clock: real worker
+"""The cross-process protocol (graphcost.frontend.measure.cross_process) on a fake clock: real worker
 processes, simulated programs whose calls advance a fake clock by known amounts."""
 
 import json
@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from graphcost.frontend.collect import label_arrays, measure_processes
-from graphcost.frontend.protocol import CrossProcess, combine, noise_stats, wait_for_quiet
+from graphcost.frontend.collect.local import label_arrays
+from graphcost.frontend.measure.cross_process import CrossProcess, combine, measure_processes, noise_stats, wait_for_quiet
 
 NOT_PINNED = CrossProcess(processes=3, measure_core=-1, max_load=1e9, max_wait_s=0)
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 pytest.importorskip("jax")
 
 from graphcost.cli import app  # noqa: E402
-from graphcost.frontend import memory_maps  # noqa: E402
+import graphcost.frontend.measure.memory_maps as memory_maps  # noqa: E402
 
 
 def test_too_many_configurations_for_the_map_count_is_one_line(tmp_path, monkeypatch):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from graphcost.frontend.hlo_proto import parse_hlo_module
-from graphcost.frontend.jax_program import (featurize_hlo_bytes, featurize_jax, hlo_module_bytes,
+from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
+from graphcost.frontend.programs.jax_program import (featurize_hlo_bytes, featurize_jax, hlo_module_bytes,
                                             instruction_op_names)
 
 

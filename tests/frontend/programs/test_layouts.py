@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from graphcost.frontend.jax_program import optimized_hlo_bytes, unoptimized_hlo_bytes
-from graphcost.frontend.hlo_proto import parse_hlo_module
-from graphcost.frontend.layouts import (LayoutProgram, Site, config_features, default_config,
+from graphcost.frontend.programs.jax_program import optimized_hlo_bytes, unoptimized_hlo_bytes
+from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
+from graphcost.frontend.programs.layouts import (LayoutProgram, Site, config_features, default_config,
                                         default_perm, moved_tensors, sample_configs, sample_mixed_configs)
 
 

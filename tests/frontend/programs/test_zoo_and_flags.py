@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from graphcost.frontend.flags import DEFAULT, FLAG_COLUMNS, flag_configs, flag_features
-from graphcost.frontend.measure import Protocol, measure_interleaved, spearman
-from graphcost.frontend.zoo import FAMILIES, get_program, list_programs
+from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS, flag_configs, flag_features
+from graphcost.frontend.measure.interleaved import Protocol, measure_interleaved, spearman
+from graphcost.frontend.programs.zoo import FAMILIES, get_program, list_programs
 
 
 def test_registry_names_unique_and_many():
@@ -63,7 +63,7 @@ def test_measure_interleaved_protocol():
 def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
     import jax
 
-    from graphcost.frontend.collect import prepare_flags
+    from graphcost.frontend.collect.jobs import prepare_flags
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with pytest.raises(ValueError, match="JAX_PLATFORMS=cpu"):
@@ -71,7 +71,7 @@ def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
 
 
 def test_collected_flag_configs_cover_the_widened_space():
-    from graphcost.frontend.flags import collect_columns, known_options
+    from graphcost.frontend.programs.flags import collect_columns, known_options
 
     cfgs = flag_configs(64, seed=3)
     values = np.array([c.values for c in cfgs])  # (64, 24)
@@ -87,8 +87,8 @@ def test_collected_flag_configs_cover_the_widened_space():
 
 
 def test_a_flag_collection_key_names_its_columns():
-    from graphcost.frontend.collect import CollectOptions
-    from graphcost.frontend.flags import collect_columns
+    from graphcost.frontend.collect.jobs import CollectOptions
+    from graphcost.frontend.programs.flags import collect_columns
 
     assert CollectOptions(space="flags").key()["flag_columns"] == list(collect_columns())
     assert "flag_columns" not in CollectOptions(space="layout").key()

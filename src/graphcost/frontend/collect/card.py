@@ -61,18 +61,18 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
         f"# {root.name} — {title}", "",
         f"**REAL data: every runtime was measured** on the machine described below; nothing is simulated.", "",
         "## What it is", "",
-        f"* **Graphs**: {len(graphs)} JAX/Flax programs of the graphcost zoo (`graphcost.frontend.zoo`), "
+        f"* **Graphs**: {len(graphs)} JAX/Flax programs of the graphcost zoo (`graphcost.frontend.programs.zoo`), "
         f"{len(fams)} families ({', '.join(fams)}), {train_steps} of them training steps (forward + backward + "
         f"optimizer update), the others forward passes; {min(nodes)}–{max(nodes)} nodes. Each graph is the "
         "program's unoptimized HLO module featurized with the TpuGraphs 140 node features.",
-        (f"* **Configurations**: {col['configs']} per graph in the layout space (`graphcost.frontend.layouts`), "
+        (f"* **Configurations**: {col['configs']} per graph in the layout space (`graphcost.frontend.programs.layouts`), "
          "search mode `both`: half from mode `default` (configuration 0 is the compiler default; the others move "
          "1–3 tensors off it) and half from mode `random` with stratified counts (the number of tensors moved "
          "cycles through up to 8 levels, so several configurations move the same number of tensors). "
          "`config_search_mode` says which mode each came from."
          if layout else
          f"* **Configurations**: {col['configs']} per graph in the XLA CPU compiler-flag space "
-         "(`graphcost.frontend.flags`, tile schema; configuration 0 is the default flags)"
+         "(`graphcost.frontend.programs.flags`, tile schema; configuration 0 is the default flags)"
          + (f", varying {len(col['flag_columns'])} options ({', '.join(col['flag_columns'])}): alternately a "
             "uniformly random setting of all of them and the default with 1-3 options changed."
             if col.get("flag_columns") else ", varying the first 7 options.")),
@@ -85,7 +85,7 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
         f"test {splits['test']}.",
         f"* **Size**: {size / 2**20:.1f} MiB of compressed npz.", "",
         "## How it was measured", "",
-        f"The cross-process protocol (`graphcost.frontend.protocol`): the driver compiles a graph's "
+        f"The cross-process protocol (`graphcost.frontend.measure.cross_process`): the driver compiles a graph's "
         f"{col['configs']} configurations into JAX's persistent compilation cache; then {col['processes']} fresh "
         f"processes, one after another, each pinned to core {cp.get('measure_core', '?')} with XLA single-threaded "
         f"(`XLA_FLAGS={col.get('xla_flags') or '(none)'}`), load the executables and time all configurations "
@@ -99,7 +99,7 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
         f"median >= {TARGET_MEDIAN} and >= {TARGET_FLOOR} on at least {TARGET_SHARE:.0%} of graphs. "
         "`within` = mean pairwise Spearman between the processes of the first collection; `flagged` = graphs "
         "whose between-process noise is comparable to their runtime spread (noise ratio > 0.5, see "
-        "`graphcost.frontend.protocol`).", "",
+        "`graphcost.frontend.measure.cross_process`).", "",
         "| family | graphs | median ρ | min ρ | share ρ >= 0.8 | within | flagged | target |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]

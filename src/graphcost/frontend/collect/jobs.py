@@ -15,10 +15,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.frontend.flags import collect_columns
-from graphcost.frontend.measure import Protocol
-from graphcost.frontend.protocol import CrossProcess
-from graphcost.frontend.zoo import ProgramSpec, list_programs
+from graphcost.frontend.measure.cross_process import CrossProcess
+from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.programs.flags import collect_columns
+from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
 
 
 @dataclass
@@ -83,7 +83,7 @@ class GraphJob:
     spec: ProgramSpec
     kind: str  # layout | tile
     arrays: dict  # static npz arrays (graph + configuration features [+ config_search_mode])
-    job: dict  # JSON job of `graphcost.frontend.measure_worker`
+    job: dict  # JSON job of `graphcost.frontend.measure.worker`
     lower: Callable[[], list]  # -> one jax `Lowered` per configuration (for the driver compile)
     compiler_options: list  # one dict or None per configuration
     info: dict  # manifest fields known before measuring
@@ -91,7 +91,7 @@ class GraphJob:
 
 def prepare_layout(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     """Build, featurize and configure one program in the layout space."""
-    from graphcost.frontend.layouts import (
+    from graphcost.frontend.programs.layouts import (
         LayoutProgram,
         config_features,
         locate_sites,
@@ -126,12 +126,12 @@ def _perm_json(perm):
 
 def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     """Build and featurize one program; its configurations in the XLA CPU flag space."""
-    from graphcost.frontend.flags import flag_configs, flag_features
-    from graphcost.frontend.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
+    from graphcost.frontend.programs.flags import flag_configs, flag_features
+    from graphcost.frontend.programs.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
 
     import jax
 
-    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.flags) is XLA:CPU's
+    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.programs.flags) is XLA:CPU's
         raise ValueError(f"--space flags measures XLA CPU compiler options, but JAX's default backend here is "
                          f"'{jax.default_backend()}'; run with JAX_PLATFORMS=cpu")  # fmt: skip
     fn, args = spec.build()

@@ -2,17 +2,17 @@
 
 Two configuration spaces:
 
-* ``layout`` (`graphcost.frontend.layouts`): per-node layouts of dot / convolution / reshape
+* ``layout`` (`graphcost.frontend.programs.layouts`): per-node layouts of dot / convolution / reshape
   nodes, search mode ``random`` or ``default``. Output: one LAYOUT-schema npz per program
   (node_config_ids, node_config_feat (K, C, 18), config_runtime in ns).
-* ``flags`` (`graphcost.frontend.flags`): whole-program XLA CPU compiler options. Output: one
+* ``flags`` (`graphcost.frontend.programs.flags`): whole-program XLA CPU compiler options. Output: one
   TILE-schema npz per program (config_feat (K, 24) = flag vector, config_runtime in ns,
   config_runtime_normalizers = runtime of the default flags). See `flags.FLAG_COLUMNS`.
 
 The graph of every file is the UNOPTIMIZED HLO module of the program (what the compiler and
-its configuration act on), featurized by `graphcost.frontend.featurizer`.
+its configuration act on), featurized by `graphcost.frontend.hlo.featurizer`.
 
-Every label comes from the cross-process protocol (`graphcost.frontend.protocol`): the driver
+Every label comes from the cross-process protocol (`graphcost.frontend.measure.cross_process`): the driver
 compiles a graph's configurations into JAX's persistent compilation cache, then P fresh measuring
 processes pinned to one core time them all; the label is the median over processes, and the
 (K, P) samples are stored beside it (``config_runtime_samples``, int64 ns; layout files also get
@@ -247,7 +247,7 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
 def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
     from tqdm.auto import tqdm
 
-    from graphcost.frontend.zoo import get_program
+    from graphcost.frontend.programs.zoo import get_program
 
     names = sorted(manifest["graphs"])
     todo = [n for n in names if "repeat" not in manifest["graphs"][n]]

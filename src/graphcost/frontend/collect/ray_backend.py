@@ -1,6 +1,6 @@
 """Distributed `graphcost collect` on a Ray cluster (optional extra ``graphcost[ray]``).
 
-The same collection as `graphcost.frontend.collect.collect` (same configurations, protocol,
+The same collection as `graphcost.frontend.collect.local.collect` (same configurations, protocol,
 files and manifest), with the work spread over the machines of a Ray cluster:
 
 * a **compile task** per graph (``num_cpus = compile_workers``, any node) builds and featurizes
@@ -112,7 +112,7 @@ def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> N
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), "0", str(out), "-1",
+    cmd = [sys.executable, "-m", "graphcost.frontend.measure.worker", str(job_path), "0", str(out), "-1",
            str(max(1, threads))]  # worker.main: process 0, not pinned, compile only with THREADS
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
     if proc.returncode != 0 or not out.exists():

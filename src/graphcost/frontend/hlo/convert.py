@@ -35,12 +35,12 @@ import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.tpugraphs_io import save_graph
-from graphcost.frontend.featurizer import (
+from graphcost.frontend.hlo.featurizer import (
     FeatureOverflow, FeaturizedModule, HloGraphError, featurize_module, int64_product,
 )  # fmt: skip
-from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES
-from graphcost.frontend.protowire import ProtoDecodeError
-from graphcost.frontend.tuning_proto import (
+from graphcost.frontend.hlo.opcodes import CONFIGURABLE_LAYOUT_OPCODES
+from graphcost.frontend.hlo.protowire import ProtoDecodeError
+from graphcost.frontend.hlo.tuning_proto import (
     ConfigProfile,
     ModuleTuningData,
     TileSizeConfig,

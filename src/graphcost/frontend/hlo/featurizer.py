@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from graphcost.frontend.hlo_proto import HloComputation, HloInstruction, HloModule
-from graphcost.frontend.opcodes import CONFIGURABLE_LAYOUT_OPCODES, UNKNOWN_OPCODE_ID, opcode_id
+from graphcost.frontend.hlo.hlo_proto import HloComputation, HloInstruction, HloModule
+from graphcost.frontend.hlo.opcodes import CONFIGURABLE_LAYOUT_OPCODES, UNKNOWN_OPCODE_ID, opcode_id
 
 NODE_FEAT_DIM = 140
 LAYOUT_FEAT_START = 134
@@ -234,7 +234,7 @@ def featurize_module(module: HloModule, layout_pad: float = 0.0) -> FeaturizedMo
 
 def featurize_hlo_bytes(data: bytes, layout_pad: float = 0.0) -> FeaturizedModule:
     """Serialized `xla.HloModuleProto` bytes (e.g. JAX's `as_serialized_hlo_module_proto()`) -> graph arrays."""
-    from graphcost.frontend.hlo_proto import parse_hlo_module
+    from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
 
     return featurize_module(parse_hlo_module(data), layout_pad=layout_pad)
 

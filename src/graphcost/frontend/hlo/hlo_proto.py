@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from graphcost.frontend.proto_decode import PARSE_ERRORS, decode, locate_damage, nested_name, nesting_problem
-from graphcost.frontend.protos import hlo_tuning_pb2 as pb
-from graphcost.frontend.protowire import LEN, ProtoDecodeError, scan_fields
+from graphcost.frontend.hlo.proto_decode import PARSE_ERRORS, decode, locate_damage, nested_name, nesting_problem
+from graphcost.frontend.hlo.protos import hlo_tuning_pb2 as pb
+from graphcost.frontend.hlo.protowire import LEN, ProtoDecodeError, scan_fields
 
 # xla_data.proto PrimitiveType enum values.
 PRIMITIVE_TYPE_NAMES = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from graphcost.frontend.protowire import LEN, ProtoDecodeError, read_varint, scan_fields
+from graphcost.frontend.hlo.protowire import LEN, ProtoDecodeError, read_varint, scan_fields
 
 # What protobuf raises for bytes it refuses: upb raises DecodeError for everything; the pure-Python
 # backend raises UnicodeDecodeError for a string that is not UTF-8.

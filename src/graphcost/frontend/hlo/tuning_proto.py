@@ -28,10 +28,10 @@ from functools import cached_property
 
 import numpy as np
 
-from graphcost.frontend.hlo_proto import MAX_SHAPE_DEPTH, HloModule, hlo_module_from_proto
-from graphcost.frontend.proto_decode import decode
-from graphcost.frontend.protos import hlo_tuning_pb2 as pb
-from graphcost.frontend.protowire import ProtoDecodeError, iter_fields
+from graphcost.frontend.hlo.hlo_proto import MAX_SHAPE_DEPTH, HloModule, hlo_module_from_proto
+from graphcost.frontend.hlo.proto_decode import decode
+from graphcost.frontend.hlo.protos import hlo_tuning_pb2 as pb
+from graphcost.frontend.hlo.protowire import ProtoDecodeError, iter_fields
 
 
 @dataclass

@@ -1,13 +1,13 @@
 """The cross-process measurement protocol of `graphcost collect`: the driver side and the label.
 
 One process's timings of a set of configurations agree well with themselves (the interleaved
-protocol of `graphcost.frontend.measure`) and badly with another process's: code placement,
+protocol of `graphcost.frontend.measure.interleaved`) and badly with another process's: code placement,
 page alignment, allocator state and the kernel's scheduling differ from process to process. A
 label that only one process saw is therefore partly that process's accident. The protocol:
 
 1. the configurations of a graph are compiled once by the driver, into JAX's persistent
    compilation cache (``cache_dir``), with several compile threads;
-2. ``P`` fresh worker processes (`graphcost.frontend.measure_worker`), one after another, each
+2. ``P`` fresh worker processes (`graphcost.frontend.measure.worker`), one after another, each
    pinned to one core (``measure_core``) with XLA single-threaded, rebuild the program, load (or
    compile) every configuration through the cache and time them all with the interleaved
    protocol (rounds x calls, minimum per visit, median over rounds);
@@ -140,12 +140,12 @@ def die_with_parent() -> Callable[[], None] | None:
 
 def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
                env: dict | None = None) -> None:
-    """Run one fresh measuring process (``python -m graphcost.frontend.measure_worker``); it is
+    """Run one fresh measuring process (``python -m graphcost.frontend.measure.worker``); it is
     killed with its parent (`die_with_parent`).
 
     Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
     """
-    cmd = [sys.executable, "-m", "graphcost.frontend.measure_worker", str(job_path), str(process), str(out_path),
+    cmd = [sys.executable, "-m", "graphcost.frontend.measure.worker", str(job_path), str(process), str(out_path),
            str(-1 if core is None else core), "0"]  # worker.main's five arguments
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),

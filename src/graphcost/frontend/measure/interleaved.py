@@ -134,7 +134,7 @@ def environment_metadata(protocol: Protocol | None = None) -> dict[str, Any]:
     """Device, versions, host and protocol, for a dataset manifest / card."""
     import jax
 
-    from graphcost.frontend.jax_program import jax_versions
+    from graphcost.frontend.programs.jax_program import jax_versions
 
     dev = jax.devices()[0]
     meta = {

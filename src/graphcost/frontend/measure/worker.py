@@ -1,6 +1,6 @@
-"""One measuring process of the cross-process protocol (`graphcost.frontend.protocol`).
+"""One measuring process of the cross-process protocol (`graphcost.frontend.measure.cross_process`).
 
-``python -m graphcost.frontend.measure_worker JOB.json P OUT.npz CORE COMPILE_ONLY`` runs
+``python -m graphcost.frontend.measure.worker JOB.json P OUT.npz CORE COMPILE_ONLY`` runs
 ``main(JOB.json, P, OUT.npz, CORE, COMPILE_ONLY)``: five positional arguments of a fixed internal
 protocol (the callers are `run_worker` of `measure/cross_process.py` and `collect/ray_backend.py`;
 no option parsing).
@@ -8,7 +8,7 @@ no option parsing).
 Pins itself to core CORE (-1: not pinned; before JAX starts its thread pools), rebuilds the job's zoo program,
 compiles every configuration through JAX's persistent compilation cache (``cache_dir`` of the job, with
 `programs/compile.py`: a load when the driver compiled it already), times them with the interleaved protocol
-(`graphcost.frontend.measure.measure_interleaved`, seed ``protocol.seed + 1000 * P``) and writes
+(`graphcost.frontend.measure.interleaved.measure_interleaved`, seed ``protocol.seed + 1000 * P``) and writes
 ``OUT.npz`` atomically:
 
 * ``runtime_ns`` (K,) float64 and ``per_round_ns`` (rounds, K) float64;
@@ -16,12 +16,12 @@ compiles every configuration through JAX's persistent compilation cache (``cache
 * ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned).
 
 COMPILE_ONLY = THREADS > 0 only compiles (THREADS threads) into the job's cache and writes
-``compile_s``: the compile step of the Ray backend (`graphcost.frontend.collect_ray`), whose
+``compile_s``: the compile step of the Ray backend (`graphcost.frontend.collect.ray_backend`), whose
 compile tasks ship the cache entries to the measuring node.
 
 Job kinds (key ``space``): ``layout`` (``configs``: one full layout configuration per entry, a
 list over the program's layout sites of [output, operand 0, operand 1] ``minor_to_major`` or
-null), ``flags`` (``configs``: flag values of `graphcost.frontend.flags.FLAG_COLUMNS`) and
+null), ``flags`` (``configs``: flag values of `graphcost.frontend.programs.flags.FLAG_COLUMNS`) and
 ``fake`` (no program: ``fake_runtime_ns[P][k]`` nanoseconds elapse on a fake clock per call of
 configuration k, a number or a list taken in turn by successive calls, warm-up included; used by the tests of the protocol and for dry runs of a collection).
 """
@@ -49,18 +49,18 @@ def _pin(core: int | None) -> int:
 
 def lower_job(job: dict) -> tuple[list, list, list]:
     """``(lowered, compiler_options, flat_args)`` of a layout or flags job: one `Lowered` per configuration."""
-    from graphcost.frontend.jax_program import lower
-    from graphcost.frontend.zoo import get_program
+    from graphcost.frontend.programs.jax_program import lower
+    from graphcost.frontend.programs.zoo import get_program
 
     fn, args = get_program(job["program"]).build()
     if job["space"] == "layout":
-        from graphcost.frontend.layouts import LayoutProgram
+        from graphcost.frontend.programs.layouts import LayoutProgram
 
         lp = LayoutProgram(fn, args)
         configs = [[tuple(tuple(p) if p is not None else None for p in triple) for triple in cfg]
                    for cfg in job["configs"]]
         return [lp.lowered(cfg) for cfg in configs], [None] * len(configs), lp.flat_args
-    from graphcost.frontend.flags import FlagConfig
+    from graphcost.frontend.programs.flags import FlagConfig
 
     lowered = lower(fn, args)
     return [lowered] * len(job["configs"]), [FlagConfig(tuple(v)).compiler_options() for v in job["configs"]], list(args)
@@ -98,7 +98,7 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
     import numpy as np
 
     from graphcost.atomic import atomic_write
-    from graphcost.frontend.measure import Protocol, load_average, measure_interleaved
+    from graphcost.frontend.measure.interleaved import Protocol, load_average, measure_interleaved
 
     load_start = load_average() or [np.nan] * 3
     protocol = Protocol(**{**job["protocol"], "seed": job["protocol"]["seed"] + 1000 * process})

@@ -19,7 +19,7 @@ def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, n
     keep=False drops each executable once compiled (the persistent cache holds it; see `measure/memory_maps.py`)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from graphcost.frontend.jax_program import compile_lowered
+    from graphcost.frontend.programs.jax_program import compile_lowered
 
     done = [0]
 

@@ -2,7 +2,7 @@
 
 A configuration is a set of per-compilation XLA options passed as
 ``jax.jit(f).lower(*args).compile(compiler_options=...)``. Which options exist, their types,
-enum values and defaults are read from the installed jaxlib (`graphcost.frontend.xla_options`:
+enum values and defaults are read from the installed jaxlib (`graphcost.frontend.programs.xla_options`:
 its XLA ``DebugOptions`` descriptor and a fresh ``CompileOptions``); this module holds the
 curated *candidates* — the CPU options worth searching, each with its value domain and how it
 is stored — and keeps each only if the installed jaxlib knows it (and its default is one of the
@@ -213,7 +213,7 @@ def known_options() -> tuple[FlagOption, ...]:
     Returns:
         The usable options (`FlagOption`), their default value first.
     """
-    from graphcost.frontend.xla_options import option_defaults, option_schema
+    from graphcost.frontend.programs.xla_options import option_defaults, option_schema
 
     schema, defaults = option_schema(), option_defaults()
     out = []

@@ -4,7 +4,7 @@
 ``xla.HloModuleProto`` of either the OPTIMIZED module (after XLA's CPU pipeline: fusion, layout
 assignment, ...; ``stage="optimized"``, the default) or the module as lowered from JAX before any
 XLA pass (``stage="unoptimized"``), and feeds it to the HLO featurizer
-(`graphcost.frontend.featurizer.featurize_module`), giving the 140-column node features, opcodes
+(`graphcost.frontend.hlo.featurizer.featurize_module`), giving the 140-column node features, opcodes
 and edges of the TpuGraphs schema.
 
 APIs used (jax/jaxlib 0.10): ``jax.jit(fn).lower(*args)`` -> ``Lowered``;
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:
-    from graphcost.frontend.featurizer import FeaturizedModule
+    from graphcost.frontend.hlo.featurizer import FeaturizedModule
 
 Stage = Literal["optimized", "unoptimized"]
 
@@ -106,8 +106,8 @@ def featurize_hlo_bytes(data: bytes) -> FeaturizedModule:
     Returns:
         TpuGraphs node features (N, 140), opcodes, edges and computation splits.
     """
-    from graphcost.frontend.featurizer import featurize_module
-    from graphcost.frontend.hlo_proto import parse_hlo_module
+    from graphcost.frontend.hlo.featurizer import featurize_module
+    from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
 
     return featurize_module(parse_hlo_module(data))
 
@@ -143,8 +143,8 @@ def featurize_jax(fn: Callable, *args: Any, stage: Stage = "optimized",
 
 def instruction_op_names(data: bytes) -> dict[int, tuple[str, str]]:
     """Map instruction id -> (opcode, metadata.op_name) for every instruction of the module."""
-    from graphcost.frontend.proto_decode import decode
-    from graphcost.frontend.protos import hlo_tuning_pb2 as pb
+    from graphcost.frontend.hlo.proto_decode import decode
+    from graphcost.frontend.hlo.protos import hlo_tuning_pb2 as pb
 
     module = decode(pb.HloModuleProto, data, "HloModuleProto")
     return {inst.id: (inst.opcode, inst.metadata.op_name)

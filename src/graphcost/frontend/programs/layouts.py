@@ -187,7 +187,7 @@ class LayoutProgram:
 
     def site_instruction_ids(self, hlo_bytes: bytes) -> list[int | None]:
         """HLO instruction id of each site in the (unoptimized, unconstrained) module, via named scopes."""
-        from graphcost.frontend.jax_program import instruction_op_names
+        from graphcost.frontend.programs.jax_program import instruction_op_names
 
         pattern = re.compile(rf"(?:^|/){_SCOPE}(\d+)(?:/|$)")
         found: dict[int, int] = {}
@@ -209,7 +209,7 @@ def locate_sites(lp: LayoutProgram):
     (a JAX site XLA dropped or merged has no instruction and is not configurable), and (C,) int64
     node indices of the active sites (the layout schema's ``node_config_ids``).
     """
-    from graphcost.frontend.jax_program import featurize_hlo_bytes, unoptimized_hlo_bytes
+    from graphcost.frontend.programs.jax_program import featurize_hlo_bytes, unoptimized_hlo_bytes
 
     hlo = unoptimized_hlo_bytes(lp.lowered(None))
     fm = featurize_hlo_bytes(hlo)

@@ -30,7 +30,7 @@ import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphcost.frontend.protowire import LEN, VARINT, ProtoDecodeError, read_varint, scan_fields
+from graphcost.frontend.hlo.protowire import LEN, VARINT, ProtoDecodeError, read_varint, scan_fields
 
 XLA_PROTO = "xla/xla.proto"
 COMPILE_OPTIONS_PROTO = "xla/pjrt/proto/compile_options.proto"

@@ -7,7 +7,7 @@ hyper-parameters, e.g. ``mlp-d3-w256-b32-train``. Building a program needs JAX +
 
 Example:
     ```python
-    from graphcost.frontend.zoo import get_program
+    from graphcost.frontend.programs.zoo import get_program
 
     fn, args = get_program("mlp-d2-w64-b8-fwd").build()
     ```
@@ -15,8 +15,8 @@ Example:
 
 from __future__ import annotations
 
-from graphcost.frontend.zoo import cnn, mlp, rnn, transformer
-from graphcost.frontend.zoo.common import ProgramSpec
+from graphcost.frontend.programs.zoo import cnn, mlp, rnn, transformer
+from graphcost.frontend.programs.zoo.common import ProgramSpec
 
 _MODULES = (mlp, cnn, transformer, rnn)
 FAMILIES = ("mlp", "cnn", "tfenc", "tfdec", "lstm", "gru")
@@ -55,7 +55,7 @@ def get_program(name: str) -> ProgramSpec:
     for spec in list_programs():
         if spec.name == name:
             return spec
-    raise ValueError(f"unknown zoo program {name!r}; see graphcost.frontend.zoo.list_programs()")
+    raise ValueError(f"unknown zoo program {name!r}; see graphcost.frontend.programs.zoo.list_programs()")
 
 
 __all__ = ["FAMILIES", "ProgramSpec", "get_program", "list_programs"]

@@ -6,7 +6,7 @@ residual blocks of two 3x3 convolutions; stages after the first downsample by 2 
 
 from __future__ import annotations
 
-from graphcost.frontend.zoo.common import ProgramSpec, grid, make_program
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, make_program
 
 FAMILY = "cnn"
 N_CLASSES = 10

@@ -5,7 +5,7 @@ Names: ``mlp-d{depth}-w{width}-b{batch}-{fwd|train}``.
 
 from __future__ import annotations
 
-from graphcost.frontend.zoo.common import ProgramSpec, grid, make_program
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, make_program
 
 FAMILY = "mlp"
 IN_DIM, N_CLASSES = 128, 10

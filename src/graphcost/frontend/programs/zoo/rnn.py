@@ -9,7 +9,7 @@ Names: ``{lstm|gru}-l{layers}-h{hidden}-s{seq}-b{batch}-{fwd|train}``.
 
 from __future__ import annotations
 
-from graphcost.frontend.zoo.common import ProgramSpec, grid, make_program
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, make_program
 
 IN_DIM = 32
 

@@ -10,7 +10,7 @@ regression head) and ``tfdec-l{layers}-d{d_model}-h{heads}-s{seq}-b{batch}-{fwd|
 
 from __future__ import annotations
 
-from graphcost.frontend.zoo.common import ProgramSpec, grid, make_program
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, make_program
 
 VOCAB = 512
 
