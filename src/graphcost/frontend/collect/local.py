@@ -1,6 +1,6 @@
 """Local data collection: zoo programs x real configurations -> measured TpuGraphs-schema npz files.
 
-Two configuration spaces:
+Two configuration spaces (each graph's configurations are built by `collect/jobs.py`):
 
 * ``layout`` (`graphcost.frontend.programs.layouts`): per-node layouts of dot / convolution / reshape
   nodes, search mode ``random`` or ``default``. Output: one LAYOUT-schema npz per program
@@ -30,7 +30,8 @@ deterministically from the seed. Every file is written atomically. Resume: a fin
 graph (``OUT/.work/<program>/proc<p>.npz``, each recorded with its SHA-256 in ``proc-done.json``
 when the driver saw it finish) are kept and not measured again. One collection at a time writes to
 OUT (an exclusive lock, ``OUT/.graphcost.lock``, holding its pid); measuring processes die with
-their driver. Every manifest path must lie inside OUT.
+their driver (`measure_processes` of `measure/cross_process.py`). Every manifest path must lie
+inside OUT.
 """
 
 from __future__ import annotations
