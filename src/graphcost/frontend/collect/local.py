@@ -24,14 +24,14 @@ benchmarks' noise ceiling are computed.
 
 Output directory: ``OUT/{train,valid,test}/<program>.npz`` plus ``OUT/manifest.json`` (collection
 parameters, environment metadata, one entry per finished graph with its noise statistics, the
-load around each process and the wall time). Programs are split by graph, stratified by family,
-deterministically from the seed. Every file is written atomically. Resume: a finished graph
-(file present AND listed in the manifest) is skipped; the finished processes of an unfinished
-graph (``OUT/.work/<program>/proc<p>.npz``, each recorded with its SHA-256 in ``proc-done.json``
-when the driver saw it finish) are kept and not measured again. One collection at a time writes to
-OUT (an exclusive lock, ``OUT/.graphcost.lock``, holding its pid); measuring processes die with
-their driver (`measure_processes` of `measure/cross_process.py`). Every manifest path must lie
-inside OUT.
+load around each process and the wall time). Programs are split by graph, stratified by family
+(`graphcost.data.splits.stratified_split`), deterministically from the seed. Every file is
+written atomically. Resume: a finished graph (file present AND listed in the manifest) is
+skipped; the finished processes of an unfinished graph (``OUT/.work/<program>/proc<p>.npz``, each
+recorded with its SHA-256 in ``proc-done.json`` when the driver saw it finish) are kept and not
+measured again. One collection at a time writes to OUT (an exclusive lock, ``OUT/.graphcost.lock``,
+holding its pid); measuring processes die with their driver (`measure_processes` of
+`measure/cross_process.py`). Every manifest path must lie inside OUT.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from graphcost.atomic import atomic_write_json, lock_dir
+from graphcost.data.splits import stratified_split
 from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average, spearman
@@ -54,30 +55,6 @@ from graphcost.frontend.programs.zoo import ProgramSpec
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
 WORK = ".work"
-
-
-# --- splits ----------------------------------------------------------------------------------
-
-def assign_splits(specs: list[ProgramSpec], fractions=(0.7, 0.15, 0.15), seed: int = 0) -> dict[str, str]:
-    """Program name -> split, by graph, stratified by family, deterministic in `seed`.
-
-    Within a family of n programs (seeded order), the last round(n * test) go to test, the
-    round(n * valid) before them to valid (each at least 1 when n >= 3), the rest to train.
-    """
-    rng = np.random.default_rng(seed + 7919)
-    by_family: dict[str, list[str]] = {}
-    for s in specs:
-        by_family.setdefault(s.family, []).append(s.name)
-    out = {}
-    for fam in sorted(by_family):
-        names = sorted(by_family[fam])
-        names = [names[i] for i in rng.permutation(len(names))]
-        n = len(names)
-        n_test = max(1, round(n * fractions[2])) if n >= 3 else 0
-        n_valid = max(1, round(n * fractions[1])) if n >= 3 else 0
-        for i, name in enumerate(names):
-            out[name] = "test" if i >= n - n_test else "valid" if i >= n - n_test - n_valid else "train"
-    return out
 
 
 # --- manifest ------------------------------------------------------------------------------
@@ -180,7 +157,7 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
 def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
     from tqdm.auto import tqdm
 
-    splits = assign_splits(specs, options.split_fractions, options.seed)
+    splits = stratified_split([(s.name, s.family) for s in specs], options.split_fractions, options.seed)
     manifest["environment"] = environment_metadata(options.protocol)
     manifest["environment"]["cross_process"] = options.cross.describe()
     todo = pending(specs, out_dir, manifest)

@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+from graphcost.data.splits import stratified_split
 from graphcost.frontend.collect.jobs import CollectOptions, prepare_job
-from graphcost.frontend.collect.local import MANIFEST, assign_splits, finish_graph, load_manifest, pending
+from graphcost.frontend.collect.local import MANIFEST, finish_graph, load_manifest, pending
 from graphcost.frontend.measure.cross_process import die_with_parent, measure_processes
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average
 from graphcost.frontend.programs.zoo import ProgramSpec, get_program
@@ -174,7 +175,7 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
     out_dir = Path(out_dir)
     with lock_dir(out_dir):  # one collection at a time per directory
         manifest = load_manifest(out_dir, options)
-        splits = assign_splits(specs, options.split_fractions, options.seed)
+        splits = stratified_split([(s.name, s.family) for s in specs], options.split_fractions, options.seed)
         todo = pending(specs, out_dir, manifest)
         env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
         started = not ray.is_initialized()
