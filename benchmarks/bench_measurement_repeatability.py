@@ -29,11 +29,11 @@ import numpy as np
 def remeasure(data: Path, name: str, entry: dict, collection: dict) -> float:
     """Fresh measurement pass over one stored graph; returns Spearman vs the stored runtimes."""
     from graphcost.data.io.tpugraphs_io import load_graph
-    from graphcost.frontend.collect import compile_all
-    from graphcost.frontend.jax_program import unoptimized_hlo_bytes
-    from graphcost.frontend.layouts import LayoutProgram, config_features, sample_configs
-    from graphcost.frontend.measure import Protocol, measure_executables, spearman
-    from graphcost.frontend.zoo import get_program
+    from graphcost.frontend.programs.compile import compile_all
+    from graphcost.frontend.programs.jax_program import unoptimized_hlo_bytes
+    from graphcost.frontend.programs.layouts import LayoutProgram, config_features, sample_configs
+    from graphcost.frontend.measure.interleaved import Protocol, measure_executables, spearman
+    from graphcost.frontend.programs.zoo import get_program
 
     graph = load_graph(data / entry["file"])
     fn, args = get_program(name).build()

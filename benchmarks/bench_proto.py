@@ -55,7 +55,7 @@ def build_module(copies: int, path: Path) -> int:
     are shifted by k * (largest id + 1), so the module stays valid and featurizable. Returns the
     number of instructions.
     """
-    from graphcost.frontend.protos import hlo_tuning_pb2 as pb
+    from graphcost.frontend.hlo.protos import hlo_tuning_pb2 as pb
 
     base = pb.ModuleTuningData.FromString(LAYOUT_PB.read_bytes()).module
     step = 1 + max(max(c.id, *(i.id for i in c.instructions)) for c in base.computations)
@@ -95,11 +95,11 @@ def child(mode: str, path: Path, repeats: int, rev: str, featurize: bool = False
         if mode == "old":
             decode = _old_parser(rev, Path(tmp))
         elif mode == "protobuf":
-            from graphcost.frontend.protos import hlo_tuning_pb2 as pb
+            from graphcost.frontend.hlo.protos import hlo_tuning_pb2 as pb
 
             decode = pb.HloModuleProto.FromString
         else:
-            from graphcost.frontend.hlo_proto import parse_hlo_module as decode
+            from graphcost.frontend.hlo.hlo_proto import parse_hlo_module as decode
         data = path.read_bytes()
         rss_before = _rss_mib()
         times, cpu_times = [], []
@@ -110,7 +110,7 @@ def child(mode: str, path: Path, repeats: int, rev: str, featurize: bool = False
             cpu_times.append(time.process_time() - cpu_start)
             count = sum(len(c.instructions) for c in module.computations)
             if featurize and mode != "protobuf" and len(times) == 1:  # after the first decode, on a fresh heap
-                from graphcost.frontend.featurizer import featurize_module
+                from graphcost.frontend.hlo.featurizer import featurize_module
 
                 start, cpu_start = time.perf_counter(), time.process_time()
                 featurize_module(module)
@@ -143,7 +143,7 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT / "src"))
-    from graphcost.frontend.measure import cpu_model, load_average
+    from graphcost.frontend.measure.interleaved import cpu_model, load_average
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     with tempfile.TemporaryDirectory() as tmp:

@@ -97,12 +97,12 @@ def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray]:
     rows = library_table(prepared)
     table = np.zeros((len(z["config_runtime"]), rows.shape[1]), np.float32)
     table[prepared.config_source_index] = rows
-    if "config_feat" in z.files:  # tile: the number of flags off their default (graphcost.frontend.flags)
-        from graphcost.frontend.flags import DEFAULT
+    if "config_feat" in z.files:  # tile: the number of flags off their default (graphcost.frontend.programs.flags)
+        from graphcost.frontend.programs.flags import DEFAULT
 
         flags = np.asarray(z["config_feat"], np.float32)[:, : len(DEFAULT)]
         return table, (flags != np.asarray(DEFAULT, np.float32)).sum(1)
-    from graphcost.frontend.layouts import moved_tensors
+    from graphcost.frontend.programs.layouts import moved_tensors
 
     return table, moved_tensors(np.asarray(z["node_config_feat"], np.float32))
 

@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure import Protocol, cpu_model, load_average  # noqa: E402
+from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.evaluate import OK, Evaluator, Trial  # noqa: E402
 from graphcost.tuning.space import TuneProgram, make_space  # noqa: E402
 
@@ -190,7 +190,7 @@ def replay_space(data: dict, program):
     """The space a table was measured in, and its configurations as codes of that space: a flag
     table of fewer columns than today's flag space (measured before it was widened) is replayed in
     the flag space of its columns, its codes padded with the default of the other dimensions."""
-    from graphcost.frontend.flags import FLAG_COLUMNS
+    from graphcost.frontend.programs.flags import FLAG_COLUMNS
     from graphcost.tuning.space import FlagSpace, JointSpace
 
     def flags_of(dims):

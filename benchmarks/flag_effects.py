@@ -1,6 +1,6 @@
 """Which XLA CPU options of the flag space change generated code on this jaxlib and CPU?
 
-For each candidate option of `graphcost.frontend.flags` and each of its non-default values, a few
+For each candidate option of `graphcost.frontend.programs.flags` and each of its non-default values, a few
 programs (small kernels and held-out programs of tune_suite.py) are compiled with that one option
 changed (and, for the ``honor_*`` options of the fast-math family, with ``xla_cpu_enable_fast_math``
 on as well) and XLA's dump of the compiled module (optimised HLO, LLVM IR, object code; file
@@ -30,7 +30,7 @@ import jax.numpy as jnp  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.flags import known_options, skipped_options  # noqa: E402
+from graphcost.frontend.programs.flags import known_options, skipped_options  # noqa: E402
 
 
 def kernels() -> dict:

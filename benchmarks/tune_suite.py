@@ -1,5 +1,5 @@
 """The held-out program suite of bench_tune.py: fourteen architectures that are NOT in the training
-zoo (graphcost.frontend.zoo has MLPs, ResNet-style CNNs, Transformer encoders/decoders, LSTMs and
+zoo (graphcost.frontend.programs.zoo has MLPs, ResNet-style CNNs, Transformer encoders/decoders, LSTMs and
 GRUs), written for the benchmark: the first eight of issue 18, and five families added for issue 25
 (a graph network, a Fourier neural operator, a neural ODE, a state-space model, top-k retrieval and
 a point-cloud network). Each ``make_*()`` returns ``(fn, example_args)``, so any of them

@@ -1,6 +1,6 @@
 """A minimal protobuf wire encoder for tests, written independently of the decoder
-(`graphcost.frontend.protowire` / the protobuf package): field number + wire type, varints,
-length-delimited payloads. Used by tests/frontend_hlo and tests/bad_input."""
+(`graphcost.frontend.hlo.protowire` / the protobuf package): field number + wire type, varints,
+length-delimited payloads. Used by tests/frontend/hlo and tests/bad_input."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from cli_asserts import one_line_error
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.frontend.hlo_proto import MAX_SHAPE_DEPTH, MAX_SHAPE_RANK
+from graphcost.frontend.hlo.hlo_proto import MAX_SHAPE_DEPTH, MAX_SHAPE_RANK
 
 
 def _from_proto(tmp_path, data: bytes, *options, name: str = "bad.pb"):

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.frontend.measure import Protocol
+from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.crossproc import remeasure_cross_process
 
 PROGRAM = '''

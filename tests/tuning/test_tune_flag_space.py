@@ -8,8 +8,8 @@ import logging
 import numpy as np
 import pytest
 
-from graphcost.frontend import flags as flagspace
-from graphcost.frontend import xla_options
+from graphcost.frontend.programs import flags as flagspace
+from graphcost.frontend.programs import xla_options
 from graphcost.tuning.space import FlagSpace, TuneProgram, make_space
 
 
@@ -77,7 +77,7 @@ def test_unknown_option_is_skipped_with_a_warning(monkeypatch, fresh_options, ca
     real = xla_options.option_schema()
     fewer = {k: v for k, v in real.items() if k != "xla_cpu_scheduler_type"}
     monkeypatch.setattr(xla_options, "option_schema", lambda: fewer)
-    with caplog.at_level(logging.WARNING, logger="graphcost.frontend.flags"):
+    with caplog.at_level(logging.WARNING, logger="graphcost.frontend.programs.flags"):
         space = FlagSpace()
     assert "skipping xla_cpu_scheduler_type (column 8)" in caplog.text and "no such option" in caplog.text
     assert "scheduler_type" not in [d.name for d in space.dims] and "xla_cpu_scheduler_type" in flagspace.skipped_options()
@@ -93,7 +93,7 @@ def test_option_of_another_type_or_default_is_skipped(monkeypatch, fresh_options
     changed["xla_cpu_ftz"] = xla_options.OptionInfo("xla_cpu_ftz", "int")
     monkeypatch.setattr(xla_options, "option_schema", lambda: changed)
     monkeypatch.setattr(xla_options, "option_defaults", lambda: {**defaults, "xla_cpu_prefer_vector_width": 1024})
-    with caplog.at_level(logging.WARNING, logger="graphcost.frontend.flags"):
+    with caplog.at_level(logging.WARNING, logger="graphcost.frontend.programs.flags"):
         names = [d.name for d in FlagSpace().dims]
     assert "no_ftz" not in names and "log2_vector_width_over_128" not in names
     assert "not one of the values graphcost stores" in caplog.text and "as a int, not a bool" in caplog.text
@@ -101,7 +101,7 @@ def test_option_of_another_type_or_default_is_skipped(monkeypatch, fresh_options
 
 def test_unreadable_descriptor_falls_back_to_the_old_options(monkeypatch, fresh_options, caplog):
     monkeypatch.setattr(xla_options, "option_schema", lambda: None)
-    with caplog.at_level(logging.WARNING, logger="graphcost.frontend.flags"):
+    with caplog.at_level(logging.WARNING, logger="graphcost.frontend.programs.flags"):
         space = FlagSpace()
     assert "cannot read XLA's DebugOptions" in caplog.text
     assert [d.name for d in space.dims] == list(flagspace.FLAG_COLUMNS[:7])

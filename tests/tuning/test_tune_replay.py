@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
-from graphcost.frontend.flags import FLAG_COLUMNS
+from graphcost.frontend.programs.flags import FLAG_COLUMNS
 from graphcost.tuning.replay import PoolSpace, ReplayEvaluator, best_known
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES

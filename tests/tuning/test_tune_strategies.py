@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
-from graphcost.frontend.flags import FLAG_COLUMNS
+from graphcost.frontend.programs.flags import FLAG_COLUMNS
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES, diverse_top
 from graphcost.tuning.study import Study

@@ -78,10 +78,11 @@ def register(app: typer.Typer) -> None:
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
         from graphcost.atomic import OutputExistsError
-        from graphcost.frontend.collect import CollectOptions, collect, repeat_collection, select_programs
-        from graphcost.frontend.jax_program import require_jax
-        from graphcost.frontend.measure import Protocol
-        from graphcost.frontend.protocol import CrossProcess
+        from graphcost.frontend.collect.jobs import CollectOptions, select_programs
+        from graphcost.frontend.collect.local import collect, repeat_collection
+        from graphcost.frontend.programs.jax_program import require_jax
+        from graphcost.frontend.measure.interleaved import Protocol
+        from graphcost.frontend.measure.cross_process import CrossProcess
 
         try:
             specs = select_programs(programs, limit=limit, seed=seed)
@@ -107,7 +108,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--measure-core {measure_core}: this process may only run on cores "
                                      f"{sorted(os.sched_getaffinity(0))}")
         if backend == "local" and not repeat:
-            from graphcost.frontend.memory_maps import check_executables_fit
+            from graphcost.frontend.measure.memory_maps import check_executables_fit
 
             try:
                 check_executables_fit(configs)
@@ -123,7 +124,7 @@ def register(app: typer.Typer) -> None:
             if repeat:
                 manifest = repeat_collection(out, options)
             elif backend == "ray":
-                from graphcost.frontend.collect_ray import collect_ray
+                from graphcost.frontend.collect.ray_backend import collect_ray
 
                 manifest = collect_ray(specs, out, options, address=ray_address,
                                        init_kwargs=None if ray_address else {"resources": {"graphcost_measure": 1}})

@@ -177,7 +177,7 @@ def card(
     notes: Optional[Path] = typer.Option(None, "--notes", help="markdown appended as the card's last section"),
 ) -> None:
     """Write DIR/CARD.md, the data card of a collection: measurement, repeatability, per-graph table."""
-    from graphcost.frontend.card import write_card
+    from graphcost.frontend.collect.card import write_card
 
     try:
         path = write_card(root, title, command, notes)

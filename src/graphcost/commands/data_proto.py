@@ -36,7 +36,7 @@ def from_proto(
     """Convert TpuGraphs autotuner protobufs into TpuGraphs npz graphs (official keys)."""
     from tqdm import tqdm
 
-    from graphcost.frontend.convert import ConversionError, convert_file, describe_unknown_opcodes
+    from graphcost.frontend.hlo.convert import ConversionError, convert_file, describe_unknown_opcodes
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")

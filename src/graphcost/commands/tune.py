@@ -96,13 +96,13 @@ def register(app: typer.Typer) -> None:
         except OutputExistsError as exc:
             _fail(str(exc))
 
-        from graphcost.frontend.jax_program import require_jax
+        from graphcost.frontend.programs.jax_program import require_jax
 
         try:
             require_jax()
         except ImportError as exc:
             _fail(str(exc), code=2)
-        from graphcost.frontend.measure import Protocol
+        from graphcost.frontend.measure.interleaved import Protocol
         from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program, program_file
         from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import TuneInterrupted, tune

@@ -6,7 +6,7 @@ measured on a 2-core CPU with the cross-process protocol of `graphcost collect` 
 of 3 processes, plus an independent repeat), TpuGraphs layout schema, split by graph into
 train/valid/test.
 
-``cpu_flags``: 24 programs x 64 XLA CPU compiler-flag configurations (`graphcost.frontend.flags`,
+``cpu_flags``: 24 programs x 64 XLA CPU compiler-flag configurations (`graphcost.frontend.programs.flags`,
 TpuGraphs tile schema), the default data of ``graphcost train --collection tile:xla``.
 
 ``cpu_layout_1k``: ONE program (an LSTM forward pass) x 1,200 distinct layout configurations, same

@@ -47,7 +47,7 @@ def compile_for(fn: Callable, args: tuple, best) -> Callable:
     and returns ``fn``'s output pytree."""
     import jax
 
-    from graphcost.frontend.jax_program import compile_lowered
+    from graphcost.frontend.programs.jax_program import compile_lowered
     from graphcost.tuning.space import LayoutSpace, TuneProgram
 
     cfg = _as_config(best)
@@ -73,7 +73,7 @@ def check_options(options: dict, where: str | Path) -> None:
     import jax
     import jax.numpy as jnp
 
-    from graphcost.frontend.jax_program import compile_lowered
+    from graphcost.frontend.programs.jax_program import compile_lowered
 
     try:
         compile_lowered(jax.jit(lambda x: x + 1).lower(jnp.zeros(1)), dict(options))

@@ -4,7 +4,7 @@ fresh worker processes (the cross-process protocol of issue 17, part 1).
 Each worker (``python -m graphcost.tuning.worker``) rebuilds the program from its reference
 (`graphcost.tuning.program`), compiles the default and the candidates itself (through JAX's
 persistent compilation cache, so only the first process pays the compile), and times them with
-the interleaved protocol (`graphcost.frontend.measure`). Per process p and candidate k the
+the interleaved protocol (`graphcost.frontend.measure.interleaved`). Per process p and candidate k the
 speedup is ``default runtime / candidate runtime``; the reported speedup is the median over
 processes and the spread their min..max. A program given as a Python object (the API's
 ``graphcost.tuning(fn, *args)``) cannot be rebuilt in another process: it is timed in P
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.frontend.measure import Protocol, measure_executables
-from graphcost.frontend.protocol import die_with_parent
+from graphcost.frontend.measure.interleaved import Protocol, measure_executables
+from graphcost.frontend.measure.cross_process import die_with_parent
 from graphcost.tuning.space import Codes
 
 

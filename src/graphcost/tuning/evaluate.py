@@ -13,7 +13,7 @@ For a batch of configurations (`Evaluator.evaluate`):
    faster but wrong program;
 3. a probe (fastest of 3 calls) longer than `slow_limit` times the default's is recorded as ``too_slow``;
 4. the survivors are timed together WITH the default configuration by the interleaved protocol
-   (`graphcost.frontend.measure.measure_interleaved`), and each gets
+   (`graphcost.frontend.measure.interleaved.measure_interleaved`), and each gets
    ``ratio = runtime / default runtime`` from the same batch, so a change of machine load between
    batches cancels out of the ratio.
 """
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.frontend.measure import Protocol, measure_executables
+from graphcost.frontend.measure.interleaved import Protocol, measure_executables
 from graphcost.tuning.space import Codes, Space, TuneProgram
 
 OK = "ok"
@@ -58,7 +58,7 @@ class Trial:
 
 def compile_config(program: TuneProgram, space: Space, codes: Codes):
     """The executable of `program` under configuration `codes` of `space`."""
-    from graphcost.frontend.jax_program import compile_lowered
+    from graphcost.frontend.programs.jax_program import compile_lowered
 
     return compile_lowered(space.lower(program, codes), space.compiler_options(codes))
 

@@ -97,7 +97,7 @@ def check_in_child(ref: str, timeout_s: float) -> None:
     import signal
     import subprocess
 
-    from graphcost.frontend.protocol import die_with_parent
+    from graphcost.frontend.measure.cross_process import die_with_parent
 
     cmd = [sys.executable, "-m", "graphcost.tuning.program", ref]
     try:

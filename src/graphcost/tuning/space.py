@@ -5,8 +5,8 @@ into each dimension's choices, and code 0 is always the compiler's default choic
 encoding serves every strategy: random and evolutionary search mutate codes, Optuna's TPE
 suggests one categorical per dimension, the per-program tree model reads the codes as
 categorical features, and the graph cost model gets the configuration in the TpuGraphs schema
-(`graph_for`): a TILE graph for the flag vector (`graphcost.frontend.flags`), a LAYOUT graph for
-the per-node ``minor_to_major`` choices (`graphcost.frontend.layouts`).
+(`graph_for`): a TILE graph for the flag vector (`graphcost.frontend.programs.flags`), a LAYOUT graph for
+the per-node ``minor_to_major`` choices (`graphcost.frontend.programs.layouts`).
 
 Applying a configuration (`TuneProgram.lower` + `Space.compiler_options`): flags are passed as
 per-compilation XLA options, layouts as ``with_layout_constraint`` on the configurable nodes.
@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.frontend import flags as flagspace
+from graphcost.frontend.programs import flags as flagspace
 
 Codes = tuple[int, ...]
 
@@ -88,7 +88,7 @@ class TuneProgram:
     def layout_parts(self):
         """(LayoutProgram, FeaturizedModule, active sites, (C,) node ids), built on first use."""
         if self._layout is None:
-            from graphcost.frontend.layouts import LayoutProgram, locate_sites
+            from graphcost.frontend.programs.layouts import LayoutProgram, locate_sites
 
             lp = LayoutProgram(self.fn, self.args)
             self._layout = (lp, *locate_sites(lp))
@@ -179,7 +179,7 @@ class Space:
 
 
 class FlagSpace(Space):
-    """XLA CPU compiler options (`graphcost.frontend.flags`): one dimension per option the installed
+    """XLA CPU compiler options (`graphcost.frontend.programs.flags`): one dimension per option the installed
     jaxlib knows, its choices the stored values (the jaxlib's default first). The fast-math family
     may change results, so it stays at its default unless `allow_fast_math`.
 
@@ -199,7 +199,7 @@ class FlagSpace(Space):
         if columns is not None:
             unknown = [c for c in columns if c not in flagspace.FLAG_COLUMNS]
             if unknown:
-                raise ValueError(f"unknown flag column {unknown[0]!r}; expected names of graphcost.frontend.flags."
+                raise ValueError(f"unknown flag column {unknown[0]!r}; expected names of graphcost.frontend.programs.flags."
                                  "FLAG_COLUMNS")
         self.options = flagspace.known_options()
         dims = []
@@ -255,13 +255,13 @@ def minor_to_major_label(perm) -> str:
 
 class LayoutSpace(Space):
     """Per-node layouts of the program's configurable dot / convolution / reshape nodes
-    (`graphcost.frontend.layouts`): one dimension per configurable tensor (output, operand 0,
+    (`graphcost.frontend.programs.layouts`): one dimension per configurable tensor (output, operand 0,
     operand 1), choices = every ``minor_to_major`` permutation of its rank, row-major first."""
 
     name, kinds = "layout", ("layout",)
 
     def __init__(self, program: TuneProgram):
-        from graphcost.frontend.layouts import default_perm
+        from graphcost.frontend.programs.layouts import default_perm
 
         _, _, active, _ = program.layout_parts()
         self.active = active
@@ -279,7 +279,7 @@ class LayoutSpace(Space):
 
     def triples(self, codes: Codes) -> list[tuple]:
         """Per active site, (out, in0, in1) minor_to_major permutations (None where absent)."""
-        from graphcost.frontend.layouts import default_config
+        from graphcost.frontend.programs.layouts import default_config
 
         cfg = [list(t) for t in default_config(self.active)]
         for (a, j), d, c in zip(self.slots, self.dims, codes):
@@ -301,7 +301,7 @@ class LayoutSpace(Space):
     def graph_for(self, program, kind, configs):
         from graphcost.data.graph import LayoutGraph
         from graphcost.data.io.tpugraphs_io import placeholder_runtimes
-        from graphcost.frontend.layouts import config_features
+        from graphcost.frontend.programs.layouts import config_features
 
         if kind != "layout":
             raise ValueError(f"the layout space is scored by a layout model, not a {kind} model")

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.frontend.measure import Protocol
+from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.evaluate import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, tpe_sampler
@@ -44,7 +44,7 @@ class TunedConfig:
         space: the space it belongs to: flags, layout or both.
         codes: one choice index per dimension of the space (0 = the compiler's default).
         compiler_options: the XLA options passed to `Lowered.compile` (flags).
-        flags: the flag columns' values (`graphcost.frontend.flags.FLAG_COLUMNS`).
+        flags: the flag columns' values (`graphcost.frontend.programs.flags.FLAG_COLUMNS`).
         layouts: the tensors moved off their default layout, each
             `{"site", "primitive", "tensor", "minor_to_major"}`.
     """

@@ -16,12 +16,12 @@ def main(argv: list[str]) -> int:
     req_path, out_path = argv
     with open(req_path, encoding="utf-8") as fh:
         req = json.load(fh)
-    from graphcost.frontend.measure_worker import configure_cache
+    from graphcost.frontend.programs.compile import configure_cache
 
     configure_cache(req.get("cache_dir"))
 
     from graphcost.atomic import atomic_write_json
-    from graphcost.frontend.measure import Protocol, measure_executables
+    from graphcost.frontend.measure.interleaved import Protocol, measure_executables
     from graphcost.tuning.evaluate import compile_config
     from graphcost.tuning.program import load_program
     from graphcost.tuning.space import TuneProgram, make_space

@@ -11,8 +11,8 @@ from graphcost.data.transforms.preprocess import prepare_graph
 
 @pytest.fixture(scope="module")
 def real_layout(shared_data):
-    from graphcost.frontend.convert import convert_layout
-    from graphcost.frontend.tuning_proto import parse_module_tuning_data
+    from graphcost.frontend.hlo.convert import convert_layout
+    from graphcost.frontend.hlo.tuning_proto import parse_module_tuning_data
 
     raw = (shared_data / "tpu_graphs_raw" / "module_tuning_data_layout.pb").read_bytes()
     graph, _ = convert_layout(parse_module_tuning_data(raw), "module_tuning_data_layout.pb")

@@ -1,0 +1,152 @@
+"""One collection's parameters and jobs: which programs, and each graph's configurations ready to measure.
+
+`CollectOptions` holds the parameters of a collection (recorded in the manifest); `select_programs`
+picks the zoo programs; `prepare_job` builds, featurizes and configures one program in the layout
+space (`prepare_layout`) or the flag space (`prepare_flags`) and returns a `GraphJob`: the npz
+arrays without labels and the JSON job of the measuring processes (`measure/worker.py`). The local
+loop (`collect/local.py`) and the Ray backend (`collect/ray_backend.py`) both measure these jobs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from graphcost.frontend.measure.cross_process import CrossProcess
+from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.programs.flags import collect_columns
+from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
+
+
+@dataclass
+class CollectOptions:
+    """Parameters of one collection (recorded in the manifest; a resume must use the same)."""
+
+    space: str = "layout"  # layout | flags
+    mode: str = "both"  # layout search mode: random | default | both (half each, see layouts.sample_mixed_configs)
+    configs: int = 8
+    seed: int = 0
+    protocol: Protocol = field(default_factory=Protocol)
+    cross: CrossProcess = field(default_factory=CrossProcess)
+    split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
+    # not part of the collection key: they do not change what is measured
+    compile_workers: int = 2
+    cache_dir: Path | None = None  # None: OUT/.work/jax-cache
+
+    def key(self) -> dict[str, Any]:
+        return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
+                "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
+                "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                **({"flag_columns": list(collect_columns())} if self.space == "flags" else {})}
+
+
+# --- program selection ------------------------------------------------------------------------
+
+def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[ProgramSpec]:
+    """Programs matching `selectors`; with `limit` > 0 a seeded sample spread over families."""
+    specs = list_programs(selectors)
+    if limit <= 0 or len(specs) <= limit:
+        return specs
+    rng = np.random.default_rng(seed)
+    by_family: dict[str, list[ProgramSpec]] = {}
+    for s in specs:
+        by_family.setdefault(s.family, []).append(s)
+    # sample from the cheaper half of each family (size proxy: product of integer hparams, x3 for training)
+    queues = []
+    for group in by_family.values():
+        group = sorted(group, key=program_cost)[: max(1, (len(group) + 1) // 2)]
+        queues.append([group[i] for i in rng.permutation(len(group))])
+    chosen: list[ProgramSpec] = []
+    while len(chosen) < limit:  # round-robin over families
+        for q in queues:
+            if q and len(chosen) < limit:
+                chosen.append(q.pop(0))
+    names = {s.name for s in chosen}
+    return [s for s in specs if s.name in names]
+
+
+def program_cost(spec: ProgramSpec) -> float:
+    """A rough size proxy of a program: product of its integer hyper-parameters, x3 for a training step."""
+    ints = [v for v in spec.hparams.values() if isinstance(v, int) and not isinstance(v, bool)]
+    return float(np.prod(ints)) * (3.0 if spec.hparams.get("mode") == "train" else 1.0)
+
+
+# --- one graph: its configurations ------------------------------------------------------------
+
+@dataclass
+class GraphJob:
+    """One program's configurations, ready to measure: npz arrays without labels, the worker job."""
+
+    spec: ProgramSpec
+    kind: str  # layout | tile
+    arrays: dict  # static npz arrays (graph + configuration features [+ config_search_mode])
+    job: dict  # JSON job of `graphcost.frontend.measure.worker`
+    lower: Callable[[], list]  # -> one jax `Lowered` per configuration (for the driver compile)
+    compiler_options: list  # one dict or None per configuration
+    info: dict  # manifest fields known before measuring
+
+
+def prepare_layout(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
+    """Build, featurize and configure one program in the layout space."""
+    from graphcost.frontend.programs.layouts import (
+        LayoutProgram,
+        config_features,
+        locate_sites,
+        sample_configs,
+        sample_mixed_configs,
+    )
+
+    fn, args = spec.build()
+    lp = LayoutProgram(fn, args)
+    fm, active, node_ids = locate_sites(lp)
+    if not active:
+        raise ValueError(f"{spec.name}: no configurable dot/convolution/reshape node found")
+    if options.mode == "both":
+        configs, modes = sample_mixed_configs(active, options.configs, seed=options.seed)
+    else:
+        configs = sample_configs(active, options.configs, options.mode, seed=options.seed)
+        modes = [options.mode] * len(configs)
+    full = [lp.full_config(active, cfg) for cfg in configs]
+    arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
+              "edge_index": fm.edge_index.astype(np.int64), "node_config_ids": node_ids,
+              "node_config_feat": config_features(configs), "node_splits": fm.node_splits.astype(np.int64),
+              "config_search_mode": np.asarray(modes)}
+    job = {"space": "layout", "program": spec.name, "configs": [[list(map(_perm_json, t)) for t in c] for c in full]}
+    info = {"num_configurable": int(len(node_ids)), "num_jax_sites": len(lp.sites),
+            "configs_by_mode": {m: modes.count(m) for m in sorted(set(modes))}}
+    return GraphJob(spec, "layout", arrays, job, lambda: [lp.lowered(c) for c in full], [None] * len(full), info)
+
+
+def _perm_json(perm):
+    return None if perm is None else list(perm)
+
+
+def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
+    """Build and featurize one program; its configurations in the XLA CPU flag space."""
+    from graphcost.frontend.programs.flags import flag_configs, flag_features
+    from graphcost.frontend.programs.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
+
+    import jax
+
+    if jax.default_backend() != "cpu":  # the flag space (graphcost.frontend.programs.flags) is XLA:CPU's
+        raise ValueError(f"--space flags measures XLA CPU compiler options, but JAX's default backend here is "
+                         f"'{jax.default_backend()}'; run with JAX_PLATFORMS=cpu")  # fmt: skip
+    fn, args = spec.build()
+    lowered = lower(fn, args)
+    fm = featurize_hlo_bytes(unoptimized_hlo_bytes(lowered))
+    configs = flag_configs(options.configs, seed=options.seed)  # configs[0] is the default
+    arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
+              "edge_index": fm.edge_index.astype(np.int64), "config_feat": flag_features(configs)}
+    job = {"space": "flags", "program": spec.name, "configs": [list(c.values) for c in configs]}
+    return GraphJob(spec, "tile", arrays, job, lambda: [lowered] * len(configs),
+                    [c.compiler_options() for c in configs], {})
+
+
+def prepare_job(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
+    """The `GraphJob` of one program in the space of `options`, its job carrying the protocol and the cache."""
+    gj = (prepare_layout if options.space == "layout" else prepare_flags)(spec, options)
+    gj.job.update(protocol=asdict(options.protocol), cache_dir=str(options.cache_dir))
+    return gj

@@ -1,0 +1,300 @@
+"""Local data collection: zoo programs x real configurations -> measured TpuGraphs-schema npz files.
+
+Two configuration spaces (each graph's configurations are built by `collect/jobs.py`):
+
+* ``layout`` (`graphcost.frontend.programs.layouts`): per-node layouts of dot / convolution / reshape
+  nodes, search mode ``random`` or ``default``. Output: one LAYOUT-schema npz per program
+  (node_config_ids, node_config_feat (K, C, 18), config_runtime in ns).
+* ``flags`` (`graphcost.frontend.programs.flags`): whole-program XLA CPU compiler options. Output: one
+  TILE-schema npz per program (config_feat (K, 24) = flag vector, config_runtime in ns,
+  config_runtime_normalizers = runtime of the default flags). See `flags.FLAG_COLUMNS`.
+
+The graph of every file is the UNOPTIMIZED HLO module of the program (what the compiler and
+its configuration act on), featurized by `graphcost.frontend.hlo.featurizer`.
+
+Every label comes from the cross-process protocol (`graphcost.frontend.measure.cross_process`): the driver
+compiles a graph's configurations into JAX's persistent compilation cache, then P fresh measuring
+processes pinned to one core time them all; the label is the median over processes, and the
+(K, P) samples are stored beside it (``config_runtime_samples``, int64 ns; layout files also get
+``config_search_mode``, 'default' or 'random' per configuration). Extra keys are ignored by the
+TpuGraphs loaders. ``repeat_collection`` measures every finished graph again, in P new processes
+at a later time: an independent second collection of the same configurations, stored as
+``config_runtime_repeat_samples`` (K, P), from which the card's repeatability table and the
+benchmarks' noise ceiling are computed.
+
+Output directory: ``OUT/{train,valid,test}/<program>.npz`` plus ``OUT/manifest.json`` (collection
+parameters, environment metadata, one entry per finished graph with its noise statistics, the
+load around each process and the wall time). Programs are split by graph, stratified by family
+(`graphcost.data.splits.stratified_split`), deterministically from the seed. Every file is
+written atomically. Resume: a finished graph (file present AND listed in the manifest) is
+skipped; the finished processes of an unfinished graph (``OUT/.work/<program>/proc<p>.npz``, each
+recorded with its SHA-256 in ``proc-done.json`` when the driver saw it finish) are kept and not
+measured again. One collection at a time writes to OUT (an exclusive lock, ``OUT/.graphcost.lock``,
+holding its pid); measuring processes die with their driver (`measure_processes` of
+`measure/cross_process.py`). Every manifest path must lie inside OUT.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphcost.atomic import atomic_write_json, lock_dir
+from graphcost.data.splits import stratified_split
+from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job
+from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
+from graphcost.frontend.measure.interleaved import environment_metadata, load_average, spearman
+from graphcost.frontend.programs.compile import compile_all, persistent_cache
+from graphcost.frontend.programs.zoo import ProgramSpec
+
+SPLITS = ("train", "valid", "test")
+MANIFEST = "manifest.json"
+WORK = ".work"
+
+
+# --- manifest ------------------------------------------------------------------------------
+
+def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
+    """The existing manifest (checked against `options`) or a fresh one."""
+    path = out_dir / MANIFEST
+    if path.exists():
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or text; RecursionError: too deep
+            raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
+        old = manifest.get("collection", {})
+        if old != options.key():
+            raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
+                             "use another --out directory or the same parameters to resume")
+        if not isinstance(manifest.get("graphs", {}), dict):
+            raise ValueError(f"{path}: key 'graphs' must be an object of per-graph entries")
+        manifest.setdefault("graphs", {})
+        for name, entry in manifest["graphs"].items():
+            graph_file(out_dir, name, entry)
+        return manifest
+    return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
+            "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
+
+
+def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
+    """The file of manifest entry `name`, resolved; ValueError naming the manifest and the field when
+    the entry is not an object, has no string ``file``, or its file lies outside `out_dir` (``..``,
+    an absolute path, a link leading out): nothing outside the collection is ever read or rewritten."""
+    where = f"{out_dir / MANIFEST}: key 'graphs.{name}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}' must be an object, got {type(entry).__name__}")
+    rel = entry.get("file")
+    if not isinstance(rel, str) or not rel:
+        raise ValueError(f"{where}.file' must be a path relative to the collection, got {rel!r}")
+    root = out_dir.resolve()
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root):
+        raise ValueError(f"{where}.file' is {rel!r}, which leads outside the collection directory {out_dir}; "
+                         "refusing to read or rewrite it")
+    return path
+
+
+# --- one graph: labels and files ---------------------------------------------------------------
+
+def summarize(samples: np.ndarray) -> dict:
+    """Manifest fields of a (K, P) sample matrix: label range, spread, noise statistics."""
+    label = combine(samples)
+    return {"num_configs": int(len(label)), "runtime_ns_min": float(label.min()), "runtime_ns_max": float(label.max()),
+            "spread": float(label.max() / label.min()), **noise_stats(samples)}
+
+
+def label_arrays(kind: str, samples: np.ndarray) -> dict:
+    """npz label keys of a (K, P) sample matrix: the median label and the samples (int64 ns)."""
+    stored = np.round(samples).astype(np.int64)  # the label is recomputable exactly from the stored samples
+    label = np.round(combine(stored)).astype(np.int64)
+    out = {"config_runtime": label, "config_runtime_samples": stored}
+    if kind == "tile":  # TpuGraphs tile files normalise by the default configuration (configs[0])
+        out["config_runtime_normalizers"] = np.full_like(label, label[0])
+    return out
+
+
+def save_arrays(arrays: dict, path: Path, kind: str) -> None:
+    """Validate and write atomically with `graphcost.data.io.tpugraphs_io.save_graph`; the keys outside
+    the TpuGraphs schema (samples, search modes) go along as its ``extra``."""
+    import dataclasses
+
+    from graphcost.data.graph import LayoutGraph, TileGraph
+    from graphcost.data.io.tpugraphs_io import save_graph
+
+    cls = LayoutGraph if kind == "layout" else TileGraph
+    fields = {f.name for f in dataclasses.fields(cls)} - {"path", "kind"}
+    graph = cls(path=None, **{k: v for k, v in arrays.items() if k in fields})
+    save_graph(graph, path, compressed=True, validate=True,
+               extra={k: np.asarray(v) for k, v in arrays.items() if k not in fields})
+
+
+# --- the collection loop -------------------------------------------------------------------
+
+def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
+    """Compile into the persistent cache (the measuring processes then load); record the time."""
+    t0 = time.perf_counter()
+    compile_all(gj.lower(), gj.compiler_options, options.compile_workers, bar, gj.spec.name, keep=False)
+    return {"compile_s": round(time.perf_counter() - t0, 2)}
+
+
+def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+    """Collect every program in `specs` into `out_dir` (resumable). Returns the manifest."""
+    out_dir = Path(out_dir)
+    with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        with persistent_cache(options.cache_dir):
+            _collect(specs, out_dir, options, manifest, progress)
+        _cleanup(out_dir, manifest, specs)
+    return manifest
+
+
+def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
+    from tqdm.auto import tqdm
+
+    splits = stratified_split([(s.name, s.family) for s in specs], options.split_fractions, options.seed)
+    manifest["environment"] = environment_metadata(options.protocol)
+    manifest["environment"]["cross_process"] = options.cross.describe()
+    todo = pending(specs, out_dir, manifest)
+    bar = tqdm(total=len(specs), initial=len(specs) - len(todo), unit="graph", disable=not progress,
+               desc=f"collect {options.space}")
+    try:
+        for spec in todo:
+            t0 = time.perf_counter()
+            bar.set_postfix_str(f"{spec.name}: prepare")
+            gj = prepare_job(spec, options)
+            timing = {"compile_s": 0.0}
+            work = out_dir / WORK / spec.name
+            samples, records = measure_processes(
+                gj.job, work, "proc", options.cross,
+                before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
+                status=lambda msg: bar.set_postfix_str(f"{spec.name}: {msg}"))
+            finish_graph(out_dir, manifest, spec, splits[spec.name], gj.kind, gj.arrays, gj.info, samples,
+                         {"processes": records, **timing, "total_s": round(time.perf_counter() - t0, 2)})
+            _remove_work(work)
+            bar.update(1)
+    finally:
+        bar.close()
+    manifest["environment"]["loadavg_end"] = load_average()
+    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+
+
+def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, kind: str, arrays: dict, info: dict,
+                 samples: np.ndarray, extra: dict) -> None:
+    """Write one measured graph (npz, then its manifest entry; both atomic): the graph is finished."""
+    rel = f"{split}/{spec.name}.npz"
+    save_arrays({**arrays, **label_arrays(kind, samples)}, out_dir / rel, kind)
+    manifest["graphs"][spec.name] = {
+        "file": rel, "split": split, "family": spec.family, "hparams": spec.hparams,
+        "num_nodes": int(len(arrays["node_feat"])), "num_edges": int(len(arrays["edge_index"])),
+        **info, **summarize(samples), **extra, "date_utc": _now()}
+    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+
+
+def pending(specs: list[ProgramSpec], out_dir: Path, manifest: dict) -> list[ProgramSpec]:
+    """The programs of `specs` without a finished graph (file present and listed in the manifest)."""
+    graphs = manifest["graphs"]
+    return [s for s in specs if not (s.name in graphs and graph_file(out_dir, s.name, graphs[s.name]).exists())]
+
+
+def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+    """Measure every finished graph of the collection in `out_dir` again, in P new processes.
+
+    The configurations are rebuilt from the manifest's parameters and checked against the file's
+    configuration features; the repeat's (K, P) samples go into the file as
+    ``config_runtime_repeat_samples`` and the manifest entry gets ``repeat`` (Spearman of the two
+    labels, noise, loads, date). Resumable like `collect`.
+    """
+    out_dir = Path(out_dir)
+    if not (out_dir / MANIFEST).is_file():
+        raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
+    with lock_dir(out_dir):
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        with persistent_cache(options.cache_dir):
+            _repeat(out_dir, options, manifest, progress)
+        _cleanup(out_dir, manifest, None)
+    return manifest
+
+
+def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
+    from tqdm.auto import tqdm
+
+    from graphcost.frontend.programs.zoo import get_program
+
+    names = sorted(manifest["graphs"])
+    todo = [n for n in names if "repeat" not in manifest["graphs"][n]]
+    manifest.setdefault("repeat_environment", environment_metadata(options.protocol))
+    bar = tqdm(total=len(names), initial=len(names) - len(todo), unit="graph", disable=not progress,
+               desc=f"repeat {options.space}")
+    try:
+        for name in todo:
+            entry = manifest["graphs"][name]
+            path = graph_file(out_dir, name, entry)
+            t0 = time.perf_counter()
+            bar.set_postfix_str(f"{name}: prepare")
+            try:
+                spec = get_program(name)
+            except ValueError as exc:
+                raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
+            stored = _read_graph(path)
+            gj = prepare_job(spec, options)
+            feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
+            if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
+                raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "
+                                 "(another graphcost version?); a repeat must measure the same configurations")
+            timing = {"compile_s": 0.0}
+            work = out_dir / WORK / name
+            # a cache left by the first collection serves the processes directly (a miss compiles there)
+            warm = options.cache_dir.is_dir() and any(options.cache_dir.iterdir())
+            samples, records = measure_processes(
+                gj.job, work, "repeat", options.cross,
+                before_first=None if warm else lambda: timing.update(_driver_compile(gj, options, bar)),
+                status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
+            stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
+            save_arrays(stored, path, gj.kind)
+            entry["repeat"] = {"spearman_vs_label": round(spearman(combine(samples), stored["config_runtime"]), 4),
+                               **noise_stats(samples), "processes": records, **timing,
+                               "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
+            atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+            _remove_work(work)
+            bar.update(1)
+    finally:
+        bar.close()
+
+
+def _read_graph(path: Path) -> dict:
+    """Every array of a collected npz (no pickles); ValueError naming the file when it is missing or damaged."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            stored = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise ValueError(f"{path}: cannot read the collected graph ({type(exc).__name__}: {exc})") from None
+    if "config_runtime" not in stored:
+        raise ValueError(f"{path}: key 'config_runtime' is missing (not a collected graph)")
+    return stored
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _remove_work(work: Path) -> None:
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _cleanup(out_dir: Path, manifest: dict, specs) -> None:
+    """Remove OUT/.work (compile cache, per-process results) once every graph is finished."""
+    wanted = set(manifest["graphs"]) if specs is None else {s.name for s in specs}
+    if wanted <= set(manifest["graphs"]) and not any(
+            p.is_dir() and p.name != "jax-cache" for p in (out_dir / WORK).glob("*")):
+        _remove_work(out_dir / WORK)

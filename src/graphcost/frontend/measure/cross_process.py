@@ -1,0 +1,267 @@
+"""The cross-process measurement protocol of `graphcost collect`: the driver side and the label.
+
+One process's timings of a set of configurations agree well with themselves (the interleaved
+protocol of `graphcost.frontend.measure.interleaved`) and badly with another process's: code placement,
+page alignment, allocator state and the kernel's scheduling differ from process to process. A
+label that only one process saw is therefore partly that process's accident. The protocol:
+
+1. the configurations of a graph are compiled once by the driver, into JAX's persistent
+   compilation cache (``cache_dir``), with several compile threads;
+2. ``P`` fresh worker processes (`graphcost.frontend.measure.worker`), one after another, each
+   pinned to one core (``measure_core``) with XLA single-threaded, rebuild the program, load (or
+   compile) every configuration through the cache and time them all with the interleaved
+   protocol (rounds x calls, minimum per visit, median over rounds);
+3. before each process the driver waits, at most ``max_wait_s``, until the 1-minute load average
+   is at most ``max_load``, and records it before and after;
+4. the label of configuration k is the MEDIAN over processes of the per-process runtimes
+   ``t[k, p]``; the (K, P) matrix is stored beside it (``config_runtime_samples``).
+
+Per-graph noise, from the protocol itself (`noise_stats`): with ``s_k`` the standard deviation
+over processes of ``log t[k, p]`` and ``S`` the standard deviation over configurations of the
+log label, the noise ratio is ``r = median_k(s_k) / S``. Under additive log-normal noise, two
+processes' rankings correlate at about ``1 / (1 + r^2)``; a graph with ``r > 0.5`` (expected
+process-to-process correlation below 0.8) cannot have its configurations told apart by this
+machine and is FLAGGED in the manifest and the card. The mean pairwise Spearman correlation
+between processes is reported beside it.
+
+`measure_processes` is the driver side for one graph: it runs the processes that have no result
+yet (`wait_for_quiet`, then `run_worker`), keeps the results of finished processes across a resume
+(each recorded with its SHA-256) and returns the (K, P) samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from graphcost.atomic import atomic_write_json, atomic_write_text
+from graphcost.frontend.measure.interleaved import load_average, spearman
+
+NOISE_RATIO_FLAG = 0.5  # r above this: configurations not separable (process-to-process rho < ~0.8)
+
+
+def default_measure_core() -> int:
+    """The last core this process may run on (the driver and compile threads keep the others)."""
+    try:
+        return max(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return max(0, (os.cpu_count() or 1) - 1)
+
+
+@dataclass(frozen=True)
+class CrossProcess:
+    """Parameters of the cross-process protocol (module docstring)."""
+
+    processes: int = 3
+    measure_core: int | None = None  # None: `default_measure_core()`; -1: do not pin
+    max_load: float | None = None  # None: cores - 0.5
+    max_wait_s: float = 300.0
+    worker_timeout_s: float = 1800.0
+
+    def __post_init__(self):
+        if self.processes < 1:
+            raise ValueError(f"cross-process protocol: processes must be >= 1, got {self.processes}")
+        if self.max_wait_s < 0:
+            raise ValueError(f"cross-process protocol: max_wait_s must be >= 0, got {self.max_wait_s}")
+
+    def load_threshold(self) -> float:
+        return self.max_load if self.max_load is not None else max(0.5, (os.cpu_count() or 1) - 0.5)
+
+    def core(self) -> int | None:
+        if self.measure_core == -1:
+            return None
+        return self.measure_core if self.measure_core is not None else default_measure_core()
+
+    def key(self) -> dict:
+        """What changes the labels (recorded in the manifest; a resume must match)."""
+        return {"processes": self.processes, "pinned": self.measure_core != -1}
+
+    def describe(self) -> dict:
+        return {**asdict(self), "max_load": self.load_threshold(), "measure_core": self.core()}
+
+
+def wait_for_quiet(max_load: float, max_wait_s: float, status: Callable[[str], None] | None = None,
+                   loadavg: Callable[[], list[float] | None] = load_average, sleep: Callable[[float], None] = time.sleep,
+                   step_s: float = 5.0) -> dict:
+    """Wait (bounded) until the 1-minute load average is at most `max_load`.
+
+    Returns ``{"load": [1, 5, 15 min] when measuring starts, "waited_s": s, "quiet": bool}``;
+    ``quiet`` is False when `max_wait_s` ran out and measuring goes on into the load.
+    """
+    waited = 0.0
+    while True:
+        load = loadavg()
+        if load is None or load[0] <= max_load:
+            return {"load": load, "waited_s": round(waited, 1), "quiet": True}
+        if waited >= max_wait_s:
+            if status is not None:
+                status(f"load {load[0]:.2f} > {max_load:.2f} after {waited:.0f}s: measuring anyway")
+            return {"load": load, "waited_s": round(waited, 1), "quiet": False}
+        if status is not None:
+            status(f"waiting for a quiet machine: load {load[0]:.2f} > {max_load:.2f} ({waited:.0f}/{max_wait_s:.0f}s)")
+        sleep(step_s)
+        waited += step_s
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child process receive SIGKILL when its parent dies, even by
+    SIGKILL (Linux ``prctl(PR_SET_PDEATHSIG)``; kept across exec), so a killed driver leaves no
+    measuring process behind. None where the platform has no such call."""
+    import ctypes
+    import ctypes.util
+    import signal
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the call: nobody would send the signal
+            os._exit(1)
+
+    return preexec
+
+
+def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
+               env: dict | None = None) -> None:
+    """Run one fresh measuring process (``python -m graphcost.frontend.measure.worker``); it is
+    killed with its parent (`die_with_parent`).
+
+    Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
+    """
+    cmd = [sys.executable, "-m", "graphcost.frontend.measure.worker", str(job_path), str(process), str(out_path),
+           str(-1 if core is None else core), "0"]  # worker.main's five arguments
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),
+                              preexec_fn=die_with_parent())
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"{job_path}: measuring process {process} ran past {timeout_s:.0f}s") from exc
+    if proc.returncode != 0 or not out_path.exists():
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"{job_path}: measuring process {process} failed (exit {proc.returncode}): {last}")
+
+
+# --- the driver side: the P measuring processes of one graph ----------------------------------
+
+def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, before_first=None,
+                      status=None) -> tuple[np.ndarray, list[dict]]:
+    """Run the P processes of `job` that have no result yet in `work` (``<prefix><p>.npz``).
+
+    before_first: called once before the first process that must run (the driver compile).
+    Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
+    time, its compile/load time, whether the machine was quiet). A job file that differs from
+    the one the kept results were measured with discards them. A result is kept only when it is
+    the file of a process this driver (or an earlier one) saw finish and recorded in
+    ``<prefix>-done.json`` (its SHA-256): a file written by anything else, e.g. a measuring process
+    orphaned by a killed driver, is measured again.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    job_path = work / f"{prefix}-job.json"
+    ledger_path = work / f"{prefix}-done.json"
+    text = json.dumps(job, sort_keys=True)
+    if not job_path.exists() or job_path.read_text(encoding="utf-8") != text:
+        for old in work.glob(f"{prefix}[0-9]*.npz"):  # measured for another job
+            old.unlink()
+        ledger_path.unlink(missing_ok=True)
+        atomic_write_text(job_path, text)
+    ledger = _read_ledger(ledger_path)
+    rows, records = [], []
+    for p in range(cross.processes):
+        out = work / f"{prefix}{p}.npz"
+        data = out.read_bytes() if out.exists() else None
+        if data is not None and ledger.get(str(p)) != _sha256(data):
+            # not the result of a process this driver saw finish (e.g. an orphan of a killed run): measure again
+            out.unlink()
+            data = None
+        if data is None:
+            if before_first is not None:
+                before_first()
+                before_first = None
+            say = (lambda msg, p=p: status(f"process {p + 1}/{cross.processes}: {msg}")) if status else None
+            quiet = wait_for_quiet(cross.load_threshold(), cross.max_wait_s, say)
+            if status:
+                status(f"process {p + 1}/{cross.processes}: measuring (load {_fmt_load(quiet['load'])})")
+            t0 = time.perf_counter()
+            run_worker(job_path, p, out, cross.core(), cross.worker_timeout_s)
+            wall = round(time.perf_counter() - t0, 2)
+            data = out.read_bytes()
+            ledger[str(p)] = _sha256(data)  # recorded: a later resume may adopt exactly this file
+            atomic_write_json(ledger, ledger_path)
+            rec_extra = {"waited_s": quiet["waited_s"], "quiet": quiet["quiet"], "wall_s": wall}
+        else:
+            rec_extra = {"resumed": True}
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            rows.append(np.asarray(z["runtime_ns"], np.float64))
+            records.append({"load_start": _list(z["loadavg_start"]), "load_end": _list(z["loadavg_end"]),
+                            "compile_or_load_s": round(float(z["compile_s"]), 2), "core": int(z["core"]), **rec_extra})
+    k = len(job["configs"]) if "configs" in job else len(job["fake_runtime_ns"][0])
+    if any(len(r) != k for r in rows):
+        raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
+    return np.stack(rows, axis=1), records  # (K, P)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_ledger(path: Path) -> dict[str, str]:
+    """The finished processes of a graph's work area, ``{process: sha256 of its result file}``;
+    empty when missing or unreadable (then every result is measured again)."""
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return {str(k): v for k, v in ledger.items() if isinstance(v, str)} if isinstance(ledger, dict) else {}
+
+
+def _list(a) -> list:
+    return [round(float(x), 2) for x in np.asarray(a).ravel()]
+
+
+def _fmt_load(load) -> str:
+    return "?" if not load else f"{load[0]:.2f}"
+
+
+# --- the label and its noise ------------------------------------------------------------------
+
+def combine(samples: np.ndarray) -> np.ndarray:
+    """(K, P) per-process runtimes -> (K,) label: the median over processes."""
+    samples = np.asarray(samples, np.float64)
+    if samples.ndim != 2 or samples.shape[1] < 1:
+        raise ValueError(f"runtime samples must be (K, P) with P >= 1, got shape {samples.shape}")
+    return np.median(samples, axis=1)
+
+
+def noise_stats(samples: np.ndarray) -> dict:
+    """Per-graph noise of a (K, P) sample matrix (module docstring): ratio, pairwise Spearman, flag."""
+    samples = np.asarray(samples, np.float64)
+    k, p = samples.shape
+    logs = np.log(samples)
+    label_sd = float(np.std(np.log(combine(samples))))
+    if p < 2:  # one process: no between-process noise to estimate
+        ratio = float("nan")
+    else:  # configurations all equal (label_sd 0) cannot be told apart at all
+        within = float(np.median(np.std(logs, axis=1)))
+        ratio = within / label_sd if label_sd > 0 else float("inf")
+    pairs = [spearman(samples[:, a], samples[:, b]) for a, b in combinations(range(p), 2)]
+    pairs = [x for x in pairs if np.isfinite(x)]
+    return {"noise_ratio": round(ratio, 4) if np.isfinite(ratio) else ratio,
+            "process_spearman_mean": round(float(np.mean(pairs)), 4) if pairs else float("nan"),
+            "process_spearman_min": round(float(np.min(pairs)), 4) if pairs else float("nan"),
+            "flagged": bool(p >= 2 and not ratio <= NOISE_RATIO_FLAG)}

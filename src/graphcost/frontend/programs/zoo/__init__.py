@@ -1,0 +1,61 @@
+"""Model zoo: real JAX/Flax programs (forward passes and training steps) enumerated by name.
+
+Families: ``mlp``, ``cnn`` (ResNet-style), ``tfenc`` (Transformer encoder) and ``tfdec`` (causal
+Transformer decoder) in module ``transformer``, ``lstm`` and ``gru`` in module ``rnn``; the
+selectors ``transformer`` and ``rnn`` name both families of their module. Each variant name encodes its
+hyper-parameters, e.g. ``mlp-d3-w256-b32-train``. Building a program needs JAX + Flax + optax.
+
+Example:
+    ```python
+    from graphcost.frontend.programs.zoo import get_program
+
+    fn, args = get_program("mlp-d2-w64-b8-fwd").build()
+    ```
+"""
+
+from __future__ import annotations
+
+from graphcost.frontend.programs.zoo import cnn, mlp, rnn, transformer
+from graphcost.frontend.programs.zoo.common import ProgramSpec
+
+_MODULES = (mlp, cnn, transformer, rnn)
+FAMILIES = ("mlp", "cnn", "tfenc", "tfdec", "lstm", "gru")
+GROUPS = {"transformer": ("tfenc", "tfdec"), "rnn": ("lstm", "gru")}
+
+
+def list_programs(selectors: str | list[str] | None = None) -> list[ProgramSpec]:
+    """All registered variants, optionally filtered.
+
+    selectors: comma-separated string or list; each item is a family name (``mlp``), a group
+    (``transformer``, ``rnn``), a name prefix (``tfdec``, ``lstm``, ``mlp-d3``) or an exact variant name. Order: registry order,
+    no duplicates. Raises ValueError naming any selector that matches nothing.
+    """
+    specs = [spec for module in _MODULES for spec in module.variants()]
+    if selectors is None:
+        return specs
+    items = [s.strip() for s in (selectors.split(",") if isinstance(selectors, str) else selectors) if s.strip()]
+    if not items:
+        raise ValueError(f"--programs: {selectors!r} names no program (give families, groups, prefixes or names, "
+                         "comma-separated)")
+    chosen, seen = [], set()
+    for item in items:
+        fams = GROUPS.get(item, (item,))
+        hits = [s for s in specs if s.family in fams or s.name == item or s.name.startswith(item + "-")]
+        if not hits:
+            raise ValueError(f"--programs: {item!r} matches no zoo program (families: {', '.join(FAMILIES)}; groups: transformer, rnn)")
+        for s in hits:
+            if s.name not in seen:
+                seen.add(s.name)
+                chosen.append(s)
+    return chosen
+
+
+def get_program(name: str) -> ProgramSpec:
+    """The variant called `name` (exact match); ValueError if unknown."""
+    for spec in list_programs():
+        if spec.name == name:
+            return spec
+    raise ValueError(f"unknown zoo program {name!r}; see graphcost.frontend.programs.zoo.list_programs()")
+
+
+__all__ = ["FAMILIES", "ProgramSpec", "get_program", "list_programs"]

@@ -1,0 +1,98 @@
+"""The cross-process protocol (graphcost.frontend.measure.cross_process) on a fake clock: real worker
+processes, simulated programs whose calls advance a fake clock by known amounts."""
+
+import json
+
+import numpy as np
+import pytest
+
+from graphcost.frontend.collect.local import label_arrays
+from graphcost.frontend.measure.cross_process import CrossProcess, combine, measure_processes, noise_stats, wait_for_quiet
+
+NOT_PINNED = CrossProcess(processes=3, measure_core=-1, max_load=1e9, max_wait_s=0)
+
+
+def fake_job(runtime_ns, rounds=3, calls=2, warmup=1):
+    return {"space": "fake", "fake_runtime_ns": runtime_ns,
+            "protocol": {"rounds": rounds, "calls": calls, "warmup": warmup, "seed": 0}}
+
+
+def test_samples_are_per_process_min_over_calls_median_over_rounds(tmp_path):
+    # process p, configuration k: ns per call (a list is taken in turn by successive calls, warm-up first)
+    fake = [[1000, [5000, 2000, 2500], 3000],
+            [1100, 2100, [2900, 9000]],
+            [900, 2200, [3500, 3100]]]
+    samples, records = measure_processes(fake_job(fake), tmp_path, "proc", NOT_PINNED)
+    # config 1 in process 0: warm-up 5000, then rounds (2000, 2500) (5000, 2000) (2500, 5000) -> minima
+    # 2000, 2000, 2500 -> median 2000. config 2 in process 1: 2900/9000 alternate, every round sees 2900.
+    # config 2 in process 2: warm-up 3500, then (3100, 3500) x3 -> 3100.
+    expected = np.array([[1000, 1100, 900], [2000, 2100, 2200], [3000, 2900, 3100]], float)
+    np.testing.assert_array_equal(samples, expected)
+    np.testing.assert_array_equal(combine(samples), [1000, 2100, 3000])  # median, not mean (3000 vs 3000)
+    labels = label_arrays("layout", samples)
+    assert labels["config_runtime"].tolist() == [1000, 2100, 3000]
+    assert labels["config_runtime_samples"].shape == (3, 3) and labels["config_runtime_samples"].dtype == np.int64
+    assert [r["core"] for r in records] == [-1, -1, -1] and all(len(r["load_start"]) == 3 for r in records)
+
+
+def test_median_over_processes_resists_one_disturbed_process(tmp_path):
+    fake = [[1000, 2000], [1010, 2020], [50000, 1990]]  # process 2 was hit by a load spike on config 0
+    samples, _ = measure_processes(fake_job(fake, rounds=1, calls=1, warmup=0), tmp_path, "proc", NOT_PINNED)
+    np.testing.assert_array_equal(combine(samples), [1010, 2000])
+
+
+def test_finished_processes_are_kept_and_a_changed_job_discards_them(tmp_path):
+    job = fake_job([[100, 200], [110, 210], [120, 220]])
+    measure_processes(job, tmp_path, "proc", CrossProcess(processes=2, measure_core=-1, max_load=1e9))
+    kept = (tmp_path / "proc0.npz").stat().st_mtime_ns
+    samples, records = measure_processes(job, tmp_path, "proc", NOT_PINNED)  # P=3 now: only process 2 runs
+    assert (tmp_path / "proc0.npz").stat().st_mtime_ns == kept
+    assert [r.get("resumed", False) for r in records] == [True, True, False]
+    np.testing.assert_array_equal(samples[:, 2], [120, 220])
+    changed = fake_job([[300, 400], [310, 410], [320, 420]])
+    samples, records = measure_processes(changed, tmp_path, "proc", NOT_PINNED)
+    assert not any(r.get("resumed") for r in records)
+    np.testing.assert_array_equal(samples[:, 0], [300, 400])
+    assert json.loads((tmp_path / "proc-job.json").read_text())["fake_runtime_ns"][0] == [300, 400]
+
+
+def test_a_failing_worker_is_a_one_line_error(tmp_path):
+    job = fake_job([[100, 200]])  # one process's values, but three processes asked for
+    with pytest.raises(RuntimeError, match="measuring process 1 failed"):
+        measure_processes(job, tmp_path, "proc", NOT_PINNED)
+
+
+def test_wait_for_quiet_waits_then_gives_up_after_the_bound():
+    loads = iter([[3.0, 3, 3], [2.5, 3, 3], [1.0, 2, 2]])
+    slept, said = [], []
+    got = wait_for_quiet(1.5, 60, said.append, loadavg=lambda: next(loads), sleep=slept.append, step_s=5)
+    assert got == {"load": [1.0, 2, 2], "waited_s": 10.0, "quiet": True} and len(said) == 2
+    got = wait_for_quiet(1.5, 10, said.append, loadavg=lambda: [4.0, 4, 4], sleep=lambda s: None, step_s=5)
+    assert got["quiet"] is False and got["waited_s"] == 10.0 and "measuring anyway" in said[-1]
+
+
+def test_noise_stats_flag_graphs_whose_configurations_the_processes_cannot_tell_apart():
+    rng = np.random.default_rng(0)
+    truth = np.exp(rng.uniform(0, 1, size=64)) * 1e6  # (64,) spread e^1
+    clear = truth[:, None] * np.exp(rng.normal(0, 0.01, size=(64, 3)))
+    noisy = truth[:, None] * np.exp(rng.normal(0, 1.0, size=(64, 3)))
+    a, b = noise_stats(clear), noise_stats(noisy)
+    assert a["noise_ratio"] < 0.1 and a["process_spearman_mean"] > 0.95 and not a["flagged"]
+    assert b["noise_ratio"] > 0.5 and b["flagged"]
+
+
+def test_only_results_of_recorded_processes_are_adopted(tmp_path):
+    """issue 26: a result file that no finished, recorded process wrote (e.g. an orphaned measuring
+    process of a killed driver finishing later) is measured again, not adopted."""
+    job = fake_job([[100, 200], [110, 210]])
+    two = CrossProcess(processes=2, measure_core=-1, max_load=1e9, max_wait_s=0)
+    measure_processes(job, tmp_path, "proc", two)
+    assert sorted(json.loads((tmp_path / "proc-done.json").read_text())) == ["0", "1"]
+    np.savez(tmp_path / "proc0.npz", runtime_ns=np.array([1.0, 2.0]), compile_s=0.0, core=-1,
+             loadavg_start=np.zeros(3), loadavg_end=np.zeros(3))  # rewritten behind the driver's back
+    samples, records = measure_processes(job, tmp_path, "proc", two)
+    assert [r.get("resumed", False) for r in records] == [False, True]
+    np.testing.assert_array_equal(samples[:, 0], [100, 200])
+    (tmp_path / "proc-done.json").unlink()  # a result without any record
+    samples, records = measure_processes(job, tmp_path, "proc", two)
+    assert not any(r.get("resumed") for r in records)
