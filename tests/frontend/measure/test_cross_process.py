@@ -96,3 +96,26 @@ def test_only_results_of_recorded_processes_are_adopted(tmp_path):
     (tmp_path / "proc-done.json").unlink()  # a result without any record
     samples, records = measure_processes(job, tmp_path, "proc", two)
     assert not any(r.get("resumed") for r in records)
+
+
+def test_run_child_does_not_pass_on_jaxs_fork_warning():
+    import subprocess
+    import sys
+    import warnings
+
+    import pytest
+
+    jax = pytest.importorskip("jax")
+    from graphcost.frontend.measure.cross_process import run_child
+
+    jax.numpy.ones(2).block_until_ready()  # JAX's threads are up
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: None, check=True)
+    if not any("os.fork()" in str(w.message) for w in plain):
+        pytest.skip("this JAX does not warn on fork")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        proc = run_child([sys.executable, "-c", "print('ok')"], timeout_s=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok"
+    assert not any("os.fork()" in str(w.message) for w in caught)

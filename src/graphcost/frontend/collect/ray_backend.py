@@ -40,7 +40,7 @@ import numpy as np
 from graphcost.data.splits import stratified_split
 from graphcost.frontend.collect.jobs import CollectOptions, prepare_job
 from graphcost.frontend.collect.local import MANIFEST, finish_graph, load_manifest, pending
-from graphcost.frontend.measure.cross_process import die_with_parent, measure_processes
+from graphcost.frontend.measure.cross_process import measure_processes, run_child
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average
 from graphcost.frontend.programs.zoo import ProgramSpec, get_program
 
@@ -110,12 +110,11 @@ def compile_graph(name: str, options: CollectOptions) -> dict:
 
 
 def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> None:
-    import subprocess
     import sys
 
     cmd = [sys.executable, "-m", "graphcost.frontend.measure.worker", str(job_path), "0", str(out), "-1",
            str(max(1, threads))]  # worker.main: process 0, not pinned, compile only with THREADS
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
+    proc = run_child(cmd, timeout_s)
     if proc.returncode != 0 or not out.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"{job_path}: compiling failed (exit {proc.returncode}): {last}")

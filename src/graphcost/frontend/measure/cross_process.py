@@ -38,6 +38,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
@@ -138,6 +139,19 @@ def die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
+def run_child(cmd: list[str], timeout_s: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `cmd` to completion (output captured as text), killed with its parent (`die_with_parent`).
+
+    The ``preexec_fn`` makes Python fork, and JAX warns on every fork of a process that has
+    imported it ("os.fork() was called ... likely lead to a deadlock"); the child runs no Python
+    code before it execs, so the warning does not apply and is silenced for this call only.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),
+                              preexec_fn=die_with_parent())
+
+
 def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
                env: dict | None = None) -> None:
     """Run one fresh measuring process (``python -m graphcost.frontend.measure.worker``); it is
@@ -148,8 +162,7 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
     cmd = [sys.executable, "-m", "graphcost.frontend.measure.worker", str(job_path), str(process), str(out_path),
            str(-1 if core is None else core), "0"]  # worker.main's five arguments
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env or os.environ.copy(),
-                              preexec_fn=die_with_parent())
+        proc = run_child(cmd, timeout_s, env)
     except subprocess.TimeoutExpired as exc:
         raise RuntimeError(f"{job_path}: measuring process {process} ran past {timeout_s:.0f}s") from exc
     if proc.returncode != 0 or not out_path.exists():
