@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, set_threads, threads_option
+from graphcost.commands.common import DEVICE_HELP, set_threads, threads_option
 from graphcost.commands.choices import complete_device
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")

@@ -14,7 +14,7 @@ from typing import Optional
 import typer
 
 from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, set_threads, threads_option
+from graphcost.commands.common import DEVICE_HELP, set_threads, threads_option
 from graphcost.commands.choices import Collection, Format, Loss, Model, Precision, complete_device, value
 from graphcost.commands.tables import FORMAT_HELP, Column, note, print_table
 from graphcost.train import recipe
