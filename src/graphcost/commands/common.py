@@ -153,7 +153,7 @@ def load_predictor(models: list[Path], tta: int, batch: int, device: str, precis
     warning printed, --threads set after the checks, the run's blend said."""
     from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
     from graphcost.train.checkpoint import CheckpointError
-    from graphcost.train.crossval import EnsemblePredictor
+    from graphcost.train.inference import EnsemblePredictor
     from graphcost.train.distributed import resolve_device
 
     precision = value(precision)
