@@ -1,9 +1,13 @@
 """Tuning a user's JAX program with a learned cost model and a real measurement budget.
 
-Layers (imports go downward): `tuner` (the loop, results, outputs) -> `strategies` (random, TPE,
-model, model+online) -> `scoring` (graph cost model, per-program trees) and `study` (Optuna
-storage) -> `trial` (compile, check outputs and time one batch of trials) and `crossproc` (final
-check in fresh processes) -> `space` (flags / layouts / both) -> `graphcost.frontend`.
+Layers (imports go downward): `tuner` (the loop, `TuneConfig`, results, outputs) -> `strategies`
+(random, TPE, model, model+online) -> `scoring` (graph cost model, per-program trees) and
+`online` (the effects learner), and `study` (Optuna storage) -> `trial` (compile, check outputs
+and time one batch of trials) and `crossproc` (final check in fresh processes; `worker` is one such
+process) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
+`graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).
+Beside it: `plot` (progress.png, drawn by `tuner`) and `replay` (strategies replayed on tables
+measured beforehand, for the benchmarks).
 
 Example:
     ```python
