@@ -254,7 +254,7 @@ def register(app: typer.Typer) -> None:
         labels = None
         if label and not model.config.conditional:
             fail("--label: this model is unconditional (trained on unlabelled graphs) and cannot follow a label; "
-                  "sample without --label")
+                 "sample without --label")
         if label:
             labels = np.array(label, dtype=np.float64)
             if labels.size not in (1, n):

@@ -89,7 +89,7 @@ def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb
     need_gb = params * 16 / 1e9
     if need_gb > max_memory_gb:
         fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
-              f"state, above --max-memory-gb {max_memory_gb:g}")
+             f"state, above --max-memory-gb {max_memory_gb:g}")
 
 
 def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
@@ -100,7 +100,7 @@ def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
     if why is None:
         raise exc
     fail(f"rank {rank}: data-parallel training stopped: {why} (another process died or never started, or a "
-          f"collective waited longer than --dist-timeout {timeout_s:g} s)")
+         f"collective waited longer than --dist-timeout {timeout_s:g} s)")
 
 
 def train(
