@@ -85,12 +85,12 @@ def choose_run_dir(out: Path | None, model: str, resume: bool, ctx: DistContext,
         if not LATEST.exists():
             raise RunDirError(f"--resume without --out resumes {LATEST}, which does not exist; pass --out RUN_DIR")
         return LATEST.resolve()
-    name = [new_run_name(model) if ctx.is_main else None]
+    name: list[str | None] = [new_run_name(model) if ctx.is_main else None]
     if ctx.enabled:  # every rank must use rank 0's name
         import torch.distributed as dist
 
         dist.broadcast_object_list(name, src=0)
-    run = LATEST.parent / name[0]
+    run = LATEST.parent / str(name[0])
     if ctx.is_main:
         tmp = LATEST.parent / f".latest-{os.getpid()}"
         if tmp.is_symlink():
