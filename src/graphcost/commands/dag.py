@@ -17,9 +17,7 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
-from graphcost.dag.run_info import DATASETS
-
-RUN_INFO = "run.json"
+from graphcost.dag.run_info import DATASETS, RUN_INFO
 
 
 def _write_json(obj, path: Path) -> None:
