@@ -149,21 +149,16 @@ def check_collection(collection: Optional[str]) -> Optional[str]:
 
 def load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto",
                    threads: str | int = 0):
-    """The ensemble of `models` (run dirs or checkpoints) for scoring; --precision checked and its
-    warning printed, --threads set after the checks, the run's blend said."""
-    from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
+    """`graphcost.train.inference.load_predictor`: its errors one line, its warning printed; then
+    --threads is set (after the checks) and the run's blend said."""
     from graphcost.train.checkpoint import CheckpointError
-    from graphcost.train.inference import EnsemblePredictor
-    from graphcost.train.distributed import resolve_device
+    from graphcost.train.inference import load_predictor as load
 
-    precision = value(precision)
-    if precision not in PRECISION_CHOICES:
-        fail(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
-    warning = emulated_bf16_warning(precision, resolve_device(device))
-    if warning:
-        typer.secho(f"warning: {warning}", fg=typer.colors.YELLOW, err=True)
+    def warn(message: str) -> None:
+        typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
+
     try:
-        predictor = EnsemblePredictor.load(models, device=device, tta=tta, batch_size=batch, precision=precision)
+        predictor = load(models, tta, batch, device, value(precision), warn=warn)
     except (FileNotFoundError, CheckpointError, ValueError, KeyError) as exc:
         fail(str(exc))
     set_threads(threads)  # after the checks: an error stays one line

@@ -50,8 +50,8 @@ def evaluate(
     import warnings
 
     from graphcost.atomic import write_json
+    from graphcost.data.io.locate import DatasetError, has_runtimes, resolve_splits
     from graphcost.data.transforms.preprocess import prepare_graph
-    from graphcost.train.datasets import DatasetError, resolve_splits
     from graphcost.train.ranking import evaluate_graphs
 
     if split is not None and split not in ("train", "valid", "test"):
@@ -69,7 +69,10 @@ def evaluate(
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
     if split is None:
-        split = "test" if _has_runtimes(splits.files.get("test", [])) else "valid"
+        try:
+            split = "test" if has_runtimes(splits.files.get("test", [])) else "valid"
+        except ValueError as exc:  # a test file that cannot be read
+            fail(str(exc))
         if split == "valid":
             typer.secho("note: the test split has no runtimes here (e.g. the official TpuGraphs test set); reporting "
                         "valid, which also chose the best epoch, so the figures are optimistic", fg=typer.colors.YELLOW,
@@ -119,28 +122,6 @@ def _print_report(report, split: str, fmt: str) -> None:
     caption = (f"skipped {len(report.skipped)} graph(s) without usable runtimes: {', '.join(report.skipped)}"
                if report.skipped else None)
     print_table(report.rows, columns, fmt, data={"split": split, **report.to_json()}, footer=mean, caption=caption)
-
-
-def _has_runtimes(files: list, probe: int = 3) -> bool:
-    """True when the first `probe` files are labelled: a ``config_runtime`` with a non-zero value
-    (an unlabelled file, like the official TpuGraphs test set, has none or only zero placeholders).
-    A labelled file whose runtimes are all equal still counts: the evaluation reports it as skipped.
-    A file that cannot be read is a one-line error naming it."""
-    import zipfile
-
-    import numpy as np
-
-    if not files:
-        return False
-    for f in files[:probe]:
-        try:
-            with np.load(f, allow_pickle=False) as z:
-                rt = np.asarray(z["config_runtime"], np.float64) if "config_runtime" in z.files else None
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            fail(f"{f}: cannot read this npz file ({type(exc).__name__}: {exc})")
-        if rt is None or rt.size == 0 or not np.any(rt != 0):
-            return False
-    return True
 
 
 def register(app: typer.Typer) -> None:

@@ -45,7 +45,7 @@ def predict(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
-    from graphcost.train.datasets import DatasetError, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
 
     check_output_option(out, "--out", overwrite, **MODEL_OUTPUT_WORDING)

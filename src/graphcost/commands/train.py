@@ -173,7 +173,8 @@ def train(
 
     from graphcost.atomic import OutputExistsError, OutputPathError, write_json
     from graphcost.train.crossval import run_crossval
-    from graphcost.train.datasets import DatasetError, graph_kinds, load_prepared, resolve_splits
+    from graphcost.data.io.locate import DatasetError, resolve_splits
+    from graphcost.data.transforms.pool import graph_kinds, load_prepared
     from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
     from graphcost.train.run_info import RUN_INFO, RunSettings
