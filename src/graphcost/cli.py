@@ -5,6 +5,8 @@ and call the library. Heavy imports (torch, jax) happen inside the command funct
 stays fast.
 """
 
+from typing import Any
+
 import typer
 
 from graphcost import __version__
@@ -13,7 +15,7 @@ from graphcost.commands import collect, dag, data, evaluate, predict, rank, trai
 # Plain click help (rich_markup_mode=None): rich's four-column option tables squeeze the option
 # names and help into a few characters each at 80 columns (`--checkpoint-eve…`); click's two
 # columns keep every option whole and wrap its help beneath.
-HELP = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
+HELP: dict[str, Any] = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
 
 app = typer.Typer(
     help="graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG).",

@@ -198,7 +198,7 @@ def train(
         except RunDirError as exc:
             fail(str(exc))
         previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
-        if previous:
+        if previous and run_dir is not None:
             s = RunSettings.from_run_info(previous, run_dir)
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
     if s.model not in MODEL_NAMES:  # fail before any data is prepared
@@ -271,13 +271,13 @@ def train(
             out.mkdir(parents=True, exist_ok=True)
             write_json(info, out / RUN_INFO)
         if s.folds:
-            result = run_crossval(
+            cv = run_crossval(
                 config, pool, out, folds=s.folds, train_folds=s.train_folds, keep=s.keep,
                 resume=resume, trainer_kwargs={"dist_ctx": ctx},
             )  # fmt: skip
             if ctx.is_main:
-                scores = ", ".join(f"{score:.4f}" for score in result.fold_scores)
-                typer.echo(f"folds {scores}; kept {result.kept}; mean {result.metric} {result.mean_score:.4f}")
+                scores = ", ".join(f"{score:.4f}" for score in cv.fold_scores)
+                typer.echo(f"folds {scores}; kept {cv.kept}; mean {cv.metric} {cv.mean_score:.4f}")
                 typer.echo(f"ensemble: {out / 'ensemble.json'}")
         else:
             trainer = Trainer(config, train_graphs, valid_graphs, out, dist_ctx=ctx)
