@@ -6,7 +6,7 @@ Phases:
 ``measure``: for every program and space (`--spaces`: flags, layout, both), the whole space when
 it has at most `--pool` configurations, else a random sample of `--pool` (half `Space.sample`,
 half 1-3 mutations of the default), is compiled, checked against the default's outputs and
-timed interleaved with the default (`graphcost.tuning.evaluate.Evaluator`), in chunks of
+timed interleaved with the default (`graphcost.tuning.trial.Evaluator`), in chunks of
 `--chunk` configurations, each chunk its own interleaved batch with the default (the ratio of a
 configuration is to the default of its chunk, so load drifts between chunks cancel) and the load
 average recorded before and after each chunk. One JSON table per program and space in
@@ -65,7 +65,7 @@ from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average  # noqa: E402
-from graphcost.tuning.evaluate import OK, Evaluator, Trial  # noqa: E402
+from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
 from graphcost.tuning.space import TuneProgram, make_space  # noqa: E402
 
 SPACES = ("flags", "layout", "both")

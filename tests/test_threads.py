@@ -58,7 +58,7 @@ def test_cli_option_accepts_auto_or_a_count(monkeypatch, capsys):
     import torch
 
     from graphcost.cli import app
-    from graphcost.commands import set_threads
+    from graphcost.commands.common import set_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(threads, "auto_threads", lambda: threads.ThreadChoice(1, 2, 1.5, 2))

@@ -1,13 +1,25 @@
 """graphcost: learned performance models of tensor programs.
 
-Subpackages (imports go downward only: cli -> train -> models -> data):
-  data/      TpuGraphs schema, validation, npz I/O, preprocessing, batching, synthetic data
-  frontend/  HLO protobuf -> TpuGraphs features; JAX programs; local runtime collection
-  models/    TGraph, TpuGraphs baselines, Kaufman et al. models, shared layers
-  train/     losses, trainer (+DDP), cross-validation ensembles, checkpoints
-  metrics    Kendall tau, OPA, top-K slowdown, tile score, APE/MAPE
-  dag/       LayerDAG generator of DAGs and its evaluation
-  tuning/    graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
+Packages by floor: a module imports its own package or a package on a LOWER floor, never one above
+(tests/test_import_graph.py checks it on every import, function-level ones included).
+
+  9  __main__    `python -m graphcost`
+  8  cli         the typer app
+  7  commands/   one thin module per command (train, evaluate, rank, predict, data, collect, tune, dag);
+                 common (errors, option checks, --threads), choices, tables, console.
+                 This file (graphcost/__init__) sits on this floor too: its lazy names come from tuning
+  6  tuning/     graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
+  5  frontend/collect/    data collection on this machine or a Ray cluster, and its data card
+  4  dag/        LayerDAG generator of DAGs and its quality metrics;
+     frontend/measure/    timing, the cross-process measurement protocol and its worker
+  3  train/      losses, trainer (+DDP), ranking, inference, cross-validation ensembles, checkpoints, run dirs;
+     frontend/programs/   JAX programs (zoo) and their configuration spaces (layouts, XLA flags)
+  2  models/     TGraph, TpuGraphs baselines, Kaufman et al. models, shared layers, trees;
+     frontend/hlo/        HLO protobuf decoding, featurizing, autotuner protobuf -> npz
+  1  data/       TpuGraphs schema, validation, npz I/O, splits, preprocessing, batching, synthetic data
+  0  atomic, memory, threads, metrics   no graphcost imports (atomic writes and output checks, malloc_trim,
+                 --threads auto, Kendall tau / OPA / top-K / tile score / APE);
+     datasets/   the shipped real CPU datasets and their one locator
 """
 
 from typing import TYPE_CHECKING
@@ -15,12 +27,12 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
-    from graphcost.tuning import TunedConfig, TuneResult, compile_with, tune
+    from graphcost.tuning import TuneConfig, TunedConfig, TuneResult, compile_with, tune
 
-__all__ = ["TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
+__all__ = ["TuneConfig", "TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
 
 _LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
-         "TunedConfig": "graphcost.tuning"}
+         "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning"}
 
 
 def __getattr__(name: str):

@@ -1,4 +1,5 @@
-"""Atomic file writes: a temp file in the target's directory, renamed into place on success.
+"""Atomic file writes (a temp file in the target's directory, renamed into place on success), and
+the checks of output paths that every command runs before any work.
 
 Every writer in graphcost (npz, checkpoints, JSON, CSV, PNG) goes through `atomic_write` (or
 `temp_beside` for writers that manage the file themselves), so an interrupted command never leaves
@@ -7,6 +8,11 @@ a half-written file under the final name, and a failed write never leaves its te
 Written files get the mode an ordinary `open(path, "w")` would give them, `0o666 & ~umask`
 (0644 under the usual umask 022), so a shared dataset or run directory stays readable to
 colleagues; `tempfile.mkstemp` would make every one of them 0600.
+
+The output checks raise typed errors, which the commands print as one line: `OutputExistsError`
+(a file or an earlier run is there and --overwrite was not given), `OutputPathError` (a path that can
+never be written: `check_output_path` for files, `check_dir_option` and `check_run_dir_path` for
+directories) and `DirectoryLockedError` (`lock_dir`).
 """
 
 from __future__ import annotations
@@ -114,6 +120,68 @@ def check_new_file(path: str | os.PathLike, overwrite: bool, option: str = "--ou
     return path
 
 
+class OutputPathError(ValueError):
+    """An output path that can never be written: a directory where a file must go, a file where a
+    directory must go, or a path below a file (`blocker`, else None)."""
+
+    def __init__(self, message: str, path: Path, blocker: Path | None = None):
+        super().__init__(message)
+        self.path, self.blocker = path, blocker
+
+
+# How a refused output path is worded: str.format templates over {option}, {path} and {blocker}.
+# A command whose refusals have always read differently passes its own templates.
+FILE_IS_A_DIRECTORY = "{option} {path}: is a directory; give the file to write"
+DIR_IS_A_FILE = "{option} {path}: is a file, but {option} must be a directory"
+RUN_DIR_IS_A_FILE = "{option} {path}: is a file; give a run directory"
+BELOW_A_FILE = "{option} {path}: {blocker} is not a directory"
+DIR_BELOW_A_FILE = "{option} {path}: cannot be created, {blocker} is a file"
+
+
+def check_output_path(path: str | os.PathLike, option: str = "--out", overwrite: bool = False, *,
+                      is_dir: str = FILE_IS_A_DIRECTORY, blocked: str | None = BELOW_A_FILE) -> Path:
+    """An output FILE option, checked before any work: OutputExistsError when a file is there and
+    not `overwrite`; OutputPathError when `path` is a directory or lies below a file (`blocked=None`:
+    that is left to the write)."""
+    path = check_new_file(path, overwrite, option)
+    if path.is_dir():
+        raise OutputPathError(is_dir.format(option=option, path=path, blocker=None), path)
+    _check_not_below_a_file(path, option, blocked)
+    return path
+
+
+def check_output_file(path: str | os.PathLike) -> Path:
+    """`path` as a Path if a file can be written there (an existing one is replaced); OutputPathError
+    (a ValueError) when it is a directory or lies below a file. The check of `write_json`."""
+    return check_output_path(path, "", True, is_dir="{path}: is a directory; give a file path to write",
+                             blocked="{path}: cannot write there, {blocker} is a file, not a directory")
+
+
+def write_json(data: Any, path: str | os.PathLike) -> Path:
+    """Write `data` as JSON to `path` atomically, after `check_output_file`."""
+    return atomic_write_json(data, check_output_file(path))
+
+
+def check_dir_option(path: str | os.PathLike, option: str = "--out", *, is_file: str = DIR_IS_A_FILE,
+                     blocked: str | None = DIR_BELOW_A_FILE) -> Path:
+    """A DIRECTORY option (created later if missing): OutputPathError when `path` exists and is not a
+    directory, or lies below a file (`blocked=None`: that is left to the write)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputPathError(is_file.format(option=option, path=path, blocker=None), path)
+    _check_not_below_a_file(path, option, blocked)
+    return path
+
+
+def _check_not_below_a_file(path: Path, option: str, blocked: str | None) -> None:
+    """OutputPathError worded by `blocked` when `path` lies below a file; None: no check."""
+    if blocked is None:
+        return
+    blocker = blocking_file(path)
+    if blocker is not None:
+        raise OutputPathError(blocked.format(option=option, path=path, blocker=blocker), path, blocker)
+
+
 RUN_MARKERS = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json")  # files that make a directory a run
 
 
@@ -137,6 +205,15 @@ def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option
             f"{option} {path}: not a run directory (none of {', '.join(markers)}); refusing to replace it"
         )
     return path
+
+
+def check_run_dir_path(path: str | os.PathLike, option: str = "--out", overwrite: bool = False, resume: bool = False,
+                       markers: tuple[str, ...] = RUN_MARKERS, holds: str = "files (an earlier run?)", *,
+                       is_file: str = RUN_DIR_IS_A_FILE, blocked: str = BELOW_A_FILE) -> Path:
+    """A run-directory option, checked before any work: `check_dir_option` (OutputPathError), then
+    `check_run_dir` (OutputExistsError)."""
+    path = check_dir_option(path, option, is_file=is_file, blocked=blocked)
+    return check_run_dir(path, overwrite, resume, option, markers, holds)
 
 
 def clear_dir(path: str | os.PathLike, keep: tuple[str | os.PathLike, ...] = ()) -> None:

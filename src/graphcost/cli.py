@@ -1,18 +1,21 @@
-"""The `graphcost` command line: one typer app; each area registers its own thin commands.
+"""The `graphcost` command line: one typer app; each command module registers its own thin commands.
 
-Subcommands live in `graphcost.commands.*`; they parse arguments and call the library.
-Heavy imports (torch, jax) happen inside the command functions so `--help` stays fast.
+Subcommands live in `graphcost.commands.*` (one module per command or group); they parse arguments
+and call the library. Heavy imports (torch, jax) happen inside the command functions so `--help`
+stays fast.
 """
+
+from typing import Any
 
 import typer
 
 from graphcost import __version__
-from graphcost.commands import collect, dag, data_io, data_proto, models, tune
+from graphcost.commands import collect, dag, data, evaluate, predict, rank, train, tune
 
 # Plain click help (rich_markup_mode=None): rich's four-column option tables squeeze the option
 # names and help into a few characters each at 80 columns (`--checkpoint-eve…`); click's two
 # columns keep every option whole and wrap its help beneath.
-HELP = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
+HELP: dict[str, Any] = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
 
 app = typer.Typer(
     help="graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG).",
@@ -23,14 +26,15 @@ app = typer.Typer(
 
 data_app = typer.Typer(help="TpuGraphs-schema data: download, synthesize, convert, inspect.", no_args_is_help=True,
                        **HELP)
-data_io.register(data_app)
-data_proto.register(data_app)
+data.register(data_app)  # download, card, synth, stats, split-configs, from-proto
 app.add_typer(data_app, name="data")
 
-models.register(app)  # train, evaluate, rank, predict
-collect.register(app)  # collect
-tune.register(app)  # tune
-
+train.register(app)  # in this order in `graphcost --help`
+evaluate.register(app)
+rank.register(app)
+predict.register(app)
+collect.register(app)
+tune.register(app)
 
 
 def _version(value: bool) -> None:

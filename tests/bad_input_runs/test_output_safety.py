@@ -44,11 +44,11 @@ def test_train_into_an_empty_directory_is_fine(data_root, tmp_path):
 def test_default_run_names_are_unique_within_one_second(tmp_path, monkeypatch):
     import time
 
-    from graphcost.commands import models
+    from graphcost.train.run_dir import new_run_name
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20260101-000000")  # both in the same second
-    names = {models._new_run_name("tgraph") for _ in range(20)}
+    names = {new_run_name("tgraph") for _ in range(20)}
     assert len(names) == 20 and all((tmp_path / "runs" / n).is_dir() for n in names)
 
 

@@ -83,7 +83,7 @@ def _data_copy(data_root, tmp_path, change_test_file):
 
 
 def test_evaluate_names_a_damaged_test_file(cost_copy, data_root, tmp_path):
-    """issue 26: a damaged npz in test/ raised BadZipFile from the split choice (`_has_runtimes`)."""
+    """issue 26: a damaged npz in test/ raised BadZipFile from the split choice (`has_runtimes`)."""
     data, tests = _data_copy(data_root, tmp_path, lambda f: f.write_bytes(b"PK\x03\x04 damaged"))
     one_line_error(invoke("evaluate", cost_copy, "--data-dir", data, "--device", "cpu"), tests[0].name)
 

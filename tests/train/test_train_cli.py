@@ -181,9 +181,9 @@ def test_a_data_parallel_peer_that_never_starts_is_a_one_line_error(tmp_path, da
 
 
 def test_evaluate_default_split_is_test_only_when_the_test_graphs_have_runtimes(tmp_path):
-    from graphcost.commands.models import _has_runtimes
+    from graphcost.data.io.locate import has_runtimes
 
     labelled, hidden = tmp_path / "a.npz", tmp_path / "b.npz"
     np.savez(labelled, config_runtime=np.array([3, 1, 2]))
     np.savez(hidden, config_runtime=np.zeros(3))  # the official TpuGraphs test files hide their runtimes
-    assert _has_runtimes([labelled]) and not _has_runtimes([labelled, hidden]) and not _has_runtimes([])
+    assert has_runtimes([labelled]) and not has_runtimes([labelled, hidden]) and not has_runtimes([])

@@ -1,22 +1,14 @@
-"""CLI: graphcost collect — measure real configurations of JAX zoo programs on this machine."""
+"""`graphcost collect`: measure real configurations of JAX zoo programs on this machine (or a Ray
+cluster) and write them as TpuGraphs-schema npz files. Thin: checks the options, calls
+`graphcost.frontend.collect.local` (or `.ray_backend`), prints the summary.
+"""
 
 import os
 from pathlib import Path
 
 import typer
 
-
-def _check_dir_option(path: Path, option: str) -> None:
-    """A one-line error (exit 1) when directory option `path` is a file or lies below one."""
-    from graphcost.atomic import blocking_file
-
-    if path.exists() and not path.is_dir():
-        typer.echo(f"error: {option} {path}: is a file, but {option} must be a directory", err=True)
-        raise typer.Exit(1)
-    blocker = blocking_file(path)
-    if blocker is not None:
-        typer.echo(f"error: {option} {path}: cannot be created, {blocker} is a file", err=True)
-        raise typer.Exit(1)
+from graphcost.commands.common import check_dir_option, fail
 
 
 def register(app: typer.Typer) -> None:
@@ -88,9 +80,9 @@ def register(app: typer.Typer) -> None:
             specs = select_programs(programs, limit=limit, seed=seed)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
-        _check_dir_option(out, "--out")
+        check_dir_option(out, "--out")
         if cache_dir is not None:
-            _check_dir_option(cache_dir, "--cache-dir")
+            check_dir_option(cache_dir, "--cache-dir")
         if list_only:
             for s in specs:
                 typer.echo(s.name)
@@ -102,8 +94,7 @@ def register(app: typer.Typer) -> None:
         try:
             require_jax()
         except ImportError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from exc
+            fail(str(exc), code=2)
         if measure_core is not None and measure_core != -1 and measure_core not in os.sched_getaffinity(0):
             raise typer.BadParameter(f"--measure-core {measure_core}: this process may only run on cores "
                                      f"{sorted(os.sched_getaffinity(0))}")
@@ -113,8 +104,7 @@ def register(app: typer.Typer) -> None:
             try:
                 check_executables_fit(configs)
             except ValueError as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(1) from None
+                fail(str(exc))
         options = CollectOptions(space=space, mode=mode, configs=configs, seed=seed,
                                  protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
                                  cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,
@@ -134,8 +124,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)
         except (ValueError, RuntimeError, ImportError, OutputExistsError) as exc:  # OutputExistsError: --out busy
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from exc
+            fail(str(exc))
         graphs = manifest["graphs"]
         spreads = [g["spread"] for g in graphs.values()]
         flagged = sorted(n for n, g in graphs.items() if g.get("flagged"))

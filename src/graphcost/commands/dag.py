@@ -1,25 +1,23 @@
-"""CLI: graphcost dag train / sample / evaluate (issue 5: LayerDAG). Thin: parse, call graphcost.dag."""
+"""`graphcost dag`: LayerDAG train / sample / evaluate. Thin: parse, check, call `graphcost.dag`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from graphcost.atomic import blocking_file
-from graphcost.commands import DEVICE_HELP, set_threads, threads_option
 from graphcost.commands.choices import complete_device
-
-DATASETS = ("lp", "tpu-tile", "nasbench201")
-RUN_INFO = "run.json"
-
-
-def _fail(msg: str) -> None:
-    """One-line error, exit code 1 (data/file errors, as in the other graphcost commands)."""
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code=1)
+from graphcost.commands.common import (
+    DEVICE_HELP,
+    check_device_option,
+    check_output_option,
+    check_run_dir_option,
+    fail,
+    set_threads,
+    threads_option,
+)
+from graphcost.dag.run_info import DATASETS, RUN_INFO
 
 
 def _write_json(obj, path: Path) -> None:
@@ -38,50 +36,18 @@ def _os_msg(exc: OSError) -> str:
     return f"{exc.filename}: {exc.strerror or exc}"
 
 
-def _check_out_file(opt: str, path: Path, overwrite: bool = False) -> None:
-    """Fail early (before any work) when an output file path cannot be a file, or already is one
-    and --overwrite was not given."""
-    from graphcost.atomic import OutputExistsError, check_new_file
-
-    try:
-        check_new_file(path, overwrite, opt)
-    except OutputExistsError as exc:
-        _fail(str(exc))
-    if path.is_dir():
-        _fail(f"{opt} {path}: is a directory; give the file to write")
-    blocker = blocking_file(path)
-    if blocker is not None:
-        _fail(f"{opt} {path}: {blocker} is not a directory")
-
-
-def _device(device: str):
-    """--device checked before any work (one-line error when unusable)."""
-    from graphcost.train.distributed import resolve_device
-
-    try:
-        return resolve_device(device)
-    except ValueError as exc:
-        _fail(str(exc))
-
-
-def _check_train_out(out: Path, overwrite: bool, resume: bool) -> None:
-    """dag train --out: refuse an earlier run's directory unless --overwrite / --resume, and a --resume
-    with no checkpoint.pt to continue from."""
-    from graphcost.atomic import OutputExistsError, check_run_dir
+def _check_resume(out: Path, resume: bool) -> None:
+    """dag train --resume needs a checkpoint.pt in --out to continue from."""
     from graphcost.dag.train import CHECKPOINT
 
-    try:
-        check_run_dir(out, overwrite, resume)
-    except OutputExistsError as exc:
-        _fail(str(exc))
     if resume and not (out / CHECKPOINT).is_file():
-        _fail(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume); run without --resume to start "
-              "afresh (with --overwrite to replace that directory)")  # fmt: skip
+        fail(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume); run without --resume to start "
+             "afresh (with --overwrite to replace that directory)")  # fmt: skip
 
 
 def _check_model_path(path: Path) -> None:
     if not path.exists():
-        _fail(f"MODEL {path}: no such run directory or checkpoint file")
+        fail(f"MODEL {path}: no such run directory or checkpoint file")
 
 
 DATA_DIR_HELP = ("directory of the real datasets (tpu_tile_graphs/, nasbench201/; not needed for lp); "
@@ -95,7 +61,7 @@ def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optio
     from graphcost.dag.datasets import load_dataset
 
     if dataset not in DATASETS:
-        _fail(f"--dataset must be one of {', '.join(DATASETS)}, got '{dataset}'")
+        fail(f"--dataset must be one of {', '.join(DATASETS)}, got '{dataset}'")
     kwargs = {} if num_graphs is None or dataset == "tpu-tile" else {"num_graphs": num_graphs}
     if fold is not None:
         kwargs["fold"] = tuple(fold)
@@ -104,55 +70,18 @@ def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optio
     try:
         return load_dataset(dataset, seed=seed, **kwargs)
     except (FileNotFoundError, ValueError) as exc:
-        _fail(str(exc))
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _finite(v) -> bool:
-    import math
-
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-_RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked in _run_info
-    "dataset": (lambda v: v in DATASETS, f"one of {', '.join(DATASETS)}"),
-    "seed": (_is_int, "an integer"),
-    "num_graphs": (lambda v: v is None or (_is_int(v) and v >= 1), "null or an integer >= 1"),
-    "train_labels": (lambda v: isinstance(v, list) and all(_finite(x) for x in v), "a list of finite numbers"),
-    "data_dir": (lambda v: v is None or isinstance(v, str), "null or a directory path"),
-}
-
-
-def _short(value) -> str:
-    """repr of a run.json value, cut to one short line."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+        fail(str(exc))
 
 
 def _run_info(run: Path) -> dict:
-    path = run / RUN_INFO if run.is_dir() else run.parent / RUN_INFO
-    if not path.is_file():
-        return {}
+    """The checked run.json beside a model ({} when there is none); a broken one is a one-line error."""
+    from graphcost.dag.run_info import read_dag_run_info
+    from graphcost.train.run_info import RunInfoError
+
     try:
-        info = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        _fail(f"{path}: not a readable run description ({exc})")
-    except RecursionError:
-        _fail(f"{path}: not a readable run description (JSON nested too deeply)")
-    if not isinstance(info, dict):
-        _fail(f"{path}: not a run description (expected a JSON object)")
-    for key, (ok, expected) in _RUN_FIELDS.items():
-        if key in info and not ok(info[key]):
-            _fail(f"{path}: field '{key}' must be {expected}, got {_short(info[key])}")
-    fold = info.get("fold")
-    if fold is not None and not (isinstance(fold, list) and len(fold) == 2 and all(type(x) is int for x in fold)
-                                 and 0 <= fold[0] < fold[1] and fold[1] >= 3):  # fmt: skip
-        _fail(f"{path}: field 'fold' must be null or [fold, folds] (two integers, folds >= 3, 0 <= fold < folds), "
-              f"got {fold!r}")
-    return info
+        return read_dag_run_info(run)
+    except RunInfoError as exc:
+        fail(str(exc))
 
 
 LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
@@ -169,14 +98,12 @@ def _check_guidance(model, guidance: float) -> None:
     try:
         check_guidance(model.config, guidance)
     except ValueError as exc:
-        _fail(f"--guidance: {exc}")
+        fail(f"--guidance: {exc}")
 
 
 def _check_final_step(value: str) -> None:
     if value not in ("mode", "sample"):
-        _fail(f"--final-step must be mode or sample, got '{value}'")
-
-
+        fail(f"--final-step must be mode or sample, got '{value}'")
 
 
 def _schedule(model, kind: str, tmin: Optional[int], tmax: Optional[int]):
@@ -185,7 +112,7 @@ def _schedule(model, kind: str, tmin: Optional[int], tmax: Optional[int]):
     try:
         return make_schedule(kind, model.config.T_node, model.config.max_layers, tmin, tmax)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def register(app: typer.Typer) -> None:
@@ -232,36 +159,32 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.experiment import num_categories
         from graphcost.dag.train import LayerDAGTrainConfig, train_layerdag
 
-        _device(device)
+        check_device_option(device, resolve=True)
         if size not in ("small", "paper"):
-            _fail(f"--size must be small or paper, got '{size}'")
+            fail(f"--size must be small or paper, got '{size}'")
         if not lr > 0:
-            _fail(f"--lr must be > 0, got {lr}")
+            fail(f"--lr must be > 0, got {lr}")
         if select not in ("module", "total"):
-            _fail(f"--select must be module or total, got '{select}'")
+            fail(f"--select must be module or total, got '{select}'")
         if lr_decay not in ("none", "cosine"):
-            _fail(f"--lr-decay must be none or cosine, got '{lr_decay}'")
+            fail(f"--lr-decay must be none or cosine, got '{lr_decay}'")
         if not 0 <= ema_decay < 1:
-            _fail(f"--ema-decay must be in [0, 1), got {ema_decay}")
-        if out.exists() and not out.is_dir():
-            _fail(f"--out {out}: is a file; give a run directory")
-        blocker = blocking_file(out)
-        if blocker is not None:
-            _fail(f"--out {out}: {blocker} is not a directory")
-        _check_train_out(out, overwrite, resume)
+            fail(f"--ema-decay must be in [0, 1), got {ema_decay}")
+        check_run_dir_option(out, "--out", overwrite, resume)
+        _check_resume(out, resume)
         overrides = {"label_dropout": label_dropout}
         if diffusion_steps is not None:
             overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
         if fold and not folds:
-            _fail(f"--fold {fold} needs --folds K (the number of cross-validation folds)")
+            fail(f"--fold {fold} needs --folds K (the number of cross-validation folds)")
         if folds and not (folds >= 3 and fold < folds):
-            _fail(f"--folds must be >= 3 and --fold in 0..{max(folds - 1, 0)}, got --folds {folds} --fold {fold}")
+            fail(f"--folds must be >= 3 and --fold in 0..{max(folds - 1, 0)}, got --folds {folds} --fold {fold}")
         cv_fold = [fold, folds] if folds else None
         set_threads(threads)  # once the options are known to be usable: an error stays one line
         torch.manual_seed(seed)
         splits = _load_splits(dataset, seed, num_graphs, cv_fold, data_dir)
         if label_balance and any(d.label is None for d in splits["train"]):
-            _fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
+            fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
         from graphcost.dag.datasets.locate import dag_data_dir
 
         found = dag_data_dir(data_dir) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
@@ -279,9 +202,9 @@ def register(app: typer.Typer) -> None:
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
                                          num_categories=num_categories(dataset, splits), **overrides)  # fmt: skip
         except OSError as exc:
-            _fail(f"--out: {_os_msg(exc)}")
+            fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         last = hist[-1] if hist else {}
         typer.echo(f"trained {model.num_parameters():,} parameters on {len(splits['train'])} {dataset} graphs; "
                    f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip
@@ -309,7 +232,7 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (and its PNG) if they exist"),
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
-        dev = _device(device)
+        dev = check_device_option(device, resolve=True)
         import numpy as np
 
         from graphcost.dag.draw import describe_dataset, draw_dags
@@ -319,25 +242,25 @@ def register(app: typer.Typer) -> None:
 
         _check_final_step(final_step)
         _check_model_path(model_path)
-        _check_out_file("--out", out, overwrite)
-        _check_out_file("--out", out.with_suffix(".png"), overwrite)  # the drawing written beside it
+        check_output_option(out, "--out", overwrite)
+        check_output_option(out.with_suffix(".png"), "--out", overwrite)  # the drawing written beside it
         set_threads(threads)
         try:
             model = load_model(model_path, last=last).to(dev)
         except (FileNotFoundError, ValueError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
         labels = None
         if label and not model.config.conditional:
-            _fail("--label: this model is unconditional (trained on unlabelled graphs) and cannot follow a label; "
-                  "sample without --label")
+            fail("--label: this model is unconditional (trained on unlabelled graphs) and cannot follow a label; "
+                 "sample without --label")
         if label:
             labels = np.array(label, dtype=np.float64)
             if labels.size not in (1, n):
-                _fail(f"--label given {labels.size} times; give it once or once per graph (-n {n})")
+                fail(f"--label given {labels.size} times; give it once or once per graph (-n {n})")
         elif model.config.conditional:
             pool = _run_info(model_path).get("train_labels")
             if not pool:
-                _fail("this model is conditional: pass --label")
+                fail("this model is conditional: pass --label")
             labels = np.random.default_rng(seed).choice(np.array(pool), size=n)
             typer.echo(f"no --label: conditioning on {n} labels drawn from the training labels")
         sched = _schedule(model, schedule, tmin, tmax)
@@ -352,9 +275,9 @@ def register(app: typer.Typer) -> None:
             save_dags(dags, out)
             png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)", **style)
         except OSError as exc:
-            _fail(f"--out: {_os_msg(exc)}")
+            fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:  # DAGFileError names the file
-            _fail(f"--out: {exc}")
+            fail(f"--out: {exc}")
         typer.echo(f"wrote {n} DAGs to {out} ({secs / n * 1000:.1f} ms/graph) and a drawing to {png}")
 
     @app.command("evaluate")
@@ -380,7 +303,7 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the --json file if it exists"),
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
-        dev = _device(device)
+        dev = check_device_option(device, resolve=True)
         from graphcost.dag.quality.surrogate import SurrogateConfig
         from graphcost.dag.experiment import describe_samples, evaluate_model
         from graphcost.dag.io import load_dags
@@ -389,11 +312,11 @@ def register(app: typer.Typer) -> None:
         _check_final_step(final_step)
         _check_model_path(model_path)
         if json_out is not None:
-            _check_out_file("--json", json_out, overwrite)
+            check_output_option(json_out, "--json", overwrite)
         info = _run_info(model_path)
         dataset = dataset or info.get("dataset")
         if dataset is None:
-            _fail(f"MODEL {model_path}: no run.json beside it; pass --dataset")
+            fail(f"MODEL {model_path}: no run.json beside it; pass --dataset")
         recorded = Path(info["data_dir"]) if info.get("data_dir") and dataset == info.get("dataset") else None
         splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"), info.get("fold"),
                               data_dir or recorded)
@@ -402,12 +325,12 @@ def register(app: typer.Typer) -> None:
             try:
                 res = describe_samples(load_dags(samples), splits, dataset)
             except ValueError as exc:
-                _fail(str(exc))
+                fail(str(exc))
         else:
             try:
                 model = load_model(model_path, last=last).to(dev)
             except (FileNotFoundError, ValueError) as exc:
-                _fail(str(exc))
+                fail(str(exc))
             _check_guidance(model, guidance)
             res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
                                     num_samples=num_samples, final_step=final_step, guidance=guidance,
@@ -417,7 +340,7 @@ def register(app: typer.Typer) -> None:
             try:
                 _write_json(res, json_out)
             except OSError as exc:
-                _fail(f"--json: {_os_msg(exc)}")
+                fail(f"--json: {_os_msg(exc)}")
             typer.echo(f"results: {json_out}")
 
 

@@ -1,22 +1,29 @@
-"""CLI: graphcost tune — make a user's JAX program faster with a cost model and a measurement budget."""
+"""`graphcost tune`: make a user's JAX program faster with a cost model and a measurement budget.
+
+Thin: checks the options, the program and the storage before anything in --out is touched, then
+calls `graphcost.tuning.tune` with a `TuneConfig`. Error messages never show a storage password.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, blocking_file, check_run_dir, clear_dir, lock_dir
+from graphcost.atomic import OutputExistsError, check_run_dir, clear_dir, lock_dir
+from graphcost.commands.common import check_run_dir_option, fail
 
 TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
+OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"
+OUT_BELOW_A_FILE = "{path}: {option} cannot be created, {blocker} is a file"
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
+    """`fail` with any storage URL's password masked."""
     from graphcost.tuning.study import mask_url
 
-    typer.secho(f"error: {mask_url(message)}", fg=typer.colors.RED, err=True)  # never a storage password
-    raise typer.Exit(code=code)
+    fail(mask_url(message), code)
 
 
 def register(app: typer.Typer) -> None:
@@ -86,15 +93,8 @@ def register(app: typer.Typer) -> None:
                 _fail(f"--model {run}: no such run directory or checkpoint")
         if study is not None and not study.strip():
             _fail("--study must be a non-empty name")
-        if out.exists() and not out.is_dir():
-            _fail(f"{out}: --out must be a directory, but this path is a file")
-        blocker = blocking_file(out)
-        if blocker is not None:
-            _fail(f"{out}: --out cannot be created, {blocker} is a file")
-        try:  # --overwrite replaces only a directory holding a tuning run
-            check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")
-        except OutputExistsError as exc:
-            _fail(str(exc))
+        check_run_dir_option(out, "--out", overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run",
+                             is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)  # --overwrite: only a tuning run
 
         from graphcost.frontend.programs.jax_program import require_jax
 
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         from graphcost.frontend.measure.interleaved import Protocol
         from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program, program_file
         from graphcost.tuning.study import open_storage
-        from graphcost.tuning.tuner import TuneInterrupted, tune
+        from graphcost.tuning.tuner import TuneConfig, TuneInterrupted, tune
 
         # everything is checked before anything in --out is removed: the program, make(), its arguments, the storage
         source = program_file(program)
@@ -139,11 +139,13 @@ def register(app: typer.Typer) -> None:
                 _fail(str(exc))
             if overwrite:
                 clear_dir(out)
-            result = tune(prepared, space=space, budget=budget, model=[str(m) for m in model],
-                          strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
-                          name=study or name, seed=seed, round_size=round_size, processes=processes,
-                          protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed), min_gain=min_gain,
-                          rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online)
+            config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
+                                strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
+                                name=study or name, seed=seed, round_size=round_size, processes=processes,
+                                protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed),
+                                min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
+                                learner=online)
+            result = tune(prepared, config=config)
         except TuneInterrupted as exc:
             if exc.measured:
                 typer.echo(f"\ninterrupted: the {exc.measured} configuration(s) this run measured are saved in "

@@ -16,7 +16,10 @@ Modules, lowest first (a module imports only those above it, never below):
   blend         the tree ranker beside a graph model and their blend weight
   predict       rankings and the TpuGraphs Kaggle submission CSV
   plots         learning curves and validation-rank plots of a run
-  run_info      run.json of a run: what it records, and its checks on load
+  run_info      run.json of a run: what it records, its checks on load, and the settings a resumed
+                run reads back (RunSettings)
+  run_dir       where a run is written (--out, runs/latest, a fresh runs/<model>-<time>-<random>) and
+                whether it can be resumed
 
 The data a run trains on is found by `graphcost.data.io.locate` and loaded by
 `graphcost.data.transforms.pool`; the models come from `graphcost.models.registry`.

@@ -21,10 +21,10 @@ from typing import Sequence
 
 import numpy as np
 
+from graphcost.atomic import write_json
 from graphcost.data.splits import kfold_indices
 from graphcost.data.transforms.pool import graph_names, subset
 from graphcost.train import checkpoint as ckpt
-from graphcost.train.ranking import write_json
 from graphcost.train.inference import ENSEMBLE_FILE
 
 
@@ -110,12 +110,3 @@ def _read_done(path: Path) -> dict:
     if not isinstance(info.get("metric", ""), str):
         raise ckpt.CheckpointError(f"{path}: field 'metric' must be a string")
     return {**info, "best_score": float(score)}
-
-
-def has_progress(run_dir: str | Path) -> bool:
-    """Whether `run_dir` holds something `--resume` can continue: its own checkpoint.pt, or a fold's
-    checkpoint.pt or done.json (cross-validation)."""
-    run_dir = Path(run_dir)
-    return (run_dir / "checkpoint.pt").is_file() or any(run_dir.glob("fold_*/checkpoint.pt")) or any(
-        run_dir.glob("fold_*/done.json")
-    )

@@ -10,6 +10,7 @@ graph model, and test-time augmentation (TGraph §2.5.3).
   EnsemblePredictor     the average of the members' standardised TTA scores (TGraph §2.5.3), blended
                         with the trees when the run has them; what `graphcost rank`, `evaluate`,
                         `predict` and `graphcost tune`'s learned model score with
+  load_predictor        an EnsemblePredictor with the --precision checks of those commands
 
 Before averaging, each member's scores on a graph are standardised (zero mean, unit variance):
 this leaves a single model's ranking unchanged and stops one member with a larger score scale
@@ -199,3 +200,22 @@ class EnsemblePredictor:
     def rank(self, prepared) -> np.ndarray:
         """Configuration indices of `prepared`, predicted fastest first."""
         return np.argsort(self.score(prepared), kind="stable")
+
+
+def load_predictor(paths: Sequence[str | Path], tta: int = 10, batch: int = 128, device: str = "auto",
+                   precision: str = "auto", warn: Callable[[str], None] | None = None) -> EnsemblePredictor:
+    """The `EnsemblePredictor` of `paths` (run directories or checkpoints) that `graphcost evaluate`,
+    `rank` and `predict` score with. `precision` must be one of `PRECISION_CHOICES` (ValueError
+    otherwise); where bf16 would be emulated, `warn` gets the warning before anything is loaded
+    (default: `warnings.warn`)."""
+    import warnings
+
+    from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
+    from graphcost.train.distributed import resolve_device
+
+    if precision not in PRECISION_CHOICES:
+        raise ValueError(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
+    warning = emulated_bf16_warning(precision, resolve_device(device))
+    if warning:
+        (warn or warnings.warn)(warning)
+    return EnsemblePredictor.load(paths, device=device, tta=tta, batch_size=batch, precision=precision)

@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_text
+from graphcost.atomic import atomic_write_text, check_output_file
 
 TILE_TOP = 5
 COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
@@ -139,8 +139,6 @@ def submission_rows(predictor, files: Sequence[str | Path], collection: str, cac
 
 def write_csv_rows(rows: Iterable[tuple[str, str]], path: str | Path) -> Path:
     """Atomically write ``ID,TopConfigs`` rows."""
-    from graphcost.train.ranking import check_output_file
-
     path = check_output_file(path)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")

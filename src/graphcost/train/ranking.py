@@ -23,7 +23,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.atomic import atomic_write_json, blocking_file
 from graphcost.models.precision import resolve_precision
 
 
@@ -220,19 +219,3 @@ def evaluate_graphs(
         report.rows.append(row)
         report.scores[str(prepared.name)] = scores
     return report
-
-
-def write_json(data: dict, path: str | Path) -> Path:
-    """Atomic JSON write (temp file + os.replace)."""
-    return atomic_write_json(data, check_output_file(path))
-
-
-def check_output_file(path: str | Path) -> Path:
-    """`path` as a Path if a file can be written there; ValueError when it (or a parent) is not a file target."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{path}: is a directory; give a file path to write")
-    blocker = blocking_file(path)
-    if blocker is not None:
-        raise ValueError(f"{path}: cannot write there, {blocker} is a file, not a directory")
-    return path

@@ -10,13 +10,20 @@ the field, never a traceback deep inside training:
     folds        0 (official split) or >= 2;  train_folds, keep: >= 1
     max_graphs   null or >= 1
     config       the TrainConfig: model, model_config, loss, epochs, batch_configs, lr, seed, eval_tta, ...
+
+`read_run_info` finds and checks the run.json behind a run directory, a checkpoint or a fold;
+`RunSettings` are the settings a run trains with, from the options or, on --resume, from run.json.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from graphcost.train import recipe
 
 RUN_INFO = "run.json"
 
@@ -64,9 +71,13 @@ def _config_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:
     }
 
 
-def _check_fields(data: dict, fields: dict, path: Path, prefix: str = "") -> None:
+def _check_fields(data: dict, fields: dict, path: Path, prefix: str = "", required: bool = True) -> None:
+    """RunInfoError naming `path` and the first field of `fields` ({name: (check, what it must be)})
+    that `data` lacks (when `required`) or holds a wrong value in."""
     for key, (ok, expected) in fields.items():
         if key not in data:
+            if not required:
+                continue
             raise RunInfoError(f"{path}: field '{prefix}{key}' is missing")
         if not ok(data[key]):
             got = repr(data[key])
@@ -89,3 +100,74 @@ def check_run_info(data: Any, path: str | Path) -> dict:
     except ValueError as exc:
         raise RunInfoError(f"{path}: field 'config.model_config': {exc}") from None
     return data
+
+
+def find_run_info_file(path: str | Path) -> Path | None:
+    """The run.json of a run directory, of the run owning a checkpoint file, or of a fold's parent
+    run (up to three levels up); None when there is none."""
+    path = Path(path)
+    candidates = [path] if path.is_dir() else []
+    candidates += list(path.parents)[:3]
+    for directory in candidates:
+        info = directory / RUN_INFO
+        if info.is_file():
+            return info
+    return None
+
+
+def read_run_info(path: str | Path) -> dict:
+    """The checked run.json behind `path` (`find_run_info_file`; {} when there is none); RunInfoError
+    naming the file for one that cannot be read, is not JSON, or does not describe a run."""
+    info = find_run_info_file(path)
+    if info is None:
+        return {}
+    try:
+        data = json.loads(info.read_text())
+    except json.JSONDecodeError as exc:
+        raise RunInfoError(f"{info}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunInfoError(f"{info}: cannot read ({exc})") from None
+    except RecursionError:
+        raise RunInfoError(f"{info}: invalid JSON (nested too deeply to be a run description)") from None
+    return check_run_info(data, info)
+
+
+@dataclass
+class RunSettings:
+    """The data and training settings of a `graphcost train` run: its options, or on --resume the
+    interrupted run's, read back from its run.json (`from_run_info`)."""
+
+    data_dir: Path | None
+    collection: str | None
+    max_graphs: int | None
+    folds: int
+    train_folds: int
+    keep: int
+    model: str
+    model_opt: list[str]  # --model-opt KEY=VALUE
+    loss: str
+    epochs: int
+    batch_configs: int | None  # None: the collection's default
+    lr: float
+    seed: int
+    eval_tta: int
+    patience: int
+    trees: bool
+    max_steps_per_graph: int
+    model_config: dict | None = None  # recorded in run.json (resume); None: built from model_opt
+    recorded_in: Path | None = None  # the run.json that data_dir comes from, for the messages about it
+
+    @classmethod
+    def from_run_info(cls, info: dict, run_dir: str | Path) -> RunSettings:
+        """The settings recorded in `info` (the checked run.json of `run_dir`)."""
+        config = info["config"]
+        data_dir = Path(info["data_dir"]) if info.get("data_dir") else None
+        return cls(
+            data_dir=data_dir, collection=info.get("collection"), max_graphs=info.get("max_graphs"),
+            folds=info["folds"], train_folds=info["train_folds"], keep=info["keep"],
+            model=config["model"], model_opt=[], loss=config["loss"], epochs=config["epochs"],
+            batch_configs=config["batch_configs"], lr=config["lr"], seed=config["seed"], eval_tta=config["eval_tta"],
+            patience=config.get("patience", 0), trees=info.get("trees", False),
+            max_steps_per_graph=config.get("max_steps_per_graph", recipe.MAX_STEPS_PER_GRAPH),
+            model_config=config["model_config"], recorded_in=Path(run_dir) / RUN_INFO if data_dir is not None else None,
+        )  # fmt: skip

@@ -1,9 +1,13 @@
 """Tuning a user's JAX program with a learned cost model and a real measurement budget.
 
-Layers (imports go downward): `tuner` (the loop, results, outputs) -> `strategies` (random, TPE,
-model, model+online) -> `scoring` (graph cost model, per-program trees) and `study` (Optuna
-storage) -> `evaluate` (compile, check outputs, time) and `crossproc` (final check in fresh
-processes) -> `space` (flags / layouts / both) -> `graphcost.frontend`.
+Layers (imports go downward): `tuner` (the loop, `TuneConfig`, results, outputs) -> `strategies`
+(random, TPE, model, model+online) -> `scoring` (graph cost model, per-program trees) and
+`online` (the effects learner), and `study` (Optuna storage) -> `trial` (compile, check outputs
+and time one batch of trials) and `crossproc` (final check in fresh processes; `worker` is one such
+process) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
+`graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).
+Beside it: `plot` (progress.png, drawn by `tuner`) and `replay` (strategies replayed on tables
+measured beforehand, for the benchmarks).
 
 Example:
     ```python
@@ -11,10 +15,13 @@ Example:
 
     result = graphcost.tune(fn, *args, space="flags", budget=32)
     fast = graphcost.compile_with(fn, result.best)
+
+    settings = graphcost.TuneConfig(space="flags", budget=32, out="runs/tuned")
+    result = graphcost.tune(fn, *args, config=settings, seed=1)  # keywords replace its fields
     ```
 """
 
 from graphcost.tuning.apply import compile_with
-from graphcost.tuning.tuner import TunedConfig, TuneResult, tune
+from graphcost.tuning.tuner import TuneConfig, TunedConfig, TuneResult, tune
 
-__all__ = ["TuneResult", "TunedConfig", "compile_with", "tune"]
+__all__ = ["TuneConfig", "TuneResult", "TunedConfig", "compile_with", "tune"]

@@ -1,5 +1,6 @@
 """The final check of a tuning run: the best configurations against the default, timed in P
-fresh worker processes (the cross-process protocol of issue 17, part 1).
+fresh worker processes (the cross-process protocol `graphcost collect` labels its data with: one
+process's timings agree with themselves far better than with another process's).
 
 Each worker (``python -m graphcost.tuning.worker``) rebuilds the program from its reference
 (`graphcost.tuning.program`), compiles the default and the candidates itself (through JAX's

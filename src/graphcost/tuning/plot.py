@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.tuning.evaluate import OK, Trial
+from graphcost.tuning.trial import OK, Trial
 
 
 def best_so_far(trials: list[Trial]) -> np.ndarray:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphcost.tuning.evaluate import OK, Trial
+from graphcost.tuning.trial import OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 

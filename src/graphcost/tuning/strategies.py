@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphcost.tuning.evaluate import OK, Trial
+from graphcost.tuning.trial import OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 STRATEGIES = ("model+online", "model", "tpe", "random")

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from graphcost.tuning.evaluate import FAILED, OK, Trial
+from graphcost.tuning.trial import FAILED, OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted

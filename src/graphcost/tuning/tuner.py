@@ -1,10 +1,10 @@
 """`graphcost tune`: make a program faster within a budget of real measurements.
 
-The loop (ARCHITECTURE.md, "The tuning loop"), for each strategy in turn, with the same budget:
+The loop, for each strategy in turn, with the same budget:
 
 1. the strategy proposes a round of `round_size` new configurations (`strategies`);
 2. they are compiled, checked against the default's outputs and timed with the default
-   (`evaluate.Evaluator`); every result, failed ones too, is stored in the study (`study`), so a
+   (`trial.Evaluator`); every result, failed ones too, is stored in the study (`study`), so a
    killed run resumes without measuring anything twice;
 3. repeat until the strategy has used its `budget` (failed configurations count: they cost a
    compile).
@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import logging
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -29,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphcost.frontend.measure.interleaved import Protocol
-from graphcost.tuning.evaluate import OK, Evaluator, Trial
+from graphcost.tuning.trial import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, tpe_sampler
 
@@ -119,6 +120,15 @@ def _check_counts(**counts) -> None:
     for key, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
+
+
+def _settings(config: TuneConfig | None, overrides: dict[str, Any]) -> TuneConfig:
+    """`config` (default `TuneConfig()`) with `overrides` replacing its fields; TypeError naming an unknown one."""
+    known = {f.name for f in dataclasses.fields(TuneConfig)}
+    for key in overrides:
+        if key not in known:
+            raise TypeError(f"tune() got an unexpected keyword argument {key!r}")
+    return dataclasses.replace(config or TuneConfig(), **overrides)
 
 
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
@@ -213,18 +223,11 @@ def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
     return handles, batch
 
 
-def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model: str | Path | list | None = None,
-         strategies: list[str] | None = None, out: str | Path | None = None, storage: str | None = None,
-         program_ref: str | None = None, name: str | None = None, seed: int = 0, round_size: int = 4,
-         protocol: Protocol | None = None, processes: int = 3, finalists: int = 3, min_gain: float = 0.01,
-         rtol: float = 1e-3, atol: float = 1e-5, allow_fast_math: bool = False, device: str = "cpu",
-         pool_kwargs: dict | None = None, learner: str = "auto", progress: bool = True) -> TuneResult:
-    """Make `fn(*args)` faster within a budget of real measurements (the loop: module docstring).
+@dataclass(frozen=True)
+class TuneConfig:
+    """The settings of a `tune` run; `tune(fn, *args, config=..., **overrides)` replaces fields by keyword.
 
-    Args:
-        fn: the JAX function, or a `TuneProgram` already built and lowered
-            (`program.prepare_program`), then without `args`.
-        *args: example arguments of `fn`, the ones it is compiled, checked and timed with.
+    Attributes:
         space: flags (XLA CPU compiler options), layout (per-node layouts) or both.
         budget: configurations each strategy measures (failed ones count: they cost a compile).
         model: trained graphcost run(s): a tile model for flags, a layout model for layouts.
@@ -252,6 +255,41 @@ def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model
             Thompson sampling; `graphcost.tuning.online`), tree (LightGBM with the graph model's
             score as a feature) or finetune (the graph model fine-tuned on the measurements).
         progress: show progress bars.
+    """
+
+    space: str = "flags"
+    budget: int = 32
+    model: str | Path | list | None = None
+    strategies: list[str] | None = None
+    out: str | Path | None = None
+    storage: str | None = None
+    program_ref: str | None = None
+    name: str | None = None
+    seed: int = 0
+    round_size: int = 4
+    protocol: Protocol | None = None
+    processes: int = 3
+    finalists: int = 3
+    min_gain: float = 0.01
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    allow_fast_math: bool = False
+    device: str = "cpu"
+    pool_kwargs: dict | None = None
+    learner: str = "auto"
+    progress: bool = True
+
+
+def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides: Any) -> TuneResult:
+    """Make `fn(*args)` faster within a budget of real measurements (the loop: module docstring).
+
+    Args:
+        fn: the JAX function, or a `TuneProgram` already built and lowered
+            (`program.prepare_program`), then without `args`.
+        *args: example arguments of `fn`, the ones it is compiled, checked and timed with.
+        config: the settings (`TuneConfig`; default: its defaults).
+        **overrides: `TuneConfig` fields by keyword (``space="flags", budget=32, ...``); they
+            replace those of `config`. An unknown keyword is a TypeError naming it.
 
     Returns:
         The accepted configuration, its re-measured speedup and range, and every trial.
@@ -259,6 +297,7 @@ def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model
     Raises:
         ValueError: an unusable argument (a count below 1, an unknown space or strategy, a model
             of the wrong kind, a study of another program).
+        TypeError: a keyword that is not a `TuneConfig` field.
         TuneInterrupted: Ctrl-C; it says how many configurations this run measured (they are saved
             in the study when `out` or `storage` is given).
 
@@ -273,35 +312,37 @@ def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model
     """
     from tqdm.auto import tqdm
 
-    _check_counts(budget=budget, round_size=round_size, processes=processes, finalists=finalists)
-    runs = [model] if isinstance(model, (str, Path)) else list(model or [])
-    strategies = strategies or (["model+online"] if runs else ["tpe"])
-    protocol = protocol or Protocol(rounds=5, calls=10, warmup=2, seed=seed)
+    cfg = _settings(config, overrides)
+    _check_counts(budget=cfg.budget, round_size=cfg.round_size, processes=cfg.processes, finalists=cfg.finalists)
+    runs = [cfg.model] if isinstance(cfg.model, (str, Path)) else list(cfg.model or [])
+    strategies = cfg.strategies or (["model+online"] if runs else ["tpe"])
+    protocol = cfg.protocol or Protocol(rounds=5, calls=10, warmup=2, seed=cfg.seed)
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
-        program, name = fn, name or fn.name
+        program, name = fn, cfg.name or fn.name
     else:
-        name = name or getattr(fn, "__name__", "program")
+        name = cfg.name or getattr(fn, "__name__", "program")
         program = TuneProgram(fn, args, name)
-    sp = make_space(space, program, allow_fast_math)
-    out = Path(out) if out is not None else None
+    sp = make_space(cfg.space, program, cfg.allow_fast_math)
+    out = Path(cfg.out) if cfg.out is not None else None
+    storage = cfg.storage
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         storage = storage or _sqlite_url(out / "study.db")
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
     try:
-        evaluator = Evaluator(program, sp, protocol, rtol=rtol, atol=atol)
+        evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol)
         scorer = None
         if runs:
             from graphcost.tuning.scoring import GraphModelScorer
 
-            scorer = GraphModelScorer(runs, program, sp, device=device)
+            scorer = GraphModelScorer(runs, program, sp, device=cfg.device)
 
         from graphcost.tuning.study import program_fingerprint
 
         fingerprint = program_fingerprint(program, sp)
         trials: list[Trial] = []
         for strat in strategies:
-            bar = tqdm(total=budget, desc=f"tune {name} [{strat}]", unit="config", disable=not progress)
+            bar = tqdm(total=cfg.budget, desc=f"tune {name} [{strat}]", unit="config", disable=not cfg.progress)
 
             best = [1.0]
 
@@ -314,13 +355,13 @@ def tune(fn: Callable, *args: Any, space: str = "flags", budget: int = 32, model
                                     + (f", {failed} failed" if failed else ""))
 
             try:
-                trials += run_strategy(strat, sp, evaluator, budget, storage, f"{name}:{space}", scorer, seed,
-                                       round_size, pool_kwargs, on_round, learner, fingerprint)
+                trials += run_strategy(strat, sp, evaluator, cfg.budget, storage, f"{name}:{cfg.space}", scorer,
+                                       cfg.seed, cfg.round_size, cfg.pool_kwargs, on_round, cfg.learner, fingerprint)
             finally:
                 bar.close()  # also on an error, so its message starts on a line of its own
 
-        result = finish(program, sp, evaluator, trials, protocol, processes, finalists, min_gain, program_ref,
-                        allow_fast_math, out, progress)
+        result = finish(program, sp, evaluator, trials, protocol, cfg.processes, cfg.finalists, cfg.min_gain,
+                        cfg.program_ref, cfg.allow_fast_math, out, cfg.progress)
     except KeyboardInterrupt:
         raise TuneInterrupted(measured[0]) from None
     if out is not None:

@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
 
     from graphcost.atomic import atomic_write_json
     from graphcost.frontend.measure.interleaved import Protocol, measure_executables
-    from graphcost.tuning.evaluate import compile_config
+    from graphcost.tuning.trial import compile_config
     from graphcost.tuning.program import load_program
     from graphcost.tuning.space import TuneProgram, make_space
 

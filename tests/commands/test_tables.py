@@ -6,14 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
-
 from typer.testing import CliRunner
 
 from graphcost.cli import app
 from graphcost.commands.tables import Column, print_table
+from graphcost.datasets import default_dataset_dir
 
-SHIPPED = Path(__file__).resolve().parents[1] / "src" / "graphcost" / "datasets" / "cpu_layout"
+SHIPPED = default_dataset_dir()  # the shipped real CPU layout dataset
 ROWS = [{"graph": "a-very-long-graph-name-" + "x" * 60, "kendall_tau": 0.51234, "n": 3},
         {"graph": "b", "kendall_tau": -0.25, "n": 4}]
 COLUMNS = [Column("graph", right=False), Column("kendall_tau", "tau", show=lambda v: f"{v:.3f}"), Column("n")]

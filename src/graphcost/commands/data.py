@@ -1,18 +1,23 @@
-"""CLI: graphcost data download / synth / stats (issue: foundation).
+"""`graphcost data`: download, card, synth, stats, split-configs and from-proto.
 
-Thin wrappers: parse arguments, call `graphcost.data.{download,synth,stats}`, print results.
+Thin wrappers: parse arguments, call `graphcost.data` (download, synthetic collections, statistics,
+the split by configuration), `graphcost.frontend.collect.card` (data cards) and
+`graphcost.frontend.hlo.convert` (autotuner protobufs: a `ModuleTuningData` (layout collection)
+gives one npz file, a `TuningData` (tile collection) one file per fused kernel), print results.
 Library imports happen inside the commands so `graphcost --help` stays fast.
 """
 
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from graphcost.commands.choices import Collection, Format, value
+from graphcost.commands.common import check_dir_option, fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
 
 STATS_COLUMNS = [
@@ -26,11 +31,6 @@ STATS_COLUMNS = [
     Column("runtime_min", "runtime range", cell=lambda r: f"{r['runtime_min']:.4g}-{r['runtime_max']:.4g}"),
     Column("pruned_nodes_mean", "nodes after pruning", show=lambda v: f"{v:.0f}"),
 ]
-
-
-def _fail(message: str) -> None:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    raise typer.Exit(code=1)
 
 
 def download(
@@ -51,7 +51,7 @@ def download(
         try:
             path = download_collection(c.value, root, splits=split, timeout=timeout, keep_tar=keep_tar)
         except (DownloadError, ValueError) as exc:
-            _fail(str(exc))
+            fail(str(exc))
         typer.echo(f"{c.value}: {path}")
 
 
@@ -88,8 +88,8 @@ def synth(
             check_synth_params(**knob)  # beyond typer's min/max: refuses a fraction of 0 and nan
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint=hint) from None
-    if out.exists() and not out.is_dir():
-        _fail(f"--out {out}: is a file; expected the data root directory to write npz/... into")
+    check_dir_option(out, "--out", is_file="{option} {path}: is a file; expected the data root directory to write "
+                     "npz/... into", blocked=None)
     try:
         base = write_synthetic_collection(
             out, collection.value, num_graphs=graphs, seed=seed, min_nodes=min_nodes, max_nodes=max_nodes,
@@ -97,9 +97,9 @@ def synth(
             compressed=compressed, layout_pad=layout_pad, overwrite=overwrite,
         )  # fmt: skip
     except (ValueError, OutputExistsError) as exc:
-        _fail(f"--out {exc}" if isinstance(exc, OutputExistsError) else str(exc))
+        fail(f"--out {exc}" if isinstance(exc, OutputExistsError) else str(exc))
     except OSError as exc:  # e.g. a file where a directory of the layout should be, no permission, disk full
-        _fail(f"cannot write synthetic data under {out}: {exc.strerror or exc} ({exc.filename})")
+        fail(f"cannot write synthetic data under {out}: {exc.strerror or exc} ({exc.filename})")
     typer.echo(f"wrote SYNTHETIC {collection.value} data to {base} (see SYNTHETIC.md, manifest.json)")
 
 
@@ -121,25 +121,25 @@ def stats(
     if path is None:
         path = default_data_root()
         if not path.exists():
-            _fail(
+            fail(
                 f"no path given and the data root {path} does not exist (set $GRAPHCOST_DATA_DIR or pass a path); "
                 "get data with `graphcost data download -c tile:xla` or `graphcost data synth -c tile:xla -o DIR`"
             )
-    if json_out is not None and json_out.is_dir():  # refuse before spending time on the statistics
-        _fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
-    if json_out is not None:
-        from graphcost.atomic import OutputExistsError, check_new_file
+    if json_out is not None:  # refuse before spending time on the statistics
+        from graphcost.atomic import OutputExistsError, OutputPathError, check_output_path
 
         try:
-            check_new_file(json_out, overwrite, "--json")
+            check_output_path(json_out, "--json", overwrite, blocked=None)
         except OutputExistsError as exc:
-            _fail(str(exc))
+            fail(str(exc))
+        except OutputPathError:  # a directory
+            fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
     try:
         rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
     except (SchemaError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:  # missing path (DataNotFoundError / FileNotFoundError), permissions, ...
-        _fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
+        fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
     print_table(rows, STATS_COLUMNS, value(fmt), csv_keys=list(rows[0]) if rows else None)
     if json_out is not None:
         from graphcost.data.synth.collection import _write_text_atomic
@@ -148,7 +148,7 @@ def stats(
             json_out.parent.mkdir(parents=True, exist_ok=True)
             _write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")  # temp file removed on failure
         except OSError as exc:
-            _fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
+            fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
 
 
 def split_configs(
@@ -165,7 +165,7 @@ def split_configs(
     try:
         written = split_by_configuration(graph, out, train, valid, seed=seed, overwrite=overwrite)
     except ConfigSplitError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     for split, path in written.items():
         typer.echo(f"{split}: {path}")
 
@@ -182,8 +182,78 @@ def card(
     try:
         path = write_card(root, title, command, notes)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(f"wrote {path}")
+
+
+class Kind(str, Enum):
+    """from-proto --kind: the record type of the protobuf files."""
+
+    auto = "auto"
+    layout = "layout"
+    tile = "tile"
+
+
+def from_proto(
+    inputs: list[Path] = typer.Argument(..., help="tuning protobuf file(s) (.pb): ModuleTuningData or TuningData"),
+    out: Path = typer.Option(..., "--out", "-o", help="output directory for the npz files"),
+    kind: Kind = typer.Option(Kind.auto, "--kind", help="record type: auto-detect, layout (ModuleTuningData) or tile (TuningData)"),
+    layout_pad: float = typer.Option(
+        0.0, "--layout-pad",
+        help="value for node_feat[134:140] beyond a tensor's rank: 0 as in the official TpuGraphs files, -1 for TGraph padding",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="rewrite outputs that already exist (default: keep them, so reruns resume)"),
+    strict: bool = typer.Option(
+        False, "--strict",
+        help="refuse a module with an opcode name TpuGraphs does not know (default: warn, count per module, map to opcode 0)",
+    ),
+) -> None:
+    """Convert TpuGraphs autotuner protobufs into TpuGraphs npz graphs (official keys)."""
+    from tqdm import tqdm
+
+    from graphcost.frontend.hlo.convert import ConversionError, convert_file, describe_unknown_opcodes
+
+    if layout_pad not in (0.0, -1.0):
+        raise typer.BadParameter("--layout-pad must be 0 or -1")
+    check_dir_option(out, "--out", is_file="{path}: {option} exists and is not a directory", blocked=None)
+    failed = 0
+    kinds: set[str] = set()
+    for path in tqdm(inputs, desc="proto files", unit="file", disable=len(inputs) < 2):
+        try:
+            result = convert_file(
+                path, out, kind=kind.value, layout_pad=layout_pad, overwrite=overwrite,
+                progress=lambda it: tqdm(it, desc=f"{path.name} kernels", unit="kernel", leave=False), strict=strict,
+            )
+        except (ConversionError, ValueError) as exc:
+            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+            failed += 1
+            continue
+        kinds.add(result.kind)
+        s = result.stats
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(s.runs_skipped.items())) or "none"
+        typer.echo(
+            f"{path}: {result.kind}; wrote {len(result.written)} file(s), kept {len(result.existing)} existing; "
+            f"runs kept {s.runs_kept}/{s.runs_total} (skipped: {skipped})"
+        )
+        for name, why in sorted(s.modules_skipped.items()):
+            typer.echo(f"  skipped kernel {name}: {why}")
+        for module, counts in s.unknown_opcodes:
+            typer.secho(
+                f"  warning: module {module[:80]!r}: {describe_unknown_opcodes(counts)} mapped to opcode 0 "
+                "(--strict refuses them)", fg=typer.colors.YELLOW, err=True,
+            )
+        if not result.configurable_opcodes_ok:
+            typer.secho("  warning: some configurable nodes are not convolution/dot/reshape", fg=typer.colors.YELLOW)
+        for written in result.written:
+            typer.echo(f"  {written}")
+    if len(kinds) > 1:  # `graphcost train` / `evaluate` need one kind of graph per directory
+        typer.secho(
+            f"note: {out} now holds both layout and tile graphs; to train on them, convert each kind into "
+            "its own --out directory (e.g. --out real_proto/layout and --out real_proto/tile)",
+            fg=typer.colors.YELLOW, err=True,
+        )
+    if failed:
+        raise typer.Exit(code=1)
 
 
 def register(app: typer.Typer) -> None:
@@ -193,3 +263,4 @@ def register(app: typer.Typer) -> None:
     app.command("synth")(synth)
     app.command("stats")(stats)
     app.command("split-configs")(split_configs)
+    app.command("from-proto")(from_proto)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from graphcost.frontend.measure.interleaved import Protocol
-from graphcost.tuning.evaluate import Evaluator, compare_outputs
+from graphcost.tuning.trial import Evaluator, compare_outputs
 from graphcost.tuning.space import Dim, FlagSpace, Space, TuneProgram
 
 FAST = Protocol(rounds=2, calls=2, warmup=1)

@@ -10,7 +10,7 @@ import optuna
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
-from graphcost.tuning.evaluate import OK, Trial
+from graphcost.tuning.trial import OK, Trial
 from graphcost.tuning.space import Dim, FlagSpace, Space, minor_to_major_label
 from graphcost.tuning.study import Study
 from graphcost.tuning.tuner import run_strategy, trials_csv

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from graphcost.tuning.evaluate import OK, Trial  # noqa: E402
+from graphcost.tuning.trial import OK, Trial  # noqa: E402
 from graphcost.tuning.plot import plot_progress, progress_figure  # noqa: E402
 
 

@@ -1,0 +1,79 @@
+"""`graphcost rank`: one graph's configurations ordered by a trained cost model, fastest first.
+
+Thin: loads the ensemble, calls `graphcost.train.predict.rank_original`, prints the table (with the
+file's measured runtimes and their Kendall tau when it has them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from graphcost.commands.choices import Format, Precision, complete_device, value
+from graphcost.commands.common import (
+    DEVICE_HELP,
+    PRECISION_HELP,
+    check_device_option,
+    fail,
+    load_predictor,
+    threads_option,
+)
+from graphcost.commands.tables import FORMAT_HELP, Column, print_table
+
+
+def rank(
+    model: Path = typer.Argument(..., help="run directory or checkpoint .pt"),
+    graph: Path = typer.Argument(..., help="a TpuGraphs-schema npz file"),
+    top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
+    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
+    threads: str = threads_option(),
+    precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
+    fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
+) -> None:
+    """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
+    the file's measured runtime beside each score when it has one."""
+    from graphcost.train.predict import prepare_for_prediction, rank_original
+
+    device = check_device_option(device)
+    predictor = load_predictor([model], tta, batch, device, precision, threads)
+    try:
+        prepared, twin = prepare_for_prediction(graph)
+        order, scores = rank_original(predictor, prepared, twin)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    if prepared.kind == "layout" and prepared.num_config_nodes == 0:
+        typer.secho(f"warning: {graph}: no configurable node (key 'node_config_ids' is empty): every configuration "
+                    "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
+    measured = _measured_runtimes(graph, len(scores))
+    shown = order[:top] if top else order
+    rows = [{"rank": position, "config": int(index), "score": float(scores[index]),
+             "runtime": None if measured is None else float(measured[index])} for position, index in enumerate(shown)]
+    columns = [Column("rank"), Column("config"), Column("score", show=lambda v: f"{v:.5f}")]
+    caption = None
+    if measured is not None:
+        from graphcost.metrics import kendall_tau
+
+        columns.append(Column("runtime", "runtime (measured)", show=lambda v: f"{v:.6g}"))
+        caption = (f"measured runtimes: config_runtime of {graph.name}; Kendall tau of the scores against them "
+                   f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
+    print_table(rows, columns, value(fmt), caption=caption)
+
+
+def _measured_runtimes(graph: Path, k: int):
+    """The file's `config_runtime` (K,), None when it has none or only zero placeholders (unlabelled)."""
+    import numpy as np
+
+    with np.load(graph, allow_pickle=False) as z:  # validated by prepare_for_prediction already
+        if "config_runtime" not in z.files:
+            return None
+        runtime = np.asarray(z["config_runtime"], dtype=np.float64).reshape(-1)
+    return runtime if runtime.shape == (k,) and np.any(runtime != 0) else None
+
+
+def register(app: typer.Typer) -> None:
+    """Add `rank` to `app`."""
+    app.command("rank")(rank)

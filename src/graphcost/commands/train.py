@@ -1,0 +1,327 @@
+"""`graphcost train`: train a cost model (TGraph's recipe by default), single or K-fold, on one
+process or data-parallel under torchrun.
+
+Thin: checks the options, finds the data, picks the run directory (`graphcost.train.run_dir`),
+records run.json and calls `graphcost.train`. On --resume the settings come from the interrupted
+run's run.json (`graphcost.train.run_info.RunSettings`). Library (torch) imports happen inside the
+command so `graphcost --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from graphcost.commands.choices import Collection, Loss, Model, complete_device, value
+from graphcost.commands.common import (
+    COLLECTION_OPTION,
+    DEVICE_HELP,
+    check_collection,
+    check_device_option,
+    fail,
+    run_info_of,
+    set_threads,
+    threads_option,
+)
+from graphcost.train import recipe
+
+
+def _parse_opts(items: list[str]) -> dict:
+    """--model-opt KEY=VALUE (VALUE parsed as JSON when possible: 32, 0.1, true, "x")."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            fail(f"--model-opt expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding and every worker seed stay in range
+
+
+def _check_train_numbers(lr: float, seed: int, max_memory_gb: float) -> None:
+    """One-line errors naming the option for a learning rate, seed or memory bound that training
+    cannot use (an infinite or non-positive --lr, a --seed past 2**32 - 1, a NaN --max-memory-gb)."""
+    import math
+
+    if not (math.isfinite(lr) and lr > 0):
+        fail(f"--lr must be a finite number > 0, got {lr}")
+    if not 0 <= seed <= SEED_MAX:
+        fail(f"--seed must be an integer from 0 to {SEED_MAX}, got {seed}")
+    if not (math.isfinite(max_memory_gb) and max_memory_gb > 0):
+        fail(f"--max-memory-gb must be a finite number > 0, got {max_memory_gb}")
+
+
+_SIZE_OPTIONS = ("hidden", "num_opcodes", "se_reduction")  # besides every *_dim and *_heads: must be >= 1
+
+
+def _check_model_sizes(model_config: dict) -> None:
+    """--model-opt sizes: widths, embedding sizes and head counts must be >= 1, other counts >= 0."""
+    for key, v in model_config.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            continue
+        least = 1 if key in _SIZE_OPTIONS or key.endswith(("_dim", "_heads")) else 0
+        if v < least:
+            fail(f"--model-opt {key}={v}: must be >= {least}")
+
+
+def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb: float) -> None:
+    """Refuse a model whose weights, gradients and AdamW state (16 bytes a parameter) exceed
+    --max-memory-gb, before anything is allocated: the model is built on PyTorch's meta device."""
+    import torch
+
+    from graphcost.models.registry import build_model
+
+    try:
+        with torch.device("meta"):
+            net = build_model(model, kind, **model_config)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        fail(f"--model-opt: model {model!r} cannot be built with {model_config}: {exc}")
+    params = sum(p.numel() for p in net.parameters())
+    need_gb = params * 16 / 1e9
+    if need_gb > max_memory_gb:
+        fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
+             f"state, above --max-memory-gb {max_memory_gb:g}")
+
+
+def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
+    """A torch.distributed failure as a one-line error naming the rank; anything else re-raised."""
+    from graphcost.train.distributed import collective_failure
+
+    why = collective_failure(exc)
+    if why is None:
+        raise exc
+    fail(f"rank {rank}: data-parallel training stopped: {why} (another process died or never started, or a "
+         f"collective waited longer than --dist-timeout {timeout_s:g} s)")
+
+
+def train(
+    collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
+        "(default: the real CPU dataset shipped with graphcost)",
+    ),
+    model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),
+    model_opt: list[str] = typer.Option([], "--model-opt", help="model config override KEY=VALUE (repeatable)"),
+    loss: Loss = typer.Option("hinge", "--loss", help="ranking loss (pairwise hinge: TGraph's)", callback=value),
+    epochs: int = typer.Option(
+        recipe.EPOCHS, "--epochs", min=1,
+        help="at most this many epochs; an epoch takes min(ceil(K / batch), --max-steps-per-graph) batches of a "
+        "graph with K configurations",
+    ),
+    patience: int = typer.Option(
+        recipe.PATIENCE, "--patience", min=0,
+        help="stop after this many epochs without a better validation score (0: run every epoch)",
+    ),
+    max_steps_per_graph: int = typer.Option(
+        recipe.MAX_STEPS_PER_GRAPH, "--max-steps-per-graph", min=0,
+        help="at most this many batches of one graph an epoch (0: no cap)",
+    ),
+    trees: bool = typer.Option(
+        recipe.TREES, "--trees/--no-trees",
+        help="also fit gradient-boosted trees on the configuration table and blend them with the graph model, "
+        "the weight chosen on the validation split (w = 1: the graph model alone); not with --folds",
+    ),
+    folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
+    train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
+    keep: int = typer.Option(4, "--keep", min=1, help="keep the best k folds in the ensemble"),
+    batch_configs: Optional[int] = typer.Option(
+        None, "--batch-configs", min=2, help="configurations per batch (default 128 for random collections, else 64)"
+    ),
+    lr: float = typer.Option(recipe.LR, "--lr", help="peak AdamW learning rate (warm-up + cosine decay)"),
+    seed: int = typer.Option(0, "--seed", help="random seed (data split, sampling, initialisation)"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="run directory (default: runs/<model>-<time>, linked as runs/latest; "
+        "with --resume: runs/latest)",
+    ),
+    resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the run already in --out (default: refuse)"),
+    max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
+    device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
+    checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
+    eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
+    cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
+    max_memory_gb: float = typer.Option(
+        8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step; "
+        "also the most the model's weights, gradients and AdamW state may take"
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
+    dist_timeout: float = typer.Option(
+        1800.0, "--dist-timeout", min=1.0,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
+        help="under torchrun: seconds a rank waits for the others before it fails",
+    ),
+    loader_workers: int = typer.Option(
+        0, "--loader-workers", min=0,
+        help="DataLoader worker processes that build the training batches while the model trains "
+        "(0: in-process; the batches are the same); pays only with spare CPU cores, e.g. when training on a GPU",
+    ),
+    threads: str = threads_option(),
+) -> None:
+    """Train a cost model (TGraph recipe: AdamW, warm-up + cosine, pairwise hinge, K-fold ensembles).
+
+    Under `torchrun --nproc_per_node N -m graphcost train ...` it trains data-parallel.
+    """
+    import dataclasses
+
+    from graphcost.atomic import OutputExistsError, OutputPathError, write_json
+    from graphcost.train.crossval import run_crossval
+    from graphcost.data.io.locate import DatasetError, resolve_splits
+    from graphcost.data.transforms.pool import graph_kinds, load_prepared
+    from graphcost.train.distributed import init_from_env, shutdown
+    from graphcost.train.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
+    from graphcost.train.run_info import RUN_INFO, RunSettings
+    from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
+
+    from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
+    from graphcost.train.losses import get_loss
+
+    model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
+    check_collection(collection)
+    device = check_device_option(device)
+    s = RunSettings(
+        data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
+        keep=keep, model=model, model_opt=model_opt, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr,
+        seed=seed, eval_tta=eval_tta, patience=patience, trees=trees, max_steps_per_graph=max_steps_per_graph,
+    )  # fmt: skip
+    if resume:  # a resumed run reuses the interrupted run's data and settings
+        run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
+        try:
+            check_resumable(run_dir)
+        except RunDirError as exc:
+            fail(str(exc))
+        previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
+        if previous and run_dir is not None:
+            s = RunSettings.from_run_info(previous, run_dir)
+            typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
+    if s.model not in MODEL_NAMES:  # fail before any data is prepared
+        fail(f"unknown model {s.model!r}; choose one of {', '.join(MODEL_NAMES)}")
+    if s.folds < 0 or s.folds == 1:
+        fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {s.folds}")
+    try:
+        model_config = s.model_config if s.model_config is not None else coerce_config(s.model, _parse_opts(s.model_opt))
+    except ValueError as exc:
+        fail(f"--model-opt: {exc}")
+    _check_train_numbers(s.lr, s.seed, max_memory_gb)
+    _check_model_sizes(model_config)
+    if out is not None:
+        try:
+            check_out(out, overwrite, resume)
+        except (OutputExistsError, OutputPathError) as exc:
+            fail(str(exc))
+    try:
+        get_loss(s.loss)
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        splits = resolve_splits(s.data_dir, s.collection, seed=s.seed, max_graphs=s.max_graphs,
+                                recorded_in=s.recorded_in)  # fmt: skip
+    except (DatasetError, ValueError) as exc:
+        fail(str(exc))
+    collection = splits.collection
+    if collection and collection.split(":")[0] not in model_kinds(s.model):
+        fail(f"model {s.model!r} supports {', '.join(model_kinds(s.model))} graphs, not the {collection} collection")
+    _check_model_memory(s.model, collection.split(":")[0] if collection else model_kinds(s.model)[0], model_config,
+                        max_memory_gb)
+    set_threads(threads)  # once the options and data are known to be usable
+    config = TrainConfig(
+        model=s.model, model_config=model_config,
+        loss=s.loss, epochs=s.epochs, patience=s.patience, max_steps_per_graph=s.max_steps_per_graph,
+        batch_configs=s.batch_configs or default_batch_configs(collection), lr=s.lr, seed=s.seed, device=device,
+        checkpoint_every=checkpoint_every, eval_tta=s.eval_tta, progress=progress, loader_workers=loader_workers,
+    )  # fmt: skip
+    try:
+        ctx = init_from_env(device, timeout_s=dist_timeout)
+    except RuntimeError as exc:  # a peer never joined the rendezvous
+        _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
+    data_dir = s.data_dir
+    if overwrite and out is not None and data_dir is not None and data_dir.resolve().is_relative_to(out.resolve()):
+        fail(f"--data-dir {data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
+    try:
+        if ctx.is_main:
+            typer.echo(f"data: {splits.describe()}")
+        show = progress and ctx.is_main
+        if s.folds:  # cross-validation pools train + valid (all de-duplicated for training)
+            pool = load_prepared(
+                splits.files["train"] + splits.files["valid"], cache_dir, show, "prepare", max_memory_gb=max_memory_gb
+            )
+        else:  # validation keeps every configuration of each file
+            train_graphs = load_prepared(splits.files["train"], cache_dir, show, "prepare train",
+                                         max_memory_gb=max_memory_gb)  # fmt: skip
+            valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
+                                         max_memory_gb=max_memory_gb)  # fmt: skip
+            pool = train_graphs
+        # only now, with every graph read and validated, is an old run in --out replaced (--overwrite)
+        out = choose_run_dir(out, s.model, resume, ctx, overwrite, keep=(cache_dir,) if cache_dir is not None else ())
+        if ctx.is_main:
+            typer.echo(f"run: {out}")
+        info = {
+            "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
+            "kind": graph_kinds(pool)[0], "folds": s.folds, "train_folds": s.train_folds, "keep": s.keep,
+            "max_graphs": s.max_graphs, "config": dataclasses.asdict(config), "trees": bool(s.trees and not s.folds),
+        }  # fmt: skip
+        if ctx.is_main:
+            out.mkdir(parents=True, exist_ok=True)
+            write_json(info, out / RUN_INFO)
+        if s.folds:
+            cv = run_crossval(
+                config, pool, out, folds=s.folds, train_folds=s.train_folds, keep=s.keep,
+                resume=resume, trainer_kwargs={"dist_ctx": ctx},
+            )  # fmt: skip
+            if ctx.is_main:
+                scores = ", ".join(f"{score:.4f}" for score in cv.fold_scores)
+                typer.echo(f"folds {scores}; kept {cv.kept}; mean {cv.metric} {cv.mean_score:.4f}")
+                typer.echo(f"ensemble: {out / 'ensemble.json'}")
+        else:
+            trainer = Trainer(config, train_graphs, valid_graphs, out, dist_ctx=ctx)
+            result = trainer.fit(resume=resume)
+            if ctx.is_main:
+                last = result.history[-1]
+                typer.echo(
+                    f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, "
+                    f"best valid {trainer.metric} {result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s"
+                )
+                typer.echo(f"model: {result.best_path or result.last_path}")
+                _fit_trees(out, s.trees, train_graphs, valid_graphs, trainer.metric, s.seed, config.device)
+    except (DatasetError, ValueError, KeyError, OSError) as exc:
+        fail(str(exc))
+    except RuntimeError as exc:
+        if not ctx.enabled:
+            raise
+        _fail_collective(exc, ctx.rank, dist_timeout)
+    finally:
+        shutdown(ctx)
+
+
+def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: str, seed: int, device: str) -> None:
+    """After the graph model: the trees and their blend (train/blend.py), or no stale blend.json."""
+    from graphcost.models.trees import BLEND_FILE, TREES_FILE
+
+    if not trees or not len(valid_graphs):
+        for name in (BLEND_FILE, TREES_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+        if trees:
+            typer.echo("trees: skipped (no validation graphs to choose the blend on)")
+        return
+    from graphcost.train.blend import describe, fit_blend, write_blend
+    from graphcost.train.inference import EnsemblePredictor
+
+    graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
+    import torch
+
+    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed,
+                                  threads=torch.get_num_threads())  # LightGBM: the same threads as torch
+    write_blend(run_dir, blend, tree_model)
+    typer.echo(describe(blend))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `train` to `app`."""
+    app.command("train")(train)
