@@ -97,11 +97,11 @@ def check_in_child(ref: str, timeout_s: float) -> None:
     import signal
     import subprocess
 
-    from graphcost.frontend.measure.cross_process import die_with_parent
+    from graphcost.frontend.measure.cross_process import run_child
 
     cmd = [sys.executable, "-m", "graphcost.tuning.program", ref]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, preexec_fn=die_with_parent())
+        proc = run_child(cmd, timeout_s)
     except subprocess.TimeoutExpired:
         raise ProgramError(f"{ref}: preparing the program (import, make(), tracing, compiling and one call of the "
                            f"default) took longer than --prepare-timeout {timeout_s:g} s; an endless loop?") from None
