@@ -43,7 +43,8 @@ whose best-known speedup is below --min-speedup left out), and the wins against 
 budget: ``wins_vs_tpe`` is the median over budgets of the number of programs on which the
 strategy's mean found speedup over the seeds beats TPE's (ties, e.g. on programs with nothing to
 find, are not wins), ``wins_vs_tpe_by_budget`` / ``losses_vs_tpe_by_budget`` the counts per
-budget. Also the geometric-mean speedup found per budget, and ``default_worse_than_random``: the
+budget. ``median_measurements_to_95`` is null where the median program did not reach 95% within the
+largest budget. Also the geometric-mean speedup found per budget, and ``default_worse_than_random``: the
 (program, budget) pairs where ``model+online`` ended below random search by more than the
 table's noise (`table_noise`). With the command, machine, date and load.
 """
@@ -308,8 +309,22 @@ def merge_replays(args) -> None:
     if args.json:
         atomic_write_json({**results, "summary": summary}, args.json, indent=1)
     if args.summary:
-        atomic_write_json(issue_summary(results, summary, args), args.summary, indent=1)
+        out = issue_summary(results, summary, args)
+        if args.out is not None:
+            out["tables"] = describe_tables(args.out)
+        atomic_write_json(out, args.summary, indent=1)
     print_summary(summary)
+
+
+def describe_tables(out: Path) -> dict:
+    """Where, when and under what load the replayed tables were measured."""
+    tables = [json.loads(p.read_text()) for p in sorted((out / "tables").glob("*.json"))]
+    loads = [c[k][0] for t in tables for c in t["chunks"] for k in ("loadavg_before", "loadavg_after")]
+    return {"dir": str(out), "count": len(tables), "cpu": sorted({t["cpu"] for t in tables}),
+            "cpus": sorted({t["cpus"] for t in tables}), "dates_utc": [min(t["date_utc"] for t in tables),
+                                                                       max(t["date_utc"] for t in tables)],
+            "loadavg_1min": [min(loads), max(loads)], "configs_per_table": sorted({len(t["trials"]) for t in tables}),
+            "protocol": tables[0]["protocol"], "confirmed": sum("confirm" in t for t in tables)}
 
 
 def issue_summary(results: dict, summary: dict, args) -> dict:
@@ -391,7 +406,8 @@ def summarise(results: dict, args) -> dict:
                     continue
                 r = [v["runs"][f"{strat}|{big}|{s}"]["reach95"] for s in seeds]
                 reach.append(np.median([x if x is not None else np.inf for x in r]))
-            row["median_reach95"] = float(np.median(reach)) if reach else None
+            med = float(np.median(reach)) if reach else None
+            row["median_reach95"] = med if med is None or np.isfinite(med) else None  # None: not reached
             row["reach95_budget"] = big
             row["programs_with_gain"] = len(reach)
             srow[strat] = row
@@ -441,8 +457,9 @@ def main(argv=None) -> None:
     p.add_argument("--finetune-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    if (args.phase == "summary") != (args.out is None) or (args.phase == "summary") != bool(args.replays):
-        p.error("summary takes --replays (and no --out); the other phases take --out")
+    if (args.phase != "summary" and args.out is None) or (args.phase == "summary") != bool(args.replays):
+        p.error("summary takes --replays (and, optionally, --out: the tables they replayed); the other phases "
+                "take --out")
     {"measure": measure, "confirm": confirm, "replay": replay, "summary": merge_replays}[args.phase](args)
 
 
