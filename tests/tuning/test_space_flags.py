@@ -63,7 +63,7 @@ def test_widened_space_round_trips():
 
 
 def test_old_collection_vectors_keep_their_meaning():
-    """A 7-column vector of the shipped cpu_flags data decodes to the options it was collected with."""
+    """A 7-column vector of the first cpu_flags collection decodes to the options it was collected with."""
     old = flagspace.FlagConfig((0, 0, 0, 1, 0, 2, 1))  # every old flag off its default
     assert old.values[7:] == (0,) * (len(flagspace.DEFAULT) - 7)
     assert old.compiler_options() == {
