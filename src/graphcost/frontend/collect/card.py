@@ -59,7 +59,7 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
     rdates = sorted(e["repeat"]["date_utc"] for e in graphs.values() if "repeat" in e)
     lines = [
         f"# {root.name} — {title}", "",
-        f"**REAL data: every runtime was measured** on the machine described below; nothing is simulated.", "",
+        "**REAL data: every runtime was measured** on the machine described below; nothing is simulated.", "",
         "## What it is", "",
         f"* **Graphs**: {len(graphs)} JAX/Flax programs of the graphcost zoo (`graphcost.frontend.programs.zoo`), "
         f"{len(fams)} families ({', '.join(fams)}), {train_steps} of them training steps (forward + backward + "
