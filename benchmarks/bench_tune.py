@@ -280,12 +280,20 @@ def replay(args) -> None:
         print(f"{name} {space_name}: best-known {entry['best_known']:.3f}x, zero-shot tau "
               f"{entry.get('zero_shot_kendall', float('nan')):.3f}", flush=True)
     assert set(args.learners) <= set(ONLINE_LEARNERS), args.learners
+    report(results, args)
+
+
+def report(results: dict, args) -> None:
+    """Summarise replayed runs (`summarise`), write them with their summary to --json and the
+    issue-25 summary to --summary (with `describe_tables` of --out when given), print the table."""
     summary = summarise(results, args)
-    results["summary"] = summary
     if args.json:
-        atomic_write_json(results, args.json, indent=1)
+        atomic_write_json({**results, "summary": summary}, args.json, indent=1)
     if args.summary:
-        atomic_write_json(issue_summary(results, summary, args), args.summary, indent=1)
+        out = issue_summary(results, summary, args)
+        if args.out is not None:
+            out["tables"] = describe_tables(args.out)
+        atomic_write_json(out, args.summary, indent=1)
     print_summary(summary)
 
 
@@ -305,15 +313,7 @@ def merge_replays(args) -> None:
         results["programs"].update(data["programs"])
         results["models"] = {**results["models"], **data["models"]}
     args.budgets, args.seeds, args.min_speedup = results["budgets"], results["seeds"], results["min_speedup"]
-    summary = summarise(results, args)
-    if args.json:
-        atomic_write_json({**results, "summary": summary}, args.json, indent=1)
-    if args.summary:
-        out = issue_summary(results, summary, args)
-        if args.out is not None:
-            out["tables"] = describe_tables(args.out)
-        atomic_write_json(out, args.summary, indent=1)
-    print_summary(summary)
+    report(results, args)
 
 
 def describe_tables(out: Path) -> dict:
