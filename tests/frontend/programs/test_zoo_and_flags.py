@@ -92,3 +92,15 @@ def test_a_flag_collection_key_names_its_columns():
 
     assert CollectOptions(space="flags").key()["flag_columns"] == list(collect_columns())
     assert "flag_columns" not in CollectOptions(space="layout").key()
+
+
+def test_collected_flag_configs_fill_a_small_space_without_hanging(monkeypatch):
+    """Local moves change 1-3 options; when they run out the sampler draws uniformly instead of
+    retrying them forever (6 on/off options: the 22 settings with 4 or more changed are no local
+    move; the sampler before this fix hung on every seed tried)."""
+    from graphcost.frontend.programs import flags
+
+    six = tuple(o for o in flags.known_options() if len(o.stored) == 2)[:6]
+    monkeypatch.setattr(flags, "known_options", lambda: six)
+    cfgs = flags.flag_configs(64, seed=0)
+    assert len({c.values for c in cfgs}) == 64

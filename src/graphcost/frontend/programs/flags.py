@@ -63,6 +63,7 @@ the TpuGraphs tile collection normalises by the default configuration's runtime.
 from __future__ import annotations
 
 import functools
+import math
 import logging
 from dataclasses import dataclass
 
@@ -328,26 +329,29 @@ def flag_configs(num: int, seed: int = 0) -> list[FlagConfig]:
     """
     rng = np.random.default_rng(seed)
     options = known_options()
-    total = int(np.prod([len(o.stored) for o in options]))
+    total = math.prod(len(o.stored) for o in options)
     base = list(DEFAULT)
     for o in options:
         base[o.candidate.column] = o.default
     default = tuple(base)
-    out, seen = [FlagConfig(default)], {default}
+    movable = [o for o in options if len(o.stored) > 1]
+    out, seen, misses = [FlagConfig(default)], {default}, 0
     while len(out) < min(num, total):
         values = list(default)
-        if len(out) % 2:  # uniform over the whole space
+        if len(out) % 2 or misses >= 100:  # uniform over the whole space (also once the local moves run out)
             for o in options:
                 values[o.candidate.column] = int(o.stored[rng.integers(len(o.stored))])
         else:  # 1-3 options away from the default
-            movable = [o for o in options if len(o.stored) > 1]
             for i in rng.choice(len(movable), size=min(len(movable), int(rng.integers(1, 4))), replace=False):
                 o = movable[int(i)]
                 values[o.candidate.column] = int(o.stored[1 + rng.integers(len(o.stored) - 1)])
         key = tuple(values)
-        if key not in seen:
+        if key in seen:
+            misses += 1
+        else:
             seen.add(key)
             out.append(FlagConfig(key))
+            misses = 0
     return out
 
 
