@@ -6,6 +6,7 @@ sides, since measurements within one graph are highly correlated and splitting t
   train_valid_test_split   items -> {"train", "valid", "test"} by fractions (80/10/10); LayerDAG datasets
   kfold_train_valid_test   items -> fold f of a k-fold split with test and valid parts; LayerDAG k-fold
   stratified_split         (name, family) pairs -> {name: split}, stratified by family; `graphcost collect`
+  family_split             (name, family) pairs -> {name: split}, whole families per side (unseen-family test)
 
 Each helper draws from its own numpy generator seeded by its `seed` argument (and, for some, a fixed
 tag), so a split depends on nothing but its inputs.
@@ -102,3 +103,24 @@ def stratified_split(pairs: Iterable[tuple[str, str]], fractions=(0.7, 0.15, 0.1
         for i, name in enumerate(names):
             out[name] = "test" if i >= n - n_test else "valid" if i >= n - n_test - n_valid else "train"
     return out
+
+
+def family_split(pairs: Iterable[tuple[str, str]], fractions=(0.7, 0.15, 0.15), seed: int = 0) -> dict[str, str]:
+    """Program name -> split for (name, family) pairs, by FAMILY: every program of a family is on one side.
+
+    The valid and test sides then hold programs of families the training side never saw (what a
+    user's own program is). Families are shuffled with `seed`; the last round(F * test) families go
+    to test, the round(F * valid) before them to valid (each at least 1 when F >= 3), the rest to
+    train. Deterministic in its inputs.
+    """
+    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
+        raise ValueError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
+    pairs = list(pairs)
+    families = sorted({family for _, family in pairs})
+    families = [families[i] for i in np.random.default_rng([int(seed) & 0xFFFFFFFF, 0xFA31]).permutation(len(families))]
+    n = len(families)
+    n_test = max(1, round(n * fractions[2])) if n >= 3 else 0
+    n_valid = max(1, round(n * fractions[1])) if n >= 3 else 0
+    side = {fam: "test" if i >= n - n_test else "valid" if i >= n - n_test - n_valid else "train"
+            for i, fam in enumerate(families)}
+    return {name: side[family] for name, family in pairs}
