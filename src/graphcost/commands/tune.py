@@ -26,6 +26,12 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     fail(mask_url(message), code)
 
 
+def _shipped_models(kinds) -> str:
+    import graphcost.pretrained as pretrained
+
+    return "; ".join(pretrained.describe(kind) for kind in kinds)
+
+
 def register(app: typer.Typer) -> None:
     """Add `tune` to `app`."""
 
@@ -37,9 +43,11 @@ def register(app: typer.Typer) -> None:
                                   "dot / convolution / reshape) | both."),
         budget: int = typer.Option(32, min=1, help="Configurations measured per strategy (failed ones count)."),
         model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
-                                         "flags, a layout model for layouts)."),
+                                         "flags, a layout model for layouts); default: the models that ship with "
+                                         "graphcost."),
         strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random "
-                                           "(repeatable; default model+online with --model, else tpe)."),
+                                           "(repeatable; default model+online, guided by --model or the shipped "
+                                           "models; tpe and random use no model)."),
         online: str = typer.Option("auto", help="model+online's per-program model: auto (effects for --space "
                                    "flags, tree for layout and both) | effects (Bayesian "
                                    "effects of each option and their interactions, the cost model's score as a "
@@ -86,8 +94,6 @@ def register(app: typer.Typer) -> None:
         for s in strategy:
             if s not in STRATEGIES:
                 _fail(f"--strategy must be one of {', '.join(STRATEGIES)}, got {s!r}")
-            if s.startswith("model") and not model:
-                _fail(f"--strategy {s} needs a cost model: pass --model RUN (a run of graphcost train)")
         for run in model:
             if not run.exists():
                 _fail(f"--model {run}: no such run directory or checkpoint")
@@ -118,11 +124,18 @@ def register(app: typer.Typer) -> None:
             prepared = prepare_program(fn, args, name, program)
             if storage is not None:
                 open_storage(storage)
-            if model:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
-                from graphcost.tuning.scoring import GraphModelScorer
-                from graphcost.tuning.space import make_space
+            from graphcost.tuning.space import make_space
+            from graphcost.tuning.tuner import resolve_models
 
-                GraphModelScorer([str(m) for m in model], prepared, make_space(space, prepared, allow_fast_math))
+            sp = make_space(space, prepared, allow_fast_math)
+            runs, label, chosen = resolve_models(TuneConfig(model=[str(m) for m in model],
+                                                            strategies=list(strategy) or None), sp)
+            if runs:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
+                from graphcost.tuning.scoring import GraphModelScorer
+
+                GraphModelScorer(runs, prepared, sp)
+            typer.echo(f"strategy: {', '.join(chosen)}; model: "
+                       + (_shipped_models(sp.kinds) if label == "shipped" else ", ".join(runs) or "none"), err=True)
         except (ProgramError, ValueError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
         except KeyboardInterrupt:

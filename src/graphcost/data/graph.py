@@ -25,6 +25,11 @@ NODE_FEAT_DIM = 140  # TpuGraphs README node feature table
 NODE_FEAT_SCALED = 134  # node_feat[:134] are standard-scaled; [134:140] = layout minor_to_major
 LAYOUT_CONFIG_DIM = 18  # output / input0 / input1 layouts, 6 values each, in {-1..5}
 TILE_CONFIG_DIM = 24  # TpuGraphs README tile config table
+# Version of what the features MEAN (the node / configuration feature definitions written by
+# graphcost.frontend's featurizer and flag/layout encoders). A checkpoint records the version it was
+# trained on; `graphcost.train.inference.load_trained` refuses a model of another version, whose
+# inputs would be read with the wrong meaning. Raise it whenever a feature column changes meaning.
+FEATURE_VERSION = 1
 
 
 @dataclass

@@ -81,11 +81,26 @@ def load_scaler(state: dict):
     return FeatureScaler.from_state_dict(state)
 
 
+def check_feature_version(path: str | Path, state: dict) -> None:
+    """CheckpointError (one line) when the checkpoint's ``feature_version`` is not this graphcost's
+    `FEATURE_VERSION`: its model would read today's features with another meaning. Checkpoints
+    written before the field existed are version 1."""
+    from graphcost.data.graph import FEATURE_VERSION
+
+    version = state.get("feature_version", 1)
+    if version != FEATURE_VERSION:
+        raise ckpt.CheckpointError(
+            f"{path}: key 'feature_version' is {version!r}, but this graphcost's featurizer is version "
+            f"{FEATURE_VERSION}; retrain the model with this graphcost (graphcost train) or install the "
+            "graphcost it was trained with")
+
+
 def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, object, dict]:
     """(model in eval mode, fitted scaler, checkpoint metadata) from a checkpoint file."""
     from graphcost.models.registry import model_from_spec  # lazily: the registry imports torch_geometric
 
     state = ckpt.load_checkpoint(path)
+    check_feature_version(path, state)
     spec = state["model_spec"]
     if not isinstance(spec, dict) or not isinstance(spec.get("config", {}), dict):
         raise ckpt.CheckpointError(f"{path}: key 'model_spec' must be a dict with 'name', 'kind' and 'config'")
@@ -108,7 +123,8 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
             f"{path}: model weights do not match the architecture recorded in the checkpoint ({detail})"
         ) from None
     model.to(device).eval()
-    meta = {k: v for k, v in state.items() if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score")}
+    meta = {k: v for k, v in state.items()
+            if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score", "feature_version")}
     return model, scaler, meta
 
 

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from graphcost.atomic import remove_stale_temps
+from graphcost.data.graph import FEATURE_VERSION
 from graphcost.data.transforms.pool import LazyPrepared, graph_config_counts, graph_kinds, graph_names
 from graphcost.train import checkpoint as ckpt
 from graphcost.train import recipe
@@ -254,6 +255,7 @@ class Trainer:
             "train_config": dataclasses.asdict(self.config),
             "kind": self.kind,
             "metric": self.metric,
+            "feature_version": FEATURE_VERSION,
         }
 
     def state_dict(self) -> dict:

@@ -84,6 +84,11 @@ class TuneResult:
         trials: every measured or failed configuration, all strategies, in order.
         remeasure: the final check's raw figures (runtimes per process, protocol).
         message: one line for people: the speedup and its range, or why the default was kept.
+        strategies: the strategies that searched, in order.
+        model: the cost model runs that guided them (paths), ``"shipped"`` for the models that ship
+            with graphcost, or None for a model-free search.
+        search_vs_final: each re-measured candidate's best in-search speedup beside its final-check
+            median, and their Spearman correlation (None below two candidates).
     """
 
     best: TunedConfig
@@ -94,12 +99,17 @@ class TuneResult:
     trials: list[Trial]
     remeasure: dict[str, Any]
     message: str
+    strategies: list[str] = field(default_factory=list)
+    model: str | list[str] | None = None
+    search_vs_final: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"best": self.best.to_json(), "speedup": self.speedup, "speedup_range": list(self.speedup_range),
                 "beats_default": self.beats_default, "default_runtime_ns": self.default_runtime_ns,
                 "message": self.message, "remeasure": self.remeasure,
-                "num_trials": len(self.trials), "num_failed": sum(t.status != OK for t in self.trials)}
+                "num_trials": len(self.trials), "num_failed": sum(t.status != OK for t in self.trials),
+                "strategy": self.strategies[0] if len(self.strategies) == 1 else self.strategies,
+                "model": self.model, "search_vs_final": self.search_vs_final}
 
 
 def _sqlite_url(path: Path) -> str:
@@ -314,8 +324,6 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
 
     cfg = _settings(config, overrides)
     _check_counts(budget=cfg.budget, round_size=cfg.round_size, processes=cfg.processes, finalists=cfg.finalists)
-    runs = [cfg.model] if isinstance(cfg.model, (str, Path)) else list(cfg.model or [])
-    strategies = cfg.strategies or (["model+online"] if runs else ["tpe"])
     protocol = cfg.protocol or Protocol(rounds=5, calls=10, warmup=2, seed=cfg.seed)
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
         program, name = fn, cfg.name or fn.name
@@ -323,6 +331,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         name = cfg.name or getattr(fn, "__name__", "program")
         program = TuneProgram(fn, args, name)
     sp = make_space(cfg.space, program, cfg.allow_fast_math)
+    runs, model_label, strategies = resolve_models(cfg, sp)
     out = Path(cfg.out) if cfg.out is not None else None
     storage = cfg.storage
     if out is not None:
@@ -362,6 +371,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
 
         result = finish(program, sp, evaluator, trials, protocol, cfg.processes, cfg.finalists, cfg.min_gain,
                         cfg.program_ref, cfg.allow_fast_math, out, cfg.progress)
+        result.strategies, result.model = list(strategies), model_label
     except KeyboardInterrupt:
         raise TuneInterrupted(measured[0]) from None
     if out is not None:
@@ -369,42 +379,98 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     return result
 
 
+def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list[str] | None, list[str]]:
+    """(model runs, what result.json records as the model, strategies) of a run.
+
+    Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
+    one) uses the cost models that ship with graphcost for the space's kinds (`graphcost.pretrained`)
+    and logs which; the default strategy is then ``model+online``. Only when no shipped model is
+    installed does the default fall back to TPE (said in the log)."""
+    runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
+    wants_model = cfg.strategies is None or any(s.startswith("model") for s in cfg.strategies)
+    if runs:
+        return runs, runs, list(cfg.strategies or ["model+online"])
+    if not wants_model:
+        return [], None, list(cfg.strategies or [])
+    import graphcost.pretrained as pretrained
+
+    try:
+        runs = [str(pretrained.shipped_model_dir(kind)) for kind in space.kinds]
+    except FileNotFoundError as exc:
+        if cfg.strategies is not None:
+            raise ValueError(f"strategy {cfg.strategies} needs a cost model and none was given: {exc}") from None
+        log.warning(f"{exc}; searching with TPE, model-free")
+        return [], None, ["tpe"]
+    log.info("no model given: guiding the search with " + "; ".join(pretrained.describe(k) for k in space.kinds))
+    return runs, pretrained.SHIPPED, list(cfg.strategies or ["model+online"])
+
+
 def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: list[Trial], protocol: Protocol,
            processes: int, finalists: int, min_gain: float, program_ref: str | None, allow_fast_math: bool,
            out: Path | None, progress: bool) -> TuneResult:
-    """Re-measure the best measured configurations against the default and pick the answer."""
-    from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
+    """Re-measure the best measured configurations against the default and pick the answer.
 
+    The `finalists` best (by in-search ratio) are re-measured first; when none of them beats the
+    default in every process, the next `finalists` get their own re-measurement before the default
+    is kept, so one noisy in-search figure does not throw a real win away."""
     ok = sorted((t for t in trials if t.status == OK), key=lambda t: t.ratio)
-    cands = list(dict.fromkeys(t.codes for t in ok if t.ratio < 1.0))[:finalists]
+    ranked = list(dict.fromkeys(t.codes for t in ok if t.ratio < 1.0))
     default = space.default()
-    if not cands:
+    if not ranked:
         return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False,
                           float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
                           "no measured configuration was faster than the default: keep the default")
-    configs = [default] + cands
-    log.info(f"re-measuring the {len(cands)} best against the default in {processes} "
+    in_search = {t.codes: 1.0 / t.ratio for t in reversed(ok)}  # the best (lowest) ratio of each configuration
+    checked: list[tuple[Codes, float, float, float]] = []  # (codes, median, min, max) of every re-measured one
+    remeasures, default_ns = [], []
+    for batch in (ranked[:finalists], ranked[finalists:2 * finalists]):
+        if not batch or (checked and any(lo >= 1.0 + min_gain for _, _, lo, _ in checked)):
+            break
+        rem = _remeasure(program, space, evaluator, [default] + batch, processes, protocol, program_ref,
+                         allow_fast_math, out)
+        sp = rem.speedups  # (P, len(batch))
+        checked += [(c, float(np.median(sp[:, k])), float(sp[:, k].min()), float(sp[:, k].max()))
+                    for k, c in enumerate(batch)]
+        remeasures.append(rem.to_json())
+        default_ns.append(float(np.median(rem.runtime_ns[:, 0])))
+    remeasure = remeasures[0] if len(remeasures) == 1 else {"batches": remeasures}
+    agreement = search_vs_final([(in_search[c], med) for c, med, _, _ in checked])
+    winners = [item for item in checked if item[2] >= 1.0 + min_gain]
+    what = f"{processes} {'processes' if program_ref else 'in-process passes'}"
+    if not winners:
+        codes, med, lo, hi = max(checked, key=lambda item: item[1])
+        return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False, float(np.median(default_ns)), trials,
+                          remeasure, f"nothing beat the default beyond the noise: the best of {len(checked)} "
+                          f"re-measured candidates ran {med:.3f}x (range {lo:.3f}-{hi:.3f}x over {what}, needed "
+                          f">= {1 + min_gain:.2f}x in every one): keep the default", search_vs_final=agreement)
+    codes, med, lo, hi = max(winners, key=lambda item: item[1])
+    return TuneResult(TunedConfig.of(space, codes), med, (lo, hi), True, float(np.median(default_ns)), trials,
+                      remeasure, f"{med:.3f}x faster than the default (range {lo:.3f}-{hi:.3f}x over {what})",
+                      search_vs_final=agreement)
+
+
+def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs: list[Codes], processes: int,
+               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None):
+    """The final check of `configs` (the default first): fresh processes when the program has a file."""
+    from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
+
+    log.info(f"re-measuring {len(configs) - 1} candidate(s) against the default in {processes} "
              f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
     if program_ref:
         cache = (out / "jax_cache") if out is not None else None
-        rem = remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
-    else:
-        rem = remeasure_in_process(evaluator, configs, processes, protocol)
-    sp = rem.speedups  # (P, len(cands))
-    med, lo, hi = np.median(sp, axis=0), sp.min(axis=0), sp.max(axis=0)
-    default_ns = float(np.median(rem.runtime_ns[:, 0]))
-    winners = [k for k in range(len(cands)) if lo[k] >= 1.0 + min_gain]
-    if not winners:
-        k = int(np.argmax(med))
-        return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False, default_ns, trials, rem.to_json(),
-                          f"nothing beat the default beyond the noise: the best candidate ran {med[k]:.3f}x "
-                          f"(range {lo[k]:.3f}-{hi[k]:.3f}x over {processes} {rem.protocol} runs, needed >= "
-                          f"{1 + min_gain:.2f}x in every one): keep the default")
-    k = max(winners, key=lambda j: med[j])
-    return TuneResult(TunedConfig.of(space, cands[k]), float(med[k]), (float(lo[k]), float(hi[k])), True, default_ns,
-                      trials, rem.to_json(),
-                      f"{med[k]:.3f}x faster than the default (range {lo[k]:.3f}-{hi[k]:.3f}x over {processes} "
-                      f"{rem.protocol} runs)")
+        return remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
+    return remeasure_in_process(evaluator, configs, processes, protocol)
+
+
+def search_vs_final(pairs: list[tuple[float, float]]) -> dict[str, Any]:
+    """Agreement of in-search and final-check speedups: the pairs and their Spearman correlation
+    (None with fewer than two pairs or no spread on either side)."""
+    from graphcost.frontend.measure.interleaved import spearman
+
+    rho = None
+    if len(pairs) >= 2 and len({a for a, _ in pairs}) > 1 and len({b for _, b in pairs}) > 1:
+        rho = round(float(spearman(np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]))), 4)
+    return {"spearman": rho, "candidates": [{"in_search": round(a, 4), "final": round(b, 4)} for a, b in pairs]}
 
 
 TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns")

@@ -1,0 +1,80 @@
+"""The final check: a second batch of candidates before the default is kept, the in-search vs final
+agreement, and what result.json records about the model and the strategy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphcost.tuning import tuner
+from graphcost.tuning.crossproc import Remeasurement
+from graphcost.tuning.space import FlagSpace
+from graphcost.tuning.trial import OK, Trial
+
+
+def _trials(space, ratios):
+    out = []
+    movable = [i for i, d in enumerate(space.dims) if len(d.choices) > 1]
+    for i, r in enumerate(ratios):
+        codes = [0] * len(space.dims)
+        codes[movable[i]] = 1  # one option moved: a distinct configuration per trial
+        out.append(Trial(tuple(codes), OK, ratio=r, runtime_ns=1000.0 * r, default_ns=1000.0))
+    return out
+
+
+def _fake_remeasure(final_speedups):
+    """A `_remeasure` that gives each candidate its speedup from `final_speedups` (by codes) in 3 processes."""
+    calls = []
+
+    def remeasure(program, space, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out):
+        calls.append(list(configs[1:]))
+        runtime = np.array([[1000.0] + [1000.0 / final_speedups[c] for c in configs[1:]]] * 3)
+        return Remeasurement(runtime, "in-process", [0.0] * 3)
+
+    return remeasure, calls
+
+
+def test_a_real_win_behind_three_noisy_candidates_is_found(monkeypatch):
+    space = FlagSpace()
+    trials = _trials(space, [0.80, 0.82, 0.84, 0.90, 0.95, 0.97])  # in-search speedups 1.25 ... 1.03
+    final = {t.codes: 1.0 for t in trials[:3]}  # the first three were noise
+    final.update({trials[3].codes: 1.10, trials[4].codes: 1.00, trials[5].codes: 1.02})
+    fake, calls = _fake_remeasure(final)
+    monkeypatch.setattr(tuner, "_remeasure", fake)
+    result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    assert len(calls) == 2 and calls[1] == [t.codes for t in trials[3:]]
+    assert result.beats_default and tuple(result.best.codes) == trials[3].codes
+    assert abs(result.speedup - 1.10) < 1e-9
+    pairs = result.search_vs_final["candidates"]
+    assert len(pairs) == 6 and pairs[0] == {"in_search": 1.25, "final": 1.0}
+    assert result.search_vs_final["spearman"] is not None
+
+
+def test_no_second_batch_when_the_first_holds_a_winner(monkeypatch):
+    space = FlagSpace()
+    trials = _trials(space, [0.80, 0.85, 0.90, 0.95])
+    fake, calls = _fake_remeasure({t.codes: s for t, s in zip(trials, (1.2, 1.1, 1.0, 1.0))})
+    monkeypatch.setattr(tuner, "_remeasure", fake)
+    result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    assert len(calls) == 1 and result.beats_default
+    assert result.search_vs_final["spearman"] == 1.0  # the same order in search and in the check
+
+
+def test_nothing_beats_the_default_keeps_it_and_says_how_many_were_checked(monkeypatch):
+    space = FlagSpace()
+    trials = _trials(space, [0.9, 0.92, 0.94, 0.96, 0.98])
+    fake, calls = _fake_remeasure({t.codes: 1.0 for t in trials})
+    monkeypatch.setattr(tuner, "_remeasure", fake)
+    result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    assert not result.beats_default and not any(result.best.codes)
+    assert "best of 5 re-measured candidates" in result.message and len(calls) == 2
+    assert result.search_vs_final["spearman"] is None  # no spread in the final figures
+
+
+def test_result_json_records_strategy_model_and_agreement():
+    space = FlagSpace()
+    res = tuner.TuneResult(tuner.TunedConfig.of(space, space.default()), 1.0, (1.0, 1.0), False, 1.0, [], {}, "m",
+                           strategies=["model+online"], model="shipped",
+                           search_vs_final=tuner.search_vs_final([(1.2, 1.1), (1.1, 1.0)]))
+    data = res.to_json()
+    assert data["strategy"] == "model+online" and data["model"] == "shipped"
+    assert data["search_vs_final"]["spearman"] == 1.0
