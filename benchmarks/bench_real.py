@@ -412,7 +412,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=None, help="collection directory (default: shipped cpu_layout)")
     parser.add_argument("--protocols", default="official,lofo,flags,within",
-                        help="official, lofo (cpu_layout), flags (cpu_flags), within (--within)")
+                        help="official, lofo (--data; every family held out in turn), lofo_flags (the same on "
+                        "--flags-data), flags (cpu_flags), within (--within)")
     parser.add_argument("--flags-data", type=Path, default=None, help="flag collection (default: shipped cpu_flags)")
     parser.add_argument("--within", type=Path, default=None,
                         help="collection of programs with >= 1,000 configurations each (default: shipped cpu_layout_1k)")
@@ -460,6 +461,7 @@ def main() -> None:
     within_data = args.within or datasets_dir / "cpu_layout_1k"
     runs = {"official": lambda w: ("official", data, official(records, models, args, w)),
             "lofo": lambda w: ("lofo", data, lofo(records, models, args, w)),
+            "lofo_flags": lambda w: ("lofo_flags", flags_data, lofo(load_records(flags_data), models, args, w)),
             "flags": lambda w: ("flags", flags_data, flags(load_records(flags_data), models, args, w)),
             **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
                for f in WITHIN_FRACTIONS}}

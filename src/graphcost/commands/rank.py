@@ -24,8 +24,8 @@ from graphcost.commands.tables import FORMAT_HELP, Column, print_table
 
 
 def rank(
-    model: Path = typer.Argument(..., help="run directory or checkpoint .pt"),
-    graph: Path = typer.Argument(..., help="a TpuGraphs-schema npz file"),
+    paths: list[Path] = typer.Argument(..., metavar="[MODEL] GRAPH", help="MODEL: a run directory or checkpoint .pt "
+                                       "(default: the shipped model of GRAPH's kind); GRAPH: a TpuGraphs-schema npz file"),
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
@@ -35,13 +35,23 @@ def rank(
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
-    the file's measured runtime beside each score when it has one."""
+    the file's measured runtime beside each score when it has one. Without MODEL, the cost model that
+    ships with graphcost for GRAPH's kind (layout or tile) ranks, and says so."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
+    if len(paths) > 2:
+        fail(f"rank takes [MODEL] GRAPH, got {len(paths)} paths: {' '.join(map(str, paths))}", code=2)
+    model, graph = (paths[0], paths[1]) if len(paths) == 2 else (None, paths[0])
     device = check_device_option(device)
-    predictor = load_predictor([model], tta, batch, device, precision, threads)
+    # a given MODEL is checked first; without one the graph's kind picks the shipped model
+    predictor = load_predictor([model], tta, batch, device, precision, threads) if model is not None else None
     try:
         prepared, twin = prepare_for_prediction(graph)
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    if predictor is None:
+        predictor = load_predictor([shipped_model(prepared.kind)], tta, batch, device, precision, threads)
+    try:
         order, scores = rank_original(predictor, prepared, twin)
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
@@ -61,6 +71,18 @@ def rank(
         caption = (f"measured runtimes: config_runtime of {graph.name}; Kendall tau of the scores against them "
                    f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
     print_table(rows, columns, value(fmt), caption=caption)
+
+
+def shipped_model(kind: str) -> Path:
+    """The shipped model of `kind`, said on stderr; a one-line error when it is not installed."""
+    import graphcost.pretrained as pretrained
+
+    try:
+        path = pretrained.shipped_model_dir(kind)
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    typer.echo(f"no MODEL given: ranking with {pretrained.describe(kind)}", err=True)
+    return path
 
 
 def _measured_runtimes(graph: Path, k: int):

@@ -1,0 +1,51 @@
+"""Cost models that ship with graphcost, trained on the shipped REAL data, and THE locator for them.
+
+``layout``: what ``graphcost train`` writes with no options (TGraph blended with the configuration
+trees and the moved-tensor count) on the shipped layout data; it ranks per-node layout
+configurations (TpuGraphs layout schema). ``tile``: what ``graphcost train --collection tile:xla``
+writes on the shipped flag data; it ranks XLA CPU compiler-flag configurations (tile schema).
+
+Each is an ordinary run directory (``best.pt`` loadable with ``torch.load(weights_only=True)``,
+``blend.json``, ``trees.txt``, ``run.json``); ``MODELS.json`` beside them records the version, the
+command that trained them, the data and the date. `graphcost rank GRAPH`, `graphcost tune` and
+`graphcost.tune()` use them when no model is given, and say so. A checkpoint whose
+``feature_version`` differs from this graphcost's (`graphcost.data.graph.FEATURE_VERSION`) is
+refused by `graphcost.train.inference.load_trained` with one line.
+
+Re-train them with ``python benchmarks/train_pretrained.py`` (the command is in MODELS.json).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent
+KINDS = ("layout", "tile")
+MANIFEST = "MODELS.json"
+SHIPPED = "shipped"  # how a run records that it used a shipped model (result.json's "model")
+
+
+def shipped_model_dir(kind: str) -> Path:
+    """Run directory of the shipped `kind` model (``layout`` or ``tile``); FileNotFoundError with a
+    one-line message when the package was installed without it."""
+    if kind not in KINDS:
+        raise ValueError(f"no shipped model of kind {kind!r}; choose one of {', '.join(KINDS)}")
+    path = _ROOT / kind
+    if not (path / "best.pt").is_file():
+        raise FileNotFoundError(f"the shipped {kind} model is missing: {path}/best.pt not found (reinstall "
+                                "graphcost, or train one with `graphcost train` and pass it as the model)")
+    return path
+
+
+def describe(kind: str) -> str:
+    """One line naming the shipped `kind` model: version, data and date (from MODELS.json)."""
+    try:
+        info = json.loads((_ROOT / MANIFEST).read_text(encoding="utf-8"))[kind]
+        return (f"the shipped {kind} model v{info['version']} (trained on {info['data']}, {info['date']}; "
+                f"{_ROOT / kind})")
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"the shipped {kind} model ({_ROOT / kind})"
+
+
+__all__ = ["KINDS", "SHIPPED", "describe", "shipped_model_dir"]

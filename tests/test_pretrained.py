@@ -1,0 +1,60 @@
+"""The cost models that ship with graphcost: loadable pickle-free, used by `rank` without a model, and
+refused with one line when their features are of another version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+import graphcost.pretrained as pretrained
+from cli_asserts import one_line_error
+from graphcost.cli import app
+from graphcost.data.graph import FEATURE_VERSION
+from graphcost.datasets import shipped_dataset_dir
+
+
+@pytest.mark.parametrize("kind", pretrained.KINDS)
+def test_shipped_models_load_weights_only_and_are_described(kind):
+    run = pretrained.shipped_model_dir(kind)
+    state = torch.load(run / "best.pt", map_location="cpu", weights_only=True)
+    assert state["model_spec"]["kind"] == kind and state["feature_version"] == FEATURE_VERSION
+    assert (run / "blend.json").is_file() and (run / "trees.txt").is_file()
+    assert not (run / "checkpoint.pt").exists()  # no optimizer state ships
+    info = json.loads((run.parent / pretrained.MANIFEST).read_text())[kind]
+    assert info["version"] >= 1 and "graphcost train" in info["command"]
+    assert f"v{info['version']}" in pretrained.describe(kind)
+
+
+def test_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="no shipped model of kind 'nope'"):
+        pretrained.shipped_model_dir("nope")
+
+
+@pytest.mark.parametrize("dataset, kind", [("cpu_layout", "layout"), ("cpu_flags", "tile")])
+def test_rank_without_a_model_uses_the_shipped_one(dataset, kind):
+    graph = sorted((shipped_dataset_dir(dataset) / "test").glob("*.npz"))[0]
+    res = CliRunner().invoke(app, ["rank", str(graph), "--top", "3", "--tta", "0", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert f"ranking with the shipped {kind} model" in res.output
+    rows = json.loads(res.output[res.output.index("["):])
+    assert len(rows) == 3 and all(r["runtime"] is not None for r in rows)
+
+
+def test_rank_refuses_a_model_of_another_feature_version(tmp_path):
+    run = tmp_path / "old"
+    shutil.copytree(pretrained.shipped_model_dir("layout"), run)
+    state = torch.load(run / "best.pt", map_location="cpu", weights_only=True)
+    state["feature_version"] = FEATURE_VERSION + 1
+    torch.save(state, run / "best.pt")
+    graph = sorted((shipped_dataset_dir("cpu_layout") / "test").glob("*.npz"))[0]
+    one_line_error(CliRunner().invoke(app, ["rank", str(run), str(graph)]),
+                   "best.pt", "feature_version", f"version {FEATURE_VERSION}")
+
+
+def test_rank_takes_at_most_model_and_graph(tmp_path):
+    res = CliRunner().invoke(app, ["rank", "a", "b", "c"])
+    assert res.exit_code == 2 and "[MODEL] GRAPH" in res.output
