@@ -376,3 +376,19 @@ def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
     study = Study(url, "user_prog:flags:random", FlagSpace())
     codes = [t.codes for t in study.trials()]
     assert len(codes) == 4 == len(set(codes)) == len(study.used())
+
+
+def test_tune_without_options_is_guided_by_the_shipped_model(tmp_path, prog):
+    """No --model, no --strategy: model+online with the shipped flag model, recorded in result.json."""
+    out = tmp_path / "tuned"
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "2", "--out", str(out), *FAST])
+    assert res.exit_code == 0, res.output
+    assert "strategy: model+online; model: the shipped tile model" in res.output
+    result = json.loads((out / "result.json").read_text())
+    assert result["strategy"] == "model+online" and result["model"] == "shipped"
+    assert "search_vs_final" in result
+    assert {r["strategy"] for r in _rows(out)} == {"model+online"}
+    tpe = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "2", "--strategy", "tpe",
+                                   "--out", str(tmp_path / "tpe"), *FAST])
+    assert tpe.exit_code == 0, tpe.output
+    assert json.loads((tmp_path / "tpe" / "result.json").read_text())["model"] is None
