@@ -90,3 +90,23 @@ def test_merge_refuses_shards_of_other_machines_or_parameters(tmp_path):
     with pytest.raises(ValueError, match="also in shard"):
         merge_shards([a, dup], [], tmp_path / "m3")
     assert not any((tmp_path / m).exists() for m in ("m1", "m2", "m3"))
+
+
+def test_a_program_that_cannot_be_prepared_is_skipped_and_recorded(tmp_path, monkeypatch):
+    """A long collection never dies on one program: it is skipped, said and recorded in the manifest."""
+    pytest.importorskip("jax")
+    from graphcost.frontend.collect import local
+    from graphcost.frontend.collect.jobs import CollectOptions
+    from graphcost.frontend.programs.zoo import get_program
+
+    def broken(spec, options):
+        raise TypeError(f"{spec.name}: this JAX has no such function\nsecond line")
+
+    monkeypatch.setattr(local, "prepare_job", broken)
+    specs = [get_program("mlp-d1-w64-b8-fwd"), get_program("mlp-d2-w64-b8-fwd")]
+    manifest = local.collect(specs, tmp_path / "out", CollectOptions(space="layout", configs=2), progress=False)
+    assert manifest["graphs"] == {}
+    assert set(manifest["skipped"]) == {s.name for s in specs}
+    assert manifest["skipped"]["mlp-d1-w64-b8-fwd"]["reason"] == \
+        "TypeError: mlp-d1-w64-b8-fwd: this JAX has no such function"
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["skipped"]

@@ -22,6 +22,10 @@ at a later time: an independent second collection of the same configurations, st
 ``config_runtime_repeat_samples`` (K, P), from which the card's repeatability table and the
 benchmarks' noise ceiling are computed.
 
+A program that cannot be built, compiled or measured (an error in the program, a JAX version that
+lacks something it uses) is skipped with a warning and recorded under the manifest's ``skipped``
+(its error's first line), so a long collection never dies on one program; a resume tries it again.
+
 Output directory: ``OUT/{train,valid,test}/<program>.npz`` plus ``OUT/manifest.json`` (collection
 parameters, environment metadata, one entry per finished graph with its noise statistics, the
 load around each process and the wall time). Programs are split by graph, stratified by family
@@ -167,13 +171,22 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
         for spec in todo:
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{spec.name}: prepare")
-            gj = prepare_job(spec, options)
             timing = {"compile_s": 0.0}
             work = out_dir / WORK / spec.name
-            samples, records = measure_processes(
-                gj.job, work, "proc", options.cross,
-                before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
-                status=lambda msg: bar.set_postfix_str(f"{spec.name}: {msg}"))
+            try:
+                gj = prepare_job(spec, options)
+                samples, records = measure_processes(
+                    gj.job, work, "proc", options.cross,
+                    before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
+                    status=lambda msg: bar.set_postfix_str(f"{spec.name}: {msg}"))
+            except Exception as exc:  # one program that cannot be built, compiled or measured: skipped, said, recorded
+                reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                manifest.setdefault("skipped", {})[spec.name] = {"reason": reason[:500], "date_utc": _now()}
+                atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+                bar.write(f"warning: {spec.name} skipped ({reason[:300]})")
+                _remove_work(work)
+                bar.update(1)
+                continue
             finish_graph(out_dir, manifest, spec, splits[spec.name], gj.kind, gj.arrays, gj.info, samples,
                          {"processes": records, **timing, "total_s": round(time.perf_counter() - t0, 2)})
             _remove_work(work)

@@ -1,9 +1,22 @@
 """Model zoo: real JAX/Flax programs (forward passes and training steps) enumerated by name.
 
-Families: ``mlp``, ``cnn`` (ResNet-style), ``tfenc`` (Transformer encoder) and ``tfdec`` (causal
-Transformer decoder) in module ``transformer``, ``lstm`` and ``gru`` in module ``rnn``; the
-selectors ``transformer`` and ``rnn`` name both families of their module. Each variant name encodes its
-hyper-parameters, e.g. ``mlp-d3-w256-b32-train``. Building a program needs JAX + Flax + optax.
+Families (one module each, except ``tfenc`` / ``tfdec`` in ``transformer`` and ``lstm`` / ``gru`` in
+``rnn``; the selectors ``transformer`` and ``rnn`` name both families of their module):
+
+* dense and convolutional: ``mlp``, ``cnn`` (ResNet-style, GroupNorm), ``mobilenet`` (inverted
+  residuals, BatchNorm), ``vit``, ``unet`` (a diffusion denoising step), ``vae``, ``flow`` (RealNVP),
+  ``deconv`` (transposed-convolution generator), ``pointnet`` (point clouds, set attention);
+* sequence: ``tfenc``, ``tfdec``, ``bert`` (padding masks, masked LM), ``gpt`` (KV-cache decoding and
+  causal training), ``encdec`` (cross-attention), ``moe`` (top-k routing), ``lstm``, ``gru``,
+  ``ssm`` (diagonal state-space scans), ``tcn`` (dilated causal convolutions);
+* graph, sparse and scientific: ``gnn`` (message passing over edge lists), ``dlrm`` (embedding bags),
+  ``topk`` (retrieval and beam steps: sort / top-k / gather), ``fno`` (FFT operators), ``pde``
+  (stencil solvers), ``odenet`` (RK4-integrated neural ODEs).
+
+Each variant name encodes its hyper-parameters, e.g. ``mlp-d3-w256-b32-train``; about half of
+every family are training steps (forward, backward, optimizer update). Building a program needs
+JAX + Flax + optax. None of them is a program of the held-out tune suite (``benchmarks/tune_suite.py``;
+``tests/frontend/programs/test_tune_suite_leakage.py`` checks the shipped data by HLO fingerprint).
 
 Example:
     ```python
@@ -15,11 +28,34 @@ Example:
 
 from __future__ import annotations
 
-from graphcost.frontend.programs.zoo import cnn, mlp, rnn, transformer
+from graphcost.frontend.programs.zoo import (
+    bert,
+    cnn,
+    dlrm,
+    encdec,
+    fno,
+    gnn,
+    gpt,
+    mlp,
+    mobilenet,
+    moe,
+    odenet,
+    pde,
+    pointnet,
+    rnn,
+    ssm,
+    tcn,
+    topk,
+    transformer,
+    unet,
+    vit,
+)
 from graphcost.frontend.programs.zoo.common import ProgramSpec
 
-_MODULES = (mlp, cnn, transformer, rnn)
-FAMILIES = ("mlp", "cnn", "tfenc", "tfdec", "lstm", "gru")
+_MODULES = (mlp, cnn, transformer, rnn, mobilenet, vit, unet, pointnet, bert, gpt, encdec, moe,
+            ssm, tcn, gnn, dlrm, topk, fno, pde, odenet)
+FAMILIES = ("mlp", "cnn", "tfenc", "tfdec", "lstm", "gru", "mobilenet", "vit", "unet", "pointnet",
+            "bert", "gpt", "encdec", "moe", "ssm", "tcn", "gnn", "dlrm", "topk", "fno", "pde", "odenet")
 GROUPS = {"transformer": ("tfenc", "tfdec"), "rnn": ("lstm", "gru")}
 
 
