@@ -16,8 +16,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("collect")
     def collect_cmd(
-        programs: str = typer.Option("mlp", help="Comma-separated zoo selectors: families (mlp, cnn, tfenc, tfdec, "
-                                     "lstm, gru), groups (transformer, rnn), name prefixes (tfenc, tfdec, lstm, gru, mlp-d3) or exact variant names."),
+        programs: str = typer.Option("mlp", help="Comma-separated zoo selectors: families (25: mlp, cnn, tfenc, tfdec, vit, bert, gnn, ...; "
+                                     "graphcost.frontend.programs.zoo), groups (transformer, rnn), name prefixes (tfenc, tfdec, lstm, gru, mlp-d3) or exact variant names."),
         out: Path = typer.Option(Path("runs/collected"), help="Output directory (split subdirs + manifest.json)."),
         configs: int = typer.Option(8, min=1, help="Configurations per program."),
         space: str = typer.Option("layout", help="layout (per-node layouts, layout schema) or flags "

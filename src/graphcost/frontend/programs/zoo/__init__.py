@@ -31,8 +31,10 @@ from __future__ import annotations
 from graphcost.frontend.programs.zoo import (
     bert,
     cnn,
+    deconv,
     dlrm,
     encdec,
+    flow,
     fno,
     gnn,
     gpt,
@@ -48,14 +50,15 @@ from graphcost.frontend.programs.zoo import (
     topk,
     transformer,
     unet,
+    vae,
     vit,
 )
 from graphcost.frontend.programs.zoo.common import ProgramSpec
 
-_MODULES = (mlp, cnn, transformer, rnn, mobilenet, vit, unet, pointnet, bert, gpt, encdec, moe,
-            ssm, tcn, gnn, dlrm, topk, fno, pde, odenet)
-FAMILIES = ("mlp", "cnn", "tfenc", "tfdec", "lstm", "gru", "mobilenet", "vit", "unet", "pointnet",
-            "bert", "gpt", "encdec", "moe", "ssm", "tcn", "gnn", "dlrm", "topk", "fno", "pde", "odenet")
+_MODULES = (mlp, cnn, transformer, rnn, mobilenet, vit, unet, vae, flow, deconv, pointnet, bert, gpt, encdec,
+            moe, ssm, tcn, gnn, dlrm, topk, fno, pde, odenet)
+FAMILIES = ("mlp", "cnn", "tfenc", "tfdec", "lstm", "gru", "mobilenet", "vit", "unet", "vae", "flow", "deconv",
+            "pointnet", "bert", "gpt", "encdec", "moe", "ssm", "tcn", "gnn", "dlrm", "topk", "fno", "pde", "odenet")
 GROUPS = {"transformer": ("tfenc", "tfdec"), "rnn": ("lstm", "gru")}
 
 

@@ -89,7 +89,7 @@ def build(kind: str, resolution: int, steps: int, size: int, batch: int, mode: s
 
 def variants() -> list[ProgramSpec]:
     out = []
-    for hp in grid(resolution=[24, 40], steps=[8, 12], size=[4, 8], batch=[2], mode=["fwd", "train"]):
+    for hp in grid(resolution=[24, 32], steps=[8, 12], size=[4, 8], batch=[2], mode=["fwd", "train"]):
         name = f"pde-heat-r{hp['resolution']}-s{hp['steps']}-c{hp['size']}-b{hp['batch']}-{hp['mode']}"
         out.append(ProgramSpec(name, FAMILY, {"kind": "heat", **hp}, build))
     for hp in grid(resolution=[24, 32], steps=[16, 32], size=[16], batch=[4], mode=["fwd", "train"]):

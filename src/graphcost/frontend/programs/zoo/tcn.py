@@ -64,7 +64,7 @@ def build(kernel: int, layers: int, channels: int, seq: int, batch: int, mode: s
 
 def variants() -> list[ProgramSpec]:
     out = []
-    for hp in grid(kernel=[2, 3], layers=[4, 8], size=[(16, 128, 2), (32, 64, 2), (64, 32, 1)], mode=["fwd", "train"]):
+    for hp in grid(kernel=[2, 3], layers=[4, 6], size=[(16, 128, 2), (32, 64, 2), (64, 32, 1)], mode=["fwd", "train"]):
         hp["channels"], hp["seq"], hp["batch"] = hp.pop("size")
         name = f"tcn-k{hp['kernel']}-l{hp['layers']}-c{hp['channels']}-s{hp['seq']}-b{hp['batch']}-{hp['mode']}"
         out.append(ProgramSpec(name, FAMILY, hp, build))

@@ -116,8 +116,8 @@ def build(channels: int, levels: int, resolution: int, batch: int, mode: str):
 
 def variants() -> list[ProgramSpec]:
     out = []
-    # (resolution, batch) pairs: small images in larger batches
-    for g in grid(channels=[8, 12, 16], levels=[2, 3], shape=[(8, 4), (16, 2)], mode=["fwd", "train"]):
+    # (resolution, batch) pairs with the same number of pixels
+    for g in grid(channels=[8, 12, 16], levels=[2, 3], shape=[(8, 4), (16, 1)], mode=["fwd", "train"]):
         hp = dict(channels=g["channels"], levels=g["levels"], resolution=g["shape"][0], batch=g["shape"][1],
                   mode=g["mode"])
         name = f"unet-c{hp['channels']}-l{hp['levels']}-r{hp['resolution']}-b{hp['batch']}-{hp['mode']}"
