@@ -24,7 +24,7 @@ from graphcost.commands.tables import FORMAT_HELP, Column, print_table
 
 
 def rank(
-    paths: list[Path] = typer.Argument(..., metavar="[MODEL] GRAPH", help="MODEL: a run directory or checkpoint .pt "
+    graph: list[Path] = typer.Argument(..., metavar="[MODEL] GRAPH", help="MODEL: a run directory or checkpoint .pt "
                                        "(default: the shipped model of GRAPH's kind); GRAPH: a TpuGraphs-schema npz file"),
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
     tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
@@ -39,14 +39,14 @@ def rank(
     ships with graphcost for GRAPH's kind (layout or tile) ranks, and says so."""
     from graphcost.train.predict import prepare_for_prediction, rank_original
 
-    if len(paths) > 2:
-        fail(f"rank takes [MODEL] GRAPH, got {len(paths)} paths: {' '.join(map(str, paths))}", code=2)
-    model, graph = (paths[0], paths[1]) if len(paths) == 2 else (None, paths[0])
+    if len(graph) > 2:
+        fail(f"rank takes [MODEL] GRAPH, got {len(graph)} paths: {' '.join(map(str, graph))}", code=2)
+    model, graph_path = (graph[0], graph[1]) if len(graph) == 2 else (None, graph[0])
     device = check_device_option(device)
     # a given MODEL is checked first; without one the graph's kind picks the shipped model
     predictor = load_predictor([model], tta, batch, device, precision, threads) if model is not None else None
     try:
-        prepared, twin = prepare_for_prediction(graph)
+        prepared, twin = prepare_for_prediction(graph_path)
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
     if predictor is None:
@@ -56,9 +56,9 @@ def rank(
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
     if prepared.kind == "layout" and prepared.num_config_nodes == 0:
-        typer.secho(f"warning: {graph}: no configurable node (key 'node_config_ids' is empty): every configuration "
+        typer.secho(f"warning: {graph_path}: no configurable node (key 'node_config_ids' is empty): every configuration "
                     "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
-    measured = _measured_runtimes(graph, len(scores))
+    measured = _measured_runtimes(graph_path, len(scores))
     shown = order[:top] if top else order
     rows = [{"rank": position, "config": int(index), "score": float(scores[index]),
              "runtime": None if measured is None else float(measured[index])} for position, index in enumerate(shown)]
@@ -68,7 +68,7 @@ def rank(
         from graphcost.metrics import kendall_tau
 
         columns.append(Column("runtime", "runtime (measured)", show=lambda v: f"{v:.6g}"))
-        caption = (f"measured runtimes: config_runtime of {graph.name}; Kendall tau of the scores against them "
+        caption = (f"measured runtimes: config_runtime of {graph_path.name}; Kendall tau of the scores against them "
                    f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
     print_table(rows, columns, value(fmt), caption=caption)
 

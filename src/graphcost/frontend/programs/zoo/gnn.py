@@ -9,7 +9,7 @@ node features are gathered per edge (``x[senders]``) and scattered back with
   h' = relu(W (sum_{j->i} h_j / sqrt(d_i d_j) + h_i / d_i)), d_i = 1 + in-degree(i).
 - ``mpnn``: an edge MLP on the concatenated endpoint features, summed at the receiver, then a
   node-update MLP, "Neural Message Passing for Quantum Chemistry" (arXiv:1704.01212):
-  m_ij = MLP_e([h_i, h_j]), h_i' = h_i + MLP_v([h_i, sum_j m_ij]).
+  m_ij = MLP_e([h_i, h_j]), h_i' = LayerNorm(h_i + MLP_v([h_i, sum_j m_ij])).
 
 An input encoder (Dense) precedes the layers; a Dense head gives per-node class logits; training
 uses softmax cross-entropy over all nodes (Adam).
@@ -71,10 +71,10 @@ _GRAPHS = [(96, 384), (256, 1280)]  # (nodes, edges)
 
 def variants() -> list[ProgramSpec]:
     out = []
-    for hp in grid(kind=["gcn", "mpnn"], graph=_GRAPHS, dim=[16, 32], layers=[2, 3], mode=["fwd", "train"]):
-        nodes, edges = hp.pop("graph")
-        hp = {"kind": hp["kind"], "nodes": nodes, "edges": edges, "dim": hp["dim"], "layers": hp["layers"],
-              "mode": hp["mode"]}
+    for g in grid(kind=["gcn", "mpnn"], graph=_GRAPHS, dim=[16, 32], layers=[2, 3], mode=["fwd", "train"]):
+        nodes, edges = g["graph"]
+        hp = {"kind": g["kind"], "nodes": nodes, "edges": edges, "dim": g["dim"], "layers": g["layers"],
+              "mode": g["mode"]}
         name = f"gnn-{hp['kind']}-n{nodes}-e{edges}-d{hp['dim']}-l{hp['layers']}-{hp['mode']}"
         out.append(ProgramSpec(name, FAMILY, hp, build))
     return out

@@ -32,6 +32,7 @@ IN_DIM, OUT_DIM = 10, 4  # mlp kind: input features, regression targets
 def _rk4(f, y, steps: int, loop: str):
     """Integrate dy/dt = f(t, y) from t=0 to t=1 with `steps` RK4 steps (unrolled or lax.scan)."""
     import jax
+    import jax.numpy as jnp
 
     h = 1.0 / steps
 
@@ -46,8 +47,6 @@ def _rk4(f, y, steps: int, loop: str):
         for n in range(steps):
             y = step(y, n * h)
         return y
-    import jax.numpy as jnp
-
     times = jnp.arange(steps, dtype=y.dtype) * h  # (S,)
     y, _ = jax.lax.scan(lambda y, t: (step(y, t), None), y, times)
     return y

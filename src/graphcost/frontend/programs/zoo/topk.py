@@ -4,10 +4,12 @@ Two kinds:
 
 - ``knn``: k-nearest-neighbour retrieval with a learned query encoder, as in kNN-augmented models
   ("Generalization through Memorization: Nearest Neighbor Language Models", arXiv:1911.00172).
-  q = W x; candidates = top_k(2 q.K^T - |K|^2) (negative squared L2 distance, ``jax.lax.top_k``);
+  q = MLP(x); candidates = top_k(2 q.K^T - |K|^2) over a (N, D) key bank (the negative squared L2
+  distance up to |q|^2, ``jax.lax.top_k``);
   the candidates' keys and values are gathered, re-ranked by cosine similarity (``jnp.argsort``),
   and pooled: o = sum_j softmax(cos_j / tau + p_rank(j)) v_j, with learned per-rank biases p;
-  a Dense head classifies o. The query encoder learns through the gathered keys and values.
+  a Dense head classifies [o, q]. The query encoder learns through the re-ranking scores of the
+  gathered candidates (the top-k indices themselves carry no gradient).
 - ``beam``: S steps of beam search over a small recurrent decoder ("Sequence to Sequence Learning
   with Neural Networks", arXiv:1409.3215, Sec. 3.1): per step, candidate scores
   s_b + log softmax(W_o h_b) over all (beam, token) pairs, ``top_k`` over the flattened
