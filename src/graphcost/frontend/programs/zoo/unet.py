@@ -10,11 +10,12 @@ bottleneck; the up path upsamples (nearest), concatenates the skip of the same l
 a block.
 The forward program predicts the noise ``eps_theta(x_t, t)``; the training step draws nothing: it
 gets ``(x_0, t, eps)``, forms ``x_t = sqrt(abar_t) x_0 + sqrt(1 - abar_t) eps`` with the cosine
-schedule ``abar_t = cos^2(pi/2 (t/T + s)/(1 + s))`` and minimises ``mean |eps - eps_theta(x_t, t)|^2``
+schedule ``abar_t = cos^2(pi/2 (t/T + s)/(1 + s))`` ("Improved Denoising Diffusion Probabilistic
+Models", arXiv:2102.09672) and minimises ``mean |eps - eps_theta(x_t, t)|^2``
 with SGD + momentum (Adam's per-parameter update would push the larger variants past ~2500 HLO nodes).
 
 Names: ``unet-c{channels}-l{levels}-r{resolution}-b{batch}-{fwd|train}``; level i has
-``channels * (i + 1)`` channels, the image has 3 channels.
+``C_i = channels * (i + 1)`` channels, the image has 3 channels.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def build(channels: int, levels: int, resolution: int, batch: int, mode: str):
                 skips.append(h)
             for lvl in reversed(range(levels - 1)):  # up path (the deepest down block is the bottleneck)
                 h = jnp.repeat(jnp.repeat(h, 2, axis=1), 2, axis=2)  # nearest upsampling: (B, 2H, 2W, C_{l+1})
-                h = ResBlock(channels * (lvl + 1))(jnp.concatenate([h, skips[lvl]], axis=-1), temb)  # (B, 2H, 2W, C_l)
+                h = jnp.concatenate([h, skips[lvl]], axis=-1)  # (B, 2H, 2W, C_{l+1} + C_l)
+                h = ResBlock(channels * (lvl + 1))(h, temb)  # (B, 2H, 2W, C_l)
             h = nn.silu(GroupNorm()(h))
             return nn.Conv(IMG_CHANNELS, (3, 3), padding="SAME")(h)  # (B, R, R, 3) predicted noise
 

@@ -104,7 +104,8 @@ def build(arch: str, latent: int, width: int, resolution: int, batch: int, mode:
 
 def variants() -> list[ProgramSpec]:
     out = []
-    for hp in grid(arch=["conv"], latent=[8, 32], width=[8, 16], resolution=[16, 32], batch=[4], mode=["fwd", "train"]):
+    for hp in grid(arch=["conv"], latent=[8, 32], width=[8, 16], resolution=[16, 32], batch=[4],
+                   mode=["fwd", "train"]):
         name = f"vae-conv-z{hp['latent']}-c{hp['width']}-r{hp['resolution']}-b{hp['batch']}-{hp['mode']}"
         out.append(ProgramSpec(name, FAMILY, hp, build))
     for hp in grid(arch=["mlp"], latent=[8, 32], width=[128, 256], resolution=[28], batch=[4, 16], mode=["fwd", "train"]):
