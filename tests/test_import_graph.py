@@ -18,6 +18,7 @@ FRONTEND = "graphcost.frontend"  # its sub-packages named through this, so tree-
 FLOORS = {
     "graphcost.atomic": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
     "graphcost.datasets": 0,
+    "graphcost.pretrained": 0,
     "graphcost.data": 1,
     "graphcost.models": 2, FRONTEND + ".hlo": 2,
     "graphcost.train": 3, FRONTEND + ".programs": 3,
