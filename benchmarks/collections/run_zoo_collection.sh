@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The wide zoo layout collection (issue 33) on THIS machine, in resumable chunks: re-run it to continue
+# (finished graphs are kept; stop it with Ctrl-C at any time). 25 families, programs in
+# zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
+# Chunks are committed as they finish; once complete (and repeated: STAGES=repeat) it moves to
+# src/graphcost/datasets/ with a family split (graphcost.frontend.collect.parallel.merge_shards).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+GC=${GC:-graphcost}
+OUT=${OUT:-benchmarks/collections/cpu_zoo_layout}
+COMMON=(--space layout --mode both --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes 3
+        --compile-workers 2 --max-load "${MAX_LOAD:-1.5}" --max-wait "${MAX_WAIT:-60}"
+        --programs "$(paste -sd, benchmarks/collections/zoo_layout_programs.txt)"
+        --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-layout" --out "$OUT")
+case ${STAGES:-collect} in
+  collect) $GC collect "${COMMON[@]}" ;;
+  repeat) $GC collect "${COMMON[@]}" --repeat ;;
+  *) echo "STAGES must be collect or repeat" >&2; exit 2 ;;
+esac
