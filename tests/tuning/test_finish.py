@@ -42,6 +42,8 @@ def test_a_real_win_behind_three_noisy_candidates_is_found(monkeypatch):
     monkeypatch.setattr(tuner, "_remeasure", fake)
     result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
     assert len(calls) == 2 and calls[1] == [t.codes for t in trials[3:]]
+    assert np.allclose(result.remeasure["speedup_median"], [1.0, 1.0, 1.0, 1.1, 1.0, 1.02])
+    assert len(result.remeasure["batches"]) == 2
     assert result.beats_default and tuple(result.best.codes) == trials[3].codes
     assert abs(result.speedup - 1.10) < 1e-9
     pairs = result.search_vs_final["candidates"]

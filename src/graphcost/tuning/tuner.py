@@ -433,7 +433,9 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
                     for k, c in enumerate(batch)]
         remeasures.append(rem.to_json())
         default_ns.append(float(np.median(rem.runtime_ns[:, 0])))
-    remeasure = remeasures[0] if len(remeasures) == 1 else {"batches": remeasures}
+    remeasure = remeasures[0] if len(remeasures) == 1 else {  # one list entry per re-measured candidate, as for one batch
+        **remeasures[0], **{k: remeasures[0][k] + remeasures[1][k] for k in ("speedup_median", "speedup_min", "speedup_max")},
+        "batches": remeasures}
     agreement = search_vs_final([(in_search[c], med) for c, med, _, _ in checked])
     winners = [item for item in checked if item[2] >= 1.0 + min_gain]
     what = f"{processes} {'processes' if program_ref else 'in-process passes'}"
