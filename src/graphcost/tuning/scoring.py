@@ -23,6 +23,8 @@ batch per step.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +35,7 @@ from graphcost.tuning.space import Codes, Space, TuneProgram
 class GraphModelScorer:
     """Scores configurations of `program` in `space` with trained runs (`EnsemblePredictor`)."""
 
-    def __init__(self, runs: list[str | Path], program: TuneProgram, space: Space, device: str = "cpu",
+    def __init__(self, runs: Sequence[str | Path], program: TuneProgram, space: Space, device: str = "cpu",
                  batch_size: int = 256):
         from graphcost.train.inference import EnsemblePredictor
 

@@ -420,7 +420,7 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
         return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False,
                           float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
                           "no measured configuration was faster than the default: keep the default")
-    in_search = {t.codes: 1.0 / t.ratio for t in reversed(ok)}  # the best (lowest) ratio of each configuration
+    in_search = {t.codes: 1.0 / t.ratio for t in reversed(ok) if t.ratio}  # the best (lowest) ratio of each configuration
     checked: list[tuple[Codes, float, float, float]] = []  # (codes, median, min, max) of every re-measured one
     remeasures, default_ns = [], []
     for batch in (ranked[:finalists], ranked[finalists:2 * finalists]):

@@ -107,7 +107,7 @@ def merge_shards(main_dirs: Sequence[Path], repeat_dirs: Sequence[Path], out_dir
         if name in repeat_of:
             rd, rentry = repeat_of[name]
             rep = _read_graph(graph_file(rd, name, rentry))
-            if np.array_equal(rep.get(feat_key), stored[feat_key]):
+            if feat_key in rep and np.array_equal(rep[feat_key], stored[feat_key]):
                 samples = rep["config_runtime_samples"]
                 stored["config_runtime_repeat_samples"] = samples
                 new["repeat"] = {"spearman_vs_label": round(spearman(combine(samples), stored["config_runtime"]), 4),

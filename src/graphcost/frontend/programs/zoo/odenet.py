@@ -97,6 +97,7 @@ def build(field: str, size: int, width: int, steps: int, loop: str, batch: int, 
             return nn.Conv(1, (1, 1))(_rk4(f, y0, steps, loop))  # (B, R, R, 1)
 
     kx, ky = jax.random.split(jax.random.PRNGKey(61))
+    module: nn.Module
     if field == "mlp":
         x = jax.random.normal(kx, (batch, IN_DIM), jnp.float32)
         y = jax.random.normal(ky, (batch, OUT_DIM), jnp.float32)
