@@ -23,9 +23,8 @@ batch per step.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
