@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
 OUT=${OUT:-benchmarks/collections/cpu_zoo_layout}
 COMMON=(--space layout --mode both --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes 3
-        --compile-workers 2 --max-load "${MAX_LOAD:-1.5}" --max-wait "${MAX_WAIT:-60}"
+        --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"
         --programs "$(paste -sd, benchmarks/collections/zoo_layout_programs.txt)"
         --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-layout" --out "$OUT")
 case ${STAGES:-collect} in
