@@ -17,6 +17,7 @@ another machine's.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import subprocess
@@ -95,8 +96,6 @@ def main() -> None:
     done = {}
     for shard, pr in procs:
         try:
-            import json
-
             done[shard.name] = len(json.loads((shard / "manifest.json").read_text())["graphs"])
         except (OSError, ValueError, KeyError):
             done[shard.name] = 0
