@@ -63,12 +63,21 @@ def make_program(module, example_inputs: tuple, target, mode: str, loss: str, op
             return -jnp.mean(jnp.take_along_axis(logp, target[..., None], axis=-1))
         return jnp.mean((out - target) ** 2)
 
-    def train_step(params, opt_state, inputs, target):
-        value, grads = jax.value_and_grad(loss_fn)(params, inputs, target)
+    return optax_train_step(loss_fn, tx), (params, opt_state, tuple(example_inputs), target)
+
+
+def optax_train_step(loss_fn, tx):
+    """One optimisation step of `loss_fn(params, *batch)` with the optax transformation `tx`:
+    ``train_step(params, opt_state, *batch) -> (new_params, new_opt_state, loss)``."""
+    import jax
+    import optax
+
+    def train_step(params, opt_state, *batch):
+        value, grads = jax.value_and_grad(loss_fn)(params, *batch)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value
 
-    return train_step, (params, opt_state, tuple(example_inputs), target)
+    return train_step
 
 
 def grid(**axes) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ Names: ``dlrm-{sum|mean}-t{tables}-v{vocab}-d{dim}-k{bag}-b{batch}-{fwd|train}``
 
 from __future__ import annotations
 
-from graphcost.frontend.programs.zoo.common import ProgramSpec, grid
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, optax_train_step
 
 FAMILY = "dlrm"
 DENSE_IN = 13  # dense (continuous) features, as in the Criteo data
@@ -93,12 +93,7 @@ def build(pool: str, tables: int, vocab: int, dim: int, bag: int, batch: int, mo
         logits = model.apply(params, *inputs)
         return jnp.mean(optax.sigmoid_binary_cross_entropy(logits, y))
 
-    def train_step(params, opt_state, inputs, y):
-        value, grads = jax.value_and_grad(loss_fn)(params, inputs, y)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, value
-
-    return train_step, (params, opt_state, inputs, y)
+    return optax_train_step(loss_fn, tx), (params, opt_state, inputs, y)
 
 
 _SHAPES = [(3, 10), (8, 4)]  # (tables, bag): few long bags, many short ones

@@ -14,7 +14,7 @@ Names: ``flow-k{couplings}-d{dim}-h{hidden}-b{batch}-{fwd|train}``.
 
 from __future__ import annotations
 
-from graphcost.frontend.programs.zoo.common import ProgramSpec, grid
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, optax_train_step
 
 FAMILY = "flow"
 
@@ -77,12 +77,7 @@ def build(couplings: int, dim: int, hidden: int, batch: int, mode: str):
     def nll(params, x):
         return -jnp.mean(model.apply(params, x)) / dim  # nats per dimension
 
-    def train_step(params, opt_state, x):
-        loss, grads = jax.value_and_grad(nll)(params, x)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    return train_step, (params, opt_state, x)
+    return optax_train_step(nll, tx), (params, opt_state, x)
 
 
 def variants() -> list[ProgramSpec]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from graphcost.frontend.programs.zoo.common import ProgramSpec, grid
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, optax_train_step
 
 FAMILY = "moe"
 VOCAB, HEADS, CAPACITY_FACTOR, AUX_WEIGHT = 256, 4, 1.25, 0.01
@@ -116,12 +116,7 @@ def build(dispatch: str, layers: int, d_model: int, experts: int, top_k: int, se
         logp = jax.nn.log_softmax(logits, axis=-1)  # (B, S, VOCAB)
         return -jnp.mean(jnp.take_along_axis(logp, target[..., None], axis=-1)) + AUX_WEIGHT * aux
 
-    def train_step(params, opt_state, tokens, target):
-        loss, grads = jax.value_and_grad(loss_fn)(params, tokens, target)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    return train_step, (params, opt_state, inputs, target)
+    return optax_train_step(loss_fn, tx), (params, opt_state, inputs, target)
 
 
 def variants() -> list[ProgramSpec]:

@@ -20,7 +20,7 @@ Names: ``unet-c{channels}-l{levels}-r{resolution}-b{batch}-{fwd|train}``; level 
 
 from __future__ import annotations
 
-from graphcost.frontend.programs.zoo.common import ProgramSpec, grid
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, optax_train_step
 
 FAMILY = "unet"
 IMG_CHANNELS = 3
@@ -108,12 +108,7 @@ def build(channels: int, levels: int, resolution: int, batch: int, mode: str):
         x_t = jnp.sqrt(abar) * x0 + jnp.sqrt(1.0 - abar) * eps
         return jnp.mean((model.apply(params, x_t, t) - eps) ** 2)
 
-    def train_step(params, opt_state, x0, t, eps):
-        loss, grads = jax.value_and_grad(loss_fn)(params, x0, t, eps)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    return train_step, (params, opt_state, x0, t, eps)
+    return optax_train_step(loss_fn, tx), (params, opt_state, x0, t, eps)
 
 
 def variants() -> list[ProgramSpec]:

@@ -18,7 +18,7 @@ Names: ``vae-conv-z{latent}-c{channels}-r{resolution}-b{batch}-{fwd|train}`` and
 
 from __future__ import annotations
 
-from graphcost.frontend.programs.zoo.common import ProgramSpec, grid
+from graphcost.frontend.programs.zoo.common import ProgramSpec, grid, optax_train_step
 
 FAMILY = "vae"
 
@@ -94,12 +94,7 @@ def build(arch: str, latent: int, width: int, resolution: int, batch: int, mode:
         kl = -0.5 * jnp.sum(1.0 + logvar - mu**2 - jnp.exp(logvar), axis=-1)  # (B,)
         return jnp.mean(bce + kl)
 
-    def train_step(params, opt_state, x, key):
-        loss, grads = jax.value_and_grad(neg_elbo)(params, x, key)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-
-    return train_step, (params, opt_state, x, key)
+    return optax_train_step(neg_elbo, tx), (params, opt_state, x, key)
 
 
 def variants() -> list[ProgramSpec]:
