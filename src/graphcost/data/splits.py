@@ -54,8 +54,7 @@ def kfold_indices(names: Sequence[str], folds: int, seed: int = 0) -> list[tuple
 
 def train_valid_test_split(items: list, fractions=(0.8, 0.1, 0.1), seed: int = 0) -> dict[str, list]:
     """Shuffle graph indices with `seed` and cut them into train/valid/test by `fractions`."""
-    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
-        raise ValueError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
+    _check_fractions(fractions)
     order = np.random.default_rng(seed).permutation(len(items))
     n_train = int(round(fractions[0] * len(items)))
     n_valid = int(round(fractions[1] * len(items)))
@@ -96,13 +95,23 @@ def stratified_split(pairs: Iterable[tuple[str, str]], fractions=(0.7, 0.15, 0.1
     out = {}
     for fam in sorted(by_family):
         names = sorted(by_family[fam])
-        names = [names[i] for i in rng.permutation(len(names))]
-        n = len(names)
-        n_test = max(1, round(n * fractions[2])) if n >= 3 else 0
-        n_valid = max(1, round(n * fractions[1])) if n >= 3 else 0
-        for i, name in enumerate(names):
-            out[name] = "test" if i >= n - n_test else "valid" if i >= n - n_test - n_valid else "train"
+        out.update(_cut([names[i] for i in rng.permutation(len(names))], fractions))
     return out
+
+
+def _check_fractions(fractions) -> None:
+    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
+        raise ValueError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
+
+
+def _cut(ordered: list[str], fractions) -> dict[str, str]:
+    """Item -> side for items in their (seeded) order: the last round(n * test) to test, the
+    round(n * valid) before them to valid (each at least 1 when n >= 3), the rest to train."""
+    n = len(ordered)
+    n_test = max(1, round(n * fractions[2])) if n >= 3 else 0
+    n_valid = max(1, round(n * fractions[1])) if n >= 3 else 0
+    return {item: "test" if i >= n - n_test else "valid" if i >= n - n_test - n_valid else "train"
+            for i, item in enumerate(ordered)}
 
 
 def family_split(pairs: Iterable[tuple[str, str]], fractions=(0.7, 0.15, 0.15), seed: int = 0) -> dict[str, str]:
@@ -113,14 +122,9 @@ def family_split(pairs: Iterable[tuple[str, str]], fractions=(0.7, 0.15, 0.15), 
     to test, the round(F * valid) before them to valid (each at least 1 when F >= 3), the rest to
     train. Deterministic in its inputs.
     """
-    if len(fractions) != 3 or abs(sum(fractions) - 1.0) > 1e-6 or min(fractions) < 0:
-        raise ValueError(f"fractions must be three non-negative numbers summing to 1, got {fractions}")
+    _check_fractions(fractions)
     pairs = list(pairs)
     families = sorted({family for _, family in pairs})
-    families = [families[i] for i in np.random.default_rng([int(seed) & 0xFFFFFFFF, 0xFA31]).permutation(len(families))]
-    n = len(families)
-    n_test = max(1, round(n * fractions[2])) if n >= 3 else 0
-    n_valid = max(1, round(n * fractions[1])) if n >= 3 else 0
-    side = {fam: "test" if i >= n - n_test else "valid" if i >= n - n_test - n_valid else "train"
-            for i, fam in enumerate(families)}
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, 0xFA31])
+    side = _cut([families[i] for i in rng.permutation(len(families))], fractions)
     return {name: side[family] for name, family in pairs}
