@@ -112,6 +112,12 @@ def summarize(samples: np.ndarray) -> dict:
             "spread": float(label.max() / label.min()), **noise_stats(samples)}
 
 
+def repeat_summary(samples: np.ndarray, label: np.ndarray) -> dict:
+    """Manifest fields of a repeat's (K, P) samples: Spearman of its median against the (K,) label,
+    and its noise statistics (what the card's repeatability table reads)."""
+    return {"spearman_vs_label": round(spearman(combine(samples), label), 4), **noise_stats(samples)}
+
+
 def label_arrays(kind: str, samples: np.ndarray) -> dict:
     """npz label keys of a (K, P) sample matrix: the median label and the samples (int64 ns)."""
     stored = np.round(samples).astype(np.int64)  # the label is recomputable exactly from the stored samples
@@ -255,7 +261,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
                 spec = get_program(name)
             except ValueError as exc:
                 raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
-            stored = _read_graph(path)
+            stored = read_graph(path)
             gj = prepare_job(spec, options)
             feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
             if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
@@ -271,8 +277,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
                 status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
             stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
             save_arrays(stored, path, gj.kind)
-            entry["repeat"] = {"spearman_vs_label": round(spearman(combine(samples), stored["config_runtime"]), 4),
-                               **noise_stats(samples), "processes": records, **timing,
+            entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"]), "processes": records, **timing,
                                "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
             atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
             _remove_work(work)
@@ -281,7 +286,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
         bar.close()
 
 
-def _read_graph(path: Path) -> dict:
+def read_graph(path: Path) -> dict:
     """Every array of a collected npz (no pickles); ValueError naming the file when it is missing or damaged."""
     import zipfile
 

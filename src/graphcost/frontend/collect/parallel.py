@@ -26,9 +26,7 @@ import numpy as np
 
 from graphcost.atomic import atomic_write_json
 from graphcost.data.splits import family_split, stratified_split
-from graphcost.frontend.collect.local import MANIFEST, _read_graph, graph_file, save_arrays
-from graphcost.frontend.measure.cross_process import combine, noise_stats
-from graphcost.frontend.measure.interleaved import spearman
+from graphcost.frontend.collect.local import MANIFEST, read_graph, graph_file, repeat_summary, save_arrays
 
 
 def shard_programs(names: Sequence[str], main: int, repeat: int = 0) -> tuple[list[list[str]], list[list[str]]]:
@@ -100,18 +98,17 @@ def merge_shards(main_dirs: Sequence[Path], repeat_dirs: Sequence[Path], out_dir
     shutil.rmtree(tmp, ignore_errors=True)
     graphs: dict[str, Any] = {}
     for name, (d, entry) in sorted(entries.items()):
-        stored = _read_graph(graph_file(d, name, entry))
+        stored = read_graph(graph_file(d, name, entry))
         kind = "layout" if "node_config_feat" in stored else "tile"
         feat_key = "node_config_feat" if kind == "layout" else "config_feat"
         new = {**entry, "file": f"{sides[name]}/{name}.npz", "split": sides[name], "shard": d.name}
         if name in repeat_of:
             rd, rentry = repeat_of[name]
-            rep = _read_graph(graph_file(rd, name, rentry))
+            rep = read_graph(graph_file(rd, name, rentry))
             if feat_key in rep and np.array_equal(rep[feat_key], stored[feat_key]):
                 samples = rep["config_runtime_samples"]
                 stored["config_runtime_repeat_samples"] = samples
-                new["repeat"] = {"spearman_vs_label": round(spearman(combine(samples), stored["config_runtime"]), 4),
-                                 **noise_stats(samples), "processes": rentry.get("processes"),
+                new["repeat"] = {**repeat_summary(samples, stored["config_runtime"]), "processes": rentry.get("processes"),
                                  "compile_s": rentry.get("compile_s"), "total_s": rentry.get("total_s"),
                                  "date_utc": rentry.get("date_utc"), "shard": rd.name}
         save_arrays(stored, tmp / new["file"], kind)
