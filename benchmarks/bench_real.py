@@ -369,6 +369,7 @@ def markdown(report: dict) -> str:
             ("opa", "OPA"), ("top1_slowdown", "top-1 slowdown")]
     titles = {"official": "cpu_layout, official split (train → test graphs)",
               "lofo": "cpu_layout, leave one family out",
+              "lofo_flags": "cpu_flags, leave one family out",
               "flags": "cpu_flags (XLA flag configurations, tile schema), official split",
               **{f"within_{f:g}": f"One program, split by configuration: {f:.0%} to train, {f:.0%} to validate, "
                  "the rest to test" for f in WITHIN_FRACTIONS}}
@@ -465,8 +466,11 @@ def main() -> None:
             "flags": lambda w: ("flags", flags_data, flags(load_records(flags_data), models, args, w)),
             **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
                for f in WITHIN_FRACTIONS}}
-    chosen = [p for name in args.protocols.split(",") for p in runs if p == name or p.startswith(f"{name}_")]
-    unknown = [name for name in args.protocols.split(",") if not any(p == name or p.startswith(f"{name}_") for p in runs)]
+    def named(p: str, name: str) -> bool:  # "within" names within_0.01 and within_0.1; "lofo" is not lofo_flags
+        return p == name or (name == "within" and p.startswith("within_"))
+
+    chosen = [p for name in args.protocols.split(",") for p in runs if named(p, name)]
+    unknown = [name for name in args.protocols.split(",") if not any(named(p, name) for p in runs)]
     if unknown:
         sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, flags, within")
     done: list[str] = []  # the protocols this process has measured
