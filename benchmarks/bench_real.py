@@ -472,7 +472,7 @@ def main() -> None:
     chosen = [p for name in args.protocols.split(",") for p in runs if named(p, name)]
     unknown = [name for name in args.protocols.split(",") if not any(named(p, name) for p in runs)]
     if unknown:
-        sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, flags, within")
+        sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, lofo_flags, flags, within")
     done: list[str] = []  # the protocols this process has measured
     with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
         for proto in chosen:
