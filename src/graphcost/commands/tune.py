@@ -26,12 +26,6 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     fail(mask_url(message), code)
 
 
-def _shipped_models(kinds) -> str:
-    import graphcost.pretrained as pretrained
-
-    return "; ".join(pretrained.describe(kind) for kind in kinds)
-
-
 def register(app: typer.Typer) -> None:
     """Add `tune` to `app`."""
 
@@ -134,8 +128,11 @@ def register(app: typer.Typer) -> None:
                 from graphcost.tuning.scoring import GraphModelScorer
 
                 GraphModelScorer(runs, prepared, sp)
-            typer.echo(f"strategy: {', '.join(chosen)}; model: "
-                       + (_shipped_models(sp.kinds) if label == "shipped" else ", ".join(runs) or "none"), err=True)
+            import graphcost.pretrained as pretrained
+
+            shown = ("; ".join(pretrained.describe(kind) for kind in sp.kinds) if label == pretrained.SHIPPED
+                     else ", ".join(runs) or "none")
+            typer.echo(f"strategy: {', '.join(chosen)}; model: {shown}", err=True)
         except (ProgramError, ValueError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
         except KeyboardInterrupt:
