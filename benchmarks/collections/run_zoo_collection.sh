@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The wide zoo layout collection (issue 33) on THIS machine, in resumable chunks: re-run it to continue
-# (finished graphs are kept; stop it with Ctrl-C at any time). 25 families, programs in
+# (finished graphs are kept; stop it with Ctrl-C at any time). STAGES=repeat REPEAT_SHARE=0.1 repeats a tenth
+# of the finished graphs, spread over families. 25 families, programs in
 # zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
 # Chunks are committed as they finish; once complete (and repeated: STAGES=repeat) it moves to
 # src/graphcost/datasets/ with a family split (graphcost.frontend.collect.parallel.merge_shards).
@@ -14,6 +15,6 @@ COMMON=(--space layout --mode both --limit 0 --configs 32 --rounds 5 --calls 5 -
         --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-layout" --out "$OUT")
 case ${STAGES:-collect} in
   collect) $GC collect "${COMMON[@]}" ;;
-  repeat) $GC collect "${COMMON[@]}" --repeat ;;
+  repeat) $GC collect "${COMMON[@]}" --repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
   *) echo "STAGES must be collect or repeat" >&2; exit 2 ;;
 esac

@@ -47,6 +47,9 @@ def register(app: typer.Typer) -> None:
         repeat: bool = typer.Option(False, "--repeat", help="Measure every finished graph of OUT again in new "
                                     "processes (an independent second collection of the same configurations, "
                                     "stored as config_runtime_repeat_samples); needs the parameters of OUT's collection."),
+        repeat_share: float = typer.Option(1.0, min=0.0, max=1.0, help="With --repeat: repeat only "
+                                           "this share of the finished graphs (at least one), spread over families; "
+                                           "graphs repeated earlier count towards it."),
         seed: int = typer.Option(0, help="Seed for program sampling, splits, configurations and visit order."),
         backend: str = typer.Option("local", help="local (this machine) or ray (compile and measure tasks on a Ray "
                                     "cluster; needs graphcost[ray] and nodes offering the resource graphcost_measure)."),
@@ -67,6 +70,10 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--backend must be 'local' or 'ray', got {backend!r}")
         if backend == "ray" and repeat:
             raise typer.BadParameter("--repeat runs on the local backend only")
+        if not repeat_share > 0.0:
+            raise typer.BadParameter(f"--repeat-share must be in (0, 1], got {repeat_share}")
+        if repeat_share < 1.0 and not repeat:
+            raise typer.BadParameter("--repeat-share needs --repeat")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
         from graphcost.atomic import OutputExistsError
@@ -112,7 +119,7 @@ def register(app: typer.Typer) -> None:
                                  compile_workers=compile_workers, cache_dir=cache_dir)
         try:
             if repeat:
-                manifest = repeat_collection(out, options)
+                manifest = repeat_collection(out, options, share=repeat_share)
             elif backend == "ray":
                 from graphcost.frontend.collect.ray_backend import collect_ray
 

@@ -53,6 +53,8 @@ def test_collect_bad_options_are_one_line_errors(tmp_path):
     assert res.exit_code == 1 and "no collection here to repeat" in res.output and "Traceback" not in res.output
     res = runner.invoke(app, ["collect", "--repeat", "--backend", "ray", "--out", str(tmp_path / "a")])
     assert res.exit_code == 2 and "--repeat runs on the local backend only" in res.output
+    res = runner.invoke(app, ["collect", "--repeat-share", "0.1", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--repeat-share needs --repeat" in res.output
 
 
 REPEAT_ARGS = ["--programs", "mlp-d1-w64-b8-fwd", "--configs", "2", "--rounds", "1", "--calls", "1", "--warmup", "0",

@@ -41,6 +41,7 @@ holding its pid); measuring processes die with their driver (`measure_processes`
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -221,8 +222,12 @@ def pending(specs: list[ProgramSpec], out_dir: Path, manifest: dict) -> list[Pro
     return [s for s in specs if not (s.name in graphs and graph_file(out_dir, s.name, graphs[s.name]).exists())]
 
 
-def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
-    """Measure every finished graph of the collection in `out_dir` again, in P new processes.
+def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True,
+                      share: float = 1.0) -> dict:
+    """Measure the finished graphs of the collection in `out_dir` again, in P new processes.
+
+    ``share`` < 1 repeats only that share of the finished graphs (at least one), chosen by
+    `repeat_choice` spread over families; graphs repeated earlier count towards it.
 
     The configurations are rebuilt from the manifest's parameters and checked against the file's
     configuration features; the repeat's (K, P) samples go into the file as
@@ -236,20 +241,48 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
         manifest = load_manifest(out_dir, options)
         options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
         with persistent_cache(options.cache_dir):
-            _repeat(out_dir, options, manifest, progress)
+            _repeat(out_dir, options, manifest, progress, share)
         _cleanup(out_dir, manifest, None)
     return manifest
 
 
-def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
+def repeat_choice(graphs: dict, share: float, seed: int) -> list[str]:
+    """The graphs a repeat of `share` of the collection still has to measure, in order.
+
+    The target is ceil(share * N) graphs of the N finished ones (at least one); graphs already
+    repeated count towards it. The others are taken round-robin over families (each family's
+    graphs in a seeded order), so a 10% repeat covers as many families as it can.
+    """
+    target = max(1, math.ceil(share * len(graphs) - 1e-9))
+    done = sum("repeat" in e for e in graphs.values())
+    rng = np.random.default_rng(seed)
+    queues: dict[str, list[str]] = {}
+    for name in sorted(graphs):
+        if "repeat" not in graphs[name]:
+            queues.setdefault(str(graphs[name].get("family", name)), []).append(name)
+    # families already repeated come last in each round
+    seen = {str(e.get("family")) for e in graphs.values() if "repeat" in e}
+    order = sorted(queues, key=lambda f: (f in seen, f))
+    queues = {f: [queues[f][i] for i in rng.permutation(len(queues[f]))] for f in order}
+    chosen: list[str] = []
+    while len(chosen) < target - done and any(queues.values()):
+        for q in queues.values():
+            if q and len(chosen) < target - done:
+                chosen.append(q.pop(0))
+    return chosen
+
+
+def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool, share: float = 1.0) -> None:
     from tqdm.auto import tqdm
 
     from graphcost.frontend.programs.zoo import get_program
 
     names = sorted(manifest["graphs"])
-    todo = [n for n in names if "repeat" not in manifest["graphs"][n]]
+    todo = ([n for n in names if "repeat" not in manifest["graphs"][n]] if share >= 1.0
+            else repeat_choice(manifest["graphs"], share, options.seed))
+    done = sum("repeat" in manifest["graphs"][n] for n in names)
     manifest.setdefault("repeat_environment", environment_metadata(options.protocol))
-    bar = tqdm(total=len(names), initial=len(names) - len(todo), unit="graph", disable=not progress,
+    bar = tqdm(total=done + len(todo), initial=done, unit="graph", disable=not progress,
                desc=f"repeat {options.space}")
     try:
         for name in todo:
