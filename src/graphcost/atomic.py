@@ -12,7 +12,8 @@ colleagues; `tempfile.mkstemp` would make every one of them 0600.
 The output checks raise typed errors, which the commands print as one line: `OutputExistsError`
 (a file or an earlier run is there and --overwrite was not given), `OutputPathError` (a path that can
 never be written: `check_output_path` for files, `check_dir_option` and `check_run_dir_path` for
-directories) and `DirectoryLockedError` (`lock_dir`).
+directories; defined in `graphcost.output_guard`, which also refuses devices, virtual and read-only
+file systems and outputs inside inputs) and `DirectoryLockedError` (`lock_dir`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from graphcost.output_guard import OutputPathError as OutputPathError  # raised by the checks below; re-exported
+from graphcost.output_guard import check_regular_target, check_target_kind, check_writable_place
 
 
 def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
@@ -49,7 +53,9 @@ def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
 def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO]:
     """Yield a handle on a temp file beside `path` (parents created); on a clean exit the file is
     flushed (and fsync'ed if asked) and `os.replace`d onto `path`; on any error it is deleted. An
-    OSError that names no file (a full disk: ENOSPC) is raised again naming `path`."""
+    OSError that names no file (a full disk: ENOSPC) is raised again naming `path`. A target that is a
+    device, FIFO or socket is refused (`NotARegularFileError`, an OSError) before anything is written."""
+    check_regular_target(path)
     fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, mode) as handle:
@@ -120,15 +126,6 @@ def check_new_file(path: str | os.PathLike, overwrite: bool, option: str = "--ou
     return path
 
 
-class OutputPathError(ValueError):
-    """An output path that can never be written: a directory where a file must go, a file where a
-    directory must go, or a path below a file (`blocker`, else None)."""
-
-    def __init__(self, message: str, path: Path, blocker: Path | None = None):
-        super().__init__(message)
-        self.path, self.blocker = path, blocker
-
-
 # How a refused output path is worded: str.format templates over {option}, {path} and {blocker}.
 # A command whose refusals have always read differently passes its own templates.
 FILE_IS_A_DIRECTORY = "{option} {path}: is a directory; give the file to write"
@@ -142,7 +139,9 @@ def check_output_path(path: str | os.PathLike, option: str = "--out", overwrite:
                       is_dir: str = FILE_IS_A_DIRECTORY, blocked: str | None = BELOW_A_FILE) -> Path:
     """An output FILE option, checked before any work: OutputExistsError when a file is there and
     not `overwrite`; OutputPathError when `path` is a directory or lies below a file (`blocked=None`:
-    that is left to the write)."""
+    that is left to the write); also a device, a virtual or read-only file system (`graphcost.output_guard`)."""
+    check_target_kind(path, option)
+    check_writable_place(path, option)
     path = check_new_file(path, overwrite, option)
     if path.is_dir():
         raise OutputPathError(is_dir.format(option=option, path=path, blocker=None), path)
@@ -165,8 +164,10 @@ def write_json(data: Any, path: str | os.PathLike) -> Path:
 def check_dir_option(path: str | os.PathLike, option: str = "--out", *, is_file: str = DIR_IS_A_FILE,
                      blocked: str | None = DIR_BELOW_A_FILE) -> Path:
     """A DIRECTORY option (created later if missing): OutputPathError when `path` exists and is not a
-    directory, or lies below a file (`blocked=None`: that is left to the write)."""
-    path = Path(path)
+    directory, or lies below a file (`blocked=None`: that is left to the write); also a device, a virtual
+    or read-only file system (`graphcost.output_guard`)."""
+    path = check_target_kind(path, option)
+    check_writable_place(path, option)
     if path.exists() and not path.is_dir():
         raise OutputPathError(is_file.format(option=option, path=path, blocker=None), path)
     _check_not_below_a_file(path, option, blocked)

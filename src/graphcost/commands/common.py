@@ -56,6 +56,17 @@ def check_dir_option(path: Path, option: str, **wording: Any) -> Path:
         fail(str(exc))
 
 
+def check_outside_inputs_option(path: Path, option: str, data: Any = (), files: Any = ()) -> Path:
+    """An output option that must lie outside the command's inputs (`graphcost.output_guard.
+    check_outside_inputs`: nothing inside a data directory, no input file replaced); a one-line error."""
+    from graphcost.output_guard import check_outside_inputs
+
+    try:
+        return check_outside_inputs(path, option, data, files)
+    except OutputPathError as exc:
+        fail(str(exc))
+
+
 def check_run_dir_option(path: Path, option: str = "--out", overwrite: bool = False, resume: bool = False,
                          **kwargs: Any) -> Path:
     """A run-directory option (`graphcost.atomic.check_run_dir_path`): a file, a path below one, or an

@@ -12,6 +12,7 @@ from graphcost.commands.common import (
     DEVICE_HELP,
     check_device_option,
     check_output_option,
+    check_outside_inputs_option,
     check_run_dir_option,
     fail,
     set_threads,
@@ -193,10 +194,15 @@ def register(app: typer.Typer) -> None:
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
         cfg = LayerDAGTrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
                           device=device, ema_decay=ema_decay, label_balance=label_balance)
-        try:
-            if overwrite:
-                from graphcost.atomic import clear_dir
+        from graphcost.atomic import DirectoryLockedError, clear_dir, lock_dir
 
+        try:
+            lock = lock_dir(out)  # as train, tune and collect: a run another live process holds is never removed
+        except DirectoryLockedError as exc:
+            fail(str(exc))
+        try:
+            check_run_dir_option(out, "--out", overwrite, resume)  # again, now that --out is ours
+            if overwrite:
                 clear_dir(out)
             _write_json(info, out / RUN_INFO)
             model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
@@ -205,6 +211,8 @@ def register(app: typer.Typer) -> None:
             fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:
             fail(str(exc))
+        finally:
+            lock.release()
         last = hist[-1] if hist else {}
         typer.echo(f"trained {model.num_parameters():,} parameters on {len(splits['train'])} {dataset} graphs; "
                    f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip
@@ -244,6 +252,8 @@ def register(app: typer.Typer) -> None:
         _check_model_path(model_path)
         check_output_option(out, "--out", overwrite)
         check_output_option(out.with_suffix(".png"), "--out", overwrite)  # the drawing written beside it
+        for written in (out, out.with_suffix(".png")):
+            check_outside_inputs_option(written, "--out", files=[("MODEL", model_path)])
         set_threads(threads)
         try:
             model = load_model(model_path, last=last).to(dev)
@@ -313,6 +323,8 @@ def register(app: typer.Typer) -> None:
         _check_model_path(model_path)
         if json_out is not None:
             check_output_option(json_out, "--json", overwrite)
+            check_outside_inputs_option(json_out, "--json", data=[("--data-dir", data_dir)],
+                                        files=[("MODEL", model_path), ("--samples", samples)])
         info = _run_info(model_path)
         dataset = dataset or info.get("dataset")
         if dataset is None:

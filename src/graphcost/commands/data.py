@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 
 from graphcost.commands.choices import Collection, Format, value
-from graphcost.commands.common import check_dir_option, fail
+from graphcost.commands.common import check_dir_option, check_outside_inputs_option, fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
 
 STATS_COLUMNS = [
@@ -47,6 +47,7 @@ def download(
     from graphcost.data.io.download import DownloadError, download_collection
 
     root = data_dir or default_data_root()
+    check_dir_option(root, "--data-dir")  # a file, /proc, a read-only file system: refused before any download
     for c in collection:
         try:
             path = download_collection(c.value, root, splits=split, timeout=timeout, keep_tar=keep_tar)
@@ -132,8 +133,11 @@ def stats(
             check_output_path(json_out, "--json", overwrite, blocked=None)
         except OutputExistsError as exc:
             fail(str(exc))
-        except OutputPathError:  # a directory
-            fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
+        except OutputPathError as exc:  # a directory, a device, /proc
+            if json_out.is_dir():
+                fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
+            fail(str(exc))
+        check_outside_inputs_option(json_out, "--json", files=[("PATH", path)])
     try:
         rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
     except (SchemaError, ValueError) as exc:
@@ -162,6 +166,8 @@ def split_configs(
     """Split ONE program's graph by configuration into train / valid / test (then: graphcost train --data-dir OUT)."""
     from graphcost.data.config_split import ConfigSplitError, split_by_configuration
 
+    check_dir_option(out, "--out")
+    check_outside_inputs_option(out, "--out", files=[("GRAPH", graph)])
     try:
         written = split_by_configuration(graph, out, train, valid, seed=seed, overwrite=overwrite)
     except ConfigSplitError as exc:

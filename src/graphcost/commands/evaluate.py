@@ -19,7 +19,9 @@ from graphcost.commands.common import (
     PRECISION_HELP,
     check_collection,
     check_device_option,
+    check_dir_option,
     check_output_option,
+    check_outside_inputs_option,
     fail,
     load_predictor,
     run_data,
@@ -60,6 +62,10 @@ def evaluate(
     device = check_device_option(device)
     if json_out is not None:
         check_output_option(json_out, "--json", overwrite, **MODEL_OUTPUT_WORDING)
+        check_outside_inputs_option(json_out, "--json", data=[("--data-dir", data_dir)], files=[("RUN", run)])
+    if cache_dir is not None:
+        check_dir_option(cache_dir, "--cache-dir")
+        check_outside_inputs_option(cache_dir, "--cache-dir", data=[("--data-dir", data_dir)], files=[("RUN", run)])
     info = run_info_of(run)
     predictor = load_predictor([run], tta, batch, device, precision, threads)
     data, recorded_in = run_data(data_dir, info, run)
@@ -68,6 +74,9 @@ def evaluate(
                                 max_graphs=max_graphs, recorded_in=recorded_in)  # fmt: skip
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
+    for option, path in (("--json", json_out), ("--cache-dir", cache_dir)):  # the data the run recorded, too
+        if path is not None:
+            check_outside_inputs_option(path, option, data=[("data", splits.root)])
     if split is None:
         try:
             split = "test" if has_runtimes(splits.files.get("test", [])) else "valid"

@@ -19,7 +19,9 @@ from graphcost.commands.common import (
     PRECISION_HELP,
     check_collection,
     check_device_option,
+    check_dir_option,
     check_output_option,
+    check_outside_inputs_option,
     fail,
     load_predictor,
     run_data,
@@ -49,6 +51,11 @@ def predict(
     from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
 
     check_output_option(out, "--out", overwrite, **MODEL_OUTPUT_WORDING)
+    check_outside_inputs_option(out, "--out", data=[("--data-dir", data_dir)],
+                                files=[("--combine CSV" if combine else "MODEL", m) for m in models])
+    if cache_dir is not None:
+        check_dir_option(cache_dir, "--cache-dir")
+        check_outside_inputs_option(cache_dir, "--cache-dir", data=[("--data-dir", data_dir)])
     if combine:
         try:
             combine_submissions(models, out)
@@ -71,6 +78,9 @@ def predict(
         data, recorded_in = run_data(data_dir, info, models[0])
         splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,
                                 seed=info.get("config", {}).get("seed", 0))  # fmt: skip
+        for option, path in (("--out", out), ("--cache-dir", cache_dir)):  # the data the run recorded, too
+            if path is not None:
+                check_outside_inputs_option(path, option, data=[("data", splits.root)])
         files = splits.files.get(split, [])
         if not files:
             fail(f"{splits.root}: no {split} graphs")

@@ -22,6 +22,8 @@ from graphcost.commands.common import (
     DEVICE_HELP,
     check_collection,
     check_device_option,
+    check_dir_option,
+    check_outside_inputs_option,
     fail,
     run_info_of,
     set_threads,
@@ -90,6 +92,16 @@ def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb
     if need_gb > max_memory_gb:
         fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
              f"state, above --max-memory-gb {max_memory_gb:g}")
+
+
+def _check_outputs_outside_data(out: Optional[Path], cache_dir: Optional[Path], data_dir: Optional[Path],
+                                root: Path) -> None:
+    """--out and --cache-dir must lie outside the data (--data-dir, else the data found): cache npz files
+    written into a split would be read as graphs by every later command on that data."""
+    data = [("--data-dir", data_dir if data_dir is not None else root)]
+    for option, path in (("--out", out), ("--cache-dir", cache_dir)):
+        if path is not None:
+            check_outside_inputs_option(path, option, data=data)
 
 
 def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
@@ -171,7 +183,7 @@ def train(
     """
     import dataclasses
 
-    from graphcost.atomic import OutputExistsError, OutputPathError, write_json
+    from graphcost.atomic import OutputExistsError, OutputPathError, lock_dir, write_json
     from graphcost.train.crossval import run_crossval
     from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.data.transforms.pool import graph_kinds, load_prepared
@@ -216,6 +228,8 @@ def train(
             check_out(out, overwrite, resume)
         except (OutputExistsError, OutputPathError) as exc:
             fail(str(exc))
+    if cache_dir is not None:
+        check_dir_option(cache_dir, "--cache-dir")
     try:
         get_loss(s.loss)
     except ValueError as exc:
@@ -225,6 +239,7 @@ def train(
                                 recorded_in=s.recorded_in)  # fmt: skip
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
+    _check_outputs_outside_data(out, cache_dir, s.data_dir, splits.root)
     collection = splits.collection
     if collection and collection.split(":")[0] not in model_kinds(s.model):
         fail(f"model {s.model!r} supports {', '.join(model_kinds(s.model))} graphs, not the {collection} collection")
@@ -242,6 +257,7 @@ def train(
     except RuntimeError as exc:  # a peer never joined the rendezvous
         _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
     data_dir = s.data_dir
+    lock = None  # --out's lock (`graphcost.atomic.lock_dir`), taken before anything in --out is replaced
     if overwrite and out is not None and data_dir is not None and data_dir.resolve().is_relative_to(out.resolve()):
         fail(f"--data-dir {data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
     try:
@@ -258,8 +274,13 @@ def train(
             valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
                                          max_memory_gb=max_memory_gb)  # fmt: skip
             pool = train_graphs
-        # only now, with every graph read and validated, is an old run in --out replaced (--overwrite)
+        # only now, with every graph read and validated, is an old run in --out replaced (--overwrite), and
+        # only under --out's lock (the one tune and collect take): a run another live process holds is never removed
+        if out is not None and ctx.is_main:
+            lock = lock_dir(out)
         out = choose_run_dir(out, s.model, resume, ctx, overwrite, keep=(cache_dir,) if cache_dir is not None else ())
+        if lock is None and ctx.is_main:
+            lock = lock_dir(out)
         if ctx.is_main:
             typer.echo(f"run: {out}")
         info = {
@@ -290,13 +311,15 @@ def train(
                 )
                 typer.echo(f"model: {result.best_path or result.last_path}")
                 _fit_trees(out, s.trees, train_graphs, valid_graphs, trainer.metric, s.seed, config.device)
-    except (DatasetError, ValueError, KeyError, OSError) as exc:
+    except (DatasetError, ValueError, KeyError, OSError) as exc:  # DirectoryLockedError: --out held by another run
         fail(str(exc))
     except RuntimeError as exc:
         if not ctx.enabled:
             raise
         _fail_collective(exc, ctx.rank, dist_timeout)
     finally:
+        if lock is not None:
+            lock.release()
         shutdown(ctx)
 
 
