@@ -17,7 +17,7 @@ import graphcost
 FRONTEND = "graphcost.frontend"  # its sub-packages named through this, so tree-wide import rewrites (sed) skip them
 FLOORS = {
     "graphcost.output_guard": -1,  # below atomic, which runs its checks
-    "graphcost.atomic": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
+    "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
     "graphcost.datasets": 0,
     "graphcost.pretrained": 0,
     "graphcost.data": 1,

@@ -17,8 +17,9 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
   2  models/     TGraph, TpuGraphs baselines, Kaufman et al. models, shared layers, trees;
      frontend/hlo/        HLO protobuf decoding, featurizing, autotuner protobuf -> npz
   1  data/       TpuGraphs schema, validation, npz I/O, splits, preprocessing, batching, synthetic data
-  0  atomic, memory, threads, metrics   no graphcost imports but output_guard (atomic writes and output checks,
-                 malloc_trim, --threads auto, Kendall tau / OPA / top-K / tile score / APE);
+  0  atomic, bounds, memory, threads, metrics   no graphcost imports but output_guard (atomic writes and output
+                 checks, the bounds of every number and ArgumentError, malloc_trim, --threads auto,
+                 Kendall tau / OPA / top-K / tile score / APE);
      datasets/   the shipped real CPU datasets and their one locator
  -1  output_guard   the guard of every output path (devices, virtual / read-only file systems, inside an
                  input); no graphcost imports

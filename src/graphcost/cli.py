@@ -11,11 +11,13 @@ import typer
 
 from graphcost import __version__
 from graphcost.commands import collect, dag, data, evaluate, predict, rank, train, tune
+from graphcost.commands.numbers import GuardedGroup
 
 # Plain click help (rich_markup_mode=None): rich's four-column option tables squeeze the option
 # names and help into a few characters each at 80 columns (`--checkpoint-eve…`); click's two
 # columns keep every option whole and wrap its help beneath.
-HELP: dict[str, Any] = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}}
+# cls: every integer / float option bounded before a command parses its arguments (commands/numbers.py).
+HELP: dict[str, Any] = {"rich_markup_mode": None, "context_settings": {"max_content_width": 100}, "cls": GuardedGroup}
 
 app = typer.Typer(
     help="graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG).",

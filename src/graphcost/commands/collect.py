@@ -8,7 +8,9 @@ from pathlib import Path
 
 import typer
 
+from graphcost.bounds import PROCESSES_MAX, SEED_MAX
 from graphcost.commands.common import check_dir_option, fail
+from graphcost.commands.numbers import threads_bound
 
 
 def register(app: typer.Typer) -> None:
@@ -33,8 +35,8 @@ def register(app: typer.Typer) -> None:
         single_thread: bool = typer.Option(True, "--single-thread/--multi-thread", help="Run XLA's CPU kernels "
                                            "single-threaded (--xla_cpu_multi_thread_eigen=false): far less "
                                            "sensitive to preemption on a shared machine."),
-        compile_workers: int = typer.Option(2, min=1, help="Threads compiling configurations in parallel."),
-        processes: int = typer.Option(3, min=1, help="Fresh measuring processes per graph; the label is the median "
+        compile_workers: int = typer.Option(2, min=1, callback=threads_bound, help="Threads compiling configurations in parallel."),
+        processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh measuring processes per graph; the label is the median "
                                       "over processes (cross-process protocol)."),
         measure_core: int = typer.Option(None, help="Core the measuring processes are pinned to (default: the last "
                                          "one); -1 = do not pin."),
@@ -50,7 +52,7 @@ def register(app: typer.Typer) -> None:
         repeat_share: float = typer.Option(1.0, min=0.0, max=1.0, help="With --repeat: repeat only "
                                            "this share of the finished graphs (at least one), spread over families; "
                                            "graphs repeated earlier count towards it."),
-        seed: int = typer.Option(0, help="Seed for program sampling, splits, configurations and visit order."),
+        seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed for program sampling, splits, configurations and visit order."),
         backend: str = typer.Option("local", help="local (this machine) or ray (compile and measure tasks on a Ray "
                                     "cluster; needs graphcost[ray] and nodes offering the resource graphcost_measure)."),
         ray_address: str = typer.Option(None, help="Ray cluster address for --backend ray (e.g. auto); default: a "

@@ -98,7 +98,9 @@ def check_threads(value: str) -> str:
         raise typer.BadParameter(f"expected auto or a number of threads >= 0, got {value!r}") from None
     if n < 0:
         raise typer.BadParameter(f"expected auto or a number of threads >= 0, got {value!r}")
-    return str(n)
+    from graphcost.commands.numbers import threads_bound
+
+    return str(threads_bound(n))  # at most a few per usable core (libgomp crashed at 100,000)
 
 
 def threads_option() -> Any:

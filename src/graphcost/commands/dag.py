@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from graphcost.bounds import DIFFUSION_STEPS_MAX, SAMPLES_MAX, SEED_MAX
 from graphcost.commands.choices import complete_device
 from graphcost.commands.common import (
     DEVICE_HELP,
@@ -129,7 +130,7 @@ def register(app: typer.Typer) -> None:
         size: str = typer.Option("small", help="small (CPU default) | paper (LayerDAG widths/depths/steps)"),
         batch_size: int = typer.Option(32, min=1, help="graphs per step (each with all its layers)"),
         lr: float = typer.Option(1e-3),
-        seed: int = typer.Option(0, help="seed for data split, init, noise"),
+        seed: int = typer.Option(0, min=0, max=SEED_MAX, help="seed for data split, init, noise"),
         num_graphs: Optional[int] = typer.Option(None, min=1, help="LP / NAS-Bench-201: graphs to generate / draw"),
         folds: int = typer.Option(0, min=0, help="k-fold cross-validation: split the graphs into K seeded parts and "
                                   "train on fold --fold (test = part F, valid = part F-1, train = the rest); "
@@ -141,7 +142,7 @@ def register(app: typer.Typer) -> None:
                                    "epoch) | total (epoch with the best summed validation loss)"),
         lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)", autocompletion=complete_device),
-        diffusion_steps: Optional[int] = typer.Option(None, min=1, help="T_node = T_edge, the diffusion steps trained "
+        diffusion_steps: Optional[int] = typer.Option(None, min=1, max=DIFFUSION_STEPS_MAX, help="T_node = T_edge, the diffusion steps trained "
                                                       "and sampled (default: the --size's, small 32, paper 64/16); more "
                                                       "steps = fewer simultaneous changes per reverse step, slower sampling"),
         label_dropout: float = typer.Option(0.0, help="labelled datasets: chance of training a graph with the null label, "
@@ -224,14 +225,14 @@ def register(app: typer.Typer) -> None:
     @app.command("sample")
     def sample(
         model_path: Path = typer.Argument(..., metavar="MODEL", help="run directory (uses best.pt if present) or a checkpoint file"),
-        n: int = typer.Option(100, "-n", min=1, help="number of DAGs"),
+        n: int = typer.Option(100, "-n", min=1, max=SAMPLES_MAX, help="number of DAGs"),
         label: Optional[list[float]] = typer.Option(None, help="target label (repeat for one per graph); "
                                                     "default for a conditional model: training labels drawn at random"),
         schedule: str = typer.Option("constant", help="constant (all --tmax steps every layer) | linear (LayerDAG eq. 1, --tmin..--tmax)"),
         tmin: Optional[int] = typer.Option(None, min=1, help="eq. 1 T_min (default 1)"),
         tmax: Optional[int] = typer.Option(None, min=1, help="eq. 1 T_max / constant T (default: trained T)"),
         out: Path = typer.Option(..., help="output .npz (flat DAG format); a PNG of a few is written beside it"),
-        seed: int = typer.Option(0),
+        seed: int = typer.Option(0, min=0, max=SEED_MAX),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
@@ -300,8 +301,8 @@ def register(app: typer.Typer) -> None:
         schedule: str = typer.Option("constant", help="linear (eq. 1) | constant"),
         tmin: Optional[int] = typer.Option(None, min=1),
         tmax: Optional[int] = typer.Option(None, min=1),
-        num_samples: Optional[int] = typer.Option(None, min=1, help="unconditional models: DAGs to generate"),
-        seed: int = typer.Option(0),
+        num_samples: Optional[int] = typer.Option(None, min=1, max=SAMPLES_MAX, help="unconditional models: DAGs to generate"),
+        seed: int = typer.Option(0, min=0, max=SEED_MAX),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the results as JSON here"),
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: str = threads_option(),

@@ -16,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from graphcost.bounds import SEED_MAX
 from graphcost.commands.choices import Collection, Format, value
 from graphcost.commands.common import check_dir_option, check_outside_inputs_option, fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
@@ -60,7 +61,7 @@ def synth(
     collection: Collection = typer.Option(..., "--collection", "-c", help="collection layout to imitate"),
     out: Path = typer.Option(..., "--out", "-o", help="data root to write <out>/npz/... into"),
     graphs: int = typer.Option(10, "--graphs", "-n", min=1, help="number of graphs (split 80/10/10)"),
-    seed: int = typer.Option(0, "--seed", help="random seed (same seed, same files)"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="random seed (same seed, same files)"),
     min_nodes: Optional[int] = typer.Option(None, "--min-nodes", min=4, help="smallest graph (nodes)"),
     max_nodes: Optional[int] = typer.Option(None, "--max-nodes", min=4, help="largest graph (nodes)"),
     min_configs: Optional[int] = typer.Option(None, "--min-configs", min=1, help="fewest configurations per graph"),
@@ -84,6 +85,9 @@ def synth(
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
+    for low, high, what in ((min_nodes, max_nodes, "nodes"), (min_configs, max_configs, "configs")):
+        if low is not None and high is not None and low > high:
+            raise typer.BadParameter(f"--min-{what} {low} is above --max-{what} {high}", param_hint=f"--min-{what}")
     for hint, knob in (("--config-fraction", dict(config_fraction=config_fraction)), ("--noise", dict(noise=noise))):
         try:
             check_synth_params(**knob)  # beyond typer's min/max: refuses a fraction of 0 and nan
@@ -160,7 +164,7 @@ def split_configs(
     out: Path = typer.Option(..., "--out", "-o", help="directory for OUT/train, OUT/valid, OUT/test"),
     train: float = typer.Option(0.1, "--train", help="share of the configurations to train on"),
     valid: float = typer.Option(0.1, "--valid", help="share for validation (early stopping, model selection)"),
-    seed: int = typer.Option(0, "--seed", help="seed of the split"),
+    seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="seed of the split"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace files already in --out"),
 ) -> None:
     """Split ONE program's graph by configuration into train / valid / test (then: graphcost train --data-dir OUT)."""

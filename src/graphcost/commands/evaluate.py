@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from graphcost.bounds import TTA_MAX
+
 from graphcost.commands.choices import Collection, Format, Precision, complete_device, value
 from graphcost.commands.common import (
     COLLECTION_OPTION,
@@ -38,7 +40,7 @@ def evaluate(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the report as JSON"),
-    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    tta: int = typer.Option(10, "--tta", min=0, max=TTA_MAX, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="evaluate at most N graphs"),
     threads: str = threads_option(),

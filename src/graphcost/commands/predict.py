@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from graphcost.bounds import TTA_MAX
+
 from graphcost.commands.choices import Collection, Precision, complete_device, value
 from graphcost.commands.common import (
     COLLECTION_OPTION,
@@ -37,7 +39,7 @@ def predict(
     split: str = typer.Option("test", "--split", help="train | valid | test: which split's graphs to rank"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the first model's data"),
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
-    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    tta: int = typer.Option(10, "--tta", min=0, max=TTA_MAX, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="predict at most N graphs"),
     threads: str = threads_option(),

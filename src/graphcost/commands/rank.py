@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from graphcost.bounds import TTA_MAX
+
 from graphcost.commands.choices import Format, Precision, complete_device, value
 from graphcost.commands.common import (
     DEVICE_HELP,
@@ -27,7 +29,7 @@ def rank(
     graph: list[Path] = typer.Argument(..., metavar="[MODEL] GRAPH", help="MODEL: a run directory or checkpoint .pt "
                                        "(default: the shipped model of GRAPH's kind); GRAPH: a TpuGraphs-schema npz file"),
     top: Optional[int] = typer.Option(None, "--top", min=1, help="show only the N fastest"),
-    tta: int = typer.Option(10, "--tta", min=0, help="test-time augmentation permutations (TGraph: 10)"),
+    tta: int = typer.Option(10, "--tta", min=0, max=TTA_MAX, help="test-time augmentation permutations (TGraph: 10)"),
     batch: int = typer.Option(128, "--batch", min=1, help="configurations per inference batch"),
     threads: str = threads_option(),
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),

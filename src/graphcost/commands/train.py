@@ -29,6 +29,8 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
+from graphcost.bounds import SEED_MAX, TTA_MAX
+from graphcost.commands.numbers import workers_bound
 from graphcost.train import recipe
 
 
@@ -46,7 +48,6 @@ def _parse_opts(items: list[str]) -> dict:
     return out
 
 
-SEED_MAX = 2**32 - 1  # numpy's legacy seeding and every worker seed stay in range
 
 
 def _check_train_numbers(lr: float, seed: int, max_memory_gb: float) -> None:
@@ -159,7 +160,7 @@ def train(
     max_graphs: Optional[int] = typer.Option(None, "--max-graphs", min=1, help="at most N graphs per split"),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     checkpoint_every: int = typer.Option(0, "--checkpoint-every", min=0, help="also checkpoint every N steps"),
-    eval_tta: int = typer.Option(0, "--eval-tta", min=0, help="TTA permutations during validation"),
+    eval_tta: int = typer.Option(0, "--eval-tta", min=0, max=TTA_MAX, help="TTA permutations during validation"),
     cache_dir: Optional[Path] = typer.Option(None, "--cache-dir", help="cache of preprocessed graphs"),
     max_memory_gb: float = typer.Option(
         8.0, "--max-memory-gb", help="above this many GB of prepared graphs, read them back from --cache-dir per step; "
@@ -171,7 +172,7 @@ def train(
         help="under torchrun: seconds a rank waits for the others before it fails",
     ),
     loader_workers: int = typer.Option(
-        0, "--loader-workers", min=0,
+        0, "--loader-workers", min=0, callback=workers_bound,  # at most one per usable core
         help="DataLoader worker processes that build the training batches while the model trains "
         "(0: in-process; the batches are the same); pays only with spare CPU cores, e.g. when training on a GPU",
     ),

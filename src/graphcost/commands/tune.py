@@ -12,6 +12,7 @@ from typing import NoReturn, Optional
 import typer
 
 from graphcost.atomic import OutputExistsError, check_run_dir, clear_dir, lock_dir
+from graphcost.bounds import PROCESSES_MAX, SEED_MAX
 from graphcost.commands.common import check_run_dir_option, fail
 
 TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
@@ -57,7 +58,7 @@ def register(app: typer.Typer) -> None:
         resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
         round_size: int = typer.Option(4, min=1, help="Configurations measured together per round."),
-        processes: int = typer.Option(3, min=1, help="Fresh processes for the final check against the default."),
+        processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh processes for the final check against the default."),
         rounds: int = typer.Option(5, min=1, help="Timing rounds per batch (median over rounds)."),
         calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
         rtol: float = typer.Option(1e-3, min=0.0, help="Relative tolerance of the output check against the default."),
@@ -67,7 +68,7 @@ def register(app: typer.Typer) -> None:
                                              "enable_fast_min_max (may change results; still checked)."),
         min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
-        seed: int = typer.Option(0, help="Seed of the strategies and the visit order."),
+        seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed of the strategies and the visit order."),
         prepare_timeout: float = typer.Option(600.0, min=1.0, help="Seconds the program's preparation (import, "
                                               "make(), tracing, compiling and one call of the default, in a fresh "
                                               "process) may take."),

@@ -1,0 +1,93 @@
+"""Bounds of every number graphcost takes from a user, and the one typed error of a bad argument
+(issue 36). The CLI declares them where it declares its options (`graphcost.commands.common`); the
+Python API (`graphcost.tune`, `TuneConfig`, `compile_with`) runs the same checks.
+
+* Counts that start threads or processes are bounded by this machine: threads by
+  `THREADS_PER_CORE` times the cores this process may use, worker processes by the cores.
+* Counts that multiply work or memory have a fixed ceiling far above any useful value
+  (`TTA_MAX`, `SAMPLES_MAX`, `DIFFUSION_STEPS_MAX`, `PROCESSES_MAX`): a typo must not run for days.
+* Seeds are integers from 0 to `SEED_MAX`; every other number must be finite and fit int64.
+
+`ArgumentError` subclasses both ValueError and TypeError, so code catching either sees it; its
+message always starts with the argument's name. This module imports nothing of graphcost.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from numbers import Integral, Real
+from typing import Any
+
+THREADS_PER_CORE = 4  # threads beyond this per core only wait on each other (libgomp crashed at 100,000)
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding and every worker seed stay in range
+INT_MAX = 2**63 - 1  # every other integer option: what numpy and torch can hold
+TTA_MAX = 1000  # test-time augmentation permutations (TGraph uses 10); each is a full pass over the graph
+SAMPLES_MAX = 1_000_000  # DAGs one `dag sample` / `dag evaluate` generates
+DIFFUSION_STEPS_MAX = 10_000  # T_node = T_edge (LayerDAG: 64 / 16); the schedule and the model grow with it
+PROCESSES_MAX = 64  # fresh measuring processes per graph or per final check (the label is their median)
+
+
+class ArgumentError(ValueError, TypeError):
+    """An argument of the CLI or the Python API that graphcost cannot use; the message names it."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (`os.sched_getaffinity`; the machine's count elsewhere)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def max_threads() -> int:
+    """The most threads a --threads (or compile-worker) option may ask for on this machine."""
+    return THREADS_PER_CORE * usable_cores()
+
+
+def max_workers() -> int:
+    """The most worker processes that run at once (--loader-workers): one per usable core."""
+    return usable_cores()
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, why: str = "") -> int:
+    """`value` as an int in [lo, hi] (a bool or a float is not an integer); ArgumentError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ArgumentError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    lo = -INT_MAX if lo is None else lo
+    hi = INT_MAX if hi is None else hi
+    if not lo <= value <= hi:
+        raise ArgumentError(f"{name} must be an integer from {lo} to {hi}{why}, got {value}")
+    return value
+
+
+def check_seed(name: str, value: Any) -> int:
+    """A seed: an integer from 0 to SEED_MAX."""
+    return check_int(name, value, 0, SEED_MAX)
+
+
+def check_real(name: str, value: Any, lo: float | None = None, hi: float | None = None, *,
+               lo_open: bool = False) -> float:
+    """`value` as a finite float in [lo, hi] ((lo, hi] with `lo_open`); ArgumentError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ArgumentError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ArgumentError(f"{name} must be a finite number, got {value}")
+    if lo is not None and (value < lo or (lo_open and value == lo)):
+        raise ArgumentError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {value:g}")
+    if hi is not None and value > hi:
+        raise ArgumentError(f"{name} must be <= {hi:g}, got {value:g}")
+    return value
+
+
+def check_threads_count(name: str, value: int) -> int:
+    """A thread count: 0 (the library's default) up to `max_threads()`."""
+    cap = max_threads()
+    return check_int(name, value, 0, cap, f" ({THREADS_PER_CORE} per usable core, {usable_cores()} cores)")
+
+
+def check_workers(name: str, value: int) -> int:
+    """A count of worker processes running at once: 0 up to the usable cores."""
+    return check_int(name, value, 0, max_workers(), " (the cores this process may use)")
