@@ -58,3 +58,15 @@ def test_flag_card_names_the_options_it_varied(tmp_path):
         (tmp_path / "manifest.json").write_text(json.dumps({"collection": {**col, **key}, "environment": env,
                                                             "graphs": graphs}))
         assert expect in render(tmp_path, "test", "graphcost collect ...")
+
+
+def test_card_says_how_the_graphs_were_split(tmp_path):
+    graphs = {"a0": _entry("a", 0.95), "a1": _entry("a", 0.95), "b0": _entry("b", 0.9, split="valid"),
+              "c0": _entry("c", 0.9, split="test")}
+    col = {"space": "layout", "configs": 32, "processes": 3, "rounds": 5, "calls": 5, "warmup": 2, "xla_flags": ""}
+    env = {"cross_process": {"measure_core": 1, "max_wait_s": 60, "max_load": 2.0}}
+    manifest = {"collection": col, "environment": env, "graphs": graphs}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert "stratified by family: train 2, valid 1, test 1" in render(tmp_path, "t", "c")
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "split": {"by": "family"}}))
+    assert "graphs train 2, valid 1, test 1; families train 1, valid 1, test 1" in render(tmp_path, "t", "c")

@@ -81,8 +81,13 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
         "independent second collection" + (", and `config_search_mode`." if layout else "."),
         f"* **Label** `config_runtime` (int64 ns): the median over the {col['processes']} processes of the first "
         "collection.",
-        f"* **Split** by graph, stratified by family: train {splits['train']}, valid {splits['valid']}, "
-        f"test {splits['test']}.",
+        (f"* **Split** by family (whole families per side: valid and test hold families the training side never "
+         f"saw): graphs train {splits['train']}, valid {splits['valid']}, test {splits['test']}; families "
+         + ", ".join(f"{s} {sum(1 for f in fams if all(e['split'] == s for e in graphs.values() if e['family'] == f))}"
+                     for s in ("train", "valid", "test")) + "."
+         if manifest.get("split", {}).get("by") == "family" else
+         f"* **Split** by graph, stratified by family: train {splits['train']}, valid {splits['valid']}, "
+         f"test {splits['test']}."),
         f"* **Size**: {size / 2**20:.1f} MiB of compressed npz.", "",
         "## How it was measured", "",
         f"The cross-process protocol (`graphcost.frontend.measure.cross_process`): the driver compiles a graph's "
