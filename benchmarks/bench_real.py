@@ -243,12 +243,24 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
     return score
 
 
+def _seed_stats(per_seed: list[dict]) -> dict:
+    """Mean and std over seeds of each metric, and the number of seeds."""
+    keys = sorted({k for s in per_seed for k in s})
+    out = {k: float(np.nanmean([s.get(k, np.nan) for s in per_seed])) for k in keys}
+    out.update({f"{k}_std": float(np.nanstd([s.get(k, np.nan) for s in per_seed])) for k in keys})
+    out["seeds"] = len(per_seed)
+    return out
+
+
 def run_split(train: list[Record], valid: list[Record], test: list[Record], models, seeds: int, args,
               work: Path, first_seed: int = 0) -> dict:
-    """Every model x seed on one train/test split: per-model mean over test graphs, then mean ± std over seeds."""
-    out = {}
+    """Every model x seed on one train/test split: per-model mean over test graphs, then mean ± std over
+    seeds; ``by_family`` holds the same per family of the test graphs (what leave-family-out folds report)."""
+    out: dict = {}
+    families = sorted({r.family for r in test})
+    by_family: dict[str, dict] = {f: {} for f in families}
     for model in models:
-        per_seed = []
+        per_seed, per_seed_family = [], {f: [] for f in families}
         for seed in range(first_seed, first_seed + (1 if model in ("count", "ridge") else seeds)):
             t0 = time.perf_counter()
             if model == "count":
@@ -259,18 +271,44 @@ def run_split(train: list[Record], valid: list[Record], test: list[Record], mode
                 score = fit_ridge(train, valid)
             else:
                 score = fit_gnn(model, train, valid, seed, args, work / f"{model}_s{seed}")
-            per_seed.append({**mean_rows([graph_metrics(score(r), r) for r in test]),
-                             "wall_s": time.perf_counter() - t0})
-        out[model] = {k: float(np.mean([s[k] for s in per_seed])) for k in per_seed[0]}
-        out[model].update({f"{k}_std": float(np.std([s[k] for s in per_seed])) for k in per_seed[0]})
-        out[model]["seeds"] = len(per_seed)
+            rows = [graph_metrics(score(r), r) for r in test]
+            per_seed.append({**mean_rows(rows), "wall_s": time.perf_counter() - t0})
+            for f in families:
+                per_seed_family[f].append(mean_rows([m for m, r in zip(rows, test) if r.family == f]))
+        out[model] = _seed_stats(per_seed)
+        for f in families:
+            by_family[f][model] = _seed_stats(per_seed_family[f])
         print(f"    {model:<9} tau {out[model]['kendall_tau']:+.3f} ± {out[model]['kendall_tau_std']:.3f}  "
               f"opa {out[model]['opa']:.3f}  top1 {out[model]['top1_slowdown']:.3f}", flush=True)
     with_repeat = [r for r in test if r.repeat is not None]
     if with_repeat:
         out["noise ceiling"] = {**mean_rows([graph_metrics(r.repeat, r) for r in with_repeat]),
                                 "graphs": len(with_repeat)}
+        for f in families:
+            fam = [r for r in with_repeat if r.family == f]
+            if fam:
+                by_family[f]["noise ceiling"] = {**mean_rows([graph_metrics(r.repeat, r) for r in fam]),
+                                                 "graphs": len(fam)}
+    if len(families) > 1:
+        out["by_family"] = by_family
     return out
+
+
+def family_folds(records: list[Record], folds: int) -> list[list[str]]:
+    """Families in `folds` groups of about equal graph counts (largest family first into the
+    lightest group); 0 = one family per group. Every family is held out exactly once."""
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.family] = counts.get(r.family, 0) + 1
+    if folds <= 0 or folds >= len(counts):
+        return [[f] for f in sorted(counts)]
+    groups: list[list[str]] = [[] for _ in range(folds)]
+    load = [0] * folds
+    for fam in sorted(counts, key=lambda f: (-counts[f], f)):
+        i = int(np.argmin(load))
+        groups[i].append(fam)
+        load[i] += counts[fam]
+    return [sorted(g) for g in groups]
 
 
 def official(records: list[Record], models, args, work: Path) -> dict:
@@ -282,14 +320,18 @@ def official(records: list[Record], models, args, work: Path) -> dict:
 
 
 def lofo(records: list[Record], models, args, work: Path) -> dict:
-    """Leave one family out; the result averages the per-family means (each family weighs the same)."""
-    per_family = {}
-    for fam in sorted({r.family for r in records}):
-        test = [r for r in records if r.family == fam]
-        rest = [r for r in records if r.family != fam and r.split != "valid"]
-        valid = [r for r in records if r.family != fam and r.split == "valid"]  # selection only, never trained on
-        print(f"  leave out {fam}: train {len(rest)} / valid {len(valid)} / test {len(test)} graphs", flush=True)
-        per_family[fam] = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{fam}")
+    """Leave families out: every family is held out once (alone, or with ``--family-folds K`` in one of
+    K groups of families, a stricter test that trains on less); the models train on every graph of the
+    other families. The result averages the per-family means (each family weighs the same)."""
+    per_family: dict[str, dict] = {}
+    for group in family_folds(records, args.family_folds):
+        test = [r for r in records if r.family in group]
+        rest = [r for r in records if r.family not in group and r.split != "valid"]
+        valid = [r for r in records if r.family not in group and r.split == "valid"]  # selection only, never trained on
+        print(f"  leave out {','.join(group)}: train {len(rest)} / valid {len(valid)} / test {len(test)} graphs",
+              flush=True)
+        res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
+        per_family.update(res.pop("by_family", {group[0]: res}))
     names = sorted({m for res in per_family.values() for m in res})
     avg = {}
     for model in names:
@@ -300,7 +342,8 @@ def lofo(records: list[Record], models, args, work: Path) -> dict:
             if f"{k}_std" in rows[0]:
                 avg[model][f"{k}_std"] = float(np.mean([r[f"{k}_std"] for r in rows]))
         avg[model]["families"] = len(rows)
-    return {"families": per_family, **avg}
+    graphs = {f: sum(r.family == f for r in records) for f in per_family}
+    return {"families": per_family, "family_graphs": graphs, "family_folds": args.family_folds, **avg}
 
 
 def flags(records: list[Record], models, args, work: Path) -> dict:
@@ -368,8 +411,8 @@ def markdown(report: dict) -> str:
     keys = [("kendall_tau", "Kendall τ"), ("tau_default", "τ default-mode"), ("tau_random", "τ random-mode"),
             ("opa", "OPA"), ("top1_slowdown", "top-1 slowdown")]
     titles = {"official": "cpu_layout, official split (train → test graphs)",
-              "lofo": "cpu_layout, leave one family out",
-              "lofo_flags": "cpu_flags, leave one family out",
+              "lofo": "Layout, leave families out",
+              "lofo_flags": "Flags, leave families out",
               "flags": "cpu_flags (XLA flag configurations, tile schema), official split",
               **{f"within_{f:g}": f"One program, split by configuration: {f:.0%} to train, {f:.0%} to validate, "
                  "the rest to test" for f in WITHIN_FRACTIONS}}
@@ -391,8 +434,23 @@ def markdown(report: dict) -> str:
         lines += ["", *(f"{'†' * (i + 1)} row from an earlier run at that run's recipe: {run}." for i, run in
                         enumerate(earlier))] if earlier else []
         lines.append("")
+        if "families" in res:
+            lines += family_table(res)
     lines += report.get("notes", [])
     return "\n".join(lines).rstrip() + "\n"
+
+
+def family_table(res: dict) -> list[str]:
+    """Kendall τ of each held-out family (mean ± std over seeds) for every model, and its noise ceiling."""
+    fams = res["families"]
+    cols = [m for m in [*MODELS, "noise ceiling"] if any(m in fams[f] for f in fams)]
+    how = (f"in {res['family_folds']} groups of families" if res.get("family_folds") else "one family at a time")
+    lines = [f"Kendall τ per held-out family (held out {how}):", "",
+             "| family | graphs | " + " | ".join(cols) + " |", "| --- | ---: |" + " ---: |" * len(cols)]
+    for fam in sorted(fams):
+        cells = [_cell(fams[fam][m], "kendall_tau") if m in fams[fam] else "—" for m in cols]
+        lines.append(f"| {fam} | {res.get('family_graphs', {}).get(fam, '?')} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def replace_section(text: str, section: str) -> str:
@@ -420,6 +478,8 @@ def main() -> None:
                         help="collection of programs with >= 1,000 configurations each (default: shipped cpu_layout_1k)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--family-folds", type=int, default=0,
+                        help="lofo protocols: hold families out in this many groups (0: one family at a time)")
     parser.add_argument("--epochs", type=int, default=None, help="default: graphcost train's (train/recipe.py)")
     parser.add_argument("--batch-configs", type=int, default=64, help="as graphcost train")
     parser.add_argument("--hidden", type=int, default=None, help="default: each model's own default width")
