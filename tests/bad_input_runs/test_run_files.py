@@ -116,10 +116,16 @@ def test_evaluate_keeps_a_labelled_test_split_with_constant_runtimes(cost_copy, 
 ], ids=["lr-inf", "lr-0", "seed-1e20", "mem-negative", "mem-nan", "hidden-0", "hidden-1e8"])
 def test_train_refuses_numbers_it_cannot_use(data_root, tmp_path, args, needle):
     """issue 26: --lr inf / --seed 1e20 failed naming no option; hidden=0 and a negative or NaN
-    --max-memory-gb were accepted; hidden=100000000 tried a 70 GB allocation."""
+    --max-memory-gb were accepted; hidden=100000000 tried a 70 GB allocation. Since issue 36 an
+    infinite or NaN float and an integer past int64 are usage errors (exit 2) naming the option,
+    for every option of every command (`graphcost.commands.numbers`)."""
     out = tmp_path / "run"
-    one_line_error(invoke("train", "-c", "layout:xla:random", "--data-dir", data_root, "--epochs", "1",
-                          "--no-progress", "--device", "cpu", "--out", out, *args), needle)
+    result = invoke("train", "-c", "layout:xla:random", "--data-dir", data_root, "--epochs", "1",
+                    "--no-progress", "--device", "cpu", "--out", out, *args)  # fmt: skip
+    if args[1] in ("inf", "nan", str(10**20)):
+        assert result.exit_code == 2 and args[0] in result.output and "Traceback" not in result.output, result.output
+    else:
+        one_line_error(result, needle)
     assert not out.exists()
 
 

@@ -162,6 +162,7 @@ def model_from_checkpoint(state: dict, path: Path, key: str = "model") -> LayerD
                                    f"{str(exc).splitlines()[0] if str(exc) else ''})") from None  # fmt: skip
     if key not in state:
         raise ckpt.CheckpointError(f"{path}: key '{key}': missing from checkpoint")
+    ckpt.check_weight_dtypes(model, state[key], path, key)
     try:
         model.load_state_dict(state[key])
     except (RuntimeError, TypeError, AttributeError, ValueError) as exc:  # shapes, missing/unexpected keys

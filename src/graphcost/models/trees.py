@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from graphcost.models.config_table import MOVED_COLUMNS, config_table
+from graphcost.models.lightgbm_text import check_model_text
 
 TREES_FILE = "trees.txt"
 BLEND_FILE = "blend.json"
@@ -152,6 +153,10 @@ class TreeRanker:
         kind = first.removeprefix("# graphcost trees kind=").strip()
         if not first.startswith("# graphcost trees kind=") or kind not in ("layout", "tile"):
             raise TreeError(f"{path}: first line must be '# graphcost trees kind=layout|tile', got {first[:60]!r}")
+        try:  # checked first: LightGBM's parser dies with a segfault on a truncated or edited model
+            check_model_text(body, path)
+        except ValueError as exc:
+            raise TreeError(str(exc)) from None
         try:
             booster = lgb.Booster(model_str=body)
         except Exception as exc:  # noqa: BLE001 - LightGBM raises its own error type for a damaged model

@@ -109,6 +109,25 @@ class CheckpointError(ValueError):
     """A checkpoint file is missing, unreadable or lacks a required entry."""
 
 
+def check_weight_dtypes(model: torch.nn.Module, weights: Any, path: str | os.PathLike, key: str = "model") -> None:
+    """CheckpointError naming the file and the key when a weight of `weights` (a state dict) is not a
+    tensor, or holds integers (or bools) where `model` holds floating-point numbers, or the reverse:
+    `load_state_dict` would cast them silently (int64 weights truncated and used; issue 36).
+    Missing, unexpected and misshapen weights are left to `load_state_dict`, which names them."""
+    if not isinstance(weights, dict):
+        return
+    for name, mine in model.state_dict().items():
+        theirs = weights.get(name)
+        if theirs is None:
+            continue
+        if not isinstance(theirs, torch.Tensor):
+            raise CheckpointError(f"{path}: key '{key}.{name}': a {type(theirs).__name__}, not a tensor")
+        if theirs.is_floating_point() != mine.is_floating_point() or theirs.is_complex():
+            raise CheckpointError(f"{path}: key '{key}.{name}': {str(theirs.dtype).removeprefix('torch.')} weights "
+                                  f"where the model holds {str(mine.dtype).removeprefix('torch.')}; refusing to "
+                                  "convert them")
+
+
 def load_checkpoint(
     path: str | os.PathLike,
     map_location: str | torch.device = "cpu",

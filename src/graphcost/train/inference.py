@@ -114,6 +114,7 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
         scaler = load_scaler(state["scaler"])
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise ckpt.CheckpointError(f"{path}: key 'scaler': not a feature scaler state ({type(exc).__name__}: {exc})") from None
+    ckpt.check_weight_dtypes(model, state["model"], path)
     try:
         model.load_state_dict(state["model"])
     except (RuntimeError, TypeError, AttributeError) as exc:  # wrong tensor shapes / missing or unexpected keys / not a dict

@@ -296,6 +296,7 @@ class Trainer:
                 f"{self.last_path}: checkpoint was written by {saved_world} data-parallel process(es), this run has "
                 f"{self.dist.world_size}; resume with the same torchrun --nproc_per_node (the steps of an epoch depend on it)"
             )
+        ckpt.check_weight_dtypes(self.model, state["model"], self.last_path)
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
