@@ -23,11 +23,12 @@ TINY = ["--model", "tgraph", "--model-opt", "hidden=8", "--model-opt", "opcode_d
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("synthetic")
+    runs_dir = tmp_path_factory.mktemp("runs")  # outside the data: an output inside an input is refused
     out = {}
     for collection, kind in (("layout:xla:random", "layout"), ("tile:xla", "tile")):
         write_synthetic_collection(root, collection, num_graphs=3, seed=0, split_fractions=(0.34, 0.33, 0.33),
                                    max_nodes=20, max_configs=16, progress=False)
-        run = root / f"run-{kind}"
+        run = runs_dir / f"run-{kind}"
         res = CliRunner().invoke(app, ["train", "--collection", collection, "--data-dir", str(root), *TINY,
                                        "--out", str(run)])
         assert res.exit_code == 0, res.output
@@ -99,3 +100,61 @@ def test_tune_api_end_to_end(runs, tmp_path):
     assert result.speedup >= 1.0 and (result.beats_default or result.best.is_default)
     out = graphcost.compile_with(program.fn, result.best)(*program.args)
     np.testing.assert_allclose(np.asarray(out), np.asarray(program.fn(*program.args)), rtol=1e-3, atol=1e-5)
+
+
+def test_flag_options_the_model_never_saw_vary_are_scored_at_their_default(runs, tmp_path, caplog):
+    """A tile run whose training data varied only the first 7 flag columns (run.json ``flag_columns``)
+    cannot tell configurations apart that differ in the others: it scores them at their defaults and says so."""
+    import json
+    import logging
+    import shutil
+
+    from graphcost.frontend.programs.flags import FLAG_COLUMNS
+
+    run = tmp_path / "tile-7"
+    shutil.copytree(runs["tile"], run)
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "flag_columns": list(FLAG_COLUMNS[:7])}))
+    program = _program()
+    space = make_space("flags", program)
+    with caplog.at_level(logging.WARNING, logger="graphcost.tuning.scoring"):
+        scorer = GraphModelScorer([run], program, space)
+    searched = [d.name for d in space.dims if len(d.choices) > 1]
+    assert scorer.ignored == tuple(c for c in searched if c not in FLAG_COLUMNS[:7]) and scorer.ignored
+    assert "never saw" in caplog.text and scorer.ignored[0] in caplog.text
+    i = [d.name for d in space.dims].index(scorer.ignored[0])
+    moved = tuple(1 if j == i else 0 for j in range(len(space.dims)))
+    first = [d.name for d in space.dims].index(FLAG_COLUMNS[0])
+    known = tuple(1 if j == first else 0 for j in range(len(space.dims)))
+    scores = scorer([space.default(), moved, known])
+    assert scores[0] == scores[1] and scores[2] != scores[0]
+    assert GraphModelScorer([runs["tile"]], program, space).ignored == ()  # no flag_columns: nothing ignored
+
+
+def test_train_records_the_flag_columns_of_its_data(tmp_path):
+    import json
+    import shutil
+
+    from graphcost.datasets import shipped_dataset_dir
+    from graphcost.frontend.programs.flags import trained_flag_columns
+
+    shipped = shipped_dataset_dir("cpu_flags")
+    manifest = json.loads((shipped / "manifest.json").read_text())
+    assert trained_flag_columns(shipped) == tuple(manifest["collection"]["flag_columns"])
+    data = tmp_path / "flags"
+    for split in ("train", "valid"):
+        (data / split).mkdir(parents=True)
+        for f in sorted((shipped / split).glob("*.npz"))[:2]:
+            shutil.copy(f, data / split / f.name)
+    old = {**manifest, "collection": {k: v for k, v in manifest["collection"].items() if k != "flag_columns"}}
+    (data / "manifest.json").write_text(json.dumps(old))  # a collection made before the columns were recorded
+    res = CliRunner().invoke(app, ["train", "--collection", "tile:xla", "--data-dir", str(data), *TINY,
+                                   "--out", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.output
+    from graphcost.frontend.programs.flags import FLAG_COLUMNS
+
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["flag_columns"] == list(FLAG_COLUMNS[:7])
+    (data / "manifest.json").write_text('{"collection": {"space": "layout"}}')
+    assert trained_flag_columns(data) is None
+    (data / "manifest.json").write_text("[")
+    assert trained_flag_columns(data) is None

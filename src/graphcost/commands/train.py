@@ -190,6 +190,7 @@ def train(
     from graphcost.data.transforms.pool import graph_kinds, load_prepared
     from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
+    from graphcost.frontend.programs.flags import trained_flag_columns
     from graphcost.train.run_info import RUN_INFO, RunSettings
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
@@ -289,6 +290,9 @@ def train(
             "kind": graph_kinds(pool)[0], "folds": s.folds, "train_folds": s.train_folds, "keep": s.keep,
             "max_graphs": s.max_graphs, "config": dataclasses.asdict(config), "trees": bool(s.trees and not s.folds),
         }  # fmt: skip
+        flag_columns = trained_flag_columns(splits.root) if info["kind"] == "tile" else None
+        if flag_columns is not None:  # which options the labels vary: a tuner scores only these (tuning/scoring.py)
+            info["flag_columns"] = list(flag_columns)
         if ctx.is_main:
             out.mkdir(parents=True, exist_ok=True)
             write_json(info, out / RUN_INFO)

@@ -39,7 +39,7 @@ class GraphModelScorer:
         from graphcost.train.inference import EnsemblePredictor
 
         self.program, self.space = program, space
-        self.predictors = {}
+        self.predictors, self.runs = {}, {}
         for run in runs:
             pred = EnsemblePredictor.load([run], device=device, tta=0, batch_size=batch_size)
             if pred.kind not in space.kinds:
@@ -47,9 +47,14 @@ class GraphModelScorer:
                                  f"(it needs a {' or '.join(space.kinds)} model)")
             if pred.kind in self.predictors:
                 raise ValueError(f"{run}: two {pred.kind} models given; ensemble them in one run (train --folds)")
-            self.predictors[pred.kind] = pred
+            self.predictors[pred.kind], self.runs[pred.kind] = pred, run
         if not self.predictors:
             raise ValueError("no cost model given")
+        # flag columns the tile model's training data never varied: scored at their default (`ignored_flags`)
+        self.ignored: tuple[str, ...] = ()
+        self.flag_space = space if space.name == "flags" else getattr(space, "flags", None)  # joint: its flag part
+        if "tile" in self.predictors and self.flag_space is not None:
+            self.ignored = ignored_flags(self.runs["tile"], self.flag_space)
 
     def __call__(self, configs: list[Codes]) -> np.ndarray:
         """(K,) float64 predicted scores of `configs`, lower = faster."""
@@ -59,12 +64,59 @@ class GraphModelScorer:
         total = np.zeros(len(configs), np.float64)
         for kind, pred in self.predictors.items():
             graph = self.space.graph_for(self.program, kind, configs)
+            if kind == "tile" and self.ignored:
+                graph = mask_flags(graph, self.flag_space, self.ignored)
             prepared = prepare_graph(graph, prune=True, dedup=False, validate=False)
             scores = np.asarray(pred.score(prepared), np.float64)  # (K,)
             if not np.all(np.isfinite(scores)):
                 raise ValueError(f"the {kind} cost model gave non-finite scores for {self.program.name}")
             total += standardise(scores)
         return total
+
+
+def ignored_flags(run: str | Path, space: Space) -> tuple[str, ...]:
+    """Flag dimensions of `space` that the tile model `run` cannot tell apart: options its
+    training collection never varied (run.json ``flag_columns``, written by `graphcost train` from
+    the data's manifest), logged with the options the model knows but this jaxlib lacks. A run
+    without ``flag_columns`` (trained on other data) ignores nothing."""
+    import json
+    import logging
+
+    from graphcost.frontend.programs import flags as flagspace
+
+    log = logging.getLogger(__name__)
+    path = Path(run) if Path(run).is_dir() else Path(run).parent
+    try:
+        known = json.loads((path / "run.json").read_text(encoding="utf-8")).get("flag_columns")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return ()
+    if not isinstance(known, list):
+        return ()
+    searched = [d.name for d in space.dims if len(d.choices) > 1]
+    ignored = tuple(c for c in searched if c not in known)
+    lacking = sorted(set(known) - {o.candidate.name for o in flagspace.known_options()})
+    if ignored:
+        log.warning(f"the flag model {path} never saw {', '.join(ignored)} vary (its training data did not): it "
+                    "scores them at their defaults, and measurements alone decide them")
+    if lacking:
+        log.warning(f"this jaxlib has no {', '.join(lacking)}, which the flag model {path} was trained on: "
+                    "they stay at their defaults")
+    return ignored
+
+
+def mask_flags(graph, space: Space, names: Sequence[str]):
+    """`graph` (a TileGraph of flag space `space`'s candidates) with the columns of `names` set to the stored
+    value of the space's default, so the model scores candidates as if those options were unchanged."""
+    import dataclasses
+
+    from graphcost.frontend.programs import flags as flagspace
+
+    feat = np.array(graph.config_feat, copy=True)  # (K, 24)
+    default = flagspace.flag_features([space.config(space.default())])[0]  # (24,)
+    for name in names:
+        col = flagspace.FLAG_COLUMNS.index(name)
+        feat[:, col] = default[col]
+    return dataclasses.replace(graph, config_feat=feat)
 
 
 class OnlineModel:

@@ -314,6 +314,30 @@ def collect_columns() -> tuple[str, ...]:
     return tuple(o.candidate.name for o in known_options())
 
 
+FIRST_COLLECTION_COLUMNS = 7  # the first cpu_flags collection varied columns 0-6 and did not record them
+
+
+def trained_flag_columns(data_root) -> tuple[str, ...] | None:
+    """The flag columns a flag collection at `data_root` varied: its manifest's
+    ``collection.flag_columns`` (the first 7 columns for a collection made before they were
+    recorded). None when `data_root` has no readable manifest of a flag collection (e.g. a
+    TpuGraphs tile dataset), i.e. nothing is known about which options its labels vary."""
+    import json
+    from pathlib import Path
+
+    try:
+        manifest = json.loads((Path(data_root) / "manifest.json").read_text(encoding="utf-8"))
+        collection = manifest["collection"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None
+    if not isinstance(collection, dict) or collection.get("space") != "flags":
+        return None
+    columns = collection.get("flag_columns", FLAG_COLUMNS[:FIRST_COLLECTION_COLUMNS])
+    if not isinstance(columns, list | tuple) or not all(isinstance(c, str) for c in columns):
+        return None
+    return tuple(c for c in columns if c in FLAG_COLUMNS)
+
+
 def flag_configs(num: int, seed: int = 0) -> list[FlagConfig]:
     """`num` distinct configurations over every option of `collect_columns` (the widened space
     ``graphcost collect --space flags`` measures): the installed jaxlib's default first, then
