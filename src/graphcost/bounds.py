@@ -58,7 +58,8 @@ def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = Non
     lo = -INT_MAX if lo is None else lo
     hi = INT_MAX if hi is None else hi
     if not lo <= value <= hi:
-        raise ArgumentError(f"{name} must be an integer from {lo} to {hi}{why}, got {value}")
+        span = f">= {lo}" if hi == INT_MAX else f"<= {hi}" if lo == -INT_MAX else f"from {lo} to {hi}"
+        raise ArgumentError(f"{name} must be an integer {span}{why}, got {value}")
     return value
 
 

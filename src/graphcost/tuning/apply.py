@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from graphcost.bounds import ArgumentError
+from graphcost.tuning.arguments import check_fn, check_tuned
 from graphcost.tuning.tuner import TunedConfig, check_best, load_best
 
 
@@ -23,7 +25,7 @@ def _as_config(best) -> TunedConfig:
         return load_best(best)
     if isinstance(best, dict):
         return check_best(best, "the tuned configuration", defaults=True)
-    raise TypeError(f"expected a TunedConfig, a best.json path or its dict, got {type(best).__name__}")
+    raise ArgumentError(f"best must be a TunedConfig, a best.json path or its dict, got {type(best).__name__}")
 
 
 def layout_codes(space, layouts: list[dict[str, Any]]) -> tuple[int, ...]:
@@ -95,7 +97,10 @@ def compile_with(fn: Callable, best: TunedConfig | str | Path | dict) -> Callabl
         shapes and dtypes); its `config` attribute is the `TunedConfig` applied.
 
     Raises:
-        ValueError: `best` is malformed (naming the file and field), or XLA refuses its options.
+        ValueError: `best` is malformed (naming the file and field), or XLA refuses its options;
+            `graphcost.bounds.ArgumentError` (also a TypeError) for an `fn` that is not callable,
+            a `best` of another type, an unknown space, codes outside the flag space, unknown flag
+            names or compiler_options that contradict the codes.
 
     Example:
         ```python
@@ -105,8 +110,11 @@ def compile_with(fn: Callable, best: TunedConfig | str | Path | dict) -> Callabl
     """
     import jax
 
+    check_fn(fn)
     cfg = _as_config(best)
-    check_options(cfg.compiler_options, best if isinstance(best, (str, Path)) else "the tuned configuration")
+    where = best if isinstance(best, (str, Path)) else "the tuned configuration"
+    check_tuned(cfg, where)  # a known space, codes in range, known flags, options that agree with the codes
+    check_options(cfg.compiler_options, where)
     cache: dict = {}
 
     def run(*args):

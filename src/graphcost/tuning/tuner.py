@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from graphcost.bounds import ArgumentError
 from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.trial import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
@@ -289,6 +290,13 @@ class TuneConfig:
     learner: str = "auto"
     progress: bool = True
 
+    def __post_init__(self) -> None:
+        """Every field checked (`graphcost.tuning.arguments`): ArgumentError (a ValueError and a
+        TypeError) naming the first field that cannot be used, e.g. ``rtol='x'`` or ``learner='bogus'``."""
+        from graphcost.tuning.arguments import check_tune_config
+
+        check_tune_config(self)
+
 
 def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides: Any) -> TuneResult:
     """Make `fn(*args)` faster within a budget of real measurements (the loop: module docstring).
@@ -306,7 +314,8 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
 
     Raises:
         ValueError: an unusable argument (a count below 1, an unknown space or strategy, a model
-            of the wrong kind, a study of another program).
+            of the wrong kind, a study of another program); a bad argument's type or value is
+            `graphcost.bounds.ArgumentError` (also a TypeError), naming it.
         TypeError: a keyword that is not a `TuneConfig` field.
         TuneInterrupted: Ctrl-C; it says how many configurations this run measured (they are saved
             in the study when `out` or `storage` is given).
@@ -322,6 +331,12 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     """
     from tqdm.auto import tqdm
 
+    from graphcost.tuning.arguments import check_fn
+
+    if config is not None and not isinstance(config, TuneConfig):
+        raise ArgumentError(f"config must be a TuneConfig or None, got {type(config).__name__}")
+    if not isinstance(fn, TuneProgram):
+        check_fn(fn)
     cfg = _settings(config, overrides)
     _check_counts(budget=cfg.budget, round_size=cfg.round_size, processes=cfg.processes, finalists=cfg.finalists)
     protocol = cfg.protocol or Protocol(rounds=5, calls=10, warmup=2, seed=cfg.seed)

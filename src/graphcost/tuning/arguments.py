@@ -1,0 +1,131 @@
+"""The checks of the Python API's arguments (issue 36): `TuneConfig` (run by its `__post_init__`, so
+`graphcost.tune(..., **overrides)` and `dataclasses.replace` are checked too), the `fn` of
+`graphcost.tune` and `compile_with`, and a tuned configuration before `compile_with` applies it.
+
+Every check raises `graphcost.bounds.ArgumentError` (a ValueError and a TypeError) whose message
+starts with the argument's name: the same bounds as the `graphcost tune` options.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from graphcost.bounds import PROCESSES_MAX, ArgumentError, check_int, check_real, check_seed
+from graphcost.output_guard import OutputPathError, check_target_kind, check_writable_place
+
+DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
+
+
+def _one_of(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in choices:
+        raise ArgumentError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def _optional(name: str, value: Any, types: tuple[type, ...], what: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+        raise ArgumentError(f"{name} must be {what} or None, got {value!r} ({type(value).__name__})")
+
+
+def _check_names(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """A list of names (`strategies`): a bare string is refused, not read letter by letter."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        raise ArgumentError(f"{name} must be a list of names, got the string {value!r} (did you mean [{value!r}]?)")
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ArgumentError(f"{name} must be a non-empty list of names from {', '.join(choices)}, got {value!r}")
+    for item in value:
+        _one_of(f"{name} entry", item, choices)
+
+
+def check_out_dir(name: str, out: Any) -> None:
+    """`out`: None or a directory path that can be written (not a file, a device, /proc)."""
+    _optional(name, out, (str, os.PathLike), "a directory path (str or Path)")
+    if out is None:
+        return
+    try:
+        check_target_kind(out, name)
+        check_writable_place(out, name)
+    except OutputPathError as exc:
+        raise ArgumentError(str(exc)) from None
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ArgumentError(f"{name} {out}: is a file, but {name} must be a directory")
+
+
+def check_tune_config(cfg: Any) -> None:
+    """Every field of a `TuneConfig`; ArgumentError naming the first one that cannot be used."""
+    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.tuning.space import SPACES
+    from graphcost.tuning.strategies import ONLINE_LEARNERS, STRATEGIES
+
+    _one_of("space", cfg.space, SPACES)
+    for name in ("budget", "round_size", "finalists"):
+        check_int(name, getattr(cfg, name), 1)
+    check_int("processes", cfg.processes, 1, PROCESSES_MAX)
+    check_seed("seed", cfg.seed)
+    check_real("min_gain", cfg.min_gain, 0.0)
+    check_real("rtol", cfg.rtol, 0.0)
+    check_real("atol", cfg.atol, 0.0)
+    models = cfg.model if isinstance(cfg.model, (list, tuple)) else [cfg.model]
+    for model in models:
+        _optional("model", model, (str, os.PathLike), "a run directory or checkpoint path (or a list of them)")
+    _check_names("strategies", cfg.strategies, STRATEGIES)
+    check_out_dir("out", cfg.out)
+    for name in ("storage", "program_ref", "name"):
+        _optional(name, getattr(cfg, name), (str,), "a string")
+    _optional("protocol", cfg.protocol, (Protocol,), "a Protocol")
+    _optional("pool_kwargs", cfg.pool_kwargs, (dict,), "a dict")
+    for name in ("allow_fast_math", "progress"):
+        if not isinstance(getattr(cfg, name), bool):
+            raise ArgumentError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
+    if not isinstance(cfg.device, str) or not DEVICE.fullmatch(cfg.device):
+        raise ArgumentError(f"device must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
+    _one_of("learner", cfg.learner, ONLINE_LEARNERS)
+
+
+def check_fn(fn: Any) -> None:
+    """`fn` of `tune` / `compile_with`: a callable (a JAX function)."""
+    if not callable(fn):
+        raise ArgumentError(f"fn must be a JAX function (a callable), got {fn!r} ({type(fn).__name__})")
+
+
+def check_tuned(cfg: Any, where: object) -> None:
+    """A tuned configuration before it is applied: a known space; for the flag space, codes inside
+    its dimensions; flag names the space knows; and `compiler_options` that agree with the codes
+    and flags. ArgumentError naming `where` and the field."""
+    from graphcost.tuning.space import SPACES, FlagSpace
+
+    if cfg.space not in SPACES:
+        raise ArgumentError(f"{where}: field 'space' must be one of {', '.join(SPACES)}, got {cfg.space!r}")
+    if cfg.space == "layout":
+        if cfg.flags or cfg.compiler_options:
+            raise ArgumentError(f"{where}: a layout configuration holds no flags or compiler_options, got "
+                                f"{sorted({**cfg.flags, **cfg.compiler_options})}")
+        return
+    space = FlagSpace(allow_fast_math=True)
+    names = [d.name for d in space.dims]
+    unknown = sorted(set(cfg.flags) - set(names))
+    if unknown:
+        raise ArgumentError(f"{where}: field 'flags' names {unknown[0]!r}, not a flag of this jaxlib "
+                            f"(known: {', '.join(names)})")
+    if cfg.space != "flags" or not cfg.codes:
+        return
+    if len(cfg.codes) != len(space.dims):
+        raise ArgumentError(f"{where}: field 'codes' holds {len(cfg.codes)} codes, the flag space has {len(space.dims)}")
+    for i, (code, dim) in enumerate(zip(cfg.codes, space.dims)):
+        if not 0 <= code < len(dim.choices):
+            raise ArgumentError(f"{where}: field 'codes[{i}]' ({dim.name}) is {code}, outside 0..{len(dim.choices) - 1}")
+    implied = space.describe(tuple(cfg.codes))
+    searched = {d.param for d in space.dims}  # XLA options the codes decide (absent: the compiler's default)
+    for field in ("flags", "compiler_options"):
+        given, expected = getattr(cfg, field), implied[field]
+        for key, value in given.items():
+            if key in expected and expected[key] != value:
+                raise ArgumentError(f"{where}: field '{field}.{key}' is {value!r}, but the codes set it to "
+                                    f"{expected[key]!r}")
+            if field == "compiler_options" and key in searched and key not in expected:
+                raise ArgumentError(f"{where}: field 'compiler_options.{key}' is {value!r}, but the codes leave it "
+                                    "at the compiler's default")
