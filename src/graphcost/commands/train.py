@@ -116,6 +116,18 @@ def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
          f"collective waited longer than --dist-timeout {timeout_s:g} s)")
 
 
+def recorded_data_dir(data_dir: Path | None) -> str | None:
+    """run.json's ``data_dir``: None for the default shipped data, a shipped dataset's NAME as given
+    (found again in whatever install reads the run), else the absolute path."""
+    from graphcost.datasets import SHIPPED
+
+    if data_dir is None:
+        return None
+    if str(data_dir) in SHIPPED and not data_dir.is_dir():
+        return str(data_dir)
+    return str(data_dir.resolve())
+
+
 def train(
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     data_dir: Optional[Path] = typer.Option(
@@ -286,7 +298,7 @@ def train(
         if ctx.is_main:
             typer.echo(f"run: {out}")
         info = {
-            "collection": collection, "data_dir": str(data_dir.resolve()) if data_dir else None,
+            "collection": collection, "data_dir": recorded_data_dir(data_dir),
             "kind": graph_kinds(pool)[0], "folds": s.folds, "train_folds": s.train_folds, "keep": s.keep,
             "max_graphs": s.max_graphs, "config": dataclasses.asdict(config), "trees": bool(s.trees and not s.folds),
         }  # fmt: skip

@@ -2,6 +2,7 @@
 shipped dataset; and the prepared-graph pool (`graphcost.data.transforms.pool`), eager or lazy."""
 
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -72,3 +73,20 @@ def test_lazy_graphs_train_exactly_like_in_memory_ones(official, tmp_path):
     assert [{k: v for k, v in r.items() if k not in drop} for r in a] == [
         {k: v for k, v in r.items() if k not in drop} for r in b
     ]
+
+
+def test_a_shipped_dataset_by_name_unless_a_directory_of_that_name_exists(tmp_path, monkeypatch):
+    from graphcost.commands.train import recorded_data_dir
+    from graphcost.datasets import shipped_dataset_dir
+
+    monkeypatch.chdir(tmp_path)
+    splits = locate.resolve_splits("cpu_flags", "tile:xla")
+    assert splits.root == shipped_dataset_dir("cpu_flags") and splits.files["train"]
+    assert recorded_data_dir(Path("cpu_flags")) == "cpu_flags"  # found again by any install
+    local = tmp_path / "cpu_flags"
+    (local / "train").mkdir(parents=True)
+    with pytest.raises(locate.DatasetError):  # the local directory wins (and holds no graphs)
+        locate.resolve_splits("cpu_flags", "tile:xla")
+    assert recorded_data_dir(Path("cpu_flags")) == str(local)
+    with pytest.raises(locate.DatasetError, match="not a directory"):
+        locate.resolve_splits("cpu_nope")

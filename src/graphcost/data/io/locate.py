@@ -9,7 +9,9 @@ Accepted data locations (`resolve_splits`):
 4. no directory at all: the real CPU dataset shipped in the package, found by
    `graphcost.datasets.shipped_for_collection`: ``graphcost/datasets/cpu_layout/{train,valid,test}``
    (layout), or ``graphcost/datasets/cpu_flags/...`` (XLA CPU flags, tile schema) for
-   ``--collection tile:xla``.
+   ``--collection tile:xla``;
+5. the NAME of a shipped dataset (``--data-dir cpu_zoo_layout``) when no directory of that name
+   exists here: that dataset from the package (`graphcost.datasets.SHIPPED`).
 
 Loading the files into prepared graphs is `graphcost.data.transforms.pool`; the seeded split of a
 flat directory is `graphcost.data.splits.holdout_split`.
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.data.splits import holdout_split
-from graphcost.datasets import shipped_for_collection
+from graphcost.datasets import SHIPPED, shipped_dataset_dir, shipped_for_collection
 
 SPLITS = ("train", "valid", "test")
 
@@ -148,6 +150,11 @@ def resolve_splits(
             )
     else:
         root = Path(data_dir).expanduser()
+        if not root.is_dir() and str(data_dir) in SHIPPED:  # a shipped dataset by name
+            try:
+                root = shipped_dataset_dir(str(data_dir))
+            except FileNotFoundError as exc:
+                raise DatasetError(str(exc)) from None
         if not root.is_dir():
             if recorded_in is not None:
                 raise DatasetError(
