@@ -60,7 +60,7 @@ def rank(
     if prepared.kind == "layout" and prepared.num_config_nodes == 0:
         typer.secho(f"warning: {graph_path}: no configurable node (key 'node_config_ids' is empty): every configuration "
                     "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
-    measured = _measured_runtimes(graph_path, len(scores))
+    measured = _measured_runtimes(graph_path, len(scores))  # checked before anything is printed
     shown = order[:top] if top else order
     rows = [{"rank": position, "config": int(index), "score": float(scores[index]),
              "runtime": None if measured is None else float(measured[index])} for position, index in enumerate(shown)]
@@ -95,6 +95,10 @@ def _measured_runtimes(graph: Path, k: int):
         if "config_runtime" not in z.files:
             return None
         runtime = np.asarray(z["config_runtime"], dtype=np.float64).reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(runtime) | (runtime < 0))
+    if bad.size:  # Kendall tau against -5 or NaN is no figure at all (issue 36: computed, or a traceback)
+        fail(f"{graph}: key 'config_runtime' holds {runtime[bad[0]]:g} at configuration {int(bad[0])} "
+             f"({bad.size} such value(s)); measured runtimes must be finite and >= 0")
     return runtime if runtime.shape == (k,) and np.any(runtime != 0) else None
 
 

@@ -69,10 +69,17 @@ def _pid_alive(owner: str) -> bool:
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?:[^\s/]*@|[^\s@'\"]*@)")
 
 
+# a secret in a URL's query string (``?password=...``, ``&sslpassword=...``; issue 36: it was printed)
+_QUERY_SECRET = re.compile(r"(?P<head>[?&;](?:[A-Za-z_]*pass(?:word|wd)?|pwd|secret|token|api_?key)=)[^&;\s'\"]*",
+                           re.IGNORECASE)
+
+
 def mask_url(text: str | None) -> str:
-    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``) replaced by
-    ``***``: storage URLs and the database errors that quote them are shown and logged only masked."""
-    return _URL_PASSWORD.sub(r"\g<head>***@", "" if text is None else str(text))
+    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``, and a password,
+    secret or token in its query string) replaced by ``***``: storage URLs and the database errors
+    that quote them are shown and logged only masked."""
+    masked = _URL_PASSWORD.sub(r"\g<head>***@", "" if text is None else str(text))
+    return _QUERY_SECRET.sub(r"\g<head>***", masked)
 
 
 def _storage_error(storage: str, exc: BaseException) -> ValueError:
