@@ -29,8 +29,10 @@ Protocols: ``official`` (train split -> test split), ``lofo`` (leave one family 
 every graph of the other families, test on all graphs of the left-out one; the figures average
 over families), ``flags`` (the flag dataset `cpu_flags`, official split, tile schema) and
 ``within`` (ONE program with >= 1,000 measured configurations, split by configuration: 1% or 10%
-to train, as many to validate, the rest to test; `graphcost.data.config_split`). Metrics per test
-graph over ALL its configurations: Kendall tau, OPA, top-1 slowdown; mean over graphs; mean ± std
+to train, as many to validate, the rest to test; `graphcost.data.config_split`). ``zero_shot`` (the
+tune suite's measured tables, `--tables`: Kendall τ of the shipped pretrained models, or
+`--layout-model` / `--flags-model`, on programs never in the training data, per program and space).
+Metrics per test graph over ALL its configurations: Kendall tau, OPA, top-1 slowdown; mean over graphs; mean ± std
 over seeds. Layout rows also give Kendall tau within each
 search mode (``default``: 1-3 tensors moved around the compiler default; ``random``: several
 configurations per moved count), where the count heuristic has least to go on.
@@ -378,6 +380,41 @@ def within(root: Path, fraction: float, models, args, work: Path) -> dict:
     return out
 
 
+def zero_shot(tables: Path, runs: dict[str, Path | None]) -> dict:
+    """Kendall τ between a cost model's scores and the measured runtimes of every table of the
+    tune suite's programs (`benchmarks/tune_suite.py`, never in the training data: a test checks
+    HLO fingerprints), per program and space: how well the model ranks programs it has never
+    seen. `runs`: the run scoring each graph kind (None: the shipped pretrained model)."""
+    from scipy.stats import kendalltau
+
+    import bench_tune as bt
+    import graphcost.pretrained as pretrained
+    from graphcost.tuning.scoring import GraphModelScorer
+    from graphcost.tuning.trial import OK
+
+    runs = {k: Path(v) if v else pretrained.shipped_model_dir(k) for k, v in runs.items()}
+    def shown(p: Path) -> str:
+        return str(p.resolve().relative_to(ROOT)) if p.resolve().is_relative_to(ROOT) else str(p)
+
+    out: dict = {"models": {k: shown(v) for k, v in runs.items()}, "tables": shown(tables), "programs": {}}
+    for path in sorted(tables.glob("*.json")):
+        data, raw = bt.load_table(path)
+        name, space_name = data["program"], data["space"]
+        fn, fargs = bt.SUITE[name]()
+        program = bt.TuneProgram(fn, fargs, name)
+        space, convert = bt.replay_space(data, program)
+        ok = [(convert(c), t.ratio) for c, t in raw.items() if t.status == OK]
+        scorer = GraphModelScorer([runs[k] for k in space.kinds], program, space)
+        tau = float(kendalltau(scorer([c for c, _ in ok]), [r for _, r in ok]).statistic)
+        out["programs"].setdefault(space_name, {})[name] = {"kendall_tau": tau, "configs": len(ok)}
+        print(f"  {name} {space_name}: zero-shot tau {tau:+.3f} over {len(ok)} configurations", flush=True)
+    for space_name, progs in out["programs"].items():
+        taus = [v["kendall_tau"] for v in progs.values()]
+        out[space_name] = {"median_kendall_tau": float(np.median(taus)), "mean_kendall_tau": float(np.mean(taus)),
+                           "below_0.2": int(sum(t < 0.2 for t in taus)), "programs": len(taus)}
+    return out
+
+
 def keep_earlier_rows(previous: dict | None, res: dict) -> dict:
     """`res` plus the model rows of an earlier run of the same protocol that this run did not
     redo (``--models`` subset), each marked with the date and command of the run that made it."""
@@ -415,9 +452,12 @@ def markdown(report: dict) -> str:
               "lofo_flags": "Flags, leave families out",
               "flags": "cpu_flags (XLA flag configurations, tile schema), official split",
               **{f"within_{f:g}": f"One program, split by configuration: {f:.0%} to train, {f:.0%} to validate, "
-                 "the rest to test" for f in WITHIN_FRACTIONS}}
+                 "the rest to test" for f in WITHIN_FRACTIONS}, "zero_shot": "zero-shot"}
     for proto, title in titles.items():
         if proto not in report["results"]:
+            continue
+        if proto == "zero_shot":
+            lines += zero_shot_table(report["results"][proto])
             continue
         res, meta = report["results"][proto], report["results"][proto]["meta"]
         what = f"data {meta.get('data', report['data'])}" + (f" ({', '.join(res['programs'])})" if "programs" in res else "")
@@ -453,6 +493,22 @@ def family_table(res: dict) -> list[str]:
     return [*lines, ""]
 
 
+def zero_shot_table(res: dict) -> list[str]:
+    """Per-program zero-shot τ of each space, with the median."""
+    spaces = sorted(res["programs"])
+    names = sorted({n for sp in spaces for n in res["programs"][sp]})
+    meta = res["meta"]
+    lines = [f"**Zero-shot on the tune suite's tables** (`{res['tables']}`; programs never in the training data) — "
+             f"models {', '.join(f'{k}: {v}' for k, v in res['models'].items())}; `{meta['command']}`; {meta['machine']}, "
+             f"{meta['date']}, load average {meta['load']}.", "",
+             "| program | " + " | ".join(f"{sp} τ" for sp in spaces) + " |", "| --- |" + " ---: |" * len(spaces)]
+    for n in names:
+        cells = [f"{res['programs'][sp][n]['kendall_tau']:+.3f}" if n in res["programs"][sp] else "—" for sp in spaces]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    lines.append("| **median** | " + " | ".join(f"**{res[sp]['median_kendall_tau']:+.3f}**" for sp in spaces) + " |")
+    return [*lines, ""]
+
+
 def replace_section(text: str, section: str) -> str:
     """Put `section` first under PARENT, replacing an earlier copy of it (up to the next heading)."""
     start = text.find(SECTION)
@@ -472,7 +528,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help="collection directory (default: shipped cpu_layout)")
     parser.add_argument("--protocols", default="official,lofo,flags,within",
                         help="official, lofo (--data; every family held out in turn), lofo_flags (the same on "
-                        "--flags-data), flags (cpu_flags), within (--within)")
+                        "--flags-data), flags (cpu_flags), within (--within), zero_shot (--tables)")
     parser.add_argument("--flags-data", type=Path, default=None, help="flag collection (default: shipped cpu_flags)")
     parser.add_argument("--within", type=Path, default=None,
                         help="collection of programs with >= 1,000 configurations each (default: shipped cpu_layout_1k)")
@@ -485,6 +541,10 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=None, help="default: each model's own default width")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tables", type=Path, default=ROOT / "benchmarks" / "results" / "tune_wide" / "tables",
+                        help="zero_shot: the tune suite's measured tables (benchmarks/bench_tune.py measure)")
+    parser.add_argument("--layout-model", type=Path, default=None, help="zero_shot: layout run (default: shipped)")
+    parser.add_argument("--flags-model", type=Path, default=None, help="zero_shot: tile run (default: shipped)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     parser.add_argument("--render", action="store_true", help="only rewrite BENCHMARKS.md from the --out JSON")
@@ -525,14 +585,16 @@ def main() -> None:
             "lofo_flags": lambda w: ("lofo_flags", flags_data, lofo(load_records(flags_data), models, args, w)),
             "flags": lambda w: ("flags", flags_data, flags(load_records(flags_data), models, args, w)),
             **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
-               for f in WITHIN_FRACTIONS}}
+               for f in WITHIN_FRACTIONS},
+            "zero_shot": lambda w: ("zero_shot", args.tables, zero_shot(args.tables, {"layout": args.layout_model,
+                                                                                       "tile": args.flags_model}))}
     def named(p: str, name: str) -> bool:  # "within" names within_0.01 and within_0.1; "lofo" is not lofo_flags
         return p == name or (name == "within" and p.startswith("within_"))
 
     chosen = [p for name in args.protocols.split(",") for p in runs if named(p, name)]
     unknown = [name for name in args.protocols.split(",") if not any(named(p, name) for p in runs)]
     if unknown:
-        sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, lofo_flags, flags, within")
+        sys.exit(f"--protocols: unknown {unknown}; choose from official, lofo, lofo_flags, flags, within, zero_shot")
     done: list[str] = []  # the protocols this process has measured
     with tempfile.TemporaryDirectory(prefix="bench-real-") as tmp:
         for proto in chosen:
