@@ -131,7 +131,8 @@ def recorded_data_dir(data_dir: Path | None) -> str | None:
 def train(
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     data_dir: Optional[Path] = typer.Option(
-        None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, or a dir of npz "
+        None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, a dir of npz, or the "
+        "name of a dataset shipped with graphcost (cpu_layout, cpu_flags, ...: graphcost.datasets) "
         "(default: the real CPU dataset shipped with graphcost)",
     ),
     model: Model = typer.Option("tgraph", "--model", "-m", help="model name (graphcost.models.registry.MODEL_NAMES)", callback=value),

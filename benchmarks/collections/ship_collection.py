@@ -1,0 +1,61 @@
+"""Ship a finished (or partly finished) collection inside the package, split by family.
+
+    python benchmarks/collections/ship_collection.py SRC NAME --title TITLE --command CMD [--overwrite]
+
+SRC is a directory written by `graphcost collect` (+ ``--repeat``); NAME is the dataset's name under
+``src/graphcost/datasets/`` (it must be one of `graphcost.datasets.SHIPPED`). The graphs are copied
+with a FAMILY split (`graphcost.frontend.collect.parallel.merge_shards`, whole families per side,
+seed 0: valid and test hold families the training side never saw), the repeat measurements kept,
+and the data card written from the result. The old copy is replaced only with ``--overwrite``, and
+only once the new one is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def main() -> None:
+    from graphcost.datasets import SHIPPED
+    from graphcost.frontend.collect.card import write_card
+    from graphcost.frontend.collect.parallel import merge_shards
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("src", type=Path)
+    p.add_argument("name")
+    p.add_argument("--title", required=True)
+    p.add_argument("--command", required=True, help="the command that collected SRC, quoted in the card")
+    p.add_argument("--notes", type=Path, default=None, help="markdown appended to the card")
+    p.add_argument("--overwrite", action="store_true")
+    args = p.parse_args()
+    if args.name not in SHIPPED:
+        sys.exit(f"{args.name}: not a shipped dataset name (graphcost.datasets.SHIPPED: {', '.join(SHIPPED)})")
+    dest = ROOT / "src" / "graphcost" / "datasets" / args.name
+    if dest.exists() and not args.overwrite:
+        sys.exit(f"{dest}: exists; pass --overwrite to replace it")
+    staging = dest.with_name(dest.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        manifest = merge_shards([args.src], [], staging, split="family")
+    except ValueError as exc:
+        sys.exit(str(exc))
+    write_card(staging, args.title, args.command, args.notes)
+    if dest.exists():
+        old = dest.with_name(dest.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old)
+    else:
+        staging.rename(dest)
+    sides = {s: sum(e["split"] == s for e in manifest["graphs"].values()) for s in ("train", "valid", "test")}
+    print(f"{dest}: {len(manifest['graphs'])} graphs ({sides}), card {dest / 'CARD.md'}")
+
+
+if __name__ == "__main__":
+    main()
