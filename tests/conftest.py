@@ -12,6 +12,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # shared helpers: from
 SHARED_DATA = Path(os.environ.get("GRAPHCOST_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 
 
+def pytest_addoption(parser):
+    """`pytest --deep`: the fuzz suite (tests/fuzz) draws 5,000 cases per test instead of its CI budget."""
+    parser.addoption("--deep", action="store_true", default=False, help="fuzz suite: 5,000 generated cases per test")
+
+
+def pytest_configure(config):
+    if config.getoption("--deep"):
+        os.environ["GRAPHCOST_FUZZ_DEEP"] = "1"  # read by tests/fuzz when its modules are imported
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """../shared/data beside the checkout (present locally and in CI), or $GRAPHCOST_SHARED_DATA."""

@@ -250,11 +250,11 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.train import load_model
 
         _check_final_step(final_step)
-        _check_model_path(model_path)
-        check_output_option(out, "--out", overwrite)
+        check_output_option(out, "--out", overwrite)  # the outputs first, as every command (issue 36)
         check_output_option(out.with_suffix(".png"), "--out", overwrite)  # the drawing written beside it
         for written in (out, out.with_suffix(".png")):
             check_outside_inputs_option(written, "--out", files=[("MODEL", model_path)])
+        _check_model_path(model_path)
         set_threads(threads)
         try:
             model = load_model(model_path, last=last).to(dev)
@@ -321,11 +321,11 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.train import load_model
 
         _check_final_step(final_step)
-        _check_model_path(model_path)
-        if json_out is not None:
+        if json_out is not None:  # the output first, as every command (issue 36)
             check_output_option(json_out, "--json", overwrite)
             check_outside_inputs_option(json_out, "--json", data=[("--data-dir", data_dir)],
                                         files=[("MODEL", model_path), ("--samples", samples)])
+        _check_model_path(model_path)
         info = _run_info(model_path)
         dataset = dataset or info.get("dataset")
         if dataset is None:

@@ -12,6 +12,7 @@ asked for), test the rest.
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +52,8 @@ def split_by_configuration(path: str | Path, out_dir: str | Path, train_frac: fl
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise ConfigSplitError(f"{path}: not a readable npz file ({exc})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # an empty file: EOFError; a damaged zip
+        raise ConfigSplitError(f"{path}: not a readable npz file ({type(exc).__name__}: {exc})") from None
     if "config_runtime" not in arrays:
         raise ConfigSplitError(f"{path}: key 'config_runtime' is missing (no measured configurations to split)")
     k = len(arrays["config_runtime"])
