@@ -129,3 +129,52 @@ def test_a_count_weight_without_the_counts_is_refused():
     with pytest.raises(ValueError, match="count"):
         Blend(0.5, "kendall_tau", {}, prior=0.2).combine(np.arange(3.0), np.arange(3.0))
     np.testing.assert_allclose(blended(0.5, np.arange(3.0), np.arange(3.0)), blended(0.5, np.arange(3.0), np.arange(3.0), 0.0, None))
+
+
+def test_trees_of_one_program_use_its_raw_layouts_and_refuse_another(tmp_path, shipped, caplog):
+    """Train and valid from ONE program (split by configuration): program mode, which widens the table
+    with the raw layouts, records the program in trees.txt and does not score other programs."""
+    import logging
+
+    from graphcost.datasets import shipped_dataset_dir
+    from graphcost.models.trees import ProgramMismatch, program_signature, raw_layouts
+
+    [path] = sorted(shipped_dataset_dir("cpu_layout_1k").rglob("*.npz"))
+    whole = prepare_graph(path, dedup=False)
+    import dataclasses
+
+    rows = np.random.default_rng(0).permutation(whole.num_configs)
+
+    def part(r):
+        return dataclasses.replace(whole, config_codes=whole.config_codes[r], runtime=whole.runtime[r],
+                                   config_source_index=whole.config_source_index[r])
+
+    train, valid, test = (part(rows[a:b]) for a, b in ((0, 300), (300, 600), (600, None)))
+    assert program_signature(train) == program_signature(test) != program_signature(shipped[1][0])
+    assert raw_layouts(test).shape == (test.num_configs, len(test.config_node_index) * 18)
+    trees = TreeRanker.fit([train], [valid], seed=0, threads=1)
+    assert trees.program == program_signature(train)
+    tau = metrics.evaluate_graph(trees.score(test), test.runtime, "layout")["kendall_tau"]
+    assert tau > 0.75  # the table alone: ~0.73 at 300 configurations (docs/cost-models.md)
+    trees.save(tmp_path / "trees.txt")
+    again = TreeRanker.load(tmp_path / "trees.txt")
+    assert again.program == trees.program
+    np.testing.assert_array_equal(again.score(test), trees.score(test))
+    other = shipped[1][0]
+    with pytest.raises(ProgramMismatch, match="one other program"):
+        again.score(other)
+    blend = Blend(0.5, "kendall_tau", {})
+    graph = np.arange(other.num_configs, dtype=np.float64)
+    with caplog.at_level(logging.WARNING):
+        np.testing.assert_array_equal(blend.score(graph, again, other), graph)
+    assert "graph model alone" in caplog.text
+    assert TreeRanker.fit(*shipped, seed=0, threads=1).program is None  # many programs: the table only
+
+
+def test_a_bad_program_in_the_trees_header_is_refused(tmp_path, shipped):
+    trees = TreeRanker.fit(*shipped, seed=0, threads=1)
+    trees.save(tmp_path / "trees.txt")
+    text = (tmp_path / "trees.txt").read_text()
+    (tmp_path / "trees.txt").write_text(text.replace("kind=layout", "kind=layout program=xyz", 1))
+    with pytest.raises(TreeError, match="program=<16 hex>"):
+        TreeRanker.load(tmp_path / "trees.txt")

@@ -10,6 +10,17 @@ different speed weigh the same and only the order within a graph is learnt. At m
 `max_rows_per_graph` configurations of a graph are used (a seeded sample), so TpuGraphs-size graphs
 do not swamp the rest.
 
+One program (``program`` mode): when every training and validation graph is the same program
+(same nodes, opcodes and configurable nodes: `program_signature`; e.g. `graphcost data
+split-configs` of one graph, or a tuner's own measurements), nothing needs to transfer across
+graphs, and the table is widened with every raw layout entry of every configurable node
+(`raw_layouts`, C · 18 columns). This is what the trees need on data with no default
+configuration (TpuGraphs layout collections, where "moved off the default" says little), and they
+rank far better once a few hundred configurations are measured (docs/cost-models.md, "Trees within
+one program").
+Trees fitted this way record the program's signature in trees.txt and refuse to score another
+program (`ProgramMismatch`; the blend then falls back to the graph model and says so).
+
 Blend (`Blend`, written to ``blend.json`` by `graphcost train`): with z(·) the scores of a graph's
 configurations standardised to zero mean and unit variance,
 
@@ -34,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.models.config_table import MOVED_COLUMNS, config_table
+from graphcost.models.config_table import CHUNK, MOVED_COLUMNS, config_table
 from graphcost.models.lightgbm_text import check_model_text
 
 TREES_FILE = "trees.txt"
@@ -70,6 +81,48 @@ class TreeError(ValueError):
     """A trees.txt / blend.json that cannot be used (the message names the file and the field)."""
 
 
+class ProgramMismatch(ValueError):
+    """Trees fitted on one program's raw layouts asked to score another program."""
+
+
+def program_signature(prepared) -> str | None:
+    """16 hex digits identifying a layout graph's program (node count, opcodes, edges, configurable
+    nodes); None for tile graphs (their table has no per-program columns)."""
+    import hashlib
+
+    if prepared.kind != "layout":
+        return None
+    h = hashlib.sha1()
+    for a in (np.asarray(prepared.node_opcode, np.int64), np.asarray(prepared.config_node_index, np.int64),
+              np.asarray(prepared.edge_index, np.int64)):
+        h.update(np.ascontiguousarray(a).tobytes())
+        h.update(b"|")
+    return h.hexdigest()[:16]
+
+
+def raw_layouts(prepared, rows: np.ndarray | None = None) -> np.ndarray:
+    """(K', C * 18) float32 every layout entry (minor_to_major positions, -1 = none) of the
+    configurations `rows` (default: all) of a layout PreparedGraph."""
+    import torch
+
+    from graphcost.data.transforms.compress import decompress_layout_config
+
+    rows = np.arange(prepared.num_configs) if rows is None else np.asarray(rows, dtype=np.int64)
+    c = len(prepared.config_node_index)
+    out = np.empty((len(rows), c * 18), dtype=np.float32)
+    for start in range(0, len(rows), CHUNK):
+        part = rows[start:start + CHUNK]
+        cfg = decompress_layout_config(torch.from_numpy(np.ascontiguousarray(prepared.config_codes[part])))
+        out[start:start + len(part)] = cfg.reshape(len(part), -1).numpy()
+    return out
+
+
+def one_program(graphs: Sequence) -> str | None:
+    """The shared `program_signature` of `graphs`, or None when they are not all one layout program."""
+    sigs = {program_signature(g) for g in graphs}
+    return sigs.pop() if len(sigs) == 1 and None not in sigs else None
+
+
 def _standardised_log(runtime: np.ndarray) -> np.ndarray:
     y = np.log(np.maximum(np.asarray(runtime, dtype=np.float64), 1e-300))
     return (y - y.mean()) / max(float(y.std()), 1e-9)
@@ -83,14 +136,20 @@ def standardise(scores: np.ndarray) -> np.ndarray:
     return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()
 
 
-def _stack(graphs: Sequence, max_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _features(g, rows: np.ndarray | None, program: str | None, table: np.ndarray | None = None) -> np.ndarray:
+    """The trees' input: the configuration table, widened by the raw layouts in program mode."""
+    table = config_table(g, rows) if table is None else table
+    return np.hstack([table, raw_layouts(g, rows)]) if program else table
+
+
+def _stack(graphs: Sequence, max_rows: int, seed: int, program: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     xs, ys = [], []
     for i, g in enumerate(graphs):
         if g.num_configs < 2:
             continue
         rng = np.random.default_rng([seed, i, 0x7EE5])
         rows = np.sort(rng.choice(g.num_configs, max_rows, replace=False)) if g.num_configs > max_rows else None
-        xs.append(config_table(g, rows))
+        xs.append(_features(g, rows, program))
         ys.append(_standardised_log(g.runtime if rows is None else np.asarray(g.runtime)[rows]))
     if not xs:
         raise ValueError("no graph with two or more configurations to fit the trees on")
@@ -98,10 +157,11 @@ def _stack(graphs: Sequence, max_rows: int, seed: int) -> tuple[np.ndarray, np.n
 
 
 class TreeRanker:
-    """LightGBM regression on `config_table` features; lower predicted value = faster."""
+    """LightGBM regression on `config_table` features (+ raw layouts in program mode); lower
+    predicted value = faster. `program`: the signature of the one program it was fitted on, or None."""
 
-    def __init__(self, booster, kind: str):
-        self.booster, self.kind = booster, kind
+    def __init__(self, booster, kind: str, program: str | None = None):
+        self.booster, self.kind, self.program = booster, kind, program
 
     @classmethod
     def fit(cls, train: Sequence, valid: Sequence = (), seed: int = 0, max_rows_per_graph: int = 4096,
@@ -111,34 +171,42 @@ class TreeRanker:
         kinds = {g.kind for g in train}
         if len(kinds) != 1:
             raise ValueError(f"trees need graphs of one kind, got {sorted(kinds)}")
-        x, y = _stack(train, max_rows_per_graph, seed)
+        valid = [g for g in valid if g.num_configs >= 2]
+        program = one_program([*train, *valid])
+        x, y = _stack(train, max_rows_per_graph, seed, program)
         params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31,
                   "min_data_in_leaf": max(2, min(20, len(y) // 20)), "feature_fraction": 0.8,
                   "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed, "verbose": -1,
                   "num_threads": threads, "deterministic": True, "force_row_wise": True}
-        valid = [g for g in valid if g.num_configs >= 2]
         if valid:
-            xv, yv = _stack(valid, max_rows_per_graph, seed)
+            xv, yv = _stack(valid, max_rows_per_graph, seed, program)
             booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=1000, valid_sets=[lgb.Dataset(xv, yv)],
                                 callbacks=[lgb.early_stopping(50, verbose=False)])
         else:
             booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=300)
-        return cls(booster, kinds.pop())
+        return cls(booster, kinds.pop(), program)
 
     def score(self, prepared, table: np.ndarray | None = None) -> np.ndarray:
         """(K,) float64 predicted standardised log runtime of every configuration of `prepared`
-        (`table`: its `config_table`, if already made)."""
+        (`table`: its `config_table`, if already made).
+
+        Raises:
+            ProgramMismatch: program-mode trees and a graph of another program."""
         if prepared.kind != self.kind:
             raise ValueError(f"{prepared.name}: a {prepared.kind} graph cannot be scored by {self.kind} trees")
+        if self.program and program_signature(prepared) != self.program:
+            raise ProgramMismatch(f"{prepared.name}: the trees were fitted on the raw layouts of one other program "
+                                  f"(signature {self.program}) and cannot score this one")
         best = self.booster.best_iteration or None
-        table = config_table(prepared) if table is None else table
-        return np.asarray(self.booster.predict(table, num_iteration=best), dtype=np.float64)
+        x = _features(prepared, None, self.program, table)
+        return np.asarray(self.booster.predict(x, num_iteration=best), dtype=np.float64)
 
     def save(self, path: str | Path) -> Path:
         from graphcost.atomic import atomic_write_text
 
         text = self.booster.model_to_string(num_iteration=self.booster.best_iteration or None)
-        return atomic_write_text(path, f"# graphcost trees kind={self.kind}\n" + text)
+        program = f" program={self.program}" if self.program else ""
+        return atomic_write_text(path, f"# graphcost trees kind={self.kind}{program}\n" + text)
 
     @classmethod
     def load(cls, path: str | Path) -> "TreeRanker":
@@ -150,9 +218,11 @@ class TreeRanker:
         except (OSError, UnicodeDecodeError) as exc:
             raise TreeError(f"{path}: cannot read the trees ({exc})") from None
         first, _, body = text.partition("\n")
-        kind = first.removeprefix("# graphcost trees kind=").strip()
-        if not first.startswith("# graphcost trees kind=") or kind not in ("layout", "tile"):
-            raise TreeError(f"{path}: first line must be '# graphcost trees kind=layout|tile', got {first[:60]!r}")
+        kind, _, program = first.removeprefix("# graphcost trees kind=").strip().partition(" program=")
+        if (not first.startswith("# graphcost trees kind=") or kind not in ("layout", "tile")
+                or (program and not (len(program) == 16 and all(ch in "0123456789abcdef" for ch in program)))):
+            raise TreeError(f"{path}: first line must be '# graphcost trees kind=layout|tile [program=<16 hex>]', "
+                            f"got {first[:60]!r}")
         try:  # checked first: LightGBM's parser dies with a segfault on a truncated or edited model
             check_model_text(body, path)
         except ValueError as exc:
@@ -161,7 +231,7 @@ class TreeRanker:
             booster = lgb.Booster(model_str=body)
         except Exception as exc:  # noqa: BLE001 - LightGBM raises its own error type for a damaged model
             raise TreeError(f"{path}: not a LightGBM model ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
-        return cls(booster, kind)
+        return cls(booster, kind, program or None)
 
 
 @dataclass
@@ -181,9 +251,16 @@ class Blend:
     def score(self, graph_scores: np.ndarray, trees: "TreeRanker", prepared) -> np.ndarray:
         """(K,) blended scores of `prepared` given its graph-model scores (one configuration table
         for the trees and the count)."""
+        import logging
+
         table = config_table(prepared)
         prior = count_prior(prepared, table) if self.prior else None
-        return self.combine(graph_scores, trees.score(prepared, table), prior)
+        try:
+            tree_scores = trees.score(prepared, table)
+        except ProgramMismatch as exc:
+            logging.getLogger(__name__).warning(f"{exc}: ranking with the graph model alone")
+            return np.asarray(graph_scores, dtype=np.float64)
+        return self.combine(graph_scores, tree_scores, prior)
 
     def save(self, path: str | Path) -> Path:
         from graphcost.atomic import atomic_write_json
