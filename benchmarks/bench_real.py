@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import platform
 import sys
@@ -437,6 +438,13 @@ def _cell(row: dict, key: str) -> str:
     return f"{row[key]:.3f} ± {std:.3f}" if std is not None and row.get("seeds", 1) > 1 else f"{row[key]:.3f}"
 
 
+def _within_key(p: str) -> float:
+    try:
+        return float(p[7:])
+    except ValueError:
+        return math.inf
+
+
 def markdown(report: dict) -> str:
     lines = [SECTION, "",
              "All data REAL, measured with the cross-process protocol (label = median of 3 processes). "
@@ -451,8 +459,9 @@ def markdown(report: dict) -> str:
               "lofo": "Layout, leave families out",
               "lofo_flags": "Flags, leave families out",
               "flags": "cpu_flags (XLA flag configurations, tile schema), official split",
-              **{f"within_{f:g}": f"One program, split by configuration: {f:.0%} to train, {f:.0%} to validate, "
-                 "the rest to test" for f in WITHIN_FRACTIONS}, "zero_shot": "zero-shot"}
+              **{p: f"One program, split by configuration: {float(p[7:]):.3g} of the configurations to train, as "
+                 "many to validate, the rest to test" for p in sorted(report["results"], key=_within_key)
+                 if p.startswith("within_")}, "zero_shot": "zero-shot"}
     for proto, title in titles.items():
         if proto not in report["results"]:
             continue
@@ -532,6 +541,9 @@ def main() -> None:
     parser.add_argument("--flags-data", type=Path, default=None, help="flag collection (default: shipped cpu_flags)")
     parser.add_argument("--within", type=Path, default=None,
                         help="collection of programs with >= 1,000 configurations each (default: shipped cpu_layout_1k)")
+    parser.add_argument("--within-fractions", default=",".join(f"{f:g}" for f in WITHIN_FRACTIONS),
+                        help="within: training fractions, comma-separated (as many to validate; e.g. "
+                        "0.025,0.0833333,0.25 = 30, 100, 300 of cpu_layout_1k's 1,200)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--family-folds", type=int, default=0,
@@ -580,12 +592,13 @@ def main() -> None:
     datasets_dir = Path(default_dataset_dir()).parent
     flags_data = args.flags_data or datasets_dir / "cpu_flags"
     within_data = args.within or datasets_dir / "cpu_layout_1k"
+    fractions = [float(f) for f in args.within_fractions.split(",") if f]
     runs = {"official": lambda w: ("official", data, official(records, models, args, w)),
             "lofo": lambda w: ("lofo", data, lofo(records, models, args, w)),
             "lofo_flags": lambda w: ("lofo_flags", flags_data, lofo(load_records(flags_data), models, args, w)),
             "flags": lambda w: ("flags", flags_data, flags(load_records(flags_data), models, args, w)),
             **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
-               for f in WITHIN_FRACTIONS},
+               for f in fractions},
             "zero_shot": lambda w: ("zero_shot", args.tables, zero_shot(args.tables, {"layout": args.layout_model,
                                                                                        "tile": args.flags_model}))}
     def named(p: str, name: str) -> bool:  # "within" names within_0.01 and within_0.1; "lofo" is not lofo_flags
