@@ -498,7 +498,7 @@ def family_table(res: dict) -> list[str]:
              "| family | graphs | " + " | ".join(cols) + " |", "| --- | ---: |" + " ---: |" * len(cols)]
     for fam in sorted(fams):
         cells = [_cell(fams[fam][m], "kendall_tau") if m in fams[fam] else "—" for m in cols]
-        lines.append(f"| {fam} | {res.get('family_graphs', {}).get(fam, '?')} | " + " | ".join(cells) + " |")
+        lines.append(f"| {fam} | {res.get('family_graphs', {}).get(fam, '—')} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
