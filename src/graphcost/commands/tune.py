@@ -14,6 +14,7 @@ import typer
 from graphcost.atomic import OutputExistsError, check_run_dir, clear_dir, lock_dir
 from graphcost.bounds import PROCESSES_MAX, SEED_MAX
 from graphcost.commands.common import check_run_dir_option, fail
+from graphcost.commands.interrupts import terminate_as_interrupt
 
 TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"
@@ -25,6 +26,35 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     from graphcost.tuning.study import mask_url
 
     fail(mask_url(message), code)
+
+
+def _check_out_holds_a_tuning_run(out: Path, program: str, resume: bool, storage: Optional[str]) -> None:
+    """--out must be new, empty or a tuning run (issue 36): a directory of other files (the program's own
+    source directory, say) is refused naming what it holds, and --resume needs the study it continues
+    (OUT/study.db, unless --storage holds it) instead of starting a new one without a word."""
+    from graphcost.atomic import LOCK_NAME
+    from graphcost.tuning.program import program_file
+
+    try:
+        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME) if out.is_dir() else []
+    except OSError:  # unreadable: the output checks that follow say so
+        entries = []
+    is_run = any((out / marker).exists() for marker in TUNE_MARKERS)
+    if entries and not is_run:
+        source = program_file(program)
+        if source is not None and source.resolve().parent == out.resolve():
+            what = f"the program's source {source.name}"
+        else:
+            shown = [e for e in entries if e.endswith(".py")][:1] or entries[:1]
+            what = f"{len(entries)} other file(s), such as {shown[0]}"
+        _fail(f"--out {out}: not a run directory (none of {', '.join(TUNE_MARKERS)}: no tuning run) but holds "
+              f"{what}; give a new or empty directory")
+    db = out / "study.db"
+    if resume and storage is None and not db.exists():
+        if is_run:
+            _fail(f"--resume: {db} is missing (deleted?), so the tuning run in {out} cannot be continued; "
+                  "pass --overwrite instead to start a new study there")
+        _fail(f"--resume: {db} does not exist, so there is no study to continue; drop --resume to start a new one")
 
 
 def register(app: typer.Typer) -> None:
@@ -94,6 +124,7 @@ def register(app: typer.Typer) -> None:
                 _fail(f"--model {run}: no such run directory or checkpoint")
         if study is not None and not study.strip():
             _fail("--study must be a non-empty name")
+        _check_out_holds_a_tuning_run(out, program, resume, storage)
         check_run_dir_option(out, "--out", overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run",
                              is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)  # --overwrite: only a tuning run
 
@@ -156,15 +187,17 @@ def register(app: typer.Typer) -> None:
                                 protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed),
                                 min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
                                 learner=online)
-            result = tune(prepared, config=config)
+            with terminate_as_interrupt() as signal_seen:  # SIGTERM, too, releases the study's reservations
+                result = tune(prepared, config=config)
         except TuneInterrupted as exc:
+            by = "interrupted" if signal_seen.name == "SIGINT" else f"interrupted by {signal_seen.name}"
             if exc.measured:
-                typer.echo(f"\ninterrupted: the {exc.measured} configuration(s) this run measured are saved in "
-                           f"{out}; re-run with --resume", err=True)
+                typer.echo(f"\n{by}: the {exc.measured} configuration(s) this run measured are saved in "
+                           f"{out} and its unfinished reservations released; re-run with --resume", err=True)
             else:
-                typer.echo("\ninterrupted before this run measured any configuration: nothing new was saved",
+                typer.echo(f"\n{by} before this run measured any configuration: nothing new was saved",
                            err=True)
-            raise typer.Exit(130)
+            raise typer.Exit(signal_seen.exit_code)
         except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
         finally:

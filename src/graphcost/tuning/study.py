@@ -25,15 +25,19 @@ without a status and no longer counts (`fail_stale`). Leases compare wall clocks
 of one study need clocks that agree to well within `lease_s`.
 
 A run that was killed resumes from what the storage holds: measured trials are never measured
-again; an interrupted worker closes its reservations itself (an exception, Ctrl-C), a killed
-one's are closed by the next worker.
+again; an interrupted worker closes its reservations itself (an exception, Ctrl-C, SIGTERM: every
+reservation a `Study` made and has not closed is in `open`, and `release_open` closes them), a
+killed one's are closed by the next worker. A reservation is made, finished or closed with SIGINT and
+SIGTERM held (`signals_held`), so an interrupt never leaves one half-written or unknown to `open`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +54,20 @@ PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the 
 
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait (blocked in this thread) while the block runs, and are delivered after
+    it: a storage write that must not stop half-way (a reservation and its record) is not interrupted."""
+    if threading.current_thread() is not threading.main_thread():  # signals are handled in the main thread only
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _pid_alive(owner: str) -> bool:
@@ -169,7 +187,8 @@ class Study:
             self.study.set_user_attr("params", PARAMS_FORMAT)
         if fingerprint is not None:
             self._check_fingerprint(storage, name, fingerprint)
-        self.fail_stale()
+        self.open: list = []  # this object's reservations not yet finished or closed (`release_open`)
+        self.closed_at_open = self.fail_stale()  # RUNNING trials of killed or lost workers, closed now
 
     def _check_fingerprint(self, storage: str | None, name: str, fingerprint: str) -> None:
         """Refuse (ValueError, one line) a study whose trials measured another program or space."""
@@ -224,6 +243,24 @@ class Study:
                  else self.codes(t.params))
         return Trial(codes, status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
                      error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
+
+    def found(self) -> dict[str, int]:
+        """What the storage holds, for the line a resumed run prints: ``measured`` (finished, failed
+        ones included), ``failed``, ``released`` (reservations of interrupted or killed workers,
+        closed unmeasured and not counted) and ``in_flight`` (RUNNING, counted: another live worker's)."""
+        import optuna
+
+        S = optuna.trial.TrialState
+        done = self.trials()
+        released = in_flight = 0
+        for t in self.study.get_trials(deepcopy=False, states=(S.FAIL, S.RUNNING)):
+            status = t.user_attrs.get("status")
+            if t.state == S.FAIL and status is None:
+                released += 1
+            elif t.state == S.RUNNING and status not in NOT_COUNTED:
+                in_flight += 1
+        return {"measured": len(done), "failed": sum(t.status != OK for t in done), "released": released,
+                "in_flight": in_flight}
 
     def used(self) -> list[int]:
         """Numbers, in order, of the trials that use the budget: finished ones (measured or failed) and
@@ -280,9 +317,11 @@ class Study:
 
     def ask(self):
         """A new trial from the study's sampler (TPE), reserved with a lease: (optuna trial, codes)."""
-        trial = self.study.ask(self.distributions)
-        for k, v in self._lease_attrs().items():
-            trial.set_user_attr(k, v)
+        with signals_held():  # asked, leased and in `open` together, or not at all
+            trial = self.study.ask(self.distributions)
+            self.open.append(trial)
+            for k, v in self._lease_attrs().items():
+                trial.set_user_attr(k, v)
         return trial, self.codes(trial.params)
 
     def measures(self, handle, codes: Codes) -> None:
@@ -298,9 +337,11 @@ class Study:
         for codes in batch:
             frozen = optuna.trial.create_trial(state=optuna.trial.TrialState.RUNNING, params=self.params(codes),
                                                distributions=self.distributions, user_attrs=self._lease_attrs())
-            # Study.add_trial does the same, but does not say which trial it made
-            trial_id = self.study._storage.create_new_trial(self.study._study_id, template_trial=frozen)
-            handles.append(optuna.trial.Trial(self.study, trial_id))
+            with signals_held():  # made and in `open` together
+                # Study.add_trial does the same, but does not say which trial it made
+                trial_id = self.study._storage.create_new_trial(self.study._study_id, template_trial=frozen)
+                handles.append(optuna.trial.Trial(self.study, trial_id))
+                self.open.append(handles[-1])
         return handles
 
     def within_budget(self, handles: list, budget: int) -> list[int]:
@@ -319,12 +360,27 @@ class Study:
         """Close a reservation without a measurement: failed, with `status` (None: interrupted); not counted."""
         import optuna
 
-        try:
-            if status is not None:
-                handle.set_user_attr("status", status)
-            self.study.tell(handle, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
-        except optuna.exceptions.UpdateFinishedTrialError:
-            pass  # already closed as stale by another worker
+        with signals_held():
+            try:
+                if status is not None:
+                    handle.set_user_attr("status", status)
+                self.study.tell(handle, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                pass  # already closed as stale by another worker
+            self._closed(handle)
+
+    def release_open(self) -> int:
+        """Close every reservation this object made and has not finished (`open`), as interrupted: they
+        stop counting against the budget, so a resumed run measures exactly what is left. How many."""
+        handles, n = list(self.open), 0
+        for handle in handles:
+            self.release(handle)
+            n += 1
+        return n
+
+    def _closed(self, handle) -> None:
+        """`handle` is finished or closed: no longer in `open`."""
+        self.open = [h for h in self.open if h is not handle]
 
     @contextmanager
     def leased(self, handles: list) -> Iterator[None]:
@@ -361,25 +417,29 @@ class Study:
         the default; None for a failed one), without measuring it; it does not count as a trial."""
         import optuna
 
-        handle.set_user_attr("status", DUPLICATE)
-        if ratio is None:
-            self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
-        else:
-            self.study.tell(handle, ratio)
+        with signals_held():
+            handle.set_user_attr("status", DUPLICATE)
+            if ratio is None:
+                self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
+            else:
+                self.study.tell(handle, ratio)
+            self._closed(handle)
 
     def tell(self, handle, trial: Trial) -> None:
         """Finish a trial obtained from `ask` or `reserve` with its measurement. If another worker
         closed it meanwhile (its lease ran out), the measurement is recorded as a new trial."""
         import optuna
 
-        try:
-            for k, v in self._attrs(trial).items():
-                handle.set_user_attr(k, v)
-            if trial.status == OK:
-                self.study.tell(handle, trial.ratio)
-            else:
-                self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
-        except (optuna.exceptions.UpdateFinishedTrialError, ValueError) as exc:
-            if isinstance(exc, ValueError) and "Cannot tell a" not in str(exc):
-                raise
-            self.add(trial)
+        with signals_held():  # a measurement is recorded whole (status and state), never half
+            try:
+                for k, v in self._attrs(trial).items():
+                    handle.set_user_attr(k, v)
+                if trial.status == OK:
+                    self.study.tell(handle, trial.ratio)
+                else:
+                    self.study.tell(handle, state=optuna.trial.TrialState.FAIL)
+            except (optuna.exceptions.UpdateFinishedTrialError, ValueError) as exc:
+                if isinstance(exc, ValueError) and "Cannot tell a" not in str(exc):
+                    raise
+                self.add(trial)
+            self._closed(handle)

@@ -165,6 +165,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
                                learner=learner)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
+    _say_what_was_found(study, f"{study_name}:{name}", budget)
     while True:  # the budget is the study's: counted in the storage before every round (study module docstring)
         study.fail_stale()
         left = budget - len(study.used())
@@ -172,31 +173,45 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             break
         n = min(round_size, left)
         history, busy = study.trials(), study.busy()  # busy: in flight at another worker, not proposed again
-        if name == "tpe":
-            handles, batch = ask_new(study, n, history, space, seed + rnd, busy)
-        else:
-            batch = strategy.propose(history, n, busy)
-            handles = study.reserve(batch)
-        if not batch:  # the space is exhausted
-            break
         try:
+            if name == "tpe":
+                handles, batch = ask_new(study, n, history, space, seed + rnd, busy)
+            else:
+                batch = strategy.propose(history, n, busy)
+                handles = study.reserve(batch)
+            if not batch:  # the space is exhausted
+                break
             keep = study.within_budget(handles, budget)  # another worker may have reserved at the same moment
-        except BaseException:  # Ctrl-C here: the reservations must not keep counting
-            for handle in handles:
-                study.release(handle)
+            if not keep:
+                continue
+            handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
+            with study.leased(handles):
+                results = evaluator.evaluate(batch)
+            for handle, t in zip(handles, results):
+                t.strategy, t.round = name, rnd
+                study.tell(handle, t)
+        except BaseException:  # Ctrl-C, SIGTERM, an error: no reservation of this round keeps counting (issue 36)
+            study.release_open()
             raise
-        if not keep:
-            continue
-        handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
-        with study.leased(handles):
-            results = evaluator.evaluate(batch)
-        for handle, t in zip(handles, results):
-            t.strategy, t.round = name, rnd
-            study.tell(handle, t)
         rnd += 1
         if on_round is not None:
             on_round(results)
     return study.trials()
+
+
+def _say_what_was_found(study, label: str, budget: int) -> None:
+    """One line when the study already holds trials (a resumed run, or a worker joining others): what
+    it found and how many configurations this run will measure."""
+    found = study.found()
+    if not (found["measured"] or found["released"] or found["in_flight"]):
+        return
+    left = max(0, budget - len(study.used()))
+    parts = [f"{found['measured']} configuration(s) measured" + (f" ({found['failed']} failed)" if found["failed"] else "")]
+    if found["released"]:
+        parts.append(f"{found['released']} reservation(s) of interrupted runs released, not counted")
+    if found["in_flight"]:
+        parts.append(f"{found['in_flight']} being measured by other workers")
+    log.info(f"study {label}: found {', '.join(parts)}; measuring {left} more for the budget of {budget}")
 
 
 def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,

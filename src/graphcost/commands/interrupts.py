@@ -1,0 +1,55 @@
+"""SIGTERM handled like Ctrl-C while a command's work runs.
+
+Python turns SIGINT into `KeyboardInterrupt`, so the library's cleanup (`finally`, `except
+BaseException`: a tune releasing its reservations, atomic writes removing their temp files) runs; a
+SIGTERM (``kill PID``, a scheduler stopping a job) would end the process at once and skip it.
+`terminate_as_interrupt` raises `Terminated` (a KeyboardInterrupt) for SIGTERM instead, and says which
+signal came so the command can exit with the conventional status (128 + the signal's number).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would raise KeyboardInterrupt."""
+
+
+@dataclass
+class Interrupt:
+    """Which signal interrupted the block: SIGINT unless a SIGTERM came (`terminate_as_interrupt`)."""
+
+    signum: int = signal.SIGINT
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + int(self.signum)
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[Interrupt]:
+    """While the block runs, SIGTERM raises `Terminated` in the main thread (outside it, or off the main
+    thread, nothing changes); the previous handler is restored afterwards."""
+    seen = Interrupt()
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def on_term(signum, frame):
+        seen.signum = signum
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGTERM, previous)
