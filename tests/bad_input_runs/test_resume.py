@@ -1,6 +1,7 @@
 """train / dag train --resume: refused without a checkpoint to continue; a killed write's 0-byte
 temp file is removed on resume (issue 19)."""
 
+import pytest
 from bad_runs import dag_cli, killed_write_leftover
 from cli_asserts import invoke, one_line_error
 
@@ -68,3 +69,27 @@ def test_dag_resume_refuses_a_checkpoint_missing_an_entry(dag_copy):
     edit_checkpoint(dag_copy / "checkpoint.pt", lambda state: state.pop("optim"))
     args = ["--dataset", "lp", "--num-graphs", "12", "--threads", "1", "--epochs", "2", "--resume"]
     one_line_error(dag_cli("train", *args, "--out", dag_copy), dag_copy / "checkpoint.pt", "'optim'", "missing")
+
+
+@pytest.mark.parametrize("given, names", [
+    (["-c", "tile:xla"], ["--collection tile:xla", "collection layout:xla:random"]),
+    (["--epochs", "3"], ["--epochs 3", "epochs 1"]),
+    (["--seed", "7"], ["--seed 7", "seed 0"]),
+    (["--batch-configs", "16"], ["--batch-configs 16", "batch_configs 8"]),
+    (["--data-dir", "{tmp}/elsewhere"], ["--data-dir", "elsewhere", "data_dir"]),
+    (["--model-opt", "hidden=7"], ["--model-opt hidden=7", "model_config.hidden"]),
+])
+def test_train_resume_refuses_options_that_contradict_run_json(cost_copy, tmp_path, given, names):
+    """issue 36: `train --resume` with a --collection / --epochs (any setting run.json records) other
+    than the interrupted run's silently trained on with the recorded ones."""
+    before = (cost_copy / "checkpoint.pt").read_bytes()
+    args = [a.format(tmp=tmp_path) for a in given]
+    one_line_error(invoke("train", "--out", cost_copy, *args, *RESUME), "--resume", cost_copy / "run.json",
+                   "drop", *names)
+    assert (cost_copy / "checkpoint.pt").read_bytes() == before
+
+
+def test_train_resume_accepts_options_that_agree_with_run_json(cost_copy, data_root):
+    result = invoke("train", "--out", cost_copy, "-c", "layout:xla:random", "--data-dir", data_root, "--epochs", "1",
+                    "--batch-configs", "8", *RESUME)
+    assert result.exit_code == 0, result.output

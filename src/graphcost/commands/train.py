@@ -105,6 +105,17 @@ def _check_outputs_outside_data(out: Optional[Path], cache_dir: Optional[Path], 
             check_outside_inputs_option(path, option, data=data)
 
 
+def _options_given(ctx: typer.Context) -> set[str]:
+    """The parameters of the command given on the command line or by environment variable (not left at
+    their defaults): what --resume must find in agreement with run.json."""
+    given = set()
+    for name in ctx.params:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(name)
+    return given
+
+
 def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
     """A torch.distributed failure as a one-line error naming the rank; anything else re-raised."""
     from graphcost.train.distributed import collective_failure
@@ -129,6 +140,7 @@ def recorded_data_dir(data_dir: Path | None) -> str | None:
 
 
 def train(
+    ctx: typer.Context,
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     data_dir: Optional[Path] = typer.Option(
         None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, a dir of npz, or the "
@@ -204,7 +216,7 @@ def train(
     from graphcost.train.distributed import init_from_env, shutdown
     from graphcost.train.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
     from graphcost.frontend.programs.flags import trained_flag_columns
-    from graphcost.train.run_info import RUN_INFO, RunSettings
+    from graphcost.train.run_info import RUN_INFO, RunSettings, contradiction
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
@@ -226,7 +238,11 @@ def train(
             fail(str(exc))
         previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
         if previous and run_dir is not None:
-            s = RunSettings.from_run_info(previous, run_dir)
+            given, s = s, RunSettings.from_run_info(previous, run_dir)
+            why = contradiction(s, given, _options_given(ctx), run_dir / RUN_INFO,
+                                _parse_opts(given.model_opt) if given.model_opt else None)
+            if why is not None:  # issue 36: a contradicting --collection / --epochs was silently ignored
+                fail(why)
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
     if s.model not in MODEL_NAMES:  # fail before any data is prepared
         fail(f"unknown model {s.model!r}; choose one of {', '.join(MODEL_NAMES)}")

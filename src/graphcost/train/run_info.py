@@ -171,3 +171,42 @@ class RunSettings:
             max_steps_per_graph=config.get("max_steps_per_graph", recipe.MAX_STEPS_PER_GRAPH),
             model_config=config["model_config"], recorded_in=Path(run_dir) / RUN_INFO if data_dir is not None else None,
         )  # fmt: skip
+
+
+# the options of `graphcost train` that run.json records: on --resume each must agree with it (issue 36)
+RECORDED_OPTIONS = {
+    "data_dir": "--data-dir", "collection": "--collection", "max_graphs": "--max-graphs", "folds": "--folds",
+    "train_folds": "--train-folds", "keep": "--keep", "model": "--model", "loss": "--loss", "epochs": "--epochs",
+    "batch_configs": "--batch-configs", "lr": "--lr", "seed": "--seed", "eval_tta": "--eval-tta",
+    "patience": "--patience", "trees": "--trees", "max_steps_per_graph": "--max-steps-per-graph",
+}
+
+
+def _same(key: str, recorded: Any, given: Any) -> bool:
+    if key == "data_dir" and recorded is not None and given is not None:
+        return Path(recorded).expanduser().resolve() == Path(given).expanduser().resolve()
+    return recorded == given
+
+
+def contradiction(recorded: RunSettings, given: RunSettings, options: set[str], where: str | Path,
+                  model_opts: dict | None = None) -> str | None:
+    """The first option given on the command line (`options`: RunSettings field names) whose value
+    contradicts the interrupted run's recorded setting, as one line naming the option, both values and
+    the run.json (`where`); None when they agree. model_opts: the --model-opt KEY=VALUE given, checked
+    against the recorded ``config.model_config``."""
+    for key, option in RECORDED_OPTIONS.items():
+        if key not in options:
+            continue
+        old, new = getattr(recorded, key), getattr(given, key)
+        if key == "trees" and recorded.folds:  # a cross-validation run records no trees either way
+            continue
+        if not _same(key, old, new):
+            shown = ("--trees" if new else "--no-trees") if key == "trees" else f"{option} {new}"
+            return (f"--resume: {shown} contradicts the interrupted run's {key} {old} ({where}); drop {option} "
+                    "to resume with the recorded settings, or train a new run into another --out")
+    for key, new in (model_opts or {}).items():
+        old = (recorded.model_config or {}).get(key, "(not set)")
+        if old != new:
+            return (f"--resume: --model-opt {key}={new} contradicts the interrupted run's model_config.{key} {old} "
+                    f"({where}); drop it to resume with the recorded settings, or train a new run into another --out")
+    return None
