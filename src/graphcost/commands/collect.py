@@ -12,6 +12,34 @@ from graphcost.bounds import PROCESSES_MAX, SEED_MAX
 from graphcost.commands.common import check_dir_option, fail
 from graphcost.commands.numbers import threads_bound
 
+RUN_FILES = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json", "study.db", "result.json")  # a train / tune run
+SPLITS = ("train", "valid", "test")
+
+
+def _check_out_is_a_collection(out: Path) -> None:
+    """--out must be new, empty or a collection (issue 36: a training run directory got a manifest and
+    split directories written into it). A directory without manifest.json may hold only what a
+    collection killed before its first graph leaves (``.work``, the lock, split directories of npz)."""
+    from graphcost.atomic import LOCK_NAME
+
+    try:
+        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME) if out.is_dir() else []
+    except OSError:  # unreadable: the collection says so when it opens the directory
+        return
+    run = [name for name in RUN_FILES if name in entries]
+    if run:
+        fail(f"--out {out}: holds a training or tuning run ({run[0]}), not a collection; collect into another "
+             "directory")
+    if not entries or "manifest.json" in entries:
+        return
+    other = [e for e in entries if e not in (".work", *SPLITS) or not (out / e).is_dir()]
+    graphs = [e for e in entries if e in SPLITS and e not in other and any((out / e).iterdir())]
+    if not other and (".work" in entries or not graphs):
+        return  # a collection killed before its first graph was finished (resumed), or empty split directories
+    shown = (other or graphs)[0]
+    fail(f"--out {out}: not a collection (no manifest.json) but holds {len(entries)} entries, such as {shown}; "
+         "give a new or empty directory, or an existing collection to resume")
+
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
@@ -96,6 +124,7 @@ def register(app: typer.Typer) -> None:
             for s in specs:
                 typer.echo(s.name)
             return
+        _check_out_is_a_collection(out)
         if single_thread:  # must be set before JAX initialises its CPU backend
             flag = "--xla_cpu_multi_thread_eigen=false"
             if flag not in os.environ.get("XLA_FLAGS", ""):
