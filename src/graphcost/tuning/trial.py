@@ -10,7 +10,9 @@ For a batch of configurations (`Evaluator.evaluate`):
    ``|x - ref| <= atol * max(1, max|ref|) + rtol * |ref|`` elementwise; a non-finite value
    matches only the same value (the same infinity, NaN where the reference is NaN). A
    configuration that disagrees is rejected as ``wrong_output``: the tuner never returns a
-   faster but wrong program;
+   faster but wrong program. The default is first compared with itself (a second call): a
+   program whose own outputs change from call to call is refused (`NondeterministicProgram`)
+   instead of every configuration failing;
 3. a probe (fastest of 3 calls) longer than `slow_limit` times the default's is recorded as ``too_slow``;
 4. the survivors are timed together WITH the default configuration by the interleaved protocol
    (`graphcost.frontend.measure.interleaved.measure_interleaved`), and each gets
@@ -33,6 +35,10 @@ from graphcost.tuning.space import Codes, Space, TuneProgram
 
 OK = "ok"
 FAILED = ("compile_error", "runtime_error", "wrong_output", "too_slow", "timeout")
+
+
+class NondeterministicProgram(ValueError):
+    """The program's default configuration gives different outputs on two calls with the same arguments."""
 
 
 @dataclass
@@ -113,7 +119,20 @@ class Evaluator:
         default = space.default()
         self.default_exe = self.compile(default)  # the reference: errors here are the user's program's own
         self.reference, self.output_names = _leaves(self.call(self.default_exe))
+        self._check_default_is_deterministic()
         self.default_probe_ns = self._probe(self.default_exe)
+
+    def _check_default_is_deterministic(self) -> None:
+        """The default compared with itself first (issue 36): a program whose own outputs change from call
+        to call (an unseeded random source, a host callback) would make every configuration fail the
+        output check as ``wrong_output``; NondeterministicProgram says so once instead."""
+        again, _ = _leaves(self.call(self.default_exe))
+        diff = compare_outputs(again, self.reference, self.rtol, self.atol, self.output_names)
+        if diff:
+            raise NondeterministicProgram(
+                f"{self.program.name}: the default configuration itself gives different outputs from call to call "
+                f"({diff}), so no configuration can be checked against it; make the program deterministic (a "
+                "fixed PRNG key, no random host callbacks) or loosen --rtol / --atol")
         self.batches = 0
 
     def compile(self, codes: Codes):
