@@ -169,3 +169,20 @@ def test_out_in_the_programs_source_directory_is_refused(prog, extra):
     one_line_error(CliRunner().invoke(app, ["tune", f"{prog}:make", "--out", str(src), *extra, *FAST]),
                    f"--out {src}: not a run directory", "the program's source user_prog.py", "new or empty directory")
     assert sorted(p.name for p in src.iterdir()) == ["user_prog.py"]
+
+
+def test_a_signal_during_a_storage_write_is_handled_after_it():
+    """A reservation is made and recorded with SIGINT / SIGTERM held: the signal waits for the write."""
+    import signal
+    import time
+
+    from graphcost.tuning.study import signals_held
+
+    written = []
+    with pytest.raises(KeyboardInterrupt):
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the signal arrives meanwhile
+            written.append("reservation")
+    assert written == ["reservation"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

@@ -58,16 +58,27 @@ def _owner() -> str:
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait (blocked in this thread) while the block runs, and are delivered after
-    it: a storage write that must not stop half-way (a reservation and its record) is not interrupted."""
-    if threading.current_thread() is not threading.main_thread():  # signals are handled in the main thread only
+    """SIGINT and SIGTERM wait while the block runs and are handled after it, by the handlers they had:
+    a storage write that must not stop half-way (a reservation and its record) is not interrupted.
+    The Python handlers are swapped (a signal mask would not do: another thread, JAX's or the lease
+    renewer's, may receive the signal, and Python runs its handler in the main thread regardless)."""
+    if threading.current_thread() is not threading.main_thread():  # handlers can be set in the main thread only
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    came: list[tuple[int, Any]] = []
+    old = {s: signal.signal(s, lambda signum, frame: came.append((signum, frame)))
+           for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for signum, frame in came[:1]:  # the first signal that came, as if it came now
+            handler = old[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), signum)
 
 
 def _pid_alive(owner: str) -> bool:
