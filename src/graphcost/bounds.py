@@ -5,7 +5,10 @@ Python API (`graphcost.tune`, `TuneConfig`, `compile_with`) runs the same checks
 * Counts that start threads or processes are bounded by this machine: threads by
   `THREADS_PER_CORE` times the cores this process may use, worker processes by the cores.
 * Counts that multiply work or memory have a fixed ceiling far above any useful value
-  (`TTA_MAX`, `SAMPLES_MAX`, `DIFFUSION_STEPS_MAX`, `PROCESSES_MAX`): a typo must not run for days.
+  (`TTA_MAX`, `SAMPLES_MAX`, `DIFFUSION_STEPS_MAX`, `PROCESSES_MAX`, `GRAPHS_MAX`): a typo must not
+  run for days.
+* Sizes whose memory grows with the value (a synthetic graph's nodes and configurations) are checked
+  against this machine's memory (`check_fits_memory`), naming the option, before anything is allocated.
 * Seeds are integers from 0 to `SEED_MAX`; every other number must be finite and fit int64.
 
 `ArgumentError` subclasses both ValueError and TypeError, so code catching either sees it; its
@@ -26,6 +29,9 @@ TTA_MAX = 1000  # test-time augmentation permutations (TGraph uses 10); each is 
 SAMPLES_MAX = 1_000_000  # DAGs one `dag sample` / `dag evaluate` generates
 DIFFUSION_STEPS_MAX = 10_000  # T_node = T_edge (LayerDAG: 64 / 16); the schedule and the model grow with it
 PROCESSES_MAX = 64  # fresh measuring processes per graph or per final check (the label is their median)
+# graphs one `data synth` writes or `dag train --num-graphs` generates (TpuGraphs' largest collection has
+# ~7,000); the plan of a run (names, manifest) is held in memory: 441,620,726 took 8+ GB before any file
+GRAPHS_MAX = 100_000
 
 
 class ArgumentError(ValueError, TypeError):
@@ -48,6 +54,23 @@ def max_threads() -> int:
 def max_workers() -> int:
     """The most worker processes that run at once (--loader-workers): one per usable core."""
     return usable_cores()
+
+
+def memory_bytes() -> int | None:
+    """This machine's physical memory in bytes (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits_memory(name: str, value: Any, need_bytes: float, what: str) -> None:
+    """ArgumentError naming `name` when `what` (for `name` = `value`) needs more than this machine's
+    memory; `need_bytes` is the caller's estimate (a lower bound is enough: it only refuses the impossible)."""
+    total = memory_bytes()
+    if total is not None and need_bytes > total:
+        raise ArgumentError(f"{name} {value}: {what} needs about {need_bytes / 1e9:.3g} GB of memory, more than this "
+                            f"machine's {total / 1e9:.3g} GB")
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, why: str = "") -> int:

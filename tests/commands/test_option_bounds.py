@@ -71,3 +71,42 @@ def test_checks_name_the_argument():
         with pytest.raises(ArgumentError, match=needle) as caught:
             call()
         assert isinstance(caught.value, ValueError) and isinstance(caught.value, TypeError)
+
+
+SYNTH = ["data", "synth", "-c", "layout:xla:random", "-o", "OUT"]
+GENERATORS = [  # (option named, arguments): counts and sizes of generated data, refused before the plan is built
+    ("--graphs", [*SYNTH, "--graphs", "441620726"]),  # was: 8+ GB of file names, killed by the OOM killer (fuzz --deep)
+    ("--max-nodes", [*SYNTH, "--max-nodes", str(10**12)]),  # one graph of 10**12 nodes: about 1 TB
+    ("--min-nodes", [*SYNTH, "--min-nodes", str(10**12)]),  # raises the largest graph too
+    ("--max-configs", [*SYNTH, "--max-configs", str(10**13)]),
+    ("--num-graphs", ["dag", "train", "--dataset", "lp", "--num-graphs", str(10**12)]),  # was: LP graphs without end
+]
+
+
+@pytest.mark.parametrize("option, args", GENERATORS, ids=[o for o, _ in GENERATORS])
+def test_generated_data_is_bounded_before_anything_is_generated(option, args, tmp_path, monkeypatch):
+    import graphcost.dag.datasets.lp as lp
+    import graphcost.data.synth.collection as collection
+
+    def reached(*args, **kwargs):
+        raise AssertionError("reached the generator: the count was not bounded up front")
+
+    monkeypatch.setattr(collection, "_split_counts", reached)  # the first step of a synth run's plan
+    monkeypatch.setattr(lp, "generate_lp_dataset", reached)
+    monkeypatch.chdir(tmp_path)
+    usage_error(invoke(*args), option)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_generated_data_bounds_in_the_python_api(tmp_path):
+    from graphcost.bounds import GRAPHS_MAX
+    from graphcost.dag.datasets import load_dataset
+    from graphcost.data.synth.collection import write_synthetic_collection
+
+    with pytest.raises(ArgumentError, match="num_graphs must be an integer from 1 to"):
+        write_synthetic_collection(tmp_path, "tile:xla", num_graphs=441620726)
+    with pytest.raises(ArgumentError, match="max_nodes 1000000000000: a synthetic graph of"):
+        write_synthetic_collection(tmp_path, "tile:xla", num_graphs=3, max_nodes=10**12)
+    with pytest.raises(ValueError, match=f"num_graphs must be at most {GRAPHS_MAX}"):
+        load_dataset("lp", num_graphs=10**12)
+    assert list(tmp_path.iterdir()) == []

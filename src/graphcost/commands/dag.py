@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import DIFFUSION_STEPS_MAX, SAMPLES_MAX, SEED_MAX
+from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX
 from graphcost.commands.choices import complete_device
 from graphcost.commands.common import (
     DEVICE_HELP,
@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
         batch_size: int = typer.Option(32, min=1, help="graphs per step (each with all its layers)"),
         lr: float = typer.Option(1e-3),
         seed: int = typer.Option(0, min=0, max=SEED_MAX, help="seed for data split, init, noise"),
-        num_graphs: Optional[int] = typer.Option(None, min=1, help="LP / NAS-Bench-201: graphs to generate / draw"),
+        num_graphs: Optional[int] = typer.Option(None, min=1, max=GRAPHS_MAX, help="LP / NAS-Bench-201: graphs to generate / draw"),
         folds: int = typer.Option(0, min=0, help="k-fold cross-validation: split the graphs into K seeded parts and "
                                   "train on fold --fold (test = part F, valid = part F-1, train = the rest); "
                                   "`dag evaluate` uses the same fold (0 = the 80/10/10 split)"),

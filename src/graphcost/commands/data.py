@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import SEED_MAX
+from graphcost.bounds import GRAPHS_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import Collection, Format, value
 from graphcost.commands.common import check_dir_option, check_outside_inputs_option, fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
@@ -60,7 +60,9 @@ def download(
 def synth(
     collection: Collection = typer.Option(..., "--collection", "-c", help="collection layout to imitate"),
     out: Path = typer.Option(..., "--out", "-o", help="data root to write <out>/npz/... into"),
-    graphs: int = typer.Option(10, "--graphs", "-n", min=1, help="number of graphs (split 80/10/10)"),
+    graphs: int = typer.Option(
+        10, "--graphs", "-n", min=1, max=GRAPHS_MAX, help="number of graphs (split 80/10/10)"
+    ),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="random seed (same seed, same files)"),
     min_nodes: Optional[int] = typer.Option(None, "--min-nodes", min=4, help="smallest graph (nodes)"),
     max_nodes: Optional[int] = typer.Option(None, "--max-nodes", min=4, help="largest graph (nodes)"),
@@ -81,7 +83,7 @@ def synth(
 ) -> None:
     """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
     from graphcost.atomic import OutputExistsError
-    from graphcost.data.synth.collection import check_synth_params, write_synthetic_collection
+    from graphcost.data.synth.collection import check_synth_params, check_synth_sizes, write_synthetic_collection
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
@@ -93,6 +95,13 @@ def synth(
             check_synth_params(**knob)  # beyond typer's min/max: refuses a fraction of 0 and nan
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint=hint) from None
+    try:  # the largest graph must fit this machine's memory (a typo of --max-nodes: 10**12 nodes, 1 TB)
+        check_synth_sizes(collection.value, graphs, min_nodes, max_nodes, min_configs, max_configs, names={
+            "num_graphs": "--graphs", "min_nodes": "--min-nodes", "max_nodes": "--max-nodes",
+            "min_configs": "--min-configs", "max_configs": "--max-configs"})  # fmt: skip
+    except ArgumentError as exc:
+        option, why = str(exc).split(" ", 1)
+        raise typer.BadParameter(why, param_hint=option) from None
     check_dir_option(out, "--out", is_file="{option} {path}: is a file; expected the data root directory to write "
                      "npz/... into", blocked=None)
     try:

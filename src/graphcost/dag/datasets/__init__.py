@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from graphcost.bounds import GRAPHS_MAX
 from graphcost.dag.graph import DAG
 
 DATASET_NAMES = ("lp", "tpu-tile", "nasbench201")
@@ -19,6 +20,9 @@ def load_dataset(name: str, seed: int = 0, **kwargs) -> dict[str, list[DAG]]:
             f"{name}: num_graphs must be at least {MIN_GRAPHS} (the 80/10/10 split needs a graph in "
             f"train, valid and test), got {num_graphs}"
         )
+    if name in ("lp", "nasbench201") and num_graphs is not None and num_graphs > GRAPHS_MAX:
+        raise ValueError(f"{name}: num_graphs must be at most {GRAPHS_MAX} (graphs generated and held in memory), "
+                         f"got {num_graphs}")
     if name == "lp":
         from graphcost.dag.datasets.lp import generate_lp_dataset
         from graphcost.dag.datasets.splits import split_graphs

@@ -22,6 +22,7 @@ from typing import Iterator
 import numpy as np
 
 from graphcost.atomic import atomic_write_text
+from graphcost.bounds import GRAPHS_MAX, check_fits_memory, check_int
 from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.npz_stream import NpzWriter
@@ -36,6 +37,7 @@ __all__ = [
     "write_synthetic_tile_file",
     "write_synthetic_collection",
     "DEFAULT_SIZES",
+    "check_synth_sizes",
 ]
 
 GEN_ELEMENTS = 1 << 20  # RNG block = GEN_ELEMENTS // nc configurations (clipped to [256, 8192])
@@ -67,6 +69,44 @@ def check_synth_params(config_fraction: float | None = None, noise: float | None
         raise ValueError(f"config_fraction must be in (0, 1] (share of configurable nodes), got {config_fraction}")
     if noise is not None and not (np.isfinite(noise) and noise >= 0.0):
         raise ValueError(f"noise must be a finite sigma >= 0 (lognormal measurement noise), got {noise}")
+
+
+# Memory of one synthetic graph while it is built, a lower bound (measured: 1.3 KB a node for tile, 2.8 KB
+# for layout, in the program, its simulator and node_feat; a configuration's float64 runtime is kept
+# until the file is closed). Only a graph that cannot fit the machine is refused.
+NODE_BYTES = 1000
+CONFIG_BYTES = 8
+
+
+def size_ranges(collection: str, min_nodes: int | None = None, max_nodes: int | None = None,
+                min_configs: int | None = None, max_configs: int | None = None) -> tuple[int, int, int, int]:
+    """(lo_nodes, hi_nodes, lo_configs, hi_configs) a collection is drawn from: the given bounds, the
+    collection's `DEFAULT_SIZES` for the rest (a given minimum above the default maximum raises it)."""
+    defaults = DEFAULT_SIZES[collection]
+    hi_n = max_nodes or max(defaults[1], min_nodes or 0)
+    lo_n = min_nodes or min(defaults[0], hi_n)
+    hi_c = max_configs or max(defaults[3], min_configs or 0)
+    lo_c = min_configs or min(defaults[2], hi_c)
+    return lo_n, hi_n, lo_c, hi_c
+
+
+def check_synth_sizes(collection: str, num_graphs: int, min_nodes: int | None = None, max_nodes: int | None = None,
+                      min_configs: int | None = None, max_configs: int | None = None,
+                      names: dict[str, str] | None = None) -> None:
+    """ArgumentError (a ValueError) naming the argument (`names` maps num_graphs / min_nodes / ... to
+    the CLI's option names) for a count past `GRAPHS_MAX` or a largest graph that cannot fit this
+    machine's memory: refused before the plan or any graph is built (issue 36: 441,620,726 graphs
+    took 8+ GB for the plan alone; 10**12 nodes would be 1 TB)."""
+    name = {"num_graphs": "num_graphs", "min_nodes": "min_nodes", "max_nodes": "max_nodes",
+            "min_configs": "min_configs", "max_configs": "max_configs", **(names or {})}  # fmt: skip
+    check_int(name["num_graphs"], num_graphs, 1, GRAPHS_MAX)
+    _, hi_n, _, hi_c = size_ranges(collection, min_nodes, max_nodes, min_configs, max_configs)
+    nodes_by = name["max_nodes"] if max_nodes is not None else name["min_nodes"]
+    configs_by = name["max_configs"] if max_configs is not None else name["min_configs"]
+    check_fits_memory(nodes_by, hi_n, hi_n * NODE_BYTES, f"a synthetic graph of {hi_n} nodes")
+    check_fits_memory(configs_by, hi_c, hi_c * CONFIG_BYTES, f"a synthetic graph of {hi_c} configurations")
+    check_fits_memory(nodes_by, hi_n, hi_n * NODE_BYTES + hi_c * CONFIG_BYTES,
+                      f"a synthetic graph of {hi_n} nodes and {hi_c} configurations")
 
 
 def _layout_setup(num_nodes, seed, source, config_fraction, layout_pad):
@@ -283,11 +323,8 @@ def write_synthetic_collection(
 
     check_collection(collection)
     check_synth_params(config_fraction=config_fraction, noise=noise)
-    defaults = DEFAULT_SIZES[collection]
-    hi_n = max_nodes or max(defaults[1], min_nodes or 0)
-    lo_n = min_nodes or min(defaults[0], hi_n)
-    hi_c = max_configs or max(defaults[3], min_configs or 0)
-    lo_c = min_configs or min(defaults[2], hi_c)
+    check_synth_sizes(collection, num_graphs, min_nodes, max_nodes, min_configs, max_configs)
+    lo_n, hi_n, lo_c, hi_c = size_ranges(collection, min_nodes, max_nodes, min_configs, max_configs)
     if lo_n > hi_n or lo_c > hi_c:
         raise ValueError(f"empty size range: nodes [{lo_n}, {hi_n}], configs [{lo_c}, {hi_c}]")
     base = collection_dir(root, collection)
