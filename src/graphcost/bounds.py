@@ -9,6 +9,8 @@ Python API (`graphcost.tune`, `TuneConfig`, `compile_with`) runs the same checks
   run for days.
 * Sizes whose memory grows with the value (a synthetic graph's nodes and configurations) are checked
   against this machine's memory (`check_fits_memory`), naming the option, before anything is allocated.
+* Seconds to wait (timeouts) are at most `SECONDS_MAX`: past about 292 years Python's clocks overflow
+  (`OverflowError: timestamp too large`), and a wait of more than a month is a typo.
 * Seeds are integers from 0 to `SEED_MAX`; every other number must be finite and fit int64.
 
 `ArgumentError` subclasses both ValueError and TypeError, so code catching either sees it; its
@@ -32,6 +34,7 @@ PROCESSES_MAX = 64  # fresh measuring processes per graph or per final check (th
 # graphs one `data synth` writes or `dag train --num-graphs` generates (TpuGraphs' largest collection has
 # ~7,000); the plan of a run (names, manifest) is held in memory: 441,620,726 took 8+ GB before any file
 GRAPHS_MAX = 100_000
+SECONDS_MAX = 30 * 24 * 3600  # a timeout or wait (--prepare-timeout, --dist-timeout, --max-wait, --timeout)
 
 
 class ArgumentError(ValueError, TypeError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from graphcost.bounds import PROCESSES_MAX, SEED_MAX
+from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import check_dir_option, fail
 from graphcost.commands.numbers import threads_bound
 
@@ -70,7 +70,7 @@ def register(app: typer.Typer) -> None:
                                          "one); -1 = do not pin."),
         max_load: float = typer.Option(None, min=0.0, help="Wait before a measuring process while the 1-minute load "
                                        "average is above this (default: cores - 0.5)."),
-        max_wait: float = typer.Option(300.0, min=0.0, help="Wait at most this many seconds for a quiet machine, "
+        max_wait: float = typer.Option(300.0, min=0.0, max=SECONDS_MAX, help="Wait at most this many seconds for a quiet machine, "
                                        "then measure anyway (recorded in the manifest)."),
         cache_dir: Path = typer.Option(None, help="JAX persistent compilation cache shared by the driver and the "
                                        "measuring processes (default: OUT/.work/jax-cache, removed when done)."),

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import GRAPHS_MAX, SEED_MAX, ArgumentError
+from graphcost.bounds import GRAPHS_MAX, SECONDS_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import Collection, Format, value
 from graphcost.commands.common import check_dir_option, check_outside_inputs_option, fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
@@ -40,7 +40,7 @@ def download(
         None, "--data-dir", help="data root (default: $GRAPHCOST_DATA_DIR or ~/data/tpugraphs)"
     ),
     split: list[str] = typer.Option(["train", "valid", "test"], "--split", help="split(s) to fetch"),
-    timeout: float = typer.Option(10.0, "--timeout", help="seconds to wait for the server before giving up"),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.1, max=SECONDS_MAX, help="seconds to wait for the server before giving up"),
     keep_tar: bool = typer.Option(True, "--keep-tar/--delete-tar", help="keep the .tar files after extraction"),
 ) -> None:
     """Download and extract official TpuGraphs tar files (resumable; tars already in the data root are reused)."""

@@ -29,7 +29,7 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
-from graphcost.bounds import SEED_MAX, TTA_MAX
+from graphcost.bounds import SECONDS_MAX, SEED_MAX, TTA_MAX
 from graphcost.commands.numbers import workers_bound
 from graphcost.train import recipe
 
@@ -193,7 +193,7 @@ def train(
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
     dist_timeout: float = typer.Option(
-        1800.0, "--dist-timeout", min=1.0,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
+        1800.0, "--dist-timeout", min=1.0, max=SECONDS_MAX,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
         help="under torchrun: seconds a rank waits for the others before it fails",
     ),
     loader_workers: int = typer.Option(

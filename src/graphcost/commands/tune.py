@@ -12,7 +12,7 @@ from typing import NoReturn, Optional
 import typer
 
 from graphcost.atomic import OutputExistsError, check_run_dir, clear_dir, lock_dir
-from graphcost.bounds import PROCESSES_MAX, SEED_MAX
+from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import check_run_dir_option, fail
 from graphcost.commands.interrupts import terminate_as_interrupt
 
@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
         min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
         seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed of the strategies and the visit order."),
-        prepare_timeout: float = typer.Option(600.0, min=1.0, help="Seconds the program's preparation (import, "
+        prepare_timeout: float = typer.Option(600.0, min=1.0, max=SECONDS_MAX, help="Seconds the program's preparation (import, "
                                               "make(), tracing, compiling and one call of the default, in a fresh "
                                               "process) may take."),
     ) -> None:
