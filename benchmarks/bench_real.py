@@ -546,6 +546,9 @@ def main() -> None:
                         "0.025,0.0833333,0.25 = 30, 100, 300 of cpu_layout_1k's 1,200)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--family-split", action="store_true",
+                        help="re-split --data by family (graphcost.data.splits.family_split, seed 0) before the "
+                        "protocols: validation (early stopping, blend, LightGBM rounds) on families never trained on")
     parser.add_argument("--family-folds", type=int, default=0,
                         help="lofo protocols: hold families out in this many groups (0: one family at a time)")
     parser.add_argument("--epochs", type=int, default=None, help="default: graphcost train's (train/recipe.py)")
@@ -582,6 +585,13 @@ def main() -> None:
     if unknown:
         sys.exit(f"--models: unknown {unknown}; choose from {', '.join(MODELS)}")
     records = load_records(data)
+    if args.family_split:
+        from dataclasses import replace
+
+        from graphcost.data.splits import family_split
+
+        side = family_split([(r.name, r.family) for r in records], (0.7, 0.15, 0.15), 0)
+        records = [replace(r, split=side[r.name]) for r in records]
     print(f"{data}: {len(records)} graphs, {len({r.family for r in records})} families, "
           f"{sum(r.repeat is not None for r in records)} with a repeat measurement", flush=True)
     machine = f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, {args.threads} thread(s)"
