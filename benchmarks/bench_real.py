@@ -418,10 +418,12 @@ def zero_shot(tables: Path, runs: dict[str, Path | None]) -> dict:
 
 def keep_earlier_rows(previous: dict | None, res: dict) -> dict:
     """`res` plus the model rows of an earlier run of the same protocol that this run did not
-    redo (``--models`` subset), each marked with the date and command of the run that made it."""
-    if not previous:
+    redo (``--models`` subset), each marked with the date and command of the run that made it;
+    only from a run on the same data, split and family folds."""
+    meta = (previous or {}).get("meta", {})
+    same = ("data", "family_split", "family_folds")  # rows of a run on other data (or another split) never mix
+    if not previous or any(meta.get(k) != res.get("meta", {}).get(k) for k in same):
         return res
-    meta = previous.get("meta", {})
     for model in MODELS:
         if model in previous and model not in res:
             res[model] = {**previous[model], "earlier_run": previous[model].get(
@@ -479,7 +481,9 @@ def markdown(report: dict) -> str:
         for model in [*MODELS, "noise ceiling"]:
             if model in res:
                 mark = "†" * (earlier.index(res[model]["earlier_run"]) + 1) if "earlier_run" in res[model] else ""
-                lines.append(f"| {model}{mark} | " + " | ".join(_cell(res[model], k) for k, _ in keys) + " |")
+                some = res[model].get("families", 0) < len(res.get("families", {}))  # lofo: a repeat on some only
+                name = f"{model} ({res[model]['families']} of {len(res['families'])} families)" if some else model
+                lines.append(f"| {name}{mark} | " + " | ".join(_cell(res[model], k) for k, _ in keys) + " |")
         lines += ["", *(f"{'†' * (i + 1)} row from an earlier run at that run's recipe: {run}." for i, run in
                         enumerate(earlier))] if earlier else []
         lines.append("")
@@ -628,7 +632,8 @@ def main() -> None:
                            "date": date.today().isoformat(), "load": f"{load0[0]:.2f} → {load1[0]:.2f}",
                            "seeds": args.seeds, "epochs": args.epochs, "batch_configs": args.batch_configs,
                            "hidden": args.hidden, "models": models, "wall_min": (time.perf_counter() - t0) / 60,
-                           "data": Path(used).name}
+                           "data": Path(used).name, "family_split": args.family_split,
+                           "family_folds": args.family_folds}
             if args.out.exists():  # another bench_real process may have written its protocols meanwhile:
                 on_disk = json.loads(args.out.read_text(encoding="utf-8")).get("results", {})  # theirs win,
                 report["results"] = {**on_disk, **{p: report["results"][p] for p in done}}  # except ours
