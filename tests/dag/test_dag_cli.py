@@ -31,7 +31,7 @@ def test_dag_cli_train_sample_evaluate(tmp_path):
     assert 0 <= res["validity"] <= 1 and set(res["mmd"]) >= {"in_degree", "layer_size"}
     assert "LP validity" in r.output and np.isfinite(res["uniqueness"])
     # bad inputs are clear errors
-    r = CliRunner().invoke(app, ["dag", "sample", str(tmp_path / "nope"), "--out", str(out)])
+    r = CliRunner().invoke(app, ["dag", "sample", str(tmp_path / "nope"), "--out", str(tmp_path / "new.npz")])
     assert r.exit_code == 1 and "no such run directory" in r.output
     r = CliRunner().invoke(app, ["dag", "sample", str(run), "--tmax", "999", "--out", str(out), "--overwrite"])
     assert r.exit_code == 1 and "exceeds" in r.output

@@ -40,7 +40,7 @@ def download(
         None, "--data-dir", help="data root (default: $GRAPHCOST_DATA_DIR or ~/data/tpugraphs)"
     ),
     split: list[str] = typer.Option(["train", "valid", "test"], "--split", help="split(s) to fetch"),
-    timeout: float = typer.Option(10.0, "--timeout", min=0.1, max=SECONDS_MAX, help="seconds to wait for the server before giving up"),
+    timeout: float = typer.Option(10.0, "--timeout", min=0.001, max=SECONDS_MAX, help="seconds to wait for the server before giving up"),
     keep_tar: bool = typer.Option(True, "--keep-tar/--delete-tar", help="keep the .tar files after extraction"),
 ) -> None:
     """Download and extract official TpuGraphs tar files (resumable; tars already in the data root are reused)."""
