@@ -3,8 +3,8 @@
 # (finished graphs are kept; stop it with Ctrl-C at any time). STAGES=repeat REPEAT_SHARE=0.1 repeats a tenth
 # of the finished graphs, spread over families. 25 families, programs in
 # zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
-# Chunks are committed as they finish; once complete (and repeated: STAGES=repeat) it moves to
-# src/graphcost/datasets/ with a family split (graphcost.frontend.collect.parallel.merge_shards).
+# Chunks are committed as they finish; once complete and repeated (its repeat meeting the target) it ships
+# with a family split: python benchmarks/collections/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
