@@ -140,7 +140,7 @@ def recorded_data_dir(data_dir: Path | None) -> str | None:
 
 
 def train(
-    ctx: typer.Context,
+    cli: typer.Context,
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
     data_dir: Optional[Path] = typer.Option(
         None, "--data-dir", help="official TpuGraphs root, a dir with train/valid/test, a dir of npz, or the "
@@ -239,7 +239,7 @@ def train(
         previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
         if previous and run_dir is not None:
             given, s = s, RunSettings.from_run_info(previous, run_dir)
-            why = contradiction(s, given, _options_given(ctx), run_dir / RUN_INFO,
+            why = contradiction(s, given, _options_given(cli), run_dir / RUN_INFO,
                                 _parse_opts(given.model_opt) if given.model_opt else None)
             if why is not None:  # issue 36: a contradicting --collection / --epochs was silently ignored
                 fail(why)

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.tuning.space import Codes, Space, TuneProgram
+from graphcost.tuning.space import Codes, FlagSpace, Space, TuneProgram
 
 
 class GraphModelScorer:
@@ -39,7 +39,8 @@ class GraphModelScorer:
         from graphcost.train.inference import EnsemblePredictor
 
         self.program, self.space = program, space
-        self.predictors, self.runs = {}, {}
+        self.predictors: dict = {}
+        self.runs: dict[str, str | Path] = {}
         for run in runs:
             pred = EnsemblePredictor.load([run], device=device, tta=0, batch_size=batch_size)
             if pred.kind not in space.kinds:
@@ -52,7 +53,8 @@ class GraphModelScorer:
             raise ValueError("no cost model given")
         # flag columns the tile model's training data never varied: scored at their default (`ignored_flags`)
         self.ignored: tuple[str, ...] = ()
-        self.flag_space = space if space.name == "flags" else getattr(space, "flags", None)  # joint: its flag part
+        flag_space = space if isinstance(space, FlagSpace) else getattr(space, "flags", None)  # joint: its flag part
+        self.flag_space: FlagSpace | None = flag_space
         if "tile" in self.predictors and self.flag_space is not None:
             self.ignored = ignored_flags(self.runs["tile"], self.flag_space)
 
@@ -64,7 +66,7 @@ class GraphModelScorer:
         total = np.zeros(len(configs), np.float64)
         for kind, pred in self.predictors.items():
             graph = self.space.graph_for(self.program, kind, configs)
-            if kind == "tile" and self.ignored:
+            if kind == "tile" and self.ignored and self.flag_space is not None:
                 graph = mask_flags(graph, self.flag_space, self.ignored)
             prepared = prepare_graph(graph, prune=True, dedup=False, validate=False)
             scores = np.asarray(pred.score(prepared), np.float64)  # (K,)
@@ -104,7 +106,7 @@ def ignored_flags(run: str | Path, space: Space) -> tuple[str, ...]:
     return ignored
 
 
-def mask_flags(graph, space: Space, names: Sequence[str]):
+def mask_flags(graph, space: FlagSpace, names: Sequence[str]):
     """`graph` (a TileGraph of flag space `space`'s candidates) with the columns of `names` set to the stored
     value of the space's default, so the model scores candidates as if those options were unchanged."""
     import dataclasses

@@ -66,8 +66,8 @@ def signals_held() -> Iterator[None]:
         yield
         return
     came: list[tuple[int, Any]] = []
-    old = {s: signal.signal(s, lambda signum, frame: came.append((signum, frame)))
-           for s in (signal.SIGINT, signal.SIGTERM)}
+    old: dict[int, Any] = {int(s): signal.signal(s, lambda signum, frame: came.append((signum, frame)))
+                           for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
