@@ -79,20 +79,24 @@ class GraphModelScorer:
 def ignored_flags(run: str | Path, space: Space) -> tuple[str, ...]:
     """Flag dimensions of `space` that the tile model `run` cannot tell apart: options its
     training collection never varied (run.json ``flag_columns``, written by `graphcost train` from
-    the data's manifest), logged with the options the model knows but this jaxlib lacks. A run
-    without ``flag_columns`` (trained on other data) ignores nothing."""
-    import json
+    the data's manifest; `read_run_info` finds the run.json of a run, a checkpoint or a fold), logged
+    with the options the model knows but this jaxlib lacks. A run without ``flag_columns`` (trained
+    on other data) ignores nothing."""
     import logging
 
     from graphcost.frontend.programs import flags as flagspace
+    from graphcost.train.run_info import RunInfoError, find_run_info_file, read_run_info
 
     log = logging.getLogger(__name__)
-    path = Path(run) if Path(run).is_dir() else Path(run).parent
-    try:
-        known = json.loads((path / "run.json").read_text(encoding="utf-8")).get("flag_columns")
-    except (OSError, ValueError, AttributeError, RecursionError):
+    info = find_run_info_file(run)
+    if info is None:
         return ()
-    if not isinstance(known, list):
+    path = info.parent
+    try:
+        known = read_run_info(path).get("flag_columns")
+    except RunInfoError:  # the predictor loaded it already; a run.json it could do without says nothing here
+        return ()
+    if not isinstance(known, list) or not all(isinstance(c, str) for c in known):
         return ()
     searched = [d.name for d in space.dims if len(d.choices) > 1]
     ignored = tuple(c for c in searched if c not in known)
