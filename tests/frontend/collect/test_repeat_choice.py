@@ -1,4 +1,4 @@
-"""`collect --repeat --repeat-share`: which graphs a partial repeat measures."""
+"""`collect --repeat --repeat-share`: which graphs a partial repeat measures; the round-robin over families it shares with `select_programs`."""
 from graphcost.frontend.collect.local import repeat_choice
 
 
@@ -25,3 +25,13 @@ def test_graphs_repeated_earlier_count_and_their_families_come_last():
     assert "a-0" not in repeat_choice(graphs, 1.0, seed=1)
     done = _graphs({"a": 2}, repeated=("a-0", "a-1"))
     assert repeat_choice(done, 0.5, seed=0) == []
+
+
+def test_round_robin_spreads_over_queues_and_stops_when_they_run_out():
+    from graphcost.frontend.collect.jobs import round_robin, select_programs, list_programs
+
+    assert round_robin([[1, 2, 3], [4], [5, 6]], 5) == [1, 4, 5, 2, 6]
+    assert round_robin([[1], [2]], 10) == [1, 2]  # fewer when the queues run out
+    n = len(list_programs("mlp"))
+    chosen = select_programs("mlp", limit=n - 1)  # more than the cheaper half holds: was an endless loop
+    assert 0 < len(chosen) < n and len({s.name for s in chosen}) == len(chosen)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,8 @@ from graphcost.frontend.measure.cross_process import CrossProcess
 from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.frontend.programs.flags import collect_columns
 from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -60,13 +62,20 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
     for group in by_family.values():
         group = sorted(group, key=program_cost)[: max(1, (len(group) + 1) // 2)]
         queues.append([group[i] for i in rng.permutation(len(group))])
-    chosen: list[ProgramSpec] = []
-    while len(chosen) < limit:  # round-robin over families
-        for q in queues:
-            if q and len(chosen) < limit:
-                chosen.append(q.pop(0))
-    names = {s.name for s in chosen}
+    names = {s.name for s in round_robin(queues, limit)}
     return [s for s in specs if s.name in names]
+
+
+def round_robin(queues: Iterable[list[T]], n: int) -> list[T]:
+    """Up to `n` items taken from the queues' heads in turn (one from each queue a round), so a
+    sample spreads over the queues (families); fewer when the queues run out first."""
+    queues = [list(q) for q in queues]
+    chosen: list[T] = []
+    while len(chosen) < n and any(queues):
+        for q in queues:
+            if q and len(chosen) < n:
+                chosen.append(q.pop(0))
+    return chosen
 
 
 def program_cost(spec: ProgramSpec) -> float:

@@ -51,7 +51,7 @@ import numpy as np
 
 from graphcost.atomic import atomic_write_json, lock_dir
 from graphcost.data.splits import stratified_split
-from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job
+from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average, spearman
 from graphcost.frontend.programs.compile import compile_all, persistent_cache
@@ -263,13 +263,7 @@ def repeat_choice(graphs: dict, share: float, seed: int) -> list[str]:
     # families already repeated come last in each round
     seen = {str(e.get("family")) for e in graphs.values() if "repeat" in e}
     order = sorted(queues, key=lambda f: (f in seen, f))
-    queues = {f: [queues[f][i] for i in rng.permutation(len(queues[f]))] for f in order}
-    chosen: list[str] = []
-    while len(chosen) < target - done and any(queues.values()):
-        for q in queues.values():
-            if q and len(chosen) < target - done:
-                chosen.append(q.pop(0))
-    return chosen
+    return round_robin([[queues[f][i] for i in rng.permutation(len(queues[f]))] for f in order], target - done)
 
 
 def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool, share: float = 1.0) -> None:
