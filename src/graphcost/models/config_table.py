@@ -18,6 +18,8 @@ Tile (27 columns): the 24 configuration features, sign(x)·log(1 + |x|), and the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
@@ -66,9 +68,15 @@ def config_table(prepared, rows: np.ndarray | None = None) -> np.ndarray:
         graph = np.broadcast_to(graph_columns(prepared.node_feat, 0), (len(rows), 3))
         return np.hstack([np.sign(cf) * np.log1p(np.abs(cf)), graph]).astype(np.float32)
     out = np.empty((len(rows), LAYOUT_COLUMNS), dtype=np.float32)
+    for at, cfg in decoded_layouts(prepared, rows):
+        out[at] = layout_table(cfg, prepared.node_feat, prepared.node_opcode, prepared.config_node_index)
+    return out
+
+
+def decoded_layouts(prepared, rows: np.ndarray) -> Iterator[tuple[slice, torch.Tensor]]:
+    """The layout configurations `rows` of a PreparedGraph decoded, CHUNK at a time: (where in
+    `rows`, (k, C, 18) float32 minor_to_major entries, -1 = none)."""
     for start in range(0, len(rows), CHUNK):
         part = rows[start:start + CHUNK]
-        cfg = decompress_layout_config(torch.from_numpy(np.ascontiguousarray(prepared.config_codes[part])))
-        out[start:start + len(part)] = layout_table(cfg, prepared.node_feat, prepared.node_opcode,
-                                                    prepared.config_node_index)
-    return out
+        codes = torch.from_numpy(np.ascontiguousarray(prepared.config_codes[part]))
+        yield slice(start, start + len(part)), decompress_layout_config(codes)

@@ -45,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.models.config_table import CHUNK, MOVED_COLUMNS, config_table
+from graphcost.models.config_table import MOVED_COLUMNS, config_table, decoded_layouts
 from graphcost.models.lightgbm_text import check_model_text
 
 TREES_FILE = "trees.txt"
@@ -103,17 +103,10 @@ def program_signature(prepared) -> str | None:
 def raw_layouts(prepared, rows: np.ndarray | None = None) -> np.ndarray:
     """(K', C * 18) float32 every layout entry (minor_to_major positions, -1 = none) of the
     configurations `rows` (default: all) of a layout PreparedGraph."""
-    import torch
-
-    from graphcost.data.transforms.compress import decompress_layout_config
-
     rows = np.arange(prepared.num_configs) if rows is None else np.asarray(rows, dtype=np.int64)
-    c = len(prepared.config_node_index)
-    out = np.empty((len(rows), c * 18), dtype=np.float32)
-    for start in range(0, len(rows), CHUNK):
-        part = rows[start:start + CHUNK]
-        cfg = decompress_layout_config(torch.from_numpy(np.ascontiguousarray(prepared.config_codes[part])))
-        out[start:start + len(part)] = cfg.reshape(len(part), -1).numpy()
+    out = np.empty((len(rows), len(prepared.config_node_index) * 18), dtype=np.float32)
+    for at, cfg in decoded_layouts(prepared, rows):
+        out[at] = cfg.reshape(len(cfg), -1).numpy()
     return out
 
 
