@@ -130,13 +130,11 @@ def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
 def recorded_data_dir(data_dir: Path | None) -> str | None:
     """run.json's ``data_dir``: None for the default shipped data, a shipped dataset's NAME as given
     (found again in whatever install reads the run), else the absolute path."""
-    from graphcost.datasets import SHIPPED
+    from graphcost.data.io.locate import shipped_name
 
     if data_dir is None:
         return None
-    if str(data_dir) in SHIPPED and not data_dir.is_dir():
-        return str(data_dir)
-    return str(data_dir.resolve())
+    return shipped_name(data_dir) or str(data_dir.resolve())
 
 
 def train(

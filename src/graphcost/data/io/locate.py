@@ -127,6 +127,14 @@ def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: floa
     )
 
 
+def shipped_name(data_dir: str | Path | None) -> str | None:
+    """The shipped dataset a --data-dir names (`graphcost.datasets.SHIPPED`), or None: a bare name
+    counts only when no directory of that name exists here (the local directory wins)."""
+    if data_dir is None or str(data_dir) not in SHIPPED or Path(data_dir).expanduser().is_dir():
+        return None
+    return str(data_dir)
+
+
 def resolve_splits(
     data_dir: str | Path | None,
     collection: str | None = None,
@@ -150,9 +158,10 @@ def resolve_splits(
             )
     else:
         root = Path(data_dir).expanduser()
-        if not root.is_dir() and str(data_dir) in SHIPPED:  # a shipped dataset by name
+        name = shipped_name(data_dir)
+        if name is not None:
             try:
-                root = shipped_dataset_dir(str(data_dir))
+                root = shipped_dataset_dir(name)
             except FileNotFoundError as exc:
                 raise DatasetError(str(exc)) from None
         if not root.is_dir():
