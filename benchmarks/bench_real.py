@@ -134,6 +134,17 @@ def load_records(root: Path) -> list[Record]:
             for _, entry in sorted(manifest["graphs"].items())]
 
 
+def by_family(records: list[Record]) -> list[Record]:
+    """`records` re-split BY FAMILY (`graphcost.data.splits.family_split`, seed 0: whole families per
+    side, as the shipped data is split), so validation and test hold families training never saw."""
+    from dataclasses import replace
+
+    from graphcost.data.splits import family_split
+
+    side = family_split([(r.name, r.family) for r in records], (0.7, 0.15, 0.15), 0)
+    return [replace(r, split=side[r.name]) for r in records]
+
+
 def graph_metrics(scores: np.ndarray, rec: Record) -> dict:
     """Kendall tau, OPA, top-1 slowdown over all configurations (+ tau within each search mode)."""
     from graphcost import metrics
@@ -590,12 +601,7 @@ def main() -> None:
         sys.exit(f"--models: unknown {unknown}; choose from {', '.join(MODELS)}")
     records = load_records(data)
     if args.family_split:
-        from dataclasses import replace
-
-        from graphcost.data.splits import family_split
-
-        side = family_split([(r.name, r.family) for r in records], (0.7, 0.15, 0.15), 0)
-        records = [replace(r, split=side[r.name]) for r in records]
+        records = by_family(records)
     print(f"{data}: {len(records)} graphs, {len({r.family for r in records})} families, "
           f"{sum(r.repeat is not None for r in records)} with a repeat measurement", flush=True)
     machine = f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, {args.threads} thread(s)"

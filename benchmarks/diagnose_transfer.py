@@ -3,8 +3,8 @@ DEVELOPMENT families of a collection only (issue 33, part 3).
 
     python benchmarks/diagnose_transfer.py [--data DIR] [--json OUT.json]
 
-The collection's graphs are split by family (`graphcost.data.splits.family_split`, seed 0, the
-split the shipped data uses); the TEST families are never read here. Every development family
+The collection's graphs are split by family (`bench_real.by_family`: `graphcost.data.splits.family_split`,
+seed 0); the TEST families are never read here. Every development family
 (train + valid sides) is held out in turn; the scorers fit on the other development families and
 are scored on it (Kendall τ over all its configurations, mean over its graphs, mean over families):
 
@@ -77,15 +77,11 @@ def fit_lgbm(xs, ys, groups=None, seed: int = 0):
 
 def main() -> None:
     from graphcost import metrics
-    from graphcost.data.splits import family_split
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "collections" / "cpu_zoo_layout")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    recs = br.load_records(args.data)
-    side = family_split([(r.name, r.family) for r in recs], (0.7, 0.15, 0.15), 0)
-    dev = [r for r in recs if side[r.name] != "test"]
+    dev = [r for r in br.by_family(br.load_records(args.data)) if r.split != "test"]
     fams = sorted({r.family for r in dev})
     print(f"{args.data}: {len(dev)} development graphs of {len(fams)} families (test families never read)")
 
