@@ -28,3 +28,15 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"shared data not found at {SHARED_DATA}; put the checkout beside ../shared or set GRAPHCOST_SHARED_DATA")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """Commands run in process set torch's intra-op thread count (`--threads auto`): put it back after
+    every test, so no test inherits a count an earlier one left (the DDP test once compared a 2-thread
+    reference with 1-thread ranks after the fuzz suite had run `dag train`)."""
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    if before is not None and torch.get_num_threads() != before:
+        torch.set_num_threads(before)

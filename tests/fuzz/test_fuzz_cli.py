@@ -46,6 +46,7 @@ def _cap_address_space() -> None:
 
 if DEEP:
     _cap_address_space()
+    pytestmark = pytest.mark.timeout(0)  # a deep test runs for minutes: no per-test limit (pyproject `timeout`)
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))  # fmt: skip
 
