@@ -41,6 +41,20 @@ def _check_out_is_a_collection(out: Path) -> None:
          "give a new or empty directory, or an existing collection to resume")
 
 
+def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load, max_wait,
+             compile_workers, cache_dir, label):
+    """The `CollectOptions` of the command line."""
+    from graphcost.frontend.collect.jobs import CollectOptions
+    from graphcost.frontend.measure.cross_process import CrossProcess
+    from graphcost.frontend.measure.interleaved import Protocol
+
+    return CollectOptions(space=space, mode=mode, configs=configs, seed=seed, label=label,
+                          protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
+                          cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,
+                                             max_wait_s=max_wait),
+                          compile_workers=compile_workers, cache_dir=cache_dir)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
 
@@ -64,8 +78,14 @@ def register(app: typer.Typer) -> None:
                                            "single-threaded (--xla_cpu_multi_thread_eigen=false): far less "
                                            "sensitive to preemption on a shared machine."),
         compile_workers: int = typer.Option(2, min=1, callback=threads_bound, help="Threads compiling configurations in parallel."),
-        processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh measuring processes per graph; the label is the median "
-                                      "over processes (cross-process protocol)."),
+        processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh measuring processes per graph; the label combines "
+                                      "them (--label; cross-process protocol)."),
+        label: str = typer.Option("level-median", help="How the processes' runtimes combine into a label: level-median "
+                                  "(each process's runtimes divided by its median runtime first, so one process that ran "
+                                  "slower throughout does not reorder close configurations; then the median over processes) "
+                                  "or median (the plain median over processes; collections made before 2026-11-26)."),
+        relabel: bool = typer.Option(False, "--relabel", help="Recompute every finished graph's label in OUT from its "
+                                     "stored per-process samples with --label, then stop (nothing is measured)."),
         measure_core: int = typer.Option(None, help="Core the measuring processes are pinned to (default: the last "
                                          "one); -1 = do not pin."),
         max_load: float = typer.Option(None, min=0.0, help="Wait before a measuring process while the 1-minute load "
@@ -89,8 +109,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compile and time real configurations of JAX/Flax programs; write TpuGraphs-schema npz files.
 
-        Each label is the median over --processes fresh measuring processes pinned to one core (the
-        cross-process protocol); the per-process runtimes are stored too. Resumable: re-running the
+        Each label combines --processes fresh measuring processes pinned to one core (the
+        cross-process protocol; --label says how); the per-process runtimes are stored too. Resumable: re-running the
         same command skips finished graphs and finished processes. Needs the optional jax extra
         of graphcost (jax, jaxlib, flax, optax).
         """
@@ -104,14 +124,18 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--repeat-share must be in (0, 1], got {repeat_share}")
         if repeat_share < 1.0 and not repeat:
             raise typer.BadParameter("--repeat-share needs --repeat")
+        from graphcost.frontend.measure.cross_process import LABEL_STATISTICS
+
+        if label not in LABEL_STATISTICS:
+            raise typer.BadParameter(f"--label must be one of {', '.join(LABEL_STATISTICS)}, got {label!r}")
+        if relabel and (repeat or backend != "local"):
+            raise typer.BadParameter("--relabel rewrites the labels of OUT; it takes neither --repeat nor --backend ray")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
         from graphcost.atomic import OutputExistsError
-        from graphcost.frontend.collect.jobs import CollectOptions, select_programs
+        from graphcost.frontend.collect.jobs import select_programs
         from graphcost.frontend.collect.local import collect, repeat_collection
         from graphcost.frontend.programs.jax_program import require_jax
-        from graphcost.frontend.measure.interleaved import Protocol
-        from graphcost.frontend.measure.cross_process import CrossProcess
 
         try:
             specs = select_programs(programs, limit=limit, seed=seed)
@@ -129,6 +153,17 @@ def register(app: typer.Typer) -> None:
             flag = "--xla_cpu_multi_thread_eigen=false"
             if flag not in os.environ.get("XLA_FLAGS", ""):
                 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
+        if relabel:
+            from graphcost.frontend.collect.local import relabel_collection
+
+            try:
+                manifest = relabel_collection(out, _options(space, mode, configs, seed, rounds, calls, warmup, processes,
+                                                            measure_core, max_load, max_wait, compile_workers, cache_dir,
+                                                            label))
+            except (ValueError, OutputExistsError) as exc:
+                fail(str(exc))
+            typer.echo(f"relabelled {len(manifest['graphs'])} graphs in {out} with the {label} over processes")
+            return
         try:
             require_jax()
         except ImportError as exc:
@@ -143,11 +178,8 @@ def register(app: typer.Typer) -> None:
                 check_executables_fit(configs)
             except ValueError as exc:
                 fail(str(exc))
-        options = CollectOptions(space=space, mode=mode, configs=configs, seed=seed,
-                                 protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
-                                 cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,
-                                                    max_wait_s=max_wait),
-                                 compile_workers=compile_workers, cache_dir=cache_dir)
+        options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
+                           max_wait, compile_workers, cache_dir, label)
         try:
             if repeat:
                 manifest = repeat_collection(out, options, share=repeat_share)

@@ -41,6 +41,25 @@ def test_median_over_processes_resists_one_disturbed_process(tmp_path):
     np.testing.assert_array_equal(combine(samples), [1010, 2000])
 
 
+def test_level_median_takes_out_each_process_level_before_the_median():
+    # p0, p1, p2 ran at levels 1.00, 1.02, 1.03; p0 and p1 see config 0 faster, p2 (noise) the other way.
+    # The plain median takes p1 for config 0 and p2 for config 1, mixing levels: the order flips.
+    samples = np.array([[100.0, 102.0, 104.0], [101.0, 103.0, 101.5]])
+    plain, level = combine(samples), combine(samples, "level-median")
+    assert plain[1] < plain[0] and level[0] < level[1]
+    levels = np.median(samples, axis=0)
+    np.testing.assert_allclose(level, np.median(samples / levels, axis=1) * np.median(levels))
+    same = np.array([[1000.0] * 3, [2000.0] * 3, [1500.0] * 3])  # identical processes: both statistics agree
+    np.testing.assert_allclose(combine(same, "level-median"), combine(same))
+    one = np.array([[10.0], [30.0]])  # one process: its own runtimes
+    np.testing.assert_allclose(combine(one, "level-median"), [10.0, 30.0])
+    with pytest.raises(ValueError, match="label statistic must be one of level-median, median"):
+        combine(samples, "mean")
+    labels = label_arrays("tile", samples, "level-median")
+    assert labels["config_runtime"].tolist() == np.round(combine(np.round(samples), "level-median")).tolist()
+    assert labels["config_runtime_normalizers"].tolist() == [labels["config_runtime"][0]] * 2
+
+
 def test_finished_processes_are_kept_and_a_changed_job_discards_them(tmp_path):
     job = fake_job([[100, 200], [110, 210], [120, 220]])
     measure_processes(job, tmp_path, "proc", CrossProcess(processes=2, measure_core=-1, max_load=1e9))

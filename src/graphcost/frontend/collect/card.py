@@ -79,8 +79,13 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
         "* **Keys**: the official TpuGraphs keys (the loaders read only those), plus `config_runtime_samples` "
         "(K, P) int64 ns — each measuring process's runtime — and `config_runtime_repeat_samples` (K, P): the "
         "independent second collection" + (", and `config_search_mode`." if layout else "."),
-        f"* **Label** `config_runtime` (int64 ns): the median over the {col['processes']} processes of the first "
-        "collection.",
+        (f"* **Label** `config_runtime` (int64 ns): the level-normalised median over the {col['processes']} "
+         "processes of the first collection: each process's runtimes divided by its own median runtime, the "
+         "median over processes, times the median of the processes' medians (`cross_process.combine`, "
+         "`level-median`; one process that ran slower throughout does not reorder close configurations)."
+         if col.get("label") == "level-median" else
+         f"* **Label** `config_runtime` (int64 ns): the median over the {col['processes']} processes of the first "
+         "collection."),
         (f"* **Split** by family (whole families per side: valid and test hold families the training side never "
          f"saw): graphs train {splits['train']}, valid {splits['valid']}, test {splits['test']}; families "
          + ", ".join(f"{s} {sum(1 for f in fams if all(e['split'] == s for e in graphs.values() if e['family'] == f))}"
@@ -100,7 +105,7 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
         "The second collection (`--repeat`) measured the same configurations in new processes, later.", "",
         "```", command, "```", "",
         "## Repeatability: two independent collections", "",
-        f"Spearman rank correlation, per graph, between the label and the repeat collection's median. Target: "
+        f"Spearman rank correlation, per graph, between the label and the repeat collection's label (the same statistic). Target: "
         f"median >= {TARGET_MEDIAN} and >= {TARGET_FLOOR} on at least {TARGET_SHARE:.0%} of graphs. "
         "`within` = mean pairwise Spearman between the processes of the first collection; `flagged` = graphs "
         "whose between-process noise is comparable to their runtime spread (noise ratio > 0.5, see "

@@ -35,6 +35,7 @@ class CollectOptions:
     protocol: Protocol = field(default_factory=Protocol)
     cross: CrossProcess = field(default_factory=CrossProcess)
     split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
+    label: str = "level-median"  # how processes combine into a label (cross_process.LABEL_STATISTICS)
     # not part of the collection key: they do not change what is measured
     compile_workers: int = 2
     cache_dir: Path | None = None  # None: OUT/.work/jax-cache
@@ -43,7 +44,8 @@ class CollectOptions:
         return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
                 "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
                 "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-                **({"flag_columns": list(collect_columns())} if self.space == "flags" else {})}
+                **({"flag_columns": list(collect_columns())} if self.space == "flags" else {}),
+                **({"label": self.label} if self.label != "median" else {})}  # no key: the median (older manifests)
 
 
 # --- program selection ------------------------------------------------------------------------

@@ -14,7 +14,8 @@ its configuration act on), featurized by `graphcost.frontend.hlo.featurizer`.
 
 Every label comes from the cross-process protocol (`graphcost.frontend.measure.cross_process`): the driver
 compiles a graph's configurations into JAX's persistent compilation cache, then P fresh measuring
-processes pinned to one core time them all; the label is the median over processes, and the
+processes pinned to one core time them all; the label combines the processes (`cross_process.combine`
+with the collection's statistic, `label_statistic`; `relabel_collection` recomputes it), and the
 (K, P) samples are stored beside it (``config_runtime_samples``, int64 ns; layout files also get
 ``config_search_mode``, 'default' or 'random' per configuration). Extra keys are ignored by the
 TpuGraphs loaders. ``repeat_collection`` measures every finished graph again, in P new processes
@@ -68,11 +69,13 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
     """The existing manifest (checked against `options`) or a fresh one."""
     path = out_dir / MANIFEST
     if path.exists():
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or text; RecursionError: too deep
-            raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
+        manifest = _read_manifest(path)
         old = manifest.get("collection", {})
+        if old != options.key() and _without_label(old) == _without_label(options.key()):
+            raise ValueError(f"{path}: key 'collection.label': this collection's labels are the "
+                             f"{label_statistic(manifest)} over processes, this run asks for {options.label}; "
+                             f"resume with --label {label_statistic(manifest)}, or pass --relabel to recompute every "
+                             f"label from its stored per-process samples with {options.label}")
         if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
                              "use another --out directory or the same parameters to resume")
@@ -84,6 +87,15 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
         return manifest
     return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
+
+
+def label_statistic(manifest: dict) -> str:
+    """The label statistic of a collection (`cross_process.LABEL_STATISTICS`); none recorded: the median."""
+    return str(manifest.get("collection", {}).get("label", "median"))
+
+
+def _without_label(key: Any) -> Any:
+    return {k: v for k, v in key.items() if k != "label"} if isinstance(key, dict) else key
 
 
 def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
@@ -106,23 +118,25 @@ def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
 
 # --- one graph: labels and files ---------------------------------------------------------------
 
-def summarize(samples: np.ndarray) -> dict:
+def summarize(samples: np.ndarray, statistic: str = "median") -> dict:
     """Manifest fields of a (K, P) sample matrix: label range, spread, noise statistics."""
-    label = combine(samples)
+    label = combine(samples, statistic)
     return {"num_configs": int(len(label)), "runtime_ns_min": float(label.min()), "runtime_ns_max": float(label.max()),
-            "spread": float(label.max() / label.min()), **noise_stats(samples)}
+            "spread": float(label.max() / label.min()), **noise_stats(samples, statistic)}
 
 
-def repeat_summary(samples: np.ndarray, label: np.ndarray) -> dict:
-    """Manifest fields of a repeat's (K, P) samples: Spearman of its median against the (K,) label,
-    and its noise statistics (what the card's repeatability table reads)."""
-    return {"spearman_vs_label": round(spearman(combine(samples), label), 4), **noise_stats(samples)}
+def repeat_summary(samples: np.ndarray, label: np.ndarray, statistic: str = "median") -> dict:
+    """Manifest fields of a repeat's (K, P) samples: Spearman of its label (the same statistic)
+    against the (K,) label, and its noise statistics (what the card's repeatability table reads)."""
+    return {"spearman_vs_label": round(spearman(combine(samples, statistic), label), 4),
+            **noise_stats(samples, statistic)}
 
 
-def label_arrays(kind: str, samples: np.ndarray) -> dict:
-    """npz label keys of a (K, P) sample matrix: the median label and the samples (int64 ns)."""
+def label_arrays(kind: str, samples: np.ndarray, statistic: str = "median") -> dict:
+    """npz label keys of a (K, P) sample matrix: the label (`combine` with `statistic`) and the
+    samples (int64 ns)."""
     stored = np.round(samples).astype(np.int64)  # the label is recomputable exactly from the stored samples
-    label = np.round(combine(stored)).astype(np.int64)
+    label = np.round(combine(stored, statistic)).astype(np.int64)
     out = {"config_runtime": label, "config_runtime_samples": stored}
     if kind == "tile":  # TpuGraphs tile files normalise by the default configuration (configs[0])
         out["config_runtime_normalizers"] = np.full_like(label, label[0])
@@ -208,11 +222,12 @@ def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, k
                  samples: np.ndarray, extra: dict) -> None:
     """Write one measured graph (npz, then its manifest entry; both atomic): the graph is finished."""
     rel = f"{split}/{spec.name}.npz"
-    save_arrays({**arrays, **label_arrays(kind, samples)}, out_dir / rel, kind)
+    statistic = label_statistic(manifest)
+    save_arrays({**arrays, **label_arrays(kind, samples, statistic)}, out_dir / rel, kind)
     manifest["graphs"][spec.name] = {
         "file": rel, "split": split, "family": spec.family, "hparams": spec.hparams,
         "num_nodes": int(len(arrays["node_feat"])), "num_edges": int(len(arrays["edge_index"])),
-        **info, **summarize(samples), **extra, "date_utc": _now()}
+        **info, **summarize(samples, statistic), **extra, "date_utc": _now()}
     atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
 
 
@@ -304,13 +319,56 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
                 status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
             stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
             save_arrays(stored, path, gj.kind)
-            entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"]), "processes": records, **timing,
+            entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"], label_statistic(manifest)),
+                               "processes": records, **timing,
                                "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
             atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
             _remove_work(work)
             bar.update(1)
     finally:
         bar.close()
+
+
+def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:
+    """Recompute every finished graph's label (and its tile normalizers, manifest statistics and
+    repeat agreement) from its stored per-process samples with ``options.label``; record the
+    statistic in the manifest. Each file is rewritten atomically; an interrupted relabel is finished
+    by running it again (every label is recomputed from the samples, so it is idempotent).
+    Returns the manifest."""
+    out_dir = Path(out_dir)
+    if not (out_dir / MANIFEST).is_file():
+        raise ValueError(f"{out_dir / MANIFEST}: no collection here to relabel")
+    statistic = options.label
+    with lock_dir(out_dir):
+        path = out_dir / MANIFEST
+        manifest = load_manifest(out_dir, replace(options, label=label_statistic(_read_manifest(path))))
+        for name, entry in sorted(manifest["graphs"].items()):
+            file = graph_file(out_dir, name, entry)
+            stored = read_graph(file)
+            if "config_runtime_samples" not in stored:
+                raise ValueError(f"{file}: key 'config_runtime_samples' is missing; its label cannot be recomputed")
+            kind = "layout" if "node_config_feat" in stored else "tile"
+            samples = stored["config_runtime_samples"]
+            stored.update(label_arrays(kind, samples, statistic))
+            save_arrays(stored, file, kind)
+            entry.update(summarize(samples, statistic))
+            if "config_runtime_repeat_samples" in stored and isinstance(entry.get("repeat"), dict):
+                entry["repeat"].update(repeat_summary(stored["config_runtime_repeat_samples"], stored["config_runtime"],
+                                                      statistic))
+        manifest["collection"] = options.key()
+        atomic_write_json(manifest, path, indent=1)
+    return manifest
+
+
+def _read_manifest(path: Path) -> dict:
+    """The JSON object of a manifest; ValueError naming the file when it is unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad JSON or text; RecursionError: too deep
+        raise ValueError(f"{path}: unreadable manifest ({exc}); move it away to start a new collection") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a manifest must be a JSON object, got {type(data).__name__}")
+    return data
 
 
 def read_graph(path: Path) -> dict:

@@ -26,7 +26,7 @@ import numpy as np
 
 from graphcost.atomic import atomic_write_json
 from graphcost.data.splits import family_split, stratified_split
-from graphcost.frontend.collect.local import MANIFEST, read_graph, graph_file, repeat_summary, save_arrays
+from graphcost.frontend.collect.local import MANIFEST, graph_file, label_statistic, read_graph, repeat_summary, save_arrays
 
 
 def shard_programs(names: Sequence[str], main: int, repeat: int = 0) -> tuple[list[list[str]], list[list[str]]]:
@@ -108,7 +108,8 @@ def merge_shards(main_dirs: Sequence[Path], repeat_dirs: Sequence[Path], out_dir
             if feat_key in rep and np.array_equal(rep[feat_key], stored[feat_key]):
                 samples = rep["config_runtime_samples"]
                 stored["config_runtime_repeat_samples"] = samples
-                new["repeat"] = {**repeat_summary(samples, stored["config_runtime"]), "processes": rentry.get("processes"),
+                new["repeat"] = {**repeat_summary(samples, stored["config_runtime"], label_statistic(mains[0][1])),
+                                 "processes": rentry.get("processes"),
                                  "compile_s": rentry.get("compile_s"), "total_s": rentry.get("total_s"),
                                  "date_utc": rentry.get("date_utc"), "shard": rd.name}
         save_arrays(stored, tmp / new["file"], kind)
