@@ -110,9 +110,12 @@ def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray]:
     return table, moved_tensors(np.asarray(z["node_config_feat"], np.float32))
 
 
-def load_record(path: Path, family: str, split: str, raw_configs: bool = False) -> Record:
+def load_record(path: Path, family: str, split: str, raw_configs: bool = False, statistic: str = "median") -> Record:
     """One file as a Record; `raw_configs` adds every layout entry, one-hot, to the table (within one
-    program the configurable nodes are the same in every file, so the columns line up)."""
+    program the configurable nodes are the same in every file, so the columns line up). The repeat's
+    label combines its processes with `statistic`, the collection's (`collect.local.label_statistic`)."""
+    from graphcost.frontend.measure.cross_process import combine
+
     with np.load(path, allow_pickle=False) as z:
         table, moved = config_table(path, z)
         if raw_configs and "node_config_feat" in z.files:
@@ -123,14 +126,16 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False) 
             name=path.stem, family=family, split=split, path=path,
             kind="tile" if "config_feat" in z.files else "layout",
             label=np.asarray(z["config_runtime"], np.float64),
-            repeat=None if rep is None else np.median(np.asarray(rep, np.float64), axis=1),
+            repeat=None if rep is None else combine(rep, statistic),
             modes=np.asarray(z["config_search_mode"]) if "config_search_mode" in z.files else None,
             table=table, moved=moved)  # fmt: skip
 
 
 def load_records(root: Path) -> list[Record]:
+    from graphcost.frontend.collect.local import label_statistic
+
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    return [load_record(root / entry["file"], entry["family"], entry["split"])
+    return [load_record(root / entry["file"], entry["family"], entry["split"], statistic=label_statistic(manifest))
             for _, entry in sorted(manifest["graphs"].items())]
 
 
