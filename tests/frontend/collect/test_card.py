@@ -31,6 +31,29 @@ def test_repeatability_by_family_and_target(tmp_path):
     assert "| a | 4 | 0.940 |" in card and "**Not met** for: b" in card and "0.500 ⚠" in card
 
 
+def test_layout_card_gives_the_repeat_agreement_by_search_mode(tmp_path):
+    import numpy as np
+
+    from graphcost.frontend.collect.local import save_arrays
+
+    label = np.array([100, 101, 102, 103, 200, 300, 400, 500], np.int64)
+    repeat = np.array([103, 100, 102, 101, 210, 290, 420, 480], np.int64)  # near-equal half reordered
+    modes = np.array(["default"] * 4 + ["random"] * 4)
+    arrays = {"node_feat": np.zeros((3, 140), np.float32), "node_opcode": np.array([1, 2, 3], np.int64),
+              "edge_index": np.array([[1, 0], [2, 1]], np.int64), "node_config_ids": np.array([1], np.int64),
+              "node_config_feat": np.zeros((8, 1, 18), np.float32), "node_splits": np.zeros((1, 0), np.int64),
+              "config_runtime": label, "config_search_mode": modes,
+              "config_runtime_repeat_samples": np.stack([repeat] * 3, axis=1)}
+    save_arrays(arrays, tmp_path / "train" / "g.npz", "layout")
+    graphs = {"g": {**_entry("a", 0.9), "file": "train/g.npz"}}
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "collection": {"space": "layout", "configs": 8, "processes": 3, "rounds": 5, "calls": 5, "warmup": 2,
+                       "label": "level-median"}, "graphs": graphs}))
+    card = render(tmp_path, "test", "graphcost collect ...")
+    assert "`default` median ρ -0.400 (1 graphs); `random` median ρ 1.000 (1 graphs)" in card
+    assert "level-normalised median" in card
+
+
 def test_card_of_a_missing_or_damaged_collection_is_a_one_line_error(tmp_path):
     from typer.testing import CliRunner
 
