@@ -26,10 +26,13 @@ def test_collect_writes_valid_npz_and_resumes(tmp_path):
     path = out / entry["file"]
     graph = load_graph(path, validate=True)
     assert graph.kind == "layout" and graph.node_config_feat.shape[0] == 4
-    with np.load(path) as z:  # the cross-process protocol's samples: label = median over the 2 processes
-        samples = z["config_runtime_samples"]
+    assert manifest["collection"]["label"] == "level-median"  # the default statistic, recorded
+    with np.load(path) as z:  # the cross-process protocol's samples: label = level-normalised median over 2 processes
+        samples = z["config_runtime_samples"].astype(np.float64)
         assert samples.shape == (4, 2) and (samples > 0).all()
-        np.testing.assert_array_equal(z["config_runtime"], np.round(np.median(samples, axis=1)).astype(np.int64))
+        levels = np.median(samples, axis=0)  # (P,)
+        expected = np.median(samples / levels, axis=1) * np.median(levels)
+        np.testing.assert_array_equal(z["config_runtime"], np.round(expected).astype(np.int64))
         assert sorted(set(z["config_search_mode"])) == ["default", "random"]
     assert len(entry["processes"]) == 2 and "noise_ratio" in entry and "flagged" in entry
     assert graph.node_config_feat.shape[1:] == (entry["num_configurable"], 18)
