@@ -56,6 +56,12 @@ def test_relabel_refuses_a_collection_of_other_parameters(tmp_path):
         relabel_collection(root, replace(OPTIONS, configs=8, label="level-median"))
     with pytest.raises(ValueError, match="no collection here"):
         relabel_collection(tmp_path / "none", OPTIONS)
+    manifest = json.loads((root / "manifest.json").read_text())
+    for bad, match in (({**manifest, "collection": [1]}, "key 'collection'"),
+                       ({**manifest, "collection": {**manifest["collection"], "label": "mean"}}, "'collection.label' is 'mean'")):
+        (root / "manifest.json").write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=match):
+            relabel_collection(root, OPTIONS)
 
 
 def test_collect_label_option_is_checked():

@@ -90,8 +90,15 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
 
 
 def label_statistic(manifest: dict) -> str:
-    """The label statistic of a collection (`cross_process.LABEL_STATISTICS`); none recorded: the median."""
-    return str(manifest.get("collection", {}).get("label", "median"))
+    """The label statistic of a collection (`cross_process.LABEL_STATISTICS`); none recorded: the median.
+    ValueError when the manifest names another."""
+    from graphcost.frontend.measure.cross_process import LABEL_STATISTICS
+
+    key = manifest.get("collection")
+    statistic = key.get("label", "median") if isinstance(key, dict) else "median"
+    if statistic not in LABEL_STATISTICS:
+        raise ValueError(f"manifest key 'collection.label' is {statistic!r}; it must be one of {', '.join(LABEL_STATISTICS)}")
+    return str(statistic)
 
 
 def _without_label(key: Any) -> Any:
