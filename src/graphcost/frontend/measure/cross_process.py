@@ -282,26 +282,30 @@ def _checked(samples: np.ndarray) -> np.ndarray:
     return samples
 
 
-def process_levels(samples: np.ndarray) -> np.ndarray:
-    """(K, P) runtimes -> (P,) each process's level ``l_p = median_k t[k, p]``."""
-    return np.median(_checked(samples), axis=0)
+def _per_process(samples: np.ndarray, statistic: str) -> tuple[np.ndarray, float]:
+    """(K, P) runtimes as `statistic` combines them, and the scale that restores ns: the samples
+    and 1 for ``median``; ``t[k, p] / l_p`` and ``median_p(l_p)`` for ``level-median``, with each
+    process's level ``l_p = median_k t[k, p]``."""
+    samples = _checked(samples)
+    if check_statistic(statistic) == "median":
+        return samples, 1.0
+    levels = np.median(samples, axis=0)  # (P,)
+    return samples / levels, float(np.median(levels))
 
 
 def combine(samples: np.ndarray, statistic: str = "median") -> np.ndarray:
     """(K, P) per-process runtimes -> (K,) label (module docstring: ``median`` or ``level-median``)."""
-    samples = _checked(samples)
-    if check_statistic(statistic) == "median":
-        return np.median(samples, axis=1)
-    levels = process_levels(samples)  # (P,)
-    return np.median(samples / levels, axis=1) * np.median(levels)
+    per_process, scale = _per_process(samples, statistic)
+    return np.median(per_process, axis=1) * scale
 
 
 def noise_stats(samples: np.ndarray, statistic: str = "median") -> dict:
     """Per-graph noise of a (K, P) sample matrix (module docstring): ratio, pairwise Spearman, flag."""
     samples = _checked(samples)
     k, p = samples.shape
-    logs = np.log(samples if check_statistic(statistic) == "median" else samples / process_levels(samples))
-    label_sd = float(np.std(np.log(combine(samples, statistic))))
+    per_process, _ = _per_process(samples, statistic)
+    logs = np.log(per_process)
+    label_sd = float(np.std(np.log(np.median(per_process, axis=1))))  # the log label up to a constant
     if p < 2:  # one process: no between-process noise to estimate
         ratio = float("nan")
     else:  # configurations all equal (label_sd 0) cannot be told apart at all
