@@ -73,8 +73,8 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
         old = manifest.get("collection", {})
         if old != options.key() and _without_label(old) == _without_label(options.key()):
             raise ValueError(f"{path}: key 'collection.label': this collection's labels are the "
-                             f"{label_statistic(manifest)} over processes, this run asks for {options.label}; "
-                             f"resume with --label {label_statistic(manifest)}, or pass --relabel to recompute every "
+                             f"{label_statistic(manifest, path)} over processes, this run asks for {options.label}; "
+                             f"resume with --label {label_statistic(manifest, path)}, or pass --relabel to recompute every "
                              f"label from its stored per-process samples with {options.label}")
         if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
@@ -89,15 +89,16 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
 
 
-def label_statistic(manifest: dict) -> str:
+def label_statistic(manifest: dict, path: Path | None = None) -> str:
     """The label statistic of a collection (`cross_process.LABEL_STATISTICS`); none recorded: the median.
-    ValueError when the manifest names another."""
+    ValueError, naming `path` (the manifest's file) when given, when the manifest names another."""
     from graphcost.frontend.measure.cross_process import LABEL_STATISTICS
 
     key = manifest.get("collection")
     statistic = key.get("label", "median") if isinstance(key, dict) else "median"
     if statistic not in LABEL_STATISTICS:
-        raise ValueError(f"manifest key 'collection.label' is {statistic!r}; it must be one of {', '.join(LABEL_STATISTICS)}")
+        raise ValueError(f"{path or 'manifest'}: key 'collection.label' is {statistic!r}; it must be one of "
+                         f"{', '.join(LABEL_STATISTICS)}")
     return str(statistic)
 
 
@@ -348,7 +349,7 @@ def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:
     statistic = options.label
     with lock_dir(out_dir):
         path = out_dir / MANIFEST
-        manifest = load_manifest(out_dir, replace(options, label=label_statistic(_read_manifest(path))))
+        manifest = load_manifest(out_dir, replace(options, label=label_statistic(_read_manifest(path), path)))
         for name, entry in sorted(manifest["graphs"].items()):
             file = graph_file(out_dir, name, entry)
             stored = read_graph(file)
