@@ -12,7 +12,13 @@ are scored on it (Kendall τ over all its configurations, mean over its graphs, 
   slots, moved minor-most dimensions, output slots only, input slots only;
 * ridge (λ 10 and 1000) and LightGBM regression on the configuration table (`bench_real.config_table`),
   raw or standardised within each graph (``zgraph``: scale-free across programs);
-* LightGBM lambdarank (graphs as query groups), with and without the count as a feature.
+* LightGBM lambdarank (graphs as query groups), with and without the count as a feature;
+* the same on SCALE-FREE size columns (``frac``): each moved slot weighted by its tensor's share of
+  all the graph's output elements, s_c = e_c / Σ_n e_n, so that moving a tensor that holds 10% of a
+  program's data counts the same in a small and a large program (the table's own size columns are
+  log2 of absolute element counts, which differ between families by orders of magnitude); and a
+  log-ratio target (log t − median_k log t, not standardised), which keeps how much a graph's
+  configurations differ.
 
 Figures choose recipes; they are not a headline (that is `bench_real.py --protocols lofo`).
 """
@@ -37,7 +43,47 @@ HEURISTICS = {  # table columns: moved[class, slot] 0-8, size-weighted 9-17, min
     "minor": lambda r: r.table[:, 18:27].sum(1),
     "out": lambda r: r.table[:, [0, 3, 6]].sum(1),
     "in": lambda r: r.table[:, [1, 2, 4, 5, 7, 8]].sum(1),
+    "frac": lambda r: r.frac[:, 18],
+    "frac-in": lambda r: r.frac[:, 19],
+    "frac-minor": lambda r: r.frac[:, 20],
 }
+
+
+def frac_columns(path: Path) -> np.ndarray:
+    """(K, 18 + 3) scale-free columns of one layout file, in the file's configuration order: per opcode
+    class k and slot s, Σ_c moved_{c,s} · share_{c,s} (9) and Σ_c minor_{c,s} · share_{c,s} (9), then the
+    totals Σ moved·share over all slots, over input slots only, and Σ minor·share. share_{c,s}: the
+    slot's tensor's elements over all nodes' output elements; the output slot is the node's output,
+    the input slot its largest operand, the kernel slot its smallest (the files keep operands unordered)."""
+    from graphcost.models.config_table import NUM_CLASSES, OPCODE_CLASS
+
+    with np.load(path, allow_pickle=False) as z:
+        elems = np.maximum(np.asarray(z["node_feat"], np.float64)[:, 28], 1.0)  # (N,)
+        ids = np.asarray(z["node_config_ids"], np.int64)  # (C,)
+        cfg = np.asarray(z["node_config_feat"], np.int64)  # (K, C, 18)
+        opcode = np.asarray(z["node_opcode"], np.int64)
+        edges = np.asarray(z["edge_index"], np.int64).reshape(-1, 2)  # [u, v]: u consumes v
+    total = elems.sum()
+    share = np.zeros((len(ids), 3))
+    for j, c in enumerate(ids):
+        ops = np.sort(elems[edges[edges[:, 0] == c, 1]])
+        share[j] = [elems[c], ops[-1] if len(ops) else 0.0, ops[0] if len(ops) > 1 else 0.0]
+    share /= total
+    slots = cfg.reshape(cfg.shape[0], cfg.shape[1], 3, 6)  # (K, C, 3, 6)
+    valid = slots >= 0
+    default = valid.sum(-1, keepdims=True) - 1 - np.arange(6)
+    moved = ((slots != default) & valid).any(-1).astype(np.float64)  # (K, C, 3)
+    minor = (valid[..., 0] & (slots[..., 0] != default[..., 0])).astype(np.float64)
+    onehot = np.eye(NUM_CLASSES)[[OPCODE_CLASS.get(int(o), 2) for o in opcode[ids]]]  # (C, 3)
+    per = [np.einsum("kcs,cs,cj->kjs", x, share, onehot).reshape(len(cfg), -1) for x in (moved, minor)]
+    ms = moved * share
+    totals = np.column_stack([ms.sum((1, 2)), ms[..., 1:].sum((1, 2)), (minor * share).sum((1, 2))])
+    return np.hstack(per + [totals])
+
+
+def logratio(r) -> np.ndarray:
+    y = np.log(r.label)
+    return y - np.median(y)
 
 
 def zgraph(table: np.ndarray) -> np.ndarray:
@@ -83,32 +129,62 @@ def main() -> None:
     args = parser.parse_args()
     dev = [r for r in br.by_family(br.load_records(args.data)) if r.split != "test"]
     fams = sorted({r.family for r in dev})
+    for r in dev:
+        r.frac = frac_columns(r.path)
     print(f"{args.data}: {len(dev)} development graphs of {len(fams)} families (test families never read)")
 
-    def tau(scores, r) -> float:
-        return metrics.evaluate_graph(scores, r.label, r.kind)["kendall_tau"]
+    def taus(score, test) -> dict[str, float]:
+        """Mean τ over the family's graphs: over all configurations, and within each search mode
+        (``@random``: configurations that move many tensors; ``@default``: 1-3 moved)."""
+        out: dict[str, list[float]] = {"": [], "@random": [], "@default": []}
+        for r in test:
+            s = score(r)
+            out[""].append(metrics.evaluate_graph(s, r.label, r.kind)["kendall_tau"])
+            for mode in ("random", "default"):
+                sel = r.modes == mode if r.modes is not None else np.zeros(len(s), bool)
+                if sel.sum() >= 2 and np.ptp(r.label[sel]) > 0:
+                    out["@" + mode].append(metrics.evaluate_graph(s[sel], r.label[sel], r.kind)["kendall_tau"])
+        return {k: float(np.mean(v)) for k, v in out.items() if v}
+
+    def z(s: np.ndarray) -> np.ndarray:
+        return (s - s.mean()) / max(float(s.std()), 1e-9)
 
     rows: dict[str, dict[str, float]] = {}
     for fam in fams:
         test, train = [r for r in dev if r.family == fam], [r for r in dev if r.family != fam]
-        row = {h: float(np.mean([tau(f(r), r) for r in test])) for h, f in HEURISTICS.items()}
+        scorers = dict(HEURISTICS)
         ys = [target(r) for r in train]
-        for view, feat in (("raw", lambda r: r.table), ("zgraph", lambda r: zgraph(r.table))):
+        views = (("raw", lambda r: r.table), ("zgraph", lambda r: zgraph(r.table)),
+                 ("frac", lambda r: np.column_stack([r.table[:, :9], r.frac])),
+                 ("raw+frac", lambda r: np.column_stack([r.table, r.frac])))
+        for view, feat in views:
             xs = [feat(r) for r in train]
             for lam in (10.0, 1000.0):
                 f = fit_ridge(xs, ys, lam)
-                row[f"ridge{lam:g}-{view}"] = float(np.mean([tau(f(feat(r)), r) for r in test]))
+                scorers[f"ridge{lam:g}-{view}"] = lambda r, f=f, feat=feat: f(feat(r))
             f = fit_lgbm(xs, ys)
-            row[f"lgbm-{view}"] = float(np.mean([tau(f(feat(r)), r) for r in test]))
+            scorers[f"lgbm-{view}"] = lambda r, f=f, feat=feat: f(feat(r))
+            if view.endswith("frac"):  # the log-ratio target keeps each graph's spread
+                yr = [logratio(r) for r in train]
+                f = fit_ridge(xs, yr, 10.0)
+                scorers[f"ridge10-{view}-logratio"] = lambda r, f=f, feat=feat: f(feat(r))
+                f = fit_lgbm(xs, yr)
+                scorers[f"lgbm-{view}-logratio"] = lambda r, f=f, feat=feat: f(feat(r))
         groups = [len(r.label) for r in train]
         for name, feat in (("lambdarank", lambda r: r.table),
-                           ("lambdarank+count", lambda r: np.column_stack([r.table, r.moved]))):
+                           ("lambdarank+count", lambda r: np.column_stack([r.table, r.moved])),
+                           ("lambdarank-raw+frac", lambda r: np.column_stack([r.table, r.frac]))):
             f = fit_lgbm([feat(r) for r in train], [-y for y in ys], groups)  # relevance: faster = higher
-            row[name] = float(np.mean([tau(f(feat(r)), r) for r in test]))
-        rows[fam] = row
-    mean = {k: float(np.mean([row[k] for row in rows.values()])) for k in next(iter(rows.values()))}
-    for k, v in sorted(mean.items(), key=lambda kv: -kv[1]):
-        print(f"  {k:<18} {v:+.3f}")
+            scorers[name] = lambda r, f=f, feat=feat: f(feat(r))
+        # equal-weight ensembles of a heuristic and a learned scorer, each standardised within the graph
+        for a, b in (("count", "lambdarank+count"), ("in", "lgbm-raw+frac"), ("count", "ridge1000-raw+frac")):
+            scorers[f"{a}+{b}"] = lambda r, a=scorers[a], b=scorers[b]: z(a(r)) + z(b(r))
+        rows[fam] = {name + k: v for name, score in scorers.items() for k, v in taus(score, test).items()}
+    keys = sorted({k for row in rows.values() for k in row})
+    mean = {k: float(np.mean([row[k] for row in rows.values() if k in row])) for k in keys}
+    print(f"  {'scorer':<34} {'all':>7} {'random':>7} {'default':>7}  (mean Kendall τ over held-out families)")
+    for k in sorted((k for k in mean if "@" not in k), key=lambda k: -mean[k]):
+        print(f"  {k:<34} {mean[k]:+.3f} {mean.get(k + '@random', np.nan):+.3f} {mean.get(k + '@default', np.nan):+.3f}")
     if args.json:
         from graphcost.atomic import atomic_write_json
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The wide zoo layout collection (issue 33) on THIS machine, in resumable chunks: re-run it to continue
+# The wide zoo collections (issue 33) on THIS machine: SPACE=layout (default; cpu_zoo_layout) or SPACE=flags
+# (cpu_zoo_flags: the widened XLA CPU flag space, the same programs), in resumable chunks: re-run it to continue
 # (finished graphs are kept; stop it with Ctrl-C at any time). STAGES=repeat REPEAT_SHARE=0.1 repeats a tenth
 # of the finished graphs, spread over families; STAGES=relabel recomputes every label from the stored samples
 # with the default --label (level-median; graphs measured before 2026-11-26 23:00 UTC carried plain medians). 25 families, programs in
@@ -9,11 +10,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
-OUT=${OUT:-benchmarks/collections/cpu_zoo_layout}
-COMMON=(--space layout --mode both --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes 3
+SPACE=${SPACE:-layout}
+case $SPACE in
+  layout) SPACE_ARGS=(--space layout --mode both) ;;
+  flags) SPACE_ARGS=(--space flags) ;;
+  *) echo "SPACE must be layout or flags" >&2; exit 2 ;;
+esac
+OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE}
+COMMON=("${SPACE_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes 3
         --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"
         --programs "$(paste -sd, benchmarks/collections/zoo_layout_programs.txt)"
-        --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-layout" --out "$OUT")
+        --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-$SPACE" --out "$OUT")
 case ${STAGES:-collect} in
   collect) $GC collect "${COMMON[@]}" ;;
   repeat) $GC collect "${COMMON[@]}" --repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
