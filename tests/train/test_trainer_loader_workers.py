@@ -37,6 +37,27 @@ def test_workers_give_the_in_process_run(tmp_path, layout_graphs, tiny_trainer):
     _same_run(*in_process, *workers)
 
 
+def test_workers_are_spawned_in_a_process_that_imported_jax(tmp_path, layout_graphs, tiny_trainer, monkeypatch):
+    """Forking after JAX can deadlock the child: such a process spawns its workers, same run."""
+    import sys
+    import types
+
+    from torch.utils.data import DataLoader
+
+    contexts, init = [], DataLoader.__init__
+
+    def spy(self, *args, **kw):
+        contexts.append(kw.get("multiprocessing_context"))
+        init(self, *args, **kw)
+
+    in_process = _fit(layout_graphs, tmp_path / "w0", tiny_trainer, _config())
+    monkeypatch.setitem(sys.modules, "jax", sys.modules.get("jax") or types.ModuleType("jax"))
+    monkeypatch.setattr(DataLoader, "__init__", spy)
+    spawned = _fit(layout_graphs, tmp_path / "w1", tiny_trainer, _config(loader_workers=1))
+    assert contexts and set(contexts) == {"spawn"}
+    _same_run(*in_process, *spawned)
+
+
 def test_kill_then_resume_with_workers_matches_uninterrupted(tmp_path, layout_graphs, tiny_trainer):
     full = _fit(layout_graphs, tmp_path / "full", tiny_trainer, _config())
 

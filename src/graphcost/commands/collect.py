@@ -124,10 +124,12 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--repeat-share must be in (0, 1], got {repeat_share}")
         if repeat_share < 1.0 and not repeat:
             raise typer.BadParameter("--repeat-share needs --repeat")
-        from graphcost.frontend.measure.cross_process import LABEL_STATISTICS
+        from graphcost.frontend.measure.cross_process import check_statistic
 
-        if label not in LABEL_STATISTICS:
-            raise typer.BadParameter(f"--label must be one of {', '.join(LABEL_STATISTICS)}, got {label!r}")
+        try:
+            check_statistic(label, "--label")
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
         if relabel and (repeat or backend != "local"):
             raise typer.BadParameter("--relabel rewrites the labels of OUT; it takes neither --repeat nor --backend ray")
         if mode not in ("random", "default", "both"):

@@ -38,6 +38,7 @@ import logging
 import math
 import os
 import random
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,8 +340,11 @@ class Trainer:
             for order in [self.dist.shard(epoch_order(self.graph_steps, cfg.seed, epoch))]
             for s in range(self.step if epoch == self.epoch else 0, len(order))
         ]
+        # A process that has imported JAX must not fork (JAX's threads can deadlock the child): its
+        # workers are spawned, at the cost of sending them the dataset. `graphcost train` never imports JAX.
+        context = "spawn" if cfg.loader_workers and "jax" in sys.modules else None
         return iter(DataLoader(dataset, batch_size=None, sampler=keys, num_workers=cfg.loader_workers,
-                               pin_memory=self.device.type == "cuda"))  # fmt: skip
+                               pin_memory=self.device.type == "cuda", multiprocessing_context=context))  # fmt: skip
 
     def _train_step(self, graph, epoch: int, step: int, item=None) -> None:
         """One optimisation step on `graph` (a PreparedGraph), or on `item` (a Data from `_loader_items`)."""

@@ -58,7 +58,8 @@ def test_relabel_refuses_a_collection_of_other_parameters(tmp_path):
         relabel_collection(tmp_path / "none", OPTIONS)
     manifest = json.loads((root / "manifest.json").read_text())
     for bad, match in (({**manifest, "collection": [1]}, "key 'collection'"),
-                       ({**manifest, "collection": {**manifest["collection"], "label": "mean"}}, "'collection.label' is 'mean'")):
+                       ({**manifest, "collection": {**manifest["collection"], "label": "mean"}},
+                        "'collection.label' must be one of level-median, median, got 'mean'")):
         (root / "manifest.json").write_text(json.dumps(bad))
         with pytest.raises(ValueError, match=match):
             relabel_collection(root, OPTIONS)

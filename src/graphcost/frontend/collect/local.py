@@ -65,11 +65,12 @@ WORK = ".work"
 
 # --- manifest ------------------------------------------------------------------------------
 
-def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
-    """The existing manifest (checked against `options`) or a fresh one."""
+def load_manifest(out_dir: Path, options: CollectOptions, manifest: dict | None = None) -> dict[str, Any]:
+    """The existing manifest (checked against `options`; `manifest`: its contents, already read) or a
+    fresh one."""
     path = out_dir / MANIFEST
-    if path.exists():
-        manifest = _read_manifest(path)
+    if manifest is not None or path.exists():
+        manifest = manifest if manifest is not None else _read_manifest(path)
         old = manifest.get("collection", {})
         if old != options.key() and _without_label(old) == _without_label(options.key()):
             raise ValueError(f"{path}: key 'collection.label': this collection's labels are the "
@@ -92,14 +93,11 @@ def load_manifest(out_dir: Path, options: CollectOptions) -> dict[str, Any]:
 def label_statistic(manifest: dict, path: Path | None = None) -> str:
     """The label statistic of a collection (`cross_process.LABEL_STATISTICS`); none recorded: the median.
     ValueError, naming `path` (the manifest's file) when given, when the manifest names another."""
-    from graphcost.frontend.measure.cross_process import LABEL_STATISTICS
+    from graphcost.frontend.measure.cross_process import check_statistic
 
     key = manifest.get("collection")
     statistic = key.get("label", "median") if isinstance(key, dict) else "median"
-    if statistic not in LABEL_STATISTICS:
-        raise ValueError(f"{path or 'manifest'}: key 'collection.label' is {statistic!r}; it must be one of "
-                         f"{', '.join(LABEL_STATISTICS)}")
-    return str(statistic)
+    return check_statistic(statistic, f"{path or 'manifest'}: key 'collection.label'")
 
 
 def _without_label(key: Any) -> Any:
@@ -349,7 +347,8 @@ def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:
     statistic = options.label
     with lock_dir(out_dir):
         path = out_dir / MANIFEST
-        manifest = load_manifest(out_dir, replace(options, label=label_statistic(_read_manifest(path), path)))
+        manifest = _read_manifest(path)
+        manifest = load_manifest(out_dir, replace(options, label=label_statistic(manifest, path)), manifest)
         for name, entry in sorted(manifest["graphs"].items()):
             file = graph_file(out_dir, name, entry)
             stored = read_graph(file)

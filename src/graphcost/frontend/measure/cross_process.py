@@ -54,7 +54,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -268,11 +268,12 @@ def _fmt_load(load) -> str:
 LABEL_STATISTICS = ("level-median", "median")  # the first is the default of new collections
 
 
-def check_statistic(statistic: str) -> str:
-    """`statistic` if it is one of `LABEL_STATISTICS`; ValueError naming the choices otherwise."""
+def check_statistic(statistic: Any, what: str = "label statistic") -> str:
+    """`statistic` if it is one of `LABEL_STATISTICS`; otherwise ValueError, in one line naming `what`
+    (e.g. ``--label`` or a manifest's key) and the choices."""
     if statistic not in LABEL_STATISTICS:
-        raise ValueError(f"label statistic must be one of {', '.join(LABEL_STATISTICS)}, got {statistic!r}")
-    return statistic
+        raise ValueError(f"{what} must be one of {', '.join(LABEL_STATISTICS)}, got {statistic!r}")
+    return str(statistic)
 
 
 def _checked(samples: np.ndarray) -> np.ndarray:
