@@ -72,6 +72,16 @@ from graphcost.tuning.space import TuneProgram, make_space  # noqa: E402
 SPACES = ("flags", "layout", "both")
 
 
+def build(name: str) -> tuple:
+    """``(fn, example_args)`` of a suite program, or of a zoo variant (`graphcost.frontend.programs.zoo`:
+    the DEVELOPMENT programs on which the tuner's own choices are made, apart from the suite)."""
+    if name in SUITE:
+        return SUITE[name]()
+    from graphcost.frontend.programs.zoo import get_program
+
+    return get_program(name).build()
+
+
 def table_path(out: Path, program: str, space: str) -> Path:
     return out / "tables" / f"{program}-{space}.json"
 
@@ -92,7 +102,7 @@ def sample_pool(space, size: int, seed: int) -> list[tuple]:
 
 def measure(args) -> None:
     for name in args.programs:
-        fn, fargs = SUITE[name]()
+        fn, fargs = build(name)
         program = TuneProgram(fn, fargs, name)
         for space_name in args.spaces:
             path = table_path(args.out, name, space_name)
@@ -139,6 +149,9 @@ def confirm(args) -> None:
     for path in sorted((args.out / "tables").glob("*.json")):
         data = json.loads(path.read_text())
         if data["program"] not in args.programs or "confirm" in data:
+            continue
+        if data["program"] not in SUITE:
+            print(f"{data['program']}: a zoo program has no file reference for fresh processes; not confirmed")
             continue
         ok = sorted((t for t in data["trials"] if t["status"] == OK), key=lambda t: t["ratio"])[: args.confirm_top]
         configs = [tuple([0] * len(data["dims"]))] + [tuple(t["codes"]) for t in ok]
@@ -234,7 +247,7 @@ def replay(args) -> None:
         name, space_name = data["program"], data["space"]
         if name not in args.programs or space_name not in args.spaces:
             continue
-        fn, fargs = SUITE[name]()
+        fn, fargs = build(name)
         program = TuneProgram(fn, fargs, name)
         base, convert = replay_space(data, program)
         table = {convert(c): Trial(convert(c), t.status, t.ratio, t.runtime_ns, t.default_ns, t.error)
@@ -254,18 +267,21 @@ def replay(args) -> None:
                                                           [table[c].ratio for c in ok]).statistic)
             entry["score_seconds"] = round(time.perf_counter() - t0, 2)
         strategies = ["random", "tpe", "model"] + [
-            "model+online" if i == 0 else f"model+online:{learner}" for i, learner in enumerate(args.learners)]
+            "model+online" if i == 0 else f"model+online:{learner}" for i, learner in enumerate(args.learners)] + [
+            f"model+online:effects@p{share:g}" for share in args.probe_shares]
         for strategy in strategies:
             if strategy.startswith("model") and scorer is None:
                 continue
-            learner = strategy.split(":")[1] if ":" in strategy else args.learners[0]
-            run_as = strategy.split(":")[0]
+            strategy_, _, probes = strategy.partition("@p")
+            learner = strategy_.split(":")[1] if ":" in strategy_ else args.learners[0]
+            run_as = strategy_.split(":")[0]
             fine = learner == "finetune"
             for budget in args.finetune_budgets if fine else args.budgets:
                 for seed in args.finetune_seeds if fine else args.seeds:
                     ev = ReplayEvaluator(space, table)
                     trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}", scorer, seed,
-                                          round_size=args.round_size, pool_kwargs=None, learner=learner)
+                                          round_size=args.round_size, pool_kwargs=None, learner=learner,
+                                          probes=float(probes) if probes else None)
                     ratios = [t.ratio for t in trials if t.status == OK]
                     found = max([1.0] + [1.0 / r for r in ratios])
                     best_so_far, reach = 1.0, None
@@ -433,7 +449,8 @@ def main(argv=None) -> None:
     p.add_argument("phase", choices=("measure", "confirm", "replay", "summary"))
     p.add_argument("--out", type=Path, help="measure / confirm / replay: the directory of the tables")
     p.add_argument("--replays", type=Path, nargs="+", help="summary: replay JSONs to summarise together")
-    p.add_argument("--programs", nargs="+", default=list(SUITE), choices=list(SUITE))
+    p.add_argument("--programs", nargs="+", default=list(SUITE),
+                   help="suite programs (default: all 14), or zoo variant names: development programs")
     p.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     p.add_argument("--pool", type=int, default=384, help="measure: the whole space up to this size, else a "
                    "random sample of this many configurations")
@@ -441,6 +458,9 @@ def main(argv=None) -> None:
     p.add_argument("--learners", nargs="+", default=["auto", "effects", "tree"],
                    choices=["auto", "effects", "tree", "finetune"],
                    help="replay: online learners of model+online, the first reported as model+online")
+    p.add_argument("--probe-shares", type=float, nargs="+", default=[],
+                   help="replay: also model+online:effects@pX for each X, the first round's share of single-option "
+                   "probes (the rest: the graph model's top picks)")
     p.add_argument("--summary", type=Path, help="replay: write the issue-25 summary.json here")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=10)
@@ -457,6 +477,12 @@ def main(argv=None) -> None:
     p.add_argument("--finetune-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
+    from graphcost.frontend.programs.zoo import list_programs
+
+    zoo = {spec.name for spec in list_programs()}
+    unknown = [n for n in args.programs if n not in SUITE and n not in zoo]
+    if unknown:
+        p.error(f"--programs: {unknown[0]!r} is neither a suite program ({', '.join(SUITE)}) nor a zoo variant")
     if (args.phase != "summary" and args.out is None) or (args.phase == "summary") != bool(args.replays):
         p.error("summary takes --replays (and, optionally, --out: the tables they replayed); the other phases "
                 "take --out")

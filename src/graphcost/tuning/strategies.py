@@ -38,6 +38,10 @@ STRATEGIES = ("model+online", "model", "tpe", "random")
 # default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
 # replay benchmark in each (docs/tune.md, "Which online learner")
 ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
+# The share of the effects learner's first round spent on single-option probes; the rest are the graph
+# model's top picks (kept diverse). Chosen on development programs apart from the evaluation suite
+# (docs/tune.md, "The first round").
+FIRST_ROUND_PROBES = 1.0
 
 
 def resolve_learner(learner: str, space: Space) -> str:
@@ -150,8 +154,11 @@ class ModelSearch(Strategy):
     """``model`` (online=False) and ``model+online`` (module docstring)."""
 
     def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None,
-                 learner: str = "auto"):
+                 learner: str = "auto", probes: float | None = None):
         super().__init__(space, seed)
+        self.probes = FIRST_ROUND_PROBES if probes is None else float(probes)
+        if not 0.0 <= self.probes <= 1.0:
+            raise ValueError(f"probes (the first round's share of single-option probes) must be in [0, 1], got {probes}")
         from graphcost.tuning.online import EffectsModel, single_option_configs
         from graphcost.tuning.scoring import FineTunedModel, OnlineModel
 
@@ -202,12 +209,13 @@ class ModelSearch(Strategy):
         return (self.prior - self.prior.mean()) / (self.prior.std() or 1.0)
 
     def _propose_effects(self, measured: list[Trial], n: int, exclude: set) -> list[Codes]:
-        """``effects``: single-option probes while nothing is measured, then batch Thompson sampling
-        over the pool (`online` module docstring)."""
+        """``effects``: while nothing is measured, single-option probes (a share `probes` of the round,
+        rounded up) and the graph model's top picks; then batch Thompson sampling over the pool
+        (`online` module docstring)."""
         from graphcost.tuning.online import single_option_probes
 
         if not measured:
-            probes = single_option_probes(self.space, self.pool, self.prior, n, exclude)
+            probes = single_option_probes(self.space, self.pool, self.prior, int(np.ceil(self.probes * n)), exclude)
             rest = diverse_top(np.argsort(self.prior, kind="stable"), self.pool, n - len(probes), exclude | set(probes))
             return probes + rest
         self._extend([t.codes for t in measured])  # a resumed study's configurations may not be in the pool

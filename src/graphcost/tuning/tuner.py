@@ -145,11 +145,12 @@ def _settings(config: TuneConfig | None, overrides: dict[str, Any]) -> TuneConfi
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
                  on_round: Callable[[list[Trial]], None] | None = None, learner: str = "auto",
-                 fingerprint: str | None = None) -> list[Trial]:
+                 fingerprint: str | None = None, probes: float | None = None) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
 
     fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
-    fingerprint is refused (ValueError) instead of resumed."""
+    fingerprint is refused (ValueError) instead of resumed. probes: the effects learner's first-round
+    share of single-option probes (None: `strategies.FIRST_ROUND_PROBES`)."""
     from graphcost.tuning.study import Study
 
     if name not in STRATEGIES:
@@ -163,7 +164,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         strategy = RandomSearch(space, seed)
     elif name.startswith("model"):
         strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
-                               learner=learner)
+                               learner=learner, probes=probes)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
     _say_what_was_found(study, f"{study_name}:{name}", budget)
     while True:  # the budget is the study's: counted in the storage before every round (study module docstring)
