@@ -208,3 +208,21 @@ def test_counts_below_one_are_refused(bad):
     with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer >= 1"):
         run_strategy("random", ev.space, ev, args["budget"], None, "prog:flags", round_size=args["round_size"])
     assert not ev.measured
+
+
+@pytest.mark.parametrize("probes, expected", [(1.0, 4), (0.5, 2), (0.0, 0)])
+def test_effects_first_round_mixes_probes_and_the_models_top_picks(probes, expected):
+    """The effects learner's first round: ceil(probes * round) single-option probes, the rest the
+    graph model's best-scored configurations (which move several options in the widened space)."""
+    from graphcost.tuning.strategies import ModelSearch
+
+    ev = FakeEvaluator(FlagSpace())
+    search = ModelSearch(ev.space, fake_scorer(ev, 0.0), seed=0, online=True, learner="effects", probes=probes)
+    first = search.propose([], 4)
+    singles = [c for c in first if sum(v != 0 for v in c) == 1]
+    assert len(first) == 4 and len(singles) >= expected
+    if probes < 1.0:
+        best = min((c for c in search.pool if c != ev.space.default()), key=lambda c: search.prior[search.index[c]])
+        assert best in first  # the model's top pick is measured in the first round
+    with pytest.raises(ValueError, match="probes"):
+        ModelSearch(ev.space, fake_scorer(ev, 0.0), online=True, learner="effects", probes=1.5)
