@@ -150,8 +150,8 @@ def summarise(rows: list[dict]) -> dict:
                     continue
                 mine = {p: np.mean([cells[strat, b, s, p]["final_speedup"] for s in complete]) for p in programs}
                 theirs = {p: np.mean([cells[other, b, s, p]["final_speedup"] for s in complete]) for p in programs}
-                cell[f"beats_{other}"] = sum(mine[p] > theirs[p] + 1e-9 for p in programs)
-                cell[f"loses_to_{other}"] = sum(mine[p] < theirs[p] - 1e-9 for p in programs)
+                cell[f"beats_{other}"] = int(sum(mine[p] > theirs[p] + 1e-9 for p in programs))
+                cell[f"loses_to_{other}"] = int(sum(mine[p] < theirs[p] - 1e-9 for p in programs))
             row["by_budget"][str(b)] = cell
         out["strategies"][strat] = row
     loads = [r[k][0] for r in rows for k in ("loadavg_before", "loadavg_after") if r[k]]

@@ -38,11 +38,11 @@ space, `benchmarks/bench_tune.py`). This learner is built to tell effects apart:
   from the posterior, so uncertain effects get measured (exploration) in proportion to the
   chance that they are the best, and a batch spreads over hypotheses. (Draws alone explored too
   far with a good zero-shot model: many uncertain options make a wide, optimistic spread.)
-* **Single-option probes first** (`single_option_probes`): the first round measures one
-  non-default choice of each of the most promising dimensions (by the graph model), so main
-  effects are identified before they are combined. (Spending half of it on the graph model's
-  best configurations instead did worse on the replay benchmark: median share of the gain 0.54
-  vs 0.64 at budget 8, 0.98 vs 1.00 at 64.)
+* **A first round of probes and top picks** (`single_option_probes`; `strategies.FIRST_ROUND_PROBES`):
+  half of the first round measures one non-default choice of each of the most promising dimensions
+  (by the graph model), so main effects start to be identified before they are combined; the other
+  half measures the graph model's best configurations, so a good zero-shot model pays off at once.
+  Chosen on development programs apart from the evaluation suite (docs/tune.md, "The first round").
 
 Hyperparameters (log-ratio units): σ = 0.05 (timing noise of one interleaved measurement),
 τ = 0.3 (one option rarely moves runtime by more than ±35%), τ_I = 0.15, β₀ = 0.05, τ_β = 0.1

@@ -16,8 +16,8 @@
   ``auto``, the default, is ``effects`` in the flag space and ``tree`` in the others):
   ``effects`` (`online.EffectsModel`): Bayesian main effects and interactions of the
   options with the graph model's score as a prior feature; the first round measures
-  single-option probes, later rounds pick by Thompson sampling, and the pool also grows with the
-  best combination of main effects under each draw. ``tree``: LightGBM on the codes with the
+  single-option probes and the graph model's top picks, later rounds pick by Thompson sampling,
+  and the pool also grows with the best combination of main effects under each draw. ``tree``: LightGBM on the codes with the
   graph model's score as a feature (`scoring.OnlineModel`). ``finetune``: the graph model itself
   fine-tuned on the measurements (`scoring.FineTunedModel`).
 
@@ -41,7 +41,7 @@ ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
 # The share of the effects learner's first round spent on single-option probes; the rest are the graph
 # model's top picks (kept diverse). Chosen on development programs apart from the evaluation suite
 # (docs/tune.md, "The first round").
-FIRST_ROUND_PROBES = 1.0
+FIRST_ROUND_PROBES = 0.5
 
 
 def resolve_learner(learner: str, space: Space) -> str:
