@@ -477,10 +477,14 @@ def main(argv=None) -> None:
     p.add_argument("--finetune-seeds", type=int, nargs="+", default=[0])
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    from graphcost.frontend.programs.zoo import list_programs
+    if any(not 0.0 <= x <= 1.0 for x in args.probe_shares):
+        p.error(f"--probe-shares: each share must be in [0, 1], got {args.probe_shares}")
+    unknown = [n for n in args.programs if n not in SUITE]
+    if unknown:  # development programs: zoo variants
+        from graphcost.frontend.programs.zoo import list_programs
 
-    zoo = {spec.name for spec in list_programs()}
-    unknown = [n for n in args.programs if n not in SUITE and n not in zoo]
+        zoo = {spec.name for spec in list_programs()}
+        unknown = [n for n in unknown if n not in zoo]
     if unknown:
         p.error(f"--programs: {unknown[0]!r} is neither a suite program ({', '.join(SUITE)}) nor a zoo variant")
     if (args.phase != "summary" and args.out is None) or (args.phase == "summary") != bool(args.replays):

@@ -47,6 +47,7 @@ from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.frontend.measure.interleaved import cpu_model, load_average, spearman  # noqa: E402
+from graphcost.tuning.trial import OK  # noqa: E402
 
 DEFAULT = "default"  # the strategy graphcost tune picks with no options (model+online with the shipped model)
 STRATEGIES = (DEFAULT, "tpe", "random")
@@ -72,13 +73,13 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
                             processes=processes, strategies=None if strategy == DEFAULT else [strategy],
                             name=program, progress=False)
     took = time.perf_counter() - t0
-    ok = [t for t in result.trials if t.status == "ok" and t.ratio]
+    ok = [t for t in result.trials if t.status == OK and t.ratio]
     return {"program": program, "space": space, "strategy": strategy, "budget": budget, "seed": seed,
             "strategy_used": result.strategies, "model": result.model,
             "final_speedup": float(result.speedup) if result.beats_default else 1.0,
             "final_range": list(result.speedup_range), "beats_default": result.beats_default,
             "best": result.best.to_json(), "in_search_best": max([1.0] + [1.0 / t.ratio for t in ok]),
-            "measured": len(result.trials), "failed": sum(t.status != "ok" for t in result.trials),
+            "measured": len(result.trials), "failed": sum(t.status != OK for t in result.trials),
             "search_vs_final": result.search_vs_final, "message": result.message, "seconds": round(took, 1),
             "loadavg_before": load0, "loadavg_after": load_average(), "cpu": cpu_model(), "cpus": os.cpu_count(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -179,10 +180,10 @@ def summary(args) -> None:
     for strat, row in live["strategies"].items():
         for b, c in row["by_budget"].items():
             per = c["geomean_final_per_seed"]
+            vs = "  ".join(f"vs {o} {c.get('beats_' + o, '-')}/{c.get('loses_to_' + o, '-')}"
+                           for o in ("tpe", "random"))
             print(f"  {strat:<8} b{b:<3} {c['geomean_final']:.3f}x [{min(per):.3f}-{max(per):.3f}] "
-                  f"in search {c['geomean_in_search']:.3f}x  vs tpe {c.get('beats_tpe', '-')}/"
-                  f"{c.get('loses_to_tpe', '-')}  vs random {c.get('beats_random', '-')}/{c.get('loses_to_random', '-')}"
-                  f"  agreement {c['agreement']['spearman_pooled']}")
+                  f"in search {c['geomean_in_search']:.3f}x  {vs}  agreement {c['agreement']['spearman_pooled']}")
     print(f"in-search vs final, all runs: {live['agreement']}")
 
 

@@ -184,7 +184,8 @@ def main() -> None:
     mean = {k: float(np.mean([row[k] for row in rows.values() if k in row])) for k in keys}
     print(f"  {'scorer':<34} {'all':>7} {'random':>7} {'default':>7}  (mean Kendall τ over held-out families)")
     for k in sorted((k for k in mean if "@" not in k), key=lambda k: -mean[k]):
-        print(f"  {k:<34} {mean[k]:+.3f} {mean.get(k + '@random', np.nan):+.3f} {mean.get(k + '@default', np.nan):+.3f}")
+        modes = " ".join(f"{mean.get(k + m, np.nan):+.3f}" for m in ("@random", "@default"))
+        print(f"  {k:<34} {mean[k]:+.3f} {modes}")
     if args.json:
         from graphcost.atomic import atomic_write_json
 

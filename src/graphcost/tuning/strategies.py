@@ -17,9 +17,9 @@
   ``effects`` (`online.EffectsModel`): Bayesian main effects and interactions of the
   options with the graph model's score as a prior feature; the first round measures
   single-option probes and the graph model's top picks, later rounds pick by Thompson sampling,
-  and the pool also grows with the best combination of main effects under each draw. ``tree``: LightGBM on the codes with the
-  graph model's score as a feature (`scoring.OnlineModel`). ``finetune``: the graph model itself
-  fine-tuned on the measurements (`scoring.FineTunedModel`).
+  and the pool also grows with the best combination of main effects under each draw. ``tree``:
+  LightGBM on the codes with the graph model's score as a feature (`scoring.OnlineModel`).
+  ``finetune``: the graph model itself fine-tuned on the measurements (`scoring.FineTunedModel`).
 
 A strategy proposes; the tuner measures and records. `propose(history, n)` must return `n`
 distinct configurations not in `history` (fewer only when the space is exhausted).
@@ -158,7 +158,8 @@ class ModelSearch(Strategy):
         super().__init__(space, seed)
         self.probes = FIRST_ROUND_PROBES if probes is None else float(probes)
         if not 0.0 <= self.probes <= 1.0:
-            raise ValueError(f"probes (the first round's share of single-option probes) must be in [0, 1], got {probes}")
+            raise ValueError(f"probes (the first round's share of single-option probes) must be in [0, 1], "
+                             f"got {probes}")
         from graphcost.tuning.online import EffectsModel, single_option_configs
         from graphcost.tuning.scoring import FineTunedModel, OnlineModel
 

@@ -69,14 +69,16 @@ def load_manifest(out_dir: Path, options: CollectOptions, manifest: dict | None 
     """The existing manifest (checked against `options`; `manifest`: its contents, already read) or a
     fresh one."""
     path = out_dir / MANIFEST
-    if manifest is not None or path.exists():
-        manifest = manifest if manifest is not None else _read_manifest(path)
+    if manifest is None and path.exists():
+        manifest = _read_manifest(path)
+    if manifest is not None:
         old = manifest.get("collection", {})
         if old != options.key() and _without_label(old) == _without_label(options.key()):
-            raise ValueError(f"{path}: key 'collection.label': this collection's labels are the "
-                             f"{label_statistic(manifest, path)} over processes, this run asks for {options.label}; "
-                             f"resume with --label {label_statistic(manifest, path)}, or pass --relabel to recompute every "
-                             f"label from its stored per-process samples with {options.label}")
+            theirs = label_statistic(manifest, path)
+            raise ValueError(f"{path}: key 'collection.label': this collection's labels are the {theirs} over "
+                             f"processes, this run asks for {options.label}; resume with --label {theirs}, or pass "
+                             f"--relabel to recompute every label from its stored per-process samples with "
+                             f"{options.label}")
         if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
                              "use another --out directory or the same parameters to resume")
