@@ -1,7 +1,7 @@
 """What limits transfer to unseen families? Cheap scorers under leave-one-family-out, on the
 DEVELOPMENT families of a collection only (issue 33, part 3).
 
-    python benchmarks/diagnose_transfer.py [--data DIR] [--json OUT.json]
+    python benchmarks/diagnose_transfer.py [--data DIR] [--extra DIR] [--json OUT.json]
 
 The collection's graphs are split by family (`bench_real.by_family`: `graphcost.data.splits.family_split`,
 seed 0); the TEST families are never read here. Every development family
@@ -19,6 +19,9 @@ are scored on it (Kendall τ over all its configurations, mean over its graphs, 
   log2 of absolute element counts, which differ between families by orders of magnitude); and a
   log-ratio target (log t − median_k log t, not standardised), which keeps how much a graph's
   configurations differ.
+
+``--extra DIR`` adds every graph of another collection to each fold's training side, except those of
+the held-out family (by name): does a wider zoo help on the families of ``--data``?
 
 Figures choose recipes; they are not a headline (that is `bench_real.py --protocols lofo`).
 """
@@ -125,13 +128,16 @@ def main() -> None:
     from graphcost import metrics
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parent / "collections" / "cpu_zoo_layout")
+    parser.add_argument("--extra", type=Path, default=None, help="collection added to every fold's training side")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     dev = [r for r in br.by_family(br.load_records(args.data)) if r.split != "test"]
+    extra = br.load_records(args.extra) if args.extra else []
     fams = sorted({r.family for r in dev})
-    for r in dev:
+    for r in dev + extra:
         r.frac = frac_columns(r.path)
-    print(f"{args.data}: {len(dev)} development graphs of {len(fams)} families (test families never read)")
+    print(f"{args.data}: {len(dev)} development graphs of {len(fams)} families (test families never read)"
+          + (f"; + {len(extra)} training graphs from {args.extra}" if extra else ""))
 
     def taus(score, test) -> dict[str, float]:
         """Mean τ over the family's graphs: over all configurations, and within each search mode
@@ -151,7 +157,8 @@ def main() -> None:
 
     rows: dict[str, dict[str, float]] = {}
     for fam in fams:
-        test, train = [r for r in dev if r.family == fam], [r for r in dev if r.family != fam]
+        test = [r for r in dev if r.family == fam]
+        train = [r for r in dev + extra if r.family != fam]
         scorers = dict(HEURISTICS)
         ys = [target(r) for r in train]
         views = (("raw", lambda r: r.table), ("zgraph", lambda r: zgraph(r.table)),
@@ -189,7 +196,8 @@ def main() -> None:
     if args.json:
         from graphcost.atomic import atomic_write_json
 
-        atomic_write_json({"data": str(args.data), "families": rows, "mean": mean}, args.json)
+        atomic_write_json({"data": str(args.data), "extra": str(args.extra) if args.extra else None,
+                           "families": rows, "mean": mean}, args.json)
 
 
 if __name__ == "__main__":

@@ -99,3 +99,36 @@ def test_a_program_with_log_zero_in_its_output_is_tuned():
     assert np.isneginf(ev.reference[0]).any()
     trials = ev.evaluate([(1,) + (0,) * (len(ev.space.dims) - 1)])
     assert [t.status for t in trials] == ["ok"], trials[0].error
+
+
+def _cancelling(args):
+    """[(a + b) - b: rounding noise of the size of an ulp of b, well-conditioned 2b, argmax over a near-tie]."""
+    a, b = (np.asarray(x, np.float32) for x in args)
+    return [(a + b) - b, 2.0 * b, np.array([np.argmax(np.stack([b[0], np.float32(1.0)]))])]
+
+
+def test_noise_floor_lets_rounding_noise_through_but_not_a_wrong_value():
+    """A value that is rounding noise in the default itself (Adam's update of a parameter whose gradient
+    is zero in exact arithmetic; here (a + b) - b with a << b) may differ by its noise; a well-conditioned
+    value off by 1% still fails, and an integer that a rounding-sized change flips is not compared."""
+    from graphcost.tuning.trial import noise_floor
+
+    args = [np.full(4, 1e-6, np.float32), np.ones(4, np.float32)]
+    ref = _cancelling(args)
+    floor = noise_floor(_cancelling, args, ref)
+    assert (floor[0] > 0).all() and (floor[1] < 1e-5).all() and np.isinf(floor[2]).all()
+    exact = [np.full(4, 1e-6, np.float32), ref[1], 1 - ref[2]]  # the cancellation done in another order
+    assert "values differ" in compare_outputs(exact, ref, 1e-3, 0.0)  # held to rtol, it fails
+    assert compare_outputs(exact, ref, 1e-3, 0.0, floor=floor) == ""
+    wrong = [ref[0], ref[1] * np.float32(1.01), ref[2]]
+    assert "output 1: 4 of 4 values differ" in compare_outputs(wrong, ref, 1e-3, 0.0, floor=floor)
+
+
+def test_low_precision_outputs_are_compared_to_their_own_resolution():
+    """bfloat16 outputs were compared bit for bit (numpy does not know it is a float); now within 2 ulps."""
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    ref = [np.array([1.0, 3.0], bf16)]
+    assert compare_outputs([np.array([1.0078125, 3.0], bf16)], ref, 1e-3, 0.0) == ""  # 1 ulp
+    assert "1 of 2 values differ" in compare_outputs([np.array([1.0625, 3.0], bf16)], ref, 1e-3, 0.0)
