@@ -318,7 +318,13 @@ def merge_replays(args) -> None:
     as if they were one replay; they must share budgets, seeds and --min-speedup."""
     results = None
     for path in args.replays:
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            missing = [k for k in ("programs", "budgets", "seeds", "min_speedup", "models") if k not in data]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as exc:
+            raise SystemExit(f"--replays {path}: cannot be read as a replay JSON ({type(exc).__name__}: {exc})")
+        if missing:
+            raise SystemExit(f"--replays {path}: not a replay JSON of this script (no {missing[0]!r})")
         if results is None:
             results = {k: v for k, v in data.items() if k != "summary"}
             results["programs"] = dict(data["programs"])

@@ -5,8 +5,8 @@ Python API (`graphcost.tune`, `TuneConfig`, `compile_with`) runs the same checks
 * Counts that start threads or processes are bounded by this machine: threads by
   `THREADS_PER_CORE` times the cores this process may use, worker processes by the cores.
 * Counts that multiply work or memory have a fixed ceiling far above any useful value
-  (`TTA_MAX`, `SAMPLES_MAX`, `DIFFUSION_STEPS_MAX`, `PROCESSES_MAX`, `GRAPHS_MAX`): a typo must not
-  run for days.
+  (`TTA_MAX`, `SAMPLES_MAX`, `DIFFUSION_STEPS_MAX`, `PROCESSES_MAX`, `GRAPHS_MAX`, `MEASUREMENTS_MAX`,
+  `REPEATS_MAX`): a typo must not run for days.
 * Sizes whose memory grows with the value (a synthetic graph's nodes and configurations) are checked
   against this machine's memory (`check_fits_memory`), naming the option, before anything is allocated.
 * Seconds to wait (timeouts) are at most `SECONDS_MAX`: past about 292 years Python's clocks overflow
@@ -34,6 +34,10 @@ PROCESSES_MAX = 64  # fresh measuring processes per graph or per final check (th
 # graphs one `data synth` writes or `dag train --num-graphs` generates (TpuGraphs' largest collection has
 # ~7,000); the plan of a run (names, manifest) is held in memory: 441,620,726 took 8+ GB before any file
 GRAPHS_MAX = 100_000
+# configurations one tune strategy measures (--budget) or measures together (--round-size), or one collected
+# program has (--configs); each costs a compile and seconds of timing, so 100,000 is days of work
+MEASUREMENTS_MAX = 100_000
+REPEATS_MAX = 10_000  # timing rounds, calls per round and warm-up calls of one configuration
 SECONDS_MAX = 30 * 24 * 3600  # a timeout or wait (--prepare-timeout, --dist-timeout, --max-wait, --timeout)
 
 

@@ -49,6 +49,11 @@ CASES = [  # (option named, arguments): each refused before any file is read or 
     ("--max-wait", ["collect", "--max-wait", "1e12"]),
     ("--timeout", ["data", "download", "-c", "tile:xla", "--timeout", "1e12"]),
     ("--timeout", ["data", "download", "-c", "tile:xla", "--timeout", "-1"]),
+    ("--budget", ["tune", "x.py:make", "--budget", "1000000000"]),  # was: unbounded (days of measuring)
+    ("--round-size", ["tune", "x.py:make", "--round-size", "1000000000"]),
+    ("--calls", ["tune", "x.py:make", "--calls", "1000000000"]),
+    ("--configs", ["collect", "--configs", "1000000000"]),
+    ("--rounds", ["collect", "--rounds", "1000000000"]),
 ]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 import graphcost
 from graphcost.bounds import ArgumentError
+from graphcost.frontend.measure.interleaved import Protocol
 
 CONFIG_CASES = [  # (field, value, words of the message)
     ("rtol", "x", "rtol must be a number"),
@@ -26,11 +27,13 @@ CONFIG_CASES = [  # (field, value, words of the message)
     ("device", "bogus", "device must be auto, cpu, cuda or cuda:N"),
     ("learner", "bogus", "learner must be one of"),
     ("space", "bogus", "space must be one of"),
-    ("budget", 0, "budget must be an integer >= 1"),
+    ("budget", 0, "budget must be an integer from 1 to 100000"),
+    ("budget", 10**9, "budget must be an integer from 1 to 100000"),  # was: unbounded
     ("budget", 2.5, "budget must be an integer"),
     ("processes", 10**6, "processes must be an integer from 1 to 64"),
     ("allow_fast_math", "yes", "allow_fast_math must be True or False"),
     ("protocol", {"rounds": 3}, "protocol must be a Protocol"),
+    ("protocol", Protocol(rounds=10**9), "protocol.rounds must be an integer from 1 to 10000"),
 ]
 
 

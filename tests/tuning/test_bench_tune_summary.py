@@ -64,3 +64,14 @@ def test_table_noise_comes_from_the_confirmation(bench):
     assert bench.table_noise({}) == 0.02
     confirm = {"table_speedups": [1.2, 1.1, 1.1], "speedup_median": [1.1, 1.1, 1.0]}
     assert bench.table_noise({"confirm": confirm}) == pytest.approx(1.2 / 1.1 - 1.0)
+
+
+def test_summary_of_a_missing_or_foreign_file_is_one_line(bench, tmp_path):
+    """A --replays file that is missing or is not a replay JSON was a traceback."""
+    (tmp_path / "other.json").write_text('{"runs": 1}')
+    (tmp_path / "broken.json").write_text("{")
+    for name, needle in (("missing.json", "cannot be read"), ("broken.json", "cannot be read"),
+                         ("other.json", r"not a replay JSON of this script \(no 'programs'\)")):
+        with pytest.raises(SystemExit, match=needle) as caught:
+            bench.merge_replays(Namespace(replays=[tmp_path / name]))
+        assert str(caught.value).startswith(f"--replays {tmp_path / name}:") and "\n" not in str(caught.value)

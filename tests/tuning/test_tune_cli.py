@@ -268,6 +268,19 @@ def test_interrupt_says_what_was_saved(tmp_path, prog, monkeypatch, stop_after, 
     assert "measured configurations are saved" not in res.output
 
 
+def test_interrupt_while_preparing_says_so_not_aborted(tmp_path, prog, monkeypatch):
+    """Ctrl-C while JAX is imported, before the program is loaded, gave click's bare "Aborted!"."""
+    from graphcost.frontend.programs import jax_program
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jax_program, "require_jax", interrupted)
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--out", str(tmp_path / "o"), *FAST])
+    assert res.exit_code == 130 and "interrupted before any measurement: nothing was saved" in res.output, res.output
+    assert "Aborted" not in res.output and not (tmp_path / "o").exists()
+
+
 HOSTILE = '''
 import os
 import jax.numpy as jnp

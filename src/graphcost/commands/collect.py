@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, SEED_MAX
+from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import check_dir_option, fail
 from graphcost.commands.numbers import threads_bound
 
@@ -63,15 +63,15 @@ def register(app: typer.Typer) -> None:
         programs: str = typer.Option("mlp", help="Comma-separated zoo selectors: families (25: mlp, cnn, tfenc, tfdec, vit, bert, gnn, ...; "
                                      "graphcost.frontend.programs.zoo), groups (transformer, rnn), name prefixes (tfenc, tfdec, lstm, gru, mlp-d3) or exact variant names."),
         out: Path = typer.Option(Path("runs/collected"), help="Output directory (split subdirs + manifest.json)."),
-        configs: int = typer.Option(8, min=1, help="Configurations per program."),
+        configs: int = typer.Option(8, min=1, max=MEASUREMENTS_MAX, help="Configurations per program."),
         space: str = typer.Option("layout", help="layout (per-node layouts, layout schema) or flags "
                                   "(XLA CPU compiler options, tile schema)."),
         mode: str = typer.Option("both", help="Layout search mode: random, default (mutations of the default) or "
                                  "both (half each; the random half moves the same number of tensors in several "
                                  "configurations)."),
-        rounds: int = typer.Option(5, min=1, help="Timing rounds (median over rounds)."),
-        calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
-        warmup: int = typer.Option(2, min=0, help="Warm-up calls per configuration."),
+        rounds: int = typer.Option(5, min=1, max=REPEATS_MAX, help="Timing rounds (median over rounds)."),
+        calls: int = typer.Option(10, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
+        warmup: int = typer.Option(2, min=0, max=REPEATS_MAX, help="Warm-up calls per configuration."),
         limit: int = typer.Option(6, min=0, help="At most this many programs (a seeded sample of the cheaper half of each "
                                  "selected family, spread over families); 0 = all."),
         single_thread: bool = typer.Option(True, "--single-thread/--multi-thread", help="Run XLA's CPU kernels "

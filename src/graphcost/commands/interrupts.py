@@ -9,11 +9,15 @@ signal came so the command can exit with the conventional status (128 + the sign
 
 from __future__ import annotations
 
+import functools
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Terminated(KeyboardInterrupt):
@@ -53,3 +57,24 @@ def terminate_as_interrupt() -> Iterator[Interrupt]:
         yield seen
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def interrupt_says(message: str) -> Callable[[F], F]:
+    """Decorate a command so that a Ctrl-C its own handlers do not catch (while it imports JAX or torch,
+    checks its arguments, loads a model) prints `message` on one line and exits 130, instead of
+    click's bare "Aborted!"."""
+
+    def wrap(command: F) -> F:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return command(*args, **kwargs)
+            except KeyboardInterrupt:
+                import typer
+
+                typer.echo(f"\n{message}", err=True)
+                raise typer.Exit(130) from None
+
+        return cast(F, run)
+
+    return wrap

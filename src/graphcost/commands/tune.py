@@ -12,9 +12,9 @@ from typing import NoReturn, Optional
 import typer
 
 from graphcost.atomic import OutputExistsError, check_run_dir, clear_dir, lock_dir
-from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, SEED_MAX
+from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import check_run_dir_option, fail
-from graphcost.commands.interrupts import terminate_as_interrupt
+from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
 
 TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"
@@ -61,12 +61,13 @@ def register(app: typer.Typer) -> None:
     """Add `tune` to `app`."""
 
     @app.command("tune")
+    @interrupt_says("interrupted before any measurement: nothing was saved")
     def tune_cmd(
         program: str = typer.Argument(..., help="The program: FILE.py:FUNCTION or MODULE:FUNCTION, where FUNCTION() "
                                       "returns (fn, example_args)."),
         space: str = typer.Option("flags", help="flags (XLA CPU compiler options) | layout (per-node layouts of "
                                   "dot / convolution / reshape) | both."),
-        budget: int = typer.Option(32, min=1, help="Configurations measured per strategy (failed ones count)."),
+        budget: int = typer.Option(32, min=1, max=MEASUREMENTS_MAX, help="Configurations measured per strategy (failed ones count)."),
         model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
                                          "flags, a layout model for layouts); default: the models that ship with "
                                          "graphcost."),
@@ -87,10 +88,10 @@ def register(app: typer.Typer) -> None:
                                             "program file's stem); a new name starts a new study."),
         resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
-        round_size: int = typer.Option(4, min=1, help="Configurations measured together per round."),
+        round_size: int = typer.Option(4, min=1, max=MEASUREMENTS_MAX, help="Configurations measured together per round."),
         processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh processes for the final check against the default."),
-        rounds: int = typer.Option(5, min=1, help="Timing rounds per batch (median over rounds)."),
-        calls: int = typer.Option(10, min=1, help="Calls per configuration per round (minimum kept)."),
+        rounds: int = typer.Option(5, min=1, max=REPEATS_MAX, help="Timing rounds per batch (median over rounds)."),
+        calls: int = typer.Option(10, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
         rtol: float = typer.Option(1e-3, min=0.0, help="Relative tolerance of the output check against the default."),
         atol: float = typer.Option(1e-5, min=0.0, help="Absolute tolerance (times max|default output|)."),
         allow_fast_math: bool = typer.Option(False, "--allow-fast-math", help="Let the flag search use the "

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphcost.bounds import PROCESSES_MAX, ArgumentError, check_int, check_real, check_seed
+from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, ArgumentError, check_int, check_real, check_seed
 from graphcost.output_guard import OutputPathError, check_target_kind, check_writable_place
 
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
@@ -63,7 +63,7 @@ def check_tune_config(cfg: Any) -> None:
 
     _one_of("space", cfg.space, SPACES)
     for name in ("budget", "round_size", "finalists"):
-        check_int(name, getattr(cfg, name), 1)
+        check_int(name, getattr(cfg, name), 1, MEASUREMENTS_MAX)
     check_int("processes", cfg.processes, 1, PROCESSES_MAX)
     check_seed("seed", cfg.seed)
     check_real("min_gain", cfg.min_gain, 0.0)
@@ -77,6 +77,9 @@ def check_tune_config(cfg: Any) -> None:
     for name in ("storage", "program_ref", "name"):
         _optional(name, getattr(cfg, name), (str,), "a string")
     _optional("protocol", cfg.protocol, (Protocol,), "a Protocol")
+    if cfg.protocol is not None:
+        for name, low in (("rounds", 1), ("calls", 1), ("warmup", 0)):
+            check_int(f"protocol.{name}", getattr(cfg.protocol, name), low, REPEATS_MAX)
     _optional("pool_kwargs", cfg.pool_kwargs, (dict,), "a dict")
     for name in ("allow_fast_math", "progress"):
         if not isinstance(getattr(cfg, name), bool):

@@ -15,8 +15,6 @@ independent passes in this process instead, and the result says so.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
@@ -25,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.frontend.measure.interleaved import Protocol, measure_executables
-from graphcost.frontend.measure.cross_process import die_with_parent
+from graphcost.frontend.measure.cross_process import run_child
 from graphcost.tuning.space import Codes
 
 
@@ -60,9 +58,8 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
                 "program": program_ref, "space": space, "allow_fast_math": allow_fast_math,
                 "configs": [list(c) for c in configs], "cache_dir": str(cache_dir) if cache_dir else None,
                 "protocol": asdict(replace(protocol, seed=protocol.seed + 7 * p))}))
-            proc = subprocess.run([sys.executable, "-m", "graphcost.tuning.worker", str(req), str(res)],
-                                  capture_output=True, text=True, timeout=timeout, env=os.environ.copy(),
-                                  preexec_fn=die_with_parent())  # a killed tune leaves no worker behind
+            # killed with the tune (a killed tune leaves no worker behind), without JAX's fork warning
+            proc = run_child([sys.executable, "-m", "graphcost.tuning.worker", str(req), str(res)], timeout)
             if proc.returncode != 0 or not res.exists():
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
                 raise RuntimeError(f"measuring worker {p} failed (exit {proc.returncode}): {last}")

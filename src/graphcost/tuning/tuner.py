@@ -403,10 +403,10 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         result = finish(program, sp, evaluator, trials, protocol, cfg.processes, cfg.finalists, cfg.min_gain,
                         cfg.program_ref, cfg.allow_fast_math, out, cfg.progress)
         result.strategies, result.model = list(strategies), model_label
-    except KeyboardInterrupt:
+        if out is not None:
+            write_outputs(out, sp, result)
+    except KeyboardInterrupt:  # the measurements are in the study: --resume finishes the outputs
         raise TuneInterrupted(measured[0]) from None
-    if out is not None:
-        write_outputs(out, sp, result)
     return result
 
 
