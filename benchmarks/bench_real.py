@@ -178,14 +178,14 @@ def _xy(records: list[Record]) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def fit_lightgbm(train: list[Record], seed: int, valid: list[Record] | None = None):
+def fit_lightgbm(train: list[Record], seed: int, valid: list[Record] | None = None, threads: int = 2):
     """LightGBM regression; with `valid`, the number of rounds (<= 1000) stops early on it."""
     import lightgbm as lgb
 
     x, y = _xy(train)
     params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31,
               "min_data_in_leaf": max(2, min(20, len(y) // 20)), "feature_fraction": 0.8, "bagging_fraction": 0.8,
-              "bagging_freq": 1, "seed": seed, "verbose": -1, "num_threads": 2}
+              "bagging_freq": 1, "seed": seed, "verbose": -1, "num_threads": threads}
     if valid:
         xv, yv = _xy(valid)
         booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=1000, valid_sets=[lgb.Dataset(xv, yv)],
@@ -285,7 +285,7 @@ def run_split(train: list[Record], valid: list[Record], test: list[Record], mode
             if model == "count":
                 score = lambda rec: rec.moved.astype(np.float64)  # noqa: E731
             elif model == "lightgbm":
-                score = fit_lightgbm(train, seed, valid)
+                score = fit_lightgbm(train, seed, valid, args.threads)
             elif model == "ridge":
                 score = fit_ridge(train, valid)
             else:

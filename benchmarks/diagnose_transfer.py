@@ -18,7 +18,8 @@ are scored on it (Kendall τ over all its configurations, mean over its graphs, 
   program's data counts the same in a small and a large program (the table's own size columns are
   log2 of absolute element counts, which differ between families by orders of magnitude); and a
   log-ratio target (log t − median_k log t, not standardised), which keeps how much a graph's
-  configurations differ.
+  configurations differ. (The size shares were adopted into `graphcost.models.config_table` from
+  these figures; here the table is cut to its 31 columns from before, so ``raw`` still means those.)
 
 ``--extra DIR`` adds every graph of another collection to each fold's training side, except those of
 the held-out family (by name): does a wider zoo help on the families of ``--data``?
@@ -134,8 +135,10 @@ def main() -> None:
     dev = [r for r in br.by_family(br.load_records(args.data)) if r.split != "test"]
     extra = br.load_records(args.extra) if args.extra else []
     fams = sorted({r.family for r in dev})
-    for r in dev + extra:
-        r.frac = frac_columns(r.path)
+    from graphcost.models.config_table import LEGACY_LAYOUT_COLUMNS
+
+    for r in dev + extra:  # "table": the 31 columns before the data shares, which are `frac` here
+        r.table, r.frac = r.table[:, :LEGACY_LAYOUT_COLUMNS], frac_columns(r.path)
     print(f"{args.data}: {len(dev)} development graphs of {len(fams)} families (test families never read)"
           + (f"; + {len(extra)} training graphs from {args.extra}" if extra else ""))
 

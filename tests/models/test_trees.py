@@ -8,7 +8,7 @@ import pytest
 from graphcost import metrics
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
-from graphcost.models.config_table import LAYOUT_COLUMNS, config_table, layout_table
+from graphcost.models.config_table import LAYOUT_COLUMNS, config_table, data_shares, layout_table
 from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, count_prior, standardise as z
 
 
@@ -35,6 +35,42 @@ def test_layout_table_counts_moves_by_class_and_slot():
     size = t[9:18].reshape(3, 3)
     assert size[1, 0] == pytest.approx(4.0) and size[2, 1] == pytest.approx(8.0)  # log2 16, log2 256
     assert t[27] == pytest.approx(2 / 5)  # 2 of the 5 slots that have a layout are moved
+    assert not t[31:].any()  # no data shares given
+
+
+def test_data_share_columns_weigh_each_move_by_its_tensors_share_of_the_data():
+    node_feat = np.zeros((4, 140), np.float32)
+    node_feat[:, 28] = [1, 16, 256, 4]  # output elements; 277 in all
+    opcode, ids = np.array([34, 26, 75, 0]), np.array([0, 1, 2])
+    edges = np.array([[1, 0], [2, 1], [2, 3]])  # [u, v]: u consumes v; the reshape reads 16 and 4 elements
+    shares = data_shares(node_feat, edges, ids)
+    np.testing.assert_allclose(shares * 277, [[1, 0, 0], [16, 1, 0], [256, 16, 4]])
+    default2, moved2, unset = [1, 0, -1, -1, -1, -1], [0, 1, -1, -1, -1, -1], [-1] * 6
+    cfg = np.array([[[*default2, *default2, *unset], [*moved2, *default2, *unset], [*unset, *moved2, *unset]]],
+                   np.float32)  # conv output moved (16 elements), reshape input moved (its largest operand: 16)
+    t = layout_table(cfg, node_feat, opcode, ids, shares)[0]
+    frac = t[31:40].reshape(3, 3) * 277  # class x slot
+    np.testing.assert_allclose(frac, [[0, 0, 0], [16, 0, 0], [0, 16, 0]], atol=1e-4)
+    np.testing.assert_allclose(t[49:] * 277, [32, 16, 32], atol=1e-4)  # all, inputs only, minor-most moved
+
+
+def test_trees_fitted_on_the_legacy_table_still_score(shipped, tmp_path):
+    """The shipped layout model's trees.txt was fitted on the 31 columns before the data shares."""
+    import lightgbm as lgb
+
+    from graphcost.models.config_table import LEGACY_LAYOUT_COLUMNS
+    from graphcost.pretrained import shipped_model_dir
+
+    train, valid = shipped
+    x = np.vstack([config_table(g) for g in train])
+    y = np.concatenate([np.log(g.runtime) for g in train])
+    params = {"verbose": -1, "num_threads": 1, "min_data_in_leaf": 5}
+    legacy = TreeRanker(lgb.train(params, lgb.Dataset(x[:, :LEGACY_LAYOUT_COLUMNS], y), 5), "layout")
+    np.testing.assert_allclose(legacy.score(valid[0]), legacy.booster.predict(config_table(valid[0])[:, :31]))
+    assert np.isfinite(TreeRanker.load(shipped_model_dir("layout") / "trees.txt").score(valid[0])).all()
+    odd = TreeRanker(lgb.train(params, lgb.Dataset(x[:, :20], y), 5), "layout")
+    with pytest.raises(TreeError, match="read 20 table columns; this graphcost writes 52"):
+        odd.score(valid[0])
 
 
 def test_trees_rank_real_configurations_and_round_trip(tmp_path, shipped):

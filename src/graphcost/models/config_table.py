@@ -1,7 +1,7 @@
 """Fixed-width per-configuration features of one prepared graph: the input of the tree ranker
 (`graphcost.models.trees`) and of the tree baselines in `benchmarks/bench_real.py`.
 
-Layout (31 columns). For every configurable node c and layout slot s (output, input, kernel;
+Layout (52 columns). For every configurable node c and layout slot s (output, input, kernel;
 TpuGraphs §3), `layers.layout_change_features` says whether the configuration moves the slot off
 the compiler's default (row-major) layout and whether it moves the minor-most dimension. With the
 node's opcode class k (dot, convolution, anything else: XLA HloOpcode ids 34, 26) and its output
@@ -12,6 +12,21 @@ size v_c = log2(max(1, node_feat[c, 28])) (elements of the output tensor):
     minor[k, s]       = Σ_{c of class k} minor_{c,s}                 (9)
     share             = Σ_{c,s} moved_{c,s} / #(slots with a layout)  (1)
     graph             = log(1 + N), log(1 + Σ_n node_feat[n, 28]), C  (3)
+
+then the same moves weighted by the SHARE of the program's data each slot's tensor holds,
+f_{c,s} = e_{c,s} / Σ_n e_n, with e the elements of the slot's tensor (output: the node's output;
+input: its largest operand; kernel: its smallest, when it has two or more), so that moving a tensor
+that holds 10% of a program's data counts the same in a small and in a large program (the size
+columns above are log2 of absolute element counts, which differ between families by orders of
+magnitude):
+
+    moved_frac[k, s]  = Σ_{c of class k} moved_{c,s} · f_{c,s}        (9)
+    minor_frac[k, s]  = Σ_{c of class k} minor_{c,s} · f_{c,s}        (9)
+    totals            = Σ_{c,s} moved·f, Σ_{c, s ≠ output} moved·f, Σ_{c,s} minor·f   (3)
+
+On leave-one-family-out these 21 columns lifted LightGBM and ridge on the table by 0.015-0.05
+Kendall τ (`benchmarks/diagnose_transfer.py`; docs/cost-models.md). They come last: trees fitted
+on the first 31 columns alone (before they existed) still score (`LEGACY_LAYOUT_COLUMNS`).
 
 Tile (27 columns): the 24 configuration features, sign(x)·log(1 + |x|), and the 3 graph columns.
 """
@@ -28,7 +43,8 @@ from graphcost.models.layers import layout_change_features
 
 OPCODE_CLASS = {34: 0, 26: 1}  # dot, convolution; every other opcode (reshape, ...) is class 2
 NUM_CLASSES = 3
-LAYOUT_COLUMNS = 3 * NUM_CLASSES * 3 + 1 + 3
+LEGACY_LAYOUT_COLUMNS = 3 * NUM_CLASSES * 3 + 1 + 3  # 31: the table before the data-share columns
+LAYOUT_COLUMNS = LEGACY_LAYOUT_COLUMNS + 2 * NUM_CLASSES * 3 + 3
 MOVED_COLUMNS = NUM_CLASSES * 3  # the first columns of a layout table: moved[k, s]
 TILE_COLUMNS = 24 + 3
 CHUNK = 4096  # configurations decompressed at a time
@@ -40,9 +56,30 @@ def graph_columns(node_feat: np.ndarray, num_config_nodes: int) -> np.ndarray:
                      float(num_config_nodes)], dtype=np.float32)
 
 
+def data_shares(node_feat: np.ndarray, edge_index: np.ndarray, config_node_index: np.ndarray) -> np.ndarray:
+    """(C, 3) float64 f_{c,s}: the share of all nodes' output elements that each configurable node's
+    output, largest operand and smallest operand (of two or more) hold (module docstring)."""
+    elems = np.maximum(np.asarray(node_feat, dtype=np.float64)[:, 28], 1.0)  # (N,)
+    edges = np.asarray(edge_index, dtype=np.int64).reshape(-1, 2)  # [u, v]: u consumes v
+    ids = np.asarray(config_node_index, dtype=np.int64)
+    out = np.zeros((len(ids), 3), dtype=np.float64)
+    out[:, 0] = elems[ids]
+    order = np.argsort(edges[:, 0], kind="stable")
+    users, operands = edges[order, 0], edges[order, 1]
+    for j, c in enumerate(ids):
+        lo, hi = np.searchsorted(users, c), np.searchsorted(users, c, side="right")
+        sizes = elems[operands[lo:hi]]
+        if len(sizes):
+            out[j, 1] = sizes.max()
+        if len(sizes) > 1:
+            out[j, 2] = sizes.min()
+    return out / elems.sum()
+
+
 def layout_table(cfg: np.ndarray | torch.Tensor, node_feat: np.ndarray, node_opcode: np.ndarray,
-                 config_node_index: np.ndarray) -> np.ndarray:
-    """(K, 31) float32 from decoded layout configurations cfg (K, C, 18) of one graph."""
+                 config_node_index: np.ndarray, shares: np.ndarray | None = None) -> np.ndarray:
+    """(K, 52) float32 from decoded layout configurations cfg (K, C, 18) of one graph; `shares`: its
+    (C, 3) `data_shares` (None: the data-share columns are zeros)."""
     cfg = torch.as_tensor(np.asarray(cfg, dtype=np.float32))
     k, c = cfg.shape[0], cfg.shape[1]
     change = layout_change_features(cfg).numpy()  # (K, C, 6): moved (3 slots), minor (3 slots)
@@ -57,7 +94,11 @@ def layout_table(cfg: np.ndarray | torch.Tensor, node_feat: np.ndarray, node_opc
     share = moved.sum((1, 2)) / slots  # (K,)
     table = np.concatenate([p.reshape(k, -1) for p in per_class] + [share[:, None]], axis=1)
     graph = np.broadcast_to(graph_columns(node_feat, c), (k, 3))
-    return np.hstack([table, graph]).astype(np.float32)
+    f = np.zeros((c, 3)) if shares is None else np.asarray(shares, dtype=np.float64)  # (C, 3)
+    weighted = [np.einsum("kcs,cs,cj->kjs", x, f, onehot).reshape(k, -1) for x in (moved, minor)]  # 2 x (K, 9)
+    mf = moved * f  # (K, C, 3)
+    totals = np.stack([mf.sum((1, 2)), mf[..., 1:].sum((1, 2)), (minor * f).sum((1, 2))], axis=1)  # (K, 3)
+    return np.hstack([table, graph, *weighted, totals]).astype(np.float32)
 
 
 def config_table(prepared, rows: np.ndarray | None = None) -> np.ndarray:
@@ -68,8 +109,9 @@ def config_table(prepared, rows: np.ndarray | None = None) -> np.ndarray:
         graph = np.broadcast_to(graph_columns(prepared.node_feat, 0), (len(rows), 3))
         return np.hstack([np.sign(cf) * np.log1p(np.abs(cf)), graph]).astype(np.float32)
     out = np.empty((len(rows), LAYOUT_COLUMNS), dtype=np.float32)
+    shares = data_shares(prepared.node_feat, prepared.edge_index, prepared.config_node_index)
     for at, cfg in decoded_layouts(prepared, rows):
-        out[at] = layout_table(cfg, prepared.node_feat, prepared.node_opcode, prepared.config_node_index)
+        out[at] = layout_table(cfg, prepared.node_feat, prepared.node_opcode, prepared.config_node_index, shares)
     return out
 
 

@@ -45,7 +45,14 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.models.config_table import MOVED_COLUMNS, config_table, decoded_layouts
+from graphcost.models.config_table import (
+    LAYOUT_COLUMNS,
+    LEGACY_LAYOUT_COLUMNS,
+    MOVED_COLUMNS,
+    TILE_COLUMNS,
+    config_table,
+    decoded_layouts,
+)
 from graphcost.models.lightgbm_text import check_model_text
 
 TREES_FILE = "trees.txt"
@@ -129,9 +136,12 @@ def standardise(scores: np.ndarray) -> np.ndarray:
     return (scores - scores.mean()) / std if std > 0 else scores - scores.mean()
 
 
-def _features(g, rows: np.ndarray | None, program: str | None, table: np.ndarray | None = None) -> np.ndarray:
-    """The trees' input: the configuration table, widened by the raw layouts in program mode."""
+def _features(g, rows: np.ndarray | None, program: str | None, table: np.ndarray | None = None,
+              width: int | None = None) -> np.ndarray:
+    """The trees' input: the configuration table (its first `width` columns: trees fitted before the
+    data-share columns existed read `LEGACY_LAYOUT_COLUMNS`), widened by the raw layouts in program mode."""
     table = config_table(g, rows) if table is None else table
+    table = table if width is None else table[:, :width]
     return np.hstack([table, raw_layouts(g, rows)]) if program else table
 
 
@@ -191,7 +201,12 @@ class TreeRanker:
             raise ProgramMismatch(f"{prepared.name}: the trees were fitted on the raw layouts of one other program "
                                   f"(signature {self.program}) and cannot score this one")
         best = self.booster.best_iteration or None
-        x = _features(prepared, None, self.program, table)
+        raw = len(prepared.config_node_index) * 18 if self.program else 0
+        width = self.booster.num_feature() - raw  # the table columns these trees were fitted on
+        if width not in ((LEGACY_LAYOUT_COLUMNS, LAYOUT_COLUMNS) if self.kind == "layout" else (TILE_COLUMNS,)):
+            raise TreeError(f"{prepared.name}: these {self.kind} trees read {width} table columns; this graphcost "
+                            f"writes {LAYOUT_COLUMNS if self.kind == 'layout' else TILE_COLUMNS}")
+        x = _features(prepared, None, self.program, table, width)
         return np.asarray(self.booster.predict(x, num_iteration=best), dtype=np.float64)
 
     def save(self, path: str | Path) -> Path:
