@@ -196,17 +196,21 @@ def fit_lightgbm(train: list[Record], seed: int, valid: list[Record] | None = No
 
 
 def fit_ridge(train: list[Record], valid: list[Record] | None = None):
-    """Ridge regression on the standardised table, w = Xᵀ(XXᵀ + λI)⁻¹y (dual form: features may
-    outnumber configurations); λ in {0.1, 1, 10, 100, 1000} by Kendall τ on `valid` (else 10)."""
+    """Ridge regression on the standardised table, w = (XᵀX + λI)⁻¹Xᵀy, or the same in its dual form
+    Xᵀ(XXᵀ + λI)⁻¹y when features outnumber configurations (within one program, every raw layout entry);
+    λ in {0.1, 1, 10, 100, 1000} by Kendall τ on `valid` (else 10)."""
     from graphcost import metrics
 
     x, y = _xy(train)
     mu, sd = x.mean(0), x.std(0) + 1e-6
     z = (x - mu) / sd
-    gram = z @ z.T
+    dual = z.shape[1] > z.shape[0]
+    gram = z @ z.T if dual else z.T @ z
 
     def make(lam: float):
-        w = z.T @ np.linalg.solve(gram + lam * np.eye(len(y)), y - y.mean())
+        eye = np.eye(len(gram))
+        w = z.T @ np.linalg.solve(gram + lam * eye, y - y.mean()) if dual else np.linalg.solve(gram + lam * eye,
+                                                                                                z.T @ (y - y.mean()))
         return lambda rec: ((rec.table - mu) / sd) @ w
 
     if not valid:
