@@ -98,8 +98,9 @@ def register(app: typer.Typer) -> None:
                                     "processes (an independent second collection of the same configurations, "
                                     "stored as config_runtime_repeat_samples); needs the parameters of OUT's collection."),
         repeat_share: float = typer.Option(1.0, min=0.0, max=1.0, help="With --repeat: repeat only "
-                                           "this share of the finished graphs (at least one), spread over families; "
-                                           "graphs repeated earlier count towards it."),
+                                           "this share of the finished graphs of each measuring session (at least one each; "
+                                           "a pause of over 15 min starts a new session), spread over families; graphs "
+                                           "repeated earlier count towards it."),
         seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed for program sampling, splits, configurations and visit order."),
         backend: str = typer.Option("local", help="local (this machine) or ray (compile and measure tasks on a Ray "
                                     "cluster; needs graphcost[ray] and nodes offering the resource graphcost_measure)."),

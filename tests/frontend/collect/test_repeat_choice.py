@@ -35,3 +35,29 @@ def test_round_robin_spreads_over_queues_and_stops_when_they_run_out():
     n = len(list_programs("mlp"))
     chosen = select_programs("mlp", limit=n - 1)  # more than the cheaper half holds: was an endless loop
     assert 0 < len(chosen) < n and len({s.name for s in chosen}) == len(chosen)
+
+
+def _dated(graphs: dict, start: str, minutes_apart: int) -> None:
+    from datetime import datetime, timedelta
+
+    t0 = datetime.strptime(start, "%Y-%m-%dT%H:%M")
+    for k, name in enumerate(graphs):
+        graphs[name]["date_utc"] = (t0 + timedelta(minutes=k * minutes_apart)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_each_measuring_session_gets_its_own_share():
+    from graphcost.frontend.collect.local import measuring_sessions
+
+    early = _graphs({"a": 10, "b": 10}, repeated=("a-0", "a-1", "b-0", "b-1"))  # 20 graphs, 4 repeated
+    _dated(early, "2026-11-26T10:00", 2)
+    late = {f"late-{k}": v for k, v in _graphs({"c": 6, "d": 4}).items()}  # 10 graphs, two hours later
+    _dated(late, "2026-11-26T13:00", 3)
+    undated = {"u-0": {"family": "u"}, "u-1": {"family": "u", "date_utc": "yesterday"}}
+    graphs = {**early, **late, **undated}
+    sessions = measuring_sessions(graphs)
+    assert [sorted(s) for s in sessions] == [sorted(undated), sorted(early), sorted(late)]
+    chosen = repeat_choice(graphs, 0.1, seed=0)
+    # the early session's 4 repeats cover far more than its share, yet the late one still gets
+    # ceil(0.1 * 10) = 1 and the undated one its minimum of 1: a 10% share overall would have asked for none
+    assert sorted(graphs[n]["family"] for n in chosen) in (["c", "u"], ["d", "u"])
+    assert len(repeat_choice(graphs, 0.3, seed=0)) == 1 + 2 + 3  # undated 1, early 6-4 = 2, late 3

@@ -249,8 +249,9 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
                       share: float = 1.0) -> dict:
     """Measure the finished graphs of the collection in `out_dir` again, in P new processes.
 
-    ``share`` < 1 repeats only that share of the finished graphs (at least one), chosen by
-    `repeat_choice` spread over families; graphs repeated earlier count towards it.
+    ``share`` < 1 repeats only that share of the finished graphs of each measuring session (at
+    least one each), chosen by `repeat_choice` spread over families; graphs repeated earlier count
+    towards it.
 
     The configurations are rebuilt from the manifest's parameters and checked against the file's
     configuration features; the repeat's (K, P) samples go into the file as
@@ -269,24 +270,66 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     return manifest
 
 
+SESSION_GAP_S = 15 * 60  # a graph takes minutes: a longer pause means the collection was stopped and restarted
+
+
+def measuring_sessions(graphs: dict) -> list[list[str]]:
+    """The finished graphs grouped by the stretch of measurement that produced them, oldest first.
+
+    Graphs are ordered by their ``date_utc``; a new session starts after a pause longer than
+    `SESSION_GAP_S`, i.e. where a chunked collection was stopped and run again, perhaps under
+    other load or on another machine. Graphs without a readable date form one session of their own.
+    """
+    dated, undated = [], []
+    for name in sorted(graphs):
+        when = _utc_seconds(graphs[name].get("date_utc"))
+        (undated.append(name) if when is None else dated.append((when, name)))
+    sessions: list[list[str]] = [undated] if undated else []
+    last = None
+    for when, name in sorted(dated):
+        if last is None or when - last > SESSION_GAP_S:
+            sessions.append([])
+        sessions[-1].append(name)
+        last = when
+    return sessions
+
+
+def _utc_seconds(text: object) -> float | None:
+    """Seconds since the epoch of a manifest's ``%Y-%m-%dT%H:%M:%SZ`` date, None when it is not one."""
+    from datetime import datetime, timezone
+
+    try:
+        return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
 def repeat_choice(graphs: dict, share: float, seed: int) -> list[str]:
     """The graphs a repeat of `share` of the collection still has to measure, in order.
 
-    The target is ceil(share * N) graphs of the N finished ones (at least one); graphs already
-    repeated count towards it. The others are taken round-robin over families (each family's
-    graphs in a seeded order), so a 10% repeat covers as many families as it can.
+    Every measuring session (`measuring_sessions`) is checked on its own: of its n graphs,
+    ceil(share * n) (at least one) are repeated, graphs already repeated counting towards it, so
+    a chunk measured under other conditions cannot hide behind the others' agreement. Within a
+    session the graphs are taken round-robin over families (each family's graphs in a seeded
+    order), families not repeated anywhere yet first, so a 10% repeat covers as many families as
+    it can.
     """
-    target = max(1, math.ceil(share * len(graphs) - 1e-9))
-    done = sum("repeat" in e for e in graphs.values())
     rng = np.random.default_rng(seed)
-    queues: dict[str, list[str]] = {}
-    for name in sorted(graphs):
-        if "repeat" not in graphs[name]:
-            queues.setdefault(str(graphs[name].get("family", name)), []).append(name)
-    # families already repeated come last in each round
     seen = {str(e.get("family")) for e in graphs.values() if "repeat" in e}
-    order = sorted(queues, key=lambda f: (f in seen, f))
-    return round_robin([[queues[f][i] for i in rng.permutation(len(queues[f]))] for f in order], target - done)
+    chosen: list[str] = []
+    for session in measuring_sessions(graphs):
+        target = max(1, math.ceil(share * len(session) - 1e-9))
+        done = sum("repeat" in graphs[n] for n in session)
+        queues: dict[str, list[str]] = {}
+        for name in session:
+            if "repeat" not in graphs[name]:
+                queues.setdefault(str(graphs[name].get("family", name)), []).append(name)
+        order = sorted(queues, key=lambda f: (f in seen, f))  # families already repeated come last
+        picked = round_robin([[queues[f][i] for i in rng.permutation(len(queues[f]))] for f in order],
+                             target - done)
+        seen |= {str(graphs[n].get("family", n)) for n in picked}
+        chosen += picked
+    return chosen
 
 
 def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool, share: float = 1.0) -> None:
