@@ -205,7 +205,7 @@ def test_counts_below_one_are_refused(bad):
     """issue 26: round_size=0 returned the default silently, measuring nothing."""
     ev = FakeEvaluator(FlagSpace())
     args = {"budget": 4, "round_size": 2, **bad}
-    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer >= 1"):
+    with pytest.raises(ValueError, match=f"{next(iter(bad))} must be an integer"):
         run_strategy("random", ev.space, ev, args["budget"], None, "prog:flags", round_size=args["round_size"])
     assert not ev.measured
 

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.bounds import ArgumentError
+from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.trial import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
@@ -126,13 +126,6 @@ class TuneInterrupted(KeyboardInterrupt):
         self.measured = measured
 
 
-def _check_counts(**counts) -> None:
-    """ValueError naming the first argument that is not an integer >= 1 (e.g. ``round_size=0``)."""
-    for key, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{key} must be an integer >= 1, got {value!r}")
-
-
 def _settings(config: TuneConfig | None, overrides: dict[str, Any]) -> TuneConfig:
     """`config` (default `TuneConfig()`) with `overrides` replacing its fields; TypeError naming an unknown one."""
     known = {f.name for f in dataclasses.fields(TuneConfig)}
@@ -157,7 +150,8 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name.startswith("model") and scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
-    _check_counts(budget=budget, round_size=round_size)
+    for key, value in (("budget", budget), ("round_size", round_size)):
+        check_int(key, value, 1, MEASUREMENTS_MAX)
     sampler = tpe_sampler(seed, budget) if name == "tpe" else None
     study = Study(storage, f"{study_name}:{name}", space, sampler=sampler, fingerprint=fingerprint)
     if name == "random":
@@ -354,7 +348,6 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     if not isinstance(fn, TuneProgram):
         check_fn(fn)
     cfg = _settings(config, overrides)
-    _check_counts(budget=cfg.budget, round_size=cfg.round_size, processes=cfg.processes, finalists=cfg.finalists)
     protocol = cfg.protocol or Protocol(rounds=5, calls=10, warmup=2, seed=cfg.seed)
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
         program, name = fn, cfg.name or fn.name
