@@ -86,6 +86,10 @@ def register(app: typer.Typer) -> None:
                                   "or median (the plain median over processes; collections made before 2026-11-26)."),
         relabel: bool = typer.Option(False, "--relabel", help="Recompute every finished graph's label in OUT from its "
                                      "stored per-process samples with --label, then stop (nothing is measured)."),
+        annotate: bool = typer.Option(False, "--annotate", help="Add what the compiler did to each configuration "
+                                      "(config_compiled_stats: bytes of copies and transposes, kernels) to every "
+                                      "finished graph of OUT that lacks it, then stop (nothing is measured; a "
+                                      "collection made now stores it already)."),
         measure_core: int = typer.Option(None, help="Core the measuring processes are pinned to (default: the last "
                                          "one); -1 = do not pin."),
         max_load: float = typer.Option(None, min=0.0, help="Wait before a measuring process while the 1-minute load "
@@ -133,6 +137,9 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(str(exc)) from None
         if relabel and (repeat or backend != "local"):
             raise typer.BadParameter("--relabel rewrites the labels of OUT; it takes neither --repeat nor --backend ray")
+        if annotate and (relabel or repeat or backend != "local"):
+            raise typer.BadParameter("--annotate rewrites the files of OUT; it takes neither --relabel, --repeat nor "
+                                     "--backend ray")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
         from graphcost.atomic import OutputExistsError
@@ -183,6 +190,18 @@ def register(app: typer.Typer) -> None:
                 fail(str(exc))
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
                            max_wait, compile_workers, cache_dir, label)
+        if annotate:
+            from graphcost.frontend.collect.local import annotate_collection
+
+            try:
+                manifest = annotate_collection(out, options)
+            except KeyboardInterrupt:
+                typer.echo(f"\ninterrupted: the graphs annotated so far are saved in {out}; re-run to finish", err=True)
+                raise typer.Exit(130)
+            except (ValueError, RuntimeError, OutputExistsError) as exc:
+                fail(str(exc))
+            typer.echo(f"{len(manifest['graphs'])} graphs in {out} carry config_compiled_stats")
+            return
         try:
             if repeat:
                 manifest = repeat_collection(out, options, share=repeat_share)

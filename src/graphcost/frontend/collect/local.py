@@ -23,6 +23,12 @@ at a later time: an independent second collection of the same configurations, st
 ``config_runtime_repeat_samples`` (K, P), from which the card's repeatability table and the
 benchmarks' noise ceiling are computed.
 
+What the compiler did to each configuration is stored too: ``config_compiled_stats`` (K, 7), the
+data movement of its optimized module (`graphcost.frontend.hlo.compiled_stats`: bytes and counts
+of copies and transposes, kernels, instructions), read by compiling each configuration once more
+through the persistent cache after it is measured; no measurement depends on it.
+``annotate_collection`` adds it to the graphs of a collection made before it existed.
+
 A program that cannot be built, compiled or measured (an error in the program, a JAX version that
 lacks something it uses) is skipped with a warning and recorded under the manifest's ``skipped``
 (its error's first line), so a long collection never dies on one program; a resume tries it again.
@@ -61,6 +67,7 @@ from graphcost.frontend.programs.zoo import ProgramSpec
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
 WORK = ".work"
+COMPILED_KEY = "config_compiled_stats"  # (K, len(compiled_stats.COMPILED_STATS)) what the compiler did
 
 
 # --- manifest ------------------------------------------------------------------------------
@@ -168,6 +175,34 @@ def save_arrays(arrays: dict, path: Path, kind: str) -> None:
 
 # --- the collection loop -------------------------------------------------------------------
 
+def compiled_config_stats(gj: GraphJob, workers: int) -> np.ndarray:
+    """(K, len(COMPILED_STATS)) float64: what XLA did to each configuration of `gj`
+    (`graphcost.frontend.hlo.compiled_stats`), compiled through the persistent cache in use (after
+    the driver's compile these are cache hits)."""
+    from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+    from graphcost.frontend.programs.jax_program import executable_stats
+
+    lowered = gj.lower()
+    out = np.zeros((len(lowered), len(COMPILED_STATS)), dtype=np.float64)
+
+    def look(i: int, exe: Any) -> None:
+        out[i] = executable_stats(exe)
+
+    compile_all(lowered, gj.compiler_options, workers, keep=False, on_compiled=look)
+    return out
+
+
+def _add_compiled_stats(gj: GraphJob, options: CollectOptions, bar) -> None:
+    """``config_compiled_stats`` into `gj.arrays`; a failure is said and the graph kept without them
+    (`annotate_collection` adds them later): its measurements must not be lost for a statistic."""
+    bar.set_postfix_str(f"{gj.spec.name}: reading the compiled modules")
+    try:
+        gj.arrays[COMPILED_KEY] = compiled_config_stats(gj, options.compile_workers)
+    except Exception as exc:  # noqa: BLE001 - any compiler or decoding error: the measured graph is kept
+        bar.write(f"warning: {gj.spec.name}: no {COMPILED_KEY} ({type(exc).__name__}: {str(exc)[:200]}); "
+                  "`graphcost collect ... --annotate` adds them later")
+
+
 def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
     """Compile into the persistent cache (the measuring processes then load); record the time."""
     t0 = time.perf_counter()
@@ -190,9 +225,12 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
 def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, manifest: dict, progress: bool) -> None:
     from tqdm.auto import tqdm
 
+    from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+
     splits = stratified_split([(s.name, s.family) for s in specs], options.split_fractions, options.seed)
     manifest["environment"] = environment_metadata(options.protocol)
     manifest["environment"]["cross_process"] = options.cross.describe()
+    manifest["compiled_stats"] = list(COMPILED_STATS)  # the columns of the files' config_compiled_stats
     todo = pending(specs, out_dir, manifest)
     bar = tqdm(total=len(specs), initial=len(specs) - len(todo), unit="graph", disable=not progress,
                desc=f"collect {options.space}")
@@ -216,6 +254,7 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
                 _remove_work(work)
                 bar.update(1)
                 continue
+            _add_compiled_stats(gj, options, bar)
             finish_graph(out_dir, manifest, spec, splits[spec.name], gj.kind, gj.arrays, gj.info, samples,
                          {"processes": records, **timing, "total_s": round(time.perf_counter() - t0, 2)})
             _remove_work(work)
@@ -356,10 +395,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
                 raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
             stored = read_graph(path)
             gj = prepare_job(spec, options)
-            feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
-            if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
-                raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "
-                                 "(another graphcost version?); a repeat must measure the same configurations")
+            _check_same_configs(path, stored, gj)
             timing = {"compile_s": 0.0}
             work = out_dir / WORK / name
             # a cache left by the first collection serves the processes directly (a miss compiles there)
@@ -378,6 +414,61 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             bar.update(1)
     finally:
         bar.close()
+
+
+def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+    """Add ``config_compiled_stats`` (what the compiler did to each configuration, module docstring)
+    to every finished graph of the collection in `out_dir` that lacks it. The configurations are
+    rebuilt from the manifest's parameters and checked against the file's, as for a repeat; each
+    file is rewritten atomically, so an interrupted run is finished by running it again. Nothing is
+    measured: it may run beside other work. Returns the manifest."""
+    from tqdm.auto import tqdm
+
+    from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+    from graphcost.frontend.programs.zoo import get_program
+
+    out_dir = Path(out_dir)
+    if not (out_dir / MANIFEST).is_file():
+        raise ValueError(f"{out_dir / MANIFEST}: no collection here to annotate (collect it first)")
+    with lock_dir(out_dir):
+        manifest = load_manifest(out_dir, options)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        todo = []
+        for name in sorted(manifest["graphs"]):
+            with np.load(graph_file(out_dir, name, manifest["graphs"][name]), allow_pickle=False) as z:
+                if COMPILED_KEY not in z.files:
+                    todo.append(name)
+        bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
+                   disable=not progress, desc=f"annotate {options.space}")
+        try:
+            with persistent_cache(options.cache_dir):
+                for name in todo:
+                    path = graph_file(out_dir, name, manifest["graphs"][name])
+                    bar.set_postfix_str(f"{name}: prepare")
+                    try:
+                        spec = get_program(name)
+                    except ValueError as exc:
+                        raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
+                    stored = read_graph(path)
+                    gj = prepare_job(spec, options)
+                    _check_same_configs(path, stored, gj)
+                    bar.set_postfix_str(f"{name}: compile")
+                    stored[COMPILED_KEY] = compiled_config_stats(gj, options.compile_workers)
+                    save_arrays(stored, path, gj.kind)
+                    bar.update(1)
+        finally:
+            bar.close()
+        manifest["compiled_stats"] = list(COMPILED_STATS)
+        atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+    return manifest
+
+
+def _check_same_configs(path: Path, stored: dict, gj: GraphJob) -> None:
+    """ValueError naming the file when the configurations rebuilt from the manifest are not the file's."""
+    feat_key = "node_config_feat" if gj.kind == "layout" else "config_feat"
+    if feat_key not in stored or not np.array_equal(stored[feat_key], gj.arrays[feat_key]):
+        raise ValueError(f"{path}: key '{feat_key}' differs from the configurations rebuilt from the manifest "
+                         "(another graphcost version?); a repeat or an annotation must use the same configurations")
 
 
 def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:

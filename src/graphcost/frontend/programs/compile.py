@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Callable
 
 
 def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, name: str = "",
-                keep: bool = True) -> list:
+                keep: bool = True, on_compiled: Callable[[int, Any], None] | None = None) -> list:
     """Compile every `Lowered` (protocol step 1) with `workers` threads (XLA compiles release the GIL).
-    keep=False drops each executable once compiled (the persistent cache holds it; see `measure/memory_maps.py`)."""
+    keep=False drops each executable once compiled (the persistent cache holds it; see `measure/memory_maps.py`);
+    `on_compiled(i, executable)` is called first (e.g. to read what the compiler did)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from graphcost.frontend.programs.jax_program import compile_lowered
@@ -25,6 +27,8 @@ def compile_all(lowered: list, compiler_options: list, workers: int, bar=None, n
 
     def one(i):
         exe = compile_lowered(lowered[i], compiler_options[i])
+        if on_compiled is not None:
+            on_compiled(i, exe)
         done[0] += 1
         exe = exe if keep else None
         if bar is not None:

@@ -68,6 +68,14 @@ def optimized_hlo_bytes(compiled) -> bytes:
     return modules[0].as_serialized_hlo_module_proto()
 
 
+def executable_stats(compiled):
+    """`graphcost.frontend.hlo.compiled_stats` of a compiled executable's optimized module: (7,) float64."""
+    from graphcost.frontend.hlo.compiled_stats import compiled_stats
+    from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
+
+    return compiled_stats(parse_hlo_module(optimized_hlo_bytes(compiled), "optimized HloModuleProto"))
+
+
 def unoptimized_hlo_bytes(lowered) -> bytes:
     """Serialized HloModuleProto of the module as lowered from JAX (before XLA passes)."""
     return lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
