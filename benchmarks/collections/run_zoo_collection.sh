@@ -3,7 +3,8 @@
 # (cpu_zoo_flags: the widened XLA CPU flag space, the same programs), in resumable chunks: re-run it to continue
 # (finished graphs are kept; stop it with Ctrl-C at any time). STAGES=repeat REPEAT_SHARE=0.1 repeats a tenth
 # of the finished graphs, spread over families; STAGES=relabel recomputes every label from the stored samples
-# with the default --label (level-median; graphs measured before 2026-11-26 23:00 UTC carried plain medians). 25 families, programs in
+# with the default --label (level-median; graphs measured before 2026-11-26 23:00 UTC carried plain medians);
+# STAGES=annotate adds what the compiler did to each configuration (config_compiled_stats; nothing measured). 25 families, programs in
 # zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
 # Chunks are committed as they finish; once complete and repeated (its repeat meeting the target) it ships
 # with a family split: python benchmarks/collections/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
@@ -25,5 +26,6 @@ case ${STAGES:-collect} in
   collect) $GC collect "${COMMON[@]}" ;;
   repeat) $GC collect "${COMMON[@]}" --repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
   relabel) $GC collect "${COMMON[@]}" --relabel ;;  # labels of graphs measured by an older graphcost (plain median)
-  *) echo "STAGES must be collect, repeat or relabel" >&2; exit 2 ;;
+  annotate) $GC collect "${COMMON[@]}" --annotate ;;  # config_compiled_stats for graphs collected before they existed
+  *) echo "STAGES must be collect, repeat, relabel or annotate" >&2; exit 2 ;;
 esac
