@@ -25,6 +25,9 @@ NODE_FEAT_DIM = 140  # TpuGraphs README node feature table
 NODE_FEAT_SCALED = 134  # node_feat[:134] are standard-scaled; [134:140] = layout minor_to_major
 LAYOUT_CONFIG_DIM = 18  # output / input0 / input1 layouts, 6 values each, in {-1..5}
 TILE_CONFIG_DIM = 24  # TpuGraphs README tile config table
+# graphcost's own optional per-configuration key ``config_compiled_stats``: what the compiler did to
+# each configuration (`graphcost.frontend.hlo.compiled_stats`, whose COMPILED_STATS name the columns)
+COMPILED_STATS_DIM = 7
 # Version of what the features MEAN (the node / configuration feature definitions written by
 # graphcost.frontend's featurizer and flag/layout encoders). A checkpoint records the version it was
 # trained on; `graphcost.train.inference.load_trained` refuses a model of another version, whose
@@ -48,6 +51,7 @@ class LayoutGraph:
     node_config_feat: np.ndarray  # (K, C, 18) float32 (or a chunk-readable stand-in)
     config_runtime: np.ndarray  # (K,) runtimes (positive, finite)
     node_splits: np.ndarray | None = None  # per-computation split points, as in the npz
+    config_compiled_stats: np.ndarray | None = None  # (K, 7) float64, graphcost's extension (COMPILED_STATS_DIM)
     kind: Literal["layout"] = "layout"
 
 
@@ -62,6 +66,7 @@ class TileGraph:
     config_feat: np.ndarray  # (K, 24) float32
     config_runtime: np.ndarray  # (K,) runtimes
     config_runtime_normalizers: np.ndarray  # (K,) runtime of the default config
+    config_compiled_stats: np.ndarray | None = None  # (K, 7) float64, graphcost's extension (COMPILED_STATS_DIM)
     kind: Literal["tile"] = "tile"
 
 

@@ -58,6 +58,7 @@ def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None
         config_codes=full.config_codes[keep] if full.config_codes is not None else None,
         config_feat=full.config_feat[keep] if full.config_feat is not None else None,
         config_source_index=source[keep],
+        compiled=full.compiled[keep] if full.compiled is not None else None,
     )
     return dedup, twin
 

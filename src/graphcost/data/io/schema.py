@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.data.graph import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM
+from graphcost.data.graph import COMPILED_STATS_DIM, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM
 
 __all__ = [
     "SchemaError",
@@ -75,12 +75,17 @@ _NODE_KEYS = (
     KeySpec("edge_index", "int32", "iu", (2,), 2, True, "(m, 2) row [u, v]: u consumes v's output"),
 )
 
+# Not in TpuGraphs: graphcost's own optional key, written by `graphcost collect` (and `--annotate`).
+_COMPILED = KeySpec("config_compiled_stats", "float64", "f", (2,), COMPILED_STATS_DIM, False,
+                    "(c, 7) what the compiler did to config j (graphcost.frontend.hlo.compiled_stats)")
+
 TILE_KEYS: tuple[KeySpec, ...] = _NODE_KEYS + (
     KeySpec("config_feat", "float32", "f", (2,), TILE_CONFIG_DIM, True, "(c, 24) tile config features"),
     KeySpec("config_runtime", "int64", "iuf", (1,), None, True, "(c,) runtime in ns of config j"),
     KeySpec(
         "config_runtime_normalizers", "int64", "iuf", (1,), None, True, "(c,) runtime in ns of the default config"
     ),
+    _COMPILED,
 )
 
 LAYOUT_KEYS: tuple[KeySpec, ...] = _NODE_KEYS + (
@@ -89,6 +94,7 @@ LAYOUT_KEYS: tuple[KeySpec, ...] = _NODE_KEYS + (
     KeySpec("config_runtime", "int32", "iuf", (1,), None, True, "(c,) runtime of run j"),
     # Optional; the README calls it a variable-length list, the released files store it as (1, s).
     KeySpec("node_splits", "int64", "iu", (1, 2), None, False, "start node ids of HLO computations"),
+    _COMPILED,
 )
 
 _TILE_ONLY = {"config_feat", "config_runtime_normalizers"}

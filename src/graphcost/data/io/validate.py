@@ -16,6 +16,10 @@ Checks, in order (the first failure raises `SchemaError(path, key, problem)`):
    node_config_feat is lazy), tile config values >= 0, runtimes and normalizers finite and > 0,
    and the graph is acyclic (iterative topological sort, O(n + m)).
 
+graphcost's own optional key ``config_compiled_stats`` (what the compiler did to each
+configuration, `graphcost.frontend.hlo.compiled_stats`) is checked when present: (c, 7), float,
+finite and >= 0.
+
 Unlabelled files (``labelled=False``: test-split files to rank, whose runtimes are hidden,
 placeholders or absent) get every check above except the runtime ones: ``config_runtime`` and
 ``config_runtime_normalizers`` may be absent; when present their dtype, rank and length are
@@ -45,12 +49,13 @@ _WIDTH_WHY = {
     "config_feat": "the README tile config table has 24 columns",
     "node_config_feat": "the README layout config table has 18 columns",
     "edge_index": "each edge is a row [u, v]",
+    "config_compiled_stats": "graphcost.frontend.hlo.compiled_stats has 7 statistics",
 }
 
 
 def graph_arrays(graph: LayoutGraph | TileGraph) -> dict[str, Any]:
     """The npz-keyed arrays of an in-memory graph record (None fields left out)."""
-    names = ["node_feat", "node_opcode", "edge_index", "config_runtime"]
+    names = ["node_feat", "node_opcode", "edge_index", "config_runtime", "config_compiled_stats"]
     if graph.kind == "layout":
         names += ["node_config_ids", "node_config_feat", "node_splits"]
     else:
@@ -111,6 +116,9 @@ def _check_shapes(arrays: Mapping[str, Any], path, kind: str) -> tuple[int, int]
     c = shape[count_key][0]
     if c < 1:
         raise SchemaError(path, count_key, "no configurations (length 0)")
+    if "config_compiled_stats" in shape and shape["config_compiled_stats"][0] != c:
+        raise SchemaError(path, "config_compiled_stats",
+                          f"has {shape['config_compiled_stats'][0]} rows but {count_key} has {c} configurations")
     if kind == "tile":
         for key in ("config_feat", "config_runtime_normalizers"):
             if key in shape and shape[key][0] != c:
@@ -241,6 +249,13 @@ def validate_arrays(
     _check_range(path, "node_opcode", np.asarray(arrays["node_opcode"]), 0, MAX_OPCODE + 1, "opcode id (hlo_opcode.h)")
     edges = np.asarray(arrays["edge_index"])
     _check_range(path, "edge_index", edges, 0, n, "node index")
+    if arrays.get("config_compiled_stats") is not None:
+        stats = np.asarray(arrays["config_compiled_stats"])
+        _check_finite(path, "config_compiled_stats", stats)
+        if (stats < 0).any():
+            i = np.unravel_index(int(np.argmax(stats < 0)), stats.shape)
+            raise SchemaError(path, "config_compiled_stats", f"negative value {stats[i]} at index "
+                                                             f"{tuple(int(x) for x in i)} (bytes and counts)")
     if kind == "tile":
         cfg = np.asarray(arrays["config_feat"])
         _check_finite(path, "config_feat", cfg)

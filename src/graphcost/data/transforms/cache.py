@@ -20,7 +20,7 @@ from graphcost.atomic import atomic_write
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.data.transforms.prepared import PreparedGraph
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: prepared graphs carry config_compiled_stats ("compiled")
 
 
 def cache_key(source: str | Path, options: dict[str, Any], format_version: int | None = None) -> str:

@@ -31,6 +31,8 @@ class PreparedGraph:
     config_source_index: (K,) int64 original configuration index of each kept configuration
         (dedup keeps a subset; use it to map predictions back to the file's configurations).
     num_source_configs: K before de-duplication.
+    compiled: (K, 7) float64 what the compiler did to each kept configuration (the file's
+        ``config_compiled_stats``, `graphcost.frontend.hlo.compiled_stats`), or None without it.
     """
 
     name: str
@@ -46,6 +48,7 @@ class PreparedGraph:
     kept_nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     config_source_index: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     num_source_configs: int = 0
+    compiled: np.ndarray | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -62,7 +65,7 @@ class PreparedGraph:
     def nbytes(self) -> int:
         """Memory held by the arrays (bytes)."""
         arrays = [self.node_feat, self.node_opcode, self.edge_index, self.config_node_index, self.runtime,
-                  self.config_codes, self.config_feat, self.kept_nodes, self.config_source_index]
+                  self.config_codes, self.config_feat, self.kept_nodes, self.config_source_index, self.compiled]
         return int(sum(a.nbytes for a in arrays if a is not None))
 
     # ---- npz round trip (no object arrays: loadable with allow_pickle=False) -------------
@@ -84,6 +87,8 @@ class PreparedGraph:
             out["config_codes"] = self.config_codes
         if self.config_feat is not None:
             out["config_feat"] = self.config_feat
+        if self.compiled is not None:
+            out["compiled"] = self.compiled
         return out
 
     @classmethod
@@ -103,4 +108,5 @@ class PreparedGraph:
             kept_nodes=np.asarray(d["kept_nodes"], dtype=np.int64),
             config_source_index=np.asarray(d["config_source_index"], dtype=np.int64),
             num_source_configs=int(d["num_source_configs"][()]),
+            compiled=np.asarray(d["compiled"], dtype=np.float64) if "compiled" in d else None,
         )

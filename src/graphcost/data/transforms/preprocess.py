@@ -156,6 +156,7 @@ def _prepare_layout(graph: LayoutGraph, prune: bool, dedup: bool, chunk_size: in
         kept_nodes=pr.kept_nodes,
         config_source_index=keep,
         num_source_configs=k,
+        compiled=_compiled_rows(graph, keep),
     )
 
 
@@ -184,7 +185,14 @@ def _prepare_tile(graph: TileGraph, dedup: bool) -> PreparedGraph:
         kept_nodes=pr.kept_nodes,
         config_source_index=np.asarray(keep, dtype=np.int64),
         num_source_configs=k,
+        compiled=_compiled_rows(graph, keep),
     )
+
+
+def _compiled_rows(graph: LayoutGraph | TileGraph, keep: np.ndarray) -> np.ndarray | None:
+    """The kept configurations' rows of the graph's ``config_compiled_stats`` (None without it)."""
+    stats = getattr(graph, "config_compiled_stats", None)
+    return None if stats is None else np.asarray(stats, dtype=np.float64)[keep]
 
 
 def prepare_in_memory(
