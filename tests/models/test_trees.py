@@ -214,3 +214,55 @@ def test_a_bad_program_in_the_trees_header_is_refused(tmp_path, shipped):
     (tmp_path / "trees.txt").write_text(text.replace("kind=layout", "kind=layout program=xyz", 1))
     with pytest.raises(TreeError, match="program=<16 hex>"):
         TreeRanker.load(tmp_path / "trees.txt")
+
+
+def test_copies_prior_reads_the_compiled_statistics_and_falls_back_to_the_count(shipped, caplog):
+    import dataclasses
+    import logging
+
+    from graphcost.models import trees
+
+    g = shipped[1][0]
+    stats = np.zeros((g.num_configs, 7))
+    stats[:, 0], stats[:, 3] = np.arange(g.num_configs), 2.0  # copy bytes, transpose bytes
+    annotated = dataclasses.replace(g, compiled=stats)
+    np.testing.assert_array_equal(trees.copies_prior(annotated), np.arange(g.num_configs) + 2.0)
+    np.testing.assert_array_equal(trees.prior_scores("copies", annotated), np.arange(g.num_configs) + 2.0)
+    plain = dataclasses.replace(g, compiled=None)
+    assert trees.copies_prior(plain) is None
+    trees._warned_fallback.clear()
+    with caplog.at_level(logging.WARNING, logger="graphcost.models.trees"):
+        np.testing.assert_array_equal(trees.prior_scores("copies", plain), count_prior(plain))
+    assert "collect --annotate" in caplog.text
+
+
+def test_the_blend_takes_the_compiled_prior_when_it_blends_better_on_validation(shipped):
+    """Graph model and trees that know nothing, and compiled statistics that order the validation
+    configurations as their runtimes do: fit_blend must take the copies as its prior, and say so."""
+    import dataclasses
+
+    from graphcost.train.blend import describe, fit_blend
+
+    train, valid = shipped
+    truth = []
+    for v in valid:
+        stats = np.zeros((v.num_configs, 7))
+        stats[:, 0] = np.argsort(np.argsort(v.runtime))  # copy bytes ranked as the runtimes
+        truth.append(dataclasses.replace(v, compiled=stats))
+    noise = lambda g: np.random.default_rng(g.num_configs).normal(size=g.num_configs)  # noqa: E731
+    blend, _ = fit_blend(noise, train, truth, "kendall_tau", threads=1)
+    assert blend.prior_kind == "copies" and blend.prior >= 0.5 and blend.valid["copies"] > blend.valid["count"]
+    assert "x bytes the compiler copies" in describe(blend)
+    plain, _ = fit_blend(noise, train, [dataclasses.replace(v, compiled=None) for v in valid], "kendall_tau",
+                         threads=1)  # no statistics: the count, as before
+    assert plain.prior_kind == "count"
+
+
+def test_blend_prior_kind_round_trip_and_check(tmp_path):
+    Blend(0.5, "kendall_tau", {}, prior=0.3, prior_kind="copies").save(tmp_path / "blend.json")
+    assert Blend.load(tmp_path / "blend.json").prior_kind == "copies"
+    (tmp_path / "old.json").write_text('{"weight": 0.6, "prior": 0.2}')  # written before prior_kind: the count
+    assert Blend.load(tmp_path / "old.json").prior_kind == "count"
+    (tmp_path / "bad.json").write_text('{"weight": 0.6, "prior": 0.2, "prior_kind": "magic"}')
+    with pytest.raises(TreeError, match="bad.json: field 'prior_kind' must be one of count, copies"):
+        Blend.load(tmp_path / "bad.json")

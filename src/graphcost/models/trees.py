@@ -24,13 +24,19 @@ program (`ProgramMismatch`; the blend then falls back to the graph model and say
 Blend (`Blend`, written to ``blend.json`` by `graphcost train`): with z(·) the scores of a graph's
 configurations standardised to zero mean and unit variance,
 
-    score = w · z(graph model) + p · z(count) + (1 - w - p) · z(trees) + ε · z(graph model)
+    score = w · z(graph model) + p · z(prior) + (1 - w - p) · z(trees) + ε · z(graph model)
 
 (w, p) on the grid {0, 0.1, ..., 1}², w + p ≤ 1, chosen on the validation graphs; ε = 1e-3.
-count (`count_prior`, layout only) is the number of layout slots a configuration moves off the
-compiler's default: the model-free heuristic "fewer copies = faster", which a model trained on a
-dozen configurations of one program does not beat (BENCHMARKS.md, within one program at 1%); with
-more data the validation graphs give it p = 0. The ε term only breaks ties: trees are piecewise
+The prior is model-free (layout only), one of `PRIORS`, also chosen on the validation graphs:
+
+* ``count`` (`count_prior`): the number of layout slots a configuration moves off the compiler's
+  default, the heuristic "fewer moved tensors = faster", which a model trained on a dozen
+  configurations of one program does not beat (BENCHMARKS.md, within one program at 1%); with
+  more data the validation graphs give it p = 0;
+* ``copies`` (`copies_prior`, graphs that carry ``config_compiled_stats``): the bytes of the
+  ``copy`` and ``transpose`` instructions the compiler put into the configuration's optimized
+  module. It ranks programs of families never trained on better than the count and than the
+  table models (docs/cost-models.md, "What the compiler did"). The ε term only breaks ties: trees are piecewise
 constant and give many configurations the same value (all of them, on a graph unlike the training
 data), and among those the graph model decides.
 """
@@ -61,7 +67,8 @@ WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 TIE_BREAK = 1e-3  # ε: the graph model orders configurations the trees score the same
 
 
-GRID = tuple((w, p) for w in WEIGHTS for p in WEIGHTS if w + p <= 1.0 + 1e-9)  # (graph, count) weights
+GRID = tuple((w, p) for w in WEIGHTS for p in WEIGHTS if w + p <= 1.0 + 1e-9)  # (graph, prior) weights
+PRIORS = ("count", "copies")
 
 
 def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray, prior: float = 0.0,
@@ -82,6 +89,36 @@ def count_prior(prepared, table: np.ndarray | None = None) -> np.ndarray:
     if prepared.kind != "layout":
         return np.zeros(len(table), dtype=np.float64)
     return np.asarray(table[:, :MOVED_COLUMNS], dtype=np.float64).sum(1)
+
+
+def copies_prior(prepared) -> np.ndarray | None:
+    """(K,) float64 bytes of the copies and transposes in each configuration's optimized module
+    (`graphcost.frontend.hlo.compiled_stats` columns copy_bytes + transpose_bytes); fewer = predicted
+    faster. None for a tile graph or a graph without ``config_compiled_stats``."""
+    if prepared.kind != "layout" or getattr(prepared, "compiled", None) is None:
+        return None
+    return np.asarray(prepared.compiled[:, 0] + prepared.compiled[:, 3], dtype=np.float64)
+
+
+_warned_fallback: list[bool] = []
+
+
+def prior_scores(kind: str, prepared, table: np.ndarray | None = None) -> np.ndarray:
+    """(K,) the blend's prior `kind` (one of `PRIORS`) for one graph. A ``copies`` prior of a graph
+    without compiled statistics (a TpuGraphs file, a collection made before them) falls back to the
+    count, said once per process."""
+    if kind == "copies":
+        copies = copies_prior(prepared)
+        if copies is not None:
+            return copies
+        if not _warned_fallback:
+            import logging
+
+            _warned_fallback.append(True)
+            logging.getLogger(__name__).warning(
+                "the blend's prior is the bytes the compiler copies, but this graph has no config_compiled_stats "
+                "(add them with `graphcost collect --annotate`): using the count of moved layouts instead")
+    return count_prior(prepared, table)
 
 
 class TreeError(ValueError):
@@ -250,7 +287,8 @@ class Blend:
     weight: float  # w, on the graph model
     metric: str
     valid: dict  # {"blend": ..., "graph model": ..., "trees": ..., "count": ...} mean validation metric
-    prior: float = 0.0  # p, on the count prior (blend.json files written before it existed: 0)
+    prior: float = 0.0  # p, on the prior (blend.json files written before it existed: 0)
+    prior_kind: str = "count"  # which prior, one of PRIORS (blend.json files written before it existed: count)
 
     def combine(self, graph_scores: np.ndarray, tree_scores: np.ndarray,
                 prior_scores: np.ndarray | None = None) -> np.ndarray:
@@ -262,7 +300,7 @@ class Blend:
         import logging
 
         table = config_table(prepared)
-        prior = count_prior(prepared, table) if self.prior else None
+        prior = prior_scores(self.prior_kind, prepared, table) if self.prior else None
         try:
             tree_scores = trees.score(prepared, table)
         except ProgramMismatch as exc:
@@ -288,13 +326,17 @@ class Blend:
         p = data.get("prior", 0.0)
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1 - w + 1e-9:
             raise TreeError(f"{path}: field 'prior' must be a number in [0, 1 - weight], got {p!r}")
-        return cls(float(w), str(data.get("metric", "kendall_tau")), dict(data.get("valid") or {}), float(p))
+        kind = data.get("prior_kind", "count")
+        if kind not in PRIORS:
+            raise TreeError(f"{path}: field 'prior_kind' must be one of {', '.join(PRIORS)}, got {kind!r}")
+        return cls(float(w), str(data.get("metric", "kendall_tau")), dict(data.get("valid") or {}), float(p), kind)
 
 
 def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.ndarray], graphs: Sequence,
-                 metric: str, prior_scores: Sequence[np.ndarray] | None = None) -> Blend:
+                 metric: str, prior_scores: Sequence[np.ndarray] | None = None, prior_kind: str = "count") -> Blend:
     """The weights (w, p) in GRID with the best mean `metric` over the validation `graphs`; ties go
-    to more of the graph model, then to less of the count. Without `prior_scores`, p = 0."""
+    to more of the graph model, then to less of the prior (`prior_kind`'s scores, `prior_scores`).
+    Without `prior_scores`, p = 0."""
     from graphcost import metrics
 
     def mean_metric(scores: list[np.ndarray]) -> float:
@@ -303,12 +345,12 @@ def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.nd
         vals = [v for v in vals if v is not None and np.isfinite(v)]
         return float(np.mean(vals)) if vals else -math.inf
 
-    priors = list(prior_scores) if prior_scores is not None else [None] * len(graphs)
+    priors: list = list(prior_scores) if prior_scores is not None else [None] * len(graphs)
     grid = GRID if prior_scores is not None else tuple((w, 0.0) for w in WEIGHTS)
     results = {(w, p): mean_metric([blended(w, a, b, p, c) for a, b, c in zip(graph_scores, tree_scores, priors)])
                for w, p in grid}
     best = max(grid, key=lambda wp: (results[wp], wp[0], -wp[1]))
     valid = {"blend": results[best], "graph model": results[(1.0, 0.0)], "trees": results[(0.0, 0.0)]}
     if prior_scores is not None:
-        valid["count"] = results[(0.0, 1.0)]
-    return Blend(weight=best[0], metric=metric, valid=valid, prior=best[1])
+        valid[prior_kind] = results[(0.0, 1.0)]
+    return Blend(weight=best[0], metric=metric, valid=valid, prior=best[1], prior_kind=prior_kind)

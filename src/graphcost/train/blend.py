@@ -7,7 +7,9 @@ Why: on real data gradient-boosted trees on the configuration table and the grap
 different errors, and with a dozen training configurations counting moved layouts beats both; the
 weights (w on the graph model, p on the count) are picked on the validation graphs, so a dataset
 where the graph model is better on its own gets w = 1, one where the trees are gets w = 0 and p = 0
-(BENCHMARKS.md, "Real CPU data").
+(BENCHMARKS.md, "Real CPU data"). Where every validation graph carries what the compiler did
+(``config_compiled_stats``), the prior may be the bytes the compiler copies instead of the count,
+whichever blends better on the validation graphs (`graphcost.models.trees.PRIORS`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from graphcost.models.config_table import config_table
-from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, count_prior
+from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, copies_prior, count_prior
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +36,16 @@ def fit_blend(graph_score: Callable[[object], np.ndarray], train: Sequence, vali
     graph_scores = [np.asarray(graph_score(g), dtype=np.float64) for g in valid]
     tables = [config_table(g) for g in valid]
     tree_scores = [trees.score(g, t) for g, t in zip(valid, tables)]
-    layout = all(g.kind == "layout" for g in valid)  # the count prior is layout-only
-    priors = [count_prior(g, t) for g, t in zip(valid, tables)] if layout else None
-    return choose_blend(graph_scores, tree_scores, valid, metric, priors), trees
+    layout = all(g.kind == "layout" for g in valid)  # the priors are layout-only
+    blend = choose_blend(graph_scores, tree_scores, valid, metric,
+                         [count_prior(g, t) for g, t in zip(valid, tables)] if layout else None)
+    copies = [copies_prior(g) for g in valid] if layout else [None]
+    if all(c is not None for c in copies):  # every validation graph knows what the compiler did
+        other = choose_blend(graph_scores, tree_scores, valid, metric, copies, prior_kind="copies")
+        if other.valid["blend"] > blend.valid["blend"]:  # a tie keeps the count
+            blend = Blend(other.weight, other.metric, {**other.valid, "count": blend.valid["count"]}, other.prior,
+                          "copies")
+    return blend, trees
 
 
 def write_blend(run_dir: str | Path, blend: Blend, trees: TreeRanker) -> None:
@@ -48,8 +57,9 @@ def write_blend(run_dir: str | Path, blend: Blend, trees: TreeRanker) -> None:
 
 def describe(blend: Blend) -> str:
     v = blend.valid
-    prior = f" + {blend.prior:.1f} x count of moved layouts" if blend.prior else ""
-    count = f", count {v['count']:.4f}" if "count" in v else ""
+    what = "bytes the compiler copies" if blend.prior_kind == "copies" else "count of moved layouts"
+    prior = f" + {blend.prior:.1f} x {what}" if blend.prior else ""
+    count = "".join(f", {k} {v[k]:.4f}" for k in ("count", "copies") if k in v)
     trees = max(0.0, 1.0 - blend.weight - blend.prior)  # not "-0.0" when w + p = 1
     return (f"blend: {blend.weight:.1f} x graph model + {trees:.1f} x trees{prior}, chosen on "
             f"the validation graphs (valid {blend.metric}: blend {v.get('blend', float('nan')):.4f}, graph model "
