@@ -24,6 +24,11 @@ on every configuration of the test data (no TTA):
 * ``ridge``     ridge regression on the same features (standardised), λ chosen on the validation data;
 * ``count``     the trivial heuristic: number of tensors moved off the default layout (tile: the
   number of flags off their default); fewer = predicted faster.
+* ``copies``    what the compiler did, nothing learned: the bytes the optimized module spends on
+  ``copy`` and ``transpose`` instructions (`graphcost.frontend.hlo.compiled_stats`; the files'
+  ``config_compiled_stats``, from `graphcost collect` or ``collect --annotate``); fewer = faster.
+* ``lightgbm-compiled``, ``ridge-compiled``: ``lightgbm`` and ``ridge`` with 7 more columns from the
+  compiled statistics, scale-free (`compiled_columns`).
 
 Protocols: ``official`` (train split -> test split), ``lofo`` (leave one family out: train on
 every graph of the other families, test on all graphs of the left-out one; the figures average
@@ -71,7 +76,7 @@ GNNS = {  # row -> (registry model, model config); each at graphcost train's def
     "sage": ("sage", {}),
     "kaufman": ("kaufman", {}),
 }
-MODELS = (*GNNS, "lightgbm", "ridge", "count")
+MODELS = (*GNNS, "lightgbm", "ridge", "count", "copies", "lightgbm-compiled", "ridge-compiled")
 WITHIN_FRACTIONS = (0.01, 0.10)
 
 
@@ -89,6 +94,8 @@ class Record:
     modes: np.ndarray | None  # (K,) str, layout search mode per configuration
     table: np.ndarray  # (K, F) float32 fixed-width configuration features (`config_table`)
     moved: np.ndarray  # (K,) tensors moved off the default layout (tile: flags off the default)
+    compiled: np.ndarray | None = None  # (K, 7) what the compiler did (config_compiled_stats), if the file has it
+    program_bytes: float = 1.0  # 4 x the elements of all the graph's nodes: the scale of `compiled_columns`
 
 
 def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +135,9 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False, 
             label=np.asarray(z["config_runtime"], np.float64),
             repeat=None if rep is None else combine(rep, statistic),
             modes=np.asarray(z["config_search_mode"]) if "config_search_mode" in z.files else None,
-            table=table, moved=moved)  # fmt: skip
+            table=table, moved=moved,
+            compiled=np.asarray(z["config_compiled_stats"], np.float64) if "config_compiled_stats" in z.files else None,
+            program_bytes=4.0 * max(1.0, float(np.asarray(z["node_feat"], np.float64)[:, 28].sum())))  # fmt: skip
 
 
 def load_records(root: Path) -> list[Record]:
@@ -170,6 +179,35 @@ def mean_rows(rows: list[dict]) -> dict:
 
 
 # --- scorers ---------------------------------------------------------------------------------
+
+def _compiled(rec: Record) -> np.ndarray:
+    if rec.compiled is None:
+        sys.exit(f"{rec.path}: key 'config_compiled_stats' is missing; add it with `graphcost collect --out DIR "
+                 "--annotate` and the collection's parameters")
+    return rec.compiled
+
+
+def copies_score(rec: Record) -> np.ndarray:
+    """Bytes of the compiled module's copies and transposes (`compiled_stats` columns 0 and 3)."""
+    c = _compiled(rec)
+    return c[:, 0] + c[:, 3]
+
+
+def compiled_columns(rec: Record) -> np.ndarray:
+    """(K, 7) scale-free compiled statistics: bytes of copies, transposing copies and transposes over
+    the program's bytes (B = 4 Σ_n elements_n), then the counts of copies, transposes, kernels and
+    instructions minus their median over the graph's configurations."""
+    c = _compiled(rec)
+    counts = c[:, [2, 4, 5, 6]]
+    return np.hstack([c[:, [0, 1, 3]] / rec.program_bytes, counts - np.median(counts, axis=0)]).astype(np.float32)
+
+
+def with_compiled(records: list[Record]) -> list[Record]:
+    """The records with `compiled_columns` appended to their tables."""
+    from dataclasses import replace
+
+    return [replace(r, table=np.hstack([r.table, compiled_columns(r)])) for r in records]
+
 
 def _xy(records: list[Record]) -> tuple[np.ndarray, np.ndarray]:
     """Stacked tables and the log runtime standardised within each graph."""
@@ -284,17 +322,24 @@ def run_split(train: list[Record], valid: list[Record], test: list[Record], mode
     by_family: dict[str, dict] = {f: {} for f in families}
     for model in models:
         per_seed, per_seed_family = [], {f: [] for f in families}
-        for seed in range(first_seed, first_seed + (1 if model in ("count", "ridge") else seeds)):
+        for seed in range(first_seed, first_seed + (1 if model in ("count", "ridge", "copies", "ridge-compiled") else seeds)):
             t0 = time.perf_counter()
+            scored = test
             if model == "count":
                 score = lambda rec: rec.moved.astype(np.float64)  # noqa: E731
+            elif model == "copies":
+                score = copies_score
+            elif model.endswith("-compiled"):
+                fit = fit_lightgbm if model.startswith("lightgbm") else fit_ridge
+                extra = (seed, with_compiled(valid), args.threads) if fit is fit_lightgbm else (with_compiled(valid),)
+                score, scored = fit(with_compiled(train), *extra), with_compiled(test)
             elif model == "lightgbm":
                 score = fit_lightgbm(train, seed, valid, args.threads)
             elif model == "ridge":
                 score = fit_ridge(train, valid)
             else:
                 score = fit_gnn(model, train, valid, seed, args, work / f"{model}_s{seed}")
-            rows = [graph_metrics(score(r), r) for r in test]
+            rows = [graph_metrics(score(r), r) for r in scored]
             per_seed.append({**mean_rows(rows), "wall_s": time.perf_counter() - t0})
             for f in families:
                 per_seed_family[f].append(mean_rows([m for m, r in zip(rows, test) if r.family == f]))
