@@ -40,8 +40,9 @@ def fit_blend(graph_score: Callable[[object], np.ndarray], train: Sequence, vali
     blend = choose_blend(graph_scores, tree_scores, valid, metric,
                          [count_prior(g, t) for g, t in zip(valid, tables)] if layout else None)
     copies = [copies_prior(g) for g in valid] if layout else [None]
-    if all(c is not None for c in copies):  # every validation graph knows what the compiler did
-        other = choose_blend(graph_scores, tree_scores, valid, metric, copies, prior_kind="copies")
+    known = [c for c in copies if c is not None]
+    if len(known) == len(copies):  # every validation graph knows what the compiler did
+        other = choose_blend(graph_scores, tree_scores, valid, metric, known, prior_kind="copies")
         if other.valid["blend"] > blend.valid["blend"]:  # a tie keeps the count
             blend = Blend(other.weight, other.metric, {**other.valid, "count": blend.valid["count"]}, other.prior,
                           "copies")

@@ -432,7 +432,8 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to annotate (collect it first)")
     with lock_dir(out_dir):
         manifest = load_manifest(out_dir, options)
-        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        cache = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
+        options = replace(options, cache_dir=cache)
         todo = []
         for name in sorted(manifest["graphs"]):
             with np.load(graph_file(out_dir, name, manifest["graphs"][name]), allow_pickle=False) as z:
@@ -441,7 +442,7 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
         bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
                    disable=not progress, desc=f"annotate {options.space}")
         try:
-            with persistent_cache(options.cache_dir):
+            with persistent_cache(cache):
                 for name in todo:
                     path = graph_file(out_dir, name, manifest["graphs"][name])
                     bar.set_postfix_str(f"{name}: prepare")
