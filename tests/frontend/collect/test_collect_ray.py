@@ -37,8 +37,8 @@ def test_ray_backend_writes_the_same_files_as_the_local_backend(tmp_path):
         other = distributed["graphs"][name]
         assert other["file"] == entry["file"] and len(other["processes"]) == 2 and other["node"]
         with np.load(tmp_path / "local" / entry["file"]) as a, np.load(tmp_path / "ray" / other["file"]) as b:
-            assert sorted(a.files) == sorted(b.files)
-            for key in set(a.files) - MEASURED:  # graph and configurations: identical
+            assert sorted(a.files) == sorted(b.files) and "config_compiled_stats" in a.files  # what the compiler did
+            for key in set(a.files) - MEASURED:  # graph, configurations and what the compiler did: identical
                 np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name}: {key}")
             assert b["config_runtime_samples"].shape == (3, 2) and (b["config_runtime"] > 0).all()
     manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())

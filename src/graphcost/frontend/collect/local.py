@@ -192,15 +192,16 @@ def compiled_config_stats(gj: GraphJob, workers: int) -> np.ndarray:
     return out
 
 
-def _add_compiled_stats(gj: GraphJob, options: CollectOptions, bar) -> None:
-    """``config_compiled_stats`` into `gj.arrays`; a failure is said and the graph kept without them
-    (`annotate_collection` adds them later): its measurements must not be lost for a statistic."""
-    bar.set_postfix_str(f"{gj.spec.name}: reading the compiled modules")
+def add_compiled_stats(gj: GraphJob, workers: int) -> str | None:
+    """``config_compiled_stats`` into `gj.arrays` (through the persistent cache in use); on failure a
+    warning to show instead, and the graph is kept without them (`annotate_collection` adds them
+    later): its measurements must not be lost for a statistic."""
     try:
-        gj.arrays[COMPILED_KEY] = compiled_config_stats(gj, options.compile_workers)
+        gj.arrays[COMPILED_KEY] = compiled_config_stats(gj, workers)
     except Exception as exc:  # noqa: BLE001 - any compiler or decoding error: the measured graph is kept
-        bar.write(f"warning: {gj.spec.name}: no {COMPILED_KEY} ({type(exc).__name__}: {str(exc)[:200]}); "
-                  "`graphcost collect ... --annotate` adds them later")
+        return (f"warning: {gj.spec.name}: no {COMPILED_KEY} ({type(exc).__name__}: {str(exc)[:200]}); "
+                "`graphcost collect ... --annotate` adds them later")
+    return None
 
 
 def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
@@ -254,7 +255,10 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
                 _remove_work(work)
                 bar.update(1)
                 continue
-            _add_compiled_stats(gj, options, bar)
+            bar.set_postfix_str(f"{spec.name}: reading the compiled modules")
+            problem = add_compiled_stats(gj, options.compile_workers)
+            if problem:
+                bar.write(problem)
             finish_graph(out_dir, manifest, spec, splits[spec.name], gj.kind, gj.arrays, gj.info, samples,
                          {"processes": records, **timing, "total_s": round(time.perf_counter() - t0, 2)})
             _remove_work(work)

@@ -5,7 +5,8 @@ files and manifest), with the work spread over the machines of a Ray cluster:
 
 * a **compile task** per graph (``num_cpus = compile_workers``, any node) builds and featurizes
   the program, samples its configurations, and compiles them all in a fresh process into an
-  empty JAX persistent-cache directory; it returns the graph arrays and the cache entries (files);
+  empty JAX persistent-cache directory, then reads what the compiler did from it
+  (``config_compiled_stats``); it returns the graph arrays and the cache entries (files);
 * a **measure task** per graph holds one unit of the custom resource ``graphcost_measure``, which
   every node offers exactly once, so two measurements never share a machine; it writes the cache
   entries into a node-local directory and runs the P measuring processes of the cross-process
@@ -39,9 +40,11 @@ import numpy as np
 
 from graphcost.data.splits import stratified_split
 from graphcost.frontend.collect.jobs import CollectOptions, prepare_job
-from graphcost.frontend.collect.local import MANIFEST, finish_graph, load_manifest, pending
+from graphcost.frontend.collect.local import MANIFEST, add_compiled_stats, finish_graph, load_manifest, pending
+from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 from graphcost.frontend.measure.cross_process import measure_processes, run_child
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average
+from graphcost.frontend.programs.compile import persistent_cache
 from graphcost.frontend.programs.zoo import ProgramSpec, get_program
 
 MEASURE_RESOURCE = "graphcost_measure"
@@ -57,6 +60,7 @@ def _run(ray, specs, todo, splits, out_dir: Path, manifest: dict, options: Colle
                          f"start each measuring node with --resources '{{\"{MEASURE_RESOURCE}\": 1}}'")
     manifest["environment"] = environment_metadata(options.protocol)
     manifest["environment"]["cross_process"] = {**options.cross.describe(), "backend": "ray"}
+    manifest["compiled_stats"] = list(COMPILED_STATS)  # the columns of the files' config_compiled_stats
     options = replace(options, cache_dir=None)
     compile_task = ray.remote(num_cpus=options.compile_workers, max_retries=MAX_RETRIES)(compile_graph)
     measure_task = ray.remote(num_cpus=1, resources={MEASURE_RESOURCE: 1}, max_retries=MAX_RETRIES)(measure_graph)
@@ -77,6 +81,8 @@ def _run(ray, specs, todo, splits, out_dir: Path, manifest: dict, options: Colle
                 continue
             spec = measuring.pop(ref)
             got, c = ray.get(ref), compiled.pop(spec.name)
+            if c.get("warning"):
+                bar.write(c["warning"])
             finish_graph(out_dir, manifest, spec, splits[spec.name], c["kind"], c["arrays"], c["info"],
                          np.asarray(got["samples"], np.float64),
                          {"processes": got["processes"], "node": got["node"], "compile_s": c["compile_s"],
@@ -102,11 +108,13 @@ def compile_graph(name: str, options: CollectOptions) -> dict:
         job_path = tmp / "job.json"
         job_path.write_text(_json(job), encoding="utf-8")
         _run_compile(job_path, tmp / "done.npz", options.compile_workers, options.cross.worker_timeout_s)
+        with persistent_cache(tmp / "cache"):  # what the compiler did, read back from the fresh cache
+            problem = add_compiled_stats(gj, options.compile_workers)
         files = {p.name: p.read_bytes() for p in (tmp / "cache").iterdir() if p.is_file()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return {"arrays": gj.arrays, "job": gj.job, "info": gj.info, "kind": gj.kind, "cache": files,
-            "compile_s": round(time.perf_counter() - t0, 2), "compile_node": platform.node()}
+            "compile_s": round(time.perf_counter() - t0, 2), "compile_node": platform.node(), "warning": problem}
 
 
 def _run_compile(job_path: Path, out: Path, threads: int, timeout_s: float) -> None:
