@@ -67,3 +67,10 @@ def test_annotate_on_the_command_line(tmp_path, monkeypatch):
     assert "1 graphs in" in result.output and COMPILED_KEY in read_graph(root / "train" / f"{NAME}.npz")
     one_line_error(invoke("collect", "--out", root, "--annotate", "--configs", "8", "--processes", "1",
                           "--measure-core", "-1"), "manifest")
+
+
+def test_annotate_names_a_damaged_file(tmp_path):
+    root = _collection(tmp_path / "c")
+    (root / "train" / f"{NAME}.npz").write_bytes(b"not an npz")
+    with pytest.raises(ValueError, match=f"{NAME}.npz: cannot read the collected graph"):
+        annotate_collection(root, OPTIONS, progress=False)

@@ -62,7 +62,7 @@ from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_jo
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average, spearman
 from graphcost.frontend.programs.compile import compile_all, persistent_cache
-from graphcost.frontend.programs.zoo import ProgramSpec
+from graphcost.frontend.programs.zoo import ProgramSpec, get_program
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
@@ -378,8 +378,6 @@ def repeat_choice(graphs: dict, share: float, seed: int) -> list[str]:
 def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bool, share: float = 1.0) -> None:
     from tqdm.auto import tqdm
 
-    from graphcost.frontend.programs.zoo import get_program
-
     names = sorted(manifest["graphs"])
     todo = ([n for n in names if "repeat" not in manifest["graphs"][n]] if share >= 1.0
             else repeat_choice(manifest["graphs"], share, options.seed))
@@ -390,16 +388,9 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
     try:
         for name in todo:
             entry = manifest["graphs"][name]
-            path = graph_file(out_dir, name, entry)
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{name}: prepare")
-            try:
-                spec = get_program(name)
-            except ValueError as exc:
-                raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
-            stored = read_graph(path)
-            gj = prepare_job(spec, options)
-            _check_same_configs(path, stored, gj)
+            path, stored, gj = _rebuild(out_dir, name, entry, options)
             timing = {"compile_s": 0.0}
             work = out_dir / WORK / name
             # a cache left by the first collection serves the processes directly (a miss compiles there)
@@ -429,7 +420,6 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
     from tqdm.auto import tqdm
 
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
-    from graphcost.frontend.programs.zoo import get_program
 
     out_dir = Path(out_dir)
     if not (out_dir / MANIFEST).is_file():
@@ -438,25 +428,15 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
         manifest = load_manifest(out_dir, options)
         cache = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
         options = replace(options, cache_dir=cache)
-        todo = []
-        for name in sorted(manifest["graphs"]):
-            with np.load(graph_file(out_dir, name, manifest["graphs"][name]), allow_pickle=False) as z:
-                if COMPILED_KEY not in z.files:
-                    todo.append(name)
+        todo = [name for name in sorted(manifest["graphs"])  # read_graph: a damaged file is named in one line
+                if COMPILED_KEY not in read_graph(graph_file(out_dir, name, manifest["graphs"][name]))]
         bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
                    disable=not progress, desc=f"annotate {options.space}")
         try:
             with persistent_cache(cache):
                 for name in todo:
-                    path = graph_file(out_dir, name, manifest["graphs"][name])
                     bar.set_postfix_str(f"{name}: prepare")
-                    try:
-                        spec = get_program(name)
-                    except ValueError as exc:
-                        raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
-                    stored = read_graph(path)
-                    gj = prepare_job(spec, options)
-                    _check_same_configs(path, stored, gj)
+                    path, stored, gj = _rebuild(out_dir, name, manifest["graphs"][name], options)
                     bar.set_postfix_str(f"{name}: compile")
                     stored[COMPILED_KEY] = compiled_config_stats(gj, options.compile_workers)
                     save_arrays(stored, path, gj.kind)
@@ -466,6 +446,21 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
         manifest["compiled_stats"] = list(COMPILED_STATS)
         atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
     return manifest
+
+
+def _rebuild(out_dir: Path, name: str, entry: dict, options: CollectOptions) -> tuple[Path, dict, GraphJob]:
+    """(file, its arrays, the job rebuilt from the manifest) of one finished graph, for a repeat or an
+    annotation; ValueError naming the manifest key of an unknown program, or the file whose
+    configurations differ from the rebuilt ones."""
+    path = graph_file(out_dir, name, entry)
+    try:
+        spec = get_program(name)
+    except ValueError as exc:
+        raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
+    stored = read_graph(path)
+    gj = prepare_job(spec, options)
+    _check_same_configs(path, stored, gj)
+    return path, stored, gj
 
 
 def _check_same_configs(path: Path, stored: dict, gj: GraphJob) -> None:
