@@ -188,9 +188,12 @@ def _compiled(rec: Record) -> np.ndarray:
 
 
 def copies_score(rec: Record) -> np.ndarray:
-    """Bytes of the compiled module's copies and transposes (`compiled_stats` columns 0 and 3)."""
-    c = _compiled(rec)
-    return c[:, 0] + c[:, 3]
+    """Bytes of the compiled module's copies and transposes: the library's blend prior
+    (`graphcost.models.trees.copies_prior`, which reads a Record as it reads a prepared graph)."""
+    from graphcost.models.trees import copies_prior
+
+    _compiled(rec)  # a file without the statistics: exit naming it
+    return copies_prior(rec)
 
 
 def compiled_columns(rec: Record) -> np.ndarray:
