@@ -27,8 +27,9 @@ on every configuration of the test data (no TTA):
 * ``copies``    what the compiler did, nothing learned: the bytes the optimized module spends on
   ``copy`` and ``transpose`` instructions (`graphcost.frontend.hlo.compiled_stats`; the files'
   ``config_compiled_stats``, from `graphcost collect` or ``collect --annotate``); fewer = faster.
-* ``lightgbm-compiled``, ``ridge-compiled``: ``lightgbm`` and ``ridge`` with 7 more columns from the
-  compiled statistics, scale-free (`compiled_columns`).
+* ``lightgbm-compiled``, ``ridge-compiled``: ``lightgbm`` and ``ridge`` with the table's 7 columns of
+  compiled statistics, scale-free (`graphcost.models.config_table.compiled_columns`), which the
+  ``default`` row's trees read too.
 
 Protocols: ``official`` (train split -> test split), ``lofo`` (leave one family out: train on
 every graph of the other families, test on all graphs of the left-out one; the figures average
@@ -95,26 +96,29 @@ class Record:
     table: np.ndarray  # (K, F) float32 fixed-width configuration features (`config_table`)
     moved: np.ndarray  # (K,) tensors moved off the default layout (tile: flags off the default)
     compiled: np.ndarray | None = None  # (K, 7) what the compiler did (config_compiled_stats), if the file has it
-    program_bytes: float = 1.0  # 4 x the elements of all the graph's nodes: the scale of `compiled_columns`
+    compiled_table: np.ndarray | None = None  # (K, 7) the table's scale-free compiled columns (NaN without them)
 
 
-def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray]:
+def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fixed-width per-configuration features of one npz file in the file's configuration order
-    (`graphcost.models.config_table`, what `graphcost train`'s trees use), and the moved count."""
+    (`graphcost.models.config_table`, what `graphcost train`'s trees use) without, then only, its
+    compiled columns; and the moved count."""
+    from graphcost.models.config_table import COMPILED_COLUMNS
     from graphcost.models.config_table import config_table as library_table
 
     prepared = _prepared(path, dedup=False)
     rows = library_table(prepared)
-    table = np.zeros((len(z["config_runtime"]), rows.shape[1]), np.float32)
-    table[prepared.config_source_index] = rows
+    full = np.zeros((len(z["config_runtime"]), rows.shape[1]), np.float32)
+    full[prepared.config_source_index] = rows
+    table, compiled = full[:, :-COMPILED_COLUMNS], full[:, -COMPILED_COLUMNS:]
     if "config_feat" in z.files:  # tile: the number of flags off their default (graphcost.frontend.programs.flags)
         from graphcost.frontend.programs.flags import DEFAULT
 
         flags = np.asarray(z["config_feat"], np.float32)[:, : len(DEFAULT)]
-        return table, (flags != np.asarray(DEFAULT, np.float32)).sum(1)
+        return table, compiled, (flags != np.asarray(DEFAULT, np.float32)).sum(1)
     from graphcost.frontend.programs.layouts import moved_tensors
 
-    return table, moved_tensors(np.asarray(z["node_config_feat"], np.float32))
+    return table, compiled, moved_tensors(np.asarray(z["node_config_feat"], np.float32))
 
 
 def load_record(path: Path, family: str, split: str, raw_configs: bool = False, statistic: str = "median") -> Record:
@@ -124,7 +128,7 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False, 
     from graphcost.frontend.measure.cross_process import combine
 
     with np.load(path, allow_pickle=False) as z:
-        table, moved = config_table(path, z)
+        table, compiled_table, moved = config_table(path, z)
         if raw_configs and "node_config_feat" in z.files:
             raw = np.asarray(z["node_config_feat"], np.int64).reshape(len(table), -1) + 1  # (K, C * 18) in 0..6
             table = np.hstack([table, np.eye(7, dtype=np.float32)[raw].reshape(len(table), -1)])
@@ -137,7 +141,7 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False, 
             modes=np.asarray(z["config_search_mode"]) if "config_search_mode" in z.files else None,
             table=table, moved=moved,
             compiled=np.asarray(z["config_compiled_stats"], np.float64) if "config_compiled_stats" in z.files else None,
-            program_bytes=4.0 * max(1.0, float(np.asarray(z["node_feat"], np.float64)[:, 28].sum())))  # fmt: skip
+            compiled_table=compiled_table)
 
 
 def load_records(root: Path) -> list[Record]:
@@ -196,20 +200,14 @@ def copies_score(rec: Record) -> np.ndarray:
     return copies_prior(rec)
 
 
-def compiled_columns(rec: Record) -> np.ndarray:
-    """(K, 7) scale-free compiled statistics: bytes of copies, transposing copies and transposes over
-    the program's bytes (B = 4 Σ_n elements_n), then the counts of copies, transposes, kernels and
-    instructions minus their median over the graph's configurations."""
-    c = _compiled(rec)
-    counts = c[:, [2, 4, 5, 6]]
-    return np.hstack([c[:, [0, 1, 3]] / rec.program_bytes, counts - np.median(counts, axis=0)]).astype(np.float32)
-
-
 def with_compiled(records: list[Record]) -> list[Record]:
-    """The records with `compiled_columns` appended to their tables."""
+    """The records with the library table's compiled columns (`graphcost.models.config_table.compiled_columns`)
+    appended to their tables."""
     from dataclasses import replace
 
-    return [replace(r, table=np.hstack([r.table, compiled_columns(r)])) for r in records]
+    for r in records:
+        _compiled(r)  # a file without the statistics: exit naming it
+    return [replace(r, table=np.hstack([r.table, r.compiled_table])) for r in records]
 
 
 def _xy(records: list[Record]) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,14 @@ import pytest
 from graphcost import metrics
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
-from graphcost.models.config_table import LAYOUT_COLUMNS, config_table, data_shares, layout_table
+from graphcost.models.config_table import (
+    LAYOUT_COLUMNS,
+    SHARE_LAYOUT_COLUMNS,
+    compiled_columns,
+    config_table,
+    data_shares,
+    layout_table,
+)
 from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, count_prior, standardise as z
 
 
@@ -29,7 +36,7 @@ def test_layout_table_counts_moves_by_class_and_slot():
     cfg = np.array([[[*default2, *default2, *unset], [*moved2, *default2, *unset], [*unset, *moved2, *unset]]],
                    np.float32)  # one configuration: conv output moved, reshape input moved
     t = layout_table(cfg, node_feat, opcode, ids)[0]
-    assert t.shape == (LAYOUT_COLUMNS,)
+    assert t.shape == (SHARE_LAYOUT_COLUMNS,)
     moved = t[:9].reshape(3, 3)  # class x slot
     assert moved.tolist() == [[0, 0, 0], [1, 0, 0], [0, 1, 0]]
     size = t[9:18].reshape(3, 3)
@@ -69,7 +76,7 @@ def test_trees_fitted_on_the_legacy_table_still_score(shipped, tmp_path):
     np.testing.assert_allclose(legacy.score(valid[0]), legacy.booster.predict(config_table(valid[0])[:, :31]))
     assert np.isfinite(TreeRanker.load(shipped_model_dir("layout") / "trees.txt").score(valid[0])).all()
     odd = TreeRanker(lgb.train(params, lgb.Dataset(x[:, :20], y), 5), "layout")
-    with pytest.raises(TreeError, match="read 20 table columns; this graphcost writes 52"):
+    with pytest.raises(TreeError, match="read 20 table columns; this graphcost writes 59"):
         odd.score(valid[0])
 
 
@@ -82,6 +89,39 @@ def test_trees_rank_real_configurations_and_round_trip(tmp_path, shipped):
     again = TreeRanker.load(tmp_path / "trees.txt")
     np.testing.assert_array_equal(again.score(valid[0]), trees.score(valid[0]))
     assert config_table(valid[0]).shape == (valid[0].num_configs, LAYOUT_COLUMNS)
+
+
+def test_compiled_columns_are_scale_free_per_configuration_and_missing_without_statistics(shipped):
+    from dataclasses import replace
+
+    _, valid = shipped
+    g = valid[0]
+    assert g.compiled is not None  # the shipped cpu_layout is annotated (graphcost collect --annotate)
+    table = config_table(g)
+    block = table[:, SHARE_LAYOUT_COLUMNS:]
+    assert block.shape == (g.num_configs, 7) and np.isfinite(block).all()
+    program_bytes, nodes = 4.0 * g.node_feat[:, 28].astype(np.float64).sum(), len(g.node_feat)
+    np.testing.assert_allclose(block[:, 0], g.compiled[:, 0] / program_bytes, rtol=1e-5)  # copy bytes / B
+    np.testing.assert_allclose(block[:, 6], g.compiled[:, 6] / nodes, rtol=1e-5)  # instructions / N
+    np.testing.assert_array_equal(config_table(g, np.array([3]))[0], table[3])  # not relative to the others
+    bare = config_table(replace(g, compiled=None))
+    assert np.isnan(bare[:, SHARE_LAYOUT_COLUMNS:]).all()
+    np.testing.assert_array_equal(bare[:, :SHARE_LAYOUT_COLUMNS], table[:, :SHARE_LAYOUT_COLUMNS])
+    assert np.isnan(compiled_columns(None, g.node_feat, 2)).all()
+
+
+def test_trees_fitted_with_compiled_statistics_rank_graphs_without_them(shipped):
+    """Trees learn both paths (each training graph also comes with its compiled columns missing), so a
+    graph without statistics (a TpuGraphs file) is still ranked, not sent down one arbitrary branch."""
+    from dataclasses import replace
+
+    train, valid = shipped
+    trees = TreeRanker.fit(train, valid, seed=0, threads=1)
+    bare = [replace(g, compiled=None) for g in valid]
+    with_stats = np.mean([metrics.evaluate_graph(trees.score(g), g.runtime, g.kind)["kendall_tau"] for g in valid])
+    without = np.mean([metrics.evaluate_graph(trees.score(g), g.runtime, g.kind)["kendall_tau"] for g in bare])
+    assert without > 0.3 and with_stats > 0.3
+    assert not np.array_equal(trees.score(valid[0]), trees.score(bare[0]))  # the statistics are read
 
 
 def test_damaged_tree_files_are_named(tmp_path):

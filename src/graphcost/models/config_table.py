@@ -1,7 +1,7 @@
 """Fixed-width per-configuration features of one prepared graph: the input of the tree ranker
 (`graphcost.models.trees`) and of the tree baselines in `benchmarks/bench_real.py`.
 
-Layout (52 columns). For every configurable node c and layout slot s (output, input, kernel;
+Layout (59 columns). For every configurable node c and layout slot s (output, input, kernel;
 TpuGraphs §3), `layers.layout_change_features` says whether the configuration moves the slot off
 the compiler's default (row-major) layout and whether it moves the minor-most dimension. With the
 node's opcode class k (dot, convolution, anything else: XLA HloOpcode ids 34, 26) and its output
@@ -28,7 +28,20 @@ On leave-one-family-out these 21 columns lifted LightGBM and ridge on the table 
 Kendall τ (`benchmarks/diagnose_transfer.py`; docs/cost-models.md). They come last: trees fitted
 on the first 31 columns alone (before they existed) still score (`LEGACY_LAYOUT_COLUMNS`).
 
-Tile (27 columns): the 24 configuration features, sign(x)·log(1 + |x|), and the 3 graph columns.
+Tile (34 columns): the 24 configuration features, sign(x)·log(1 + |x|), and the 3 graph columns.
+
+Both kinds end with 7 columns of what the compiler did to the configuration (`compiled_columns`,
+from the graph's ``config_compiled_stats``; `graphcost.frontend.hlo.compiled_stats`), made free of
+the program's scale so that they mean the same in every program: with B = 4 Σ_n node_feat[n, 28]
+(the program's bytes) and N its nodes,
+
+    copy_bytes / B, strided_copy_bytes / B, transpose_bytes / B,
+    copies / N, transposes / N, fusions / N, instructions / N
+
+Each column depends on its own configuration only (not on which others are scored beside it). A
+graph without the statistics (a TpuGraphs file, an older collection) gets NaN there: LightGBM
+sends missing values down the branch it learnt for them (`graphcost.models.trees`). Trees fitted
+before these columns existed read the first 52 (`SHARE_LAYOUT_COLUMNS`) or 27 (`PLAIN_TILE_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -43,10 +56,15 @@ from graphcost.models.layers import layout_change_features
 
 OPCODE_CLASS = {34: 0, 26: 1}  # dot, convolution; every other opcode (reshape, ...) is class 2
 NUM_CLASSES = 3
+COMPILED_COLUMNS = 7  # the last columns of both kinds: `compiled_columns`
 LEGACY_LAYOUT_COLUMNS = 3 * NUM_CLASSES * 3 + 1 + 3  # 31: the table before the data-share columns
-LAYOUT_COLUMNS = LEGACY_LAYOUT_COLUMNS + 2 * NUM_CLASSES * 3 + 3
+SHARE_LAYOUT_COLUMNS = LEGACY_LAYOUT_COLUMNS + 2 * NUM_CLASSES * 3 + 3  # 52: before the compiled columns
+LAYOUT_COLUMNS = SHARE_LAYOUT_COLUMNS + COMPILED_COLUMNS
+PLAIN_TILE_COLUMNS = 24 + 3  # 27: before the compiled columns
+TILE_COLUMNS = PLAIN_TILE_COLUMNS + COMPILED_COLUMNS
+READABLE_WIDTHS = {"layout": (LEGACY_LAYOUT_COLUMNS, SHARE_LAYOUT_COLUMNS, LAYOUT_COLUMNS),
+                   "tile": (PLAIN_TILE_COLUMNS, TILE_COLUMNS)}  # table widths that trees may have been fitted on
 MOVED_COLUMNS = NUM_CLASSES * 3  # the first columns of a layout table: moved[k, s]
-TILE_COLUMNS = 24 + 3
 CHUNK = 4096  # configurations decompressed at a time
 
 
@@ -54,6 +72,17 @@ def graph_columns(node_feat: np.ndarray, num_config_nodes: int) -> np.ndarray:
     """(3,) graph-size columns shared by every configuration of the graph."""
     return np.array([np.log1p(len(node_feat)), np.log1p(float(np.asarray(node_feat)[:, 28].sum())),
                      float(num_config_nodes)], dtype=np.float32)
+
+
+def compiled_columns(compiled: np.ndarray | None, node_feat: np.ndarray, k: int) -> np.ndarray:
+    """(k, 7) float32 scale-free statistics of what the compiler did (module docstring) from a graph's
+    (k, 7) ``config_compiled_stats`` rows; all NaN when `compiled` is None."""
+    if compiled is None:
+        return np.full((k, COMPILED_COLUMNS), np.nan, dtype=np.float32)
+    c = np.asarray(compiled, dtype=np.float64)  # (k, 7) in COMPILED_STATS order
+    program_bytes = 4.0 * max(1.0, float(np.asarray(node_feat, dtype=np.float64)[:, 28].sum()))
+    nodes = float(max(1, len(node_feat)))
+    return np.hstack([c[:, [0, 1, 3]] / program_bytes, c[:, [2, 4, 5, 6]] / nodes]).astype(np.float32)
 
 
 def data_shares(node_feat: np.ndarray, edge_index: np.ndarray, config_node_index: np.ndarray) -> np.ndarray:
@@ -78,8 +107,8 @@ def data_shares(node_feat: np.ndarray, edge_index: np.ndarray, config_node_index
 
 def layout_table(cfg: np.ndarray | torch.Tensor, node_feat: np.ndarray, node_opcode: np.ndarray,
                  config_node_index: np.ndarray, shares: np.ndarray | None = None) -> np.ndarray:
-    """(K, 52) float32 from decoded layout configurations cfg (K, C, 18) of one graph; `shares`: its
-    (C, 3) `data_shares` (None: the data-share columns are zeros)."""
+    """(K, 52) float32 (the columns before the compiled ones) from decoded layout configurations cfg
+    (K, C, 18) of one graph; `shares`: its (C, 3) `data_shares` (None: the data-share columns are zeros)."""
     cfg = torch.as_tensor(np.asarray(cfg, dtype=np.float32))
     k, c = cfg.shape[0], cfg.shape[1]
     change = layout_change_features(cfg).numpy()  # (K, C, 6): moved (3 slots), minor (3 slots)
@@ -102,16 +131,21 @@ def layout_table(cfg: np.ndarray | torch.Tensor, node_feat: np.ndarray, node_opc
 
 
 def config_table(prepared, rows: np.ndarray | None = None) -> np.ndarray:
-    """(K', F) float32 features of configurations `rows` (default: all) of a PreparedGraph."""
+    """(K', F) float32 features of configurations `rows` (default: all) of a PreparedGraph
+    (F = LAYOUT_COLUMNS or TILE_COLUMNS; the compiled columns are NaN when it has no statistics)."""
     rows = np.arange(prepared.num_configs) if rows is None else np.asarray(rows, dtype=np.int64)
+    stats = getattr(prepared, "compiled", None)
+    compiled = compiled_columns(None if stats is None else np.asarray(stats)[rows], prepared.node_feat, len(rows))
     if prepared.kind == "tile":
         cf = np.asarray(prepared.config_feat, dtype=np.float32)[rows]
         graph = np.broadcast_to(graph_columns(prepared.node_feat, 0), (len(rows), 3))
-        return np.hstack([np.sign(cf) * np.log1p(np.abs(cf)), graph]).astype(np.float32)
+        return np.hstack([np.sign(cf) * np.log1p(np.abs(cf)), graph, compiled]).astype(np.float32)
     out = np.empty((len(rows), LAYOUT_COLUMNS), dtype=np.float32)
     shares = data_shares(prepared.node_feat, prepared.edge_index, prepared.config_node_index)
     for at, cfg in decoded_layouts(prepared, rows):
-        out[at] = layout_table(cfg, prepared.node_feat, prepared.node_opcode, prepared.config_node_index, shares)
+        out[at, :SHARE_LAYOUT_COLUMNS] = layout_table(cfg, prepared.node_feat, prepared.node_opcode,
+                                                      prepared.config_node_index, shares)
+    out[:, SHARE_LAYOUT_COLUMNS:] = compiled
     return out
 
 

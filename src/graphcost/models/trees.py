@@ -8,7 +8,9 @@
 Target: the log runtime standardised within each graph, (log t - mean_g) / std_g, so graphs of
 different speed weigh the same and only the order within a graph is learnt. At most
 `max_rows_per_graph` configurations of a graph are used (a seeded sample), so TpuGraphs-size graphs
-do not swamp the rest.
+do not swamp the rest. The table ends with what the compiler did to each configuration (its compiled
+columns, NaN for a graph without ``config_compiled_stats``); every training graph that has them
+comes twice, once with them masked, so that the trees rank graphs with and without them (`_stack`).
 
 One program (``program`` mode): when every training and validation graph is the same program
 (same nodes, opcodes and configurable nodes: `program_signature`; e.g. `graphcost data
@@ -52,9 +54,10 @@ from typing import Sequence
 import numpy as np
 
 from graphcost.models.config_table import (
+    COMPILED_COLUMNS,
     LAYOUT_COLUMNS,
-    LEGACY_LAYOUT_COLUMNS,
     MOVED_COLUMNS,
+    READABLE_WIDTHS,
     TILE_COLUMNS,
     config_table,
     decoded_layouts,
@@ -176,21 +179,34 @@ def standardise(scores: np.ndarray) -> np.ndarray:
 def _features(g, rows: np.ndarray | None, program: str | None, table: np.ndarray | None = None,
               width: int | None = None) -> np.ndarray:
     """The trees' input: the configuration table (its first `width` columns: trees fitted before the
-    data-share columns existed read `LEGACY_LAYOUT_COLUMNS`), widened by the raw layouts in program mode."""
+    data-share or compiled columns existed read fewer, `READABLE_WIDTHS`), widened by the raw layouts in
+    program mode."""
     table = config_table(g, rows) if table is None else table
     table = table if width is None else table[:, :width]
     return np.hstack([table, raw_layouts(g, rows)]) if program else table
 
 
 def _stack(graphs: Sequence, max_rows: int, seed: int, program: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every graph's features and standardised log runtimes, stacked. A graph with compiled
+    statistics comes twice: as it is, and with its compiled columns missing (NaN), so that the
+    trees also learn to rank a graph that has none (a TpuGraphs file, a program scored without
+    compiling it)."""
     xs, ys = [], []
     for i, g in enumerate(graphs):
         if g.num_configs < 2:
             continue
         rng = np.random.default_rng([seed, i, 0x7EE5])
         rows = np.sort(rng.choice(g.num_configs, max_rows, replace=False)) if g.num_configs > max_rows else None
-        xs.append(_features(g, rows, program))
-        ys.append(_standardised_log(g.runtime if rows is None else np.asarray(g.runtime)[rows]))
+        x = _features(g, rows, program)
+        y = _standardised_log(g.runtime if rows is None else np.asarray(g.runtime)[rows])
+        xs.append(x)
+        ys.append(y)
+        if getattr(g, "compiled", None) is not None:
+            end = LAYOUT_COLUMNS if g.kind == "layout" else TILE_COLUMNS
+            masked = x.copy()
+            masked[:, end - COMPILED_COLUMNS:end] = np.nan
+            xs.append(masked)
+            ys.append(y)
     if not xs:
         raise ValueError("no graph with two or more configurations to fit the trees on")
     return np.vstack(xs), np.concatenate(ys)
@@ -240,7 +256,7 @@ class TreeRanker:
         best = self.booster.best_iteration or None
         raw = len(prepared.config_node_index) * 18 if self.program else 0
         width = self.booster.num_feature() - raw  # the table columns these trees were fitted on
-        if width not in ((LEGACY_LAYOUT_COLUMNS, LAYOUT_COLUMNS) if self.kind == "layout" else (TILE_COLUMNS,)):
+        if width not in READABLE_WIDTHS[self.kind]:
             raise TreeError(f"{prepared.name}: these {self.kind} trees read {width} table columns; this graphcost "
                             f"writes {LAYOUT_COLUMNS if self.kind == 'layout' else TILE_COLUMNS}")
         x = _features(prepared, None, self.program, table, width)
