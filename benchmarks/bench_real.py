@@ -12,6 +12,8 @@ on every configuration of the test data (no TTA):
 * ``default``   what `graphcost train` does with no options (`graphcost.train.recipe`: TGraph with
   its defaults, the budget that follows the configurations, early stopping, best validation epoch,
   then the trees on the configuration table blended in with a weight chosen on validation);
+* ``default-compiled`` the same with TGraph's ``compiled_stats`` term (what the compiler did to each
+  configuration, `graphcost.data.transforms.compiled`, added to the score);
 * ``tgraph-paper`` the same TGraph as the paper writes it: eq. 6 weights (softmax, 1/B for shared
   states), eq. 7's mean readout, no layout change features; same budget;
 * ``sage``      the TpuGraphs layout baseline (GraphSAGE; tile: its MLP baseline), same budget;
@@ -73,6 +75,7 @@ SECTION = "### Real CPU data, with the noise ceiling — `benchmarks/bench_real.
 PARENT = "## Cost models (issue 3)"
 GNNS = {  # row -> (registry model, model config); each at graphcost train's default recipe and budget
     "default": ("tgraph", {}),
+    "default-compiled": ("tgraph", {"compiled_stats": True}),  # + g(what the compiler did), blend as default
     "tgraph-paper": ("tgraph", {"cross_scale": "softmax", "change_features": False, "readout": "mean"}),
     "sage": ("sage", {}),
     "kaufman": ("kaufman", {}),
@@ -289,7 +292,7 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
         trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
     blend = None
-    if row == "default" and recipe.TREES and prepared_valid:  # graphcost train's trees and blend (train/blend.py)
+    if row.startswith("default") and recipe.TREES and prepared_valid:  # graphcost train's trees and blend (train/blend.py)
         blend = fit_blend(scorer.score, prepared_train, prepared_valid, trainer.metric, seed=seed)
         print(f"      seed {seed}: {describe(blend[0])}", flush=True)
 

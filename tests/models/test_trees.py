@@ -8,14 +8,8 @@ import pytest
 from graphcost import metrics
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
-from graphcost.models.config_table import (
-    LAYOUT_COLUMNS,
-    SHARE_LAYOUT_COLUMNS,
-    compiled_columns,
-    config_table,
-    data_shares,
-    layout_table,
-)
+from graphcost.data.transforms.compiled import compiled_columns
+from graphcost.models.config_table import LAYOUT_COLUMNS, SHARE_LAYOUT_COLUMNS, config_table, data_shares, layout_table
 from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, count_prior, standardise as z
 
 

@@ -87,6 +87,7 @@ class GraphBatch:
     config_node_index: "object | None" = None  # layout: (C,) int64 configurable node ids
     node_config_feat: "object | None" = None  # layout: (B, C, 18) float32, -1 where unset
     config_feat: "object | None" = None  # tile: (B, 24) float32
+    config_compiled: "object | None" = None  # (B, 7) float32 what the compiler did (transforms.compiled), or None
 
     @property
     def num_configs(self) -> int:

@@ -30,18 +30,12 @@ on the first 31 columns alone (before they existed) still score (`LEGACY_LAYOUT_
 
 Tile (34 columns): the 24 configuration features, sign(x)·log(1 + |x|), and the 3 graph columns.
 
-Both kinds end with 7 columns of what the compiler did to the configuration (`compiled_columns`,
-from the graph's ``config_compiled_stats``; `graphcost.frontend.hlo.compiled_stats`), made free of
-the program's scale so that they mean the same in every program: with B = 4 Σ_n node_feat[n, 28]
-(the program's bytes) and N its nodes,
-
-    copy_bytes / B, strided_copy_bytes / B, transpose_bytes / B,
-    copies / N, transposes / N, fusions / N, instructions / N
-
-Each column depends on its own configuration only (not on which others are scored beside it). A
-graph without the statistics (a TpuGraphs file, an older collection) gets NaN there: LightGBM
-sends missing values down the branch it learnt for them (`graphcost.models.trees`). Trees fitted
-before these columns existed read the first 52 (`SHARE_LAYOUT_COLUMNS`) or 27 (`PLAIN_TILE_COLUMNS`).
+Both kinds end with the 7 columns of what the compiler did to the configuration
+(`graphcost.data.transforms.compiled.compiled_columns`: copy and transpose bytes over the program's
+bytes, counts over its nodes). A graph without ``config_compiled_stats`` (a TpuGraphs file, an older
+collection) gets NaN there: LightGBM sends missing values down the branch it learnt for them
+(`graphcost.models.trees`). Trees fitted before these columns existed read the first 52
+(`SHARE_LAYOUT_COLUMNS`) or 27 (`PLAIN_TILE_COLUMNS`).
 """
 
 from __future__ import annotations
@@ -51,12 +45,12 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from graphcost.data.transforms.compiled import COMPILED_COLUMNS, compiled_columns
 from graphcost.data.transforms.compress import decompress_layout_config
 from graphcost.models.layers import layout_change_features
 
 OPCODE_CLASS = {34: 0, 26: 1}  # dot, convolution; every other opcode (reshape, ...) is class 2
 NUM_CLASSES = 3
-COMPILED_COLUMNS = 7  # the last columns of both kinds: `compiled_columns`
 LEGACY_LAYOUT_COLUMNS = 3 * NUM_CLASSES * 3 + 1 + 3  # 31: the table before the data-share columns
 SHARE_LAYOUT_COLUMNS = LEGACY_LAYOUT_COLUMNS + 2 * NUM_CLASSES * 3 + 3  # 52: before the compiled columns
 LAYOUT_COLUMNS = SHARE_LAYOUT_COLUMNS + COMPILED_COLUMNS
@@ -72,17 +66,6 @@ def graph_columns(node_feat: np.ndarray, num_config_nodes: int) -> np.ndarray:
     """(3,) graph-size columns shared by every configuration of the graph."""
     return np.array([np.log1p(len(node_feat)), np.log1p(float(np.asarray(node_feat)[:, 28].sum())),
                      float(num_config_nodes)], dtype=np.float32)
-
-
-def compiled_columns(compiled: np.ndarray | None, node_feat: np.ndarray, k: int) -> np.ndarray:
-    """(k, 7) float32 scale-free statistics of what the compiler did (module docstring) from a graph's
-    (k, 7) ``config_compiled_stats`` rows; all NaN when `compiled` is None."""
-    if compiled is None:
-        return np.full((k, COMPILED_COLUMNS), np.nan, dtype=np.float32)
-    c = np.asarray(compiled, dtype=np.float64)  # (k, 7) in COMPILED_STATS order
-    program_bytes = 4.0 * max(1.0, float(np.asarray(node_feat, dtype=np.float64)[:, 28].sum()))
-    nodes = float(max(1, len(node_feat)))
-    return np.hstack([c[:, [0, 1, 3]] / program_bytes, c[:, [2, 4, 5, 6]] / nodes]).astype(np.float32)
 
 
 def data_shares(node_feat: np.ndarray, edge_index: np.ndarray, config_node_index: np.ndarray) -> np.ndarray:

@@ -33,6 +33,11 @@ configuration can reach per configuration, node-major, with the SAGE layers spli
 `shared_nodes.SagePlan` (exact; the reference norm is folded into the SAGE weights). Without
 gradients those rows stream through the blocks in cache-sized node tiles (`tgraph_stream`).
 `forward_dense` is the plain (B, N, F) PyG path (used to test the fast path).
+
+What the compiler did (``compiled_stats``, off by default): score += g(log(1 + 10 x)), x the 7
+scale-free columns of the configuration's compiled module (`graphcost.data.transforms.compiled`),
+g: Linear-GELU-Linear {32}. The term is added only for batches that carry the statistics; a share
+``compiled_dropout`` of training batches goes without, so the graph part ranks on its own too.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import global_add_pool
 
 from graphcost.data.graph import LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, NODE_FEAT_SCALED, TILE_CONFIG_DIM
+from graphcost.data.transforms.compiled import COMPILED_COLUMNS
 from graphcost.models.layers import (
     NUM_OPCODES,
     LAYOUT_CHANGE_DIM,
@@ -87,6 +93,8 @@ class TGraphConfig:
     cross_scale: str = "mean"  # eq. 6 weights: "mean" = B · softmax (batch-size invariant), "softmax" = paper
     change_features: bool = True  # layout: which layouts a configuration moves (layers.layout_change_features)
     readout: str = "sum"  # layout: Σ_i ("sum") or mean_i ("mean", paper eq. 7) of the final node states
+    compiled_stats: bool = False  # add g(what the compiler did) to the score, where a batch carries it
+    compiled_dropout: float = 0.25  # training: share of batches scored as if they carried no statistics
     num_opcodes: int = NUM_OPCODES
 
     @classmethod
@@ -171,6 +179,8 @@ class TGraph(nn.Module):
             raise ValueError(f"TGraphConfig.norm must be 'reference', 'config' or 'none', got {config.norm!r}")
         if config.readout not in ("sum", "mean"):
             raise ValueError(f"TGraphConfig.readout must be 'sum' or 'mean', got {config.readout!r}")
+        if not 0.0 <= config.compiled_dropout < 1.0:
+            raise ValueError(f"TGraphConfig.compiled_dropout must be in [0, 1), got {config.compiled_dropout!r}")
         if config.cross_attention and config.hidden % 2:
             raise ValueError("TGraphConfig.hidden must be even with cross_attention")
         self.kind, self.config = kind, config
@@ -189,6 +199,8 @@ class TGraph(nn.Module):
             self.fuse = mlp([2 * c.hidden, c.hidden], act=nn.GELU, last_act=True)
             self.head_cross = CrossConfigAttention(c.init_temperature, c.cross_scale) if c.cross_attention else None
             self.f_out = nn.Linear(2 * c.hidden if c.cross_attention else c.hidden, 1)
+        # g: 7 compiled columns -> a score term (module docstring, "What the compiler did")
+        self.compiled_head = mlp([COMPILED_COLUMNS, 32, 1], act=nn.GELU) if c.compiled_stats else None
 
     # ----------------------------------------------------------------- inputs
     @property
@@ -352,6 +364,19 @@ class TGraph(nn.Module):
         g = F.gelu(torch.cat(halves, dim=-1))  # (D', B, H)
         return eps_in + g if eps_in is not None else _row_sum_fp32(g)
 
+    def _with_compiled(self, batch, scores: Tensor) -> Tensor:
+        """(B,) scores + g(log(1 + 10 x)) of the batch's compiled columns x (B, 7), when the model
+        has g and the batch carries them; in training, a share `compiled_dropout` of the batches goes
+        without (the whole batch, so that its ranking stays one model's), so that the graph part
+        learns to rank graphs that have no statistics on its own."""
+        x = getattr(batch, "config_compiled", None)
+        if self.compiled_head is None or x is None:
+            return scores
+        if self.training and self.config.compiled_dropout and float(torch.rand(())) < self.config.compiled_dropout:
+            return scores
+        x = torch.log1p(10.0 * x.to(device=scores.device, dtype=torch.float32).clamp_min(0.0))  # (B, 7)
+        return scores + self.compiled_head(x).squeeze(-1).to(scores.dtype)
+
     # ------------------------------------------------------------ dense path
     def forward_dense(self, batch) -> Tensor:
         """Reference implementation on full (B, N, H) states with PyG's SAGEConv."""
@@ -377,8 +402,8 @@ class TGraph(nn.Module):
             eps = blk.combine(eps, eta, cross)
         pooled = global_add_pool(eps, None) / self._pool_div(batch)  # (B, H) readout
         if self.kind == "layout":
-            return self.f_out(pooled).squeeze(-1)
-        return self._tile_head(pooled[0], batch.config_feat)
+            return self._with_compiled(batch, self.f_out(pooled).squeeze(-1))
+        return self._with_compiled(batch, self._tile_head(pooled[0], batch.config_feat))
 
     # ------------------------------------------------------------------ tile
     def _tile_head(self, graph_emb: Tensor, config_feat: Tensor) -> Tensor:
@@ -430,8 +455,8 @@ class TGraph(nn.Module):
         starts = [sum(chunk_sizes[:k]) for k in range(len(chunk_sizes))]
         if self.kind == "tile":
             graph_emb = self._static_pass(batch, edges, 1).eps_final.mean(0)  # (H,)
-            return torch.cat([self._tile_head(graph_emb, batch.config_feat[i:i + n])
-                              for i, n in zip(starts, chunk_sizes)])
+            return self._with_compiled(batch, torch.cat([self._tile_head(graph_emb, batch.config_feat[i:i + n])
+                                                         for i, n in zip(starts, chunk_sizes)]))
         if self.config.norm == "config":
             raise ValueError("score_chunked needs norm 'reference' or 'none' (per-config norm is dense-only)")
         runner = self if dtype == torch.float32 else copy.deepcopy(self).to(dtype)
@@ -447,4 +472,4 @@ class TGraph(nn.Module):
         # without gradients on a CPU, chunks run side by side on the intra-op threads (map_chunks)
         threads = 1 if torch.is_grad_enabled() or batch.node_feat.is_cuda else torch.get_num_threads()
         pooled = map_chunks(pool, range(len(chunk_sizes)), threads)
-        return torch.cat([self.f_out(p).squeeze(-1) for p in pooled])
+        return self._with_compiled(batch, torch.cat([self.f_out(p).squeeze(-1) for p in pooled]))

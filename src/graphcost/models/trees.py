@@ -53,8 +53,8 @@ from typing import Sequence
 
 import numpy as np
 
+from graphcost.data.transforms.compiled import COMPILED_COLUMNS
 from graphcost.models.config_table import (
-    COMPILED_COLUMNS,
     LAYOUT_COLUMNS,
     MOVED_COLUMNS,
     READABLE_WIDTHS,

@@ -85,7 +85,7 @@ from graphcost.data.graph import GraphBatch
 from graphcost.data.transforms.scaler import FeatureScaler
 
 _TENSOR_FIELDS = ("node_opcode", "edge_index", "runtime", "config_index", "config_node_index",
-                  "node_config_feat", "config_feat")  # fmt: skip
+                  "node_config_feat", "config_feat", "config_compiled")  # fmt: skip
 _EPOCH_SALT = 0x7D47  # separates the item sampling stream from every other seeded stream
 
 
@@ -96,7 +96,7 @@ class SampleKey(NamedTuple):
     seed: int
 
 
-_PER_CONFIG = ("runtime", "y", "config_index", "config_feat")  # stacked: (G, B, ...) in a Batch
+_PER_CONFIG = ("runtime", "y", "config_index", "config_feat", "config_compiled")  # stacked: (G, B, ...) in a Batch
 
 
 class TpuGraphsData(Data):
@@ -105,7 +105,7 @@ class TpuGraphsData(Data):
     `config_node_index` holds node indices, so it is offset like `edge_index` (`config_index` is not:
     it indexes the graph's own configurations); `node_config_feat`
     (B, C, 18) is concatenated along its configurable nodes (dim 1); the per-configuration fields
-    (`runtime`, `y`, `config_index`, `config_feat`) are stacked into one row per graph. Batching
+    (`runtime`, `y`, `config_index`, `config_feat`, `config_compiled`) are stacked into one row per graph. Batching
     therefore needs the same B in every graph of a batch (see the module docstring).
     """
 

@@ -15,6 +15,7 @@ from typing import Iterator
 import numpy as np
 import torch
 
+from graphcost.data.transforms.compiled import compiled_columns
 from graphcost.data.transforms.compress import decompress_layout_config
 from graphcost.data.graph import GraphBatch
 from graphcost.data.transforms.prepared import PreparedGraph
@@ -48,7 +49,8 @@ def make_batch(prepared: PreparedGraph, config_idx, scaler: FeatureScaler | None
     Returns:
         GraphBatch: node_feat (N, 140) f32, node_opcode (N,) i64, edge_index (2, E) i64,
         runtime (B,) f32, config_index (B,) i64, and for layout config_node_index (C,) i64 +
-        node_config_feat (B, C, 18) f32; for tile config_feat (B, 24) f32.
+        node_config_feat (B, C, 18) f32; for tile config_feat (B, 24) f32; config_compiled (B, 7)
+        f32 (`transforms.compiled`) when the graph carries ``config_compiled_stats``, else None.
     """
     raw = np.asarray(config_idx).reshape(-1)
     if raw.size and not (raw.dtype.kind in "iu" or (raw.dtype.kind == "f" and np.all(raw == np.floor(raw)))):
@@ -77,6 +79,8 @@ def make_batch(prepared: PreparedGraph, config_idx, scaler: FeatureScaler | None
         if prepared.config_feat is None:
             raise ValueError(f"{prepared.name}: tile graph without config_feat")
         batch.config_feat = torch.from_numpy(np.ascontiguousarray(prepared.config_feat[idx], dtype=np.float32))
+    if prepared.compiled is not None:
+        batch.config_compiled = torch.from_numpy(compiled_columns(prepared.compiled[idx], prepared.node_feat, len(idx)))
     return batch
 
 
