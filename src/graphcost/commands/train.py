@@ -247,7 +247,8 @@ def train(
     if s.folds < 0 or s.folds == 1:
         fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {s.folds}")
     try:
-        model_config = s.model_config if s.model_config is not None else coerce_config(s.model, _parse_opts(s.model_opt))
+        model_config = s.model_config if s.model_config is not None else coerce_config(s.model, {
+            **(recipe.MODEL_CONFIG if s.model == recipe.MODEL else {}), **_parse_opts(s.model_opt)})
     except ValueError as exc:
         fail(f"--model-opt: {exc}")
     _check_train_numbers(s.lr, s.seed, max_memory_gb)

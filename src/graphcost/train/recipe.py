@@ -17,5 +17,8 @@ PATIENCE = 6  # epochs without a better validation score before stopping (0: nev
 MAX_STEPS_PER_GRAPH = 8  # TpuGraphs-size graphs (up to ~100k configurations) give at most this many batches an epoch
 MIN_EPOCH_STEPS = 32  # one or two graphs: whole passes until an epoch has this many steps
 LR = 1e-3  # TGraph §2.4.2
-MODEL_CONFIG: dict = {}  # TGraphConfig's defaults (readout "sum": ablation +0.06 τ over the paper's mean)
+# TGraphConfig's defaults (readout "sum": ablation +0.06 τ over the paper's mean), and the score term of
+# what the compiler did, read where the data carries config_compiled_stats (leave-family-out on cpu_layout:
+# graph model +0.01-0.035 τ on the validation graphs of every fold; docs/cost-models.md)
+MODEL_CONFIG: dict = {"compiled_stats": True}
 TREES = True  # fit trees on the configuration table and blend them in, the weight chosen on validation (train/blend.py)
