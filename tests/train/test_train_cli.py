@@ -38,6 +38,8 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
                   "--epochs", "2", "--batch-configs", "8", "--out", run, "--no-progress", "--device", "cpu")
     assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
     assert "blend:" in out and (run / "blend.json").is_file() and (run / "trees.txt").is_file()  # the default recipe
+    recorded = json.loads((run / "run.json").read_text())["config"]["model_config"]
+    assert recorded.get("compiled_stats") is (True if model == "tgraph" else None)  # recipe.MODEL_CONFIG, tgraph only
     assert re.search(r"^threads: \d+ \(", out, re.M)  # --threads auto says what it chose
     assert re.search(r"^epoch 1/2: train loss [\d.]+, valid \w+ -?[\d.]+", out, re.M)  # a line per epoch
     assert f"plots: {run / 'learning_curves.png'}, {run / 'valid_ranks.png'}" in out  # and where the plots are
