@@ -340,7 +340,8 @@ def test_kill_9_then_resume_measures_nothing_twice(tmp_path, prog):
     from graphcost.tuning.study import Study
 
     out = tmp_path / "tuned"
-    cmd = [sys.executable, "-m", "graphcost.cli", "tune", f"{prog}:make", "--budget", "8", "--strategy", "random",
+    budget = 20  # enough rounds that the kill lands mid-run on a fast, quiet machine too (8 once finished first)
+    cmd = [sys.executable, "-m", "graphcost.cli", "tune", f"{prog}:make", "--budget", str(budget), "--strategy", "random",
            "--out", str(out), *FAST]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url, name = f"sqlite:///{out / 'study.db'}", "user_prog:flags:random"
@@ -359,14 +360,14 @@ def test_kill_9_then_resume_measures_nothing_twice(tmp_path, prog):
     finally:
         proc.wait()
     before = [t.codes for t in Study(url, name, FlagSpace()).trials()]
-    assert 2 <= len(before) < 8
-    again = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "8", "--strategy", "random",
+    assert 2 <= len(before) < budget
+    again = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", str(budget), "--strategy", "random",
                                      "--out", str(out), "--resume", *FAST])
     assert again.exit_code == 0, again.output
     after = Study(url, name, FlagSpace())
     codes = [t.codes for t in after.trials()]
-    assert len(codes) == 8 == len(after.used()) and codes[: len(before)] == before
-    assert len(set(codes)) == 8  # nothing measured twice
+    assert len(codes) == budget == len(after.used()) and codes[: len(before)] == before
+    assert len(set(codes)) == budget  # nothing measured twice
 
 
 def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
