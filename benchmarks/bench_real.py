@@ -30,8 +30,8 @@ on every configuration of the test data (no TTA):
   ``copy`` and ``transpose`` instructions (`graphcost.frontend.hlo.compiled_stats`; the files'
   ``config_compiled_stats``, from `graphcost collect` or ``collect --annotate``); fewer = faster.
 * ``lightgbm-compiled``, ``ridge-compiled``: ``lightgbm`` and ``ridge`` with the table's 7 columns of
-  compiled statistics, scale-free (`graphcost.models.config_table.compiled_columns`), which the
-  ``default`` row's trees read too.
+  compiled statistics, scale-free (`graphcost.data.transforms.compiled.compiled_columns`), which the
+  ``default`` row's trees and TGraph read too.
 
 Protocols: ``official`` (train split -> test split), ``lofo`` (leave one family out: train on
 every graph of the other families, test on all graphs of the left-out one; the figures average
@@ -74,7 +74,7 @@ RESULTS = ROOT / "benchmarks" / "results" / "bench_real.json"
 SECTION = "### Real CPU data, with the noise ceiling — `benchmarks/bench_real.py`"
 PARENT = "## Cost models (issue 3)"
 GNNS = {  # row -> (registry model, model config); each at graphcost train's default recipe and budget
-    "default": ("tgraph", {"compiled_stats": True}),  # graphcost train's recipe.MODEL_CONFIG
+    "default": ("tgraph", {}),  # + graphcost train's recipe.MODEL_CONFIG (fit_gnn)
     "tgraph-no-compiled": ("tgraph", {}),  # the default before 2026-11-27: no term for what the compiler did
     "tgraph-paper": ("tgraph", {"cross_scale": "softmax", "change_features": False, "readout": "mean"}),
     "sage": ("sage", {}),
@@ -106,7 +106,7 @@ def config_table(path: Path, z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fixed-width per-configuration features of one npz file in the file's configuration order
     (`graphcost.models.config_table`, what `graphcost train`'s trees use) without, then only, its
     compiled columns; and the moved count."""
-    from graphcost.models.config_table import COMPILED_COLUMNS
+    from graphcost.data.transforms.compiled import COMPILED_COLUMNS
     from graphcost.models.config_table import config_table as library_table
 
     prepared = _prepared(path, dedup=False)
@@ -204,7 +204,7 @@ def copies_score(rec: Record) -> np.ndarray:
 
 
 def with_compiled(records: list[Record]) -> list[Record]:
-    """The records with the library table's compiled columns (`graphcost.models.config_table.compiled_columns`)
+    """The records with the library table's compiled columns (`graphcost.data.transforms.compiled`)
     appended to their tables."""
     from dataclasses import replace
 
@@ -280,6 +280,8 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
     model, opts = GNNS[row]
     if model == "sage" and train[0].kind == "tile":
         model = "tile-mlp"
+    if row == "default":  # what graphcost train builds with no --model-opt
+        opts = {**recipe.MODEL_CONFIG, **opts}
     opts = {**opts, **({} if args.hidden is None else {"hidden": args.hidden})}  # default: each model's defaults
     budget = {"epochs": args.epochs} if args.epochs else {}  # default: graphcost train's (train/recipe.py)
     config = TrainConfig(model=model, model_config=opts, batch_configs=args.batch_configs, seed=seed,

@@ -58,6 +58,8 @@ PLAIN_TILE_COLUMNS = 24 + 3  # 27: before the compiled columns
 TILE_COLUMNS = PLAIN_TILE_COLUMNS + COMPILED_COLUMNS
 READABLE_WIDTHS = {"layout": (LEGACY_LAYOUT_COLUMNS, SHARE_LAYOUT_COLUMNS, LAYOUT_COLUMNS),
                    "tile": (PLAIN_TILE_COLUMNS, TILE_COLUMNS)}  # table widths that trees may have been fitted on
+COMPILED_SLICE = {"layout": slice(SHARE_LAYOUT_COLUMNS, LAYOUT_COLUMNS),
+                  "tile": slice(PLAIN_TILE_COLUMNS, TILE_COLUMNS)}  # where each kind's table holds the compiled columns
 MOVED_COLUMNS = NUM_CLASSES * 3  # the first columns of a layout table: moved[k, s]
 CHUNK = 4096  # configurations decompressed at a time
 
@@ -128,7 +130,7 @@ def config_table(prepared, rows: np.ndarray | None = None) -> np.ndarray:
     for at, cfg in decoded_layouts(prepared, rows):
         out[at, :SHARE_LAYOUT_COLUMNS] = layout_table(cfg, prepared.node_feat, prepared.node_opcode,
                                                       prepared.config_node_index, shares)
-    out[:, SHARE_LAYOUT_COLUMNS:] = compiled
+    out[:, COMPILED_SLICE["layout"]] = compiled
     return out
 
 

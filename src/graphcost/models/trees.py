@@ -53,8 +53,8 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.data.transforms.compiled import COMPILED_COLUMNS
 from graphcost.models.config_table import (
+    COMPILED_SLICE,
     LAYOUT_COLUMNS,
     MOVED_COLUMNS,
     READABLE_WIDTHS,
@@ -202,9 +202,8 @@ def _stack(graphs: Sequence, max_rows: int, seed: int, program: str | None = Non
         xs.append(x)
         ys.append(y)
         if getattr(g, "compiled", None) is not None:
-            end = LAYOUT_COLUMNS if g.kind == "layout" else TILE_COLUMNS
             masked = x.copy()
-            masked[:, end - COMPILED_COLUMNS:end] = np.nan
+            masked[:, COMPILED_SLICE[g.kind]] = np.nan
             xs.append(masked)
             ys.append(y)
     if not xs:
