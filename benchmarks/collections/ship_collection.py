@@ -44,7 +44,7 @@ def main() -> None:
         manifest = merge_shards([args.src], [], staging, split="family")
     except ValueError as exc:
         sys.exit(str(exc))
-    write_card(staging, args.title, args.command, args.notes)
+    write_card(staging, args.title, args.command, args.notes, name=args.name)
     if dest.exists():
         old = dest.with_name(dest.name + ".old")
         shutil.rmtree(old, ignore_errors=True)

@@ -12,6 +12,13 @@ TpuGraphs tile schema), the default data of ``graphcost train --collection tile:
 ``cpu_layout_1k``: ONE program (an LSTM forward pass) x 1,200 distinct layout configurations, same
 protocol: the within-program setting of a tuner (split it by configuration with
 `graphcost.data.config_split`; `benchmarks/bench_real.py --protocols within`).
+
+``cpu_zoo_layout``: the wide zoo, 340 programs of 25 families (CNN and MobileNet blocks, ViT, BERT/GPT,
+encoder-decoders, GNNs, MoE, state-space scans, Fourier operators, recommenders, U-Nets, VAEs, flows,
+top-k, ...; a third of them training steps) x 32 layout configurations, same protocol, with what the compiler did to each
+configuration (``config_compiled_stats``), split BY FAMILY: the valid and test programs come from
+families the training side never saw (``--data-dir cpu_zoo_layout``; the leave-family-out data of
+`benchmarks/bench_real.py` and of the shipped layout model).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
-SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k")
+SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout")
 
 
 def shipped_dataset_dir(name: str = "cpu_layout") -> Path:

@@ -63,7 +63,7 @@ def _f(x: float, nd: int = 3) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.{nd}f}"
 
 
-def render(root: Path, title: str, command: str, notes: str = "") -> str:
+def render(root: Path, title: str, command: str, notes: str = "", name: str | None = None) -> str:
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     graphs, col, env = manifest["graphs"], manifest["collection"], manifest.get("environment", {})
     layout = col["space"] == "layout"
@@ -82,7 +82,7 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
     dates = sorted(e["date_utc"] for e in graphs.values() if "date_utc" in e)
     rdates = sorted(e["repeat"]["date_utc"] for e in graphs.values() if "repeat" in e)
     lines = [
-        f"# {root.name} — {title}", "",
+        f"# {name or root.name} — {title}", "",
         "**REAL data: every runtime was measured** on the machine described below; nothing is simulated.", "",
         "## What it is", "",
         f"* **Graphs**: {len(graphs)} JAX/Flax programs of the graphcost zoo (`graphcost.frontend.programs.zoo`), "
@@ -186,7 +186,7 @@ def render(root: Path, title: str, command: str, notes: str = "") -> str:
 
 
 def write_card(root: str | Path, title: str = "a REAL dataset measured on this CPU", command: str = "(not recorded)",
-               notes: str | Path | None = None) -> Path:
+               notes: str | Path | None = None, name: str | None = None) -> Path:
     """Write ``root/CARD.md`` (atomically) from the collection's manifest and npz files; its path.
 
     Args:
@@ -194,6 +194,7 @@ def write_card(root: str | Path, title: str = "a REAL dataset measured on this C
         title: the card's title.
         command: the command that collected it, quoted in the card.
         notes: a markdown file appended as the card's last section.
+        name: the dataset's name in the heading (default: `root`'s directory name).
 
     Raises:
         ValueError: the collection cannot make a card (no or a damaged manifest, a missing key),
@@ -204,7 +205,7 @@ def write_card(root: str | Path, title: str = "a REAL dataset measured on this C
     root = Path(root)
     try:
         text = Path(notes).read_text(encoding="utf-8") if notes else ""
-        card = render(root, title, command, text)
+        card = render(root, title, command, text, name)
     except (OSError, ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
         detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ValueError(f"{root}: cannot write a card from this collection: {detail}") from None
