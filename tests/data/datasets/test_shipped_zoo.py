@@ -11,6 +11,7 @@ import numpy as np
 
 from graphcost.datasets import shipped_dataset_dir
 from graphcost.frontend.collect.local import COMPILED_KEY
+from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 
 ZOO = shipped_dataset_dir("cpu_zoo_layout")
 GRAPHS: dict = json.loads((ZOO / "manifest.json").read_text())["graphs"]
@@ -46,4 +47,4 @@ def test_every_configuration_carries_what_the_compiler_did():
     for e in GRAPHS.values():
         with np.load(ZOO / e["file"], allow_pickle=False) as z:
             stats = z[COMPILED_KEY]
-            assert stats.shape == (len(z["config_runtime"]), 7) and np.isfinite(stats).all(), e["file"]
+            assert stats.shape == (len(z["config_runtime"]), len(COMPILED_STATS)) and np.isfinite(stats).all(), e["file"]
