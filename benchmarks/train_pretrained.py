@@ -1,11 +1,14 @@
 """Train the cost models that ship with graphcost (`graphcost.pretrained`) and install them in the tree.
 
-    python benchmarks/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR] [--threads 1]
+    python benchmarks/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR]
+        [--flags-data DIR] [--dest DIR] [--threads 1]
 
 Each is ``graphcost train`` with its defaults on the shipped data (``--collection tile:xla`` for the
-flag model); the run's ``best.pt``, ``blend.json``, ``trees.txt`` and ``run.json`` are copied to
-``src/graphcost/pretrained/<kind>/`` and ``MODELS.json`` records the version, the command, the data,
-the validation score, the machine and the date. Nothing else of the run ships (no optimizer state).
+flag model, unless ``--flags-data`` names another flag collection); the run's ``best.pt``,
+``blend.json``, ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
+``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
+records the version, the command, the data, the machine and the date. Nothing else of the run ships
+(no optimizer state).
 """
 
 from __future__ import annotations
@@ -30,34 +33,38 @@ def main() -> None:
     p.add_argument("--kinds", nargs="+", default=["layout", "tile"], choices=["layout", "tile"])
     p.add_argument("--version", type=int, required=True, help="the models' version (raise it on every re-training)")
     p.add_argument("--layout-data", type=Path, default=None, help="layout training data (default: the shipped one)")
+    p.add_argument("--flags-data", type=Path, default=None,
+                   help="flag training data (default: the shipped cpu_flags, --collection tile:xla)")
+    p.add_argument("--dest", type=Path, default=DEST,
+                   help="where the models are installed (default: the package's, src/graphcost/pretrained)")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrained")
     p.add_argument("--threads", default="1")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
-    manifest_path = DEST / "MODELS.json"
+    manifest_path = args.dest / "MODELS.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     for kind in args.kinds:
         run = args.work / kind
         shown = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
         cmd = ["graphcost", "train", "--out", str(shown), "--overwrite", "--seed", str(args.seed), "--threads", args.threads]
-        if kind == "tile":
+        data_dir = args.layout_data if kind == "layout" else args.flags_data
+        if data_dir is not None:
+            cmd += ["--data-dir", str(data_dir)]
+        elif kind == "tile":
             cmd += ["--collection", "tile:xla"]
-        elif args.layout_data is not None:
-            cmd += ["--data-dir", str(args.layout_data)]
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
         subprocess.run([sys.executable, "-m", "graphcost", *cmd[1:]], check=True, cwd=ROOT)  # --out relative to ROOT
         seconds = time.time() - t0
-        target = DEST / kind
+        target = args.dest / kind
         shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
+        target.mkdir(parents=True)  # --dest's parents included
         for name in SHIPPED_FILES:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
-        data = args.layout_data.name if (kind == "layout" and args.layout_data) else (
-            "cpu_flags" if kind == "tile" else "cpu_layout")
+        data = data_dir.name if data_dir is not None else ("cpu_flags" if kind == "tile" else "cpu_layout")
         manifest[kind] = {"version": args.version, "data": data, "command": " ".join(cmd),
                           "date": time.strftime("%Y-%m-%d"), "train_seconds": round(seconds),
                           "machine": f"{platform.machine()} {os.cpu_count()} cores", "run": info.get("name", run.name),

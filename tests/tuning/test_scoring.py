@@ -54,6 +54,29 @@ def test_scorer_scores_every_candidate(runs, space_name):
     assert scores.shape == (21,) and np.isfinite(scores).all() and np.ptp(scores) > 0
 
 
+def test_compiled_statistics_reach_the_shipped_layout_blend():
+    """The shipped layout model's blend has the copied bytes as its prior: statistics given to the
+    scorer (what the tuner learns by compiling a candidate) move its scores towards them."""
+    from scipy.stats import kendalltau
+
+    import graphcost.pretrained as pretrained
+    from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+
+    program = _program()
+    space = make_space("layout", program)
+    scorer = GraphModelScorer([pretrained.shipped_model_dir("layout")], program, space)
+    rng = np.random.default_rng(1)
+    configs = [space.sample(rng) for _ in range(16)]
+    stats = np.zeros((16, len(COMPILED_STATS)))
+    stats[:, 0] = rng.permutation(16) * 4096.0  # copy_bytes: an order of its own
+    stats[:, 5:] = 1.0
+    plain, informed = scorer(configs), scorer(configs, compiled=stats)
+    assert not np.allclose(plain, informed)
+    assert kendalltau(informed, stats[:, 0]).statistic > kendalltau(plain, stats[:, 0]).statistic
+    with pytest.raises(ValueError, match="compiled statistics for 3 configurations, not 16"):
+        scorer(configs, compiled=stats[:3])
+
+
 def test_wrong_kind_of_model_is_refused(runs):
     program = _program()
     with pytest.raises(ValueError, match="a layout model cannot score the flags space"):

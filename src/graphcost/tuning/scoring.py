@@ -58,14 +58,21 @@ class GraphModelScorer:
         if "tile" in self.predictors and self.flag_space is not None:
             self.ignored = ignored_flags(self.runs["tile"], self.flag_space)
 
-    def __call__(self, configs: list[Codes]) -> np.ndarray:
-        """(K,) float64 predicted scores of `configs`, lower = faster."""
+    def __call__(self, configs: list[Codes], compiled: np.ndarray | None = None) -> np.ndarray:
+        """(K,) float64 predicted scores of `configs`, lower = faster. `compiled`: (K, 7) what the
+        compiler did to each configuration (`graphcost.frontend.hlo.compiled_stats`, from compiling
+        it), which a model whose blend reads them (the copied-bytes prior, the trees' compiled
+        columns) uses; None scores without them."""
         from graphcost.data.transforms.preprocess import prepare_graph
         from graphcost.models.trees import standardise
 
+        if compiled is not None and np.shape(compiled)[0] != len(configs):
+            raise ValueError(f"compiled statistics for {np.shape(compiled)[0]} configurations, not {len(configs)}")
         total = np.zeros(len(configs), np.float64)
         for kind, pred in self.predictors.items():
             graph = self.space.graph_for(self.program, kind, configs)
+            if compiled is not None:
+                graph.config_compiled_stats = np.asarray(compiled, np.float64)
             if kind == "tile" and self.ignored and self.flag_space is not None:
                 graph = mask_flags(graph, self.flag_space, self.ignored)
             prepared = prepare_graph(graph, prune=True, dedup=False, validate=False)
