@@ -11,9 +11,11 @@ measured configurations (``--configs`` per table, seeded; compile only, nothing 
 run beside other work) and reports, per table, Kendall τ against the measured runtimes of:
 
 * ``model``: the shipped models (`graphcost.pretrained`) as the tuner scores today (no statistics);
-* ``model+compiled``: the same models given each configuration's ``config_compiled_stats``;
+* ``model+compiled``: the same models given each configuration's ``config_compiled_stats``; in the
+  joint space also each kind's model alone (``layout model+compiled``, ``tile model+compiled``);
 * the statistics alone (nothing learned): ``copies`` (copy + transpose bytes, the layout prior),
-  ``instructions``, ``fusions`` (kernels) — fewer = predicted faster.
+  ``instructions``, ``fusions`` (kernels) — fewer = predicted faster (NaN where it is constant:
+  no configuration of a flag table copies anything).
 
 Resumable: the statistics of finished tables are kept in the output JSON and not compiled again.
 """
@@ -74,6 +76,10 @@ def score(entry: dict) -> dict:
         return float(kendalltau(s, ratio).statistic)
 
     out = {"model": tau(scorer(codes)), "model+compiled": tau(scorer(codes, compiled=stats))}
+    if len(space.kinds) > 1:  # the joint space: each kind's model alone
+        for kind in space.kinds:
+            alone = GraphModelScorer([pretrained.shipped_model_dir(kind)], program, space)
+            out[f"{kind} model+compiled"] = tau(alone(codes, compiled=stats))
     out.update({name: tau(f(stats)) for name, f in HEURISTICS.items()})
     return out
 
@@ -107,7 +113,7 @@ def main() -> None:
         rows = [e["tau"] for e in report["tables"].values() if e["space"] == space]
         if rows:
             print(f"{space}: median over {len(rows)} programs: "
-                  + ", ".join(f"{k} {np.median([r[k] for r in rows]):+.3f}" for k in rows[0]))
+                  + ", ".join(f"{k} {np.nanmedian([r[k] for r in rows]):+.3f}" for k in rows[0]))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,9 @@ def test_train_evaluate_rank_predict(tmp_path, data_root, collection, model):
     assert "best valid" in out and (run / "best.pt").is_file() and (run / "metrics.csv").is_file()
     assert "blend:" in out and (run / "blend.json").is_file() and (run / "trees.txt").is_file()  # the default recipe
     recorded = json.loads((run / "run.json").read_text())["config"]["model_config"]
-    assert recorded.get("compiled_stats") is (True if model == "tgraph" else None)  # recipe.MODEL_CONFIG, tgraph only
+    # recipe.MODEL_CONFIG asks TGraph for the term; synthetic graphs carry no statistics, so it is off
+    assert recorded.get("compiled_stats") is (False if model == "tgraph" else None)
+    assert ("no training graph carries config_compiled_stats" in out) is (model == "tgraph")
     assert re.search(r"^threads: \d+ \(", out, re.M)  # --threads auto says what it chose
     assert re.search(r"^epoch 1/2: train loss [\d.]+, valid \w+ -?[\d.]+", out, re.M)  # a line per epoch
     assert f"plots: {run / 'learning_curves.png'}, {run / 'valid_ranks.png'}" in out  # and where the plots are
@@ -189,3 +191,25 @@ def test_evaluate_default_split_is_test_only_when_the_test_graphs_have_runtimes(
     np.savez(labelled, config_runtime=np.array([3, 1, 2]))
     np.savez(hidden, config_runtime=np.zeros(3))  # the official TpuGraphs test files hide their runtimes
     assert has_runtimes([labelled]) and not has_runtimes([labelled, hidden]) and not has_runtimes([])
+
+
+def test_the_compiled_term_is_on_where_the_training_data_carries_statistics(tmp_path, data_root):
+    """The same synthetic layout collection with ``config_compiled_stats`` in every file: TGraph gets
+    its term for what the compiler did (recipe.MODEL_CONFIG) and the run records it."""
+    import shutil
+
+    root = tmp_path / "data"
+    shutil.copytree(data_root, root)
+    files = sorted((root / "npz" / "layout").rglob("*.npz"))
+    rng = np.random.default_rng(0)
+    for f in files:
+        with np.load(f, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["config_compiled_stats"] = rng.uniform(0, 1e4, (len(arrays["config_runtime"]), 7))
+        np.savez(f, **arrays)
+    run = tmp_path / "run"
+    out = run_cli("train", "--collection", "layout:xla:random", "--data-dir", root, "--model", "tgraph",
+                  *SMALL["tgraph"], "--epochs", "1", "--batch-configs", "8", "--out", run, "--no-progress",
+                  "--device", "cpu", "--no-trees")
+    assert "no training graph carries" not in out
+    assert json.loads((run / "run.json").read_text())["config"]["model_config"]["compiled_stats"] is True

@@ -304,6 +304,14 @@ def train(
             valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
                                          max_memory_gb=max_memory_gb)  # fmt: skip
             pool = train_graphs
+        if config.model_config.get("compiled_stats") and not any(getattr(g, "compiled", None) is not None
+                                                                 for g in pool):
+            # a term never trained would score any statistics it is given later (a tuner's compiled
+            # candidates, an annotated graph) with its random initial weights
+            config = dataclasses.replace(config, model_config={**config.model_config, "compiled_stats": False})
+            if ctx.is_main:
+                typer.echo("compiled statistics: no training graph carries config_compiled_stats, so the model "
+                           "has no term for them")
         # only now, with every graph read and validated, is an old run in --out replaced (--overwrite), and
         # only under --out's lock (the one tune and collect take): a run another live process holds is never removed
         if out is not None and ctx.is_main:
