@@ -3,6 +3,7 @@ without re-measuring anything (fake evaluator: no compilation, no timing)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
@@ -226,3 +227,54 @@ def test_effects_first_round_mixes_probes_and_the_models_top_picks(probes, expec
         assert best in first  # the model's top pick is measured in the first round
     with pytest.raises(ValueError, match="probes"):
         ModelSearch(ev.space, fake_scorer(ev, 0.0), online=True, learner="effects", probes=1.5)
+
+
+class _InformedScorer:
+    """A cost model that reads compiled statistics: from the configuration alone it knows nothing (a
+    constant plus a little noise); given statistics it scores by their first column."""
+
+    reads_compiled = True
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.calls_with_stats = 0
+
+    def __call__(self, configs, compiled=None):
+        if compiled is None:
+            return self.rng.normal(size=len(configs))
+        self.calls_with_stats += 1
+        return np.asarray(compiled)[:, 0]
+
+
+def test_the_models_best_candidates_are_reordered_by_what_the_compiler_did():
+    """`ModelSearch.inform`: the INFORMED_TOP best candidates are compiled (here: statistics = the true
+    log ratio, NaN for one that fails to compile) and re-ordered among themselves by the informed
+    scores; the rest of the pool keeps its prior, and the values in the top slots are the same ones."""
+    from graphcost.tuning.strategies import INFORMED_TOP, ModelSearch
+
+    ev = FakeEvaluator(FlagSpace())
+    asked: list = []
+
+    def compiled(configs):
+        asked.extend(configs)
+        stats = np.array([[np.log(ev.ratio(c))] + [1.0] * 6 for c in configs])
+        stats[0] = np.nan  # the model's favourite does not compile
+        return stats
+
+    scorer = _InformedScorer()
+    plain = ModelSearch(ev.space, _InformedScorer(), seed=0)  # the same pool and prior, never informed
+    search = ModelSearch(ev.space, scorer, seed=0, compiled=compiled)
+    assert plain.informed == 0 and search.informed == INFORMED_TOP - 1 and scorer.calls_with_stats == 1
+    top = np.argsort(plain.prior, kind="stable")[:INFORMED_TOP]
+    assert asked == [plain.pool[i] for i in top]
+    rest = np.setdiff1d(np.arange(len(plain.pool)), top)
+    np.testing.assert_array_equal(search.prior[rest], plain.prior[rest])
+    np.testing.assert_array_equal(np.sort(search.prior[top]), np.sort(plain.prior[top]))
+    new_order = [search.pool[i] for i in np.argsort(search.prior, kind="stable")[:INFORMED_TOP]]
+    assert new_order[-1] == plain.pool[top[0]]  # failed to compile: last of the informed slots
+    truth = [ev.ratio(c) for c in new_order[:-1]]
+    assert truth == sorted(truth)  # the rest in the order of what the compiler did
+    # a scorer that does not read statistics is never given any (nothing compiled)
+    asked.clear()
+    blind = ModelSearch(ev.space, fake_scorer(ev, 0.3), seed=0, compiled=compiled)
+    assert blind.informed == 0 and not asked

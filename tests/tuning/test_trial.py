@@ -56,6 +56,18 @@ def test_crash_and_wrong_output_are_recorded_good_ones_timed():
     assert good.ratio == pytest.approx(good.runtime_ns / good.default_ns) and good.default_ns > 0
 
 
+def test_compiled_statistics_of_candidates_nan_where_the_compile_fails():
+    """`Evaluator.compiled_stats`: what the compiler did to each candidate (nothing run); a candidate
+    that does not compile gets a NaN row instead of an error."""
+    from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+
+    ev = Evaluator(_program(), TrickSpace(), FAST)
+    stats = ev.compiled_stats([(0, 0), (1, 0), (2, 0)])
+    assert stats.shape == (3, len(COMPILED_STATS))
+    assert np.isfinite(stats[[0, 2]]).all() and np.isnan(stats[1]).all()
+    assert stats[0, COMPILED_STATS.index("instructions")] > 0
+
+
 def test_flag_space_compiles_every_dimension_and_keeps_outputs():
     space = FlagSpace()
     ev = Evaluator(_program(), space, FAST)

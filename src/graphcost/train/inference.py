@@ -197,6 +197,14 @@ class EnsemblePredictor:
         predictor.blend = blend
         return predictor
 
+    @property
+    def reads_compiled(self) -> bool:
+        """Whether a graph's ``config_compiled_stats`` change its scores: a member with TGraph's term
+        for them, or a blend whose prior is the bytes the compiler copies."""
+        blend = self.blend[0] if self.blend is not None else None
+        return (any(getattr(model, "compiled_head", None) is not None for model, _ in self.members)
+                or (blend is not None and blend.prior > 0 and blend.prior_kind == "copies"))
+
     def score(self, prepared) -> np.ndarray:
         """(K,) ensemble scores for every configuration of `prepared`, in its order."""
         if prepared.kind != self.kind:

@@ -58,6 +58,11 @@ class GraphModelScorer:
         if "tile" in self.predictors and self.flag_space is not None:
             self.ignored = ignored_flags(self.runs["tile"], self.flag_space)
 
+    @property
+    def reads_compiled(self) -> bool:
+        """Whether statistics given to `__call__` change the scores (one of the models reads them)."""
+        return any(pred.reads_compiled for pred in self.predictors.values())
+
     def __call__(self, configs: list[Codes], compiled: np.ndarray | None = None) -> np.ndarray:
         """(K,) float64 predicted scores of `configs`, lower = faster. `compiled`: (K, 7) what the
         compiler did to each configuration (`graphcost.frontend.hlo.compiled_stats`, from compiling

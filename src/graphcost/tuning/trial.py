@@ -249,6 +249,21 @@ class Evaluator:
         pool.shutdown(wait=False, cancel_futures=True)  # a stuck compile keeps its thread, not the tuner
         return out
 
+    def compiled_stats(self, batch: list[Codes]) -> np.ndarray:
+        """(K, 7) what the compiler did to each configuration of `batch` (`graphcost.frontend.hlo.
+        compiled_stats`), compiled like `compile_many` and nothing run; NaN rows where it failed."""
+        from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+        from graphcost.frontend.programs.jax_program import executable_stats
+
+        out = np.full((len(batch), len(COMPILED_STATS)), np.nan)
+        for i, exe in enumerate(self.compile_many(batch)):
+            if not isinstance(exe, Trial):
+                try:
+                    out[i] = executable_stats(exe)
+                except Exception:  # noqa: BLE001 - an unreadable module: this candidate goes uninformed
+                    pass
+        return out
+
     def check(self, codes: Codes, exe) -> Trial | None:
         """None when the compiled `codes` may be timed, else the failed Trial (output check, probe)."""
         try:

@@ -158,7 +158,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         strategy = RandomSearch(space, seed)
     elif name.startswith("model"):
         strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
-                               learner=learner, probes=probes)
+                               learner=learner, probes=probes, compiled=getattr(evaluator, "compiled_stats", None))
     rnd = max((t.round for t in study.trials()), default=-1) + 1
     _say_what_was_found(study, f"{study_name}:{name}", budget)
     while True:  # the budget is the study's: counted in the storage before every round (study module docstring)
