@@ -13,7 +13,7 @@ TpuGraphs tile schema), the default data of ``graphcost train --collection tile:
 protocol: the within-program setting of a tuner (split it by configuration with
 `graphcost.data.config_split`; `benchmarks/bench_real.py --protocols within`).
 
-``cpu_zoo_layout``: the wide zoo, 340 programs of 25 families (CNN and MobileNet blocks, ViT,
+``cpu_zoo_layout``: the wide zoo, 315 programs of 25 families (CNN and MobileNet blocks, ViT,
 BERT/GPT, encoder-decoders, GNNs, MoE, state-space scans, Fourier operators, recommenders, U-Nets,
 VAEs, flows, top-k, ...; a third of them training steps) x 32 layout configurations, same protocol,
 with what the compiler did to each configuration (``config_compiled_stats``), split BY FAMILY: the
