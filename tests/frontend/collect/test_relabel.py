@@ -80,3 +80,21 @@ def test_collect_relabel_on_the_command_line(tmp_path, monkeypatch):
     assert "relabelled 1 graphs" in result.output
     again = invoke("collect", "--out", root, "--relabel", "--configs", "8")
     one_line_error(again, "key 'collection'")
+
+
+def test_collect_and_repeat_refuse_a_collection_measured_on_another_cpu(tmp_path):
+    """Measuring into a collection of another CPU model would mix two machines' labels: `collect` and
+    `repeat` refuse in one line naming the file, the key and both CPUs; relabelling measures nothing
+    and stays allowed."""
+    from graphcost.frontend.collect.local import collect, repeat_collection
+
+    root = _collection(tmp_path / "c")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["environment"] = {"host": {"cpu_model": "A CPU graphcost never ran on"}}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    for run in (lambda: collect([], root, OPTIONS, progress=False), lambda: repeat_collection(root, OPTIONS)):
+        with pytest.raises(ValueError, match=r"manifest\.json: key 'environment\.host\.cpu_model' is 'A CPU graphcost "
+                                             r"never ran on', but this machine's CPU is .*measure into another --out"):
+            run()
+    relabel_collection(root, OPTIONS)
+

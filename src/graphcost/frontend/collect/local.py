@@ -60,7 +60,7 @@ from graphcost.atomic import atomic_write_json, lock_dir
 from graphcost.data.splits import stratified_split
 from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
-from graphcost.frontend.measure.interleaved import environment_metadata, load_average, spearman
+from graphcost.frontend.measure.interleaved import cpu_model, environment_metadata, load_average, spearman
 from graphcost.frontend.programs.compile import compile_all, persistent_cache
 from graphcost.frontend.programs.zoo import ProgramSpec, get_program
 
@@ -97,6 +97,19 @@ def load_manifest(out_dir: Path, options: CollectOptions, manifest: dict | None 
         return manifest
     return {"schema": "tpugraphs-layout" if options.space == "layout" else "tpugraphs-tile",
             "label": "REAL: runtimes measured on this machine", "collection": options.key(), "graphs": {}}
+
+
+def check_same_cpu(manifest: dict, path: Path) -> None:
+    """ValueError, in one line naming `path` (the manifest's file), when this machine's CPU model is
+    not the one the collection's graphs were measured on: runtimes of another CPU are another
+    dataset, so measuring more graphs (or a repeat) into it would mix two machines' labels."""
+    env = manifest.get("environment")
+    host = env.get("host") if isinstance(env, dict) else None
+    recorded = host.get("cpu_model") if isinstance(host, dict) else None
+    here = cpu_model()
+    if manifest.get("graphs") and isinstance(recorded, str) and recorded != here:
+        raise ValueError(f"{path}: key 'environment.host.cpu_model' is {recorded!r}, but this machine's CPU is "
+                         f"{here!r}: one collection's labels come from one CPU model; measure into another --out")
 
 
 def label_statistic(manifest: dict, path: Path | None = None) -> str:
@@ -216,6 +229,7 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     out_dir = Path(out_dir)
     with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
         manifest = load_manifest(out_dir, options)
+        check_same_cpu(manifest, out_dir / MANIFEST)
         options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
         with persistent_cache(options.cache_dir):
             _collect(specs, out_dir, options, manifest, progress)
@@ -306,6 +320,7 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
     with lock_dir(out_dir):
         manifest = load_manifest(out_dir, options)
+        check_same_cpu(manifest, out_dir / MANIFEST)
         options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
         with persistent_cache(options.cache_dir):
             _repeat(out_dir, options, manifest, progress, share)
