@@ -1,6 +1,7 @@
 """`graphcost collect --annotate` / `annotate_collection`: what the compiler did to each configuration
-(`config_compiled_stats`) added to the graphs of a collection made without it; idempotent; the
-configurations must be the file's."""
+(`config_compiled_stats`, `config_executable_ids`) added to the graphs of a collection made without
+it, labels pooled per executable; idempotent; the configurations must be the file's, the CPU the
+collection's."""
 
 import json
 
@@ -9,9 +10,9 @@ import pytest
 from cli_asserts import invoke, one_line_error
 
 from graphcost.frontend.collect.jobs import CollectOptions, prepare_job
-from graphcost.frontend.collect.local import COMPILED_KEY, annotate_collection, read_graph, save_arrays
+from graphcost.frontend.collect.local import COMPILED_KEY, EXECUTABLE_KEY, annotate_collection, read_graph, save_arrays
 from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
-from graphcost.frontend.measure.cross_process import CrossProcess
+from graphcost.frontend.measure.cross_process import CrossProcess, check_executable_ids, combine
 
 pytest.importorskip("jax")
 NAME = "mlp-d1-w64-b8-fwd"
@@ -39,7 +40,10 @@ def test_annotate_adds_the_compiled_statistics_once(tmp_path):
     stats = stored[COMPILED_KEY]
     assert stats.shape == (3, len(COMPILED_STATS)) and np.all(np.isfinite(stats)) and np.all(stats >= 0)
     assert manifest["compiled_stats"] == list(COMPILED_STATS)
-    assert np.array_equal(stored["config_runtime"], [100, 120, 110])  # the measurements are untouched
+    ids = check_executable_ids(stored[EXECUTABLE_KEY], 3)
+    assert np.array_equal(stored["config_runtime_samples"][:, 0], [100, 120, 110])  # the measurements are untouched
+    assert np.array_equal(stored["config_runtime"], np.round(combine(stored["config_runtime_samples"], "median", ids)))
+    assert manifest["graphs"][NAME]["num_executables"] == len(set(ids.tolist()))
     mtime = (root / "train" / f"{NAME}.npz").stat().st_mtime_ns
     annotate_collection(root, OPTIONS, progress=False)  # nothing left to do: the file is not rewritten
     assert (root / "train" / f"{NAME}.npz").stat().st_mtime_ns == mtime
@@ -73,4 +77,48 @@ def test_annotate_names_a_damaged_file(tmp_path):
     root = _collection(tmp_path / "c")
     (root / "train" / f"{NAME}.npz").write_bytes(b"not an npz")
     with pytest.raises(ValueError, match=f"{NAME}.npz: cannot read the collected graph"):
+        annotate_collection(root, OPTIONS, progress=False)
+
+
+def test_annotate_pools_the_labels_of_configurations_that_compile_to_one_executable(tmp_path):
+    """Two copies of one configuration are one executable: annotate gives them one label."""
+    root = _collection(tmp_path / "c")
+    path = root / "train" / f"{NAME}.npz"
+    stored = read_graph(path)
+    for key in ("node_config_feat", "config_runtime", "config_runtime_samples"):
+        stored[key] = stored[key][[0, 1, 2, 0]]
+    stored["config_runtime_samples"] = np.array([[100], [120], [110], [104]], np.int64)
+    save_arrays(stored, path, "layout")
+    dup = CollectOptions(space="layout", mode="both", configs=4, seed=0, cross=OPTIONS.cross)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["collection"] = dup.key()
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    import graphcost.frontend.collect.local as local
+
+    real = local.prepare_job
+
+    def with_a_copy(spec, options):  # the same configurations as the file: the first one twice
+        import dataclasses
+
+        gj = real(spec, OPTIONS)
+        order = [0, 1, 2, 0]
+        arrays = {**gj.arrays, "node_config_feat": gj.arrays["node_config_feat"][order]}
+        return dataclasses.replace(gj, arrays=arrays, lower=lambda: [gj.lower()[i] for i in order],
+                                   compiler_options=[gj.compiler_options[i] for i in order])
+
+    local.prepare_job = with_a_copy
+    try:
+        annotate_collection(root, dup, progress=False)
+    finally:
+        local.prepare_job = real
+    stored = read_graph(path)
+    assert stored[EXECUTABLE_KEY][3] == 0 and stored["config_runtime"][0] == stored["config_runtime"][3] == 102
+
+
+def test_annotate_refuses_a_collection_of_another_cpu(tmp_path):
+    root = _collection(tmp_path / "c")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["environment"] = {"host": {"cpu_model": "A CPU graphcost never ran on"}}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="key 'environment.host.cpu_model' is 'A CPU graphcost never ran on'"):
         annotate_collection(root, OPTIONS, progress=False)

@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from graphcost.frontend.collect.local import label_arrays
-from graphcost.frontend.measure.cross_process import CrossProcess, combine, measure_processes, noise_stats, wait_for_quiet
+from graphcost.frontend.collect.local import label_arrays, repeat_summary, summarize
+from graphcost.frontend.measure.cross_process import (CrossProcess, check_executable_ids, combine, measure_processes,
+                                                      noise_stats, pool_executables, wait_for_quiet)
 
 NOT_PINNED = CrossProcess(processes=3, measure_core=-1, max_load=1e9, max_wait_s=0)
 
@@ -88,6 +89,40 @@ def test_wait_for_quiet_waits_then_gives_up_after_the_bound():
     assert got == {"load": [1.0, 2, 2], "waited_s": 10.0, "quiet": True} and len(said) == 2
     got = wait_for_quiet(1.5, 10, said.append, loadavg=lambda: [4.0, 4, 4], sleep=lambda s: None, step_s=5)
     assert got["quiet"] is False and got["waited_s"] == 10.0 and "measuring anyway" in said[-1]
+
+
+def test_configurations_of_one_executable_share_one_label_from_their_samples_together():
+    # configs 0 and 2 compiled to one executable; within each process their runtimes are pooled (median)
+    samples = np.array([[100.0, 104.0, 98.0], [200.0, 210.0, 190.0], [102.0, 100.0, 101.0], [150.0, 150.0, 152.0]])
+    ids = np.array([0, 1, 0, 3])
+    pooled, inverse = pool_executables(samples, ids)
+    np.testing.assert_allclose(pooled, [[101.0, 102.0, 99.5], [200.0, 210.0, 190.0], [150.0, 150.0, 152.0]])
+    assert inverse.tolist() == [0, 1, 0, 2]
+    for statistic in ("median", "level-median"):
+        label = combine(samples, statistic, ids)
+        assert label[0] == label[2]  # one executable, one label
+        np.testing.assert_allclose(label[[0, 1, 3]], combine(pooled, statistic))
+        assert noise_stats(samples, statistic, ids) == noise_stats(pooled, statistic)
+    np.testing.assert_allclose(combine(samples, "median", None), combine(samples))  # no ids: every config its own
+    labels = label_arrays("tile", samples, "median", ids)
+    assert labels["config_runtime"][0] == labels["config_runtime"][2]
+    summary = summarize(samples, "median", ids)
+    assert summary["num_configs"] == 4 and summary["num_executables"] == 3
+    # the repeat's agreement is taken over executables, each once: the two ties are one point
+    repeat = samples[:, ::-1] * 1.01
+    assert repeat_summary(repeat, labels["config_runtime"], "median", ids)["spearman_vs_label"] == 1.0
+    flipped = repeat[[0, 3, 2, 1]]  # executables 1 and 3 swap places: 3 points, one swap -> Spearman 0.5
+    assert repeat_summary(flipped, labels["config_runtime"], "median", ids)["spearman_vs_label"] == 0.5
+
+
+@pytest.mark.parametrize("ids, problem", [([0, 1], "must be (3,) integers"), ([0.0, 1.0, 2.0], "must be (3,) integers"),
+                                          ([0, 2, 2], "index of the first configuration"),
+                                          ([0, 0, 1], "index of the first configuration"),
+                                          ([-1, 1, 2], "index of the first configuration")])
+def test_executable_ids_must_point_at_the_first_configuration_of_their_executable(ids, problem):
+    with pytest.raises(ValueError, match=rf"x\.npz: key 'ids': .*{problem.replace('(', '.').replace(')', '.')}"):
+        check_executable_ids(np.asarray(ids), 3, "x.npz: key 'ids'")
+    assert check_executable_ids(np.array([0, 0, 2]), 3).tolist() == [0, 0, 2]
 
 
 def test_noise_stats_flag_graphs_whose_configurations_the_processes_cannot_tell_apart():

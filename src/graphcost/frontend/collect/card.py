@@ -51,7 +51,8 @@ def mode_agreement(root: Path, graphs: dict, statistic: str) -> dict[str, tuple[
             if "config_search_mode" not in z.files or "config_runtime_repeat_samples" not in z.files:
                 continue
             modes, label = z["config_search_mode"].astype(str), z["config_runtime"]
-            repeat = combine(z["config_runtime_repeat_samples"], statistic)
+            executables = z["config_executable_ids"] if "config_executable_ids" in z.files else None
+            repeat = combine(z["config_runtime_repeat_samples"], statistic, executables)
         for mode in sorted(set(modes)):
             sel = modes == mode
             if sel.sum() >= 4:
@@ -81,6 +82,8 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
     cp = env.get("cross_process", {})
     dates = sorted(e["date_utc"] for e in graphs.values() if "date_utc" in e)
     rdates = sorted(e["repeat"]["date_utc"] for e in graphs.values() if "repeat" in e)
+    with_exe = [e for e in graphs.values() if "num_executables" in e]
+    n_exe, n_with = len(with_exe), len(graphs)
     lines = [
         f"# {name or root.name} — {title}", "",
         "**REAL data: every runtime was measured** on the machine described below; nothing is simulated.", "",
@@ -102,7 +105,15 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
             if col.get("flag_columns") else ", varying the first 7 options.")),
         "* **Keys**: the official TpuGraphs keys (the loaders read only those), plus `config_runtime_samples` "
         "(K, P) int64 ns — each measuring process's runtime — and `config_runtime_repeat_samples` (K, P): the "
-        "independent second collection" + (", and `config_search_mode`." if layout else "."),
+        "independent second collection" + (", and `config_search_mode`." if layout else ".")
+        + (" `config_compiled_stats` (K, 7): what the compiler did to each configuration (data movement of its "
+           "optimized module)." if manifest.get("compiled_stats") else ""),
+        *([f"* **Executables**: `config_executable_ids` (K,): the first configuration whose compiled code is the "
+           f"same (`graphcost.frontend.programs.executable_fingerprint`); {n_exe} of {n_with} graphs have it, with "
+           f"a median {np.median([e['num_executables'] for e in with_exe]):.0f} distinct executables of "
+           f"{col['configs']} configurations (min {min(e['num_executables'] for e in with_exe)}). Configurations "
+           "of one executable share one label from their samples together, and every statistic below counts "
+           "each executable once (`cross_process.pool_executables`)."] if with_exe else []),
         (f"* **Label** `config_runtime` (int64 ns): the level-normalised median over the {col['processes']} "
          "processes of the first collection: each process's runtimes divided by its own median runtime, the "
          "median over processes, times the median of the processes' medians (`cross_process.combine`, "

@@ -23,11 +23,15 @@ at a later time: an independent second collection of the same configurations, st
 ``config_runtime_repeat_samples`` (K, P), from which the card's repeatability table and the
 benchmarks' noise ceiling are computed.
 
-What the compiler did to each configuration is stored too: ``config_compiled_stats`` (K, 7), the
-data movement of its optimized module (`graphcost.frontend.hlo.compiled_stats`: bytes and counts
-of copies and transposes, kernels, instructions), read by compiling each configuration once more
-through the persistent cache after it is measured; no measurement depends on it.
-``annotate_collection`` adds it to the graphs of a collection made before it existed.
+What the compiler did to each configuration is stored too, read by compiling each configuration
+once more through the persistent cache after it is measured: ``config_compiled_stats`` (K, 7),
+the data movement of its optimized module (`graphcost.frontend.hlo.compiled_stats`: bytes and
+counts of copies and transposes, kernels, instructions), and ``config_executable_ids`` (K,), the
+first configuration whose cache entry holds the same code
+(`graphcost.frontend.programs.executable_fingerprint`). Configurations of one executable get one
+label from their samples together (`cross_process.pool_executables`), and the manifest's noise
+and repeat statistics count each executable once. ``annotate_collection`` adds both to the graphs
+of a collection made before they existed (and pools their labels).
 
 A program that cannot be built, compiled or measured (an error in the program, a JAX version that
 lacks something it uses) is skipped with a warning and recorded under the manifest's ``skipped``
@@ -68,6 +72,7 @@ SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
 WORK = ".work"
 COMPILED_KEY = "config_compiled_stats"  # (K, len(compiled_stats.COMPILED_STATS)) what the compiler did
+EXECUTABLE_KEY = "config_executable_ids"  # (K,) int64 the first configuration that compiled to the same code
 
 
 # --- manifest ------------------------------------------------------------------------------
@@ -146,25 +151,31 @@ def graph_file(out_dir: Path, name: str, entry: Any) -> Path:
 
 # --- one graph: labels and files ---------------------------------------------------------------
 
-def summarize(samples: np.ndarray, statistic: str = "median") -> dict:
-    """Manifest fields of a (K, P) sample matrix: label range, spread, noise statistics."""
-    label = combine(samples, statistic)
-    return {"num_configs": int(len(label)), "runtime_ns_min": float(label.min()), "runtime_ns_max": float(label.max()),
-            "spread": float(label.max() / label.min()), **noise_stats(samples, statistic)}
+def summarize(samples: np.ndarray, statistic: str = "median", executables: np.ndarray | None = None) -> dict:
+    """Manifest fields of a (K, P) sample matrix: label range, spread, noise statistics (over the
+    distinct executables when ``executables`` is given), and their number."""
+    label = combine(samples, statistic, executables)
+    extra = {} if executables is None else {"num_executables": int(len(np.unique(executables)))}
+    return {"num_configs": int(len(label)), **extra, "runtime_ns_min": float(label.min()),
+            "runtime_ns_max": float(label.max()), "spread": float(label.max() / label.min()),
+            **noise_stats(samples, statistic, executables)}
 
 
-def repeat_summary(samples: np.ndarray, label: np.ndarray, statistic: str = "median") -> dict:
+def repeat_summary(samples: np.ndarray, label: np.ndarray, statistic: str = "median",
+                   executables: np.ndarray | None = None) -> dict:
     """Manifest fields of a repeat's (K, P) samples: Spearman of its label (the same statistic)
-    against the (K,) label, and its noise statistics (what the card's repeatability table reads)."""
-    return {"spearman_vs_label": round(spearman(combine(samples, statistic), label), 4),
-            **noise_stats(samples, statistic)}
+    against the (K,) label, over the distinct executables when ``executables`` is given (each
+    counted once), and its noise statistics (what the card's repeatability table reads)."""
+    one = np.unique(executables, return_index=True)[1] if executables is not None else slice(None)
+    return {"spearman_vs_label": round(spearman(combine(samples, statistic, executables)[one], label[one]), 4),
+            **noise_stats(samples, statistic, executables)}
 
 
-def label_arrays(kind: str, samples: np.ndarray, statistic: str = "median") -> dict:
-    """npz label keys of a (K, P) sample matrix: the label (`combine` with `statistic`) and the
-    samples (int64 ns)."""
+def label_arrays(kind: str, samples: np.ndarray, statistic: str = "median", executables: np.ndarray | None = None) -> dict:
+    """npz label keys of a (K, P) sample matrix: the label (`combine` with `statistic`, one per
+    executable when ``executables`` is given) and the samples (int64 ns)."""
     stored = np.round(samples).astype(np.int64)  # the label is recomputable exactly from the stored samples
-    label = np.round(combine(stored, statistic)).astype(np.int64)
+    label = np.round(combine(stored, statistic, executables)).astype(np.int64)
     out = {"config_runtime": label, "config_runtime_samples": stored}
     if kind == "tile":  # TpuGraphs tile files normalise by the default configuration (configs[0])
         out["config_runtime_normalizers"] = np.full_like(label, label[0])
@@ -188,29 +199,36 @@ def save_arrays(arrays: dict, path: Path, kind: str) -> None:
 
 # --- the collection loop -------------------------------------------------------------------
 
-def compiled_config_stats(gj: GraphJob, workers: int) -> np.ndarray:
-    """(K, len(COMPILED_STATS)) float64: what XLA did to each configuration of `gj`
-    (`graphcost.frontend.hlo.compiled_stats`), compiled through the persistent cache in use (after
-    the driver's compile these are cache hits)."""
+def compiled_config_facts(gj: GraphJob, workers: int) -> dict[str, np.ndarray]:
+    """What XLA did to each configuration of `gj`, compiled through the persistent cache in use
+    (after the driver's compile these are cache hits): ``config_compiled_stats`` (K,
+    len(COMPILED_STATS)) float64 (`graphcost.frontend.hlo.compiled_stats`) and
+    ``config_executable_ids`` (K,) int64 (`executable_fingerprint.executable_ids` of the cache
+    entries' fingerprints)."""
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
+    from graphcost.frontend.programs.executable_fingerprint import (cached_fingerprint, executable_ids,
+                                                                    recording_cache_keys)
     from graphcost.frontend.programs.jax_program import executable_stats
 
     lowered = gj.lower()
-    out = np.zeros((len(lowered), len(COMPILED_STATS)), dtype=np.float64)
+    stats = np.zeros((len(lowered), len(COMPILED_STATS)), dtype=np.float64)
+    fingerprints: list[str | None] = [None] * len(lowered)
 
     def look(i: int, exe: Any) -> None:
-        out[i] = executable_stats(exe)
+        fingerprints[i] = cached_fingerprint()  # first: the key this thread's compile looked up
+        stats[i] = executable_stats(exe)
 
-    compile_all(lowered, gj.compiler_options, workers, keep=False, on_compiled=look)
-    return out
+    with recording_cache_keys():
+        compile_all(lowered, gj.compiler_options, workers, keep=False, on_compiled=look)
+    return {COMPILED_KEY: stats, EXECUTABLE_KEY: executable_ids(fingerprints)}
 
 
 def add_compiled_stats(gj: GraphJob, workers: int) -> str | None:
-    """``config_compiled_stats`` into `gj.arrays` (through the persistent cache in use); on failure a
+    """`compiled_config_facts` into `gj.arrays` (through the persistent cache in use); on failure a
     warning to show instead, and the graph is kept without them (`annotate_collection` adds them
     later): its measurements must not be lost for a statistic."""
     try:
-        gj.arrays[COMPILED_KEY] = compiled_config_stats(gj, workers)
+        gj.arrays.update(compiled_config_facts(gj, workers))
     except Exception as exc:  # noqa: BLE001 - any compiler or decoding error: the measured graph is kept
         return (f"warning: {gj.spec.name}: no {COMPILED_KEY} ({type(exc).__name__}: {str(exc)[:200]}); "
                 "`graphcost collect ... --annotate` adds them later")
@@ -288,11 +306,12 @@ def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, k
     """Write one measured graph (npz, then its manifest entry; both atomic): the graph is finished."""
     rel = f"{split}/{spec.name}.npz"
     statistic = label_statistic(manifest)
-    save_arrays({**arrays, **label_arrays(kind, samples, statistic)}, out_dir / rel, kind)
+    executables = arrays.get(EXECUTABLE_KEY)
+    save_arrays({**arrays, **label_arrays(kind, samples, statistic, executables)}, out_dir / rel, kind)
     manifest["graphs"][spec.name] = {
         "file": rel, "split": split, "family": spec.family, "hparams": spec.hparams,
         "num_nodes": int(len(arrays["node_feat"])), "num_edges": int(len(arrays["edge_index"])),
-        **info, **summarize(samples, statistic), **extra, "date_utc": _now()}
+        **info, **summarize(samples, statistic, executables), **extra, "date_utc": _now()}
     atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
 
 
@@ -416,7 +435,8 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
                 status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
             stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
             save_arrays(stored, path, gj.kind)
-            entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"], label_statistic(manifest)),
+            entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"], label_statistic(manifest),
+                                                stored.get(EXECUTABLE_KEY)),
                                "processes": records, **timing,
                                "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
             atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
@@ -427,11 +447,14 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
 
 
 def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
-    """Add ``config_compiled_stats`` (what the compiler did to each configuration, module docstring)
-    to every finished graph of the collection in `out_dir` that lacks it. The configurations are
-    rebuilt from the manifest's parameters and checked against the file's, as for a repeat; each
-    file is rewritten atomically, so an interrupted run is finished by running it again. Nothing is
-    measured: it may run beside other work. Returns the manifest."""
+    """Add ``config_compiled_stats`` and ``config_executable_ids`` (what the compiler did to each
+    configuration, module docstring) to every finished graph of the collection in `out_dir` that
+    lacks either, and pool its labels per executable (`_label_graph`). The configurations are
+    rebuilt from the manifest's parameters and checked against the file's, as for a repeat; the
+    compiler's output depends on the CPU it targets, so the collection must be of this machine's CPU
+    model (`check_same_cpu`). Each file and the manifest are rewritten atomically after each graph,
+    so an interrupted run is finished by running it again. Nothing is measured: it may run beside
+    other work. Returns the manifest."""
     from tqdm.auto import tqdm
 
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
@@ -441,24 +464,30 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to annotate (collect it first)")
     with lock_dir(out_dir):
         manifest = load_manifest(out_dir, options)
+        check_same_cpu(manifest, out_dir / MANIFEST)
+        statistic = label_statistic(manifest)
         cache = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
         options = replace(options, cache_dir=cache)
         todo = [name for name in sorted(manifest["graphs"])  # read_graph: a damaged file is named in one line
-                if COMPILED_KEY not in read_graph(graph_file(out_dir, name, manifest["graphs"][name]))]
+                if not {COMPILED_KEY, EXECUTABLE_KEY} <= set(read_graph(graph_file(out_dir, name,
+                                                                                  manifest["graphs"][name])))]
+        manifest["compiled_stats"] = list(COMPILED_STATS)
         bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
                    disable=not progress, desc=f"annotate {options.space}")
         try:
             with persistent_cache(cache):
                 for name in todo:
+                    entry = manifest["graphs"][name]
                     bar.set_postfix_str(f"{name}: prepare")
-                    path, stored, gj = _rebuild(out_dir, name, manifest["graphs"][name], options)
+                    path, stored, gj = _rebuild(out_dir, name, entry, options)
                     bar.set_postfix_str(f"{name}: compile")
-                    stored[COMPILED_KEY] = compiled_config_stats(gj, options.compile_workers)
+                    stored.update(compiled_config_facts(gj, options.compile_workers))
+                    _label_graph(path, stored, entry, statistic)
                     save_arrays(stored, path, gj.kind)
+                    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
                     bar.update(1)
         finally:
             bar.close()
-        manifest["compiled_stats"] = list(COMPILED_STATS)
         atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
     return manifest
 
@@ -488,14 +517,13 @@ def _check_same_configs(path: Path, stored: dict, gj: GraphJob) -> None:
 
 def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:
     """Recompute every finished graph's label (and its tile normalizers, manifest statistics and
-    repeat agreement) from its stored per-process samples with ``options.label``; record the
-    statistic in the manifest. Each file is rewritten atomically; an interrupted relabel is finished
-    by running it again (every label is recomputed from the samples, so it is idempotent).
-    Returns the manifest."""
+    repeat agreement) from its stored per-process samples with ``options.label`` (`_label_graph`);
+    record the statistic in the manifest. Each file is rewritten atomically; an interrupted relabel
+    is finished by running it again (every label is recomputed from the samples, so it is
+    idempotent). Returns the manifest."""
     out_dir = Path(out_dir)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to relabel")
-    statistic = options.label
     with lock_dir(out_dir):
         path = out_dir / MANIFEST
         manifest = _read_manifest(path)
@@ -503,19 +531,32 @@ def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:
         for name, entry in sorted(manifest["graphs"].items()):
             file = graph_file(out_dir, name, entry)
             stored = read_graph(file)
-            if "config_runtime_samples" not in stored:
-                raise ValueError(f"{file}: key 'config_runtime_samples' is missing; its label cannot be recomputed")
-            kind = "layout" if "node_config_feat" in stored else "tile"
-            samples = stored["config_runtime_samples"]
-            stored.update(label_arrays(kind, samples, statistic))
+            kind = _label_graph(file, stored, entry, options.label)
             save_arrays(stored, file, kind)
-            entry.update(summarize(samples, statistic))
-            if "config_runtime_repeat_samples" in stored and isinstance(entry.get("repeat"), dict):
-                entry["repeat"].update(repeat_summary(stored["config_runtime_repeat_samples"], stored["config_runtime"],
-                                                      statistic))
         manifest["collection"] = options.key()
         atomic_write_json(manifest, path, indent=1)
     return manifest
+
+
+def _label_graph(file: Path, stored: dict, entry: dict, statistic: str) -> str:
+    """Recompute one graph's label keys in `stored` and its statistics in its manifest `entry` (and
+    its repeat's agreement) from the stored samples with `statistic`, one label per executable when
+    the file has ``config_executable_ids``. Returns the graph's kind; ValueError naming `file` and
+    the key when the samples are missing or the executable ids are not valid."""
+    from graphcost.frontend.measure.cross_process import check_executable_ids
+
+    if "config_runtime_samples" not in stored:
+        raise ValueError(f"{file}: key 'config_runtime_samples' is missing; its label cannot be recomputed")
+    kind = "layout" if "node_config_feat" in stored else "tile"
+    samples = stored["config_runtime_samples"]
+    executables = (check_executable_ids(stored[EXECUTABLE_KEY], len(samples), f"{file}: key '{EXECUTABLE_KEY}'")
+                   if EXECUTABLE_KEY in stored else None)
+    stored.update(label_arrays(kind, samples, statistic, executables))
+    entry.update(summarize(samples, statistic, executables))
+    if "config_runtime_repeat_samples" in stored and isinstance(entry.get("repeat"), dict):
+        entry["repeat"].update(repeat_summary(stored["config_runtime_repeat_samples"], stored["config_runtime"],
+                                              statistic, executables))
+    return kind
 
 
 def _read_manifest(path: Path) -> dict:

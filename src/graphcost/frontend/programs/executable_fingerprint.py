@@ -1,0 +1,186 @@
+"""A fingerprint of a compiled XLA CPU executable, equal exactly when two compilations made the same code.
+
+Why: most XLA CPU options change nothing in most programs (of the zoo's 32 flag configurations a
+program has a median of 11 distinct compiled modules), so many configurations of one program run
+the very same executable. Their runtimes are measurements of one thing and their order in a label
+is noise by construction; `graphcost collect` gives them one pooled label
+(`graphcost.frontend.measure.cross_process.pool_executables`).
+
+Where the bytes come from: JAX's persistent compilation cache entry of the configuration, i.e.
+exactly what the measuring processes loaded. A cache entry is written from the freshly compiled
+executable and holds its machine code; an executable loaded back from the cache re-serializes
+WITHOUT its object files, so fingerprinting ``Compiled`` objects directly would depend on whether
+the compile was a cache hit. `recording_cache_keys` notes, per compiling thread, the cache key
+JAX looked up (jax 0.10: ``jax._src.compilation_cache.get_executable_and_time``, called for every
+compile through the cache, hit or miss); `cached_fingerprint` then reads that entry.
+
+What is hashed (jaxlib 0.10, CPU). A serialized executable is a varint-length-prefixed IFRT header,
+then ``{1: the CPU executable, 2: the compile options}``; the options hold the configuration
+itself, so only field 1 is read. Its fields:
+
+* 1, the optimized ``HloModule`` with its config: the config is the debug options (the flags
+  again), so only the module (1.1) enters, without its id (1.1.5, which counts compilations);
+* 6, the thunk sequence (what runs, in order), each thunk's copy of that module id dropped;
+* 8, the object files (the machine code of the LLVM kernels, one ELF per codegen split; their
+  order follows the parallel codegen threads, so each is hashed and the hashes sorted);
+* everything else (buffer assignment, symbols, target machine and CPU features, data layout) as is.
+
+Options that act only on the machine code (fast-math, the LLVM optimisation level) change the
+object files; options that change nothing leave every part equal: on a toy program,
+``xla_llvm_disable_expensive_passes=False`` (its default, passed explicitly), a preferred vector
+width of 512 on a CPU without AVX-512 and a codegen split count of 1 gave equal fingerprints,
+fast-math and ``xla_backend_optimization_level=0`` did not. ``xla_cpu_multi_thread_eigen`` leaves
+no trace in the executable, and timing a 1024² matmul chain with it on and off gave 44.1 vs 44.3 ms
+(2 cores, 2026-11-27): it does not act at run time either.
+
+When the serialization is not laid out as above (another backend, another jaxlib), the fingerprint
+is the hash of the whole serialization, options included; when no cache entry can be found, there
+is none (None). Either way the configuration counts as its own executable: nothing is pooled wrongly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+
+from graphcost.frontend.hlo.protowire import LEN, VARINT, ProtoDecodeError, read_varint, scan_fields
+
+_EXECUTABLE, _MODULE_WITH_CONFIG, _MODULE, _MODULE_ID = 1, 1, 1, 5
+_THUNKS, _THUNK, _THUNK_INFO, _THUNK_MODULE_ID = 6, 1, 2, 3
+_OBJECT_FILE = 8
+_TIME_BYTES = 4  # a cache entry: compile time (4 bytes, big-endian), then the serialized executable
+
+_thread = threading.local()
+
+
+def fingerprint(serialized: bytes) -> str:
+    """Hex SHA-256 of what a serialized CPU executable runs (module docstring)."""
+    try:
+        parts = _code_parts(serialized)
+    except (ProtoDecodeError, _Unexpected):
+        parts = [b"whole", serialized]
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+@contextmanager
+def recording_cache_keys() -> Iterator[None]:
+    """Within the block, each compile through JAX's persistent cache notes its cache key in the
+    compiling thread (for `cached_fingerprint`); a JAX without the hook records nothing."""
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:  # pragma: no cover - another JAX layout: no fingerprints, nothing pooled
+        yield
+        return
+    original = getattr(cc, "get_executable_and_time", None)
+    if original is None:  # pragma: no cover - another JAX version
+        yield
+        return
+
+    def noting(cache_key, *args, **kwargs):
+        _thread.key = cache_key
+        return original(cache_key, *args, **kwargs)
+
+    cc.get_executable_and_time = noting
+    try:
+        yield
+    finally:
+        cc.get_executable_and_time = original
+
+
+def cached_fingerprint() -> str | None:
+    """`fingerprint` of the cache entry of this thread's last compile (`recording_cache_keys`),
+    None when there is none (no cache in use, no hook, the entry was not written)."""
+    key, _thread.key = getattr(_thread, "key", None), None
+    if key is None:
+        return None
+    try:
+        from jax._src import compilation_cache as cc
+        from jax._src import xla_bridge
+
+        cache = cc._get_cache(xla_bridge.get_backend())
+        entry = None if cache is None else cache.get(key)
+        if entry is None:
+            return None
+        return fingerprint(cc.decompress_executable(entry)[_TIME_BYTES:])
+    except (ImportError, AttributeError, OSError, ValueError):  # another JAX, an unreadable entry: none
+        return None
+
+
+def executable_ids(fingerprints: list[str | None]) -> np.ndarray:
+    """(K,) int64: for each configuration, the index of the first configuration with its fingerprint
+    (so ``ids[k] <= k`` and ``ids[ids[k]] == ids[k]``): configurations with one id run one
+    executable; a configuration without a fingerprint (None) is its own."""
+    first: dict[str, int] = {}
+    return np.asarray([k if fp is None else first.setdefault(fp, k) for k, fp in enumerate(fingerprints)],
+                      dtype=np.int64)
+
+
+class _Unexpected(Exception):
+    """The serialization is not laid out as the module docstring says."""
+
+
+def _code_parts(blob: bytes) -> list[bytes]:
+    """The byte strings that make up the fingerprint of one serialized CPU executable."""
+    header, pos = read_varint(blob, 0, "serialized executable")
+    body = memoryview(blob)[pos + header:]
+    executables = [v for f, w, v, _, _ in scan_fields(body, "ExecutableAndOptions") if f == _EXECUTABLE and w == LEN]
+    if len(executables) != 1:
+        raise _Unexpected
+    fields = list(scan_fields(executables[0], "CpuExecutable"))
+    module, module_id = _module_without_id(fields)
+    parts = [b"module", module]
+    objects = []
+    for number, wire, value, _, _ in fields:
+        if number == _MODULE_WITH_CONFIG:
+            continue
+        if number == _OBJECT_FILE and wire == LEN:
+            objects.append(hashlib.sha256(value).digest())
+        elif number == _THUNKS and wire == LEN:
+            parts += [b"thunks", _thunks_without_module_id(value, module_id)]
+        else:
+            parts += [str(number).encode(), bytes(value) if wire == LEN else str(value).encode()]
+    return parts + [b"objects", *sorted(objects)]
+
+
+def _module_without_id(fields: list) -> tuple[bytes, int]:
+    """The executable's HloModuleProto (field 1.1) re-encoded without its id (1.1.5), and the id."""
+    for number, wire, value, _, _ in fields:
+        if number != _MODULE_WITH_CONFIG or wire != LEN:
+            continue
+        for n2, w2, module, _, _ in scan_fields(value, "HloModuleProtoWithConfig"):
+            if n2 != _MODULE or w2 != LEN:
+                continue
+            top = list(scan_fields(module, "HloModuleProto"))
+            ends = [key for _, _, _, key, _ in top[1:]] + [len(module)]
+            is_id = [n3 == _MODULE_ID and w3 == VARINT for n3, w3, _, _, _ in top]
+            if sum(is_id) != 1:
+                raise _Unexpected
+            kept = b"".join(bytes(module[f[3]:end]) for f, end, drop in zip(top, ends, is_id) if not drop)
+            return kept, int(next(f[2] for f, drop in zip(top, is_id) if drop))
+    raise _Unexpected
+
+
+def _thunks_without_module_id(thunks: memoryview, module_id: int) -> bytes:
+    """The thunk sequence re-encoded as (field, value) records, each thunk's info without the module id."""
+    out = []
+    for number, wire, value, _, _ in scan_fields(thunks, "ThunkSequence"):
+        if number != _THUNK or wire != LEN:
+            out.append(f"{number}:{wire}:{bytes(value).hex() if wire == LEN else value}")
+            continue
+        for n2, w2, v2, _, _ in scan_fields(value, "Thunk"):
+            if n2 == _THUNK_INFO and w2 == LEN:
+                kept = [(n3, bytes(v3).hex() if w3 == LEN else v3) for n3, w3, v3, _, _ in scan_fields(v2, "ThunkInfo")
+                        if not (n3 == _THUNK_MODULE_ID and w3 == VARINT and v3 == module_id)]
+                out.append(f"info:{kept}")
+            else:
+                out.append(f"{n2}:{w2}:{bytes(v2).hex() if w2 == LEN else v2}")
+        out.append("|")
+    return "\n".join(out).encode()

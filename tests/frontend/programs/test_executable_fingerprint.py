@@ -1,0 +1,52 @@
+"""`graphcost.frontend.programs.executable_fingerprint`: equal fingerprints exactly for equal code,
+read from the persistent cache entry, so a cache hit and a fresh compile agree."""
+
+import numpy as np
+import pytest
+
+from graphcost.frontend.programs.executable_fingerprint import (cached_fingerprint, executable_ids, fingerprint,
+                                                                recording_cache_keys)
+
+OPTIONS = [
+    {},
+    {"xla_llvm_disable_expensive_passes": False},  # its default, passed explicitly: the same code
+    {"xla_cpu_enable_fast_math": True},  # other machine code for exp/sin/log
+    {"xla_backend_optimization_level": 0},  # other machine code
+]
+
+
+def _fingerprints(cache_dir) -> list:
+    import jax
+    import jax.numpy as jnp
+
+    from graphcost.frontend.programs.compile import compile_all, persistent_cache
+
+    def program(x):
+        return jnp.sort(jnp.sin(x) * jnp.exp(x / 3.0), axis=0) + jnp.cumsum(jnp.log1p(jnp.abs(x)), axis=1)
+
+    lowered = jax.jit(program).lower(jnp.ones((64, 96)))
+    out: list = [None] * len(OPTIONS)
+    with persistent_cache(cache_dir), recording_cache_keys():
+        compile_all([lowered] * len(OPTIONS), OPTIONS, 2, keep=False,
+                    on_compiled=lambda i, exe: out.__setitem__(i, cached_fingerprint()))
+    return out
+
+
+def test_equal_code_equal_fingerprint_and_a_cache_hit_agrees_with_the_fresh_compile(tmp_path):
+    pytest.importorskip("jax")
+    fresh = _fingerprints(tmp_path / "cache")
+    assert all(isinstance(f, str) and len(f) == 64 for f in fresh)
+    assert fresh[0] == fresh[1] and len({fresh[0], fresh[2], fresh[3]}) == 3
+    assert _fingerprints(tmp_path / "cache") == fresh  # every compile a cache hit now
+    assert executable_ids(fresh).tolist() == [0, 0, 2, 3]
+
+
+def test_no_cache_entry_no_fingerprint_and_nothing_pooled():
+    assert cached_fingerprint() is None  # no compile recorded in this thread
+    assert executable_ids([None, "a", None, "a", "b"]).tolist() == [0, 1, 2, 1, 4]
+
+
+def test_an_unexpected_serialization_is_hashed_whole():
+    a, b = fingerprint(b"\x02\x08\x01not an executable"), fingerprint(b"\x02\x08\x01not an executable!")
+    assert a != b and a == fingerprint(b"\x02\x08\x01not an executable") and len(a) == 64
+    assert np.array_equal(executable_ids([a, b, a]), [0, 1, 0])
