@@ -73,12 +73,16 @@ def fingerprint(serialized: bytes) -> str:
 @contextmanager
 def recording_cache_keys() -> Iterator[None]:
     """Within the block, each compile through JAX's persistent cache notes its cache key in the
-    compiling thread (for `cached_fingerprint`); a JAX without the hook records nothing."""
+    compiling thread (for `cached_fingerprint`); a JAX without the hook records nothing. JAX's
+    in-memory caches are cleared on entry (``jax.clear_caches``): a program compiled earlier in this
+    process would otherwise be served from memory, without a look at the persistent cache."""
     try:
+        import jax
         from jax._src import compilation_cache as cc
     except ImportError:  # pragma: no cover - another JAX layout: no fingerprints, nothing pooled
         yield
         return
+    jax.clear_caches()
     original = getattr(cc, "get_executable_and_time", None)
     if original is None:  # pragma: no cover - another JAX version
         yield
