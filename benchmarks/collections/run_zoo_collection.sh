@@ -12,13 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
 SPACE=${SPACE:-layout}
-case $SPACE in
-  layout) SPACE_ARGS=(--space layout --mode both) ;;
-  flags) SPACE_ARGS=(--space flags) ;;
+case $SPACE in  # flags: 5 processes (with 3, two collections of the same graphs agreed to only 0.82)
+  layout) SPACE_ARGS=(--space layout --mode both); PROCESSES=${PROCESSES:-3} ;;
+  flags) SPACE_ARGS=(--space flags); PROCESSES=${PROCESSES:-5} ;;
   *) echo "SPACE must be layout or flags" >&2; exit 2 ;;
 esac
 OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE}
-COMMON=("${SPACE_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes 3
+COMMON=("${SPACE_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes "$PROCESSES"
         --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"
         --programs "$(paste -sd, benchmarks/collections/zoo_layout_programs.txt)"
         --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-$SPACE" --out "$OUT")
