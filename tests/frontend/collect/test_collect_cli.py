@@ -11,6 +11,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from graphcost.cli import app  # noqa: E402
 from graphcost.data.io.tpugraphs_io import load_graph  # noqa: E402
+from graphcost.frontend.measure.cross_process import check_executable_ids  # noqa: E402
 
 
 def test_collect_writes_valid_npz_and_resumes(tmp_path):
@@ -30,9 +31,12 @@ def test_collect_writes_valid_npz_and_resumes(tmp_path):
     with np.load(path) as z:  # the cross-process protocol's samples: label = level-normalised median over 2 processes
         samples = z["config_runtime_samples"].astype(np.float64)
         assert samples.shape == (4, 2) and (samples > 0).all()
-        levels = np.median(samples, axis=0)  # (P,)
-        expected = np.median(samples / levels, axis=1) * np.median(levels)
+        ids = check_executable_ids(z["config_executable_ids"], 4)  # configurations of one executable: one label
+        pooled = np.stack([np.median(samples[ids == g], axis=0) for g in ids])  # (4, P): each config's executable
+        levels = np.median(pooled[np.unique(ids, return_index=True)[1]], axis=0)  # (P,) over executables
+        expected = np.median(pooled / levels, axis=1) * np.median(levels)
         np.testing.assert_array_equal(z["config_runtime"], np.round(expected).astype(np.int64))
+        assert entry["num_executables"] == len(set(ids.tolist()))
         assert sorted(set(z["config_search_mode"])) == ["default", "random"]
     assert len(entry["processes"]) == 2 and "noise_ratio" in entry and "flagged" in entry
     assert graph.node_config_feat.shape[1:] == (entry["num_configurable"], 18)
@@ -44,6 +48,11 @@ def test_collect_writes_valid_npz_and_resumes(tmp_path):
     # a resume with different parameters is refused with a clear message
     res3 = runner.invoke(app, args[:4] + ["5"] + args[5:])
     assert res3.exit_code == 1 and "collection" in res3.output
+    res4 = runner.invoke(app, args + ["--repeat"])  # the repeat: its agreement per executable, its session recorded
+    assert res4.exit_code == 0, res4.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert -1.0 <= manifest["graphs"]["mlp-d1-w64-b8-fwd"]["repeat"]["spearman_vs_label"] <= 1.0
+    assert [set(s) for s in manifest["repeat_sessions"]] == [{"date_utc", "cpu_model", "loadavg_start"}]
 
 
 def test_collect_bad_options_are_one_line_errors(tmp_path):

@@ -416,7 +416,10 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
     todo = ([n for n in names if "repeat" not in manifest["graphs"][n]] if share >= 1.0
             else repeat_choice(manifest["graphs"], share, options.seed))
     done = sum("repeat" in manifest["graphs"][n] for n in names)
-    manifest.setdefault("repeat_environment", environment_metadata(options.protocol))
+    manifest.setdefault("repeat_environment", environment_metadata(options.protocol))  # the first repeat session's
+    sessions = manifest.setdefault("repeat_sessions", [])  # every repeat session's machine, in order
+    if todo:
+        sessions.append({"date_utc": _now(), "cpu_model": cpu_model(), "loadavg_start": load_average()})
     bar = tqdm(total=done + len(todo), initial=done, unit="graph", disable=not progress,
                desc=f"repeat {options.space}")
     try:
