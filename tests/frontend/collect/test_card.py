@@ -81,6 +81,11 @@ def test_flag_card_names_the_options_it_varied(tmp_path):
         (tmp_path / "manifest.json").write_text(json.dumps({"collection": {**col, **key}, "environment": env,
                                                             "graphs": graphs}))
         assert expect in render(tmp_path, "test", "graphcost collect ...")
+    assert "Executables" not in render(tmp_path, "test", "c")  # no executable ids: nothing said about them
+    graphs["a0"]["num_executables"], graphs["a1"]["num_executables"] = 20, 26
+    (tmp_path / "manifest.json").write_text(json.dumps({"collection": col, "environment": env, "graphs": graphs}))
+    assert ("2 of 2 graphs have it, with a median 23 distinct executables of 64 configurations (min 20)"
+            in render(tmp_path, "test", "c"))
 
 
 def test_card_says_how_the_graphs_were_split(tmp_path):
