@@ -44,11 +44,11 @@ from __future__ import annotations
 import hashlib
 import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, cast
 
 import numpy as np
 
-from graphcost.frontend.hlo.protowire import LEN, VARINT, ProtoDecodeError, read_varint, scan_fields
+from graphcost.frontend.hlo.protowire import LEN, ProtoDecodeError, read_varint, scan_fields
 
 _EXECUTABLE, _MODULE_WITH_CONFIG, _MODULE, _MODULE_ID = 1, 1, 1, 5
 _THUNKS, _THUNK, _THUNK_INFO, _THUNK_MODULE_ID = 6, 1, 2, 3
@@ -132,60 +132,76 @@ class _Unexpected(Exception):
     """The serialization is not laid out as the module docstring says."""
 
 
+Field = tuple[int, "memoryview | int", int]  # (field number, payload: a memoryview for LEN fields, else an int, key offset)
+
+
+def _fields(buf: bytes | memoryview, message: str) -> list[Field]:
+    """The top-level fields of one message (`protowire.scan_fields`), typed."""
+    out: list[Field] = []
+    for number, wire, value, key, _ in scan_fields(buf, message):
+        out.append((number, value if wire == LEN and isinstance(value, memoryview) else cast(int, value), key))
+    return out
+
+
+def _text(value: memoryview | int) -> bytes:
+    return bytes(value) if isinstance(value, memoryview) else str(value).encode()
+
+
 def _code_parts(blob: bytes) -> list[bytes]:
     """The byte strings that make up the fingerprint of one serialized CPU executable."""
     header, pos = read_varint(blob, 0, "serialized executable")
     body = memoryview(blob)[pos + header:]
-    executables = [v for f, w, v, _, _ in scan_fields(body, "ExecutableAndOptions") if f == _EXECUTABLE and w == LEN]
+    executables = [v for f, v, _ in _fields(body, "ExecutableAndOptions") if f == _EXECUTABLE and isinstance(v, memoryview)]
     if len(executables) != 1:
         raise _Unexpected
-    fields = list(scan_fields(executables[0], "CpuExecutable"))
+    fields = _fields(executables[0], "CpuExecutable")
     module, module_id = _module_without_id(fields)
     parts = [b"module", module]
     objects = []
-    for number, wire, value, _, _ in fields:
+    for number, value, _ in fields:
         if number == _MODULE_WITH_CONFIG:
             continue
-        if number == _OBJECT_FILE and wire == LEN:
+        if number == _OBJECT_FILE and isinstance(value, memoryview):
             objects.append(hashlib.sha256(value).digest())
-        elif number == _THUNKS and wire == LEN:
+        elif number == _THUNKS and isinstance(value, memoryview):
             parts += [b"thunks", _thunks_without_module_id(value, module_id)]
         else:
-            parts += [str(number).encode(), bytes(value) if wire == LEN else str(value).encode()]
+            parts += [str(number).encode(), _text(value)]
     return parts + [b"objects", *sorted(objects)]
 
 
-def _module_without_id(fields: list) -> tuple[bytes, int]:
+def _module_without_id(fields: list[Field]) -> tuple[bytes, int]:
     """The executable's HloModuleProto (field 1.1) re-encoded without its id (1.1.5), and the id."""
-    for number, wire, value, _, _ in fields:
-        if number != _MODULE_WITH_CONFIG or wire != LEN:
+    for number, value, _ in fields:
+        if number != _MODULE_WITH_CONFIG or not isinstance(value, memoryview):
             continue
-        for n2, w2, module, _, _ in scan_fields(value, "HloModuleProtoWithConfig"):
-            if n2 != _MODULE or w2 != LEN:
+        for n2, module, _ in _fields(value, "HloModuleProtoWithConfig"):
+            if n2 != _MODULE or not isinstance(module, memoryview):
                 continue
-            top = list(scan_fields(module, "HloModuleProto"))
-            ends = [key for _, _, _, key, _ in top[1:]] + [len(module)]
-            is_id = [n3 == _MODULE_ID and w3 == VARINT for n3, w3, _, _, _ in top]
-            if sum(is_id) != 1:
+            top = _fields(module, "HloModuleProto")
+            ends = [key for _, _, key in top[1:]] + [len(module)]
+            ids = [v for n3, v, _ in top if n3 == _MODULE_ID and isinstance(v, int)]
+            if len(ids) != 1:
                 raise _Unexpected
-            kept = b"".join(bytes(module[f[3]:end]) for f, end, drop in zip(top, ends, is_id) if not drop)
-            return kept, int(next(f[2] for f, drop in zip(top, is_id) if drop))
+            kept = b"".join(bytes(module[key:end]) for (n3, v, key), end in zip(top, ends)
+                            if not (n3 == _MODULE_ID and isinstance(v, int)))
+            return kept, ids[0]
     raise _Unexpected
 
 
 def _thunks_without_module_id(thunks: memoryview, module_id: int) -> bytes:
     """The thunk sequence re-encoded as (field, value) records, each thunk's info without the module id."""
     out = []
-    for number, wire, value, _, _ in scan_fields(thunks, "ThunkSequence"):
-        if number != _THUNK or wire != LEN:
-            out.append(f"{number}:{wire}:{bytes(value).hex() if wire == LEN else value}")
+    for number, value, _ in _fields(thunks, "ThunkSequence"):
+        if number != _THUNK or not isinstance(value, memoryview):
+            out.append(f"{number}:{_text(value).hex()}")
             continue
-        for n2, w2, v2, _, _ in scan_fields(value, "Thunk"):
-            if n2 == _THUNK_INFO and w2 == LEN:
-                kept = [(n3, bytes(v3).hex() if w3 == LEN else v3) for n3, w3, v3, _, _ in scan_fields(v2, "ThunkInfo")
-                        if not (n3 == _THUNK_MODULE_ID and w3 == VARINT and v3 == module_id)]
+        for n2, v2, _ in _fields(value, "Thunk"):
+            if n2 == _THUNK_INFO and isinstance(v2, memoryview):
+                kept = [(n3, _text(v3).hex()) for n3, v3, _ in _fields(v2, "ThunkInfo")
+                        if not (n3 == _THUNK_MODULE_ID and v3 == module_id)]
                 out.append(f"info:{kept}")
             else:
-                out.append(f"{n2}:{w2}:{bytes(v2).hex() if w2 == LEN else v2}")
+                out.append(f"{n2}:{_text(v2).hex()}")
         out.append("|")
     return "\n".join(out).encode()
