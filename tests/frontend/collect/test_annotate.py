@@ -122,3 +122,17 @@ def test_annotate_refuses_a_collection_of_another_cpu(tmp_path):
     (root / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="key 'environment.host.cpu_model' is 'A CPU graphcost never ran on'"):
         annotate_collection(root, OPTIONS, progress=False)
+
+
+@pytest.mark.parametrize("run", ["repeat", "relabel"])
+def test_bad_executable_ids_are_named_with_their_file_before_anything_is_measured(tmp_path, run):
+    from graphcost.frontend.collect.local import relabel_collection, repeat_collection
+
+    root = _collection(tmp_path / "c")
+    path = root / "train" / f"{NAME}.npz"
+    stored = read_graph(path)
+    stored[EXECUTABLE_KEY] = np.array([0, 2, 2])  # config 1 points past itself
+    save_arrays(stored, path, "layout")
+    with pytest.raises(ValueError, match=rf"{NAME}\.npz: key '{EXECUTABLE_KEY}': each entry must be the index"):
+        (repeat_collection if run == "repeat" else relabel_collection)(root, OPTIONS)
+    assert "config_runtime_repeat_samples" not in read_graph(path)

@@ -428,6 +428,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             t0 = time.perf_counter()
             bar.set_postfix_str(f"{name}: prepare")
             path, stored, gj = _rebuild(out_dir, name, entry, options)
+            executables = stored_executables(path, stored)  # checked before anything is measured
             timing = {"compile_s": 0.0}
             work = out_dir / WORK / name
             # a cache left by the first collection serves the processes directly (a miss compiles there)
@@ -439,7 +440,7 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
             save_arrays(stored, path, gj.kind)
             entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"], label_statistic(manifest),
-                                                stored.get(EXECUTABLE_KEY)),
+                                                executables),
                                "processes": records, **timing,
                                "total_s": round(time.perf_counter() - t0, 2), "date_utc": _now()}
             atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
@@ -546,20 +547,27 @@ def _label_graph(file: Path, stored: dict, entry: dict, statistic: str) -> str:
     its repeat's agreement) from the stored samples with `statistic`, one label per executable when
     the file has ``config_executable_ids``. Returns the graph's kind; ValueError naming `file` and
     the key when the samples are missing or the executable ids are not valid."""
-    from graphcost.frontend.measure.cross_process import check_executable_ids
-
     if "config_runtime_samples" not in stored:
         raise ValueError(f"{file}: key 'config_runtime_samples' is missing; its label cannot be recomputed")
     kind = "layout" if "node_config_feat" in stored else "tile"
     samples = stored["config_runtime_samples"]
-    executables = (check_executable_ids(stored[EXECUTABLE_KEY], len(samples), f"{file}: key '{EXECUTABLE_KEY}'")
-                   if EXECUTABLE_KEY in stored else None)
+    executables = stored_executables(file, stored)
     stored.update(label_arrays(kind, samples, statistic, executables))
     entry.update(summarize(samples, statistic, executables))
     if "config_runtime_repeat_samples" in stored and isinstance(entry.get("repeat"), dict):
         entry["repeat"].update(repeat_summary(stored["config_runtime_repeat_samples"], stored["config_runtime"],
                                               statistic, executables))
     return kind
+
+
+def stored_executables(file: Path, stored: dict) -> np.ndarray | None:
+    """The checked ``config_executable_ids`` of a collected graph's arrays (`stored`, read from
+    `file`), None when it has none; ValueError naming the file and the key when they are not valid."""
+    from graphcost.frontend.measure.cross_process import check_executable_ids
+
+    if EXECUTABLE_KEY not in stored:
+        return None
+    return check_executable_ids(stored[EXECUTABLE_KEY], len(stored["config_runtime"]), f"{file}: key '{EXECUTABLE_KEY}'")
 
 
 def _read_manifest(path: Path) -> dict:
