@@ -90,6 +90,10 @@ def register(app: typer.Typer) -> None:
                                       "(config_compiled_stats: bytes of copies and transposes, kernels) to every "
                                       "finished graph of OUT that lacks it, then stop (nothing is measured; a "
                                       "collection made now stores it already)."),
+        add_processes: bool = typer.Option(False, "--add-processes", help="Raise OUT's collection to --processes: "
+                                           "measure the missing processes of every finished graph of OUT measured with "
+                                           "fewer (and of its repeat), recompute the labels over all of them, then stop. "
+                                           "Resume or extend OUT with the new --processes afterwards."),
         measure_core: int = typer.Option(None, help="Core the measuring processes are pinned to (default: the last "
                                          "one); -1 = do not pin."),
         max_load: float = typer.Option(None, min=0.0, help="Wait before a measuring process while the 1-minute load "
@@ -140,6 +144,9 @@ def register(app: typer.Typer) -> None:
         if annotate and (relabel or repeat or backend != "local"):
             raise typer.BadParameter("--annotate rewrites the files of OUT; it takes neither --relabel, --repeat nor "
                                      "--backend ray")
+        if add_processes and (relabel or annotate or repeat or backend != "local"):
+            raise typer.BadParameter("--add-processes measures more processes for the graphs of OUT; it takes "
+                                     "neither --relabel, --annotate, --repeat nor --backend ray")
         if mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
         from graphcost.atomic import OutputExistsError
@@ -203,7 +210,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{len(manifest['graphs'])} graphs in {out} carry config_compiled_stats")
             return
         try:
-            if repeat:
+            if add_processes:
+                from graphcost.frontend.collect.local import add_processes_collection
+
+                manifest = add_processes_collection(out, options)
+            elif repeat:
                 manifest = repeat_collection(out, options, share=repeat_share)
             elif backend == "ray":
                 from graphcost.frontend.collect.ray_backend import collect_ray

@@ -91,6 +91,11 @@ def load_manifest(out_dir: Path, options: CollectOptions, manifest: dict | None 
                              f"processes, this run asks for {options.label}; resume with --label {theirs}, or pass "
                              f"--relabel to recompute every label from its stored per-process samples with "
                              f"{options.label}")
+        if old != options.key() and isinstance(old, dict) and {**old, "processes": options.cross.processes} \
+                == options.key() and isinstance(old.get("processes"), int) and old["processes"] < options.cross.processes:
+            raise ValueError(f"{path}: key 'collection.processes' is {old['processes']}, this run asks for "
+                             f"{options.cross.processes}; pass --add-processes to measure the missing processes of "
+                             f"its graphs first, or --processes {old['processes']} to resume as it is")
         if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
                              "use another --out directory or the same parameters to resume")
@@ -429,14 +434,8 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             bar.set_postfix_str(f"{name}: prepare")
             path, stored, gj = _rebuild(out_dir, name, entry, options)
             executables = stored_executables(path, stored)  # checked before anything is measured
-            timing = {"compile_s": 0.0}
             work = out_dir / WORK / name
-            # a cache left by the first collection serves the processes directly (a miss compiles there)
-            warm = options.cache_dir.is_dir() and any(options.cache_dir.iterdir())
-            samples, records = measure_processes(
-                gj.job, work, "repeat", options.cross,
-                before_first=None if warm else lambda: timing.update(_driver_compile(gj, options, bar)),
-                status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"))
+            samples, records, timing = _measure_finished(gj, work, "repeat", options, bar, name)
             stored["config_runtime_repeat_samples"] = np.round(samples).astype(np.int64)
             save_arrays(stored, path, gj.kind)
             entry["repeat"] = {**repeat_summary(samples, stored["config_runtime"], label_statistic(manifest),
@@ -448,6 +447,107 @@ def _repeat(out_dir: Path, options: CollectOptions, manifest: dict, progress: bo
             bar.update(1)
     finally:
         bar.close()
+
+
+def _measure_finished(gj: GraphJob, work: Path, prefix: str, options: CollectOptions, bar, name: str,
+                      first: int = 0) -> tuple[np.ndarray, list[dict], dict]:
+    """Measure processes ``first .. P-1`` of a finished graph's rebuilt job (a repeat, or processes
+    added): (K, P - first) samples, their records and the driver's compile time. A cache left by
+    the collection serves the processes directly (a miss compiles there); an empty one is filled by
+    the driver first."""
+    timing = {"compile_s": 0.0}
+    warm = options.cache_dir.is_dir() and any(options.cache_dir.iterdir())
+    samples, records = measure_processes(
+        gj.job, work, prefix, options.cross,
+        before_first=None if warm else lambda: timing.update(_driver_compile(gj, options, bar)),
+        status=lambda msg: bar.set_postfix_str(f"{name}: {msg}"), first=first)
+    return samples, records, timing
+
+
+def add_processes_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+    """Raise the collection in `out_dir` to ``options.cross.processes`` measuring processes per graph.
+
+    For every finished graph with P0 < P processes, processes P0 .. P-1 are measured (as a P-process
+    collection would have measured them: same seeds) and appended to ``config_runtime_samples``; a
+    graph's repeat (``config_runtime_repeat_samples``) with fewer than P processes gets its missing
+    processes the same way, in processes of its own, so it stays an independent second collection.
+    The labels, the manifest's noise statistics and the repeat's agreement are then recomputed over
+    all processes (`_label_graph`). The collection's other parameters must be those of `options`.
+    Each graph's file and the manifest are rewritten atomically when it is done, so an interrupted
+    run is finished by running it again; the manifest's ``collection.processes`` becomes P once
+    every graph has P. Returns the manifest.
+    """
+    from tqdm.auto import tqdm
+
+    out_dir = Path(out_dir)
+    path = out_dir / MANIFEST
+    if not path.is_file():
+        raise ValueError(f"{path}: no collection here to add processes to (collect it first)")
+    want = options.cross.processes
+    with lock_dir(out_dir):
+        manifest = _read_manifest(path)
+        old = manifest.get("collection")
+        have = old.get("processes") if isinstance(old, dict) else None
+        if not isinstance(have, int) or isinstance(have, bool) or have < 1:
+            raise ValueError(f"{path}: key 'collection.processes' must be a positive integer, got {have!r}")
+        if have > want:
+            raise ValueError(f"{path}: key 'collection.processes' is {have}; --processes {want} would remove "
+                             f"measured processes (pass --processes {have} or more)")
+        manifest = load_manifest(out_dir, replace(options, cross=replace(options.cross, processes=have)), manifest)
+        check_same_cpu(manifest, path)
+        statistic = label_statistic(manifest, path)
+        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        todo = []
+        for name in sorted(manifest["graphs"]):
+            stored = read_graph(graph_file(out_dir, name, manifest["graphs"][name]))
+            counts = [stored[k].shape[1] for k in ("config_runtime_samples", "config_runtime_repeat_samples")
+                      if k in stored and stored[k].ndim == 2]
+            if any(c < want for c in counts):
+                todo.append(name)
+        bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
+                   disable=not progress, desc=f"add processes ({have} -> {want})")
+        try:
+            with persistent_cache(options.cache_dir):
+                for name in todo:
+                    _add_processes(out_dir, name, manifest, options, statistic, bar)
+                    bar.update(1)
+        finally:
+            bar.close()
+        manifest["collection"] = {**manifest["collection"], "processes": want}
+        manifest["environment"]["cross_process"] = options.cross.describe()
+        atomic_write_json(manifest, path, indent=1)
+        _cleanup(out_dir, manifest, None)
+    return manifest
+
+
+def _add_processes(out_dir: Path, name: str, manifest: dict, options: CollectOptions, statistic: str, bar) -> None:
+    """`add_processes_collection` for one graph: measure its missing processes (label, then repeat),
+    append them, recompute its label and statistics, write the file and the manifest."""
+    entry = manifest["graphs"][name]
+    bar.set_postfix_str(f"{name}: prepare")
+    path, stored, gj = _rebuild(out_dir, name, entry, options)
+    stored_executables(path, stored)  # checked before anything is measured
+    want = options.cross.processes
+    for key, prefix, records_of in (("config_runtime_samples", "more", entry),
+                                    ("config_runtime_repeat_samples", "repeat-more", entry.get("repeat"))):
+        if key not in stored:
+            continue
+        old = stored[key]
+        if old.ndim != 2 or old.shape[0] != len(stored["config_runtime"]):
+            raise ValueError(f"{path}: key '{key}' has shape {old.shape}, expected (K, P) with K = "
+                             f"{len(stored['config_runtime'])}")
+        if old.shape[1] >= want:
+            continue
+        samples, records, _ = _measure_finished(gj, out_dir / WORK / name, prefix, options, bar, name,
+                                                first=old.shape[1])
+        stored[key] = np.concatenate([old, np.round(samples).astype(np.int64)], axis=1)
+        if isinstance(records_of, dict):
+            added = _now()
+            records_of.setdefault("processes", []).extend({**r, "added_utc": added} for r in records)
+    _label_graph(path, stored, entry, statistic)
+    save_arrays(stored, path, gj.kind)
+    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+    _remove_work(out_dir / WORK / name)
 
 
 def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:

@@ -191,11 +191,13 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
 # --- the driver side: the P measuring processes of one graph ----------------------------------
 
 def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, before_first=None,
-                      status=None) -> tuple[np.ndarray, list[dict]]:
-    """Run the P processes of `job` that have no result yet in `work` (``<prefix><p>.npz``).
+                      status=None, first: int = 0) -> tuple[np.ndarray, list[dict]]:
+    """Run processes ``first .. P-1`` of `job` that have no result yet in `work` (``<prefix><p>.npz``);
+    `first` > 0 adds processes to a graph that has the first ones already (each process's seed,
+    hence its visit order, is that of its index in a P-process collection).
 
     before_first: called once before the first process that must run (the driver compile).
-    Returns the (K, P) float64 runtimes and one record per process (load around it, its wall
+    Returns the (K, P - first) float64 runtimes and one record per process (load around it, its wall
     time, its compile/load time, whether the machine was quiet). A job file that differs from
     the one the kept results were measured with discards them. A result is kept only when it is
     the file of a process this driver (or an earlier one) saw finish and recorded in
@@ -213,7 +215,9 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
         atomic_write_text(job_path, text)
     ledger = _read_ledger(ledger_path)
     rows, records = [], []
-    for p in range(cross.processes):
+    if not 0 <= first < cross.processes:
+        raise ValueError(f"{work}: first process {first} is not one of the {cross.processes} processes")
+    for p in range(first, cross.processes):
         out = work / f"{prefix}{p}.npz"
         data = out.read_bytes() if out.exists() else None
         if data is not None and ledger.get(str(p)) != _sha256(data):
@@ -244,7 +248,7 @@ def measure_processes(job: dict, work: Path, prefix: str, cross: CrossProcess, b
     k = len(job["configs"]) if "configs" in job else len(job["fake_runtime_ns"][0])
     if any(len(r) != k for r in rows):
         raise ValueError(f"{work}: a measuring process returned {[len(r) for r in rows]} runtimes for {k} configurations")
-    return np.stack(rows, axis=1), records  # (K, P)
+    return np.stack(rows, axis=1), records  # (K, P - first)
 
 
 def _sha256(data: bytes) -> str:
