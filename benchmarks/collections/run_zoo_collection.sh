@@ -4,8 +4,9 @@
 # (finished graphs are kept; stop it with Ctrl-C at any time). STAGES=repeat REPEAT_SHARE=0.1 repeats a tenth
 # of the finished graphs, spread over families; STAGES=relabel recomputes every label from the stored samples
 # with the default --label (level-median; graphs measured before 2026-11-26 23:00 UTC carried plain medians);
-# STAGES=annotate adds what the compiler did to each configuration (config_compiled_stats; nothing measured). 25 families, programs in
-# zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
+# STAGES=annotate adds what the compiler did to each configuration (config_compiled_stats; nothing measured);
+# STAGES=add PROCESSES=n raises a finished collection to n processes per graph (collect --add-processes).
+# 25 families, programs in zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
 # Chunks are committed as they finish; once complete and repeated (its repeat meeting the target) it ships
 # with a family split: python benchmarks/collections/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
 set -euo pipefail
@@ -27,5 +28,6 @@ case ${STAGES:-collect} in
   repeat) $GC collect "${COMMON[@]}" --repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
   relabel) $GC collect "${COMMON[@]}" --relabel ;;  # labels of graphs measured by an older graphcost (plain median)
   annotate) $GC collect "${COMMON[@]}" --annotate ;;  # config_compiled_stats for graphs collected before they existed
-  *) echo "STAGES must be collect, repeat, relabel or annotate" >&2; exit 2 ;;
+  add) $GC collect "${COMMON[@]}" --add-processes ;;  # PROCESSES=7: measure the missing processes of every graph
+  *) echo "STAGES must be collect, repeat, relabel, annotate or add" >&2; exit 2 ;;
 esac
