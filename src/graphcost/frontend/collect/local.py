@@ -514,7 +514,8 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
         finally:
             bar.close()
         manifest["collection"] = {**manifest["collection"], "processes": want}
-        manifest["environment"]["cross_process"] = options.cross.describe()
+        if isinstance(manifest.get("environment"), dict):
+            manifest["environment"]["cross_process"] = options.cross.describe()
         atomic_write_json(manifest, path, indent=1)
         _cleanup(out_dir, manifest, None)
     return manifest
