@@ -496,7 +496,8 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
         manifest = load_manifest(out_dir, replace(options, cross=replace(options.cross, processes=have)), manifest)
         check_same_cpu(manifest, path)
         statistic = label_statistic(manifest, path)
-        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
+        cache = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
+        options = replace(options, cache_dir=cache)
         todo = []
         for name in sorted(manifest["graphs"]):
             stored = read_graph(graph_file(out_dir, name, manifest["graphs"][name]))
@@ -507,7 +508,7 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
         bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
                    disable=not progress, desc=f"add processes ({have} -> {want})")
         try:
-            with persistent_cache(options.cache_dir):
+            with persistent_cache(cache):
                 for name in todo:
                     _add_processes(out_dir, name, manifest, options, statistic, bar)
                     bar.update(1)
