@@ -91,11 +91,12 @@ def load_manifest(out_dir: Path, options: CollectOptions, manifest: dict | None 
                              f"processes, this run asks for {options.label}; resume with --label {theirs}, or pass "
                              f"--relabel to recompute every label from its stored per-process samples with "
                              f"{options.label}")
-        if old != options.key() and isinstance(old, dict) and {**old, "processes": options.cross.processes} \
-                == options.key() and isinstance(old.get("processes"), int) and old["processes"] < options.cross.processes:
-            raise ValueError(f"{path}: key 'collection.processes' is {old['processes']}, this run asks for "
+        counted = old.get("processes") if isinstance(old, dict) else None
+        if isinstance(counted, int) and counted < options.cross.processes and \
+                {**old, "processes": options.cross.processes} == options.key():
+            raise ValueError(f"{path}: key 'collection.processes' is {counted}, this run asks for "
                              f"{options.cross.processes}; pass --add-processes to measure the missing processes of "
-                             f"its graphs first, or --processes {old['processes']} to resume as it is")
+                             f"its graphs first, or --processes {counted} to resume as it is")
         if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
                              "use another --out directory or the same parameters to resume")
@@ -500,10 +501,9 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
         options = replace(options, cache_dir=cache)
         todo = []
         for name in sorted(manifest["graphs"]):
-            stored = read_graph(graph_file(out_dir, name, manifest["graphs"][name]))
-            counts = [stored[k].shape[1] for k in ("config_runtime_samples", "config_runtime_repeat_samples")
-                      if k in stored and stored[k].ndim == 2]
-            if any(c < want for c in counts):
+            file = graph_file(out_dir, name, manifest["graphs"][name])
+            stored = read_graph(file)
+            if any(_process_count(file, stored, key) < want for key in SAMPLE_KEYS if key in stored):
                 todo.append(name)
         bar = tqdm(total=len(manifest["graphs"]), initial=len(manifest["graphs"]) - len(todo), unit="graph",
                    disable=not progress, desc=f"add processes ({have} -> {want})")
@@ -522,6 +522,18 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
     return manifest
 
 
+SAMPLE_KEYS = ("config_runtime_samples", "config_runtime_repeat_samples")  # (K, P) each: the label's, the repeat's
+
+
+def _process_count(file: Path, stored: dict, key: str) -> int:
+    """P of a graph's (K, P) samples under `key`; ValueError naming the file and key for another shape."""
+    shape = np.shape(stored[key])
+    if len(shape) != 2 or shape[0] != len(stored["config_runtime"]):
+        raise ValueError(f"{file}: key '{key}' has shape {shape}, expected (K, P) with K = "
+                         f"{len(stored['config_runtime'])}")
+    return int(shape[1])
+
+
 def _add_processes(out_dir: Path, name: str, manifest: dict, options: CollectOptions, statistic: str, bar) -> None:
     """`add_processes_collection` for one graph: measure its missing processes (label, then repeat),
     append them, recompute its label and statistics, write the file and the manifest."""
@@ -530,19 +542,14 @@ def _add_processes(out_dir: Path, name: str, manifest: dict, options: CollectOpt
     path, stored, gj = _rebuild(out_dir, name, entry, options)
     stored_executables(path, stored)  # checked before anything is measured
     want = options.cross.processes
-    for key, prefix, records_of in (("config_runtime_samples", "more", entry),
-                                    ("config_runtime_repeat_samples", "repeat-more", entry.get("repeat"))):
+    for key, prefix, records_of in zip(SAMPLE_KEYS, ("more", "repeat-more"), (entry, entry.get("repeat"))):
         if key not in stored:
             continue
-        old = stored[key]
-        if old.ndim != 2 or old.shape[0] != len(stored["config_runtime"]):
-            raise ValueError(f"{path}: key '{key}' has shape {old.shape}, expected (K, P) with K = "
-                             f"{len(stored['config_runtime'])}")
-        if old.shape[1] >= want:
+        have = _process_count(path, stored, key)
+        if have >= want:
             continue
-        samples, records, _ = _measure_finished(gj, out_dir / WORK / name, prefix, options, bar, name,
-                                                first=old.shape[1])
-        stored[key] = np.concatenate([old, np.round(samples).astype(np.int64)], axis=1)
+        samples, records, _ = _measure_finished(gj, out_dir / WORK / name, prefix, options, bar, name, first=have)
+        stored[key] = np.concatenate([stored[key], np.round(samples).astype(np.int64)], axis=1)
         if isinstance(records_of, dict):
             added = _now()
             records_of.setdefault("processes", []).extend({**r, "added_utc": added} for r in records)
