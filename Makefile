@@ -17,7 +17,7 @@ install:
 	$(PYTHON) -m pip install -e ".[dev,jax,tune,ray]"
 
 test:
-	$(PYTHON) -m pytest -q -n 2
+	$(PYTHON) -m pytest -q -n 2 --durations=20
 
 test-min:
 	rm -rf $(MIN_VENV)
