@@ -73,6 +73,7 @@ MANIFEST = "manifest.json"
 WORK = ".work"
 COMPILED_KEY = "config_compiled_stats"  # (K, len(compiled_stats.COMPILED_STATS)) what the compiler did
 EXECUTABLE_KEY = "config_executable_ids"  # (K,) int64 the first configuration that compiled to the same code
+SAMPLE_KEYS = ("config_runtime_samples", "config_runtime_repeat_samples")  # (K, P) each: the label's, the repeat's
 
 
 # --- manifest ------------------------------------------------------------------------------
@@ -520,9 +521,6 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
         atomic_write_json(manifest, path, indent=1)
         _cleanup(out_dir, manifest, None)
     return manifest
-
-
-SAMPLE_KEYS = ("config_runtime_samples", "config_runtime_repeat_samples")  # (K, P) each: the label's, the repeat's
 
 
 def _process_count(file: Path, stored: dict, key: str) -> int:
