@@ -184,6 +184,8 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
         manifest = load_manifest(out_dir, options)
         splits = stratified_split([(s.name, s.family) for s in specs], options.split_fractions, options.seed)
         todo = pending(specs, out_dir, manifest)
+        if not todo:  # every graph finished: no cluster to start, nothing to write
+            return manifest
         env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
         started = not ray.is_initialized()
         if started:
