@@ -43,7 +43,7 @@ def test_ray_backend_writes_the_same_files_as_the_local_backend(tmp_path):
             assert b["config_runtime_samples"].shape == (3, 2) and (b["config_runtime"] > 0).all()
     manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
     assert manifest["environment"]["cross_process"]["backend"] == "ray"
-    # a re-run finds every graph finished and starts no task
+    # a re-run finds every graph finished: it starts no cluster and no task
     again = collect_ray(specs, tmp_path / "ray", _options(), progress=False,
                         init_kwargs={"num_cpus": 2, "resources": {MEASURE_RESOURCE: 1}, "include_dashboard": False})
     assert again["graphs"] == manifest["graphs"]
