@@ -19,6 +19,11 @@ VAEs, flows, top-k, ...; a third of them training steps) x 32 layout configurati
 with what the compiler did to each configuration (``config_compiled_stats``), split BY FAMILY: the
 valid and test programs come from families the training side never saw (``--data-dir
 cpu_zoo_layout``; the leave-family-out data of `benchmarks/bench_real.py`).
+
+``cpu_zoo_flags``: the same zoo x 32 XLA CPU compiler-flag configurations (tile schema, the flag space of
+`graphcost.frontend.programs.flags`), same protocol with 5 processes, with the compiled statistics, split
+BY FAMILY (``--data-dir cpu_zoo_flags``; the data of the shipped flag model and of `bench_real.py`'s
+``lofo_flags``).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
-SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout")
+SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout", "cpu_zoo_flags")
 
 
 def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
