@@ -1,7 +1,7 @@
 """Train the cost models that ship with graphcost (`graphcost.pretrained`) and install them in the tree.
 
     python benchmarks/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR]
-        [--flags-data DIR] [--dest DIR] [--threads 1]
+        [--flags-data DIR] [--dest DIR] [--threads 1] [--model-opt KEY=VALUE ...]
 
 Each is ``graphcost train`` with its defaults on the shipped data (``--collection tile:xla`` for the
 flag model, unless ``--flags-data`` names another flag collection); the run's ``best.pt``,
@@ -40,6 +40,8 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrained")
     p.add_argument("--threads", default="1")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model-opt", action="append", default=[],
+                   help="graphcost train --model-opt KEY=VALUE for every kind trained (repeatable)")
     args = p.parse_args()
 
     manifest_path = args.dest / "MODELS.json"
@@ -49,6 +51,8 @@ def main() -> None:
         shown = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
         cmd = ["graphcost", "train", "--out", str(shown), "--overwrite", "--seed", str(args.seed), "--threads", args.threads]
         data_dir = args.layout_data if kind == "layout" else args.flags_data
+        for opt in args.model_opt:
+            cmd += ["--model-opt", opt]
         if data_dir is not None:
             cmd += ["--data-dir", str(data_dir)]
         elif kind == "tile":

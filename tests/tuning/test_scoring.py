@@ -66,8 +66,8 @@ def test_compiled_statistics_reach_the_shipped_layout_blend():
     space = make_space("layout", program)
     scorer = GraphModelScorer([pretrained.shipped_model_dir("layout")], program, space)
     assert scorer.reads_compiled  # so the tuner compiles the model's best candidates (ModelSearch.inform)
-    assert not GraphModelScorer([pretrained.shipped_model_dir("tile")], program,
-                                make_space("flags", program)).reads_compiled  # trained on cpu_flags: no statistics
+    assert GraphModelScorer([pretrained.shipped_model_dir("tile")], program,
+                            make_space("flags", program)).reads_compiled  # cpu_zoo_flags carries them: its term
     rng = np.random.default_rng(1)
     configs = [space.sample(rng) for _ in range(16)]
     stats = np.zeros((16, len(COMPILED_STATS)))
