@@ -500,6 +500,9 @@ def keep_earlier_rows(previous: dict | None, res: dict) -> dict:
         if model in previous and model not in res:
             res[model] = {**previous[model], "earlier_run": previous[model].get(
                 "earlier_run", f"{meta.get('date', '?')}, `{meta.get('command', '?')}`")}
+            for family, rows in res.get("families", {}).items():  # leave-family-out: its per-family rows too
+                if model in previous.get("families", {}).get(family, {}):
+                    rows[model] = previous["families"][family][model]
     return res
 
 
@@ -521,11 +524,11 @@ def _within_key(p: str) -> float:
 
 def markdown(report: dict) -> str:
     lines = [SECTION, "",
-             "All data REAL, measured with the cross-process protocol (label = median of 3 processes). "
+             "All data REAL, measured with the cross-process protocol (label = median of 3 processes; 5 for cpu_zoo_flags). "
              "GNNs: graphcost train's default recipe and budget (`graphcost.train.recipe`: early stopping and the best "
              "epoch on the validation data), no TTA; LightGBM rounds and ridge λ chosen on the validation data; mean ± "
              "std over seeds (within one program: over splits). Noise ceiling: the metric of an independent repeat "
-             "measurement (3 other processes, another time) against the label. `default` is what `graphcost train` "
+             "measurement (as many other processes, another time) against the label. `default` is what `graphcost train` "
              "does with no options. JSON: `benchmarks/results/bench_real.json`.", ""]
     keys = [("kendall_tau", "Kendall τ"), ("tau_default", "τ default-mode"), ("tau_random", "τ random-mode"),
             ("opa", "OPA"), ("top1_slowdown", "top-1 slowdown")]

@@ -3,8 +3,8 @@
     python benchmarks/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR]
         [--flags-data DIR] [--dest DIR] [--threads 1] [--model-opt KEY=VALUE ...]
 
-Each is ``graphcost train`` with its defaults on the shipped data (``--collection tile:xla`` for the
-flag model, unless ``--flags-data`` names another flag collection); the run's ``best.pt``,
+Each is ``graphcost train`` with its defaults on shipped data (``cpu_layout`` for the layout model, the
+flag zoo ``cpu_zoo_flags`` for the flag model, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``,
 ``blend.json``, ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
 ``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
 records the version, the command, the data, the machine and the date. Nothing else of the run ships
@@ -33,8 +33,8 @@ def main() -> None:
     p.add_argument("--kinds", nargs="+", default=["layout", "tile"], choices=["layout", "tile"])
     p.add_argument("--version", type=int, required=True, help="the models' version (raise it on every re-training)")
     p.add_argument("--layout-data", type=Path, default=None, help="layout training data (default: the shipped one)")
-    p.add_argument("--flags-data", type=Path, default=None,
-                   help="flag training data (default: the shipped cpu_flags, --collection tile:xla)")
+    p.add_argument("--flags-data", type=Path, default=Path("cpu_zoo_flags"),
+                   help="flag training data (default: the shipped flag zoo, cpu_zoo_flags)")
     p.add_argument("--dest", type=Path, default=DEST,
                    help="where the models are installed (default: the package's, src/graphcost/pretrained)")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrained")
@@ -55,8 +55,6 @@ def main() -> None:
             cmd += ["--model-opt", opt]
         if data_dir is not None:
             cmd += ["--data-dir", str(data_dir)]
-        elif kind == "tile":
-            cmd += ["--collection", "tile:xla"]
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
         subprocess.run([sys.executable, "-m", "graphcost", *cmd[1:]], check=True, cwd=ROOT)  # --out relative to ROOT
@@ -68,7 +66,7 @@ def main() -> None:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
-        data = data_dir.name if data_dir is not None else ("cpu_flags" if kind == "tile" else "cpu_layout")
+        data = data_dir.name if data_dir is not None else "cpu_layout"
         manifest[kind] = {"version": args.version, "data": data, "command": " ".join(cmd),
                           "date": time.strftime("%Y-%m-%d"), "train_seconds": round(seconds),
                           "machine": f"{platform.machine()} {os.cpu_count()} cores", "run": info.get("name", run.name),
