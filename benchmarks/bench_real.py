@@ -201,7 +201,10 @@ def copies_score(rec: Record) -> np.ndarray:
     from graphcost.models.trees import copies_prior
 
     _compiled(rec)  # a file without the statistics: exit naming it
-    return copies_prior(rec)
+    copies = copies_prior(rec)
+    if copies is None:  # the prior is defined on layout graphs only
+        sys.exit(f"{rec.path}: --models copies ranks layout graphs by their copied bytes; this is a {rec.kind} graph")
+    return copies
 
 
 def with_compiled(records: list[Record]) -> list[Record]:
