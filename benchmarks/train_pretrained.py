@@ -7,7 +7,8 @@ Each is ``graphcost train`` with its defaults on shipped data (``cpu_layout`` fo
 flag zoo ``cpu_zoo_flags`` for the flag model, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``,
 ``blend.json``, ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
 ``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
-records the version, the command, the data, the machine and the date. Nothing else of the run ships
+records the version, the command, the data and how many training graphs it held, the machine and the
+date. Nothing else of the run ships
 (no optimizer state).
 """
 
@@ -23,9 +24,20 @@ import sys
 import time
 from pathlib import Path
 
+from graphcost.datasets import shipped_dataset_dir
+
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "src" / "graphcost" / "pretrained"
 SHIPPED_FILES = ("best.pt", "blend.json", "trees.txt", "run.json")
+
+
+def count_train_graphs(data_dir: Path | None) -> int:
+    """How many graphs the run trained on: the npz files of the data's ``train/`` (a shipped
+    dataset's name resolves to its package directory), so MODELS.json tells which release it saw."""
+    path = data_dir if data_dir is not None else Path("cpu_layout")
+    if not (path / "train").is_dir():
+        path = shipped_dataset_dir(path.name)
+    return sum(1 for _ in (path / "train").glob("*.npz"))
 
 
 def main() -> None:
@@ -67,7 +79,8 @@ def main() -> None:
                 shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
         data = data_dir.name if data_dir is not None else "cpu_layout"
-        manifest[kind] = {"version": args.version, "data": data, "command": " ".join(cmd),
+        manifest[kind] = {"version": args.version, "data": data, "train_graphs": count_train_graphs(data_dir),
+                          "command": " ".join(cmd),
                           "date": time.strftime("%Y-%m-%d"), "train_seconds": round(seconds),
                           "machine": f"{platform.machine()} {os.cpu_count()} cores", "run": info.get("name", run.name),
                           "files": sorted(f.name for f in target.iterdir())}

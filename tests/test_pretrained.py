@@ -27,6 +27,9 @@ def test_shipped_models_load_weights_only_and_are_described(kind):
     info = json.loads((run.parent / pretrained.MANIFEST).read_text())[kind]
     assert info["version"] >= 1 and "graphcost train" in info["command"]
     assert f"v{info['version']}" in pretrained.describe(kind)
+    # the release it saw: no more training graphs than the shipped data's train split holds now
+    assert 1 <= info["train_graphs"] <= len(list((shipped_dataset_dir(info["data"]) / "train").glob("*.npz")))
+    assert f"{info['train_graphs']} training graphs of {info['data']}" in pretrained.describe(kind)
 
 
 def test_unknown_kind_is_refused():

@@ -7,7 +7,7 @@ writes on the shipped flag data; it ranks XLA CPU compiler-flag configurations (
 
 Each is an ordinary run directory (``best.pt`` loadable with ``torch.load(weights_only=True)``,
 ``blend.json``, ``trees.txt``, ``run.json``); ``MODELS.json`` beside them records the version, the
-command that trained them, the data and the date. `graphcost rank GRAPH`, `graphcost tune` and
+command that trained them, the data (and how many training graphs it held) and the date. `graphcost rank GRAPH`, `graphcost tune` and
 `graphcost.tune()` use them when no model is given, and say so. A checkpoint whose
 ``feature_version`` differs from this graphcost's (`graphcost.data.graph.FEATURE_VERSION`) is
 refused by `graphcost.train.inference.load_trained` with one line.
@@ -39,10 +39,12 @@ def shipped_model_dir(kind: str) -> Path:
 
 
 def describe(kind: str) -> str:
-    """One line naming the shipped `kind` model: version, data and date (from MODELS.json)."""
+    """One line naming the shipped `kind` model: version, data (with its training graphs when
+    recorded) and date (from MODELS.json)."""
     try:
         info = json.loads((_ROOT / MANIFEST).read_text(encoding="utf-8"))[kind]
-        return (f"the shipped {kind} model v{info['version']} (trained on {info['data']}, {info['date']}; "
+        graphs = f"{info['train_graphs']} training graphs of " if "train_graphs" in info else ""
+        return (f"the shipped {kind} model v{info['version']} (trained on {graphs}{info['data']}, {info['date']}; "
                 f"{_ROOT / kind})")
     except (OSError, ValueError, KeyError, TypeError):
         return f"the shipped {kind} model ({_ROOT / kind})"
