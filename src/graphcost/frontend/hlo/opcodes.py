@@ -36,7 +36,6 @@ OPCODE_IDS: dict[str, int] = {
     "stochastic-convert": 119, "tan": 120,
 }
 TOMBSTONE_OPCODES = frozenset({"trace", "tuple-select"})
-OPCODE_NAMES: dict[int, str] = {v: k for k, v in OPCODE_IDS.items()}
 NUM_OPCODE_IDS = max(OPCODE_IDS.values()) + 1  # embedding table size (121, id 0 = unknown)
 
 # Nodes whose layouts the TpuGraphs layout autotuner configures (TpuGraphs paper §3.1).
@@ -46,8 +45,3 @@ CONFIGURABLE_LAYOUT_OPCODES = frozenset({"convolution", "dot", "reshape"})
 def opcode_id(name: str) -> int:
     """TpuGraphs id of an XLA opcode name; 0 for an opcode TpuGraphs does not know."""
     return OPCODE_IDS.get(name, UNKNOWN_OPCODE_ID)
-
-
-def opcode_name(op_id: int) -> str:
-    """Inverse of `opcode_id`; 'unknown' for ids without a name."""
-    return OPCODE_NAMES.get(int(op_id), "unknown")

@@ -259,18 +259,6 @@ def skipped_options() -> tuple[str, ...]:
     return tuple(c.option for c in CANDIDATES if c.option not in known)
 
 
-def option_value(column: int, value: int) -> int | bool | str:
-    """The label of stored value `value` in flag column `column`: the level (0-3), the vector width
-    in bits (128, 256, 512), "default" / "off" / ... for the YNN fusion type, an enum's name, and a
-    bool for the on/off options (the value XLA compiles with)."""
-    for opt in known_options():
-        if opt.candidate.column == column and value in opt.stored:
-            return opt.labels[opt.stored.index(value)]
-    cand = CANDIDATES[column]
-    hit = [c[2] for c in cand.choices if c[0] == value]
-    return hit[0] if hit else int(value)
-
-
 @dataclass(frozen=True)
 class FlagConfig:
     """One point of the flag space, as stored values of the `FLAG_COLUMNS` (missing trailing
