@@ -21,15 +21,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graphcost.train.run_info import RUN_INFO, RunInfoError, _check_fields, _int, _number
+from graphcost.train.run_info import RUN_INFO, RunInfoError, check_fields, is_int, is_number
 
 DATASETS = ("lp", "tpu-tile", "nasbench201")
 
 DAG_RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked in read_dag_run_info
     "dataset": (lambda v: v in DATASETS, f"one of {', '.join(DATASETS)}"),
-    "seed": (_int, "an integer"),
-    "num_graphs": (lambda v: v is None or (_int(v) and v >= 1), "null or an integer >= 1"),
-    "train_labels": (lambda v: isinstance(v, list) and all(_number(x) for x in v), "a list of finite numbers"),
+    "seed": (is_int, "an integer"),
+    "num_graphs": (lambda v: v is None or (is_int(v) and v >= 1), "null or an integer >= 1"),
+    "train_labels": (lambda v: isinstance(v, list) and all(is_number(x) for x in v), "a list of finite numbers"),
     "data_dir": (lambda v: v is None or isinstance(v, str), "null or a directory path"),
 }
 
@@ -54,7 +54,7 @@ def read_dag_run_info(run: str | Path) -> dict:
         raise RunInfoError(f"{path}: not a readable run description (JSON nested too deeply)") from None
     if not isinstance(info, dict):
         raise RunInfoError(f"{path}: not a run description (expected a JSON object)")
-    _check_fields(info, DAG_RUN_FIELDS, path, required=False)
+    check_fields(info, DAG_RUN_FIELDS, path, required=False)
     if not _good_fold(info.get("fold")):
         raise RunInfoError(f"{path}: field 'fold' must be null or [fold, folds] (two integers, folds >= 3, "
                            f"0 <= fold < folds), got {info.get('fold')!r}")

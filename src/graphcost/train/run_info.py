@@ -23,20 +23,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from graphcost.errors import GraphcostError
 from graphcost.train import recipe
 
 RUN_INFO = "run.json"
 
 
-class RunInfoError(ValueError):
+class RunInfoError(GraphcostError, ValueError):
     """A run.json that cannot describe a run; the message names the file and the field."""
 
 
-def _int(v: Any) -> bool:
+def is_int(v: Any) -> bool:
+    """An integer, not a bool (JSON's true/false load as bools)."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _number(v: Any) -> bool:
+def is_number(v: Any) -> bool:
+    """A finite int or float, not a bool."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -47,10 +50,10 @@ def _top_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:
         "collection": (lambda v: v is None or v in COLLECTIONS, f"null or one of {', '.join(COLLECTIONS)}"),
         "data_dir": (lambda v: v is None or (isinstance(v, str) and bool(v)), "null or a non-empty path string"),
         "kind": (lambda v: v in ("layout", "tile"), "'layout' or 'tile'"),
-        "folds": (lambda v: _int(v) and (v == 0 or v >= 2), "an integer, 0 or at least 2"),
-        "train_folds": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
-        "keep": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
-        "max_graphs": (lambda v: v is None or (_int(v) and v >= 1), "null or an integer >= 1"),
+        "folds": (lambda v: is_int(v) and (v == 0 or v >= 2), "an integer, 0 or at least 2"),
+        "train_folds": (lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+        "keep": (lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+        "max_graphs": (lambda v: v is None or (is_int(v) and v >= 1), "null or an integer >= 1"),
         "config": (lambda v: isinstance(v, dict), "a JSON object (the training settings)"),
     }
 
@@ -63,15 +66,15 @@ def _config_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:
         "model": (lambda v: v in MODEL_NAMES, f"one of {', '.join(MODEL_NAMES)}"),
         "model_config": (lambda v: isinstance(v, dict), "a JSON object"),
         "loss": (lambda v: v in LOSS_NAMES, f"one of {', '.join(LOSS_NAMES)}"),
-        "epochs": (lambda v: _int(v) and v >= 1, "an integer >= 1"),
-        "batch_configs": (lambda v: _int(v) and v >= 2, "an integer >= 2"),
-        "lr": (lambda v: _number(v) and v > 0, "a finite number > 0"),
-        "seed": (_int, "an integer"),
-        "eval_tta": (lambda v: _int(v) and v >= 0, "an integer >= 0"),
+        "epochs": (lambda v: is_int(v) and v >= 1, "an integer >= 1"),
+        "batch_configs": (lambda v: is_int(v) and v >= 2, "an integer >= 2"),
+        "lr": (lambda v: is_number(v) and v > 0, "a finite number > 0"),
+        "seed": (is_int, "an integer"),
+        "eval_tta": (lambda v: is_int(v) and v >= 0, "an integer >= 0"),
     }
 
 
-def _check_fields(data: dict, fields: dict, path: Path, prefix: str = "", required: bool = True) -> None:
+def check_fields(data: dict, fields: dict, path: Path, prefix: str = "", required: bool = True) -> None:
     """RunInfoError naming `path` and the first field of `fields` ({name: (check, what it must be)})
     that `data` lacks (when `required`) or holds a wrong value in."""
     for key, (ok, expected) in fields.items():
@@ -95,9 +98,9 @@ def check_run_info(data: Any, path: str | Path) -> dict:
     if "dataset" in data and "collection" not in data and "config" not in data:  # issue 36: was "'collection' is missing"
         raise RunInfoError(f"{path}: this is a LayerDAG run (graphcost dag train, dataset {data['dataset']!r}), "
                            "not a cost-model run; use graphcost dag evaluate / dag sample on it")
-    _check_fields(data, _top_fields(), path)
+    check_fields(data, _top_fields(), path)
     config = data["config"]
-    _check_fields(config, _config_fields(), path, "config.")
+    check_fields(config, _config_fields(), path, "config.")
     try:
         coerce_config(config["model"], config["model_config"])
     except ValueError as exc:
