@@ -16,6 +16,7 @@ import graphcost
 
 FRONTEND = "graphcost.frontend"  # its sub-packages named through this, so tree-wide import rewrites (sed) skip them
 FLOORS = {
+    "graphcost.errors": -2,  # the root of every error class, below everything that raises one
     "graphcost.output_guard": -1,  # below atomic, which runs its checks
     "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
     "graphcost.datasets": 0,

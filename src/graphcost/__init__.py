@@ -27,7 +27,8 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
                  Kendall tau / OPA / top-K / tile score / APE);
      datasets/   the shipped real CPU datasets and their one locator
  -1  output_guard   the guard of every output path (devices, virtual / read-only file systems, inside an
-                 input); no graphcost imports
+                 input); imports only errors
+ -2  errors      GraphcostError, the root of every error graphcost diagnoses; no graphcost imports
 """
 
 from typing import TYPE_CHECKING
@@ -35,16 +36,18 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
+    from graphcost.errors import GraphcostError
     from graphcost.tuning import TuneConfig, TunedConfig, TuneResult, compile_with, tune
 
-__all__ = ["TuneConfig", "TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
+__all__ = ["GraphcostError", "TuneConfig", "TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
 
-_LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
+_LAZY = {"GraphcostError": "graphcost.errors", "tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
          "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning"}
 
 
 def __getattr__(name: str):
-    """`graphcost.tune` / `graphcost.compile_with` without importing JAX-side code at `import graphcost`."""
+    """`graphcost.tune` / `graphcost.compile_with` without importing JAX-side code at `import graphcost`
+    (and `graphcost.GraphcostError`, the root of its errors)."""
     if name in _LAZY:
         import importlib
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from graphcost.errors import GraphcostError
 from graphcost.output_guard import OutputPathError as OutputPathError  # raised by the checks below; re-exported
 from graphcost.output_guard import check_regular_target, check_target_kind, check_writable_place
 
@@ -114,7 +115,7 @@ def remove_stale_temps(directory: str | os.PathLike) -> list[Path]:
 _TEMP_NAME = re.compile(r"\..+\.(?:[0-9a-f]{12}|[A-Za-z0-9_]{8})\.tmp")
 
 
-class OutputExistsError(FileExistsError):
+class OutputExistsError(GraphcostError, FileExistsError):
     """An output path already holds a file or a run, and the user did not ask to replace it."""
 
 

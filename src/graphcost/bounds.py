@@ -24,6 +24,8 @@ import os
 from numbers import Integral, Real
 from typing import Any
 
+from graphcost.errors import GraphcostError
+
 THREADS_PER_CORE = 4  # threads beyond this per core only wait on each other (libgomp crashed at 100,000)
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding and every worker seed stay in range
 INT_MAX = 2**63 - 1  # every other integer option: what numpy and torch can hold
@@ -41,7 +43,7 @@ REPEATS_MAX = 10_000  # timing rounds, calls per round and warm-up calls of one 
 SECONDS_MAX = 30 * 24 * 3600  # a timeout or wait (--prepare-timeout, --dist-timeout, --max-wait, --timeout)
 
 
-class ArgumentError(ValueError, TypeError):
+class ArgumentError(GraphcostError, ValueError, TypeError):
     """An argument of the CLI or the Python API that graphcost cannot use; the message names it."""
 
 

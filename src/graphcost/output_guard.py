@@ -24,6 +24,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from graphcost.errors import GraphcostError
+
 # File systems that hold no user files: writing there fails, or worse, does something else.
 VIRTUAL_FS = frozenset({
     "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs", "configfs",
@@ -33,7 +35,7 @@ VIRTUAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))  # where /proc/self/
 MOUNTS = Path("/proc/self/mounts")
 
 
-class OutputPathError(ValueError):
+class OutputPathError(GraphcostError, ValueError):
     """An output path that can never be written: a directory where a file must go, a file where a
     directory must go, a path below a file (`blocker`, else None), a device, a virtual or read-only
     file system, or a path inside an input."""
@@ -43,7 +45,7 @@ class OutputPathError(ValueError):
         self.path, self.blocker = path, blocker
 
 
-class NotARegularFileError(OSError):
+class NotARegularFileError(GraphcostError, OSError):
     """`atomic_write` refused to replace a target that is not a regular file (a device, FIFO, socket)."""
 
 

@@ -14,11 +14,12 @@ import numpy as np
 from graphcost.atomic import atomic_write
 from graphcost.dag.graph import DAG
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
+from graphcost.errors import GraphcostError
 
 FLAT_KEYS = ("node_offsets", "edge_offsets", "node_cat", "src", "dst", "y")
 
 
-class DAGFileError(ValueError):
+class DAGFileError(GraphcostError, ValueError):
     """A flat DAG npz file is malformed; the message names the file, the key and the problem."""
 
     def __init__(self, path: Path | str, key: str, problem: str):

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphcost.dag.graph import DAG
+from graphcost.errors import GraphcostError
 
 
-class NotADAGError(ValueError):
+class NotADAGError(GraphcostError, ValueError):
     """The graph cannot be tokenised (a cycle, a self-loop, a duplicate edge, a bad node id)."""
 
 

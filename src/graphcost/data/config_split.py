@@ -18,11 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write
+from graphcost.errors import GraphcostError
 
 SPLITS = ("train", "valid", "test")
 
 
-class ConfigSplitError(ValueError):
+class ConfigSplitError(GraphcostError, ValueError):
     """A graph that cannot be split as asked (the message names the file and the problem)."""
 
 

@@ -53,6 +53,7 @@ from typing import Sequence
 
 import numpy as np
 
+from graphcost.errors import GraphcostError
 from graphcost.models.config_table import (
     COMPILED_SLICE,
     LAYOUT_COLUMNS,
@@ -124,11 +125,11 @@ def prior_scores(kind: str, prepared, table: np.ndarray | None = None) -> np.nda
     return count_prior(prepared, table)
 
 
-class TreeError(ValueError):
+class TreeError(GraphcostError, ValueError):
     """A trees.txt / blend.json that cannot be used (the message names the file and the field)."""
 
 
-class ProgramMismatch(ValueError):
+class ProgramMismatch(GraphcostError, ValueError):
     """Trees fitted on one program's raw layouts asked to score another program."""
 
 

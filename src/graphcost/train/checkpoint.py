@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from graphcost.atomic import atomic_write
+from graphcost.errors import GraphcostError
 
 _NDARRAY_TAG = "__ndarray__"
 
@@ -105,7 +106,7 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:
     return atomic_torch_save(to_safe(state), path)
 
 
-class CheckpointError(ValueError):
+class CheckpointError(GraphcostError, ValueError):
     """A checkpoint file is missing, unreadable or lacks a required entry."""
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphcost.atomic import check_run_dir_path, clear_dir
+from graphcost.errors import GraphcostError
 
 if TYPE_CHECKING:
     from graphcost.train.distributed import DistContext
@@ -27,7 +28,7 @@ OUT_IS_A_FILE = "{path}: {option} must be a run directory, but this path is a fi
 OUT_BELOW_A_FILE = "{path}: {option} cannot be created, {blocker} is a file, not a directory"
 
 
-class RunDirError(ValueError):
+class RunDirError(GraphcostError, ValueError):
     """No usable run directory: nothing to resume, or no runs/latest to resume."""
 
 

@@ -13,8 +13,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from graphcost.errors import GraphcostError
 
-class ProgramError(ValueError):
+
+class ProgramError(GraphcostError, ValueError):
     """The program reference cannot be loaded (one line: which reference, what is wrong)."""
 
 

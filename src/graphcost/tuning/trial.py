@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from graphcost.errors import GraphcostError
 from graphcost.frontend.measure.interleaved import Protocol, measure_executables
 from graphcost.tuning.space import Codes, Space, TuneProgram
 
@@ -56,7 +57,7 @@ NOISE_ULPS = 32.0  # relative size of that perturbation, in machine epsilons of 
 NOISE_MARGIN = 4.0  # a configuration may differ from the default by this many times the floor
 
 
-class NondeterministicProgram(ValueError):
+class NondeterministicProgram(GraphcostError, ValueError):
     """The program's default configuration gives different outputs on two calls with the same arguments."""
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from graphcost.errors import GraphcostError
+
 __all__ = [
     "COLLECTIONS",
     "SPLITS",
@@ -40,7 +42,7 @@ COLLECTIONS: dict[str, tuple[str, ...]] = {
 ENV_VAR = "GRAPHCOST_DATA_DIR"
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(GraphcostError, FileNotFoundError):
     """Expected data is not on disk; the message says what was expected and how to get it."""
 
 

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable, Iterable
 
 from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, check_split, default_data_root
+from graphcost.errors import GraphcostError
 
 __all__ = ["BASE_URL", "DownloadError", "tar_name", "tar_url", "download_file", "check_archive", "safe_extract",
            "download_collection"]
@@ -41,7 +42,7 @@ BASE_URL = "http://download.tensorflow.org/data/tpu_graphs/v0"
 _BLOCK = 1 << 20
 
 
-class DownloadError(RuntimeError):
+class DownloadError(GraphcostError, RuntimeError):
     """A download could not be completed; the message says why and what to do instead."""
 
 

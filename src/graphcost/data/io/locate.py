@@ -26,11 +26,12 @@ import numpy as np
 
 from graphcost.data.splits import holdout_split
 from graphcost.datasets import SHIPPED, shipped_dataset_dir, shipped_for_collection
+from graphcost.errors import GraphcostError
 
 SPLITS = ("train", "valid", "test")
 
 
-class DatasetError(FileNotFoundError):
+class DatasetError(GraphcostError, FileNotFoundError):
     """The requested training data cannot be found; the message says what to pass instead."""
 
 

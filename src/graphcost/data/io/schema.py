@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.data.graph import COMPILED_STATS_DIM, LAYOUT_CONFIG_DIM, NODE_FEAT_DIM, TILE_CONFIG_DIM
+from graphcost.errors import GraphcostError
 
 __all__ = [
     "SchemaError",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 
-class SchemaError(ValueError):
+class SchemaError(GraphcostError, ValueError):
     """A TpuGraphs file (or in-memory graph) violates the schema.
 
     The message is ``"<file>: key '<key>': <problem>"`` so a user knows where to look.

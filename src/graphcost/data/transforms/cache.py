@@ -19,6 +19,7 @@ import numpy as np
 from graphcost.atomic import atomic_write
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.data.transforms.prepared import PreparedGraph
+from graphcost.errors import GraphcostError
 
 FORMAT_VERSION = 2  # 2: prepared graphs carry config_compiled_stats ("compiled")
 
@@ -64,7 +65,7 @@ def load_cached(path: str | Path, key: str) -> PreparedGraph | None:
         return None  # truncated / foreign / older layout: treat as a miss and rebuild
 
 
-class CacheError(ValueError):
+class CacheError(GraphcostError, ValueError):
     """The cache directory cannot be used (not a directory, not writable); names the path."""
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.tpugraphs_io import save_graph
+from graphcost.errors import GraphcostError
 from graphcost.frontend.hlo.featurizer import (
     FeatureOverflow, FeaturizedModule, HloGraphError, featurize_module, int64_product,
 )  # fmt: skip
@@ -53,7 +54,7 @@ LAYOUT_MAX_DIMS = 6
 LAYOUT_MAX_TENSORS = 3
 
 
-class ConversionError(ValueError):
+class ConversionError(GraphcostError, ValueError):
     """The tuning record cannot be converted; the message names the file/record and the problem."""
 
 

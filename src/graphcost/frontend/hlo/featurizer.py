@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphcost.errors import GraphcostError
 from graphcost.frontend.hlo.hlo_proto import HloComputation, HloInstruction, HloModule
 from graphcost.frontend.hlo.opcodes import CONFIGURABLE_LAYOUT_OPCODES, UNKNOWN_OPCODE_ID, opcode_id
 
@@ -46,11 +47,11 @@ _MAJOR_COMPUTATION_MARKERS = ("cluster", "while", "cond")
 INT64_LIMIT = 1 << 63
 
 
-class HloGraphError(ValueError):
+class HloGraphError(GraphcostError, ValueError):
     """The HLO module cannot be turned into a graph (dangling ids, duplicate ids, ...)."""
 
 
-class FeatureOverflow(ValueError):
+class FeatureOverflow(GraphcostError, ValueError):
     """The product of an attribute list (dimensions, window sizes, tile bounds) overflows int64."""
 
 

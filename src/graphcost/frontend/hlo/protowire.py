@@ -26,12 +26,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from graphcost.errors import GraphcostError
+
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 _MAX_VARINT_BYTES = 10
 _MAX_FIELD_NUMBER = (1 << 29) - 1
 
 
-class ProtoDecodeError(ValueError):
+class ProtoDecodeError(GraphcostError, ValueError):
     """Malformed protobuf bytes; the message names the message path, field and (where known) byte offset."""
 
     def __init__(self, message: str, field: int | str | None, offset: int | None, problem: str):
