@@ -83,7 +83,7 @@ class EdgeDenoiser(nn.Module):
     (module doc): rules such as "one or two predecessors, with distinct attributes, one in the
     previous layer" are about that whole set, and the MPNN's sums over it blur exact counts
     (without these inputs, 1% of new nodes and 18.5% of LP graphs broke such a rule with true
-    prefixes and attributes given; benchmarks/diagnose_layerdag_lp.py). Counts are capped at
+    prefixes and attributes given, measured on the LP dataset's validation graphs). Counts are capped at
     `MAX_COUNT`, the gap at `MAX_GAP`."""
 
     MAX_COUNT, MAX_GAP = 7, 16

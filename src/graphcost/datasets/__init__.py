@@ -11,14 +11,14 @@ TpuGraphs tile schema), the default data of ``graphcost train --collection tile:
 
 ``cpu_layout_1k``: ONE program (an LSTM forward pass) x 1,200 distinct layout configurations, same
 protocol: the within-program setting of a tuner (split it by configuration with
-`graphcost.data.config_split`; `benchmarks/bench_real.py --protocols within`).
+`graphcost.data.config_split`; `graphcost data split-configs`).
 
 ``cpu_zoo_layout``: the wide zoo, 315 programs of 25 families (CNN and MobileNet blocks, ViT,
 BERT/GPT, encoder-decoders, GNNs, MoE, state-space scans, Fourier operators, recommenders, U-Nets,
 VAEs, flows, top-k, ...; a third of them training steps) x 32 layout configurations, same protocol,
 with what the compiler did to each configuration (``config_compiled_stats``), split BY FAMILY: the
 valid and test programs come from families the training side never saw (``--data-dir
-cpu_zoo_layout``; the leave-family-out data of `benchmarks/bench_real.py`).
+cpu_zoo_layout``; the data of the documentation's leave-family-out figures).
 
 ``cpu_zoo_flags``: the same zoo x 32 XLA CPU compiler-flag configurations (tile schema, the flag space of
 `graphcost.frontend.programs.flags`), same protocol with 5 processes, with the compiled statistics, split

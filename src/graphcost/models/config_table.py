@@ -1,5 +1,5 @@
 """Fixed-width per-configuration features of one prepared graph: the input of the tree ranker
-(`graphcost.models.trees`) and of the tree baselines in `benchmarks/bench_real.py`.
+(`graphcost.models.trees`) and of the tree baselines of the documentation's benchmarks.
 
 Layout (59 columns). For every configurable node c and layout slot s (output, input, kernel;
 TpuGraphs §3), `layers.layout_change_features` says whether the configuration moves the slot off
@@ -25,7 +25,7 @@ magnitude):
     totals            = Σ_{c,s} moved·f, Σ_{c, s ≠ output} moved·f, Σ_{c,s} minor·f   (3)
 
 On leave-one-family-out these 21 columns lifted LightGBM and ridge on the table by 0.015-0.05
-Kendall τ (`benchmarks/diagnose_transfer.py`; docs/cost-models.md). They come last: trees fitted
+Kendall τ (documentation: Cost models). They come last: trees fitted
 on the first 31 columns alone (before they existed) still score (`LEGACY_LAYOUT_COLUMNS`).
 
 Tile (34 columns): the 24 configuration features, sign(x)·log(1 + |x|), and the 3 graph columns.

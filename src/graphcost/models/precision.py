@@ -6,7 +6,7 @@ kernels), or an ARM CPU with the BF16 extension. Elsewhere PyTorch emulates it, 
 times slower than fp32 (an AVX2-only AMD EPYC: 17.05 vs 2.41 ms per configuration on the pruned
 10k-node graph). So the default is "auto": bf16 on a CPU with native bf16 when every model
 can run it, fp32 otherwise. On CUDA "auto" is fp32: GPU ranking time is mostly CPU preprocessing,
-and bf16 gains nothing end to end there (BENCHMARKS.md, inference on a GPU).
+and bf16 gains nothing end to end there (measured on an H100).
 
 `torch.backends.cpu.get_cpu_capability()` names the vector ISA torch dispatches its own kernels to
 ("DEFAULT", "VSX", "Z VECTOR", "NO AVX", "AVX2", "AVX512", "SVE256"); "AVX512" does not imply

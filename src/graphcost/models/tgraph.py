@@ -21,8 +21,8 @@ shared by the whole batch do not shrink with the batch size ("softmax": the pape
 states by Σ_i, "mean" (paper eq. 7) by mean_i. f_out is linear, so with "mean" a configuration
 that changes k nodes moves the score by O(k / N): on a graph of N ~ 10^3 nodes the hinge loss's
 margin is out of reach, the model underfits its training data (train loss stalls) and ranks
-little better than counting moved tensors (BENCHMARKS.md, "TGraph ablation on the validation part
-of one program"); with "sum" the change is O(k) whatever the graph's size. ``change_features``
+little better than counting moved tensors (an ablation on the validation part of one program);
+with "sum" the change is O(k) whatever the graph's size. ``change_features``
 adds, per configurable node, which of its layouts the configuration moves off the default
 (`layers.layout_change_features`). Norm: ``"reference"`` (default; see `layers.ReferenceInstanceNorm`),
 ``"config"`` (per-configuration InstanceNorm, paper-literal, dense path) or ``"none"``.
@@ -438,7 +438,7 @@ class TGraph(nn.Module):
         precision "bf16" (inference only): the per-configuration work of layout batches runs in
         bfloat16 (≈ 3x faster matrix products on CPUs with AVX512-BF16 or AMX); the reference
         pass, the pooling sums and f_out stay float32. Rankings agree closely with "fp32" but
-        not exactly (see BENCHMARKS.md)."""
+        not exactly."""
         check_batch(batch, self.kind, self.config.num_opcodes)
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {sorted(PRECISIONS)}, got {precision!r}")

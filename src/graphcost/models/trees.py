@@ -33,7 +33,7 @@ The prior is model-free (layout only), one of `PRIORS`, also chosen on the valid
 
 * ``count`` (`count_prior`): the number of layout slots a configuration moves off the compiler's
   default, the heuristic "fewer moved tensors = faster", which a model trained on a dozen
-  configurations of one program does not beat (BENCHMARKS.md, within one program at 1%); with
+  configurations of one program does not beat (within one program, 1% of its configurations); with
   more data the validation graphs give it p = 0;
 * ``copies`` (`copies_prior`, graphs that carry ``config_compiled_stats``): the bytes of the
   ``copy`` and ``transpose`` instructions the compiler put into the configuration's optimized

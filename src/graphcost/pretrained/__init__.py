@@ -12,7 +12,7 @@ command that trained them, the data (and how many training graphs it held) and t
 ``feature_version`` differs from this graphcost's (`graphcost.data.graph.FEATURE_VERSION`) is
 refused by `graphcost.train.inference.load_trained` with one line.
 
-Re-train them with ``python benchmarks/train_pretrained.py`` (the command is in MODELS.json).
+MODELS.json holds the ``graphcost train`` command that re-trains each.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Why: on real data gradient-boosted trees on the configuration table and the grap
 different errors, and with a dozen training configurations counting moved layouts beats both; the
 weights (w on the graph model, p on the count) are picked on the validation graphs, so a dataset
 where the graph model is better on its own gets w = 1, one where the trees are gets w = 0 and p = 0
-(BENCHMARKS.md, "Real CPU data"). Where every validation graph carries what the compiler did
+(documentation: Benchmarks, real CPU data). Where every validation graph carries what the compiler did
 (``config_compiled_stats``), the prior may be the bytes the compiler copies instead of the count,
 whichever blends better on the validation graphs (`graphcost.models.trees.PRIORS`).
 """

@@ -1,9 +1,9 @@
 """The default training recipe of `graphcost train` (and of the `Trainer`'s `TrainConfig`), in one
 place and without heavy imports, so the CLI can show it in `--help`.
 
-Chosen on the VALIDATION split of the shipped real CPU layout data (`benchmarks/ablate_tgraph.py`,
-table in BENCHMARKS.md), and checked on a one-program dataset with ~1,000 configurations split by
-configuration; docs/cost-models.md says why.
+Chosen on the VALIDATION split of the shipped real CPU layout data (an ablation of every choice),
+and checked on a one-program dataset with ~1,000 configurations split by configuration; the
+documentation's Cost models page says why.
 
 The budget follows the data (`trainer.graph_steps`): a graph with K configurations gives
 min(ceil(K / batch_configs), MAX_STEPS_PER_GRAPH) batches an epoch; an epoch shorter than

@@ -4,8 +4,8 @@ its uncertainty, learned from the program's own measurements.
 Why not trees alone: trees fitted on a handful of measurements blame whichever feature splits
 the slow trials first. On an MLP-Mixer-style program, O1 trials ran 2.6-3.8x slower and the
 trees blamed the flag that came with them (YNN fusion off, which alone was the best change,
-1.33x), so the search never went back to it (seen in the replay benchmark of the widened flag
-space, `benchmarks/bench_tune.py`). This learner is built to tell effects apart:
+1.33x), so the search never went back to it (seen when replaying measured tables of the widened
+flag space). This learner is built to tell effects apart:
 
 * **Main effects and interactions, Bayesian.** For a configuration c (one code per dimension,
   0 = default), with s(c) the graph model's standardised score (lower = predicted faster):

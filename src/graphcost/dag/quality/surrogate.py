@@ -27,8 +27,8 @@ paper's figure, not instead of it.
 `surrogate_pearson` is the whole protocol for one split. Its parts — `fit_real_surrogates`,
 `fit_synthetic_predictions` (the regressors' test predictions) and `score_predictions` — are public
 so that the test predictions of the folds of a k-fold cross-validation (`graphcost.data.splits.kfold_train_valid_test`),
-in which every graph is tested once, can be pooled and scored as one test set
-(benchmarks/bench_layerdag_kfold.py).
+in which every graph is tested once, can be pooled and scored as one test set (how the
+documentation's LayerDAG figures are scored).
 """
 
 from __future__ import annotations

@@ -47,14 +47,13 @@ jaxlib with other defaults, the default configuration simply has other features.
 
 The fast-math family may change results, so the tuner searches it only with
 ``--allow-fast-math``. What it changes on jaxlib 0.10.2 (x86-64 CPU; LLVM IR and object code
-of small programs compared, ``benchmarks/flag_effects.py``): ``enable_fast_math`` changes code;
+of small programs compared): ``enable_fast_math`` changes code;
 each ``honor_*`` option changes it further only with ``enable_fast_math`` on (with it off they are
 inert); ``enable_fast_min_max`` changes code on its own (max / min lose NaN propagation). On the
 same programs, columns 14-17 changed nothing on this jaxlib and CPU (the per-compilation ISA cap
 is not applied, XNNPACK fusions are superseded by YNN, oneDNN is not built in), nor did column 6
 (``llvm_disable_expensive_passes``); column 4 changes threading at run time, not code. They are
-kept because other builds, CPUs and programs differ (``benchmarks/results/tune/flag_effects.json``
-has the table), and an inert dimension costs a model little.
+kept because other builds, CPUs and programs differ, and an inert dimension costs a model little.
 
 ``config_runtime_normalizers`` holds the runtime of configuration 0, the compiler default, as
 the TpuGraphs tile collection normalises by the default configuration's runtime.

@@ -15,8 +15,8 @@ Families (one module each, except ``tfenc`` / ``tfdec`` in ``transformer`` and `
 
 Each variant name encodes its hyper-parameters, e.g. ``mlp-d3-w256-b32-train``; about half of
 every family are training steps (forward, backward, optimizer update). Building a program needs
-JAX + Flax + optax. None of them is a program of the held-out tune suite (``benchmarks/tune_suite.py``;
-``tests/frontend/programs/test_tune_suite_leakage.py`` checks the shipped data by HLO fingerprint).
+JAX + Flax + optax. None of them is a program of the held-out suite on which `graphcost tune` is
+benchmarked (a test of the repository compares the shipped data's HLO fingerprints with the suite's).
 
 Example:
     ```python
