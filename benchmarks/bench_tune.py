@@ -301,7 +301,8 @@ def replay(args) -> None:
 
 def report(results: dict, args) -> None:
     """Summarise replayed runs (`summarise`), write them with their summary to --json and the
-    issue-25 summary to --summary (with `describe_tables` of --out when given), print the table."""
+    issue-25 summary to --summary (with `describe_tables` of --out when given; its ``"live"``
+    section, written by bench_tune_live.py, is kept), print the table."""
     summary = summarise(results, args)
     if args.json:
         atomic_write_json({**results, "summary": summary}, args.json, indent=1)
@@ -309,6 +310,10 @@ def report(results: dict, args) -> None:
         out = issue_summary(results, summary, args)
         if args.out is not None:
             out["tables"] = describe_tables(args.out)
+        if args.summary.is_file():  # keep the live section (bench_tune_live.py writes it)
+            kept = json.loads(args.summary.read_text(encoding="utf-8")).get("live")
+            if kept is not None:
+                out["live"] = kept
         atomic_write_json(out, args.summary, indent=1)
     print_summary(summary)
 

@@ -17,8 +17,9 @@ speedup per seed, its mean and spread (min, max, std) over seeds; the geometric 
 in-search speedup; the programs on which the strategy's mean (over seeds) final speedup beats
 TPE's and random's; and the agreement of in-search and final speedups: the Spearman correlation
 over every re-measured candidate of every run (pooled after dividing each run's speedups by
-their run's mean, so a program's overall gain does not make the correlation) and the median of
-the per-run correlations. Written to OUT/summary.json and, as its ``"live"`` section, into
+their run's mean, so a program's overall gain does not make the correlation), the same without
+that division (``spearman_raw``: across programs, where the size of a gain does count), the median
+of the per-run correlations, and the median factor by which in search overstates the final check. Written to OUT/summary.json and, as its ``"live"`` section, into
 ``--summary`` (benchmarks/results/tune/summary.json; its other sections are kept).
 
     python benchmarks/bench_tune_live.py run --out benchmarks/results/tune_live --seeds 0 1 2
@@ -106,18 +107,24 @@ def _geomean(xs) -> float:
 
 def agreement(rows: list[dict]) -> dict:
     """In-search vs final speedups of the re-measured candidates (module docstring)."""
-    xs, ys, per_run = [], [], []
+    xs, ys, raw_x, raw_y, per_run = [], [], [], [], []
     for r in rows:
         pairs = [(c["in_search"], c["final"]) for c in (r["search_vs_final"] or {}).get("candidates", [])]
         if not pairs:
             continue
         a, b = np.array(pairs, np.float64).T
+        raw_x += list(a)
+        raw_y += list(b)
         xs += list(a / a.mean())
         ys += list(b / b.mean())
         if r["search_vs_final"].get("spearman") is not None:
             per_run.append(r["search_vs_final"]["spearman"])
     pooled = float(spearman(np.array(xs), np.array(ys))) if len(xs) >= 3 else None
+    raw = float(spearman(np.array(raw_x), np.array(raw_y))) if len(raw_x) >= 3 else None
+    overstated = float(np.median(np.array(raw_x) / np.array(raw_y))) if raw_x else None
     return {"spearman_pooled": None if pooled is None else round(pooled, 4), "candidates": len(xs),
+            "spearman_raw": None if raw is None else round(raw, 4),
+            "median_in_search_over_final": None if overstated is None else round(overstated, 4),
             "spearman_median_per_run": round(float(np.median(per_run)), 4) if per_run else None,
             "runs_with_a_correlation": len(per_run)}
 
