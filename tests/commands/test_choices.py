@@ -15,12 +15,14 @@ runner = CliRunner()
 def test_choices_match_the_library():
     from graphcost.models.precision import PRECISION_CHOICES
     from graphcost.models.registry import MODEL_NAMES
-    from graphcost.train.losses import _LOSSES
-    from graphcost.train.predict import COLLECTIONS
+    from graphcost.data.io.discover import COLLECTIONS as TREE_DIRS
+    from graphcost.metrics import COLLECTIONS
+    from graphcost.train.losses import LOSS_NAMES
+    from graphcost.train.plots import LOSS_LABELS
 
-    assert [c.value for c in Collection] == list(COLLECTIONS)
+    assert [c.value for c in Collection] == list(COLLECTIONS) == list(TREE_DIRS)
     assert [m.value for m in Model] == list(MODEL_NAMES)
-    assert [x.value for x in Loss] == list(_LOSSES)
+    assert [x.value for x in Loss] == list(LOSS_NAMES) == list(LOSS_LABELS)
     assert [p.value for p in Precision] == list(PRECISION_CHOICES)
 
 

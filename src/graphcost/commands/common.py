@@ -153,7 +153,7 @@ def run_data(data_dir: Optional[Path], info: dict, run: Path) -> tuple:
 
 def check_collection(collection: Optional[str]) -> Optional[str]:
     """--collection (or the run's): one of the TpuGraphs collections, else a one-line error."""
-    from graphcost.train.predict import COLLECTIONS
+    from graphcost.metrics import COLLECTIONS
 
     if collection is not None and collection not in COLLECTIONS:
         fail(f"unknown collection {collection!r}; expected one of {COLLECTION_HELP}")

@@ -21,9 +21,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from graphcost.dag.datasets import DATASET_NAMES
 from graphcost.train.run_info import RUN_INFO, RunInfoError, check_fields, is_int, is_number
 
-DATASETS = ("lp", "tpu-tile", "nasbench201")
+DATASETS = DATASET_NAMES
 
 DAG_RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked in read_dag_run_info
     "dataset": (lambda v: v in DATASETS, f"one of {', '.join(DATASETS)}"),

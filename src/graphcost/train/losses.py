@@ -33,7 +33,6 @@ __all__ = [
     "get_loss",
 ]
 
-LOSS_NAMES: tuple[str, ...] = ("hinge", "logistic", "listmle", "mse")
 _REDUCTIONS = ("mean", "sum")
 
 
@@ -155,6 +154,7 @@ _LOSSES: dict[str, Callable[..., Tensor]] = {
     "listmle": list_mle,
     "mse": mse_log_runtime,
 }
+LOSS_NAMES: tuple[str, ...] = tuple(_LOSSES)  # the losses by name, in this order everywhere
 
 
 def get_loss(name: str, **kwargs) -> Callable[[Tensor, Tensor], Tensor]:

@@ -22,7 +22,8 @@ import numpy as np
 from graphcost.atomic import atomic_write
 
 HEXBIN_MIN = 2000  # configurations from which a rank panel switches from a scatter to a hexbin
-LOSS_NAMES = {"hinge": "pairwise hinge", "logistic": "pairwise logistic", "listmle": "ListMLE", "mse": "MSE"}
+# the plots' label of each loss, keyed by graphcost.train.losses.LOSS_NAMES
+LOSS_LABELS = {"hinge": "pairwise hinge", "logistic": "pairwise logistic", "listmle": "ListMLE", "mse": "MSE"}
 METRIC_LABELS = {"valid_kendall_tau": "Kendall τ", "valid_opa": "OPA", "valid_tile_score": "tile score"}
 
 
@@ -70,7 +71,7 @@ def plot_learning_curves(
     epochs = [row["epoch"] for row in history]  # (E,)
     best = best_epoch(history, metric)
     fig, (ax_loss, ax_metric) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
-    loss_name = LOSS_NAMES.get(loss, loss) or "loss"
+    loss_name = LOSS_LABELS.get(loss, loss) or "loss"
     ax_loss.plot(epochs, [row.get("train_loss", np.nan) for row in history], marker="o", ms=3, color="C0",
                  label=f"train loss ({loss_name})")  # fmt: skip
     ax_loss.set_ylabel(f"train loss ({loss_name})")

@@ -21,9 +21,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from graphcost.atomic import atomic_write_text, check_output_file
+from graphcost.metrics import COLLECTIONS
 
 TILE_TOP = 5
-COLLECTIONS = ("tile:xla", "layout:xla:default", "layout:xla:random", "layout:nlp:default", "layout:nlp:random")
 
 
 def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None):

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from graphcost.errors import GraphcostError
+from graphcost.metrics import COLLECTIONS as METRIC_COLLECTIONS
 
 __all__ = [
     "COLLECTIONS",
@@ -32,13 +33,8 @@ __all__ = [
 ]
 
 SPLITS = ("train", "valid", "test")
-COLLECTIONS: dict[str, tuple[str, ...]] = {
-    "tile:xla": ("npz", "tile", "xla"),
-    "layout:xla:default": ("npz", "layout", "xla", "default"),
-    "layout:xla:random": ("npz", "layout", "xla", "random"),
-    "layout:nlp:default": ("npz", "layout", "nlp", "default"),
-    "layout:nlp:random": ("npz", "layout", "nlp", "random"),
-}
+# collection "a:b[:c]" (graphcost.metrics.COLLECTIONS, the one list) -> its directory npz/a/b[/c] in a TpuGraphs tree
+COLLECTIONS: dict[str, tuple[str, ...]] = {name: ("npz", *name.split(":")) for name in METRIC_COLLECTIONS}
 ENV_VAR = "GRAPHCOST_DATA_DIR"
 
 
