@@ -48,7 +48,8 @@ configurations per moved count), where the count heuristic has least to go on.
 Noise ceiling: the same metric with the REPEAT measurement as the prediction and the label as the
 truth, on the same graphs: what a perfect predictor of an independent measurement would score.
 
-Writes benchmarks/results/bench_real.json and the section "Real CPU data" at the top of
+Leave-family-out folds are kept as they finish in benchmarks/results/bench_real_parts/ (``--parts``),
+so a stopped run resumes at the next fold. Writes benchmarks/results/bench_real.json and the section "Real CPU data" at the top of
 BENCHMARKS.md's cost-model section.
 """
 
@@ -397,10 +398,20 @@ def official(records: list[Record], models, args, work: Path) -> dict:
                                                          models, args.seeds, args, work / "official")}
 
 
-def lofo(records: list[Record], models, args, work: Path) -> dict:
+def fold_part(args, data: Path, models, group: list[str]) -> tuple[Path, dict]:
+    """Where one leave-family-out fold's result is kept (``--parts``), and the settings it must match:
+    a stopped run resumes at the first fold not yet finished, on this machine or, committed, on another."""
+    key = {"data": data.name, "group": group, "models": list(models), "seeds": args.seeds, "epochs": args.epochs,
+           "batch_configs": args.batch_configs, "hidden": args.hidden, "family_split": args.family_split,
+           "family_folds": args.family_folds}
+    return args.parts / f"lofo-{data.name}-{'_'.join(group)}-{'_'.join(models)}-s{args.seeds}.json", key
+
+
+def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict:
     """Leave families out: every family is held out once (alone, or with ``--family-folds K`` in one of
     K groups of families, a stricter test that trains on less); the models train on every graph of the
-    other families. The result averages the per-family means (each family weighs the same)."""
+    other families. The result averages the per-family means (each family weighs the same). Each
+    finished fold is kept in ``--parts`` (`fold_part`), so a stopped run loses at most one fold."""
     per_family: dict[str, dict] = {}
     for group in family_folds(records, args.family_folds):
         test = [r for r in records if r.family in group]
@@ -408,7 +419,18 @@ def lofo(records: list[Record], models, args, work: Path) -> dict:
         valid = [r for r in records if r.family not in group and r.split == "valid"]  # selection only, never trained on
         print(f"  leave out {','.join(group)}: train {len(rest)} / valid {len(valid)} / test {len(test)} graphs",
               flush=True)
-        res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
+        part, key = fold_part(args, data, models, group)
+        kept = json.loads(part.read_text(encoding="utf-8")) if part.is_file() else None
+        if kept is not None and kept.get("key") == key:
+            print(f"    kept from {part.name} ({kept['date']})", flush=True)
+            res = kept["result"]
+        else:
+            res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
+            from graphcost.atomic import atomic_write_json
+
+            part.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
+                               "result": res}, part)
         per_family.update(res.pop("by_family", {group[0]: res}))
     names = sorted({m for res in per_family.values() for m in res})
     avg = {}
@@ -633,6 +655,8 @@ def main() -> None:
                         "protocols: validation (early stopping, blend, LightGBM rounds) on families never trained on")
     parser.add_argument("--family-folds", type=int, default=0,
                         help="lofo protocols: hold families out in this many groups (0: one family at a time)")
+    parser.add_argument("--parts", type=Path, default=ROOT / "benchmarks" / "results" / "bench_real_parts",
+                        help="lofo protocols: where each finished fold is kept (a re-run resumes from them)")
     parser.add_argument("--epochs", type=int, default=None, help="default: graphcost train's (train/recipe.py)")
     parser.add_argument("--batch-configs", type=int, default=64, help="as graphcost train")
     parser.add_argument("--hidden", type=int, default=None, help="default: each model's own default width")
@@ -672,6 +696,7 @@ def main() -> None:
     print(f"{data}: {len(records)} graphs, {len({r.family for r in records})} families, "
           f"{sum(r.repeat is not None for r in records)} with a repeat measurement", flush=True)
     machine = f"{os.cpu_count()}-core CPU ({platform.machine()}), torch {torch.__version__}, {args.threads} thread(s)"
+    args.machine = machine
     report = {"data": str(Path(data).resolve().relative_to(ROOT)) if Path(data).resolve().is_relative_to(ROOT)
               else str(data), "results": {}}
     if args.out.exists():  # other protocols' results (run separately) are kept
@@ -681,8 +706,9 @@ def main() -> None:
     within_data = args.within or datasets_dir / "cpu_layout_1k"
     fractions = [float(f) for f in args.within_fractions.split(",") if f]
     runs = {"official": lambda w: ("official", data, official(records, models, args, w)),
-            "lofo": lambda w: ("lofo", data, lofo(records, models, args, w)),
-            "lofo_flags": lambda w: ("lofo_flags", flags_data, lofo(load_records(flags_data), models, args, w)),
+            "lofo": lambda w: ("lofo", data, lofo(records, models, args, w, data)),
+            "lofo_flags": lambda w: ("lofo_flags", flags_data, lofo(load_records(flags_data), models, args, w,
+                                                                    flags_data)),
             "flags": lambda w: ("flags", flags_data, flags(load_records(flags_data), models, args, w)),
             **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
                for f in fractions},
