@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run 
 
 __all__ = ["GraphcostError", "TuneConfig", "TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
 
-_LAZY = {"GraphcostError": "graphcost.errors", "tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
-         "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning"}
+_LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
+         "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning", "GraphcostError": "graphcost.errors"}
 
 
 def __getattr__(name: str):

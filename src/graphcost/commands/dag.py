@@ -19,7 +19,8 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
-from graphcost.dag.run_info import DATASETS, RUN_INFO
+from graphcost.dag.datasets import DATASET_NAMES
+from graphcost.dag.run_info import RUN_INFO
 
 
 def _write_json(obj, path: Path) -> None:
@@ -62,8 +63,8 @@ def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optio
     `data_dir`: the real datasets' directory (default: `graphcost.dag.datasets.locate`)."""
     from graphcost.dag.datasets import load_dataset
 
-    if dataset not in DATASETS:
-        fail(f"--dataset must be one of {', '.join(DATASETS)}, got '{dataset}'")
+    if dataset not in DATASET_NAMES:
+        fail(f"--dataset must be one of {', '.join(DATASET_NAMES)}, got '{dataset}'")
     kwargs = {} if num_graphs is None or dataset == "tpu-tile" else {"num_graphs": num_graphs}
     if fold is not None:
         kwargs["fold"] = tuple(fold)

@@ -24,10 +24,8 @@ from typing import Any
 from graphcost.dag.datasets import DATASET_NAMES
 from graphcost.train.run_info import RUN_INFO, RunInfoError, check_fields, is_int, is_number
 
-DATASETS = DATASET_NAMES
-
 DAG_RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked in read_dag_run_info
-    "dataset": (lambda v: v in DATASETS, f"one of {', '.join(DATASETS)}"),
+    "dataset": (lambda v: v in DATASET_NAMES, f"one of {', '.join(DATASET_NAMES)}"),
     "seed": (is_int, "an integer"),
     "num_graphs": (lambda v: v is None or (is_int(v) and v >= 1), "null or an integer >= 1"),
     "train_labels": (lambda v: isinstance(v, list) and all(is_number(x) for x in v), "a list of finite numbers"),
