@@ -8,8 +8,7 @@ flag zoo ``cpu_zoo_flags`` for the flag model, unless ``--layout-data`` / ``--fl
 ``blend.json``, ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
 ``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
 records the version, the command, the data and how many training graphs it held, the machine and the
-date. Nothing else of the run ships
-(no optimizer state).
+date. Nothing else of the run ships (no optimizer state).
 """
 
 from __future__ import annotations

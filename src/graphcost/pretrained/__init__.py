@@ -7,8 +7,9 @@ writes on the shipped flag data; it ranks XLA CPU compiler-flag configurations (
 
 Each is an ordinary run directory (``best.pt`` loadable with ``torch.load(weights_only=True)``,
 ``blend.json``, ``trees.txt``, ``run.json``); ``MODELS.json`` beside them records the version, the
-command that trained them, the data (and how many training graphs it held) and the date. `graphcost rank GRAPH`, `graphcost tune` and
-`graphcost.tune()` use them when no model is given, and say so. A checkpoint whose
+command that trained them, the data (and how many training graphs it held) and the date.
+`graphcost rank GRAPH`, `graphcost tune` and `graphcost.tune()` use them when no model is given,
+and say so. A checkpoint whose
 ``feature_version`` differs from this graphcost's (`graphcost.data.graph.FEATURE_VERSION`) is
 refused by `graphcost.train.inference.load_trained` with one line.
 
