@@ -75,3 +75,17 @@ def test_summary_of_a_missing_or_foreign_file_is_one_line(bench, tmp_path):
         with pytest.raises(SystemExit, match=needle) as caught:
             bench.merge_replays(Namespace(replays=[tmp_path / name]))
         assert str(caught.value).startswith(f"--replays {tmp_path / name}:") and "\n" not in str(caught.value)
+
+
+def test_report_keeps_the_live_section(bench, tmp_path):
+    """A replay's summary.json rewrite keeps the live section bench_tune_live.py wrote there."""
+    import json
+
+    results = {"programs": {"a|flags": {"best_known": 1.2, "noise": 0.02, "runs": _runs(
+        {"random": [1.1, 1.2], "tpe": [1.1, 1.1], "model": [1.1, 1.2], "model+online": [1.2, 1.2]}, {})}}}
+    summary_path = tmp_path / "summary.json"
+    summary_path.write_text(json.dumps({"live": {"programs": ["a"]}, "stale": 1}))
+    args = Namespace(min_speedup=1.05, budgets=[8, 16], seeds=[0, 1], json=None, summary=summary_path, out=None)
+    bench.report(results, args)
+    written = json.loads(summary_path.read_text())
+    assert written["live"] == {"programs": ["a"]} and "stale" not in written and "spaces" in written
