@@ -1,6 +1,8 @@
-"""graphcost.tune / compile_with / TuneResult / TunedConfig: lazy at run time, visible to type checkers."""
+"""graphcost.tune / compile_with / TuneResult / TunedConfig / GraphcostError: lazy at run time, visible to
+type checkers."""
 
 import ast
+import importlib
 from pathlib import Path
 
 import graphcost
@@ -14,8 +16,7 @@ def test_type_checking_imports_name_every_lazy_attribute():
     assert names == set(graphcost._LAZY) and set(graphcost._LAZY) <= set(graphcost.__all__)
 
 
-def test_lazy_attributes_resolve_to_the_tuning_objects():
-    from graphcost import tuning
-
-    for name in graphcost._LAZY:
-        assert getattr(graphcost, name) is getattr(tuning, name)
+def test_lazy_attributes_resolve_to_their_modules_objects():
+    for name, module in graphcost._LAZY.items():
+        assert getattr(graphcost, name) is getattr(importlib.import_module(module), name)
+    assert graphcost._LAZY["tune"] == "graphcost.tuning" and graphcost._LAZY["GraphcostError"] == "graphcost.errors"
