@@ -49,8 +49,8 @@ Noise ceiling: the same metric with the REPEAT measurement as the prediction and
 truth, on the same graphs: what a perfect predictor of an independent measurement would score.
 
 Leave-family-out folds are kept as they finish in benchmarks/results/bench_real_parts/ (``--parts``),
-so a stopped run resumes at the next fold. Writes benchmarks/results/bench_real.json and the section "Real CPU data" at the top of
-BENCHMARKS.md's cost-model section.
+so a stopped run resumes at the next fold. Writes benchmarks/results/bench_real.json and the section
+"Real CPU data" at the top of BENCHMARKS.md's cost-model section.
 """
 
 from __future__ import annotations
@@ -412,6 +412,8 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict:
     K groups of families, a stricter test that trains on less); the models train on every graph of the
     other families. The result averages the per-family means (each family weighs the same). Each
     finished fold is kept in ``--parts`` (`fold_part`), so a stopped run loses at most one fold."""
+    from graphcost.atomic import atomic_write_json
+
     per_family: dict[str, dict] = {}
     for group in family_folds(records, args.family_folds):
         test = [r for r in records if r.family in group]
@@ -420,14 +422,16 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict:
         print(f"  leave out {','.join(group)}: train {len(rest)} / valid {len(valid)} / test {len(test)} graphs",
               flush=True)
         part, key = fold_part(args, data, models, group)
-        kept = json.loads(part.read_text(encoding="utf-8")) if part.is_file() else None
-        if kept is not None and kept.get("key") == key:
+        try:
+            kept = json.loads(part.read_text(encoding="utf-8")) if part.is_file() else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:  # a damaged part is measured again
+            print(f"    {part}: unreadable ({type(exc).__name__}), this fold runs again", flush=True)
+            kept = None
+        if isinstance(kept, dict) and kept.get("key") == key:
             print(f"    kept from {part.name} ({kept['date']})", flush=True)
             res = kept["result"]
         else:
             res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
-            from graphcost.atomic import atomic_write_json
-
             part.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
                                "result": res}, part)

@@ -19,7 +19,8 @@ TPE's and random's; and the agreement of in-search and final speedups: the Spear
 over every re-measured candidate of every run (pooled after dividing each run's speedups by
 their run's mean, so a program's overall gain does not make the correlation), the same without
 that division (``spearman_raw``: across programs, where the size of a gain does count), the median
-of the per-run correlations, and the median factor by which in search overstates the final check. Written to OUT/summary.json and, as its ``"live"`` section, into
+of the per-run correlations, and the median factor by which in search overstates the final check.
+Written to OUT/summary.json and, as its ``"live"`` section, into
 ``--summary`` (benchmarks/results/tune/summary.json; its other sections are kept).
 
     python benchmarks/bench_tune_live.py run --out benchmarks/results/tune_live --seeds 0 1 2
