@@ -79,7 +79,7 @@ WITHIN_BASE = {"model": "tgraph", "model_config": {}, "lr": 1e-3, "batch_configs
 
 
 def run_one(name: str, seed: int, train, valid, args, work: Path) -> dict:
-    from graphcost.train.ranking import ModelScorer
+    from graphcost.inference.ranking import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
     model_changes, train_changes = VARIANTS[name]
@@ -97,7 +97,7 @@ def run_one(name: str, seed: int, train, valid, args, work: Path) -> dict:
                       [bench_real._prepared(r.path, dedup=False) for r in valid], work)
     result = trainer.fit()
     if args.within and result.best_path is not None:
-        from graphcost.train.checkpoint import load_checkpoint
+        from graphcost.runs.checkpoint import load_checkpoint
 
         trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     rows, rows16 = [], []

@@ -107,8 +107,8 @@ def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: in
     from graphcost.data.graph import LayoutGraph
     from graphcost.data.transforms.scaler import FeatureScaler
     from graphcost.data.io.tpugraphs_io import save_graph
-    from graphcost.train.inference import EnsemblePredictor
-    from graphcost.train.predict import prepare_for_prediction, rank_original
+    from graphcost.inference.ensemble import EnsemblePredictor
+    from graphcost.inference.predict import prepare_for_prediction, rank_original
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "synthetic_10k.npz"
@@ -145,7 +145,7 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N: where the model runs")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    from graphcost.train.distributed import check_device
+    from graphcost.runs.distributed import check_device
 
     device = torch.device(check_device(args.device) if args.device != "auto" else
                           ("cuda" if torch.cuda.is_available() else "cpu"))

@@ -63,7 +63,7 @@ def bench_metrics(sizes, repeat: int, rng) -> list[dict]:
 def bench_losses(batch_sizes, repeat: int, threads: int) -> list[dict]:
     import torch
 
-    from graphcost.train.losses import LOSS_NAMES, get_loss
+    from graphcost.models.losses import LOSS_NAMES, get_loss
 
     torch.set_num_threads(threads)  # the B x B pair losses are noisy under thread contention
     torch.manual_seed(0)

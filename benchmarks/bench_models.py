@@ -188,7 +188,7 @@ def main() -> None:
     import torch
 
     from graphcost.datasets import shipped_for_collection
-    from graphcost.train.distributed import check_device
+    from graphcost.runs.distributed import check_device
 
     check_device(args.device)
     torch.set_num_threads(args.threads)

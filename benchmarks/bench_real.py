@@ -277,9 +277,9 @@ def _prepared(path: Path, dedup: bool):
 
 def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args, work: Path):
     from graphcost.train import recipe
-    from graphcost.train.blend import describe, fit_blend
-    from graphcost.train.checkpoint import load_checkpoint
-    from graphcost.train.ranking import ModelScorer
+    from graphcost.inference.blend import describe, fit_blend
+    from graphcost.runs.checkpoint import load_checkpoint
+    from graphcost.inference.ranking import ModelScorer
     from graphcost.train.trainer import TrainConfig, Trainer
 
     model, opts = GNNS[row]
@@ -299,7 +299,7 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
         trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
     blend = None
-    if row in ("default", "tgraph-no-compiled") and recipe.TREES and prepared_valid:  # graphcost train's trees and blend (train/blend.py)
+    if row in ("default", "tgraph-no-compiled") and recipe.TREES and prepared_valid:  # graphcost train's trees and blend (`graphcost.inference.blend`)
         blend = fit_blend(scorer.score, prepared_train, prepared_valid, trainer.metric, seed=seed)
         print(f"      seed {seed}: {describe(blend[0])}", flush=True)
 

@@ -17,7 +17,7 @@ import pytest
 import graphcost
 from graphcost.atomic import OutputExistsError
 from graphcost.errors import GraphcostError
-from graphcost.train.run_info import RunInfoError
+from graphcost.runs.run_info import RunInfoError
 
 ROOT = Path(graphcost.__file__).resolve().parent
 NOT_ERRORS = {"StopTraining"}  # the trainer's test seam (issue 35 moves it out of src/)

@@ -22,9 +22,9 @@ FLOORS = {
     "graphcost.datasets": 0,
     "graphcost.pretrained": 0,
     "graphcost.data": 1,
-    "graphcost.models": 2, FRONTEND + ".hlo": 2,
-    "graphcost.train": 3, FRONTEND + ".programs": 3,
-    "graphcost.dag": 4, FRONTEND + ".measure": 4,
+    "graphcost.models": 2, "graphcost.runs": 2, FRONTEND + ".hlo": 2,
+    "graphcost.inference": 3, FRONTEND + ".programs": 3,
+    "graphcost.train": 4, "graphcost.dag": 4, FRONTEND + ".measure": 4,
     FRONTEND + ".collect": 5, FRONTEND: 5,
     "graphcost.tuning": 6,
     "graphcost.commands": 7, "graphcost": 7,
@@ -172,3 +172,19 @@ def test_the_check_finds_a_circle_and_an_arrow_up(tmp_path):
     ], found
     assert unit_of("graphcost.data.datasets.tpugraphs") == "graphcost.data"  # components, not string prefixes
     assert unit_of("graphcost.datasets") == "graphcost.datasets" and unit_of("graphcost.newmodule") is None
+
+
+def test_tuning_never_imports_train():
+    """The tuner scores through `graphcost.inference` (a trained model's use), never through the
+    training code: no module of graphcost.tuning reaches graphcost.train, directly or through others."""
+    root = Path(graphcost.__file__).parent
+    graph = import_graph(root)
+    reached, todo = set(), [m for m in graph if m == "graphcost.tuning" or m.startswith("graphcost.tuning.")]
+    assert len(todo) > 5
+    while todo:
+        for target, _, _ in graph.get(todo.pop(), []):
+            if target not in reached:
+                reached.add(target)
+                todo.append(target)
+    assert any(m.startswith("graphcost.inference.") for m in reached)  # it does score with a trained model
+    assert not [m for m in reached if m == "graphcost.train" or m.startswith("graphcost.train.")]

@@ -15,11 +15,15 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
                  This file (graphcost/__init__) sits on this floor too: its lazy names come from tuning
   6  tuning/     graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
   5  frontend/collect/    data collection on this machine or a Ray cluster, and its data card
-  4  dag/        LayerDAG generator of DAGs and its quality metrics;
+  4  train/      the training loop (TrainConfig, Trainer), cross-validation ensembles, train's settings, plots;
+     dag/        LayerDAG generator of DAGs and its quality metrics;
      frontend/measure/    timing, the cross-process measurement protocol and its worker
-  3  train/      losses, trainer (+DDP), ranking, inference, cross-validation ensembles, checkpoints, run dirs;
+  3  inference/  using a trained cost model: scoring and ranking metrics, fold ensembles + trees + blend,
+                 rankings and submissions, the cost-model run.json (tuning scores through it, never train/);
      frontend/programs/   JAX programs (zoo) and their configuration spaces (layouts, XLA flags)
-  2  models/     TGraph, TpuGraphs baselines, Kaufman et al. models, shared layers, trees;
+  2  models/     TGraph, TpuGraphs baselines, Kaufman et al. models, shared layers, trees, ranking losses;
+     runs/       what every training run keeps: checkpoints, run dirs, run.json checks, metrics log,
+                 schedule, devices and DDP (cost models and LayerDAG alike);
      frontend/hlo/        HLO protobuf decoding, featurizing, autotuner protobuf -> npz
   1  data/       TpuGraphs schema, validation, npz I/O, splits, preprocessing, batching, synthetic data
   0  atomic, bounds, memory, threads, metrics   no graphcost imports but output_guard (atomic writes and output

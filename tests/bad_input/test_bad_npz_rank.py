@@ -103,7 +103,7 @@ def test_unlabelled_file_ranks_like_the_labelled_one(tmp_path, data_root, runs, 
 
 @pytest.mark.parametrize("kind", ["layout", "tile"])
 def test_nan_checkpoint_is_refused(tmp_path, data_root, runs, kind):
-    from graphcost.train import checkpoint as ckpt
+    from graphcost.runs import checkpoint as ckpt
 
     state = ckpt.load_checkpoint(runs[kind] / "best.pt")
     for value in state["model"].values():

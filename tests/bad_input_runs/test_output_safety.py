@@ -44,7 +44,7 @@ def test_train_into_an_empty_directory_is_fine(data_root, tmp_path):
 def test_default_run_names_are_unique_within_one_second(tmp_path, monkeypatch):
     import time
 
-    from graphcost.train.run_dir import new_run_name
+    from graphcost.runs.run_dir import new_run_name
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20260101-000000")  # both in the same second

@@ -17,7 +17,7 @@ def test_choices_match_the_library():
     from graphcost.models.registry import MODEL_NAMES
     from graphcost.data.io.discover import COLLECTIONS as TREE_DIRS
     from graphcost.metrics import COLLECTIONS
-    from graphcost.train.losses import LOSS_NAMES
+    from graphcost.models.losses import LOSS_NAMES
     from graphcost.train.plots import LOSS_LABELS
 
     assert [c.value for c in Collection] == list(COLLECTIONS) == list(TREE_DIRS)
@@ -43,7 +43,7 @@ def test_commands_receive_plain_strings(monkeypatch, tmp_path):
         seen.update(kwargs)
         raise FileNotFoundError("stop here")
 
-    from graphcost.train.inference import EnsemblePredictor
+    from graphcost.inference.ensemble import EnsemblePredictor
 
     monkeypatch.setattr(EnsemblePredictor, "load", fake_load)
     runner.invoke(app, ["rank", str(tmp_path), str(tmp_path / "g.npz"), "--precision", "bf16", "--device", "cpu"])

@@ -11,7 +11,7 @@ from graphcost.dag.batch import build_batch
 from graphcost.dag.datasets.lp import generate_lp_dataset
 from graphcost.dag.sample import sample_dags
 from graphcost.dag.train import CHECKPOINT, LayerDAGTrainConfig, _labels, build_model, load_checkpoint, train_layerdag
-from graphcost.train.distributed import resolve_device
+from graphcost.runs.distributed import resolve_device
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -1,4 +1,4 @@
-"""`dag train` writes metrics.csv like `graphcost train` (graphcost.train.metrics_log), also on resume."""
+"""`dag train` writes metrics.csv like `graphcost train` (graphcost.runs.metrics_log), also on resume."""
 
 import csv
 import sys

@@ -17,7 +17,7 @@ from test_forward import CASES, small
 
 from graphcost.models.registry import build_model
 from graphcost.models.tgraph import TGraph, TGraphConfig
-from graphcost.train.losses import pairwise_hinge
+from graphcost.models.losses import pairwise_hinge
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from graphcost.models.registry import build_model
-from graphcost.train.losses import pairwise_hinge
+from graphcost.models.losses import pairwise_hinge
 from models_testutil import make_layout_batch, make_tile_batch
 from test_forward import small
 

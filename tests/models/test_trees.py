@@ -186,7 +186,7 @@ def test_count_prior_counts_moved_layouts_and_is_chosen_when_it_wins(shipped):
 
 
 def test_describe_names_every_weight():
-    from graphcost.train.blend import describe
+    from graphcost.inference.blend import describe
 
     text = describe(Blend(0.9, "kendall_tau", {"blend": 0.9, "graph model": 0.8, "trees": 0.5, "count": 0.7}, prior=0.1))
     assert "0.9 x graph model + 0.0 x trees + 0.1 x count of moved layouts" in text and "-0.0" not in text
@@ -275,7 +275,7 @@ def test_the_blend_takes_the_compiled_prior_when_it_blends_better_on_validation(
     configurations as their runtimes do: fit_blend must take the copies as its prior, and say so."""
     import dataclasses
 
-    from graphcost.train.blend import describe, fit_blend
+    from graphcost.inference.blend import describe, fit_blend
 
     train, valid = shipped
     truth = []

@@ -8,8 +8,8 @@ from train_stubs import TinyConfig, TinyModel
 from graphcost.data.splits import kfold_indices
 from graphcost.data.transforms.batching import make_batch
 from graphcost.models.trees import standardise
-from graphcost.train.inference import EnsemblePredictor
-from graphcost.train.ranking import chunk_indices, score_configs, tta_orders
+from graphcost.inference.ensemble import EnsemblePredictor
+from graphcost.inference.ranking import chunk_indices, score_configs, tta_orders
 
 
 def test_kfold_never_splits_a_graph():

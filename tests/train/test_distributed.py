@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from graphcost.train.distributed import DistContext, collective_failure, init_from_env
+from graphcost.runs.distributed import DistContext, collective_failure, init_from_env
 
 TIMING = ("train_seconds", "configs_per_s")
 N_VALID = 3  # odd: the ranks score 2 and 1 graphs
@@ -99,7 +99,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     torch.set_num_threads(1)
     from train_stubs import build_tiny, stub_trainer
 
-    from graphcost.train.distributed import shutdown
+    from graphcost.runs.distributed import shutdown
     from graphcost.train.trainer import StopTraining
 
     ctx = init_from_env("cpu", timeout_s=120)
@@ -223,7 +223,7 @@ def test_only_collective_failures_become_one_line_errors():
 
 
 def test_resume_refuses_another_number_of_processes(tmp_path, layout_graphs, tiny_trainer):
-    from graphcost.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+    from graphcost.runs.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
     tiny_trainer(_config(epochs=1), layout_graphs[:4], layout_graphs[4:], tmp_path).fit()
     state = load_checkpoint(tmp_path / "checkpoint.pt")

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from graphcost.cli import app
 from graphcost.models import precision as P
 from graphcost.models.tgraph import TGraph, TGraphConfig
-from graphcost.train.inference import EnsemblePredictor
+from graphcost.inference.ensemble import EnsemblePredictor
 from train_stubs import TinyConfig, TinyModel
 
 

@@ -63,7 +63,7 @@ def test_device_is_validated_up_front(tmp_path, run_dir, test_graph, data_root, 
 
 
 def test_check_device():
-    from graphcost.train.distributed import check_device
+    from graphcost.runs.distributed import check_device
 
     assert check_device("cpu") == "cpu" and check_device("auto") == "auto"
     for bad in ("foo", "cuda:x", "gpu", ""):
@@ -73,8 +73,8 @@ def test_check_device():
 
 # 3 -------------------------------------------------------------------------
 def test_checkpoint_with_wrong_shapes(tmp_path, run_dir, test_graph):
-    from graphcost.train import checkpoint as ckpt
-    from graphcost.train.inference import load_trained
+    from graphcost.runs import checkpoint as ckpt
+    from graphcost.inference.ensemble import load_trained
 
     state = ckpt.load_checkpoint(run_dir / "best.pt")
     name = next(k for k, v in state["model"].items() if v.ndim == 2)
@@ -106,7 +106,7 @@ def test_output_path_is_a_directory(tmp_path, run_dir):
 
 def test_atomic_writers_refuse_directories_and_clean_up(tmp_path):
     from graphcost.atomic import write_json
-    from graphcost.train.predict import write_csv_rows
+    from graphcost.inference.predict import write_csv_rows
 
     (tmp_path / "d").mkdir()
     with pytest.raises(ValueError, match="is a directory"):
@@ -175,7 +175,7 @@ def test_recorded_data_dir_moved(tmp_path, run_dir):
 
 # 10 ------------------------------------------------------------------------
 def test_graph_with_equal_runtimes_is_skipped(layout_graphs):
-    from graphcost.train.ranking import evaluate_graphs
+    from graphcost.inference.ranking import evaluate_graphs
 
     class Scorer:
         def score(self, prepared):
@@ -202,7 +202,7 @@ def test_folds_one_rejected_before_any_work(tmp_path, data_root):
 def test_loss_gets_float64_runtimes(tmp_path, layout_graphs):
     from train_stubs import build_tiny, stub_trainer
 
-    from graphcost.train.losses import pairwise_hinge
+    from graphcost.models.losses import pairwise_hinge
     from graphcost.train.trainer import TrainConfig
 
     graphs = [dataclasses.replace(g, runtime=1e9 + np.arange(len(g.runtime), dtype=np.float64)) for g in layout_graphs]

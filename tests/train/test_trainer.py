@@ -5,7 +5,7 @@ import csv
 import pytest
 import torch
 
-from graphcost.train.checkpoint import load_checkpoint
+from graphcost.runs.checkpoint import load_checkpoint
 from graphcost.train.trainer import StopTraining, TrainConfig, Trainer
 
 TIMING = ("train_seconds", "configs_per_s")

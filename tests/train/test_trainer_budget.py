@@ -4,7 +4,7 @@ stopping keeps the best validation epoch (issue 24)."""
 import numpy as np
 import pytest
 
-from graphcost.train.checkpoint import load_checkpoint
+from graphcost.runs.checkpoint import load_checkpoint
 from graphcost.train.trainer import StopTraining, TrainConfig, epoch_order, graph_steps
 from train_stubs import build_tiny, make_layout_graph, stub_trainer
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 from train_stubs import run_cli, write_cli_collections
 
-from graphcost.train.checkpoint import load_checkpoint
-from graphcost.train.distributed import DistContext
+from graphcost.runs.checkpoint import load_checkpoint
+from graphcost.runs.distributed import DistContext
 from graphcost.train.trainer import StopTraining, TrainConfig, Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
@@ -39,8 +39,8 @@ def test_auto_device_picks_cuda():
 
 
 def test_tgraph_trains_on_cuda_and_checkpoints_load_on_cpu(tmp_path, layout_graphs):
-    from graphcost.train.inference import load_trained
-    from graphcost.train.ranking import score_configs
+    from graphcost.inference.ensemble import load_trained
+    from graphcost.inference.ranking import score_configs
 
     trainer = Trainer(_config(epochs=3), layout_graphs[:4], layout_graphs[4:], tmp_path / "run")
     assert trainer.device.type == "cuda" and next(trainer.model.parameters()).is_cuda

@@ -80,7 +80,7 @@ def check_run_dir_option(path: Path, option: str = "--out", overwrite: bool = Fa
 def check_device_option(device: str, resolve: bool = False) -> Any:
     """--device checked before any work: the value (auto, cpu, cuda or cuda:N), or with `resolve` the
     torch.device it means; a one-line error when it is malformed or CUDA is not usable."""
-    from graphcost.train.distributed import check_device, resolve_device
+    from graphcost.runs.distributed import check_device, resolve_device
 
     try:
         return resolve_device(device) if resolve else check_device(device)
@@ -134,7 +134,8 @@ def set_threads(value: str | int) -> None:
 def run_info_of(path: Path) -> dict:
     """The checked run.json behind a run directory or checkpoint ({} when there is none); a broken one
     is a one-line error."""
-    from graphcost.train.run_info import RunInfoError, read_run_info
+    from graphcost.inference.run_info import read_run_info
+    from graphcost.runs.run_info import RunInfoError
 
     try:
         return read_run_info(path)
@@ -144,7 +145,7 @@ def run_info_of(path: Path) -> dict:
 
 def run_data(data_dir: Optional[Path], info: dict, run: Path) -> tuple:
     """(data dir, the run.json it was recorded in or None): --data-dir wins over the run's record."""
-    from graphcost.train.run_info import find_run_info_file
+    from graphcost.runs.run_info import find_run_info_file
 
     if data_dir is not None or not info.get("data_dir"):
         return data_dir, None
@@ -162,10 +163,10 @@ def check_collection(collection: Optional[str]) -> Optional[str]:
 
 def load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto",
                    threads: str | int = 0):
-    """`graphcost.train.inference.load_predictor`: its errors one line, its warning printed; then
+    """`graphcost.inference.ensemble.load_predictor`: its errors one line, its warning printed; then
     --threads is set (after the checks) and the run's blend said."""
-    from graphcost.train.checkpoint import CheckpointError
-    from graphcost.train.inference import load_predictor as load
+    from graphcost.runs.checkpoint import CheckpointError
+    from graphcost.inference.ensemble import load_predictor as load
 
     def warn(message: str) -> None:
         typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
@@ -176,7 +177,7 @@ def load_predictor(models: list[Path], tta: int, batch: int, device: str, precis
         fail(str(exc))
     set_threads(threads)  # after the checks: an error stays one line
     if predictor.blend is not None:
-        from graphcost.train.blend import describe
+        from graphcost.inference.blend import describe
 
         typer.echo(f"scoring with the run's {describe(predictor.blend[0])}", err=True)
     return predictor

@@ -79,7 +79,7 @@ def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optio
 def _run_info(run: Path) -> dict:
     """The checked run.json beside a model ({} when there is none); a broken one is a one-line error."""
     from graphcost.dag.run_info import read_dag_run_info
-    from graphcost.train.run_info import RunInfoError
+    from graphcost.runs.run_info import RunInfoError
 
     try:
         return read_dag_run_info(run)

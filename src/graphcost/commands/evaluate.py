@@ -1,6 +1,6 @@
 """`graphcost evaluate`: how well a trained cost model ranks every configuration of a split's graphs.
 
-Thin: finds the run's data (run.json), loads the ensemble, calls `graphcost.train.ranking`,
+Thin: finds the run's data (run.json), loads the ensemble, calls `graphcost.inference.ranking`,
 prints the per-graph table and the mean. Library (torch) imports happen inside the command.
 """
 
@@ -56,7 +56,7 @@ def evaluate(
     from graphcost.atomic import write_json
     from graphcost.data.io.locate import DatasetError, has_runtimes, resolve_splits
     from graphcost.data.transforms.preprocess import prepare_graph
-    from graphcost.train.ranking import evaluate_graphs
+    from graphcost.inference.ranking import evaluate_graphs
 
     if split is not None and split not in ("train", "valid", "test"):
         fail(f"--split must be train, valid or test, got {split!r}")

@@ -1,7 +1,7 @@
 """`graphcost predict`: a Kaggle-format submission CSV (`ID,TopConfigs`) of a split's graphs.
 
 Thin: finds the run's data (run.json), loads the ensemble of the given runs, calls
-`graphcost.train.predict`, writes the CSV; or merges per-collection CSVs (--combine).
+`graphcost.inference.predict`, writes the CSV; or merges per-collection CSVs (--combine).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def predict(
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
     from graphcost.data.io.locate import DatasetError, resolve_splits
-    from graphcost.train.predict import combine_submissions, submission_rows, write_csv_rows
+    from graphcost.inference.predict import combine_submissions, submission_rows, write_csv_rows
 
     check_output_option(out, "--out", overwrite, **MODEL_OUTPUT_WORDING)
     check_outside_inputs_option(out, "--out", data=[("--data-dir", data_dir)],

@@ -1,6 +1,6 @@
 """`graphcost rank`: one graph's configurations ordered by a trained cost model, fastest first.
 
-Thin: loads the ensemble, calls `graphcost.train.predict.rank_original`, prints the table (with the
+Thin: loads the ensemble, calls `graphcost.inference.predict.rank_original`, prints the table (with the
 file's measured runtimes and their Kendall tau when it has them).
 """
 
@@ -39,7 +39,7 @@ def rank(
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
     the file's measured runtime beside each score when it has one. Without MODEL, the cost model that
     ships with graphcost for GRAPH's kind (layout or tile) ranks, and says so."""
-    from graphcost.train.predict import prepare_for_prediction, rank_original
+    from graphcost.inference.predict import prepare_for_prediction, rank_original
 
     if len(graph) > 2:
         fail(f"rank takes [MODEL] GRAPH, got {len(graph)} paths: {' '.join(map(str, graph))}", code=2)

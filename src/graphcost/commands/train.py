@@ -1,9 +1,9 @@
 """`graphcost train`: train a cost model (TGraph's recipe by default), single or K-fold, on one
 process or data-parallel under torchrun.
 
-Thin: checks the options, finds the data, picks the run directory (`graphcost.train.run_dir`),
+Thin: checks the options, finds the data, picks the run directory (`graphcost.runs.run_dir`),
 records run.json and calls `graphcost.train`. On --resume the settings come from the interrupted
-run's run.json (`graphcost.train.run_info.RunSettings`). Library (torch) imports happen inside the
+run's run.json (`graphcost.train.settings.RunSettings`). Library (torch) imports happen inside the
 command so `graphcost --help` stays fast.
 """
 
@@ -118,7 +118,7 @@ def _options_given(ctx: typer.Context) -> set[str]:
 
 def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
     """A torch.distributed failure as a one-line error naming the rank; anything else re-raised."""
-    from graphcost.train.distributed import collective_failure
+    from graphcost.runs.distributed import collective_failure
 
     why = collective_failure(exc)
     if why is None:
@@ -191,7 +191,7 @@ def train(
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="show progress bars"),
     dist_timeout: float = typer.Option(
-        1800.0, "--dist-timeout", min=1.0, max=SECONDS_MAX,  # = graphcost.train.distributed.DEFAULT_TIMEOUT_S (no torch import here)
+        1800.0, "--dist-timeout", min=1.0, max=SECONDS_MAX,  # = graphcost.runs.distributed.DEFAULT_TIMEOUT_S (no torch import here)
         help="under torchrun: seconds a rank waits for the others before it fails",
     ),
     loader_workers: int = typer.Option(
@@ -211,14 +211,15 @@ def train(
     from graphcost.train.crossval import run_crossval
     from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.data.transforms.pool import graph_kinds, load_prepared
-    from graphcost.train.distributed import init_from_env, shutdown
-    from graphcost.train.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
+    from graphcost.runs.distributed import init_from_env, shutdown
+    from graphcost.runs.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
     from graphcost.frontend.programs.flags import trained_flag_columns
-    from graphcost.train.run_info import RUN_INFO, RunSettings, contradiction
+    from graphcost.runs.run_info import RUN_INFO
+    from graphcost.train.settings import RunSettings, contradiction
     from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
 
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
-    from graphcost.train.losses import get_loss
+    from graphcost.models.losses import get_loss
 
     model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     check_collection(collection)
@@ -365,7 +366,7 @@ def train(
 
 
 def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: str, seed: int, device: str) -> None:
-    """After the graph model: the trees and their blend (train/blend.py), or no stale blend.json."""
+    """After the graph model: the trees and their blend (`graphcost.inference.blend`), or no stale blend.json."""
     from graphcost.models.trees import BLEND_FILE, TREES_FILE
 
     if not trees or not len(valid_graphs):
@@ -374,8 +375,8 @@ def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: s
         if trees:
             typer.echo("trees: skipped (no validation graphs to choose the blend on)")
         return
-    from graphcost.train.blend import describe, fit_blend, write_blend
-    from graphcost.train.inference import EnsemblePredictor
+    from graphcost.inference.blend import describe, fit_blend, write_blend
+    from graphcost.inference.ensemble import EnsemblePredictor
 
     graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
     import torch

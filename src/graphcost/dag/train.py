@@ -4,13 +4,13 @@ AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 B
 modules have disjoint parameters (`graphcost.dag.model.MODULES`) and gradients are clipped per
 module, so this is exactly three independent trainings in one loop (paper §III). Optional
 cosine decay (`lr_decay="cosine"`): lr_k = lr · ½(1 + cos(π k / K)) at step k of K = epochs ×
-steps per epoch (`graphcost.train.schedule.warmup_cosine_factor` without warm-up) — a function of
+steps per epoch (`graphcost.runs.schedule.warmup_cosine_factor` without warm-up) — a function of
 the step, so resuming with the same `epochs` is exact. A checkpoint (`checkpoint.pt` in the run
-directory; `graphcost.train.checkpoint.atomic_torch_save`) is written after every epoch with the model
+directory; `graphcost.runs.checkpoint.atomic_torch_save`) is written after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
 continues from it and gives the same result as an uninterrupted run (per-epoch shuffles are
 seeded by (seed, epoch)). Each epoch's losses also go to `metrics.csv` (and TensorBoard, with the
-`tensorboard` extra) through `graphcost.train.metrics_log`, as for `graphcost train`. The networks train on `device` (CUDA when present by default); the
+`tensorboard` extra) through `graphcost.runs.metrics_log`, as for `graphcost train`. The networks train on `device` (CUDA when present by default); the
 diffusion noise is drawn on CPU (`LayerDAG.loss`) and checkpoints hold CPU tensors, so a run
 started on a GPU resumes on a CPU and the other way round. On CPU training is bitwise
 deterministic; on CUDA, scatter-add atomics make it repeatable only up to float rounding. With a validation split, `best.pt` holds the selected weights
@@ -30,7 +30,7 @@ practice for diffusion models since DDPM, Ho et al. 2020).
 With `label_balance` α > 0 each epoch draws as many graphs as the train split has, with replacement,
 with p_i ∝ f(z_i)^-α (`label_balance_weights`; f a kernel density of the normalised labels), so a
 conditional model sees its rare labels more often. Also an addition, not in the paper.
-Checkpoints are read with `torch.load(weights_only=True)` (`graphcost.train.checkpoint.load_checkpoint`);
+Checkpoints are read with `torch.load(weights_only=True)` (`graphcost.runs.checkpoint.load_checkpoint`);
 a damaged one is a `CheckpointError` (a ValueError) naming the file and the key.
 
 `LayerDAGTrainer` is the run (`fit`); `train_layerdag` is its one-call form.
@@ -53,11 +53,11 @@ from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, pr
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 from graphcost.memory import release_free_memory
-from graphcost.train import checkpoint as ckpt
-from graphcost.train.checkpoint import atomic_torch_save
-from graphcost.train.distributed import resolve_device
-from graphcost.train.metrics_log import MetricsLog
-from graphcost.train.schedule import warmup_cosine_factor
+from graphcost.runs import checkpoint as ckpt
+from graphcost.runs.checkpoint import atomic_torch_save
+from graphcost.runs.distributed import resolve_device
+from graphcost.runs.metrics_log import MetricsLog
+from graphcost.runs.schedule import warmup_cosine_factor
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)

@@ -30,7 +30,7 @@ TILE_CONFIG_DIM = 24  # TpuGraphs README tile config table
 COMPILED_STATS_DIM = 7
 # Version of what the features MEAN (the node / configuration feature definitions written by
 # graphcost.frontend's featurizer and flag/layout encoders). A checkpoint records the version it was
-# trained on; `graphcost.train.inference.load_trained` refuses a model of another version, whose
+# trained on; `graphcost.inference.ensemble.load_trained` refuses a model of another version, whose
 # inputs would be read with the wrong meaning. Raise it whenever a feature column changes meaning.
 FEATURE_VERSION = 1
 

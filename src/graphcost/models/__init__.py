@@ -9,6 +9,7 @@
 * `layers`              shared layers (embeddings, L2 SAGE, channel SE, cross-config attention, norm)
 * `shared_nodes`        computing configuration-independent nodes once for all B configurations
 * `precision`           --precision auto | fp32 | bf16: native-bf16 detection, the CPU to record
+* `losses`              ranking losses over one graph's sampled configurations (pairwise hinge, ListMLE, ...)
 
 Every model: ``model(batch: GraphBatch) -> Tensor (B,)``; LOWER score = predicted FASTER.
 """

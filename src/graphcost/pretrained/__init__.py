@@ -11,7 +11,7 @@ command that trained them, the data (and how many training graphs it held) and t
 `graphcost rank GRAPH`, `graphcost tune` and `graphcost.tune()` use them when no model is given,
 and say so. A checkpoint whose
 ``feature_version`` differs from this graphcost's (`graphcost.data.graph.FEATURE_VERSION`) is
-refused by `graphcost.train.inference.load_trained` with one line.
+refused by `graphcost.inference.ensemble.load_trained` with one line.
 
 MODELS.json holds the ``graphcost train`` command that re-trains each.
 """

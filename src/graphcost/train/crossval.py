@@ -5,7 +5,7 @@ TGraph merges the official train and validation splits, cuts them into K = 20 fo
 so splitting them would leak; `graphcost.data.splits.kfold_indices`), trains only the first 5
 folds and keeps the best 4 by validation score. At inference the kept folds' scores are averaged,
 each computed with TTA over N = 10 permutations of the configuration batch
-(`graphcost.train.inference.EnsemblePredictor`).
+(`graphcost.inference.ensemble.EnsemblePredictor`).
 
 On disk a cross-validation run is ``RUN/fold_00 ... fold_{n-1}`` (each a normal training run)
 plus ``RUN/ensemble.json`` naming the kept folds and their scores.
@@ -24,8 +24,8 @@ import numpy as np
 from graphcost.atomic import write_json
 from graphcost.data.splits import kfold_indices
 from graphcost.data.transforms.pool import graph_names, subset
-from graphcost.train import checkpoint as ckpt
-from graphcost.train.inference import ENSEMBLE_FILE
+from graphcost.runs import checkpoint as ckpt
+from graphcost.inference.ensemble import ENSEMBLE_FILE
 
 
 @dataclass

@@ -22,7 +22,7 @@ import numpy as np
 from graphcost.atomic import atomic_write
 
 HEXBIN_MIN = 2000  # configurations from which a rank panel switches from a scatter to a hexbin
-# the plots' label of each loss, keyed by graphcost.train.losses.LOSS_NAMES
+# the plots' label of each loss, keyed by graphcost.models.losses.LOSS_NAMES
 LOSS_LABELS = {"hinge": "pairwise hinge", "logistic": "pairwise logistic", "listmle": "ListMLE", "mse": "MSE"}
 METRIC_LABELS = {"valid_kendall_tau": "Kendall τ", "valid_opa": "OPA", "valid_tile_score": "tile score"}
 
@@ -228,7 +228,7 @@ def plot_run(out_dir: Path, history: Sequence[Mapping], report, valid_graphs: Se
     """learning_curves.png and (with a validation report) valid_ranks.png in `out_dir`; their paths.
     `report`: the last `EvalReport` or None; `config`: the run's `TrainConfig`."""
     from graphcost.data.transforms.pool import graph_names
-    from graphcost.train.ranking import selection_metric
+    from graphcost.inference.ranking import selection_metric
 
     out_dir = Path(out_dir)
     title = run_title(out_dir, config.model, kind)

@@ -21,4 +21,4 @@ LR = 1e-3  # TGraph §2.4.2
 # what the compiler did, read where the data carries config_compiled_stats (leave-family-out on cpu_layout:
 # graph model +0.01-0.035 τ on the validation graphs of every fold; docs/cost-models.md)
 MODEL_CONFIG: dict = {"compiled_stats": True}
-TREES = True  # fit trees on the configuration table and blend them in, the weight chosen on validation (train/blend.py)
+TREES = True  # fit trees on the configuration table and blend them in, the weight chosen on validation (`graphcost.inference.blend`)

@@ -5,14 +5,14 @@ default-search collections, 128 for the random ones), the layout configurations 
 on the fly by `graphcost.data.transforms.batching.make_batch` (in process, or, with `loader_workers`, in
 DataLoader workers through `graphcost.data.datasets.tpugraphs`: the same batches). The loss is a
 ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
-clipping come from `graphcost.train.schedule`.
+clipping come from `graphcost.runs.schedule`.
 
 The budget follows the data (`graph_steps`): in one epoch a graph with K configurations gives
 n_g = min(ceil(K / B), max_steps_per_graph) batches, so a graph with thousands of measured
 configurations is not trained on for one batch an epoch like a graph with 64; when an epoch would
 have fewer than `min_epoch_steps` steps (one or two graphs), it makes whole passes until it has
 them. Every epoch then evaluates every configuration of every validation graph
-(`graphcost.train.ranking`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
+(`graphcost.inference.ranking`), appends a row to `metrics.csv`, saves `checkpoint.pt` (full state,
 for `--resume`) and `best.pt` (the best validation epoch). Training stops early after `patience`
 epochs without a better validation score; `best.pt` is the model every command loads.
 
@@ -23,7 +23,7 @@ step s therefore replays exactly the steps an uninterrupted run would have taken
 `torch.use_deterministic_algorithms` is switched on, so the replay is bitwise identical; on GPU
 it is left off (speed), so a resumed run matches only up to floating-point reduction order.
 
-Data parallel (`graphcost.train.distributed`). Under torchrun the model is trained through
+Data parallel (`graphcost.runs.distributed`). Under torchrun the model is trained through
 DistributedDataParallel; every checkpoint stores each rank's partial-epoch accumulators and the
 world size, so a killed DDP run resumed with the same number of processes ends where the
 uninterrupted one would have (bitwise with 2 CPU processes, tested; with more, gloo's ring sum
@@ -50,12 +50,12 @@ import torch
 from graphcost.atomic import remove_stale_temps
 from graphcost.data.graph import FEATURE_VERSION
 from graphcost.data.transforms.pool import LazyPrepared, graph_config_counts, graph_kinds, graph_names
-from graphcost.train import checkpoint as ckpt
+from graphcost.runs import checkpoint as ckpt
 from graphcost.train import recipe
-from graphcost.train.distributed import DistContext
-from graphcost.train.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric
-from graphcost.train.metrics_log import MetricsLog
-from graphcost.train.schedule import build_optimizer, build_scheduler, clip_gradients
+from graphcost.runs.distributed import DistContext
+from graphcost.inference.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric
+from graphcost.runs.metrics_log import MetricsLog
+from graphcost.runs.schedule import build_optimizer, build_scheduler, clip_gradients
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class TrainerSeams:
     build_model(name, kind, **config) -> nn.Module   (default `graphcost.models.registry.build_model`)
     make_batch(graph, idx, scaler) -> GraphBatch      (default `graphcost.data.transforms.batching.make_batch`)
     sample(graph, batch_configs, rng) -> indices      (default `batching.sample_config_indices`)
-    loss(scores, runtime) -> Tensor                   (default `graphcost.train.losses.get_loss(config.loss)`)
+    loss(scores, runtime) -> Tensor                   (default `graphcost.models.losses.get_loss(config.loss)`)
     """
 
     build_model: Callable | None = None
@@ -196,7 +196,7 @@ class Trainer:
             )
         from graphcost.data.transforms import batching
         from graphcost.models import registry
-        from graphcost.train.losses import get_loss
+        from graphcost.models.losses import get_loss
 
         self.kind = kinds.pop()
         self.config = config

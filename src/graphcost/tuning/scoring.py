@@ -36,7 +36,7 @@ class GraphModelScorer:
 
     def __init__(self, runs: Sequence[str | Path], program: TuneProgram, space: Space, device: str = "cpu",
                  batch_size: int = 256):
-        from graphcost.train.inference import EnsemblePredictor
+        from graphcost.inference.ensemble import EnsemblePredictor
 
         self.program, self.space = program, space
         self.predictors: dict = {}
@@ -97,7 +97,8 @@ def ignored_flags(run: str | Path, space: Space) -> tuple[str, ...]:
     import logging
 
     from graphcost.frontend.programs import flags as flagspace
-    from graphcost.train.run_info import RunInfoError, find_run_info_file, read_run_info
+    from graphcost.inference.run_info import read_run_info
+    from graphcost.runs.run_info import RunInfoError, find_run_info_file
 
     log = logging.getLogger(__name__)
     info = find_run_info_file(run)
@@ -205,7 +206,7 @@ class FineTunedModel:
         import torch
 
         from graphcost.data.transforms.batching import make_batch
-        from graphcost.train.losses import pairwise_hinge
+        from graphcost.models.losses import pairwise_hinge
 
         if len(codes) < self.MIN_TRAIN or np.ptp(ratio) == 0:
             self.model = None
@@ -225,6 +226,6 @@ class FineTunedModel:
     def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
         if self.model is None:
             return np.asarray(prior, np.float64)
-        from graphcost.train.ranking import score_configs
+        from graphcost.inference.ranking import score_configs
 
         return score_configs(self.model, self._prepared(codes), self.scaler, batch_size=256)

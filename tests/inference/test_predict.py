@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from graphcost.data.synth.collection import write_synthetic_layout_file
-from graphcost.train.predict import (
+from graphcost.inference.predict import (
     combine_submissions,
     prepare_for_prediction,
     rank_original,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -63,8 +63,8 @@ def from_safe(obj: Any) -> Any:
 def capture_rng_state() -> dict:
     """Python, numpy and torch generator states as plain values / tensors."""
     version, internal, gauss = random.getstate()
-    np_state = np.random.get_state()
-    state = {
+    np_state = cast(tuple, np.random.get_state(legacy=True))  # (name, keys, pos, has_gauss, cached_gaussian)
+    state: dict[str, Any] = {
         "python": {"version": version, "internal": list(internal), "gauss": gauss},
         "numpy": {
             "name": np_state[0],

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from graphcost.metrics import kendall_tau
-from graphcost.train.losses import (
+from graphcost.models.losses import (
     LOSS_NAMES,
     get_loss,
     list_mle,

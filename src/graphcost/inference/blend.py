@@ -1,7 +1,7 @@
 """Fit the tree ranker beside a trained graph model and choose their blend on the validation
 graphs (`graphcost.models.trees`); `graphcost train` writes the result into the run directory
 (``trees.txt``, ``blend.json``) and every command that loads the run
-(`graphcost.train.inference.EnsemblePredictor`) scores with it.
+(`graphcost.inference.ensemble.EnsemblePredictor`) scores with it.
 
 Why: on real data gradient-boosted trees on the configuration table and the graph model make
 different errors, and with a dozen training configurations counting moved layouts beats both; the

@@ -42,6 +42,7 @@ def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None
 
     full = prepare_graph(path, prune=True, dedup=False, cache_dir=cache_dir, labelled=False)  # runtimes: ones
     rows = full.config_codes if full.kind == "layout" else full.config_feat  # (K, C, 3) / (K, 24)
+    assert rows is not None  # prepare_graph gives a layout graph codes, a tile graph features
     hashes = row_hashes(rows)  # (K,) uint64
     keep = dedup_min_runtime(hashes, full.runtime, rows)  # (K',) ascending original indices
     kept_hashes = hashes[keep]

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.train.schedule import (
+from graphcost.runs.schedule import (
     build_optimizer,
     build_scheduler,
     clip_gradients,

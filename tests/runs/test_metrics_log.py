@@ -1,5 +1,5 @@
 """metrics.csv and TensorBoard scalars (the `tensorboard` extra) for `train` and `dag train`,
-through one module, `graphcost.train.metrics_log` (issue 20 part 1)."""
+through one module, `graphcost.runs.metrics_log` (issue 20 part 1)."""
 
 import csv
 import sys
@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from graphcost.train import metrics_log
-from graphcost.train.metrics_log import MetricsLog, tensorboard_available
+from graphcost.runs import metrics_log
+from graphcost.runs.metrics_log import MetricsLog, tensorboard_available
 
 
 class FakeWriter:

@@ -77,8 +77,11 @@ def score_configs(
     CPU with native bf16, else fp32 (`resolve_precision`).
     """
     if make_batch is None:
-        from graphcost.data.transforms.batching import make_batch
+        from graphcost.data.transforms.batching import make_batch as default_make_batch
+
+        make_batch = default_make_batch
     chunked = getattr(model, "can_score_chunked", False)
+    score_chunked: Callable | None = getattr(model, "score_chunked", None) if chunked else None
     precision = resolve_precision(precision, device, [model])  # "auto": bf16 only where native (models/precision.py)
     if precision != "fp32" and not chunked:
         raise ValueError(f"precision {precision!r} is supported by TGraph only, not by {type(model).__name__}")
@@ -95,8 +98,8 @@ def score_configs(
         for group in groups:
             idx = np.concatenate(group)
             batch = make_batch(prepared, idx, scaler).to(device)
-            if chunked:
-                out = model.score_chunked(batch, chunk_sizes=[len(c) for c in group], precision=precision)
+            if score_chunked is not None:
+                out = score_chunked(batch, chunk_sizes=[len(c) for c in group], precision=precision)
             else:
                 out = model(batch)  # (b,)
             view[idx] = out.detach().double().cpu().numpy().reshape(-1)  # restore original order

@@ -29,8 +29,8 @@ from torch import nn
 
 from graphcost.models.precision import resolve_precision
 from graphcost.models.trees import standardise
-from graphcost.train import checkpoint as ckpt
-from graphcost.train.ranking import score_configs
+from graphcost.runs import checkpoint as ckpt
+from graphcost.inference.ranking import score_configs
 
 ENSEMBLE_FILE = "ensemble.json"  # a cross-validation run's list of kept folds (`graphcost.train.crossval`)
 
@@ -170,7 +170,8 @@ class EnsemblePredictor:
         self.batch_size, self.tta, self.seed, self.precision = batch_size, tta, seed, precision
         self.device = torch.device(device)
         self.make_batch = make_batch
-        self.blend = None  # (Blend, TreeRanker) when the run has trees beside its graph model
+        self.blend: tuple | None = None  # (Blend, TreeRanker) when the run has trees beside its graph model
+        self.files: list[Path] = []  # the checkpoints `load` read, in order
 
     @classmethod
     def load(cls, paths: Sequence[str | Path], device: str = "cpu", trees: bool = True,
@@ -178,19 +179,19 @@ class EnsemblePredictor:
         """Load every checkpoint behind `paths` (files, run dirs or CV run dirs). One run directory
         with trees scores with its blend (`trees=False`: the graph model alone); an ensemble of several
         paths uses their graph models only."""
-        from graphcost.train.distributed import resolve_device
+        from graphcost.runs.distributed import resolve_device
 
         blend = load_blend(Path(paths[0])) if trees and len(paths) == 1 and Path(paths[0]).is_dir() else None
-        device = resolve_device(device)
+        torch_device = resolve_device(device)
         files = [f for p in paths for f in resolve_checkpoints(p)]
         members, kinds = [], set()
         for f in files:
-            model, scaler, meta = load_trained(f, device)
+            model, scaler, meta = load_trained(f, torch_device)
             members.append((model, scaler))
             kinds.add(meta["model_spec"]["kind"])
         if len(kinds) != 1:
             raise ValueError(f"models mix graph kinds {sorted(kinds)}: ensemble only models of one collection")
-        predictor = cls(members, kinds.pop(), device=device, **kwargs)
+        predictor = cls(members, kinds.pop(), device=torch_device, **kwargs)
         predictor.files = files
         if blend is not None and blend[1].kind != predictor.kind:
             raise ckpt.CheckpointError(f"{paths[0]}: trees.txt holds {blend[1].kind} trees beside a {predictor.kind} model")
@@ -236,7 +237,7 @@ def load_predictor(paths: Sequence[str | Path], tta: int = 10, batch: int = 128,
     import warnings
 
     from graphcost.models.precision import PRECISION_CHOICES, emulated_bf16_warning
-    from graphcost.train.distributed import resolve_device
+    from graphcost.runs.distributed import resolve_device
 
     if precision not in PRECISION_CHOICES:
         raise ValueError(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphcost.train import checkpoint as ckpt
+from graphcost.runs import checkpoint as ckpt
 
 
 def _state(value: float) -> dict:

@@ -19,7 +19,7 @@ from graphcost.atomic import check_run_dir_path, clear_dir
 from graphcost.errors import GraphcostError
 
 if TYPE_CHECKING:
-    from graphcost.train.distributed import DistContext
+    from graphcost.runs.distributed import DistContext
 
 LATEST = Path("runs/latest")
 

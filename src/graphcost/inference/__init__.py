@@ -1,0 +1,13 @@
+"""graphcost.inference: using a trained cost model (`graphcost evaluate`, `rank`, `predict`, and the
+tuner's scorers). Nothing here trains; `graphcost.tuning` imports this package, never `graphcost.train`.
+
+Modules, lowest first (a module imports only those above it, never below):
+
+  run_info      run.json of a cost-model run: the fields `graphcost train` records and their check on load
+  ranking       scoring every configuration of a graph (with TTA), ranking metrics, EvalReport
+  ensemble      loading checkpoints, fold ensembles and the trees beside a model: EnsemblePredictor
+  blend         the tree ranker beside a graph model and their blend weight (fitted by `graphcost train`)
+  predict       rankings of a graph's configurations and the TpuGraphs Kaggle submission CSV
+
+The models come from `graphcost.models.registry`; checkpoints are read by `graphcost.runs.checkpoint`.
+"""
