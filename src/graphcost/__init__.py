@@ -41,17 +41,23 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
     from graphcost.errors import GraphcostError
+    from graphcost.train.fit import FitResult, fit
+    from graphcost.train.spec import RunSpec, recipe_config
     from graphcost.tuning import TuneConfig, TunedConfig, TuneResult, compile_with, tune
 
-__all__ = ["GraphcostError", "TuneConfig", "TuneResult", "TunedConfig", "__version__", "compile_with", "tune"]
+__all__ = ["FitResult", "GraphcostError", "RunSpec", "TuneConfig", "TuneResult", "TunedConfig", "__version__",
+           "compile_with", "fit", "recipe_config", "tune"]
 
 _LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
-         "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning", "GraphcostError": "graphcost.errors"}
+         "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning", "GraphcostError": "graphcost.errors",
+         "fit": "graphcost.train.fit", "FitResult": "graphcost.train.fit", "RunSpec": "graphcost.train.spec",
+         "recipe_config": "graphcost.train.spec"}
 
 
 def __getattr__(name: str):
-    """`graphcost.tune` / `graphcost.compile_with` without importing JAX-side code at `import graphcost`
-    (and `graphcost.GraphcostError`, the root of its errors)."""
+    """`graphcost.tune` / `graphcost.compile_with` without importing JAX-side code at `import graphcost`,
+    `graphcost.fit` (`graphcost train` from Python) without importing torch, and `graphcost.GraphcostError`,
+    the root of its errors."""
     if name in _LAZY:
         import importlib
 

@@ -157,7 +157,7 @@ def test_trainer_mixed_kinds_message(tmp_path, layout_graphs, tiny_trainer):
     from graphcost.train.trainer import TrainConfig
 
     tile = dataclasses.replace(layout_graphs[1], kind="tile")
-    with pytest.raises(ValueError, match="pass --collection tile:xla or a layout collection"):
+    with pytest.raises(ValueError, match=r"mix kinds \[.layout., .tile.\]; train on one collection \(tile:xla"):
         tiny_trainer(TrainConfig(model="tiny", device="cpu"), layout_graphs[:1], [tile], tmp_path / "r")
 
 

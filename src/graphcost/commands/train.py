@@ -1,9 +1,10 @@
 """`graphcost train`: train a cost model (TGraph's recipe by default), single or K-fold, on one
 process or data-parallel under torchrun.
 
-Thin: checks the options, finds the data, picks the run directory (`graphcost.runs.run_dir`),
-records run.json and calls `graphcost.train`. On --resume the settings come from the interrupted
-run's run.json (`graphcost.train.settings.RunSettings`). Library (torch) imports happen inside the
+Thin: checks the options (each error names its flag), builds the run's `RunSpec` and calls
+`graphcost.train.fit.fit`, which finds the data, picks the run directory, records run.json and trains
+the graph model, the trees and their blend. On --resume the spec is the interrupted run's, read back
+from its run.json (`RunSpec.from_json`). Library (torch) imports happen inside the
 command so `graphcost --help` stays fast.
 """
 
@@ -127,16 +128,6 @@ def _fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
          f"collective waited longer than --dist-timeout {timeout_s:g} s)")
 
 
-def recorded_data_dir(data_dir: Path | None) -> str | None:
-    """run.json's ``data_dir``: None for the default shipped data, a shipped dataset's NAME as given
-    (found again in whatever install reads the run), else the absolute path."""
-    from graphcost.data.io.locate import shipped_name
-
-    if data_dir is None:
-        return None
-    return shipped_name(data_dir) or str(data_dir.resolve())
-
-
 def train(
     cli: typer.Context,
     collection: Optional[Collection] = typer.Option(None, "--collection", "-c", help=COLLECTION_OPTION, callback=value),
@@ -207,28 +198,31 @@ def train(
     """
     import dataclasses
 
-    from graphcost.atomic import OutputExistsError, OutputPathError, lock_dir, write_json
-    from graphcost.train.crossval import run_crossval
+    from graphcost.atomic import OutputExistsError, OutputPathError
     from graphcost.data.io.locate import DatasetError, resolve_splits
-    from graphcost.data.transforms.pool import graph_kinds, load_prepared
-    from graphcost.runs.distributed import init_from_env, shutdown
-    from graphcost.runs.run_dir import LATEST, RunDirError, check_out, check_resumable, choose_run_dir
-    from graphcost.frontend.programs.flags import trained_flag_columns
-    from graphcost.runs.run_info import RUN_INFO
-    from graphcost.train.settings import RunSettings, contradiction
-    from graphcost.train.trainer import TrainConfig, Trainer, default_batch_configs
-
-    from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
     from graphcost.models.losses import get_loss
+    from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
+    from graphcost.runs.distributed import init_from_env, shutdown
+    from graphcost.runs.run_dir import LATEST, RunDirError, check_out, check_resumable
+    from graphcost.runs.run_info import RUN_INFO
+    from graphcost.train.fit import check_model_kind, fit
+    from graphcost.train.spec import RunSpec, contradiction
+    from graphcost.train.trainer import TrainConfig
 
     model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     check_collection(collection)
     device = check_device_option(device)
-    s = RunSettings(
+    free = TrainConfig(device=device, checkpoint_every=checkpoint_every, progress=progress,
+                       loader_workers=loader_workers)  # what may change on a resume (trainer.RESUME_FREE)
+    given = {key: getattr(free, key) for key in ("device", "checkpoint_every", "progress", "loader_workers")}
+    s = RunSpec(
+        config=dataclasses.replace(free, model=model, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr,
+                                   seed=seed, eval_tta=eval_tta, patience=patience,
+                                   max_steps_per_graph=max_steps_per_graph),
         data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
-        keep=keep, model=model, model_opt=model_opt, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr,
-        seed=seed, eval_tta=eval_tta, patience=patience, trees=trees, max_steps_per_graph=max_steps_per_graph,
+        keep=keep, trees=trees,
     )  # fmt: skip
+    model_config = None  # recorded in run.json on --resume; else the recipe's with --model-opt
     if resume:  # a resumed run reuses the interrupted run's data and settings
         run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
         try:
@@ -237,22 +231,26 @@ def train(
             fail(str(exc))
         previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
         if previous and run_dir is not None:
-            given, s = s, RunSettings.from_run_info(previous, run_dir)
-            why = contradiction(s, given, _options_given(cli), run_dir / RUN_INFO,
-                                _parse_opts(given.model_opt) if given.model_opt else None)
+            recorded = RunSpec.from_json(previous, run_dir, **given)
+            why = contradiction(recorded, s, _options_given(cli), run_dir / RUN_INFO,
+                                _parse_opts(model_opt) if model_opt else None)
             if why is not None:  # issue 36: a contradicting --collection / --epochs was silently ignored
                 fail(why)
+            s, model_config = recorded, recorded.config.model_config
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
-    if s.model not in MODEL_NAMES:  # fail before any data is prepared
-        fail(f"unknown model {s.model!r}; choose one of {', '.join(MODEL_NAMES)}")
+    name = s.config.model  # the model to train: the option's, or on --resume the recorded one
+    if name not in MODEL_NAMES:  # fail before any data is prepared
+        fail(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
     if s.folds < 0 or s.folds == 1:
         fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {s.folds}")
     try:
-        model_config = s.model_config if s.model_config is not None else coerce_config(s.model, {
-            **(recipe.MODEL_CONFIG if s.model == recipe.MODEL else {}), **_parse_opts(s.model_opt)})
+        if model_config is None:
+            model_config = coerce_config(name, {**(recipe.MODEL_CONFIG if name == recipe.MODEL else {}),
+                                                 **_parse_opts(model_opt)})
     except ValueError as exc:
         fail(f"--model-opt: {exc}")
-    _check_train_numbers(s.lr, s.seed, max_memory_gb)
+    s.config.model_config = model_config
+    _check_train_numbers(s.config.lr, s.config.seed, max_memory_gb)
     _check_model_sizes(model_config)
     if out is not None:
         try:
@@ -262,97 +260,29 @@ def train(
     if cache_dir is not None:
         check_dir_option(cache_dir, "--cache-dir")
     try:
-        get_loss(s.loss)
+        get_loss(s.config.loss)
     except ValueError as exc:
         fail(str(exc))
     try:
-        splits = resolve_splits(s.data_dir, s.collection, seed=s.seed, max_graphs=s.max_graphs,
+        splits = resolve_splits(s.data_dir, s.collection, seed=s.config.seed, max_graphs=s.max_graphs,
                                 recorded_in=s.recorded_in)  # fmt: skip
+        check_model_kind(name, splits.collection)
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
     _check_outputs_outside_data(out, cache_dir, s.data_dir, splits.root)
-    collection = splits.collection
-    if collection and collection.split(":")[0] not in model_kinds(s.model):
-        fail(f"model {s.model!r} supports {', '.join(model_kinds(s.model))} graphs, not the {collection} collection")
-    _check_model_memory(s.model, collection.split(":")[0] if collection else model_kinds(s.model)[0], model_config,
+    found = splits.collection
+    _check_model_memory(name, found.split(":")[0] if found else model_kinds(name)[0], model_config,
                         max_memory_gb)
+    if overwrite and out is not None and s.data_dir is not None and s.data_dir.resolve().is_relative_to(out.resolve()):
+        fail(f"--data-dir {s.data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
     set_threads(threads)  # once the options and data are known to be usable
-    config = TrainConfig(
-        model=s.model, model_config=model_config,
-        loss=s.loss, epochs=s.epochs, patience=s.patience, max_steps_per_graph=s.max_steps_per_graph,
-        batch_configs=s.batch_configs or default_batch_configs(collection), lr=s.lr, seed=s.seed, device=device,
-        checkpoint_every=checkpoint_every, eval_tta=s.eval_tta, progress=progress, loader_workers=loader_workers,
-    )  # fmt: skip
     try:
         ctx = init_from_env(device, timeout_s=dist_timeout)
     except RuntimeError as exc:  # a peer never joined the rendezvous
         _fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
-    data_dir = s.data_dir
-    lock = None  # --out's lock (`graphcost.atomic.lock_dir`), taken before anything in --out is replaced
-    if overwrite and out is not None and data_dir is not None and data_dir.resolve().is_relative_to(out.resolve()):
-        fail(f"--data-dir {data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
     try:
-        if ctx.is_main:
-            typer.echo(f"data: {splits.describe()}")
-        show = progress and ctx.is_main
-        if s.folds:  # cross-validation pools train + valid (all de-duplicated for training)
-            pool = load_prepared(
-                splits.files["train"] + splits.files["valid"], cache_dir, show, "prepare", max_memory_gb=max_memory_gb
-            )
-        else:  # validation keeps every configuration of each file
-            train_graphs = load_prepared(splits.files["train"], cache_dir, show, "prepare train",
-                                         max_memory_gb=max_memory_gb)  # fmt: skip
-            valid_graphs = load_prepared(splits.files["valid"], cache_dir, show, "prepare valid", dedup=False,
-                                         max_memory_gb=max_memory_gb)  # fmt: skip
-            pool = train_graphs
-        if config.model_config.get("compiled_stats") and not any(getattr(g, "compiled", None) is not None
-                                                                 for g in pool):
-            # a term never trained would score any statistics it is given later (a tuner's compiled
-            # candidates, an annotated graph) with its random initial weights
-            config = dataclasses.replace(config, model_config={**config.model_config, "compiled_stats": False})
-            if ctx.is_main:
-                typer.echo("compiled statistics: no training graph carries config_compiled_stats, so the model "
-                           "has no term for them")
-        # only now, with every graph read and validated, is an old run in --out replaced (--overwrite), and
-        # only under --out's lock (the one tune and collect take): a run another live process holds is never removed
-        if out is not None and ctx.is_main:
-            lock = lock_dir(out)
-        out = choose_run_dir(out, s.model, resume, ctx, overwrite, keep=(cache_dir,) if cache_dir is not None else ())
-        if lock is None and ctx.is_main:
-            lock = lock_dir(out)
-        if ctx.is_main:
-            typer.echo(f"run: {out}")
-        info = {
-            "collection": collection, "data_dir": recorded_data_dir(data_dir),
-            "kind": graph_kinds(pool)[0], "folds": s.folds, "train_folds": s.train_folds, "keep": s.keep,
-            "max_graphs": s.max_graphs, "config": dataclasses.asdict(config), "trees": bool(s.trees and not s.folds),
-        }  # fmt: skip
-        flag_columns = trained_flag_columns(splits.root) if info["kind"] == "tile" else None
-        if flag_columns is not None:  # which options the labels vary: a tuner scores only these (tuning/scoring.py)
-            info["flag_columns"] = list(flag_columns)
-        if ctx.is_main:
-            out.mkdir(parents=True, exist_ok=True)
-            write_json(info, out / RUN_INFO)
-        if s.folds:
-            cv = run_crossval(
-                config, pool, out, folds=s.folds, train_folds=s.train_folds, keep=s.keep,
-                resume=resume, trainer_kwargs={"dist_ctx": ctx},
-            )  # fmt: skip
-            if ctx.is_main:
-                scores = ", ".join(f"{score:.4f}" for score in cv.fold_scores)
-                typer.echo(f"folds {scores}; kept {cv.kept}; mean {cv.metric} {cv.mean_score:.4f}")
-                typer.echo(f"ensemble: {out / 'ensemble.json'}")
-        else:
-            trainer = Trainer(config, train_graphs, valid_graphs, out, dist_ctx=ctx)
-            result = trainer.fit(resume=resume)
-            if ctx.is_main:
-                last = result.history[-1]
-                typer.echo(
-                    f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, "
-                    f"best valid {trainer.metric} {result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s"
-                )
-                typer.echo(f"model: {result.best_path or result.last_path}")
-                _fit_trees(out, s.trees, train_graphs, valid_graphs, trainer.metric, s.seed, config.device)
+        fit(s, out, resume=resume, overwrite=overwrite, cache_dir=cache_dir, max_memory_gb=max_memory_gb,
+            dist_ctx=ctx, report=typer.echo, splits=splits)
     except (DatasetError, ValueError, KeyError, OSError) as exc:  # DirectoryLockedError: --out held by another run
         fail(str(exc))
     except RuntimeError as exc:
@@ -360,31 +290,7 @@ def train(
             raise
         _fail_collective(exc, ctx.rank, dist_timeout)
     finally:
-        if lock is not None:
-            lock.release()
         shutdown(ctx)
-
-
-def _fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: str, seed: int, device: str) -> None:
-    """After the graph model: the trees and their blend (`graphcost.inference.blend`), or no stale blend.json."""
-    from graphcost.models.trees import BLEND_FILE, TREES_FILE
-
-    if not trees or not len(valid_graphs):
-        for name in (BLEND_FILE, TREES_FILE):
-            (run_dir / name).unlink(missing_ok=True)
-        if trees:
-            typer.echo("trees: skipped (no validation graphs to choose the blend on)")
-        return
-    from graphcost.inference.blend import describe, fit_blend, write_blend
-    from graphcost.inference.ensemble import EnsemblePredictor
-
-    graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
-    import torch
-
-    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed,
-                                  threads=torch.get_num_threads())  # LightGBM: the same threads as torch
-    write_blend(run_dir, blend, tree_model)
-    typer.echo(describe(blend))
 
 
 def register(app: typer.Typer) -> None:

@@ -12,7 +12,7 @@ the field, never a traceback deep inside training:
     config       the TrainConfig: model, model_config, loss, epochs, batch_configs, lr, seed, eval_tta, ...
 
 `read_run_info` finds and checks the run.json behind a run directory, a checkpoint or a fold; the
-settings a run trains with (read back on --resume) are `graphcost.train.settings.RunSettings`.
+settings a run trains with (read back on --resume) are `graphcost.train.spec.RunSpec`.
 """
 
 from __future__ import annotations

@@ -3,10 +3,11 @@
 Modules, lowest first (a module imports only those above it, never below):
 
   recipe        the default hyper-parameters of `graphcost train`, without heavy imports (for --help)
-  settings      the settings of a run (RunSettings): its options, or on --resume those run.json recorded
   trainer       the training loop (TrainConfig, Trainer): checkpoints, validation, early stopping
+  spec          what a run trains from (RunSpec: data, TrainConfig, folds, trees) and its run.json form
   crossval      K-fold cross-validation by graph and its ensemble.json
   plots         learning curves and validation-rank plots of a run
+  fit           graphcost.fit(RunSpec): `graphcost train` from Python, trees and blend included
 
 What a run keeps (checkpoints, run directory, run.json checks, metrics log, schedule, DDP) is
 `graphcost.runs`; scoring, the fold ensemble, the trees' blend and rankings are `graphcost.inference`.

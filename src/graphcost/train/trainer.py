@@ -68,7 +68,8 @@ class TrainConfig:
     model_config: dict = field(default_factory=dict)
     loss: str = "hinge"
     epochs: int = recipe.EPOCHS  # at most: early stopping (`patience`) may end the run sooner
-    batch_configs: int = 64  # TGraph §2.2.5: 64 (default collections) / 128 (random)
+    batch_configs: int | None = 64  # TGraph §2.2.5: 64 (default collections) / 128 (random); None: fit() picks
+                                    # the collection's (default_batch_configs)
     max_steps_per_graph: int = recipe.MAX_STEPS_PER_GRAPH  # min(ceil(K / batch_configs), this) batches a graph (0: no cap)
     min_epoch_steps: int = recipe.MIN_EPOCH_STEPS  # a shorter epoch makes whole passes until it has them (1: one pass)
     patience: int = recipe.PATIENCE  # stop after this many epochs without a better validation score (0: never)
@@ -186,14 +187,14 @@ class Trainer:
         dist_ctx: DistContext | None = None,
     ) -> None:
         if not train_graphs:
-            raise ValueError("no training graphs: check --data-dir / --collection")
+            raise ValueError("no training graphs")
         kinds = set(graph_kinds(train_graphs)) | set(graph_kinds(valid_graphs))
         if len(kinds) != 1:
-            raise ValueError(
-                f"training and validation graphs mix kinds {sorted(kinds)}; train on one collection: pass "
-                "--collection tile:xla or a layout collection (layout:xla:default, layout:xla:random, "
-                "layout:nlp:default, layout:nlp:random)"
-            )
+            raise ValueError(f"training and validation graphs mix kinds {sorted(kinds)}; train on one collection "
+                             "(tile:xla, or one of the layout collections)")
+        if config.batch_configs is None:
+            raise ValueError("TrainConfig.batch_configs is None: give a number (default_batch_configs(collection))")
+        self.batch_configs: int = config.batch_configs
         from graphcost.data.transforms import batching
         from graphcost.models import registry
         from graphcost.models.losses import get_loss
@@ -226,7 +227,7 @@ class Trainer:
         self.model = base.to(self.device)  # the bare model: checkpoints, validation
         self.train_model = self.dist.wrap(self.model)  # DistributedDataParallel under torchrun, else the model
         self.optimizer = build_optimizer(self.model, config.lr, config.weight_decay)
-        self.graph_steps = graph_steps(graph_config_counts(self.train_graphs), config.batch_configs,
+        self.graph_steps = graph_steps(graph_config_counts(self.train_graphs), self.batch_configs,
                                        config.max_steps_per_graph, config.min_epoch_steps)  # (G,)
         self.steps_per_epoch = self.dist.steps_per_epoch(int(self.graph_steps.sum()))
         self.total_steps = max(1, self.steps_per_epoch * config.epochs)
@@ -333,7 +334,7 @@ class Trainer:
             raise ValueError(
                 "loader_workers > 0 builds batches with graphcost.data.transforms.batching; drop the make_batch / sample seams"
             )
-        dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=cfg.batch_configs)
+        dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=self.batch_configs)
         keys = [
             SampleKey(int(order[s]), step_seed(cfg.seed, epoch, s, self.dist.rank))
             for epoch in range(self.epoch, cfg.epochs)
@@ -354,7 +355,7 @@ class Trainer:
         # the losses accept (float32 scores, float64 runtime)
         if item is None:
             rng = np.random.default_rng(step_seed(cfg.seed, epoch, step, self.dist.rank))
-            idx = np.asarray(self.sample(graph, cfg.batch_configs, rng), dtype=np.int64)  # (B,)
+            idx = np.asarray(self.sample(graph, self.batch_configs, rng), dtype=np.int64)  # (B,)
             batch = self.make_batch(graph, idx, self.scaler)
             runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx])  # (B,)
         else:

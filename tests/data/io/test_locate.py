@@ -76,7 +76,7 @@ def test_lazy_graphs_train_exactly_like_in_memory_ones(official, tmp_path):
 
 
 def test_a_shipped_dataset_by_name_unless_a_directory_of_that_name_exists(tmp_path, monkeypatch):
-    from graphcost.commands.train import recorded_data_dir
+    from graphcost.data.io.locate import recorded_data_dir
     from graphcost.datasets import shipped_dataset_dir
 
     monkeypatch.chdir(tmp_path)

@@ -136,6 +136,14 @@ def shipped_name(data_dir: str | Path | None) -> str | None:
     return str(data_dir)
 
 
+def recorded_data_dir(data_dir: str | Path | None) -> str | None:
+    """run.json's ``data_dir``: None for the default shipped data, a shipped dataset's NAME as given
+    (found again in whatever install reads the run), else the absolute path."""
+    if data_dir is None:
+        return None
+    return shipped_name(data_dir) or str(Path(data_dir).resolve())
+
+
 def resolve_splits(
     data_dir: str | Path | None,
     collection: str | None = None,

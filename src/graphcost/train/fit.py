@@ -1,0 +1,198 @@
+"""`graphcost.fit`: train a cost model as `graphcost train` does, from Python.
+
+    run = graphcost.fit()                                      # the shipped data, the default recipe
+    run = graphcost.fit(RunSpec(collection="tile:xla"), out="runs/tile")
+    graphcost.fit(RunSpec(config=recipe_config(epochs=5), folds=5), out="runs/cv")
+
+One run (folds 0): the graph model on the train split, chosen on the valid split, then the trees on
+the configuration table and their blend with it (`graphcost.inference.blend`), the blend weight chosen
+on the valid split. Cross-validation (folds >= 2): K folds by graph on train+valid and the ensemble of
+the best (TGraph §2.4.3). Either way the run directory holds run.json (`RunSpec.to_json`) and what
+`graphcost evaluate` / `rank` / `tune` load (`graphcost.inference.ensemble.EnsemblePredictor`).
+
+Nothing in --out is replaced until every graph is read and checked, and then only under the directory's
+lock (the one `tune` and `collect` take). Data-parallel: pass the `DistContext` of
+`graphcost.runs.distributed.init_from_env`; every rank calls `fit` and the main one writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from graphcost.runs.distributed import DistContext
+from graphcost.train.spec import RunSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FitResult:
+    """What `fit` trained: the run directory, its graph kind, and the best validation score of its
+    graph model (one run) or the mean of the kept folds (cross-validation), by `metric`."""
+
+    run_dir: Path
+    kind: str
+    metric: str  # kendall_tau (layout) | tile_score (tile)
+    best_score: float
+    blend: object | None = None  # graphcost.models.trees.Blend when trees were fitted, else None
+
+
+def fit(
+    spec: RunSpec | None = None,
+    out: str | Path | None = None,
+    *,
+    resume: bool = False,
+    overwrite: bool = False,
+    cache_dir: str | Path | None = None,
+    max_memory_gb: float = 8.0,
+    dist_ctx: DistContext | None = None,
+    report: Callable[[str], None] | None = None,
+    splits=None,
+) -> FitResult:
+    """Train the run `spec` describes (default: `graphcost train` with no options) into `out`.
+
+    out: the run directory (None: a fresh runs/<model>-<time>-<random>, linked as runs/latest; with
+    `resume`, the run runs/latest points to). overwrite: replace a run already in `out`. cache_dir:
+    where prepared graphs are cached; above `max_memory_gb` GB of them they are read back per step.
+    report: where the progress lines go (default: this module's logger, INFO). splits: the data
+    already found by `graphcost.data.io.locate.resolve_splits` (default: found from `spec`).
+    Raises DatasetError for data that cannot be read, RunDirError / OutputExistsError for an `out`
+    that cannot be used, ValueError for settings the data or model refuse.
+    """
+    from graphcost.atomic import lock_dir, write_json
+    from graphcost.data.io.locate import recorded_data_dir, resolve_splits
+    from graphcost.data.transforms.pool import graph_kinds, load_prepared
+    from graphcost.frontend.programs.flags import trained_flag_columns
+    from graphcost.runs.run_dir import choose_run_dir
+    from graphcost.runs.run_info import RUN_INFO
+    from graphcost.train.trainer import default_batch_configs
+
+    spec = spec if spec is not None else RunSpec()
+    say = report or log.info
+    ctx = dist_ctx or DistContext()
+    out = Path(out) if out is not None else None
+    cache = Path(cache_dir) if cache_dir is not None else None
+    if splits is None:
+        splits = resolve_splits(spec.data_dir, spec.collection, seed=spec.config.seed, max_graphs=spec.max_graphs,
+                                recorded_in=spec.recorded_in)  # fmt: skip
+    collection = splits.collection
+    check_model_kind(spec.config.model, collection)
+    config = spec.config
+    if config.batch_configs is None:
+        config = dataclasses.replace(config, batch_configs=default_batch_configs(collection))
+    if overwrite and out is not None and spec.data_dir is not None and \
+            Path(spec.data_dir).resolve().is_relative_to(out.resolve()):
+        raise ValueError(f"the data {spec.data_dir} lies inside the run directory {out}, which overwriting would "
+                         "empty; move the data out first")
+    if ctx.is_main:
+        say(f"data: {splits.describe()}")
+    show = config.progress and ctx.is_main
+    if spec.folds:  # cross-validation pools train + valid (all de-duplicated for training)
+        pool = load_prepared(splits.files["train"] + splits.files["valid"], cache, show, "prepare",
+                             max_memory_gb=max_memory_gb)  # fmt: skip
+        valid_graphs = []
+    else:  # validation keeps every configuration of each file
+        pool = load_prepared(splits.files["train"], cache, show, "prepare train", max_memory_gb=max_memory_gb)
+        valid_graphs = load_prepared(splits.files["valid"], cache, show, "prepare valid", dedup=False,
+                                     max_memory_gb=max_memory_gb)  # fmt: skip
+    if config.model_config.get("compiled_stats") and not any(getattr(g, "compiled", None) is not None for g in pool):
+        # a term never trained would score any statistics it is given later (a tuner's compiled
+        # candidates, an annotated graph) with its random initial weights
+        config = dataclasses.replace(config, model_config={**config.model_config, "compiled_stats": False})
+        if ctx.is_main:
+            say("compiled statistics: no training graph carries config_compiled_stats, so the model has no term "
+                "for them")
+    spec = dataclasses.replace(spec, config=config)
+    kind = graph_kinds(pool)[0]
+    check_model_kind(config.model, collection, kind, splits.root)  # data that names no collection: by its graphs
+    # only now, with every graph read and validated, is an old run in `out` replaced (overwrite), and
+    # only under its lock: a run another live process holds is never removed
+    lock = lock_dir(out) if out is not None and ctx.is_main else None
+    try:
+        out = choose_run_dir(out, config.model, resume, ctx, overwrite, keep=(cache,) if cache is not None else ())
+        if lock is None and ctx.is_main:
+            lock = lock_dir(out)
+        if ctx.is_main:
+            say(f"run: {out}")
+        flag_columns = trained_flag_columns(splits.root) if kind == "tile" else None
+        if ctx.is_main:  # which flags the labels vary: a tuner scores only these (graphcost.tuning.scoring)
+            out.mkdir(parents=True, exist_ok=True)
+            info = spec.to_json(kind, recorded_data_dir(spec.data_dir), flag_columns)
+            write_json(info, out / RUN_INFO)
+        if spec.folds:
+            return _crossval(spec, pool, out, resume, ctx, say, kind)
+        return _one_run(spec, pool, valid_graphs, out, resume, ctx, say, kind)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def check_model_kind(model: str, collection: str | None, kind: str | None = None, data: str | Path = "") -> None:
+    """ValueError when the model cannot score the graphs of `collection` (a tile-only model on layout
+    data), or the `kind` of graphs read from `data` when the data names no collection."""
+    from graphcost.models.registry import model_kinds
+
+    kinds = model_kinds(model)
+    if collection and collection.split(":")[0] not in kinds:
+        raise ValueError(f"model {model!r} supports {', '.join(kinds)} graphs, not the {collection} collection")
+    if kind is not None and kind not in kinds:
+        raise ValueError(f"model {model!r} supports {', '.join(kinds)} graphs, not the {kind} graphs of {data}")
+
+
+def _crossval(spec: RunSpec, pool, out: Path, resume: bool, ctx: DistContext, say, kind: str) -> FitResult:
+    from graphcost.train.crossval import run_crossval
+
+    cv = run_crossval(spec.config, pool, out, folds=spec.folds, train_folds=spec.train_folds, keep=spec.keep,
+                      resume=resume, trainer_kwargs={"dist_ctx": ctx})  # fmt: skip
+    if ctx.is_main:
+        say(f"folds {', '.join(f'{score:.4f}' for score in cv.fold_scores)}; kept {cv.kept}; "
+            f"mean {cv.metric} {cv.mean_score:.4f}")
+        say(f"ensemble: {out / 'ensemble.json'}")
+    return FitResult(out, kind, cv.metric, cv.mean_score)
+
+
+def _one_run(spec: RunSpec, train_graphs, valid_graphs, out: Path, resume: bool, ctx: DistContext, say,
+             kind: str) -> FitResult:
+    from graphcost.train.trainer import Trainer
+
+    trainer = Trainer(spec.config, train_graphs, valid_graphs, out, dist_ctx=ctx)
+    result = trainer.fit(resume=resume)
+    blend = None
+    if ctx.is_main:
+        last = result.history[-1]
+        say(f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, best valid {trainer.metric} "
+            f"{result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s")
+        say(f"model: {result.best_path or result.last_path}")
+        blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, trainer.metric, spec.config.seed,
+                          spec.config.device, say)
+    return FitResult(out, kind, trainer.metric, result.best_score, blend)
+
+
+def fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: str, seed: int, device: str,
+              say: Callable[[str], None]):
+    """After the graph model: the trees and their blend (`graphcost.inference.blend`) written into
+    `run_dir`, or no stale blend.json when `trees` is off or there is no validation graph to choose
+    the blend on. The Blend, or None."""
+    from graphcost.models.trees import BLEND_FILE, TREES_FILE
+
+    if not trees or not len(valid_graphs):
+        for name in (BLEND_FILE, TREES_FILE):
+            (run_dir / name).unlink(missing_ok=True)
+        if trees:
+            say("trees: skipped (no validation graphs to choose the blend on)")
+        return None
+    import torch
+
+    from graphcost.inference.blend import describe, fit_blend, write_blend
+    from graphcost.inference.ensemble import EnsemblePredictor
+
+    graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
+    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed,
+                                  threads=torch.get_num_threads())  # LightGBM: the same threads as torch
+    write_blend(run_dir, blend, tree_model)
+    say(describe(blend))
+    return blend

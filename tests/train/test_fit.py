@@ -1,0 +1,46 @@
+"""`graphcost.fit` is `graphcost train` from Python: the same run (graph model, trees, blend, run.json)
+and the same test tau on the shipped real CPU layout data at the same seed."""
+
+import json
+
+import torch
+from train_stubs import run_cli
+
+import graphcost
+from graphcost.train import recipe
+
+SMALL = {"hidden": 8, "opcode_dim": 2, "layout_dim": 2, "num_blocks": 1}  # the recipe's TGraph, narrower
+
+
+def test_fit_matches_graphcost_train_on_the_shipped_data(tmp_path):
+    torch.set_num_threads(1)
+    opts = [a for k, v in SMALL.items() for a in ("--model-opt", f"{k}={v}")]
+    cli_run, lib_run = tmp_path / "cli", tmp_path / "lib"
+    run_cli("train", *opts, "--epochs", "2", "--max-graphs", "4", "--seed", "3", "--out", cli_run,
+            "--no-progress", "--device", "cpu", "--threads", "1")
+    lines: list[str] = []
+    spec = graphcost.RunSpec(config=graphcost.recipe_config(
+        epochs=2, seed=3, device="cpu", progress=False, model_config={**recipe.MODEL_CONFIG, **SMALL}), max_graphs=4)
+    result = graphcost.fit(spec, lib_run, report=lines.append)
+    assert result.run_dir == lib_run and result.kind == "layout" and result.metric == "kendall_tau"
+    assert result.blend is not None and (lib_run / "blend.json").is_file()  # trees and blend, as the CLI fits
+    assert any(line.startswith("blend:") for line in lines) and f"run: {lib_run}" in lines
+    cli_info, lib_info = (json.loads((r / "run.json").read_text()) for r in (cli_run, lib_run))
+    assert lib_info == cli_info  # the same recorded run: data, settings, trees
+    taus = []
+    for run in (cli_run, lib_run):
+        report = tmp_path / f"{run.name}.json"
+        run_cli("evaluate", run, "--json", report, "--device", "cpu", "--threads", "1")
+        taus.append(json.loads(report.read_text())["aggregate"]["kendall_tau"])
+    assert taus[0] == taus[1], taus
+
+
+def test_fit_refuses_a_model_for_another_kind_in_one_line(tmp_path):
+    spec = graphcost.RunSpec(config=graphcost.recipe_config(model="tile-mlp", model_config={}), max_graphs=2)
+    try:
+        graphcost.fit(spec, tmp_path / "run")
+    except ValueError as exc:
+        assert str(exc).startswith("model 'tile-mlp' supports tile graphs, not the layout graphs of "), exc
+    else:
+        raise AssertionError("a tile model trained on layout data")
+    assert not (tmp_path / "run").exists()  # nothing written
