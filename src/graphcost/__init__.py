@@ -1,12 +1,12 @@
 """graphcost: learned performance models of tensor programs.
 
-Papers cited by short name and section or equation throughout (titles, arXiv ids and links:
-docs/references.md): TpuGraphs (Phothilimthana et al., NeurIPS 2023, arXiv:2308.13490), TGraph
+Papers cited by short name and section or equation throughout (each module lists the ones it cites
+under References, with title, venue and link; the guide's References page has them all): TpuGraphs (Phothilimthana et al., NeurIPS 2023, arXiv:2308.13490), TGraph
 (Khizbullin et al., arXiv:2405.16623), Kaufman et al. (MLSys 2021, arXiv:2008.01040), LayerDAG
 (Li et al., ICLR 2025, arXiv:2411.02322).
 
 Packages by floor: a module imports its own package or a package on a LOWER floor, never one above
-(tests/test_import_graph.py checks it on every import, function-level ones included).
+(the test suite checks it on every import, function-level ones included).
 
   9  __main__    `python -m graphcost`
   8  cli         the typer app
@@ -33,6 +33,16 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
  -1  output_guard   the guard of every output path (devices, virtual / read-only file systems, inside an
                  input); imports only errors
  -2  errors      GraphcostError, the root of every error graphcost diagnoses; no graphcost imports
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
+    [Kaufman et al.] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
+        https://arxiv.org/abs/2008.01040
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from typing import TYPE_CHECKING

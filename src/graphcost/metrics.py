@@ -32,6 +32,14 @@ normalised.
 
 Aggregation: [`evaluate_graph`][graphcost.metrics.evaluate_graph] computes every metric of one graph for its kind, and
 [`aggregate`][graphcost.metrics.aggregate] averages per-graph dicts (TpuGraphs §5: "an average across all kernels").
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
+    [Kaufman et al.] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
+        https://arxiv.org/abs/2008.01040
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     from train_stubs import build_tiny, stub_trainer
 
     from graphcost.runs.distributed import shutdown
-    from graphcost.train.trainer import StopTraining
+    from train_stubs import StopTraining
 
     ctx = init_from_env("cpu", timeout_s=120)
     assert ctx.enabled and ctx.backend == "gloo"

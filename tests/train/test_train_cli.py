@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 import torch
-from train_stubs import run_cli, write_cli_collections
+from train_stubs import StopTraining, run_cli, write_cli_collections
 from typer.testing import CliRunner
 
 from graphcost.cli import app
@@ -145,13 +145,13 @@ def test_killed_cli_run_resumes_to_the_same_result(tmp_path, data_root, monkeypa
     def killed_fit(self, resume=False, step_callback=None):
         def kill(trainer, epoch, step):
             if (epoch, step) == (1, 2):
-                raise trainer_mod.StopTraining("simulated kill")
+                raise StopTraining("simulated kill")
 
         return real_fit(self, resume=resume, step_callback=kill)
 
     monkeypatch.setattr(trainer_mod.Trainer, "fit", killed_fit)
     result = CliRunner().invoke(app, [str(a) for a in args] + ["--out", str(tmp_path / "killed")])
-    assert isinstance(result.exception, trainer_mod.StopTraining)
+    assert isinstance(result.exception, StopTraining)
     monkeypatch.setattr(trainer_mod.Trainer, "fit", real_fit)
     # settings come from run.json; --device is not recorded (it may change between resumes), and the
     # exact-match promise holds on CPU, so pin it (auto would pick a GPU where one is present)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from graphcost.runs.checkpoint import load_checkpoint
-from graphcost.train.trainer import StopTraining, TrainConfig, epoch_order, graph_steps
-from train_stubs import build_tiny, make_layout_graph, stub_trainer
+from graphcost.train.trainer import TrainConfig, epoch_order, graph_steps
+from train_stubs import StopTraining, build_tiny, make_layout_graph, stub_trainer
 
 
 def _config(**kw) -> TrainConfig:

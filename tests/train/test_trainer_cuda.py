@@ -13,11 +13,11 @@ import re
 import numpy as np
 import pytest
 import torch
-from train_stubs import run_cli, write_cli_collections
+from train_stubs import StopTraining, run_cli, write_cli_collections
 
 from graphcost.runs.checkpoint import load_checkpoint
 from graphcost.runs.distributed import DistContext
-from graphcost.train.trainer import StopTraining, TrainConfig, Trainer
+from graphcost.train.trainer import TrainConfig, Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (torch.cuda.is_available() is False)")
 

@@ -5,9 +5,9 @@ import json
 
 import pytest
 import torch
-from train_stubs import build_tiny, run_cli, stub_trainer, write_cli_collections
+from train_stubs import StopTraining, build_tiny, run_cli, stub_trainer, write_cli_collections
 
-from graphcost.train.trainer import StopTraining, TrainConfig
+from graphcost.train.trainer import TrainConfig
 
 TIMING = ("train_seconds", "configs_per_s")
 

@@ -15,7 +15,7 @@ from graphcost.cli import app
 from graphcost.data.transforms.compress import compress_layout_config
 from graphcost.data.transforms.prepared import PreparedGraph
 from graphcost.data.synth.collection import write_synthetic_collection
-from graphcost.train.trainer import Trainer, TrainerSeams
+from graphcost.train.trainer import Trainer
 
 torch.set_num_threads(1)  # tiny tensors: thread hand-offs cost more than they save on 2 shared cores
 
@@ -82,10 +82,19 @@ def build_tiny(name: str, kind: str, **config) -> TinyModel:
     return TinyModel(TinyConfig(**config))
 
 
-def stub_trainer(**seams) -> type[Trainer]:
-    """A `Trainer` subclass whose `seams` swap in the given stand-ins (build_model, make_batch,
-    sample, loss; see `graphcost.train.trainer.TrainerSeams`)."""
-    return type("StubTrainer", (Trainer,), {"seams": TrainerSeams(**seams)})
+class StopTraining(Exception):
+    """Raised by a step callback to stop a training run, as a kill would."""
+
+
+def stub_trainer(**parts) -> type[Trainer]:
+    """A `Trainer` subclass that always passes `parts` (build_model, make_batch, sample, loss: the
+    Trainer's keyword arguments) unless a call gives its own."""
+
+    class StubTrainer(Trainer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**parts, **kwargs})
+
+    return StubTrainer
 
 
 def write_cli_collections(root, seed: int, max_nodes: int = 30, max_configs: int = 24):

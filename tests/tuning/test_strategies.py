@@ -278,3 +278,40 @@ def test_the_models_best_candidates_are_reordered_by_what_the_compiler_did():
     asked.clear()
     blind = ModelSearch(ev.space, fake_scorer(ev, 0.3), seed=0, compiled=compiled)
     assert blind.informed == 0 and not asked
+
+
+def test_strategies_are_built_by_name_and_a_custom_one_plugs_in():
+    """`make_strategy` gives each name its class; a `ProposingStrategy` subclass only writes `propose`
+    and reserves its proposals in a study like the built-in ones; one that writes neither cannot be built."""
+    from graphcost.tuning.strategies import ModelSearch, ProposingStrategy, RandomSearch, Strategy, TPESearch, make_strategy
+
+    ev = FakeEvaluator(FlagSpace())
+    small = {"pool_kwargs": {"initial": 32, "generations": 0}}
+    built = {name: make_strategy(name, ev.space, 0, fake_scorer(ev, 0.3), **(small if "model" in name else {}))
+             for name in STRATEGIES}
+    assert {n: type(s) for n, s in built.items()} == {"model+online": ModelSearch, "model": ModelSearch,
+                                                      "tpe": TPESearch, "random": RandomSearch}
+    assert all(s.name == n for n, s in built.items())
+    assert built["tpe"].sampler(16) is not None and built["random"].sampler(16) is None
+    with pytest.raises(ValueError, match="unknown strategy 'annealing'"):
+        make_strategy("annealing", ev.space)
+    with pytest.raises(ValueError, match="strategy 'model' needs a cost model"):
+        make_strategy("model", ev.space)
+
+    class Incomplete(Strategy):
+        pass
+
+    with pytest.raises(TypeError):
+        Incomplete(ev.space)
+
+    class Neighbours(ProposingStrategy):  # one change from the default at a time
+        name = "neighbours"
+
+        def propose(self, history, n, busy=frozenset()):
+            seen = {t.codes for t in history} | {self.space.default()} | set(busy)
+            cands = dict.fromkeys(self.space.mutate(self.space.default(), self.rng) for _ in range(50 * n))
+            return [c for c in cands if c not in seen][:n]
+
+    study = Study(None, "custom", ev.space)
+    handles, batch = Neighbours(ev.space).ask(study, [], 3, frozenset(), 0)
+    assert len(handles) == len(batch) == 3 and len(set(batch)) == 3 and ev.space.default() not in batch

@@ -4,7 +4,7 @@ Typer turns an Enum-typed option into a choice of its values; `value` (the optio
 the command the plain string, so the commands, run.json and checkpoints see exactly what they saw
 before (a checkpoint must never hold an enum: `torch.load(weights_only=True)` refuses classes).
 The lists are written out here, not imported, so `graphcost --help` does not import torch;
-tests/commands/test_choices.py checks them against the library's (`COLLECTIONS`, `MODEL_NAMES`, the
+the test suite checks them against the library's (`COLLECTIONS`, `MODEL_NAMES`, the
 losses, `PRECISION_CHOICES`). `--device` also takes `cuda:N`, so it stays a string with completion.
 """
 

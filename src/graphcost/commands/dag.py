@@ -1,4 +1,9 @@
-"""`graphcost dag`: LayerDAG train / sample / evaluate. Thin: parse, check, call `graphcost.dag`."""
+"""`graphcost dag`: LayerDAG train / sample / evaluate. Thin: parse, check, call `graphcost.dag`.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,10 @@ Thin: checks the options (each error names its flag), builds the run's `RunSpec`
 the graph model, the trees and their blend. On --resume the spec is the interrupted run's, read back
 from its run.json (`RunSpec.from_json`). Library (torch) imports happen inside the
 command so `graphcost --help` stays fast.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -20,4 +20,8 @@ Modules, in the order a DAG goes through them:
   datasets/       the LP (synthetic), TPU Tile and NAS-Bench-201 datasets and their split policy
 
 A run directory's run.json is read by `graphcost.dag.run_info`.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """

@@ -7,6 +7,10 @@ nodes and the edges with dst < off[l]. One batch of B graphs expands to
 - edge examples (g, k) for layers k = 2..L_g (1-based): G(≤k-1) plus the nodes of layer k (flag 1),
   with candidates V(≤k-1) × V(k) labelled by whether the edge exists.
 All examples are disjoint unions; the three modules see them in one forward pass.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ Between any two times s < t the transition is Q(s→t) = a I + (1 − a) 1 mᵀ 
 The reverse step marginalises the denoiser's x̂_0 distribution:
   p(x_s | x_t) = Σ_k p̂(x_0 = k) q(x_s | x_t, x_0 = k).
 Edges use the same process with C = 2 (absent / present) and m = (1 − ρ, ρ), ρ the edge density.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ an embedding of the node count) is permutation invariant.
 Batches are disjoint unions: node states (N, d), `edge_index` (2, E) with rows (src, dst) and
 `batch` (N,) the graph id of each node. Sums and readouts are PyG's (`torch_geometric.utils.scatter`,
 `global_mean_pool`, `global_max_pool`, `global_add_pool`); empty graphs read out as zeros.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ evaluation functions of `graphcost.dag.quality` / `graphcost.dag.datasets`.
   and both are scored by Pearson on the real test set; plus MMD, uniqueness, novelty.
 `quality_vs_time` repeats generation under the layer-index (eq. 1) and constant schedules with fewer
 denoising steps (§V-C).
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

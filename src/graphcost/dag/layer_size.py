@@ -6,6 +6,10 @@ vector and combined with the layer index l and the label embedding (conditioning
 `set_features`, the head also sees the attribute histogram of the deepest layer V(l) (as the node
 denoiser does): in LP the next layer's size bounds are exact functions of those counts, and the
 pooled MPNN state carries them only approximately.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

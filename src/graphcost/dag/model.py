@@ -15,6 +15,10 @@ with probability p, so one network learns both p(·|y) and p(·). Sampling with 
 then uses the logits ℓ_w = ℓ(y) + w (ℓ(y) − ℓ(∅)), i.e. p_w ∝ p(·|y)^(1+w) / p(·)^w, for the layer
 sizes, the node attributes' x̂_0 and the edges' x̂_0 (`graphcost.dag.sample`), which sharpens how
 strongly the generated DAG follows its label.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

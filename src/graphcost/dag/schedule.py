@@ -15,6 +15,10 @@ i.e. K evenly spaced points of the TRAINED cosine schedule. Between two grid poi
 transition is again of the marginal form, Q(s→t) = (ᾱ_t/ᾱ_s) I + (1 − ᾱ_t/ᾱ_s) 1 mᵀ
 (the product of the single steps), so the posterior q(x_s | x_t, x_0) used to jump from t to s
 is exact for the trained noise process; the denoiser is only ever queried at trained timesteps.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

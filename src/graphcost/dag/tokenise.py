@@ -9,6 +9,10 @@ Canonical node order: layer by layer, and inside a layer by original node id. In
 prefix G(≤l) is simply the first |V(≤l)| nodes, which is what the model's batching relies on.
 `reconstruct(tokenise(dag))` returns the canonically numbered DAG; `restore_order=True` maps it
 back to the original numbering, so the round trip is exact.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

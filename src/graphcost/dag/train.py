@@ -34,6 +34,10 @@ Checkpoints are read with `torch.load(weights_only=True)` (`graphcost.runs.check
 a damaged one is a `CheckpointError` (a ValueError) naming the file and the key.
 
 `LayerDAGTrainer` is the run (`fit`); `train_layerdag` is its one-call form.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

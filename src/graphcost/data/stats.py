@@ -5,6 +5,12 @@ configurations, unique configurations (identical config rows counted once; TpuGr
 notes repeats), runtime range and nodes after pruning (configurable nodes plus their direct
 producers and consumers, TGraph §2.2.1). Layout files are read with a lazy
 ``node_config_feat`` so memory stays bounded on the NLP collections.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ graph model, and test-time augmentation (TGraph §2.5.3).
 Before averaging, each member's scores on a graph are standardised (zero mean, unit variance):
 this leaves a single model's ranking unchanged and stops one member with a larger score scale
 from dominating the ensemble.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ tile rows list the top 5 (the tile metric, TGraph eq. 10, looks at 5 candidates)
 Submission format (Kaggle "Google - Fast or Slow? Predict AI Model Runtime"): header
 ``ID,TopConfigs``; ``ID`` is ``<collection>:<graph file stem>`` (e.g. ``layout:xla:default:foo``,
 ``tile:xla:bar``) and ``TopConfigs`` the indices joined by ``;``.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

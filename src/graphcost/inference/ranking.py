@@ -10,6 +10,12 @@ Metrics (TpuGraphs §5 / TGraph §2.5.2): layout graphs report Kendall tau (eq. 
 accuracy and top-K slowdown; tile graphs report the tile score (eq. 10, K = 5) as well. The
 selection score used for early stopping / fold ranking is mean tau (layout) or mean tile score
 (tile). Scores follow the project convention: LOWER = predicted FASTER.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

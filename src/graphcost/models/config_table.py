@@ -36,6 +36,10 @@ bytes, counts over its nodes). A graph without ``config_compiled_stats`` (a TpuG
 collection) gets NaN there: LightGBM sends missing values down the branch it learnt for them
 (`graphcost.models.trees`). Trees fitted before these columns existed read the first 52
 (`SHARE_LAYOUT_COLUMNS`) or 27 (`PLAIN_TILE_COLUMNS`).
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ Options (KaufmanConfig):
   the nodes, summed, Table 5).
 Config features: tile `config_feat` (24, signed-log) replicated onto every node; layout the
 18 per-node layout values (-1 on non-configurable nodes).
+
+References:
+    [Kaufman et al.] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
+        https://arxiv.org/abs/2008.01040
 """
 
 from __future__ import annotations

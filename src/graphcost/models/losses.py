@@ -13,6 +13,14 @@ every runtime equal.
   likelihood of the fastest-first permutation, with the relevance u = -score.
 * `mse_log_runtime` — Kaufman et al. §3.3 fusion loss: (s_i - log r_i)^2; the score is
   then a log-runtime prediction.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
+    [Kaufman et al.] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
+        https://arxiv.org/abs/2008.01040
 """
 
 from __future__ import annotations

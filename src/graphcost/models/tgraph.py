@@ -38,6 +38,10 @@ What the compiler did (``compiled_stats``, off by default): score += g(log(1 + 1
 scale-free columns of the configuration's compiled module (`graphcost.data.transforms.compiled`),
 g: Linear-GELU-Linear {32}. The term is added only for batches that carry the statistics; a share
 ``compiled_dropout`` of training batches goes without, so the graph part ranks on its own too.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ So no (D', B, F) state is ever materialised except the products [W_l x; W_r x] (
 block output only when a later block needs it for its residual (3+ blocks). Same operations as
 the dense path, exact in float32 up to summation order; sums accumulate in float32 for any dtype.
 `map_chunks` runs the chunks of configurations of one call side by side, one thread each.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ Common shape (§4.2, Fig. 4): opcode embedding ⊕ node features -> GNN -> pooli
 
 Graph read-out (as the TpuGraphs reference code): mean ⊕ L2-normalised sum over nodes.
 GNN layers see edges in both directions.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

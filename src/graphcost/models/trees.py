@@ -18,7 +18,7 @@ split-configs` of one graph, or a tuner's own measurements), nothing needs to tr
 graphs, and the table is widened with every raw layout entry of every configurable node
 (`raw_layouts`, C · 18 columns). This is what the trees need on data with no default
 configuration (TpuGraphs layout collections, where "moved off the default" says little), and they
-rank far better once a few hundred configurations are measured (docs/cost-models.md, "Trees within
+rank far better once a few hundred configurations are measured (the guide's "Cost models" page, "Trees within
 one program").
 Trees fitted this way record the program's signature in trees.txt and refuse to score another
 program (`ProgramMismatch`; the blend then falls back to the graph model and says so).
@@ -38,7 +38,7 @@ The prior is model-free (layout only), one of `PRIORS`, also chosen on the valid
 * ``copies`` (`copies_prior`, graphs that carry ``config_compiled_stats``): the bytes of the
   ``copy`` and ``transpose`` instructions the compiler put into the configuration's optimized
   module. It ranks programs of families never trained on better than the count and than the
-  table models (docs/cost-models.md, "What the compiler did"). The ε term only breaks ties: trees are piecewise
+  table models (the guide's "Cost models" page, "What the compiler did"). The ε term only breaks ties: trees are piecewise
 constant and give many configurations the same value (all of them, on a graph unlike the training
 data), and among those the graph model decides.
 """

@@ -9,6 +9,10 @@ step (the paper counts in epochs; per step is the same curve at a finer grain):
     lr(t) = lr0 * (m + (1 - m) * (1 + cos(pi * p)) / 2)     p = (t - W) / (T - W)   (cosine)
 
 with T total steps, W = ceil(warmup_frac * T) and m the final fraction of the peak rate.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ each computed with TTA over N = 10 permutations of the configuration batch
 
 On disk a cross-validation run is ``RUN/fold_00 ... fold_{n-1}`` (each a normal training run)
 plus ``RUN/ensemble.json`` naming the kept folds and their scores.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

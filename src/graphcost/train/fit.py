@@ -13,6 +13,10 @@ the best (TGraph §2.4.3). Either way the run directory holds run.json (`RunSpec
 Nothing in --out is replaced until every graph is read and checked, and then only under the directory's
 lock (the one `tune` and `collect` take). Data-parallel: pass the `DistContext` of
 `graphcost.runs.distributed.init_from_env`; every rank calls `fit` and the main one writes.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ The budget follows the data (`trainer.graph_steps`): a graph with K configuratio
 min(ceil(K / batch_configs), MAX_STEPS_PER_GRAPH) batches an epoch; an epoch shorter than
 MIN_EPOCH_STEPS makes whole passes until it is that long. Training stops after PATIENCE epochs
 without a better validation score, and the best validation epoch is the model that is kept.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 MODEL = "tgraph"
@@ -19,6 +23,6 @@ MIN_EPOCH_STEPS = 32  # one or two graphs: whole passes until an epoch has this 
 LR = 1e-3  # TGraph §2.4.2
 # TGraphConfig's defaults (readout "sum": ablation +0.06 τ over the paper's mean), and the score term of
 # what the compiler did, read where the data carries config_compiled_stats (leave-family-out on cpu_layout:
-# graph model +0.01-0.035 τ on the validation graphs of every fold; docs/cost-models.md)
+# graph model +0.01-0.035 τ on the validation graphs of every fold; the guide's "Cost models" page)
 MODEL_CONFIG: dict = {"compiled_stats": True}
 TREES = True  # fit trees on the configuration table and blend them in, the weight chosen on validation (`graphcost.inference.blend`)

@@ -29,6 +29,10 @@ world size, so a killed DDP run resumed with the same number of processes ends w
 uninterrupted one would have (bitwise with 2 CPU processes, tested; with more, gloo's ring sum
 may add a gradient's shares in another order after a resume, as DDP rebuilds its buckets after
 the first step, so agreement is then up to rounding). Validation is sharded and gathered.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -137,10 +141,6 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
-class StopTraining(Exception):
-    """Raised by a step callback to stop training early (used to simulate kills in tests)."""
-
-
 @dataclass
 class TrainResult:
     history: list[dict]
@@ -150,31 +150,17 @@ class TrainResult:
     last_report: object | None = None
 
 
-@dataclass(frozen=True)
-class TrainerSeams:
-    """Stand-ins for the functions a `Trainer` looks up itself, for TESTS only (a subclass sets
-    `Trainer.seams`; see tests/train/train_stubs.py `stub_trainer`). None: the real function.
-
-    build_model(name, kind, **config) -> nn.Module   (default `graphcost.models.registry.build_model`)
-    make_batch(graph, idx, scaler) -> GraphBatch      (default `graphcost.data.transforms.batching.make_batch`)
-    sample(graph, batch_configs, rng) -> indices      (default `batching.sample_config_indices`)
-    loss(scores, runtime) -> Tensor                   (default `graphcost.models.losses.get_loss(config.loss)`)
-    """
-
-    build_model: Callable | None = None
-    make_batch: Callable | None = None
-    sample: Callable | None = None
-    loss: Callable | None = None
-
-
 class Trainer:
     """Trains one model on prepared graphs; writes checkpoints, metrics.csv and plots to `out_dir`.
 
-    The data-prep, model and loss functions are looked up lazily from their modules (tests swap
-    them through `seams`).
-    """
+    What it trains and how a batch is built can be given (None: the config's, by name):
 
-    seams: ClassVar[TrainerSeams] = TrainerSeams()
+        build_model(name, kind, **config) -> nn.Module   the model (default `graphcost.models.registry.build_model`;
+                                                         called after seeding, so initialisation follows the seed)
+        loss(scores (B,), runtime (B,)) -> Tensor         the loss (default `graphcost.models.losses.get_loss(config.loss)`)
+        make_batch(graph, idx, scaler) -> GraphBatch      (default `graphcost.data.transforms.batching.make_batch`)
+        sample(graph, batch_configs, rng) -> indices      (default `batching.sample_config_indices`)
+    """
 
     def __init__(
         self,
@@ -185,6 +171,10 @@ class Trainer:
         *,
         scaler=None,
         dist_ctx: DistContext | None = None,
+        build_model: Callable[..., torch.nn.Module] | None = None,
+        loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+        make_batch: Callable | None = None,
+        sample: Callable | None = None,
     ) -> None:
         if not train_graphs:
             raise ValueError("no training graphs")
@@ -208,9 +198,9 @@ class Trainer:
         self.dist = dist_ctx or DistContext()
         self.device = self.dist.device(config.device)
         self.metric = selection_metric(self.kind)
-        self.make_batch = self.seams.make_batch or batching.make_batch
-        self.sample = self.seams.sample or batching.sample_config_indices
-        self.loss_fn = self.seams.loss or get_loss(config.loss)
+        self.make_batch = make_batch or batching.make_batch
+        self.sample = sample or batching.sample_config_indices
+        self.loss_fn = loss or get_loss(config.loss)
 
         seed_everything(config.seed, deterministic=self.device.type == "cpu")  # GPU: speed over bitwise repeatability
         if scaler is None:
@@ -220,7 +210,7 @@ class Trainer:
             fitted = scaler.fit(self.train_graphs)  # fit on TRAIN graphs only
             scaler = fitted if fitted is not None else scaler
         self.scaler = scaler
-        build_model = self.seams.build_model or registry.build_model
+        build_model = build_model or registry.build_model
         torch.manual_seed(config.seed)  # parameter initialisation depends on the seed only
         base = build_model(config.model, self.kind, **config.model_config)
         self.spec = registry.model_spec(base, name=config.model, kind=self.kind)
@@ -332,7 +322,7 @@ class Trainer:
         cfg = self.config
         if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
             raise ValueError(
-                "loader_workers > 0 builds batches with graphcost.data.transforms.batching; drop the make_batch / sample seams"
+                "loader_workers > 0 builds batches with graphcost.data.transforms.batching; give no make_batch / sample"
             )
         dataset = TpuGraphsDataset.from_prepared(self.train_graphs, self.scaler, batch_configs=self.batch_configs)
         keys = [

@@ -42,7 +42,7 @@ flag space). This learner is built to tell effects apart:
   half of the first round measures one non-default choice of each of the most promising dimensions
   (by the graph model), so main effects start to be identified before they are combined; the other
   half measures the graph model's best configurations, so a good zero-shot model pays off at once.
-  Chosen on development programs apart from the evaluation suite (docs/tune.md, "The first round").
+  Chosen on development programs apart from the evaluation suite (the guide's "Tuning your program" page, "The first round").
 
 Hyperparameters (log-ratio units): σ = 0.05 (timing noise of one interleaved measurement),
 τ = 0.3 (one option rarely moves runtime by more than ±35%), τ_I = 0.15, β₀ = 0.05, τ_β = 0.1

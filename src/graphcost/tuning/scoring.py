@@ -19,6 +19,10 @@ fine-tunes a copy of the graph model itself on the measured configurations with 
 pairwise hinge loss (eq. 8); its number of optimiser steps follows the number of measured
 configurations (`FineTunedModel.steps`), not a fixed epoch count, since one program gives one
 batch per step.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

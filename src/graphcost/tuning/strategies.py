@@ -13,7 +13,7 @@
   for the statistics), the `INFORMED_TOP` best of the pool are compiled (nothing run) and re-ordered
   among themselves by the model given their statistics (`ModelSearch.inform`): on the tune suite's
   joint tables this raised the model's zero-shot Kendall τ from 0.523 to 0.541 (median of 12
-  programs, 40 configurations each; docs/tune.md).
+  programs, 40 configurations each; the guide's "Tuning your program" page).
 * ``model+online``: as ``model``, but between rounds a per-program tree model
   (`scoring.OnlineModel`) is fitted on this program's own measurements with the graph model's
   score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the
@@ -26,11 +26,24 @@
   LightGBM on the codes with the graph model's score as a feature (`scoring.OnlineModel`).
   ``finetune``: the graph model itself fine-tuned on the measurements (`scoring.FineTunedModel`).
 
-A strategy proposes; the tuner measures and records. `propose(history, n)` must return `n`
-distinct configurations not in `history` (fewer only when the space is exhausted).
+A strategy proposes; the tuner measures and records. Every strategy is a `Strategy`:
+`ask(study, history, n, busy, round)` reserves up to `n` new configurations in the study and returns
+them, and `sampler(budget)` is the Optuna sampler its study asks with (TPE's; None for the others).
+`random` and `model` are `ProposingStrategy`s: `propose(history, n)` returns `n` distinct configurations
+not in `history` (fewer only when the space is exhausted), reserved as proposed; `tpe` asks Optuna.
+`make_strategy(name, ...)` builds one by its name in `STRATEGIES`.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
+    [Kaufman et al.] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
+        https://arxiv.org/abs/2008.01040
 """
 
 from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +54,11 @@ STRATEGIES = ("model+online", "model", "tpe", "random")
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
 # (`online.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
 # default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
-# replay benchmark in each (docs/tune.md, "Which online learner")
+# replay benchmark in each (the guide's "Tuning your program" page, "Which online learner")
 ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
 # The share of the effects learner's first round spent on single-option probes; the rest are the graph
 # model's top picks (kept diverse). Chosen on development programs apart from the evaluation suite
-# (docs/tune.md, "The first round").
+# (the guide's "Tuning your program" page, "The first round").
 FIRST_ROUND_PROBES = 0.5
 # How many of the model's best candidates are compiled and scored again with what the compiler did to them
 # (`ModelSearch.inform`; only where the model reads the statistics). A compile is a small share of a
@@ -63,19 +76,39 @@ def resolve_learner(learner: str, space: Space) -> str:
 EXHAUSTIVE_LIMIT = 4096  # spaces up to this size are enumerated instead of searched
 
 
-class Strategy:
-    name = "strategy"
+class Strategy(ABC):
+    """A search strategy of `graphcost tune` over `space` (module docstring)."""
+
+    name: str = "strategy"  # its name in STRATEGIES
 
     def __init__(self, space: Space, seed: int = 0):
-        self.space = space
+        self.space, self.seed = space, seed
         self.rng = np.random.default_rng(seed)
 
+    def sampler(self, budget: int) -> Any:
+        """The Optuna sampler this strategy's study asks with; None: the study only records."""
+        return None
+
+    @abstractmethod
+    def ask(self, study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+        """(handles, configurations): up to `n` new configurations reserved in `study` (a
+        `graphcost.tuning.study.Study`), none in `history` nor in `busy` (being measured by another
+        worker); `rnd` is the round's number. Empty: the space is exhausted."""
+
+
+class ProposingStrategy(Strategy):
+    """A strategy that chooses configurations itself; the study records what it proposes."""
+
+    @abstractmethod
     def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
         """Up to `n` new configurations, none in `history` nor in `busy` (being measured by another worker)."""
-        raise NotImplementedError
+
+    def ask(self, study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+        batch = self.propose(history, n, busy)
+        return (study.reserve(batch) if batch else []), batch
 
 
-class RandomSearch(Strategy):
+class RandomSearch(ProposingStrategy):
     name = "random"
 
     def __init__(self, space, seed=0):
@@ -100,13 +133,71 @@ class RandomSearch(Strategy):
         return out
 
 
-def tpe_sampler(seed: int, budget: int):
-    """Optuna's TPE for the ``tpe`` strategy (its proposals come through `Study.ask`): random
-    start-up trials for a quarter of the budget (4 to 10), constant liar for batched proposals."""
-    import optuna
+class TPESearch(Strategy):
+    """Optuna's TPE (``tpe``): random start-up trials for a quarter of the budget (4 to 10), constant
+    liar for batched proposals; its proposals come through the study (`ask_new`)."""
 
-    startup = int(min(10, max(4, budget // 4)))
-    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True)
+    name = "tpe"
+
+    def sampler(self, budget: int) -> Any:
+        import optuna
+
+        startup = int(min(10, max(4, budget // 4)))
+        return optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=startup, constant_liar=True)
+
+    def ask(self, study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+        return ask_new(study, n, history, self.space, self.seed + rnd, busy)
+
+
+def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
+            busy: frozenset = frozenset()) -> tuple[list, list[Codes]]:
+    """Up to `n` new configurations from the study's sampler. A proposal of a known configuration
+    (the default, a measured or failed one, or one already in this batch) is told its known
+    result without measuring; one being measured by another worker (`busy`) is closed as a
+    duplicate without a value; after 20 such repeats per wanted configuration the rest of the
+    batch is drawn at random among the unseen and enqueued, so the budget is always spent."""
+    known: dict[Codes, float | None] = {t.codes: t.ratio for t in history}
+    known.update({c: None for c in busy if c not in known})
+    known[space.default()] = 1.0
+    handles: list = []
+    batch: list[Codes] = []
+    repeats = 0
+    while len(batch) < n:
+        if repeats > 20 * n:
+            unseen = RandomSearch(space, seed).propose([Trial(c, OK) for c in [*known, *batch]], n - len(batch))
+            if not unseen:
+                break  # the space is exhausted
+            for c in unseen:  # asked next, in this order
+                study.study.enqueue_trial(study.params(c))
+            repeats = 0
+        handle, proposed = study.ask()
+        codes = space.snap(proposed, set(known) | set(batch))
+        if codes is not None and codes != proposed:  # the sampler learns its proposal; the study keeps what is measured
+            study.measures(handle, codes)
+        if codes is None:  # nothing left to measure
+            study.tell_known(handle, None)
+            break
+        if codes in known or codes in batch:
+            study.tell_known(handle, known.get(codes, 1.0))
+            repeats += 1
+            continue
+        handles.append(handle)
+        batch.append(codes)
+    return handles, batch
+
+
+def make_strategy(name: str, space: Space, seed: int = 0, scorer=None, **model_options: Any) -> Strategy:
+    """The strategy `name` (one of `STRATEGIES`) over `space`; the ``model`` ones score with `scorer`
+    and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled)."""
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    if name == "random":
+        return RandomSearch(space, seed)
+    if name == "tpe":
+        return TPESearch(space, seed)
+    if scorer is None:
+        raise ValueError(f"strategy {name!r} needs a cost model")
+    return ModelSearch(space, scorer, seed, online=name == "model+online", **model_options)
 
 
 def diverse_top(order: np.ndarray, pool: list[Codes], n: int, exclude: set, min_distance: int = 2) -> list[Codes]:
@@ -159,7 +250,7 @@ def evolve_pool(space: Space, score, rng: np.random.Generator, initial: int = 20
     return pool, scores
 
 
-class ModelSearch(Strategy):
+class ModelSearch(ProposingStrategy):
     """``model`` (online=False) and ``model+online`` (module docstring)."""
 
     def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None,

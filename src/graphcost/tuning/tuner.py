@@ -33,7 +33,7 @@ from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.trial import OK, Evaluator, Trial
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
-from graphcost.tuning.strategies import STRATEGIES, ModelSearch, RandomSearch, tpe_sampler
+from graphcost.tuning.strategies import make_strategy
 
 log = logging.getLogger(__name__)
 
@@ -146,19 +146,12 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     share of single-option probes (None: `strategies.FIRST_ROUND_PROBES`)."""
     from graphcost.tuning.study import Study
 
-    if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
-    if name.startswith("model") and scorer is None:
-        raise ValueError(f"strategy {name!r} needs a cost model (--model RUN)")
     for key, value in (("budget", budget), ("round_size", round_size)):
         check_int(key, value, 1, MEASUREMENTS_MAX)
-    sampler = tpe_sampler(seed, budget) if name == "tpe" else None
-    study = Study(storage, f"{study_name}:{name}", space, sampler=sampler, fingerprint=fingerprint)
-    if name == "random":
-        strategy = RandomSearch(space, seed)
-    elif name.startswith("model"):
-        strategy = ModelSearch(space, scorer, seed, online=name == "model+online", pool_kwargs=pool_kwargs,
-                               learner=learner, probes=probes, compiled=getattr(evaluator, "compiled_stats", None))
+    model_options = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
+                     "compiled": getattr(evaluator, "compiled_stats", None)} if name.startswith("model") else {}
+    strategy = make_strategy(name, space, seed, scorer, **model_options)
+    study = Study(storage, f"{study_name}:{name}", space, sampler=strategy.sampler(budget), fingerprint=fingerprint)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
     _say_what_was_found(study, f"{study_name}:{name}", budget)
     while True:  # the budget is the study's: counted in the storage before every round (study module docstring)
@@ -169,11 +162,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         n = min(round_size, left)
         history, busy = study.trials(), study.busy()  # busy: in flight at another worker, not proposed again
         try:
-            if name == "tpe":
-                handles, batch = ask_new(study, n, history, space, seed + rnd, busy)
-            else:
-                batch = strategy.propose(history, n, busy)
-                handles = study.reserve(batch)
+            handles, batch = strategy.ask(study, history, n, busy, rnd)
             if not batch:  # the space is exhausted
                 break
             keep = study.within_budget(handles, budget)  # another worker may have reserved at the same moment
@@ -207,41 +196,6 @@ def _say_what_was_found(study, label: str, budget: int) -> None:
     if found["in_flight"]:
         parts.append(f"{found['in_flight']} being measured by other workers")
     log.info(f"study {label}: found {', '.join(parts)}; measuring {left} more for the budget of {budget}")
-
-
-def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
-            busy: frozenset = frozenset()) -> tuple[list, list[Codes]]:
-    """Up to `n` new configurations from the study's sampler. A proposal of a known configuration
-    (the default, a measured or failed one, or one already in this batch) is told its known
-    result without measuring; one being measured by another worker (`busy`) is closed as a
-    duplicate without a value; after 20 such repeats per wanted configuration the rest of the
-    batch is drawn at random among the unseen and enqueued, so the budget is always spent."""
-    known: dict[Codes, float | None] = {t.codes: t.ratio for t in history}
-    known.update({c: None for c in busy if c not in known})
-    known[space.default()] = 1.0
-    handles, batch, repeats = [], [], 0
-    while len(batch) < n:
-        if repeats > 20 * n:
-            unseen = RandomSearch(space, seed).propose([Trial(c, OK) for c in [*known, *batch]], n - len(batch))
-            if not unseen:
-                break  # the space is exhausted
-            for c in unseen:  # asked next, in this order
-                study.study.enqueue_trial(study.params(c))
-            repeats = 0
-        handle, proposed = study.ask()
-        codes = space.snap(proposed, set(known) | set(batch))
-        if codes is not None and codes != proposed:  # the sampler learns its proposal; the study keeps what is measured
-            study.measures(handle, codes)
-        if codes is None:  # nothing left to measure
-            study.tell_known(handle, None)
-            break
-        if codes in known or codes in batch:
-            study.tell_known(handle, known.get(codes, 1.0))
-            repeats += 1
-            continue
-        handles.append(handle)
-        batch.append(codes)
-    return handles, batch
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,10 @@ The paper does not say when generation stops; here a graph ends when a drawn lay
 after `max_layers` layers (`max_layers` itself drawn uniformly from [min_layers, max_layers]),
 and `max_nodes` caps the size. The validity checker tests the rules above on the DAG's own
 layerwise partition (the LayerDAG tokenisation), not on any stored layer ids.
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

@@ -5,4 +5,8 @@
   surrogate    the surrogate-regressor Pearson protocol for conditional generation
 
 LP validity lives with the LP dataset (`graphcost.dag.datasets.lp`).
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """

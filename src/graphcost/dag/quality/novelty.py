@@ -8,6 +8,10 @@ some regular structures, so uniqueness/novelty are, if anything, slightly under-
 
 uniqueness = |distinct generated graphs| / |generated|
 novelty    = |generated graphs not isomorphic to any training graph| / |generated|
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

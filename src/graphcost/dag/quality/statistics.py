@@ -20,6 +20,10 @@ Memory is linear in the input and the MMD is streamed: histograms are kept at th
 and the pairwise kernel sums are computed in blocks of at most `BLOCK_ELEMENTS` numbers. Time is
 quadratic in the graphs compared, so a side with more than `MAX_GRAPHS` graphs is replaced by a
 seeded uniform subsample of `MAX_GRAPHS` graphs (`MMDResult.used` says how many were compared).
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

@@ -29,6 +29,10 @@ paper's figure, not instead of it.
 so that the test predictions of the folds of a k-fold cross-validation (`graphcost.data.splits.kfold_train_valid_test`),
 in which every graph is tested once, can be pooled and scored as one test set (how the
 documentation's LayerDAG figures are scored).
+
+References:
+    [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
+        Generation. ICLR 2025. https://arxiv.org/abs/2411.02322
 """
 
 from __future__ import annotations

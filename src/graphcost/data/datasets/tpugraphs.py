@@ -68,6 +68,10 @@ instead; `graphcost train --loader-workers` uses that to reproduce its in-proces
     from torch_geometric.loader import DataLoader as PyGLoader
     for batch in PyGLoader(train, batch_size=4, shuffle=True):
         scores = my_batched_model(batch)  # (4, B); rank each row against batch.y
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

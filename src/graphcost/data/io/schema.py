@@ -10,6 +10,10 @@ int64 for tile / int32 for layout). The released files use other *safe kinds* fo
 files we write) and the set of numpy dtype kinds a reader accepts (`kinds`): ``"iu"`` =
 signed/unsigned integers, ``"f"`` = floating point. Booleans, complex, strings and objects
 are always rejected (objects would need unpickling).
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

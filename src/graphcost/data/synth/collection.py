@@ -11,6 +11,10 @@ Determinism: graph structure depends on ``(seed, 0)`` and configuration block b 
 ``(seed, 1, b)``; the block size is a function of the graph only (`gen_block`), so the same seed
 gives identical arrays whether a file is built in memory or streamed to disk. Memory while
 streaming is O(block x nc x 18) (about 100 MB), independent of the number of configurations.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

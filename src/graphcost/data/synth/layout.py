@@ -34,6 +34,10 @@ kernel (6 cols); a layout is a permutation of the tensor's dimensions in minor-t
 Search modes: "random" draws every layout uniformly; "default" starts from the compiler's default
 configuration (configuration 0) and mutates a few percent of the layouts (genetic-search-like),
 so its runtimes are close to each other, as in the real default collections.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ autotuner enumerates tile sizes in random order under a timeout, TpuGraphs §3).
 where t_default is the compiler's heuristic: the largest tile whose working set fits in a quarter
 of VMEM. Small tiles pay the per-tile overhead, misaligned tiles waste vector lanes, large tiles
 spill: the optimum depends on the shapes, which is what a tile-size model must learn.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ scaler fitted on training graphs; [134:140] keeps its -1 padded layout indices.
 
 Edge convention: PreparedGraph.edge_index is (E, 2) with row [u, v] = "u consumes v" (TpuGraphs);
 GraphBatch.edge_index is (2, E) producer -> consumer: row 0 = v, row 1 = u (graph.py).
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

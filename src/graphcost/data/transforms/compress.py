@@ -9,6 +9,10 @@ kernel; TpuGraphs README "Layout Config Features"). Every value is a dimension i
 and (K, C, 18) float32 becomes (K, C, 3) int32 — 6x fewer values, 6x fewer bytes.
 Decompression is vectorised and works on numpy arrays and torch tensors alike, so the data
 loader can decompress only the sampled configurations on the fly.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ which makes the result deterministic.
 Rows are hashed to 64 bits chunk by chunk (`row_hashes`), so a 100k-configuration file never
 needs its float features in memory at once; groups of equal hashes are then verified exactly
 against the (small) compressed rows, falling back to exact grouping if a collision occurs.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ none). Because a genuine dimension may have size 0, the rank is taken as the lar
   * 1 + max(minor_to_major) when positive (a permutation of 0..r-1 implies rank >= max + 1).
 An all-zero row (scalar, tuple, or rank 1 with an unknown size) falls back to the dims.
 Values already -1 count as padding, so the transform is idempotent.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

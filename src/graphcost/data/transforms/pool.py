@@ -2,6 +2,10 @@
 (`load_prepared`), held in memory or, when they would not fit, read back from the preprocessing
 cache on access (`LazyPrepared`), plus the helpers that see a pool's names, kinds and configuration
 counts without loading it.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

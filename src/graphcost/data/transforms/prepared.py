@@ -2,6 +2,10 @@
 
 Built by `graphcost.data.transforms.preprocess.prepare_graph`; cached as one npz (`graphcost.data.transforms.cache`);
 turned into model input by `graphcost.data.transforms.batching.make_batch`.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ Memory. A layout:nlp file holds up to 100k configurations x ~100 configurable no
 (720 MB). `node_config_feat` is therefore read and compressed `chunk_size` configurations at a
 time; only the (K, C, 3) int32 codes (120 MB) and one chunk are ever resident. Row hashes for
 de-duplication are computed per chunk from the codes.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ Tile graphs are NOT pruned: a tile configuration applies to the whole fused kern
 configurable nodes), so every node is relevant. `prepare_graph` leaves them untouched.
 
 Edge convention (TpuGraphs, on disk): row [u, v] of `edge_index` (E, 2) means u consumes v.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

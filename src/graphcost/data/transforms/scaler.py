@@ -8,6 +8,10 @@ Fitting streams over many graphs: each graph's per-column (count, mean, M2) is m
 running totals by Chan et al.'s parallel update, in float64, so no graph set is ever stacked:
     n = n_a + n_b;  d = mean_b - mean_a;  mean = mean_a + d n_b / n;  M2 = M2_a + M2_b + d^2 n_a n_b / n
 The fitted state is plain lists (`state_dict`), saved with a model checkpoint.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

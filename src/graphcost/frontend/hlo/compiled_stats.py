@@ -7,7 +7,7 @@ compiler actually inserts depends on the whole graph (two moved neighbours that 
 between them; a moved tensor read by a row-major dot needs two), so it cannot be read off the
 configuration alone, but it can be read off the compiled module. On the shipped `cpu_layout`
 programs the bytes copied rank a program's configurations better than counting the moved tensors,
-on every family, with nothing learned (docs/cost-models.md, "What the compiler did").
+on every family, with nothing learned (the guide's "Cost models" page, "What the compiler did").
 
 Columns of `compiled_stats` (`COMPILED_STATS`), over every computation of the module (fused
 computations included, so a copy fused into a loop kernel still counts):
@@ -22,6 +22,10 @@ computations included, so a copy fused into a loop kernel still counts):
     instructions         number of instructions in the module
 
 Bytes are elements x the element type's size (`ELEMENT_BYTES`; 4 for a type it does not know).
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ Tile (`TuningData`, one record per fused kernel, graph-level configs), following
 Opcode names TpuGraphs does not know (e.g. a flipped byte) become opcode 0 and are counted per
 module in `ConversionStats.unknown_opcodes`; ``strict=True`` refuses such a module instead.
 Tile bounds whose product overflows int64 are a `ConversionError` naming the run and the field.
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

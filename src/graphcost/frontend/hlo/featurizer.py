@@ -23,6 +23,10 @@ whose dimensions multiply past 2^63 is an `HloGraphError` naming the instruction
 found in linear time. Opcode names TpuGraphs does not know become opcode 0, as in the official
 pipeline, and are counted per module (`FeaturizedModule.unknown_opcodes`) so callers can warn
 or refuse.
+
+References:
+    [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
+        Compilers. arXiv preprint, 2024. https://arxiv.org/abs/2405.16623
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 TpuGraphs keeps its own stable numbering (tpu_graphs `process_data/xla/hlo_opcode.h`) instead
 of XLA's enum order: ids 1..120 in the order below, 0 reserved for unknown opcodes, and two
 tombstones for opcodes XLA removed ("trace" 97, "tuple-select" 101).
+
+References:
+    [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
+        Computational Graphs. NeurIPS 2023 (Datasets and Benchmarks). https://arxiv.org/abs/2308.13490
 """
 
 from __future__ import annotations

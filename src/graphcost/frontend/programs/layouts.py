@@ -12,7 +12,7 @@ backend by materialising the value in the requested layout (a ``copy`` with that
 optimized module, fused with neighbours where possible), and consumers that need another layout
 get another copy. The runtime differences between configurations are therefore real: they come
 from the copies / transposes and from the memory-access order of the fused kernels that read
-the re-laid-out values. Measured on jax/jaxlib 0.10.2 CPU (see tests/frontend/programs).
+the re-laid-out values. Measured on jax/jaxlib 0.10.2 CPU (the test suite re-checks it).
 
 The *default* layout of the XLA CPU compiler is row-major (``minor_to_major = (r-1, ..., 0)``);
 the default configuration (all nodes row-major) compiles to the same program as no constraint.
