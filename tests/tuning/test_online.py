@@ -8,7 +8,7 @@ import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
 from graphcost.frontend.programs.flags import FLAG_COLUMNS
-from graphcost.tuning.online import EffectsModel, single_option_configs, single_option_probes
+from graphcost.tuning.learners.effects import EffectsModel, single_option_configs, single_option_probes
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.tuner import run_strategy
 

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 from graphcost.cli import app
 from graphcost.data.synth.collection import write_synthetic_collection
 from graphcost.frontend.measure.interleaved import Protocol
-from graphcost.tuning.scoring import FineTunedModel, GraphModelScorer
+from graphcost.tuning.learners.finetune import FineTunedModel
+from graphcost.tuning.scoring import GraphModelScorer
 from graphcost.tuning.space import TuneProgram, make_space
 from graphcost.tuning.tuner import run_strategy
 

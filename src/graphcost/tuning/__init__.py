@@ -1,8 +1,9 @@
 """Tuning a user's JAX program with a learned cost model and a real measurement budget.
 
 Layers (imports go downward): `tuner` (the loop, `TuneConfig`, results, outputs) -> `strategies`
-(random, TPE, model, model+online) -> `scoring` (graph cost model, per-program trees) and
-`online` (the effects learner), and `study` (Optuna storage) -> `trial` (compile, check outputs
+(the `Strategy` ABC: random, TPE, model, model+online) -> `learners` (the per-program learners of
+model+online: effects, tree, finetune; the `OnlineLearner` Protocol) -> `scoring` (the graph cost
+model's scores of candidates), and `study` (Optuna storage) -> `trial` (compile, check outputs
 and time one batch of trials) and `crossproc` (final check in fresh processes; `worker` is one such
 process) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
 `graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).

@@ -1,24 +1,11 @@
-"""Cost-model scores of candidate configurations: a trained graphcost run, and a per-program
-tree model fitted on this program's own measurements.
+"""Cost-model scores of candidate configurations: a trained graphcost run.
 
 `GraphModelScorer` puts the candidates into the TpuGraphs schema (`Space.graph_for`), prepares
 them like any graph (pruning and compression, TGraph §2.2; no de-duplication, so scores stay
 aligned with the candidates) and scores them with every given run whose graph kind the space
 has (tile model -> flag vector, layout model -> per-node layouts); each kind's scores are
-standardised and summed. LOWER = predicted faster, as everywhere in graphcost.
-
-`OnlineModel` is the `model+online` strategy's default per-program model (``online="tree"``): gradient-boosted trees
-(LightGBM) on the configuration codes (categorical features) plus the graph model's score as a
-prior feature, fitted to log(runtime / default runtime) of this program's measured
-configurations. Trees keep gaining with the number of measured configurations where a single
-program's graph model levels off (a real TPU layout graph, held-out Kendall tau after ~300 / ~3,000
-measured configurations: trees 0.40 / 0.85, TGraph 0.84 / 0.84 at 900 epochs), and the prior
-carries the zero-shot knowledge while
-few configurations are measured. The alternative, ``online="finetune"`` (`FineTunedModel`),
-fine-tunes a copy of the graph model itself on the measured configurations with TGraph's
-pairwise hinge loss (eq. 8); its number of optimiser steps follows the number of measured
-configurations (`FineTunedModel.steps`), not a fixed epoch count, since one program gives one
-batch per step.
+standardised and summed. LOWER = predicted faster, as everywhere in graphcost. The per-program
+learners of ``model+online`` that use these scores as a prior are in `graphcost.tuning.learners`.
 
 References:
     [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
@@ -140,96 +127,3 @@ def mask_flags(graph, space: FlagSpace, names: Sequence[str]):
         col = flagspace.FLAG_COLUMNS.index(name)
         feat[:, col] = default[col]
     return dataclasses.replace(graph, config_feat=feat)
-
-
-class OnlineModel:
-    """LightGBM on (codes, prior score) -> log runtime ratio (module docstring)."""
-
-    MIN_TRAIN = 6  # below this many measured configurations the prior alone ranks
-
-    def __init__(self, space: Space, seed: int = 0):
-        self.space, self.seed, self.model = space, seed, None
-
-    def features(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
-        return np.column_stack([np.asarray(codes, np.float64).reshape(len(codes), -1), prior])  # (K, D + 1)
-
-    def fit(self, codes: list[Codes], prior: np.ndarray, ratio: np.ndarray) -> bool:
-        """Fit on measured configurations; False (and no model) when there are too few."""
-        if len(codes) < self.MIN_TRAIN or np.ptp(ratio) == 0:
-            self.model = None
-            return False
-        import lightgbm
-
-        params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 2,
-                  "min_data_in_bin": 1, "bagging_fraction": 0.9, "bagging_freq": 1, "feature_fraction": 0.9,
-                  "seed": self.seed, "deterministic": True, "num_threads": 1, "verbose": -1}
-        data = lightgbm.Dataset(self.features(codes, prior), np.log(ratio),
-                                categorical_feature=list(range(len(self.space.dims))), params={"verbose": -1})
-        self.model = lightgbm.train(params, data, num_boost_round=200)
-        return True
-
-    def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
-        """(K,) predicted log ratios; the standardised prior when no model is fitted."""
-        if self.model is None:
-            return np.asarray(prior, np.float64)
-        return np.asarray(self.model.predict(self.features(codes, prior)), np.float64)
-
-
-class FineTunedModel:
-    """A copy of the graph model, fine-tuned on this program's measurements (module docstring).
-
-    Only for spaces scored by one graph kind (flags or layout). Steps: ``clip(4 n, 40, 400)`` for n
-    measured configurations, all of them in every step (one program = one batch), Adam at `lr`.
-    """
-
-    MIN_TRAIN = 6
-
-    def __init__(self, scorer: GraphModelScorer, lr: float = 1e-4, seed: int = 0):
-        import copy
-
-        if len(scorer.predictors) != 1 or len(next(iter(scorer.predictors.values())).members) != 1:
-            raise ValueError("fine-tuning needs exactly one single-model cost model run")
-        (self.kind, pred), = scorer.predictors.items()
-        base, self.scaler = pred.members[0]
-        self.base, self.scorer, self.lr, self.seed = base, scorer, lr, seed
-        self.model, self._copy = None, copy.deepcopy
-
-    @staticmethod
-    def steps(n: int) -> int:
-        return int(np.clip(4 * n, 40, 400))
-
-    def _prepared(self, codes: list[Codes], ratio: np.ndarray | None = None):
-        from graphcost.data.transforms.preprocess import prepare_graph
-
-        graph = self.scorer.space.graph_for(self.scorer.program, self.kind, codes)
-        if ratio is not None:  # runtimes in the schema's integer form; only their order matters here
-            graph.config_runtime = np.maximum(1, np.round(np.asarray(ratio) * 1e6)).astype(np.int64)
-        return prepare_graph(graph, prune=True, dedup=False, validate=False)
-
-    def fit(self, codes: list[Codes], prior: np.ndarray, ratio: np.ndarray) -> bool:
-        import torch
-
-        from graphcost.data.transforms.batching import make_batch
-        from graphcost.models.losses import pairwise_hinge
-
-        if len(codes) < self.MIN_TRAIN or np.ptp(ratio) == 0:
-            self.model = None
-            return False
-        torch.manual_seed(self.seed)
-        self.model = self._copy(self.base).train()
-        opt = torch.optim.Adam(self.model.parameters(), lr=self.lr)
-        batch = make_batch(self._prepared(codes, ratio), np.arange(len(codes)), self.scaler)
-        for _ in range(self.steps(len(codes))):
-            opt.zero_grad()
-            loss = pairwise_hinge(self.model(batch), batch.runtime)  # TGraph eq. 8
-            loss.backward()
-            opt.step()
-        self.model.eval()
-        return True
-
-    def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
-        if self.model is None:
-            return np.asarray(prior, np.float64)
-        from graphcost.inference.ranking import score_configs
-
-        return score_configs(self.model, self._prepared(codes), self.scaler, batch_size=256)

@@ -15,16 +15,16 @@
   joint tables this raised the model's zero-shot Kendall τ from 0.523 to 0.541 (median of 12
   programs, 40 configurations each; the guide's "Tuning your program" page).
 * ``model+online``: as ``model``, but between rounds a per-program tree model
-  (`scoring.OnlineModel`) is fitted on this program's own measurements with the graph model's
+  (`graphcost.tuning.learners`) is fitted on this program's own measurements with the graph model's
   score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the
   best measured configurations (TVM-style online tuning). The per-program model (``learner``;
   ``auto``, the default, is ``effects`` in the flag space and ``tree`` in the others):
-  ``effects`` (`online.EffectsModel`): Bayesian main effects and interactions of the
+  ``effects`` (`learners.effects.EffectsModel`): Bayesian main effects and interactions of the
   options with the graph model's score as a prior feature; the first round measures
   single-option probes and the graph model's top picks, later rounds pick by Thompson sampling,
   and the pool also grows with the best combination of main effects under each draw. ``tree``:
-  LightGBM on the codes with the graph model's score as a feature (`scoring.OnlineModel`).
-  ``finetune``: the graph model itself fine-tuned on the measurements (`scoring.FineTunedModel`).
+  LightGBM on the codes with the graph model's score as a feature (`learners.tree.TreeModel`).
+  ``finetune``: the graph model itself fine-tuned on the measurements (`learners.finetune.FineTunedModel`).
 
 A strategy proposes; the tuner measures and records. Every strategy is a `Strategy`:
 `ask(study, history, n, busy, round)` reserves up to `n` new configurations in the study and returns
@@ -52,7 +52,7 @@ from graphcost.tuning.space import Codes, Space
 
 STRATEGIES = ("model+online", "model", "tpe", "random")
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
-# (`online.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
+# (`learners.effects.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
 # default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
 # replay benchmark in each (the guide's "Tuning your program" page, "Which online learner")
 ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
@@ -263,8 +263,8 @@ class ModelSearch(ProposingStrategy):
         if not 0.0 <= self.probes <= 1.0:
             raise ValueError(f"probes (the first round's share of single-option probes) must be in [0, 1], "
                              f"got {probes}")
-        from graphcost.tuning.online import EffectsModel, single_option_configs
-        from graphcost.tuning.scoring import FineTunedModel, OnlineModel
+        from graphcost.tuning.learners import OnlineLearner, make_learner
+        from graphcost.tuning.learners.effects import single_option_configs
 
         learner = resolve_learner(learner, space)
         self.name = "model+online" if online else "model"
@@ -274,16 +274,10 @@ class ModelSearch(ProposingStrategy):
         self.informed = 0  # how many candidates were scored with their compiled statistics
         if compiled is not None and getattr(scorer, "reads_compiled", False):
             self.inform(compiled, informed)
-        if not online:
-            self.learner = None
-        elif learner == "effects":
+        self.learner: OnlineLearner | None = make_learner(learner, space, scorer, seed) if online else None
+        if online and learner == "effects":
             # the probes and the anchor (inside a replay's pool: those it measured)
             self._extend([space.default(), *[c for c in single_option_configs(space) if space.snap(c, set()) == c]])
-            self.learner = EffectsModel(space)
-        elif learner == "tree":
-            self.learner = OnlineModel(space, seed)
-        else:
-            self.learner = FineTunedModel(scorer, seed=seed)
 
     def inform(self, compiled, top: int) -> None:
         """Compile the `top` best candidates of the pool, score them again with what the compiler did
@@ -334,7 +328,7 @@ class ModelSearch(ProposingStrategy):
         """``effects``: while nothing is measured, single-option probes (a share `probes` of the round,
         rounded up) and the graph model's top picks; then batch Thompson sampling over the pool
         (`online` module docstring)."""
-        from graphcost.tuning.online import single_option_probes
+        from graphcost.tuning.learners.effects import single_option_probes
 
         if not measured:
             probes = single_option_probes(self.space, self.pool, self.prior, int(np.ceil(self.probes * n)), exclude)
@@ -347,11 +341,15 @@ class ModelSearch(ProposingStrategy):
         codes = [t.codes for t in measured] + [default]
         ratio = np.array([t.ratio for t in measured] + [1.0])
         z = self._standard_prior()
-        self.learner.fit(codes, z[[self.index[c] for c in codes]], ratio)
+        from graphcost.tuning.learners.effects import EffectsModel
+
+        learner = self.learner  # beyond fit / predict: its posterior, for Thompson sampling
+        assert isinstance(learner, EffectsModel)
+        learner.fit(codes, z[[self.index[c] for c in codes]], ratio)
         # one hypothesis per configuration: the posterior mean (exploit), then Thompson draws (explore)
-        draws = np.vstack([self.learner.mean[None], self.learner.draw_weights(self.rng, n - 1)])  # (n, F)
-        self._extend([self.space.snap(self.learner.best_combination(w), exclude) or default for w in draws])
-        feats = self.learner.features(self.pool, self._standard_prior())  # (P, F); the pool may have grown
+        draws = np.vstack([learner.mean[None], learner.draw_weights(self.rng, n - 1)])  # (n, F)
+        self._extend([self.space.snap(learner.best_combination(w), exclude) or default for w in draws])
+        feats = learner.features(self.pool, self._standard_prior())  # (P, F); the pool may have grown
         chosen: list[Codes] = []
         for w in draws:
             for i in np.argsort(feats @ w, kind="stable"):

@@ -227,7 +227,7 @@ class TuneConfig:
         learner: the online model of `model+online`: auto (effects for flags, tree for layout
             and both: the replay benchmark's winners), effects (Bayesian option effects and
             interactions with the graph model's score as a prior, single-option probes first,
-            Thompson sampling; `graphcost.tuning.online`), tree (LightGBM with the graph model's
+            Thompson sampling; `graphcost.tuning.learners.effects`), tree (LightGBM with the graph model's
             score as a feature) or finetune (the graph model fine-tuned on the measurements).
         progress: show progress bars.
     """
