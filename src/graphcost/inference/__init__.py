@@ -3,6 +3,7 @@ tuner's scorers). Nothing here trains; `graphcost.tuning` imports this package, 
 
 Modules, lowest first (a module imports only those above it, never below):
 
+  cost_model    the CostModel contract (kind, trained_on, score(prepared)) every scorer here keeps
   run_info      run.json of a cost-model run: the fields `graphcost train` records and their check on load
   ranking       scoring every configuration of a graph (with TTA), ranking metrics, EvalReport
   ensemble      loading checkpoints, fold ensembles and the trees beside a model: EnsemblePredictor

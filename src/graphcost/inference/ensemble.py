@@ -148,7 +148,8 @@ def load_blend(run_dir: Path):
 
 class EnsemblePredictor:
     """Average of fold models' TTA scores (TGraph §2.5.3); LOWER score = predicted faster. A single
-    run directory with trees (``blend.json``) scores w · z(graph models) + (1 - w) · z(trees)."""
+    run directory with trees (``blend.json``) scores w · z(graph models) + (1 - w) · z(trees).
+    A `graphcost.inference.cost_model.CostModel`."""
 
     def __init__(
         self,
@@ -161,6 +162,7 @@ class EnsemblePredictor:
         device: str | torch.device = "cpu",
         make_batch: Callable | None = None,
         precision: str = "fp32",
+        trained_on: str = "in memory",
     ) -> None:
         if not members:
             raise ValueError("an ensemble needs at least one model")
@@ -176,6 +178,7 @@ class EnsemblePredictor:
         self.make_batch = make_batch
         self.blend: tuple | None = None  # (Blend, TreeRanker) when the run has trees beside its graph model
         self.files: list[Path] = []  # the checkpoints `load` read, in order
+        self.trained_on = trained_on  # the runs or checkpoints it was loaded from (`CostModel`)
 
     @classmethod
     def load(cls, paths: Sequence[str | Path], device: str = "cpu", trees: bool = True,
@@ -195,7 +198,7 @@ class EnsemblePredictor:
             kinds.add(meta["model_spec"]["kind"])
         if len(kinds) != 1:
             raise ValueError(f"models mix graph kinds {sorted(kinds)}: ensemble only models of one collection")
-        predictor = cls(members, kinds.pop(), device=torch_device, **kwargs)
+        predictor = cls(members, kinds.pop(), device=torch_device, trained_on=", ".join(str(p) for p in paths), **kwargs)
         predictor.files = files
         if blend is not None and blend[1].kind != predictor.kind:
             raise ckpt.CheckpointError(f"{paths[0]}: trees.txt holds {blend[1].kind} trees beside a {predictor.kind} model")
@@ -227,9 +230,6 @@ class EnsemblePredictor:
             return blend.score(total, trees, prepared)
         return total
 
-    def rank(self, prepared) -> np.ndarray:
-        """Configuration indices of `prepared`, predicted fastest first."""
-        return np.argsort(self.score(prepared), kind="stable")
 
 
 def load_predictor(paths: Sequence[str | Path], tta: int = 10, batch: int = 128, device: str = "auto",

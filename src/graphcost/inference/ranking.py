@@ -22,19 +22,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 from torch import nn
 
+from graphcost.inference.cost_model import CostModel
 from graphcost.models.precision import resolve_precision
-
-
-class Scorer(Protocol):
-    """Anything that maps a prepared graph to one score per configuration (LOWER = faster)."""
-
-    def score(self, prepared) -> np.ndarray: ...
 
 
 CHUNKS_PER_CALL = 32  # chunks scored per model call by `score_chunked` models (bounds the batch's memory)
@@ -117,7 +112,7 @@ def score_configs(
 
 @dataclass
 class ModelScorer:
-    """A single model + its feature scaler as a `Scorer` (`make_batch` None: data-prep's)."""
+    """A single model + its feature scaler as a `CostModel` (`make_batch` None: data-prep's)."""
 
     model: nn.Module
     scaler: object
@@ -127,6 +122,8 @@ class ModelScorer:
     seed: int = 0
     make_batch: Callable | None = None
     precision: str = "fp32"
+    kind: str = "layout"
+    trained_on: str = "in memory"
 
     def score(self, prepared) -> np.ndarray:
         return score_configs(
@@ -175,28 +172,9 @@ class EvalReport:
         return {"kind": self.kind, "aggregate": self.aggregate, "graphs": self.rows,
                 "skipped_graphs": list(self.skipped), "n_skipped": len(self.skipped)}  # fmt: skip
 
-    def table(self) -> str:
-        """Fixed-width text table: one row per graph, then the mean."""
-        if not self.rows:
-            return "(no graphs)"
-        keys = [k for k in self.rows[0] if k != "graph"]
-        agg = self.aggregate
-        width = max(8, max(len(r["graph"]) for r in self.rows))
-        head = f"{'graph':<{width}} " + " ".join(f"{k:>14}" for k in keys)
-        lines = [head, "-" * len(head)]
-        fmt = lambda v: f"{v:>14d}" if isinstance(v, int) else f"{v:>14.4f}"  # noqa: E731
-        for r in self.rows:
-            lines.append(f"{r['graph']:<{width}} " + " ".join(fmt(r[k]) for k in keys))
-        lines.append("-" * len(head))
-        agg = dict(agg, n_configs=agg.get("n_configs", 0))
-        lines.append(f"{'MEAN':<{width}} " + " ".join(fmt(agg.get(k, float("nan"))) for k in keys))
-        if self.skipped:
-            lines.append(f"skipped {len(self.skipped)} graph(s) without usable runtimes: {', '.join(self.skipped)}")
-        return "\n".join(lines)
-
 
 def evaluate_graphs(
-    scorer: Scorer, graphs: Iterable, kind: str | None = None, progress: bool = False, total: int | None = None
+    scorer: CostModel, graphs: Iterable, kind: str | None = None, progress: bool = False, total: int | None = None
 ) -> EvalReport:
     """Score every configuration of every graph and compute per-graph metrics.
 

@@ -376,7 +376,8 @@ class Trainer:
         the selection metric, a mean over graphs) is the one a single process computes.
         """
         cfg = self.config
-        scorer = ModelScorer(self.model, self.scaler, cfg.eval_batch, self.device, cfg.eval_tta, cfg.seed, self.make_batch)
+        scorer = ModelScorer(self.model, self.scaler, cfg.eval_batch, self.device, cfg.eval_tta, cfg.seed, self.make_batch,
+                             kind=self.kind, trained_on=str(self.out_dir))
         mine = [(i, evaluate_graphs(scorer, [self.valid_graphs[i]], self.kind))
                 for i in self.dist.shard_items(len(self.valid_graphs))]  # fmt: skip
         report = EvalReport(kind=self.kind)

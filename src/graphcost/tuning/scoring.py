@@ -15,11 +15,14 @@ References:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from graphcost.tuning.space import Codes, FlagSpace, Space, TuneProgram
+
+if TYPE_CHECKING:
+    from graphcost.inference.ensemble import EnsemblePredictor
 
 
 class GraphModelScorer:
@@ -30,7 +33,7 @@ class GraphModelScorer:
         from graphcost.inference.ensemble import EnsemblePredictor
 
         self.program, self.space = program, space
-        self.predictors: dict = {}
+        self.predictors: dict[str, EnsemblePredictor] = {}  # graph kind -> its model (a CostModel)
         self.runs: dict[str, str | Path] = {}
         for run in runs:
             pred = EnsemblePredictor.load([run], device=device, tta=0, batch_size=batch_size)
