@@ -118,13 +118,13 @@ def end_to_end(batch: GraphBatch, model, precision: str, chunk: int, repeats: in
             node_config_ids=batch.config_node_index.numpy(), node_config_feat=batch.node_config_feat.numpy(),
             config_runtime=batch.runtime.double().numpy() + 1.0)
         save_graph(graph, path)
-        scaler = FeatureScaler().fit([prepare_for_prediction(path)[0]])
+        scaler = FeatureScaler().fit([prepare_for_prediction(path).prepared])
         predictor = EnsemblePredictor([(model, scaler)], "layout", batch_size=chunk, tta=0, precision=precision,
                                       device=device or "cpu")
 
         def rank():
-            prepared, twin = prepare_for_prediction(path)
-            return rank_original(predictor, prepared, twin), prepared
+            graph = prepare_for_prediction(path)
+            return rank_original(predictor, graph), graph.prepared
 
         walls, cpus, load, ((order, _), prepared) = time_call(rank, repeats, device)
     assert len(order) == batch.num_configs

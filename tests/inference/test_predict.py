@@ -17,7 +17,7 @@ from graphcost.inference.predict import (
 class FeatureSumScorer:
     """Deterministic stand-in predictor: score = sum of the configuration's codes."""
 
-    kind = "layout"
+    kind, trained_on = "layout", "a test stand-in"
 
     def score(self, prepared):
         return prepared.config_codes.reshape(prepared.num_configs, -1).sum(1).astype(float) + 0.001 * np.arange(
@@ -40,12 +40,13 @@ def dup_file(tmp_path):
 
 
 def test_duplicates_take_their_kept_twins_rank(dup_file):
-    prepared, twin = prepare_for_prediction(dup_file)
+    graph = prepare_for_prediction(dup_file)
+    prepared, twin = graph.prepared, graph.twin
     assert twin.shape == (15,) and prepared.num_configs <= 12
     source = prepared.config_source_index
     assert twin[3] == twin[12] == twin[14] and twin[7] == twin[13]
     assert source[twin[3]] == 3  # ranking reads no runtimes: the first copy is the one kept
-    order, scores = rank_original(FeatureSumScorer(), prepared, twin)
+    order, scores = rank_original(FeatureSumScorer(), graph)
     assert sorted(order.tolist()) == list(range(15))  # every original index exactly once
     assert scores[3] == scores[12] == scores[14]
     pos = {int(c): i for i, c in enumerate(order)}
@@ -58,9 +59,12 @@ def test_unlabelled_test_file_still_ranks(dup_file, tmp_path):
     data["config_runtime"] = np.zeros_like(data["config_runtime"])  # hidden labels
     path = tmp_path / "test_graph.npz"
     np.savez(path, **data)
-    prepared, twin = prepare_for_prediction(path)
-    order, _ = rank_original(FeatureSumScorer(), prepared, twin)
+    graph = prepare_for_prediction(path)
+    order, _ = rank_original(FeatureSumScorer(), graph)
     assert sorted(order.tolist()) == list(range(15))
+    assert graph.measured_runtime() is None  # zero placeholders: nothing measured to show beside the scores
+    labelled = prepare_for_prediction(dup_file)
+    np.testing.assert_array_equal(labelled.measured_runtime(), np.load(dup_file)["config_runtime"])
 
 
 def test_submission_csv_roundtrip_and_combine(tmp_path):

@@ -48,19 +48,19 @@ def rank(
     # a given MODEL is checked first; without one the graph's kind picks the shipped model
     predictor = load_predictor([model], tta, batch, device, precision, threads) if model is not None else None
     try:
-        prepared, twin = prepare_for_prediction(graph_path)
+        to_rank = prepare_for_prediction(graph_path)
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
     if predictor is None:
-        predictor = load_predictor([shipped_model(prepared.kind)], tta, batch, device, precision, threads)
+        predictor = load_predictor([shipped_model(to_rank.kind)], tta, batch, device, precision, threads)
     try:
-        order, scores = rank_original(predictor, prepared, twin)
+        order, scores = rank_original(predictor, to_rank)
+        measured = to_rank.measured_runtime()  # checked before anything is printed
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
-    if prepared.kind == "layout" and prepared.num_config_nodes == 0:
+    if to_rank.kind == "layout" and to_rank.prepared.num_config_nodes == 0:
         typer.secho(f"warning: {graph_path}: no configurable node (key 'node_config_ids' is empty): every configuration "
                     "is the same program, so every one gets the same score", fg=typer.colors.YELLOW, err=True)
-    measured = _measured_runtimes(graph_path, len(scores))  # checked before anything is printed
     shown = order[:top] if top else order
     rows = [{"rank": position, "config": int(index), "score": float(scores[index]),
              "runtime": None if measured is None else float(measured[index])} for position, index in enumerate(shown)]
@@ -85,21 +85,6 @@ def shipped_model(kind: str) -> Path:
         fail(str(exc))
     typer.echo(f"no MODEL given: ranking with {pretrained.describe(kind)}", err=True)
     return path
-
-
-def _measured_runtimes(graph: Path, k: int):
-    """The file's `config_runtime` (K,), None when it has none or only zero placeholders (unlabelled)."""
-    import numpy as np
-
-    with np.load(graph, allow_pickle=False) as z:  # validated by prepare_for_prediction already
-        if "config_runtime" not in z.files:
-            return None
-        runtime = np.asarray(z["config_runtime"], dtype=np.float64).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(runtime) | (runtime < 0))
-    if bad.size:  # Kendall tau against -5 or NaN is no figure at all (issue 36: computed, or a traceback)
-        fail(f"{graph}: key 'config_runtime' holds {runtime[bad[0]]:g} at configuration {int(bad[0])} "
-             f"({bad.size} such value(s)); measured runtimes must be finite and >= 0")
-    return runtime if runtime.shape == (k,) and np.any(runtime != 0) else None
 
 
 def register(app: typer.Typer) -> None:

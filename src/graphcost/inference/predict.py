@@ -19,19 +19,52 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 
 from graphcost.atomic import atomic_write_text, check_output_file
 from graphcost.metrics import COLLECTIONS
 
+if TYPE_CHECKING:
+    from graphcost.data.transforms.prepared import PreparedGraph
+    from graphcost.inference.cost_model import CostModel
+
 TILE_TOP = 5
 
 
-def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None):
-    """(deduplicated PreparedGraph, (K_orig,) index of each original config's kept twin).
+@dataclass
+class GraphToRank:
+    """One graph file prepared for ranking its configurations (`prepare_for_prediction`)."""
+
+    path: Path
+    prepared: PreparedGraph  # de-duplicated: one row per distinct configuration; runtimes hidden (ones)
+    twin: np.ndarray  # (K_orig,) position, among the kept configurations, of each original one's twin
+
+    @property
+    def kind(self) -> str:
+        return self.prepared.kind
+
+    def measured_runtime(self) -> np.ndarray | None:
+        """(K_orig,) the file's ``config_runtime``; None when it has none or only zero placeholders (an
+        unlabelled test file). ValueError naming the file, key and configuration for a negative or
+        non-finite runtime (no Kendall tau can be computed against it)."""
+        with np.load(self.path, allow_pickle=False) as z:  # schema-checked by prepare_for_prediction
+            if "config_runtime" not in z.files:
+                return None
+            runtime = np.asarray(z["config_runtime"], dtype=np.float64).reshape(-1)
+        bad = np.flatnonzero(~np.isfinite(runtime) | (runtime < 0))
+        if bad.size:
+            raise ValueError(f"{self.path}: key 'config_runtime' holds {runtime[bad[0]]:g} at configuration "
+                             f"{int(bad[0])} ({bad.size} such value(s)); measured runtimes must be finite and >= 0")
+        return runtime if runtime.shape == self.twin.shape and np.any(runtime != 0) else None
+
+
+def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None) -> GraphToRank:
+    """The graph at `path` prepared for ranking: its de-duplicated configurations and, for each
+    original configuration, its kept twin.
 
     The file is prepared once WITHOUT de-duplication (every original configuration, file order),
     then de-duplicated here with data-prep's rule (`graphcost.data.transforms.dedup`: identical rows -> one
@@ -65,16 +98,17 @@ def prepare_for_prediction(path: str | Path, cache_dir: str | Path | None = None
         config_source_index=source[keep],
         compiled=full.compiled[keep] if full.compiled is not None else None,
     )
-    return dedup, twin
+    return GraphToRank(Path(path), dedup, twin)
 
 
-def rank_original(predictor, prepared, twin: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def rank_original(predictor: CostModel, graph: GraphToRank) -> tuple[np.ndarray, np.ndarray]:
     """(original config indices fastest first, (K_orig,) scores) for one graph.
 
     `predictor.score` scores the kept configurations; every original configuration takes its
     twin's score; a stable sort keeps duplicates adjacent in file order. A non-finite score
     (e.g. a checkpoint with NaN weights) is a ValueError naming the graph and the model files.
     """
+    prepared, twin = graph.prepared, graph.twin
     kept_scores = np.asarray(predictor.score(prepared), dtype=np.float64)  # (K',)
     bad = ~np.isfinite(kept_scores)
     if bad.any():
@@ -135,8 +169,7 @@ def submission_rows(predictor, files: Sequence[str | Path], collection: str, cac
         raise ValueError(f"a {predictor.kind} model cannot predict the {collection} collection")
     rows = []
     for path in tqdm(list(files), desc=f"predict {collection}", unit="graph", disable=not progress):
-        prepared, twin = prepare_for_prediction(path, cache_dir)
-        order, _ = rank_original(predictor, prepared, twin)
+        order, _ = rank_original(predictor, prepare_for_prediction(path, cache_dir))
         if kind == "tile":
             order = order[:TILE_TOP]
         rows.append((submission_id(collection, path), ";".join(str(int(i)) for i in order)))
