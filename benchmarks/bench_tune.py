@@ -19,7 +19,7 @@ a best-known speedup, the maximum over many noisy measurements, survives a secon
 
 ``replay``: every strategy (random, TPE, model, and model+online with each online learner of
 `--learners`: ``model+online`` is the default learner, ``model+online:NAME`` the others) runs at
-each budget and seed on those tables (`graphcost.tuning.replay`): the same code path as a live
+each budget and seed on those tables (`benchmarks/tune_replay.py`): the same code path as a live
 `graphcost tune`, with measurements looked up instead of taken. A table that does not hold its
 whole space is replayed in a `PoolSpace` (strategies choose among its configurations). Tables
 measured before the flag space was widened (7 columns) are replayed in the flag space of their
@@ -234,7 +234,7 @@ def replay_space(data: dict, program):
 def replay(args) -> None:
     from scipy.stats import kendalltau
 
-    from graphcost.tuning.replay import PoolSpace, ReplayEvaluator, best_known
+    from tune_replay import PoolSpace, ReplayEvaluator, best_known
     from graphcost.tuning.scoring import GraphModelScorer
     from graphcost.tuning.strategies import ONLINE_LEARNERS
     from graphcost.tuning.tuner import run_strategy

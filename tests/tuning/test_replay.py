@@ -1,16 +1,22 @@
-"""Replay (bench_tune): strategies restricted to a measured pool never ask for an unmeasured configuration."""
+"""Replay (benchmarks/tune_replay.py, for bench_tune): strategies restricted to a measured pool never ask
+for an unmeasured configuration."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
 from graphcost.frontend.programs.flags import FLAG_COLUMNS
-from graphcost.tuning.replay import PoolSpace, ReplayEvaluator, best_known
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES
 from graphcost.tuning.tuner import run_strategy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the replay is a benchmark's module
+from tune_replay import PoolSpace, ReplayEvaluator, best_known  # noqa: E402
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -7,8 +7,7 @@ model's scores of candidates), and `study` (Optuna storage) -> `trial` (compile,
 and time one batch of trials) and `crossproc` (final check in fresh processes; `worker` is one such
 process) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
 `graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).
-Beside it: `plot` (progress.png, drawn by `tuner`) and `replay` (strategies replayed on tables
-measured beforehand, for the benchmarks).
+Beside it: `plot` (progress.png, drawn by `tuner`).
 
 Example:
     ```python

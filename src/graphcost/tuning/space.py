@@ -149,7 +149,8 @@ class Space:
 
     def snap(self, codes: Codes, exclude) -> Codes | None:
         """The configuration to measure for a sampler's proposal `codes` (itself here; the nearest
-        unmeasured one in a `replay.PoolSpace`), None when nothing is left."""
+        unmeasured one in a space restricted to configurations measured beforehand, as the replay
+        benchmark's), None when nothing is left."""
         return tuple(codes)
 
     def check(self, codes) -> Codes:

@@ -1,4 +1,4 @@
-"""Replaying tuning strategies on configurations measured beforehand (bench_tune.py).
+"""Replaying tuning strategies on configurations measured beforehand (bench_tune.py; not part of the package).
 
 Comparing strategies on real hardware at several budgets and seeds costs far more measurements
 than the strategies themselves spend. Instead, a program's configurations are measured once, in
