@@ -9,7 +9,7 @@ import pytest
 
 from graphcost import compile_with
 from graphcost.tuning.space import LayoutSpace, TuneProgram, make_space
-from graphcost.tuning.tuner import TunedConfig, load_best
+from graphcost.tuning.result import TunedConfig, load_best
 
 
 def _fn(a, b):

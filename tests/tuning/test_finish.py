@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphcost.tuning import tuner
+from graphcost.tuning import final_check
+from graphcost.tuning.result import TunedConfig, TuneResult
 from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.trial import OK, Trial
@@ -39,8 +40,8 @@ def test_a_real_win_behind_three_noisy_candidates_is_found(monkeypatch):
     final = {t.codes: 1.0 for t in trials[:3]}  # the first three were noise
     final.update({trials[3].codes: 1.10, trials[4].codes: 1.00, trials[5].codes: 1.02})
     fake, calls = _fake_remeasure(final)
-    monkeypatch.setattr(tuner, "_remeasure", fake)
-    result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    monkeypatch.setattr(final_check, "_remeasure", fake)
+    result = final_check.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
     assert len(calls) == 2 and calls[1] == [t.codes for t in trials[3:]]
     assert np.allclose(result.remeasure["speedup_median"], [1.0, 1.0, 1.0, 1.1, 1.0, 1.02])
     assert len(result.remeasure["batches"]) == 2
@@ -55,8 +56,8 @@ def test_no_second_batch_when_the_first_holds_a_winner(monkeypatch):
     space = FlagSpace()
     trials = _trials(space, [0.80, 0.85, 0.90, 0.95])
     fake, calls = _fake_remeasure({t.codes: s for t, s in zip(trials, (1.2, 1.1, 1.0, 1.0))})
-    monkeypatch.setattr(tuner, "_remeasure", fake)
-    result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    monkeypatch.setattr(final_check, "_remeasure", fake)
+    result = final_check.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
     assert len(calls) == 1 and result.beats_default
     assert result.search_vs_final["spearman"] == 1.0  # the same order in search and in the check
 
@@ -65,8 +66,8 @@ def test_nothing_beats_the_default_keeps_it_and_says_how_many_were_checked(monke
     space = FlagSpace()
     trials = _trials(space, [0.9, 0.92, 0.94, 0.96, 0.98])
     fake, calls = _fake_remeasure({t.codes: 1.0 for t in trials})
-    monkeypatch.setattr(tuner, "_remeasure", fake)
-    result = tuner.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    monkeypatch.setattr(final_check, "_remeasure", fake)
+    result = final_check.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
     assert not result.beats_default and not any(result.best.codes)
     assert "best of 5 re-measured candidates" in result.message and len(calls) == 2
     assert result.search_vs_final["spearman"] is None  # no spread in the final figures
@@ -74,9 +75,9 @@ def test_nothing_beats_the_default_keeps_it_and_says_how_many_were_checked(monke
 
 def test_result_json_records_strategy_model_and_agreement():
     space = FlagSpace()
-    res = tuner.TuneResult(tuner.TunedConfig.of(space, space.default()), 1.0, (1.0, 1.0), False, 1.0, [], {}, "m",
+    res = TuneResult(TunedConfig.of(space, space.default()), 1.0, (1.0, 1.0), False, 1.0, [], {}, "m",
                            strategies=["model+online"], model="shipped",
-                           search_vs_final=tuner.search_vs_final([(1.2, 1.1), (1.1, 1.0)]))
+                           search_vs_final=final_check.search_vs_final([(1.2, 1.1), (1.1, 1.0)]))
     data = res.to_json()
     assert data["strategy"] == "model+online" and data["model"] == "shipped"
     assert data["search_vs_final"]["spearman"] == 1.0

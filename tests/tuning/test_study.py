@@ -13,7 +13,8 @@ from tune_fakes import FakeEvaluator, fake_scorer
 from graphcost.tuning.trial import OK, Trial
 from graphcost.tuning.space import Dim, FlagSpace, Space, minor_to_major_label
 from graphcost.tuning.study import Study
-from graphcost.tuning.tuner import run_strategy, trials_csv
+from graphcost.tuning.result import trials_csv
+from graphcost.tuning.tuner import run_strategy
 
 
 def _codes(space: Space, **values) -> tuple:

@@ -1,6 +1,7 @@
 """Tuning a user's JAX program with a learned cost model and a real measurement budget.
 
-Layers (imports go downward): `tuner` (the loop, `TuneConfig`, results, outputs) -> `strategies`
+Layers (imports go downward): `tuner` (the loop, `TuneConfig`) -> `final_check` (the best re-measured
+in fresh processes, the answer picked) -> `result` (`TuneResult`, `TunedConfig`, best.json, trials.csv) and `strategies`
 (the `Strategy` ABC: random, TPE, model, model+online) -> `learners` (the per-program learners of
 model+online: effects, tree, finetune; the `OnlineLearner` Protocol) -> `scoring` (the graph cost
 model's scores of candidates), and `study` (Optuna storage) -> `trial` (compile, check outputs
@@ -22,6 +23,7 @@ Example:
 """
 
 from graphcost.tuning.apply import compile_with
-from graphcost.tuning.tuner import TuneConfig, TunedConfig, TuneResult, tune
+from graphcost.tuning.result import TunedConfig, TuneResult
+from graphcost.tuning.tuner import TuneConfig, tune
 
 __all__ = ["TuneConfig", "TuneResult", "TunedConfig", "compile_with", "tune"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from graphcost.bounds import ArgumentError
 from graphcost.tuning.arguments import check_fn, check_tuned
-from graphcost.tuning.tuner import TunedConfig, check_best, load_best
+from graphcost.tuning.result import TunedConfig, check_best, load_best
 
 
 def _as_config(best) -> TunedConfig:

@@ -79,6 +79,8 @@ class EffectsModel:
         ```
     """
 
+    MIN_TRAIN = 0  # the prior alone is a posterior: it fits from the first measurement (the default is one)
+
     def __init__(self, space: Space, sigma: float = 0.05, tau: float = 0.3, tau_interaction: float = 0.15,
                  beta0: float = 0.05, tau_beta: float = 0.1, all_pairs: bool = True, max_pairs: int = 2000):
         self.space, self.all_pairs, self.max_pairs = space, all_pairs, max_pairs
@@ -87,7 +89,8 @@ class EffectsModel:
         self.main = [(d, k) for d, dim in enumerate(space.dims) for k in range(1, len(dim.choices))]
         self.main_index = {dk: i for i, dk in enumerate(self.main)}
         self.pairs: list[tuple[tuple[int, int], tuple[int, int]]] = []
-        self.mean = self.cov = None
+        self.mean: np.ndarray | None = None  # (F,) posterior mean, once fitted
+        self.cov: np.ndarray | None = None  # (F, F) posterior covariance
 
     def _active(self, codes: Codes) -> list[int]:
         return [self.main_index[(d, int(c))] for d, c in enumerate(codes) if c]
@@ -129,8 +132,8 @@ class EffectsModel:
         var0 = np.concatenate([[self.tau_beta ** 2], np.full(len(self.main), self.tau ** 2),
                                np.full(len(self.pairs), self.tau_i ** 2)])
         a = phi.T @ phi / self.sigma ** 2 + np.diag(1.0 / var0)
-        self.cov = np.linalg.inv(a)
-        self.cov = (self.cov + self.cov.T) / 2  # symmetric to rounding, for the draws
+        cov = np.linalg.inv(a)
+        self.cov = (cov + cov.T) / 2  # symmetric to rounding, for the draws
         self.mean = self.cov @ (phi.T @ y / self.sigma ** 2 + mu0 / var0)
         return True
 
@@ -159,7 +162,7 @@ class EffectsModel:
 
     def draw_weights(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """(n, F) weight draws from the posterior (the same for the same `rng` state)."""
-        if self.mean is None:
+        if self.mean is None or self.cov is None:
             raise ValueError("EffectsModel.draw_weights before fit")
         return rng.multivariate_normal(self.mean, self.cov, size=n, method="cholesky")
 

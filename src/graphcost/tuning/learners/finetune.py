@@ -10,6 +10,8 @@ References:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from graphcost.tuning.scoring import GraphModelScorer
@@ -31,9 +33,11 @@ class FineTunedModel:
         if len(scorer.predictors) != 1 or len(next(iter(scorer.predictors.values())).members) != 1:
             raise ValueError("fine-tuning needs exactly one single-model cost model run")
         (self.kind, pred), = scorer.predictors.items()
-        base, self.scaler = pred.members[0]
+        base, scaler = pred.members[0]
+        self.scaler: Any = scaler  # the run's FeatureScaler
         self.base, self.scorer, self.lr, self.seed = base, scorer, lr, seed
-        self.model, self._copy = None, copy.deepcopy
+        self.model: Any = None  # the fine-tuned copy (a torch.nn.Module), once fitted
+        self._copy = copy.deepcopy
 
     @staticmethod
     def steps(n: int) -> int:
@@ -57,15 +61,15 @@ class FineTunedModel:
             self.model = None
             return False
         torch.manual_seed(self.seed)
-        self.model = self._copy(self.base).train()
-        opt = torch.optim.Adam(self.model.parameters(), lr=self.lr)
+        model = self._copy(self.base).train()
+        opt = torch.optim.Adam(model.parameters(), lr=self.lr)
         batch = make_batch(self._prepared(codes, ratio), np.arange(len(codes)), self.scaler)
         for _ in range(self.steps(len(codes))):
             opt.zero_grad()
-            loss = pairwise_hinge(self.model(batch), batch.runtime)  # TGraph eq. 8
+            loss = pairwise_hinge(model(batch), torch.as_tensor(batch.runtime))  # TGraph eq. 8
             loss.backward()
             opt.step()
-        self.model.eval()
+        self.model = model.eval()
         return True
 
     def predict(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ while few configurations are measured. ``auto`` picks it in the layout and joint
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from graphcost.tuning.space import Codes, Space
@@ -21,7 +23,8 @@ class TreeModel:
     MIN_TRAIN = 6  # below this many measured configurations the prior alone ranks
 
     def __init__(self, space: Space, seed: int = 0):
-        self.space, self.seed, self.model = space, seed, None
+        self.space, self.seed = space, seed
+        self.model: Any = None  # a lightgbm.Booster once fitted
 
     def features(self, codes: list[Codes], prior: np.ndarray) -> np.ndarray:
         return np.column_stack([np.asarray(codes, np.float64).reshape(len(codes), -1), prior])  # (K, D + 1)

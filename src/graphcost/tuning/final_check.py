@@ -1,0 +1,92 @@
+"""The final check of `graphcost tune`: the best measured configurations re-measured against the
+default by the cross-process protocol (`graphcost.tuning.crossproc`), and the answer picked.
+
+The best of them is accepted only if it is faster than the default in EVERY process by at least
+`min_gain`; when none of the first `finalists` is, the next ones get their own re-measurement before
+the default is kept. The agreement of in-search and final speedups is reported (`search_vs_final`).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.tuning.result import TunedConfig, TuneResult
+from graphcost.tuning.space import Codes, Space, TuneProgram
+from graphcost.tuning.trial import OK, Evaluator, Trial
+
+log = logging.getLogger(__name__)
+
+
+def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: list[Trial], protocol: Protocol,
+           processes: int, finalists: int, min_gain: float, program_ref: str | None, allow_fast_math: bool,
+           out: Path | None, progress: bool) -> TuneResult:
+    """Re-measure the best measured configurations against the default and pick the answer.
+
+    The `finalists` best (by in-search ratio) are re-measured first; when none of them beats the
+    default in every process, the next `finalists` get their own re-measurement before the default
+    is kept, so one noisy in-search figure does not throw a real win away."""
+    ok = sorted((t for t in trials if t.status == OK), key=lambda t: cast(float, t.ratio))  # measured: a ratio
+    ranked = list(dict.fromkeys(t.codes for t in ok if cast(float, t.ratio) < 1.0))
+    default = space.default()
+    if not ranked:
+        return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False,
+                          float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
+                          "no measured configuration was faster than the default: keep the default")
+    in_search = {t.codes: 1.0 / t.ratio for t in reversed(ok) if t.ratio}  # the best (lowest) ratio of each configuration
+    checked: list[tuple[Codes, float, float, float]] = []  # (codes, median, min, max) of every re-measured one
+    remeasures, default_ns = [], []
+    for batch in (ranked[:finalists], ranked[finalists:2 * finalists]):
+        if not batch or (checked and any(lo >= 1.0 + min_gain for _, _, lo, _ in checked)):
+            break
+        rem = _remeasure(program, space, evaluator, [default] + batch, processes, protocol, program_ref,
+                         allow_fast_math, out)
+        sp = rem.speedups  # (P, len(batch))
+        checked += [(c, float(np.median(sp[:, k])), float(sp[:, k].min()), float(sp[:, k].max()))
+                    for k, c in enumerate(batch)]
+        remeasures.append(rem.to_json())
+        default_ns.append(float(np.median(rem.runtime_ns[:, 0])))
+    remeasure = remeasures[0] if len(remeasures) == 1 else {  # one list entry per re-measured candidate, as for one batch
+        **remeasures[0], **{k: remeasures[0][k] + remeasures[1][k] for k in ("speedup_median", "speedup_min", "speedup_max")},
+        "batches": remeasures}
+    agreement = search_vs_final([(in_search[c], med) for c, med, _, _ in checked])
+    winners = [item for item in checked if item[2] >= 1.0 + min_gain]
+    what = f"{processes} {'processes' if program_ref else 'in-process passes'}"
+    if not winners:
+        codes, med, lo, hi = max(checked, key=lambda item: item[1])
+        return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False, float(np.median(default_ns)), trials,
+                          remeasure, f"nothing beat the default beyond the noise: the best of {len(checked)} "
+                          f"re-measured candidates ran {med:.3f}x (range {lo:.3f}-{hi:.3f}x over {what}, needed "
+                          f">= {1 + min_gain:.2f}x in every one): keep the default", search_vs_final=agreement)
+    codes, med, lo, hi = max(winners, key=lambda item: item[1])
+    return TuneResult(TunedConfig.of(space, codes), med, (lo, hi), True, float(np.median(default_ns)), trials,
+                      remeasure, f"{med:.3f}x faster than the default (range {lo:.3f}-{hi:.3f}x over {what})",
+                      search_vs_final=agreement)
+
+
+def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs: list[Codes], processes: int,
+               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None):
+    """The final check of `configs` (the default first): fresh processes when the program has a file."""
+    from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
+
+    log.info(f"re-measuring {len(configs) - 1} candidate(s) against the default in {processes} "
+             f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
+    if program_ref:
+        cache = (out / "jax_cache") if out is not None else None
+        return remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
+    return remeasure_in_process(evaluator, configs, processes, protocol)
+
+
+def search_vs_final(pairs: list[tuple[float, float]]) -> dict[str, Any]:
+    """Agreement of in-search and final-check speedups: the pairs and their Spearman correlation
+    (None with fewer than two pairs or no spread on either side)."""
+    from graphcost.frontend.measure.interleaved import spearman
+
+    rho = None
+    if len(pairs) >= 2 and len({a for a, _ in pairs}) > 1 and len({b for _, b in pairs}) > 1:
+        rho = round(float(spearman(np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]))), 4)
+    return {"spearman": rho, "candidates": [{"in_search": round(a, 4), "final": round(b, 4)} for a, b in pairs]}
