@@ -171,12 +171,15 @@ def check_outside_inputs(path: str | os.PathLike, option: str, data: Iterable[tu
 
 
 def check_regular_target(path: str | os.PathLike) -> None:
-    """For `atomic_write`: NotARegularFileError when `path` itself (not following a link) is a device,
-    FIFO or socket, which `os.replace` would silently swap for a regular file."""
+    """For `atomic_write`: IsADirectoryError naming `path` when it is a directory; NotARegularFileError
+    when it (not following a link) is a device, FIFO or socket, which `os.replace` would silently swap
+    for a regular file."""
     try:
         mode = os.lstat(path).st_mode
     except (OSError, ValueError):
         return
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, f"{path}: is a directory, expected a file path")
     if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode) or stat.S_ISDIR(mode)):
         raise NotARegularFileError(errno.EINVAL, f"cannot write {path}: it is {kind_of(mode)}, not a regular file; "
                                    "refusing to replace it")

@@ -46,9 +46,11 @@ def test_stats_json_target_is_a_directory(tmp_path):
     assert os.listdir(target) == [] and not [p for p in os.listdir(tmp_path) if p.startswith(".")]  # no temp files
 
 
-def test_write_text_atomic_leaves_no_temp_file(tmp_path, monkeypatch):
-    with pytest.raises(IsADirectoryError):
-        synth._write_text_atomic(tmp_path, "x")
+def test_atomic_write_refuses_a_directory_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    from graphcost.atomic import atomic_write_text
+
+    with pytest.raises(IsADirectoryError, match="is a directory, expected a file path"):
+        atomic_write_text(tmp_path, "x")
 
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
@@ -57,7 +59,7 @@ def test_write_text_atomic_leaves_no_temp_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(graphcost.atomic.os, "replace", broken_replace)  # the shared atomic writer
     with pytest.raises(OSError):
-        synth._write_text_atomic(tmp_path / "a.json", "x")
+        atomic_write_text(tmp_path / "a.json", "x")
     assert os.listdir(tmp_path) == []
 
 

@@ -161,7 +161,7 @@ def check_collection(collection: Optional[str]) -> Optional[str]:
     return collection
 
 
-def load_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto",
+def open_predictor(models: list[Path], tta: int, batch: int, device: str, precision: str = "auto",
                    threads: str | int = 0):
     """`graphcost.inference.ensemble.load_predictor`: its errors one line, its warning printed; then
     --threads is set (after the checks) and the run's blend said."""

@@ -9,7 +9,6 @@ Library imports happen inside the commands so `graphcost --help` stays fast.
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -159,11 +158,11 @@ def stats(
         fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
     print_table(rows, STATS_COLUMNS, value(fmt), csv_keys=list(rows[0]) if rows else None)
     if json_out is not None:
-        from graphcost.data.synth.collection import _write_text_atomic
+        from graphcost.atomic import atomic_write_json
 
         try:
             json_out.parent.mkdir(parents=True, exist_ok=True)
-            _write_text_atomic(json_out, json.dumps(rows, indent=2) + "\n")  # temp file removed on failure
+            atomic_write_json(rows, json_out)  # temp file removed on failure
         except OSError as exc:
             fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
 

@@ -25,7 +25,7 @@ from graphcost.commands.common import (
     check_output_option,
     check_outside_inputs_option,
     fail,
-    load_predictor,
+    open_predictor,
     run_data,
     run_info_of,
     threads_option,
@@ -69,7 +69,7 @@ def evaluate(
         check_dir_option(cache_dir, "--cache-dir")
         check_outside_inputs_option(cache_dir, "--cache-dir", data=[("--data-dir", data_dir)], files=[("RUN", run)])
     info = run_info_of(run)
-    predictor = load_predictor([run], tta, batch, device, precision, threads)
+    predictor = open_predictor([run], tta, batch, device, precision, threads)
     data, recorded_in = run_data(data_dir, info, run)
     try:
         splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),

@@ -25,7 +25,7 @@ from graphcost.commands.common import (
     check_output_option,
     check_outside_inputs_option,
     fail,
-    load_predictor,
+    open_predictor,
     run_data,
     run_info_of,
     threads_option,
@@ -75,7 +75,7 @@ def predict(
     collection = check_collection(collection or info.get("collection"))
     if collection is None:
         fail("cannot tell the collection for the submission IDs; pass --collection")
-    predictor = load_predictor(models, tta, batch, device, precision, threads)
+    predictor = open_predictor(models, tta, batch, device, precision, threads)
     try:
         data, recorded_in = run_data(data_dir, info, models[0])
         splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,

@@ -19,7 +19,7 @@ from graphcost.commands.common import (
     PRECISION_HELP,
     check_device_option,
     fail,
-    load_predictor,
+    open_predictor,
     threads_option,
 )
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
@@ -46,13 +46,13 @@ def rank(
     model, graph_path = (graph[0], graph[1]) if len(graph) == 2 else (None, graph[0])
     device = check_device_option(device)
     # a given MODEL is checked first; without one the graph's kind picks the shipped model
-    predictor = load_predictor([model], tta, batch, device, precision, threads) if model is not None else None
+    predictor = open_predictor([model], tta, batch, device, precision, threads) if model is not None else None
     try:
         to_rank = prepare_for_prediction(graph_path)
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
     if predictor is None:
-        predictor = load_predictor([shipped_model(to_rank.kind)], tta, batch, device, precision, threads)
+        predictor = open_predictor([shipped_model(to_rank.kind)], tta, batch, device, precision, threads)
     try:
         order, scores = rank_original(predictor, to_rank)
         measured = to_rank.measured_runtime()  # checked before anything is printed

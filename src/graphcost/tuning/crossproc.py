@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphcost.atomic import atomic_write_json
 from graphcost.frontend.measure.interleaved import Protocol, measure_executables
 from graphcost.frontend.measure.cross_process import run_child
 from graphcost.tuning.space import Codes
@@ -54,10 +55,10 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
         for p in range(processes):
             req, res = Path(tmp) / f"req{p}.json", Path(tmp) / f"res{p}.json"
-            req.write_text(json.dumps({
+            atomic_write_json({
                 "program": program_ref, "space": space, "allow_fast_math": allow_fast_math,
                 "configs": [list(c) for c in configs], "cache_dir": str(cache_dir) if cache_dir else None,
-                "protocol": asdict(replace(protocol, seed=protocol.seed + 7 * p))}))
+                "protocol": asdict(replace(protocol, seed=protocol.seed + 7 * p))}, req)
             # killed with the tune (a killed tune leaves no worker behind), without JAX's fork warning
             proc = run_child([sys.executable, "-m", "graphcost.tuning.worker", str(req), str(res)], timeout)
             if proc.returncode != 0 or not res.exists():

@@ -25,7 +25,7 @@ from typing import Iterator
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_text
+from graphcost.atomic import atomic_write_json, atomic_write_text
 from graphcost.bounds import GRAPHS_MAX, check_fits_memory, check_int
 from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
 from graphcost.data.graph import LayoutGraph, TileGraph
@@ -231,14 +231,6 @@ def _split_counts(n: int, fractions) -> list[int]:
     return [n - valid - test, valid, test]
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temp file next to `path`, then os.replace; the temp file never survives a failure."""
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"{path}: is a directory, expected a file path")
-    atomic_write_text(path, text)
-
-
 _README = """# SYNTHETIC DATA - not measured on hardware
 
 Written by `graphcost.data.synth.collection` (`graphcost data synth`) in the official TpuGraphs npz
@@ -360,7 +352,7 @@ def write_synthetic_collection(
     }
     _prepare_collection_dir(base, manifest, overwrite)
     # written first, so an interrupted run is recognised (same settings) and continued
-    _write_text_atomic(base / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    atomic_write_json(manifest, base / "manifest.json")
     for split in SPLITS:
         (base / split).mkdir(parents=True, exist_ok=True)
     with tqdm(jobs, desc=f"synth {collection}", disable=not progress) as bar:  # closed on error too
@@ -381,7 +373,7 @@ def write_synthetic_collection(
                     path, num_nodes=n, num_configs=c, seed=gseed, source=parts[1], search=parts[2],
                     config_fraction=config_fraction, noise=noise, compressed=compressed, layout_pad=layout_pad,
                 )  # fmt: skip
-    _write_text_atomic(base / "SYNTHETIC.md", _README.format(collection=collection, seed=seed))
+    atomic_write_text(base / "SYNTHETIC.md", _README.format(collection=collection, seed=seed))
     return base
 
 
