@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from graphcost.models.config_table import config_table
 from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, copies_prior, count_prior
 
+if TYPE_CHECKING:
+    from graphcost.data.transforms.prepared import PreparedGraph
+
 log = logging.getLogger(__name__)
 
 
-def fit_blend(graph_score: Callable[[object], np.ndarray], train: Sequence, valid: Sequence, metric: str,
+def fit_blend(graph_score: Callable[[PreparedGraph], np.ndarray], train: Sequence, valid: Sequence, metric: str,
               seed: int = 0, threads: int = 0) -> tuple[Blend, TreeRanker]:
     """Trees fitted on `train` (rounds stopped early on `valid`) and the blend weights with the best
     mean `metric` on `valid`; `graph_score(prepared) -> (K,)` scores with the trained graph model."""

@@ -15,9 +15,12 @@ CostModel per graph kind of its space.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from graphcost.data.transforms.prepared import PreparedGraph
 
 
 @runtime_checkable
@@ -27,6 +30,6 @@ class CostModel(Protocol):
     kind: str
     trained_on: str
 
-    def score(self, prepared) -> np.ndarray:
+    def score(self, prepared: PreparedGraph) -> np.ndarray:
         """(K,) float64 scores of `prepared`'s configurations, in its order; lower = predicted faster."""
         ...

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -35,6 +35,11 @@ from graphcost.models.precision import resolve_precision
 from graphcost.models.trees import standardise
 from graphcost.runs import checkpoint as ckpt
 from graphcost.inference.ranking import score_configs
+
+if TYPE_CHECKING:
+    from graphcost.data.transforms.prepared import PreparedGraph
+    from graphcost.data.transforms.scaler import FeatureScaler
+    from graphcost.models.trees import Blend, TreeRanker
 
 ENSEMBLE_FILE = "ensemble.json"  # a cross-validation run's list of kept folds (`graphcost.train.crossval`)
 
@@ -78,7 +83,7 @@ def ensemble_members(manifest: Path) -> list[Path]:
     return out
 
 
-def load_scaler(state: dict):
+def load_scaler(state: dict) -> FeatureScaler | None:
     """The fitted `FeatureScaler` of a checkpoint's ``scaler`` entry."""
     from graphcost.data.transforms.scaler import FeatureScaler
 
@@ -99,7 +104,7 @@ def check_feature_version(path: str | Path, state: dict) -> None:
             "graphcost it was trained with")
 
 
-def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, object, dict]:
+def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, FeatureScaler | None, dict]:
     """(model in eval mode, fitted scaler, checkpoint metadata) from a checkpoint file."""
     from graphcost.models.registry import model_from_spec  # lazily: the registry imports torch_geometric
 
@@ -133,7 +138,7 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
     return model, scaler, meta
 
 
-def load_blend(run_dir: Path):
+def load_blend(run_dir: Path) -> tuple[Blend, TreeRanker] | None:
     """(Blend, TreeRanker) of a run directory that has a ``blend.json`` (`graphcost train`'s trees
     beside the graph model), else None."""
     from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeError, TreeRanker
@@ -153,7 +158,7 @@ class EnsemblePredictor:
 
     def __init__(
         self,
-        members: Sequence[tuple[nn.Module, object]],
+        members: Sequence[tuple[nn.Module, FeatureScaler | None]],
         kind: str,
         *,
         batch_size: int = 128,
@@ -182,7 +187,7 @@ class EnsemblePredictor:
 
     @classmethod
     def load(cls, paths: Sequence[str | Path], device: str = "cpu", trees: bool = True,
-             **kwargs) -> "EnsemblePredictor":
+             **kwargs: Any) -> EnsemblePredictor:
         """Load every checkpoint behind `paths` (files, run dirs or CV run dirs). One run directory
         with trees scores with its blend (`trees=False`: the graph model alone); an ensemble of several
         paths uses their graph models only."""
@@ -213,7 +218,7 @@ class EnsemblePredictor:
         return (any(getattr(model, "compiled_head", None) is not None for model, _ in self.members)
                 or (blend is not None and blend.prior > 0 and blend.prior_kind == "copies"))
 
-    def score(self, prepared) -> np.ndarray:
+    def score(self, prepared: PreparedGraph) -> np.ndarray:
         """(K,) ensemble scores for every configuration of `prepared`, in its order."""
         if prepared.kind != self.kind:
             raise ValueError(f"{prepared.name}: a {prepared.kind} graph cannot be scored by a {self.kind} model")

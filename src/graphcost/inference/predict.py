@@ -127,7 +127,7 @@ def rank_original(predictor: CostModel, graph: GraphToRank) -> tuple[np.ndarray,
     return np.argsort(scores, kind="stable"), scores
 
 
-def _weights_finite(predictor) -> bool:
+def _weights_finite(predictor: CostModel) -> bool:
     """Whether every parameter of every model of `predictor` is finite (True when it has none to check)."""
     import torch
 
@@ -139,7 +139,7 @@ def _weights_finite(predictor) -> bool:
     return True
 
 
-def _largest_feature(prepared) -> tuple[str, float]:
+def _largest_feature(prepared: PreparedGraph) -> tuple[str, float]:
     """(npz key, value) of the float feature of largest magnitude in `prepared` (node or tile config features)."""
     best = ("node_feat", 0.0)
     for key in ("node_feat", "config_feat"):
@@ -160,7 +160,8 @@ def submission_id(collection: str, path: str | Path) -> str:
     return f"{collection}:{Path(path).stem}"
 
 
-def submission_rows(predictor, files: Sequence[str | Path], collection: str, cache_dir=None, progress=True):
+def submission_rows(predictor: CostModel, files: Sequence[str | Path], collection: str,
+                    cache_dir: str | Path | None = None, progress: bool = True) -> list[tuple[str, str]]:
     """One (ID, "i;j;k...") row per graph file: layout = all indices, tile = top 5."""
     from tqdm.auto import tqdm
 

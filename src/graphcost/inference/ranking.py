@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import numpy as np
 import torch
@@ -31,11 +31,15 @@ from torch import nn
 from graphcost.inference.cost_model import CostModel
 from graphcost.models.precision import resolve_precision
 
+if TYPE_CHECKING:
+    from graphcost.data.transforms.prepared import PreparedGraph
+    from graphcost.data.transforms.scaler import FeatureScaler
+
 
 CHUNKS_PER_CALL = 32  # chunks scored per model call by `score_chunked` models (bounds the batch's memory)
 
 
-def num_configs(prepared) -> int:
+def num_configs(prepared: PreparedGraph) -> int:
     return int(np.asarray(prepared.runtime).shape[0])
 
 
@@ -59,8 +63,8 @@ def tta_orders(count: int, tta: int, seed: int) -> list[np.ndarray]:
 @torch.no_grad()
 def score_configs(
     model: nn.Module,
-    prepared,
-    scaler,
+    prepared: PreparedGraph,
+    scaler: FeatureScaler | None,
     *,
     batch_size: int = 128,
     device: torch.device | str = "cpu",
@@ -115,7 +119,7 @@ class ModelScorer:
     """A single model + its feature scaler as a `CostModel` (`make_batch` None: data-prep's)."""
 
     model: nn.Module
-    scaler: object
+    scaler: FeatureScaler | None
     batch_size: int = 128
     device: torch.device | str = "cpu"
     tta: int = 0
@@ -125,7 +129,7 @@ class ModelScorer:
     kind: str = "layout"
     trained_on: str = "in memory"
 
-    def score(self, prepared) -> np.ndarray:
+    def score(self, prepared: PreparedGraph) -> np.ndarray:
         return score_configs(
             self.model, prepared, self.scaler, batch_size=self.batch_size, device=self.device, tta=self.tta,
             seed=self.seed, make_batch=self.make_batch, precision=self.precision,

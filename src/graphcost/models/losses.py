@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -165,7 +166,7 @@ _LOSSES: dict[str, Callable[..., Tensor]] = {
 LOSS_NAMES: tuple[str, ...] = tuple(_LOSSES)  # the losses by name, in this order everywhere
 
 
-def get_loss(name: str, **kwargs) -> Callable[[Tensor, Tensor], Tensor]:
+def get_loss(name: str, **kwargs: Any) -> Callable[[Tensor, Tensor], Tensor]:
     """The loss called ``name`` (one of :data:`LOSS_NAMES`), with ``kwargs`` bound.
 
     E.g. ``get_loss("hinge", margin=0.5)``; the result is ``loss(scores, runtime) -> scalar``.

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import torch
@@ -116,7 +117,7 @@ class DistContext:
             model, device_ids=[self.local_rank] if on_cuda else None, find_unused_parameters=True
         )
 
-    def all_gather_object(self, obj) -> list:
+    def all_gather_object(self, obj: Any) -> list:
         """Every rank's `obj` (picklable), in rank order; `[obj]` when not distributed."""
         if not self.enabled:
             return [obj]

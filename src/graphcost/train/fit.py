@@ -25,10 +25,15 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from graphcost.runs.distributed import DistContext
 from graphcost.train.spec import RunSpec
+
+if TYPE_CHECKING:
+    from graphcost.data.io.locate import DataSplits
+    from graphcost.data.transforms.prepared import PreparedGraph
+    from graphcost.models.trees import Blend
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +60,7 @@ def fit(
     max_memory_gb: float = 8.0,
     dist_ctx: DistContext | None = None,
     report: Callable[[str], None] | None = None,
-    splits=None,
+    splits: DataSplits | None = None,
 ) -> FitResult:
     """Train the run `spec` describes (default: `graphcost train` with no options) into `out`.
 
@@ -147,7 +152,8 @@ def check_model_kind(model: str, collection: str | None, kind: str | None = None
         raise ValueError(f"model {model!r} supports {', '.join(kinds)} graphs, not the {kind} graphs of {data}")
 
 
-def _crossval(spec: RunSpec, pool, out: Path, resume: bool, ctx: DistContext, say, kind: str) -> FitResult:
+def _crossval(spec: RunSpec, pool: Sequence[PreparedGraph], out: Path, resume: bool, ctx: DistContext,
+              say: Callable[[str], None], kind: str) -> FitResult:
     from graphcost.train.crossval import run_crossval
 
     cv = run_crossval(spec.config, pool, out, folds=spec.folds, train_folds=spec.train_folds, keep=spec.keep,
@@ -159,8 +165,8 @@ def _crossval(spec: RunSpec, pool, out: Path, resume: bool, ctx: DistContext, sa
     return FitResult(out, kind, cv.metric, cv.mean_score)
 
 
-def _one_run(spec: RunSpec, train_graphs, valid_graphs, out: Path, resume: bool, ctx: DistContext, say,
-             kind: str) -> FitResult:
+def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph], out: Path,
+             resume: bool, ctx: DistContext, say: Callable[[str], None], kind: str) -> FitResult:
     from graphcost.train.trainer import Trainer
 
     trainer = Trainer(spec.config, train_graphs, valid_graphs, out, dist_ctx=ctx)
@@ -176,8 +182,8 @@ def _one_run(spec: RunSpec, train_graphs, valid_graphs, out: Path, resume: bool,
     return FitResult(out, kind, trainer.metric, result.best_score, blend)
 
 
-def fit_trees(run_dir: Path, trees: bool, train_graphs, valid_graphs, metric: str, seed: int, device: str,
-              say: Callable[[str], None]):
+def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],
+              metric: str, seed: int, device: str, say: Callable[[str], None]) -> Blend | None:
     """After the graph model: the trees and their blend (`graphcost.inference.blend`) written into
     `run_dir`, or no stale blend.json when `trees` is off or there is no validation graph to choose
     the blend on. The Blend, or None."""

@@ -15,6 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.result import TunedConfig, TuneResult
 from graphcost.tuning.space import Codes, Space, TuneProgram
 from graphcost.tuning.trial import OK, Evaluator, Trial
@@ -69,7 +70,7 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
 
 
 def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs: list[Codes], processes: int,
-               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None):
+               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None) -> Remeasurement:
     """The final check of `configs` (the default first): fresh processes when the program has a file."""
     from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
 

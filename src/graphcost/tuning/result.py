@@ -138,7 +138,7 @@ def load_best(path: str | Path) -> TunedConfig:
     return check_best(data, str(path))
 
 
-def _is_int(x) -> bool:
+def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 

@@ -43,12 +43,16 @@ References:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
 from graphcost.tuning.trial import OK, Trial
 from graphcost.tuning.space import Codes, Space
+
+if TYPE_CHECKING:
+    from graphcost.tuning.scoring import GraphModelScorer
+    from graphcost.tuning.study import Study
 
 STRATEGIES = ("model+online", "model", "tpe", "random")
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
@@ -90,7 +94,7 @@ class Strategy(ABC):
         return None
 
     @abstractmethod
-    def ask(self, study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+    def ask(self, study: Study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
         """(handles, configurations): up to `n` new configurations reserved in `study` (a
         `graphcost.tuning.study.Study`), none in `history` nor in `busy` (being measured by another
         worker); `rnd` is the round's number. Empty: the space is exhausted."""
@@ -103,7 +107,7 @@ class ProposingStrategy(Strategy):
     def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
         """Up to `n` new configurations, none in `history` nor in `busy` (being measured by another worker)."""
 
-    def ask(self, study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+    def ask(self, study: Study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
         batch = self.propose(history, n, busy)
         return (study.reserve(batch) if batch else []), batch
 
@@ -111,18 +115,18 @@ class ProposingStrategy(Strategy):
 class RandomSearch(ProposingStrategy):
     name = "random"
 
-    def __init__(self, space, seed=0):
+    def __init__(self, space: Space, seed: int = 0):
         super().__init__(space, seed)
         self.order = None
         if space.size() <= EXHAUSTIVE_LIMIT:
             every = space.enumerate()[1:]  # the default is measured with every batch anyway
             self.order = [every[i] for i in self.rng.permutation(len(every))]
 
-    def propose(self, history, n, busy=frozenset()):
+    def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
         seen = {t.codes for t in history} | {self.space.default()} | set(busy)
         if self.order is not None:
             return [c for c in self.order if c not in seen][:n]
-        out = []
+        out: list[Codes] = []
         for _ in range(1000 * max(n, 1)):
             if len(out) == n:
                 break
@@ -145,11 +149,11 @@ class TPESearch(Strategy):
         startup = int(min(10, max(4, budget // 4)))
         return optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=startup, constant_liar=True)
 
-    def ask(self, study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+    def ask(self, study: Study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
         return ask_new(study, n, history, self.space, self.seed + rnd, busy)
 
 
-def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
+def ask_new(study: Study, n: int, history: list[Trial], space: Space, seed: int,
             busy: frozenset = frozenset()) -> tuple[list, list[Codes]]:
     """Up to `n` new configurations from the study's sampler. A proposal of a known configuration
     (the default, a measured or failed one, or one already in this batch) is told its known
@@ -186,7 +190,8 @@ def ask_new(study, n: int, history: list[Trial], space: Space, seed: int,
     return handles, batch
 
 
-def make_strategy(name: str, space: Space, seed: int = 0, scorer=None, **model_options: Any) -> Strategy:
+def make_strategy(name: str, space: Space, seed: int = 0, scorer: GraphModelScorer | None = None,
+                  **model_options: Any) -> Strategy:
     """The strategy `name` (one of `STRATEGIES`) over `space`; the ``model`` ones score with `scorer`
     and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled)."""
     if name not in STRATEGIES:
@@ -216,7 +221,7 @@ def diverse_top(order: np.ndarray, pool: list[Codes], n: int, exclude: set, min_
     return chosen
 
 
-def evolve_pool(space: Space, score, rng: np.random.Generator, initial: int = 2048, generations: int = 3,
+def evolve_pool(space: Space, score: Callable[[list[Codes]], np.ndarray], rng: np.random.Generator, initial: int = 2048, generations: int = 3,
                 elite: int = 64, children: int = 1024) -> tuple[list[Codes], np.ndarray]:
     """Candidates and their scores (lower = predicted faster): the whole space when small, else an
     evolutionary search: `initial` seeds (half random, half mutations of the default), then
@@ -226,7 +231,7 @@ def evolve_pool(space: Space, score, rng: np.random.Generator, initial: int = 20
         return pool, score(pool)
     seen: set = set()
 
-    def fresh(cands):
+    def fresh(cands: list[Codes]) -> list[Codes]:
         out = [c for c in cands if c not in seen]
         out = list(dict.fromkeys(out))
         seen.update(out)
@@ -253,8 +258,9 @@ def evolve_pool(space: Space, score, rng: np.random.Generator, initial: int = 20
 class ModelSearch(ProposingStrategy):
     """``model`` (online=False) and ``model+online`` (module docstring)."""
 
-    def __init__(self, space, scorer, seed=0, online: bool = False, pool_kwargs: dict | None = None,
-                 learner: str = "auto", probes: float | None = None, compiled=None, informed: int = INFORMED_TOP):
+    def __init__(self, space: Space, scorer: GraphModelScorer, seed: int = 0, online: bool = False,
+                 pool_kwargs: dict | None = None, learner: str = "auto", probes: float | None = None,
+                 compiled: Callable[[list[Codes]], np.ndarray] | None = None, informed: int = INFORMED_TOP):
         """compiled: configurations -> (K, 7) what the compiler did to them (NaN rows: failed), e.g.
         `Evaluator.compiled_stats`; with a scorer that reads them, the `informed` best of the pool are
         re-ordered by them (`inform`). None: scores from the configurations alone."""
@@ -279,7 +285,7 @@ class ModelSearch(ProposingStrategy):
             # the probes and the anchor (inside a replay's pool: those it measured)
             self._extend([space.default(), *[c for c in single_option_configs(space) if space.snap(c, set()) == c]])
 
-    def inform(self, compiled, top: int) -> None:
+    def inform(self, compiled: Callable[[list[Codes]], np.ndarray], top: int) -> None:
         """Compile the `top` best candidates of the pool, score them again with what the compiler did
         to them, and re-order them among themselves: they keep their slots' prior values (so the rest
         of the pool and the learners' prior feature keep their scale), sorted by the informed scores;
@@ -303,14 +309,14 @@ class ModelSearch(ProposingStrategy):
                 self.pool.append(c)
             self.prior = np.concatenate([self.prior, scores])
 
-    def propose(self, history, n, busy=frozenset()):
+    def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
         measured = [t for t in history if t.status == OK]
         exclude = {t.codes for t in history} | {self.space.default()} | set(busy)
         if self.online and self.learner_name == "effects":
             return self._propose_effects(measured, n, exclude)
         predicted = self.prior
-        if self.online and measured:
-            top = sorted(measured, key=lambda t: t.ratio)[:3]
+        if self.learner is not None and measured:
+            top = sorted(measured, key=lambda t: cast(float, t.ratio))[:3]  # measured: each has a ratio
             self._extend([self.space.mutate(t.codes, self.rng) for t in top for _ in range(64)])
             self._extend([t.codes for t in measured])
             codes = [t.codes for t in measured]
@@ -335,7 +341,7 @@ class ModelSearch(ProposingStrategy):
             rest = diverse_top(np.argsort(self.prior, kind="stable"), self.pool, n - len(probes), exclude | set(probes))
             return probes + rest
         self._extend([t.codes for t in measured])  # a resumed study's configurations may not be in the pool
-        top = sorted(measured, key=lambda t: t.ratio)[:3]
+        top = sorted(measured, key=lambda t: cast(float, t.ratio))[:3]  # measured: each has a ratio
         self._extend([self.space.mutate(t.codes, self.rng) for t in top for _ in range(64)])
         default = self.space.default()
         codes = [t.codes for t in measured] + [default]
@@ -347,6 +353,7 @@ class ModelSearch(ProposingStrategy):
         assert isinstance(learner, EffectsModel)
         learner.fit(codes, z[[self.index[c] for c in codes]], ratio)
         # one hypothesis per configuration: the posterior mean (exploit), then Thompson draws (explore)
+        assert learner.mean is not None  # fitted just above
         draws = np.vstack([learner.mean[None], learner.draw_weights(self.rng, n - 1)])  # (n, F)
         self._extend([self.space.snap(learner.best_combination(w), exclude) or default for w in draws])
         feats = learner.features(self.pool, self._standard_prior())  # (P, F); the pool may have grown

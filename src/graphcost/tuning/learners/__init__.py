@@ -11,11 +11,14 @@ Every learner is an `OnlineLearner`; `make_learner` builds one by name.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from graphcost.tuning.space import Codes, Space
+
+if TYPE_CHECKING:
+    from graphcost.tuning.scoring import GraphModelScorer
 
 
 class OnlineLearner(Protocol):
@@ -33,7 +36,7 @@ class OnlineLearner(Protocol):
         ...
 
 
-def make_learner(name: str, space: Space, scorer=None, seed: int = 0) -> OnlineLearner:
+def make_learner(name: str, space: Space, scorer: GraphModelScorer | None = None, seed: int = 0) -> OnlineLearner:
     """The learner `name` (effects | tree | finetune; `strategies.resolve_learner` turns "auto" into
     one) for `space`; finetune copies the graph model of `scorer` (a `GraphModelScorer`)."""
     if name == "effects":
@@ -47,5 +50,7 @@ def make_learner(name: str, space: Space, scorer=None, seed: int = 0) -> OnlineL
     if name == "finetune":
         from graphcost.tuning.learners.finetune import FineTunedModel
 
+        if scorer is None:
+            raise ValueError("the finetune learner needs the graph model's scorer")
         return FineTunedModel(scorer, seed=seed)
     raise ValueError(f"unknown online learner {name!r}; expected effects, tree or finetune")

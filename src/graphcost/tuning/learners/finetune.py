@@ -10,12 +10,15 @@ References:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from graphcost.tuning.scoring import GraphModelScorer
 from graphcost.tuning.space import Codes
+
+if TYPE_CHECKING:
+    from graphcost.data.transforms.prepared import PreparedGraph
 
 
 class FineTunedModel:
@@ -43,7 +46,7 @@ class FineTunedModel:
     def steps(n: int) -> int:
         return int(np.clip(4 * n, 40, 400))
 
-    def _prepared(self, codes: list[Codes], ratio: np.ndarray | None = None):
+    def _prepared(self, codes: list[Codes], ratio: np.ndarray | None = None) -> PreparedGraph:
         from graphcost.data.transforms.preprocess import prepare_graph
 
         graph = self.scorer.space.graph_for(self.scorer.program, self.kind, codes)
