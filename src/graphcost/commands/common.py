@@ -84,8 +84,8 @@ def check_device_option(device: str, resolve: bool = False) -> Any:
 
     try:
         return resolve_device(device) if resolve else check_device(device)
-    except ValueError as exc:
-        fail(str(exc))
+    except ValueError as exc:  # "device X: ..." from the library; the option is --device
+        fail(f"--{exc}")
 
 
 def check_threads(value: str) -> str:

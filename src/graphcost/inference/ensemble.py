@@ -249,7 +249,7 @@ def load_predictor(paths: Sequence[str | Path], tta: int = 10, batch: int = 128,
     from graphcost.runs.distributed import resolve_device
 
     if precision not in PRECISION_CHOICES:
-        raise ValueError(f"--precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
+        raise ValueError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {precision!r}")
     warning = emulated_bf16_warning(precision, resolve_device(device))
     if warning:
         (warn or warnings.warn)(warning)

@@ -37,23 +37,24 @@ DEFAULT_TIMEOUT_S = 1800.0  # seconds a collective may wait for the other ranks 
 
 
 def check_device(device: str) -> str:
-    """Validate a --device value up front: auto, cpu, cuda or cuda:N (CUDA must be usable).
+    """Validate a device value up front: auto, cpu, cuda or cuda:N (CUDA must be usable).
 
-    Returns the value unchanged; raises ValueError with a one-line message otherwise.
+    Returns the value unchanged; raises ValueError with a one-line message starting "device ..."
+    otherwise (the commands put "--" before it: their option is --device).
     """
     import re
 
     device = str(device).strip()
     if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", device):
-        raise ValueError(f"--device {device!r}: expected auto, cpu, cuda or cuda:N")
+        raise ValueError(f"device {device!r}: expected auto, cpu, cuda or cuda:N")
     if device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ValueError(
-                f"--device {device}: CUDA is not available (this torch has no CUDA support or no GPU is visible); "
-                "use --device cpu"
+                f"device {device}: CUDA is not available (this torch has no CUDA support or no GPU is visible); "
+                "use cpu"
             )
         if ":" in device and int(device.split(":")[1]) >= torch.cuda.device_count():
-            raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
+            raise ValueError(f"device {device}: only {torch.cuda.device_count()} CUDA device(s) are visible")
     return device
 
 
@@ -148,7 +149,7 @@ def init_from_env(device: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) ->
     """
     check_device(device)
     if not (timeout_s > 0 and timeout_s < float("inf")):
-        raise ValueError(f"--dist-timeout {timeout_s}: expected a positive number of seconds")
+        raise ValueError(f"timeout_s {timeout_s}: expected a positive number of seconds")
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return DistContext()
