@@ -49,6 +49,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -143,10 +144,11 @@ class _Block(nn.Module):
         super().__init__()
         h = cfg.hidden
         out = h // 2 if cfg.cross_attention else h  # concat(η, A_cross(η)) has H channels
-        self.norm = ReferenceInstanceNorm(h) if cfg.norm != "none" else None
-        self.sage = L2SAGE(h, out, aggr=cfg.aggr)
-        self.se = ChannelSE(out, cfg.se_reduction) if cfg.channel_attention else None
-        self.cross = CrossConfigAttention(cfg.init_temperature, cfg.cross_scale) if cfg.cross_attention else None
+        self.norm: ReferenceInstanceNorm | None = ReferenceInstanceNorm(h) if cfg.norm != "none" else None
+        self.sage: L2SAGE = L2SAGE(h, out, aggr=cfg.aggr)
+        self.se: ChannelSE | None = ChannelSE(out, cfg.se_reduction) if cfg.channel_attention else None
+        self.cross: CrossConfigAttention | None = (CrossConfigAttention(cfg.init_temperature, cfg.cross_scale)
+                                                   if cfg.cross_attention else None)
 
     def attend(self, s: Tensor) -> Tensor:
         return self.se(s) if self.se is not None else s  # η = A_self(S(...)) (eq. 4-5)
@@ -194,8 +196,8 @@ class TGraph(nn.Module):
         in_dim = NODE_FEAT_SCALED + (NODE_FEAT_DIM - NODE_FEAT_SCALED) * c.layout_dim + c.opcode_dim
         if kind == "layout":
             in_dim += self.config_dim
-        self.f_in = mlp([in_dim, c.hidden, c.hidden], act=nn.GELU, last_act=True)  # eq. 7 f_in
-        self.blocks = nn.ModuleList(_Block(c) for _ in range(c.num_blocks))
+        self.f_in: nn.Sequential = mlp([in_dim, c.hidden, c.hidden], act=nn.GELU, last_act=True)  # eq. 7 f_in
+        self.blocks: Sequence[_Block] = cast("Sequence[_Block]", nn.ModuleList(_Block(c) for _ in range(c.num_blocks)))
         if kind == "layout":
             self.f_out = nn.Linear(c.hidden, 1)  # eq. 7 f_out
         else:  # late fusion of config_feat (TGraph §2.2.5)
@@ -204,9 +206,14 @@ class TGraph(nn.Module):
             self.head_cross = CrossConfigAttention(c.init_temperature, c.cross_scale) if c.cross_attention else None
             self.f_out = nn.Linear(2 * c.hidden if c.cross_attention else c.hidden, 1)
         # g: 7 compiled columns -> a score term (module docstring, "What the compiler did")
-        self.compiled_head = mlp([COMPILED_COLUMNS, 32, 1], act=nn.GELU) if c.compiled_stats else None
+        self.compiled_head: nn.Sequential | None = mlp([COMPILED_COLUMNS, 32, 1], act=nn.GELU) if c.compiled_stats else None
 
     # ----------------------------------------------------------------- inputs
+    @property
+    def _f_in_first(self) -> nn.Linear:
+        """f_in's first Linear layer (eq. 7)."""
+        return cast(nn.Linear, self.f_in[0])
+
     @property
     def config_dim(self) -> int:
         """Input channels a layout configuration gives a configurable node (the last ones of X)."""
@@ -254,7 +261,7 @@ class TGraph(nn.Module):
         ref = _Reference(eps0=eps)
         idx = torch.sort(batch.config_node_index).values if self.kind == "layout" else None
         if idx is not None:
-            lin = self.f_in[0]  # first f_in layer, split into node part (static) and config part
+            lin = self._f_in_first  # first f_in layer, split into node part (static) and config part
             n_cfg = self.config_dim
             ref.fin_static = F.linear(x[idx, :-n_cfg], lin.weight[:, :-n_cfg], lin.bias)  # (C, H)
             ref.config_order = torch.argsort(batch.config_node_index)
@@ -320,7 +327,7 @@ class TGraph(nn.Module):
         """f_in (eq. 7) of the configurable nodes: (C, B, H) from cfg (C, B, 18); the node part
         of the first layer is ref.fin_static. Without gradients the layers write into
         `workspace` buffers and the GELUs run in place."""
-        lin = self.f_in[0]
+        lin = self._f_in_first
         emb = self._config_part(cfg).to(lin.weight.dtype)  # (C, B, config_dim)
         w_cfg = lin.weight[:, -emb.shape[-1]:]  # config part of layer 1
         if torch.is_grad_enabled() or workspace is None:
@@ -335,9 +342,9 @@ class TGraph(nn.Module):
     def _f_in_rest(self, h: Tensor, workspace: Workspace | None) -> Tensor:
         """f_in[1:] without gradients: GELU in place, Linear into alternating workspace buffers."""
         buf = 0  # h is in workspace buffer "fin0" (if any); a Linear writes into the other one
-        for layer in self.f_in[1:]:
+        for layer in list(self.f_in)[1:]:
             if isinstance(layer, nn.GELU):
-                h = torch._C._nn.gelu_(h, approximate=layer.approximate)
+                h = torch._C._nn.gelu_(h, approximate=layer.approximate)  # type: ignore[attr-defined]  # not in torch's stubs
             elif isinstance(layer, nn.Linear) and workspace is not None:
                 buf = 1 - buf
                 out = workspace.get(f"fin{buf}", (*h.shape[:-1], layer.out_features), h)

@@ -29,6 +29,7 @@ import bisect
 import math
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -55,7 +56,7 @@ class Workspace:
         return buf[:n].view(*shape)
 
 
-def map_chunks(fn: Callable[[object, Workspace], Tensor], items: Sequence, threads: int) -> list[Tensor]:
+def map_chunks(fn: Callable[[Any, Workspace], Tensor], items: Sequence, threads: int) -> list[Tensor]:
     """[fn(item, workspace) for item in items] (chunks of configurations), on `threads` Python
     threads with one intra-op thread each when there are at least that many items: the chunks
     are independent, and on a CPU whole chunks per core beat splitting every small per-tile
