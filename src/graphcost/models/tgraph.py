@@ -49,7 +49,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -76,6 +76,8 @@ from graphcost.models.layers import (
 )
 from graphcost.models.shared_nodes import Edges, SagePlan, sage_static
 from graphcost.models.tgraph_stream import Workspace, map_chunks, stream_blocks
+
+T = TypeVar("T")
 
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16}  # score_chunked(precision=...)
@@ -108,6 +110,13 @@ class TGraphConfig:
         return cls(**{"hidden": 32, "opcode_dim": 4, "layout_dim": 2, **overrides})
 
 
+def _given(value: T | None, what: str) -> T:
+    """`value`, which the reference pass has set (RuntimeError naming `what` when it has not)."""
+    if value is None:
+        raise RuntimeError(f"TGraph: {what} is not set (the reference pass sets it for layout graphs)")
+    return value
+
+
 @dataclass
 class _BlockRef:
     """One block's reference-configuration pass (see TGraph._static_pass)."""
@@ -116,6 +125,16 @@ class _BlockRef:
     mean: Tensor | None = None  # (1, H) reference norm statistics
     inv_std: Tensor | None = None
     plan: SagePlan | None = None  # layout only: the split SAGE layer
+
+    @property
+    def layout_plan(self) -> SagePlan:
+        """`plan`, which `TGraph._static_pass` sets for every block of a layout graph."""
+        return _given(self.plan, "a block's SAGE plan")
+
+    @property
+    def stats(self) -> tuple[Tensor, Tensor]:
+        """(mean, inv_std), which `TGraph._static_pass` sets under the reference norm."""
+        return _given(self.mean, "a block's norm mean"), _given(self.inv_std, "a block's norm inv_std")
 
 
 @dataclass
@@ -130,10 +149,19 @@ class _Reference:
     config_order: Tensor | None = None  # (C,) order of config_node_index that sorts the node ids
     pool_const: Tensor | None = None  # (H,) float32 Σ_i of the final states over the static rows
 
+    @property
+    def final(self) -> Tensor:
+        """eps_final (N, H), which `TGraph._static_pass` always sets."""
+        return _given(self.eps_final, "eps_final")
+
+    def layout_part(self, name: str) -> Tensor:
+        """fin_static, config_order or pool_const: set by `TGraph._static_pass` for a layout graph."""
+        return _given(getattr(self, name), name)
+
     def to(self, dtype: torch.dtype) -> _Reference:
         """The tensors the dynamic pass reads, in `dtype` (pool_const stays float32)."""
-        cast = [_BlockRef(b.eps_in.to(dtype), b.mean, b.inv_std, b.plan.to(dtype)) for b in self.blocks]
-        return _Reference(self.eps0.to(dtype), cast, self.eps_final.to(dtype), self.fin_static.to(dtype),
+        blocks = [_BlockRef(b.eps_in.to(dtype), b.mean, b.inv_std, b.layout_plan.to(dtype)) for b in self.blocks]
+        return _Reference(self.eps0.to(dtype), blocks, self.final.to(dtype), self.layout_part("fin_static").to(dtype),
                           self.config_order, self.pool_const)
 
 
@@ -285,9 +313,9 @@ class TGraph(nn.Module):
         ref.eps_final = eps
         if self.kind == "layout":  # Σ_i of the final states minus the rows `_dynamic_pool` adds per configuration
             if ref.blocks:  # last block: its dynamic input rows (ε) and output rows (GELU(...) = out - ε)
-                last = ref.blocks[-1]
-                gelu = eps[last.plan.idx_out] - last.eps_in[last.plan.idx_out]
-                ref.pool_const = eps.sum(0) - last.eps_in[last.plan.idx_in].sum(0) - gelu.sum(0)
+                last, plan = ref.blocks[-1], ref.blocks[-1].layout_plan
+                gelu = eps[plan.idx_out] - last.eps_in[plan.idx_out]
+                ref.pool_const = eps.sum(0) - last.eps_in[plan.idx_in].sum(0) - gelu.sum(0)
             else:  # no blocks: the configurable nodes' f_in rows
                 ref.pool_const = eps.sum(0) - eps[torch.sort(batch.config_node_index).values].sum(0)
         return ref
@@ -300,23 +328,24 @@ class TGraph(nn.Module):
         (`tgraph_stream`), reusing the buffers of `workspace` if given."""
         n = self._pool_div(batch)
         if cfg.shape[1] == 0:  # no configurable node: every configuration is the reference graph
-            return (ref.eps_final.float().sum(0) / n).expand(cfg.shape[0], -1)
-        cfg = cfg[:, ref.config_order].transpose(0, 1)  # (C, B, 18), sorted node ids
+            return (ref.final.float().sum(0) / n).expand(cfg.shape[0], -1)
+        cfg = cfg[:, ref.layout_part("config_order")].transpose(0, 1)  # (C, B, 18), sorted node ids
+        plans = [br.layout_plan for br in ref.blocks]
+        pool_const = ref.layout_part("pool_const")
         h = self._config_rows(ref, cfg, workspace)  # (C, B, H) ε^0 of the configurable nodes
         if not torch.is_grad_enabled() and self.blocks:
             tile_rows = self._tile_rows_cuda if h.is_cuda else self._tile_rows
-            eps_static = [br.eps_in[br.plan.idx_out] for br in ref.blocks]  # (D'_k, H) reference ε
-            dyn = stream_blocks(self.blocks, [br.plan for br in ref.blocks], eps_static, h,
-                                workspace or Workspace(), tile_rows)
-            return (ref.pool_const + dyn) / n  # (B, H) readout
+            eps_static = [br.eps_in[plan.idx_out] for br, plan in zip(ref.blocks, plans)]  # (D'_k, H) reference ε
+            dyn = stream_blocks(self.blocks, plans, eps_static, h, workspace or Workspace(), tile_rows)
+            return (pool_const + dyn) / n  # (B, H) readout
         tail = None
-        for k, (blk, br) in enumerate(zip(self.blocks, ref.blocks)):
-            s = br.plan.apply(h)  # (D', B, H') unnormalised SAGE output (eq. 2, norm folded in)
+        for k, (blk, br, plan) in enumerate(zip(self.blocks, ref.blocks, plans)):
+            s = plan.apply(h)  # (D', B, H') unnormalised SAGE output (eq. 2, norm folded in)
             if k + 1 < len(self.blocks):
-                h = self._block_tail(blk, s, br.plan.expand(h, br.eps_in))  # B(ε) rows (D', B, H)
+                h = self._block_tail(blk, s, plan.expand(h, br.eps_in))  # B(ε) rows (D', B, H)
             else:  # last block: only Σ_i B(ε)_i = Σ_i ε_i + Σ_i GELU(...)_i is needed (eq. 3, 7)
                 tail = self._block_tail(blk, s, None)  # (B, H) float32
-        total = ref.pool_const + _row_sum_fp32(h)
+        total = pool_const + _row_sum_fp32(h)
         return (total if tail is None else total + tail) / n  # (B, H) readout
 
     def _pool_div(self, batch) -> int:
@@ -328,16 +357,17 @@ class TGraph(nn.Module):
         of the first layer is ref.fin_static. Without gradients the layers write into
         `workspace` buffers and the GELUs run in place."""
         lin = self._f_in_first
+        fin = ref.layout_part("fin_static").unsqueeze(1)  # (C, 1, H) node part of layer 1
         emb = self._config_part(cfg).to(lin.weight.dtype)  # (C, B, config_dim)
         w_cfg = lin.weight[:, -emb.shape[-1]:]  # config part of layer 1
         if torch.is_grad_enabled() or workspace is None:
             h = F.linear(emb, w_cfg)  # (C, B, H)
             if torch.is_grad_enabled():
-                return self.f_in[1:](h + ref.fin_static.unsqueeze(1))
-            return self._f_in_rest(h.add_(ref.fin_static.unsqueeze(1)), None)
+                return self.f_in[1:](h + fin)
+            return self._f_in_rest(h.add_(fin), None)
         h = workspace.get("fin0", (*emb.shape[:-1], w_cfg.shape[0]), emb)
         torch.matmul(emb, w_cfg.T, out=h)
-        return self._f_in_rest(h.add_(ref.fin_static.unsqueeze(1)), workspace)
+        return self._f_in_rest(h.add_(fin), workspace)
 
     def _f_in_rest(self, h: Tensor, workspace: Workspace | None) -> Tensor:
         """f_in[1:] without gradients: GELU in place, Linear into alternating workspace buffers."""
@@ -407,7 +437,7 @@ class TGraph(nn.Module):
             elif ref is None:  # per-configuration InstanceNorm
                 n = blk.norm(eps)
             else:
-                n = blk.norm.normalize(eps, ref.blocks[k].mean, ref.blocks[k].inv_std)
+                n = blk.norm.normalize(eps, *ref.blocks[k].stats)
             eta = blk.attend(blk.sage(n, edges.edge_index))  # PyG SAGEConv(normalize=True)
             cross = blk.cross(eta, dim=0) if blk.cross is not None else None
             eps = blk.combine(eps, eta, cross)
@@ -465,7 +495,7 @@ class TGraph(nn.Module):
             raise ValueError(f"chunk_sizes {list(chunk_sizes)} must be positive and add up to the batch's {b} configurations")
         starts = [sum(chunk_sizes[:k]) for k in range(len(chunk_sizes))]
         if self.kind == "tile":
-            graph_emb = self._static_pass(batch, edges, 1).eps_final.mean(0)  # (H,)
+            graph_emb = self._static_pass(batch, edges, 1).final.mean(0)  # (H,)
             return self._with_compiled(batch, torch.cat([self._tile_head(graph_emb, batch.config_feat[i:i + n])
                                                          for i, n in zip(starts, chunk_sizes)]))
         if self.config.norm == "config":

@@ -29,7 +29,7 @@ import bisect
 import math
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -95,15 +95,16 @@ def project(plan: SagePlan, x: Tensor, out: Tensor) -> Tensor:
 def mixed_rows(plan: SagePlan, y: Tensor, r0: int, r1: int) -> Tensor:
     """Unnormalised SAGE outputs (t, B, F_out) of output rows r0:r1 given y = [W_l x; W_r x]:
     the CSR rows r0:r1 of `mix` as one weighted embedding-bag sum, plus const (module doc)."""
-    crow = plan.mix_crow
+    crow, col = plan.mix_crow, plan.mix_col
+    assert crow is not None and col is not None  # SagePlan.build keeps the CSR arrays
     e0, e1 = int(crow[r0]), int(crow[r1])
     w = plan.mix_weight[e0:e1] if plan.mix_weight is not None else None
-    s = F.embedding_bag(plan.mix_col[e0:e1], y.view(y.shape[0], -1), crow[r0:r1] - e0, mode="sum",
+    s = F.embedding_bag(col[e0:e1], y.view(y.shape[0], -1), crow[r0:r1] - e0, mode="sum",
                         per_sample_weights=w)  # (t, B * F_out)
     return s.view(r1 - r0, *y.shape[1:]).add_(plan.const[r0:r1].unsqueeze(1))
 
 
-def attend_into(blk: nn.Module, s: Tensor, g: Tensor) -> Tensor:
+def attend_into(blk: Any, s: Tensor, g: Tensor) -> Tensor:
     """g (t, B, H) = GELU(concat(η, A_cross(η))) for a tile s (t, B, F) of unnormalised SAGE
     outputs, η = A_self(N_L2(s)) (TGraph eq. 2, 5, 6, 3's GELU); s is overwritten. Both halves
     are written into g, so the GELU and what follows run once over H contiguous channels."""
@@ -117,7 +118,7 @@ def attend_into(blk: nn.Module, s: Tensor, g: Tensor) -> Tensor:
         torch.div(s, n, out=eta)
     if blk.cross is not None:  # eq. 6: softmax over the configurations (dim 1)
         torch.mul(blk.cross.weights(eta, dim=1), eta, out=g[..., f:])
-    return torch._C._nn.gelu_(g)
+    return torch._C._nn.gelu_(g)  # type: ignore[attr-defined]  # in-place GELU: not in torch's stubs
 
 
 def _residual(out: Tensor, g: Tensor, eps_static: Tensor, dyn: Tensor, loc: Tensor) -> None:
@@ -167,7 +168,7 @@ def stream_blocks(blocks: Sequence[nn.Module], plans: Sequence[SagePlan], eps_st
             if last:
                 acc[:r1 - r0] += g
                 continue
-            out = keep[r0:r1] if keep is not None else tile[:r1 - r0]  # (t, B, H) block output
+            out = keep[r0:r1] if keep is not None else cast(Tensor, tile)[:r1 - r0]  # (t, B, H) block output
             j0, j1 = bisect.bisect_left(pos, r0), bisect.bisect_left(pos, r1)
             _residual(out, g, eps_static[k][r0:r1], x[j0:j1], plan.pos_in[j0:j1] - r0)
             torch.matmul(out, nxt.w_l.T, out=y_next[r0:r1])  # next block's products, row by row
@@ -175,5 +176,5 @@ def stream_blocks(blocks: Sequence[nn.Module], plans: Sequence[SagePlan], eps_st
             if k + 2 == len(plans):
                 acc[:r1 - r0] += out  # the last block's input ε rows
         if not last:
-            x, y = keep, y_next
+            x, y = cast(Tensor, keep), y_next  # keep is None only before the last block, which reads no x
     return acc.sum(0)
