@@ -100,7 +100,7 @@ def remove_stale_temps(directory: str | os.PathLike) -> list[Path]:
     """Delete the temp files that `atomic_write` leaves in `directory` when its process is killed
     mid-write (``.NAME.XXXXXXXX.tmp``, often 0 bytes); returns them. Call it only when no other
     writer is active there, e.g. when resuming a run."""
-    removed = []
+    removed: list[Path] = []
     directory = Path(directory)
     if not directory.is_dir():
         return removed
@@ -253,7 +253,8 @@ class DirLock:
     """
 
     def __init__(self, path: Path, fd: int):
-        self.path, self._fd = path, fd
+        self.path = path
+        self._fd: int | None = fd
 
     def release(self) -> None:
         """Release the lock (the file stays: removing it could race with a new holder)."""

@@ -92,6 +92,7 @@ class _SageLayer(nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
         if self.directed:
+            assert self.out is not None  # directed: built in __init__
             h = self.inc(x, edge_index) + self.out(x, edge_index.flip(0))
         else:
             h = self.inc(x, undirected(edge_index))
@@ -116,6 +117,7 @@ class _GatLayer(nn.Module):
         flat_x = x.reshape(b * n, f)
         if self.directed:
             ei = (edge_index.unsqueeze(0) + offs).transpose(0, 1).reshape(2, -1)
+            assert self.out is not None  # directed: built in __init__
             h = self.inc(flat_x, ei) + self.out(flat_x, ei.flip(0))
         else:
             ei = (undirected(edge_index).unsqueeze(0) + offs).transpose(0, 1).reshape(2, -1)

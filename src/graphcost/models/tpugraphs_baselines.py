@@ -182,7 +182,7 @@ class TileGNN(nn.Module):
         edge_index = undirected(batch.edge_index)
         node = self.node_in(torch.cat([batch.node_feat, self.opcode_emb(batch.node_opcode)], dim=-1))  # (N, H)
         cfg = signed_log(batch.config_feat)  # (B, 24)
-        if self.join == "early":
+        if self.cfg_in is not None:  # join early
             # Linear on [node ⊕ config] = node part + config part, broadcast to (B, N, H)
             x = F.leaky_relu(node.unsqueeze(0) + self.cfg_in(cfg).unsqueeze(1))
             g = readout(self.gnn(x, edge_index))  # (B, 2H)

@@ -97,7 +97,7 @@ def lp_violations(dag: DAG) -> list[str]:
             lo, hi = max(0, counts[l - 1, lab] - (l + 1)), counts[l - 1, lab] + (l + 1)
             if not lo <= counts[l, lab] <= hi:
                 problems.append(f"layer {l + 1}: {counts[l, lab]} nodes with label {lab}, allowed [{lo}, {hi}]")
-    preds = [[] for _ in range(dag.num_nodes)]
+    preds: list[list[int]] = [[] for _ in range(dag.num_nodes)]
     for u, v in zip(dag.src.tolist(), dag.dst.tolist()):
         preds[v].append(u)
     for v in range(dag.num_nodes):

@@ -87,7 +87,7 @@ def expand_architecture(arch: str, label: float | None = None) -> DAG:
 def _remove_dead(b: _Builder, out: int, label: float | None) -> DAG:
     """Keep only nodes from which the output is reachable, renumbered in creation (topological) order."""
     n = len(b.cats)
-    preds = [[] for _ in range(n)]
+    preds: list[list[int]] = [[] for _ in range(n)]
     for u, v in zip(b.src, b.dst):
         preds[v].append(u)
     alive = np.zeros(n, dtype=bool)

@@ -26,8 +26,8 @@ from graphcost.dag.graph import DAG
 def wl_hash(dag: DAG, rounds: int = 3) -> str:
     """Directed, attribute-aware Weisfeiler-Lehman hash of a DAG."""
     n = dag.num_nodes
-    preds = [[] for _ in range(n)]
-    succs = [[] for _ in range(n)]
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
     for u, v in zip(dag.src.tolist(), dag.dst.tolist()):
         succs[u].append(v)
         preds[v].append(u)

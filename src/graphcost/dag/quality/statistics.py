@@ -78,7 +78,9 @@ class _PMFs:
     @classmethod
     def of(cls, hists: list[np.ndarray]) -> "_PMFs":
         merged: dict[tuple[bytes, bytes], int] = {}
-        pos, cdf, weight = [], [], []
+        pos: list[np.ndarray] = []
+        cdf: list[np.ndarray] = []
+        weight: list[float] = []
         for h in hists:
             h = np.asarray(h, dtype=np.float64)
             nz = np.flatnonzero(h)

@@ -38,6 +38,7 @@ References:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -179,7 +180,7 @@ def score_predictions(y_test: np.ndarray, real_predictions, synthetic_prediction
     with the true labels, each averaged over the fits, and their ratio ρ̄_synthetic / ρ̄_real; on raw
     labels (the paper's figure) and on log labels (`*_log`), with the per-fit values under `*_by_seed`."""
     y_test = np.asarray(y_test, np.float64)
-    out = {}
+    out: dict[str, Any] = {}
     for suffix, f in (("", lambda x: x), ("_log", np.log)):
         p_real = [pearson(f(pred), f(y_test)) for pred in real_predictions]
         p_syn = [pearson(f(pred), f(y_test)) for pred in synthetic_predictions]

@@ -110,13 +110,13 @@ def _resolve_dir(root: Path, collection: str | None, seed: int, valid_frac: floa
     if split_files["train"]:
         split_files = _filter_kind(root, split_files, collection)
         if not split_files["train"]:
-            raise DatasetError(f"{root}/train: no {collection.split(':', 1)[0]} graphs for --collection {collection}")
+            raise DatasetError(f"{root}/train: no {str(collection).split(':', 1)[0]} graphs for --collection {collection}")
         return DataSplits(root, collection, split_files, "train/valid/test subdirectories")
     flat = _npz(root)
     if flat:
         flat = _filter_kind(root, {"train": flat}, collection)["train"]
         if not flat:
-            raise DatasetError(f"{root}: no {collection.split(':', 1)[0]} graphs for --collection {collection}")
+            raise DatasetError(f"{root}: no {str(collection).split(':', 1)[0]} graphs for --collection {collection}")
         train, valid = holdout_split(flat, valid_frac, seed)
         return DataSplits(root, collection, {"train": train, "valid": valid, "test": []}, "one directory, split by graph")
     subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and any(d.rglob("*.npz"))]

@@ -27,7 +27,7 @@ import zipfile
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Generator, Iterator
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -199,7 +199,8 @@ def iter_rows(
         rows.close()
 
 
-def _iter_rows(path, key: str, chunk_rows: int, start: int, stop: int | None) -> Iterator[tuple[int, np.ndarray]]:
+def _iter_rows(path, key: str, chunk_rows: int, start: int,
+               stop: int | None) -> Generator[tuple[int, np.ndarray], None, None]:
     header = read_member_header(path, key)
     n = header.shape[0] if header.shape else 1
     stop = n if stop is None else min(stop, n)
