@@ -3,7 +3,8 @@
 The code base predates the type checker, so some files have errors today. `.ci/mypy-baseline.txt`
 holds `path:count` per file. This check fails when a file has MORE errors than its baseline, or when
 a file missing from the baseline has any, and prints those files' errors; a file with fewer says
-"baseline can shrink". `python .ci/mypy_check.py --write-baseline` records today's counts.
+"baseline can shrink". It also fails when the total is above TOTAL_MAX (however the files share it).
+`python .ci/mypy_check.py --write-baseline` records today's counts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / ".ci" / "mypy-baseline.txt"
+TOTAL_MAX = 60  # the most errors the whole tree may have (issue 35); only ever lowered
 ERROR = re.compile(r"^(?P<path>[^:\s]+\.pyi?):\d+(?::\d+)?: error: ")
 
 
@@ -73,7 +75,11 @@ def main(argv: list[str]) -> int:
         print("\n".join(line for line in lines if (m := ERROR.match(line)) and m["path"] in worse))
         print("mypy: more errors than .ci/mypy-baseline.txt allows:\n  " + "\n  ".join(over))
         return 1
-    print(f"mypy: {sum(counts.values())} errors in {len(counts)} files, none above the baseline")
+    total = sum(counts.values())
+    if total > TOTAL_MAX:
+        print(f"mypy: {total} errors in all, above the cap of {TOTAL_MAX} (TOTAL_MAX in .ci/mypy_check.py)")
+        return 1
+    print(f"mypy: {total} errors in {len(counts)} files, none above the baseline, at most {TOTAL_MAX} in all")
     return 0
 
 

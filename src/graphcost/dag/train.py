@@ -247,7 +247,8 @@ def evaluate_loss(model: LayerDAG, graphs: list[PreparedDAG], batch_size: int, s
     """Mean teacher-forced losses on `graphs` with fixed noise (for validation)."""
     model.eval()
     gen = torch.Generator().manual_seed(seed)
-    sums, n = {}, 0
+    sums: dict[str, float] = {}
+    n = 0
     for i in range(0, len(graphs), batch_size):
         part = graphs[i : i + batch_size]
         out = model.loss(build_batch(part), _labels(part), gen)

@@ -51,7 +51,7 @@ def best_epoch(history: Sequence[Mapping], metric: str) -> int | None:
     best, chosen = -math.inf, None
     for row in history:
         value = row.get(key)
-        if _finite(value) and sign * float(value) > best:
+        if value is not None and _finite(value) and sign * float(value) > best:
             best, chosen = sign * float(value), int(row["epoch"])
     return chosen
 

@@ -121,10 +121,11 @@ def step_seed(seed: int, epoch: int, step: int, rank: int = 0) -> int:
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, epoch, step, rank]).generate_state(1)[0])
 
 
-def epoch_order(steps: int | Sequence[int], seed: int, epoch: int) -> np.ndarray:
+def epoch_order(steps: int | Sequence[int] | np.ndarray, seed: int, epoch: int) -> np.ndarray:
     """The graph visiting order of `epoch`, a permutation drawn from (seed, epoch) only: of
     range(steps) for an int (one batch per graph), else of graph g repeated steps[g] times."""
-    items = np.arange(steps) if np.ndim(steps) == 0 else np.repeat(np.arange(len(steps)), steps)
+    counts = np.asarray(steps, dtype=np.int64)
+    items = np.arange(int(counts)) if counts.ndim == 0 else np.repeat(np.arange(len(counts)), counts)
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, epoch, 0xE0C4]).permutation(items)
 
 
@@ -228,7 +229,7 @@ class Trainer:
         self.epoch = 0  # epochs completed
         self.step = 0  # steps completed inside the current epoch
         self.partial = {"loss_sum": 0.0, "steps": 0, "configs": 0, "seconds": 0.0, "skipped": 0}
-        self.last_report = None
+        self.last_report: EvalReport | None = None
 
     # ------------------------------------------------------------------ paths / state
     @property

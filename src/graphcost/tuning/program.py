@@ -32,6 +32,8 @@ def load_program(ref: str) -> tuple[Callable, tuple, str]:
         name = path.stem
         mod_name = f"_graphcost_program_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(mod_name, path)
+        if spec is None or spec.loader is None:
+            raise ProgramError(f"{ref}: {path} cannot be imported as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, str(path.parent))  # the file may import its siblings
         try:

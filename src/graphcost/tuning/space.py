@@ -67,7 +67,7 @@ class TuneProgram:
 
         self.fn, self.args, self.name = fn, tuple(args), name
         self.flat_args, self._tree = jax.tree_util.tree_flatten(self.args)
-        self._plain = None
+        self._plain: Any = None  # jax.stages.Lowered, once lowered
         self._layout = None  # (LayoutProgram, FeaturizedModule, active sites, node ids), lazily
 
     def flat_fn(self, *flat):

@@ -168,8 +168,8 @@ class Study:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.space, self.lease_s = space, float(lease_s)
-        self.distributions = {d.param_name: optuna.distributions.CategoricalDistribution(list(d.param_values))
-                              for d in space.dims}
+        self.distributions: dict[str, optuna.distributions.BaseDistribution] = {
+            d.param_name: optuna.distributions.CategoricalDistribution(list(d.param_values)) for d in space.dims}
         if len(self.distributions) != len(space.dims):
             raise ValueError(f"the {space.name} space has duplicate dimension names")
         self._codes = [{v: k for k, v in enumerate(d.param_values)} for d in space.dims]  # value -> code

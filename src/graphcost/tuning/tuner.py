@@ -228,7 +228,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
         program, name = fn, cfg.name or fn.name
     else:
-        name = cfg.name or getattr(fn, "__name__", "program")
+        name = cfg.name or str(getattr(fn, "__name__", "program"))
         program = TuneProgram(fn, args, name)
     sp = make_space(cfg.space, program, cfg.allow_fast_math)
     runs, model_label, strategies = resolve_models(cfg, sp)

@@ -255,8 +255,9 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
-        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-        with persistent_cache(options.cache_dir):
+        cache_dir = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
+        options = replace(options, cache_dir=cache_dir)
+        with persistent_cache(cache_dir):
             _collect(specs, out_dir, options, manifest, progress)
         _cleanup(out_dir, manifest, specs)
     return manifest
@@ -347,8 +348,9 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     with lock_dir(out_dir):
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
-        options = replace(options, cache_dir=Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve())
-        with persistent_cache(options.cache_dir):
+        cache_dir = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
+        options = replace(options, cache_dir=cache_dir)
+        with persistent_cache(cache_dir):
             _repeat(out_dir, options, manifest, progress, share)
         _cleanup(out_dir, manifest, None)
     return manifest
@@ -458,7 +460,8 @@ def _measure_finished(gj: GraphJob, work: Path, prefix: str, options: CollectOpt
     the collection serves the processes directly (a miss compiles there); an empty one is filled by
     the driver first."""
     timing = {"compile_s": 0.0}
-    warm = options.cache_dir.is_dir() and any(options.cache_dir.iterdir())
+    cache_dir = options.cache_dir
+    warm = cache_dir is not None and cache_dir.is_dir() and any(cache_dir.iterdir())
     samples, records = measure_processes(
         gj.job, work, prefix, options.cross,
         before_first=None if warm else lambda: timing.update(_driver_compile(gj, options, bar)),

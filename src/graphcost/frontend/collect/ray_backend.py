@@ -35,6 +35,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +69,8 @@ def _run(ray, specs, todo, splits, out_dir: Path, manifest: dict, options: Colle
                desc=f"collect {options.space} (ray)")
     try:
         compiling = {compile_task.remote(s.name, options): s for s in todo}
-        measuring, compiled = {}, {}
+        measuring: dict[Any, Any] = {}
+        compiled: dict[Any, Any] = {}
         while compiling or measuring:
             ready, _ = ray.wait(list(compiling) + list(measuring), num_returns=1)
             ref = ready[0]
