@@ -2,20 +2,20 @@
 fresh worker processes (the cross-process protocol `graphcost collect` labels its data with: one
 process's timings agree with themselves far better than with another process's).
 
-Each worker (``python -m graphcost.tuning.worker``) rebuilds the program from its reference
-(`graphcost.tuning.program`), compiles the default and the candidates itself (through JAX's
-persistent compilation cache, so only the first process pays the compile), and times them with
-the interleaved protocol (`graphcost.frontend.measure.interleaved`). Per process p and candidate k the
-speedup is ``default runtime / candidate runtime``; the reported speedup is the median over
-processes and the spread their min..max. A program given as a Python object (the API's
-``graphcost.tuning(fn, *args)``) cannot be rebuilt in another process: it is timed in P
-independent passes in this process instead, and the result says so.
+Each process is the collection's measuring worker (`graphcost.frontend.measure.worker`, started by
+`graphcost.frontend.measure.cross_process.run_worker`); its job names `lower_tune_job` as its
+builder, which rebuilds the program from its reference (`graphcost.tuning.program`) and lowers the
+default and the candidates in the tuning space; the worker compiles them (through JAX's persistent
+compilation cache, so only the first process pays the compile) and times them with the interleaved
+protocol (`graphcost.frontend.measure.interleaved`). Per process p and candidate k the speedup is
+``default runtime / candidate runtime``; the reported speedup is the median over processes and the
+spread their min..max. A program given as a Python object (the API's ``graphcost.tune(fn, *args)``)
+cannot be rebuilt in another process: it is timed in P independent passes in this process instead,
+and the result says so.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,7 +24,6 @@ import numpy as np
 
 from graphcost.atomic import atomic_write_json
 from graphcost.frontend.measure.interleaved import Protocol, measure_executables
-from graphcost.frontend.measure.cross_process import run_child
 from graphcost.tuning.space import Codes
 
 
@@ -51,23 +50,37 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
                             allow_fast_math: bool = False, cache_dir: str | Path | None = None,
                             timeout: float = 900.0) -> Remeasurement:
     """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after another."""
+    from graphcost.frontend.measure.cross_process import run_worker
+
     rows, compile_s = [], []
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
+        job = Path(tmp) / "job.json"
+        atomic_write_json({
+            "builder": "graphcost.tuning.crossproc:lower_tune_job", "space": "tune", "program": program_ref,
+            "tune_space": space, "allow_fast_math": allow_fast_math, "configs": [list(c) for c in configs],
+            "cache_dir": str(cache_dir) if cache_dir else None, "protocol": asdict(protocol)}, job)
         for p in range(processes):
-            req, res = Path(tmp) / f"req{p}.json", Path(tmp) / f"res{p}.json"
-            atomic_write_json({
-                "program": program_ref, "space": space, "allow_fast_math": allow_fast_math,
-                "configs": [list(c) for c in configs], "cache_dir": str(cache_dir) if cache_dir else None,
-                "protocol": asdict(replace(protocol, seed=protocol.seed + 7 * p))}, req)
-            # killed with the tune (a killed tune leaves no worker behind), without JAX's fork warning
-            proc = run_child([sys.executable, "-m", "graphcost.tuning.worker", str(req), str(res)], timeout)
-            if proc.returncode != 0 or not res.exists():
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise RuntimeError(f"measuring worker {p} failed (exit {proc.returncode}): {last}")
-            out = json.loads(res.read_text())
-            rows.append(out["runtime_ns"])
-            compile_s.append(out["compile_s"])
+            out = Path(tmp) / f"res{p}.npz"
+            # killed with the tune (a killed tune leaves no worker behind); not pinned: a user's machine
+            run_worker(job, p, out, core=None, timeout_s=timeout)
+            with np.load(out, allow_pickle=False) as res:
+                rows.append(np.asarray(res["runtime_ns"], np.float64))
+                compile_s.append(round(float(res["compile_s"]), 3))
     return Remeasurement(np.array(rows, np.float64), "cross-process", compile_s)
+
+
+def lower_tune_job(job: dict) -> tuple[list, list, list]:
+    """The measuring worker's builder for a tuning job (`graphcost.frontend.measure.worker.lower_job`):
+    ``(lowered, compiler_options, flat_args)`` of the program `job["program"]` (a reference) under each
+    configuration of `job["configs"]` (codes of the `job["tune_space"]` space)."""
+    from graphcost.tuning.program import load_program
+    from graphcost.tuning.space import TuneProgram, make_space
+
+    fn, args, name = load_program(job["program"])
+    program = TuneProgram(fn, args, name)
+    space = make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"])
+    codes = [space.check(c) for c in job["configs"]]
+    return [space.lower(program, c) for c in codes], [space.compiler_options(c) for c in codes], program.flat_args
 
 
 def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: Protocol) -> Remeasurement:

@@ -173,3 +173,13 @@ def test_run_child_does_not_pass_on_jaxs_fork_warning():
         proc = run_child([sys.executable, "-c", "print('ok')"], timeout_s=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok"
     assert not any("os.fork()" in str(w.message) for w in caught)
+
+
+def test_the_worker_runs_only_graphcost_builders():
+    """A job's ``builder`` (how the tuner's final check lowers a user's program in the shared worker)
+    must name a function of graphcost; anything else stops the worker before it imports it."""
+    from graphcost.frontend.measure.worker import lower_job
+
+    for builder in ("os:system", "graphcost.tuning.crossproc", "graphcost.x:not an identifier"):
+        with pytest.raises(SystemExit, match="expected graphcost.MODULE:FUNCTION"):
+            lower_job({"builder": builder})

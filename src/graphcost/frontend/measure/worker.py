@@ -19,7 +19,7 @@ COMPILE_ONLY = THREADS > 0 only compiles (THREADS threads) into the job's cache 
 ``compile_s``: the compile step of the Ray backend (`graphcost.frontend.collect.ray_backend`), whose
 compile tasks ship the cache entries to the measuring node.
 
-Job kinds (key ``space``): ``layout`` (``configs``: one full layout configuration per entry, a
+Job kinds (key ``space``; a job with a ``builder`` is lowered by it, `lower_job`): ``layout`` (``configs``: one full layout configuration per entry, a
 list over the program's layout sites of [output, operand 0, operand 1] ``minor_to_major`` or
 null), ``flags`` (``configs``: flag values of `graphcost.frontend.programs.flags.FLAG_COLUMNS`) and
 ``fake`` (no program: ``fake_runtime_ns[P][k]`` nanoseconds elapse on a fake clock per call of
@@ -48,7 +48,19 @@ def _pin(core: int | None) -> int:
 
 
 def lower_job(job: dict) -> tuple[list, list, list]:
-    """``(lowered, compiler_options, flat_args)`` of a layout or flags job: one `Lowered` per configuration."""
+    """``(lowered, compiler_options, flat_args)`` of a layout or flags job: one `Lowered` per configuration.
+
+    A job with a ``builder`` (``"module:function"``) is lowered by that function of graphcost instead:
+    the tuner's final check (`graphcost.tuning.crossproc.lower_tune_job`) rebuilds a user's program
+    from its reference and lowers its candidates in its own spaces; everything else (pinning, the
+    compilation cache, the interleaved timing, the result file) is this worker's."""
+    if "builder" in job:
+        import importlib
+
+        module, _, function = str(job["builder"]).partition(":")
+        if not module.startswith("graphcost.") or not function.isidentifier():
+            raise SystemExit(f"job builder {job['builder']!r}: expected graphcost.MODULE:FUNCTION")
+        return getattr(importlib.import_module(module), function)(job)
     from graphcost.frontend.programs.jax_program import lower
     from graphcost.frontend.programs.zoo import get_program
 

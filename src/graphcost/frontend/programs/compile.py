@@ -3,8 +3,8 @@
 `compile_all` compiles one jax `Lowered` per configuration with a pool of threads (step 1 of the
 cross-process protocol, and the compile step of every measuring process); `configure_cache` and
 `persistent_cache` send a process's compiles through JAX's persistent cache, so the measuring
-processes load what the driver compiled. Used by `collect/` (the driver), `measure/worker.py`
-(the measuring processes) and the tuning worker.
+processes load what the driver compiled. Used by `collect/` (the driver) and `measure/worker.py`
+(the measuring processes of collection and of the tuner's final check).
 """
 
 from __future__ import annotations
