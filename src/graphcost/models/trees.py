@@ -18,8 +18,8 @@ split-configs` of one graph, or a tuner's own measurements), nothing needs to tr
 graphs, and the table is widened with every raw layout entry of every configurable node
 (`raw_layouts`, C · 18 columns). This is what the trees need on data with no default
 configuration (TpuGraphs layout collections, where "moved off the default" says little), and they
-rank far better once a few hundred configurations are measured (the guide's "Cost models" page, "Trees within
-one program").
+rank far better once a few hundred configurations are measured (the guide's "Cost models" page, "The
+default recipe", item 3).
 Trees fitted this way record the program's signature in trees.txt and refuse to score another
 program (`ProgramMismatch`; the blend then falls back to the graph model and says so).
 

@@ -11,9 +11,8 @@
   This is the autotuner use of a learned cost model (Kaufman et al. §6; TpuGraphs §1). When the
   model reads what the compiler did (the shipped layout model's copied-bytes prior, TGraph's term
   for the statistics), the `INFORMED_TOP` best of the pool are compiled (nothing run) and re-ordered
-  among themselves by the model given their statistics (`ModelSearch.inform`): on the tune suite's
-  joint tables this raised the model's zero-shot Kendall τ from 0.523 to 0.541 (median of 12
-  programs, 40 configurations each; the guide's "Tuning your program" page).
+  among themselves by the model given their statistics (`ModelSearch.inform`), which ranks them
+  better than the model without them (the guide's "Tuning your program" page has the measurement).
 * ``model+online``: as ``model``, but between rounds a per-program tree model
   (`graphcost.tuning.learners`) is fitted on this program's own measurements with the graph model's
   score as a prior feature, and re-ranks the pool; the pool also grows with mutations of the

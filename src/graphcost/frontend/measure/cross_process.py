@@ -18,9 +18,8 @@ label that only one process saw is therefore partly that process's accident. The
 5. configurations that compiled to one executable (same fingerprint, `graphcost.frontend.programs.
    executable_fingerprint`) get one label from their measurements together (`pool_executables`):
    their order among themselves is noise by construction, and the repeat's agreement and the noise
-   statistics count each executable once. On the first 6 repeated graphs of the zoo flag
-   collection (26-27 distinct executables of 32 configurations, 3 processes) the repeat's median
-   Spearman rose from 0.748 per configuration to 0.818 per executable.
+   statistics count each executable once (the guide's "Collecting real data" page measures what
+   this does to the repeat's agreement).
 
 Two label statistics (`LABEL_STATISTICS`; the manifest records which, `graphcost collect --label`):
 
@@ -28,9 +27,8 @@ Two label statistics (`LABEL_STATISTICS`; the manifest records which, `graphcost
   that process's level ``l_p = median_k t[k, p]``, then ``label_k = median_p(t[k, p] / l_p) ·
   median_p(l_p)``. A process that ran a few per cent slower throughout (another CPU state, another
   code placement) no longer decides the order of close configurations, which a plain median takes
-  from whichever process is the middle one for each configuration separately. On the 68 zoo graphs
-  measured twice on one 2-core VM (2026-11-26), the Spearman correlation of the two collections'
-  labels rose from a median 0.859 to 0.911, and the share of graphs at >= 0.8 from 0.60 to 0.81.
+  from whichever process is the middle one for each configuration separately; two collections of
+  the same graphs agree better under it (the guide's "Collecting real data" page).
 * ``median``: the plain median over processes of ``t[k, p]`` (collections made before 2026-11-26;
   a manifest that names no statistic means this one).
 

@@ -21,9 +21,8 @@ flag space). This learner is built to tell effects apart:
   (``all_pairs``, while there are at most ``max_pairs``; else, as in layout spaces with hundreds
   of choices, only those measured together at least twice): a pair never measured
   together keeps its prior uncertainty, so Thompson sampling still tries combinations whose
-  parts looked bad alone (on the unet replay table, YNN fusion off alone ran 0.87x and O1 alone
-  1.15x, but together with two more changes they ran 1.45x; with the measured pairs only, the
-  learner found 0.46 of that gain in 64 measurements, with all pairs 0.82). The
+  parts looked bad alone (on one U-Net, two options that each slowed it alone sped it up by far
+  together; the guide's "Tuning your program" page). The
   posterior is Gaussian (conjugate): with feature matrix Phi (N, F), targets y, prior mean mu_0
   and diagonal prior covariance Lambda,
 
