@@ -32,3 +32,21 @@ def test_readme_links_every_guide_and_the_nav_lists_them():
     nav = re.findall(r":\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
     assert set(guides) <= set(nav), "mkdocs.yml nav must list every user guide"
     assert all((ROOT / "docs" / page).is_file() for page in nav), nav
+
+
+def test_the_index_tree_names_every_module():
+    """docs/index.md draws src/graphcost: every package of the tree and every module in it is named there
+    (a zoo family module is named by its package, zoo/; generated protobuf code is not)."""
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    tree = text[text.index("src/graphcost"):text.index("## Measured results")]
+    src = ROOT / "src" / "graphcost"
+    missing = []
+    for package in sorted(p for p in src.rglob("*") if (p / "__init__.py").is_file()):
+        rel = package.relative_to(src).as_posix()
+        if rel and not re.search(rf"\b{re.escape(package.name)}/", tree):
+            missing.append(rel + "/")
+        if package.name == "zoo":
+            continue
+        missing += [f"{rel}/{m.name}" for m in sorted(package.glob("*.py"))
+                    if m.stem != "__init__" and not m.stem.endswith("_pb2") and not re.search(rf"\b{m.stem}\b", tree)]
+    assert not missing, f"docs/index.md's tree does not name: {missing}"
