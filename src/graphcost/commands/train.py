@@ -200,8 +200,6 @@ def train(
 
     Under `torchrun --nproc_per_node N -m graphcost train ...` it trains data-parallel.
     """
-    import dataclasses
-
     from graphcost.atomic import OutputExistsError, OutputPathError
     from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.models.losses import get_loss
@@ -216,13 +214,11 @@ def train(
     model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     check_collection(collection)
     device = check_device_option(device)
-    free = TrainConfig(device=device, checkpoint_every=checkpoint_every, progress=progress,
-                       loader_workers=loader_workers)  # what may change on a resume (trainer.RESUME_FREE)
-    given = {key: getattr(free, key) for key in ("device", "checkpoint_every", "progress", "loader_workers")}
     s = RunSpec(
-        config=dataclasses.replace(free, model=model, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr,
-                                   seed=seed, eval_tta=eval_tta, patience=patience,
-                                   max_steps_per_graph=max_steps_per_graph),
+        config=TrainConfig(model=model, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr, seed=seed,
+                           eval_tta=eval_tta, patience=patience, max_steps_per_graph=max_steps_per_graph,
+                           device=device, checkpoint_every=checkpoint_every, progress=progress,
+                           loader_workers=loader_workers),
         data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
         keep=keep, trees=trees,
     )  # fmt: skip
@@ -235,7 +231,9 @@ def train(
             fail(str(exc))
         previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
         if previous and run_dir is not None:
-            recorded = RunSpec.from_json(previous, run_dir, **given)
+            # what may change on a resume (trainer.RESUME_FREE) comes from the options
+            recorded = RunSpec.from_json(previous, run_dir, device=device, checkpoint_every=checkpoint_every,
+                                         progress=progress, loader_workers=loader_workers)
             why = contradiction(recorded, s, _options_given(cli), run_dir / RUN_INFO,
                                 _parse_opts(model_opt) if model_opt else None)
             if why is not None:  # issue 36: a contradicting --collection / --epochs was silently ignored
