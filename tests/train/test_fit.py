@@ -44,3 +44,14 @@ def test_fit_refuses_a_model_for_another_kind_in_one_line(tmp_path):
     else:
         raise AssertionError("a tile model trained on layout data")
     assert not (tmp_path / "run").exists()  # nothing written
+
+
+def test_run_spec_round_trips_through_run_json(tmp_path):
+    spec = graphcost.RunSpec(config=graphcost.recipe_config(epochs=3, seed=7, batch_configs=32), data_dir="cpu_flags",
+                             collection="tile:xla", max_graphs=5, folds=0, trees=False)
+    info = spec.to_json("tile", "cpu_flags", ["xla_cpu_enable_fast_math"])
+    assert info["flag_columns"] == ["xla_cpu_enable_fast_math"] and info["trees"] is False
+    back = graphcost.RunSpec.from_json(info, tmp_path, device="cpu")
+    assert back.to_json("tile", "cpu_flags") == {**{k: v for k, v in info.items() if k != "flag_columns"},
+                                                  "config": {**info["config"], "device": "cpu"}}
+    assert back.recorded_in == tmp_path / "run.json"  # data_dir came from this run.json

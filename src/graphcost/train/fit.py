@@ -65,7 +65,8 @@ def fit(
     """Train the run `spec` describes (default: `graphcost train` with no options) into `out`.
 
     out: the run directory (None: a fresh runs/<model>-<time>-<random>, linked as runs/latest; with
-    `resume`, the run runs/latest points to). overwrite: replace a run already in `out`. cache_dir:
+    `resume`, the run runs/latest points to). resume: continue the run in `out` from its last
+    checkpoint; pass the spec it was started with (`RunSpec.from_json` of its run.json). overwrite: replace a run already in `out`. cache_dir:
     where prepared graphs are cached; above `max_memory_gb` GB of them they are read back per step.
     report: where the progress lines go (default: this module's logger, INFO). splits: the data
     already found by `graphcost.data.io.locate.resolve_splits` (default: found from `spec`).
