@@ -40,7 +40,7 @@ def test_validation_shards_cover_every_graph_once():
 
 
 def test_timeout_must_be_positive():
-    with pytest.raises(ValueError, match="--dist-timeout"):
+    with pytest.raises(ValueError, match=r"^timeout_s 0: expected a positive number of seconds$"):
         init_from_env("cpu", timeout_s=0)
 
 

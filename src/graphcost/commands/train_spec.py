@@ -1,0 +1,197 @@
+"""The options of `graphcost train` turned into the run's checked `RunSpec` and its data: each error
+names its flag and comes before any data is prepared or anything is written. On --resume the spec is
+the interrupted run's, read back from its run.json (`RunSpec.from_json`), and an option given on the
+command line that contradicts it is refused (`graphcost.train.spec.contradiction`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from graphcost.bounds import SEED_MAX
+from graphcost.commands.choices import value
+from graphcost.commands.common import (
+    check_collection,
+    check_device_option,
+    check_dir_option,
+    check_outside_inputs_option,
+    fail,
+    run_info_of,
+)
+from graphcost.train import recipe
+
+if TYPE_CHECKING:
+    from graphcost.data.io.locate import DataSplits
+    from graphcost.train.spec import RunSpec
+
+
+def _parse_opts(items: list[str]) -> dict:
+    """--model-opt KEY=VALUE (VALUE parsed as JSON when possible: 32, 0.1, true, "x")."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            fail(f"--model-opt expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+
+
+def _check_train_numbers(lr: float, seed: int, max_memory_gb: float) -> None:
+    """One-line errors naming the option for a learning rate, seed or memory bound that training
+    cannot use (an infinite or non-positive --lr, a --seed past 2**32 - 1, a NaN --max-memory-gb)."""
+    import math
+
+    if not (math.isfinite(lr) and lr > 0):
+        fail(f"--lr must be a finite number > 0, got {lr}")
+    if not 0 <= seed <= SEED_MAX:
+        fail(f"--seed must be an integer from 0 to {SEED_MAX}, got {seed}")
+    if not (math.isfinite(max_memory_gb) and max_memory_gb > 0):
+        fail(f"--max-memory-gb must be a finite number > 0, got {max_memory_gb}")
+
+
+_SIZE_OPTIONS = ("hidden", "num_opcodes", "se_reduction")  # besides every *_dim and *_heads: must be >= 1
+
+
+def _check_model_sizes(model_config: dict) -> None:
+    """--model-opt sizes: widths, embedding sizes and head counts must be >= 1, other counts >= 0."""
+    for key, v in model_config.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            continue
+        least = 1 if key in _SIZE_OPTIONS or key.endswith(("_dim", "_heads")) else 0
+        if v < least:
+            fail(f"--model-opt {key}={v}: must be >= {least}")
+
+
+def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb: float) -> None:
+    """Refuse a model whose weights, gradients and AdamW state (16 bytes a parameter) exceed
+    --max-memory-gb, before anything is allocated: the model is built on PyTorch's meta device."""
+    import torch
+
+    from graphcost.models.registry import build_model
+
+    try:
+        with torch.device("meta"):
+            net = build_model(model, kind, **model_config)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        fail(f"--model-opt: model {model!r} cannot be built with {model_config}: {exc}")
+    params = sum(p.numel() for p in net.parameters())
+    need_gb = params * 16 / 1e9
+    if need_gb > max_memory_gb:
+        fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
+             f"state, above --max-memory-gb {max_memory_gb:g}")
+
+
+def _check_outputs_outside_data(out: Optional[Path], cache_dir: Optional[Path], data_dir: Optional[Path],
+                                root: Path) -> None:
+    """--out and --cache-dir must lie outside the data (--data-dir, else the data found): cache npz files
+    written into a split would be read as graphs by every later command on that data."""
+    data = [("--data-dir", data_dir if data_dir is not None else root)]
+    for option, path in (("--out", out), ("--cache-dir", cache_dir)):
+        if path is not None:
+            check_outside_inputs_option(path, option, data=data)
+
+
+def _options_given(ctx: typer.Context) -> set[str]:
+    """The parameters of the command given on the command line or by environment variable (not left at
+    their defaults): what --resume must find in agreement with run.json."""
+    given = set()
+    for name in ctx.params:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(name)
+    return given
+
+
+def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: Any, data_dir: Optional[Path],
+                      model_opt: list[str], epochs: int, patience: int, max_steps_per_graph: int, trees: bool,
+                      folds: int, train_folds: int, keep: int, batch_configs: Optional[int], lr: float, seed: int,
+                      out: Optional[Path], resume: bool, overwrite: bool, max_graphs: Optional[int], device: str,
+                      checkpoint_every: int, eval_tta: int, cache_dir: Optional[Path], max_memory_gb: float,
+                      progress: bool, loader_workers: int) -> tuple[RunSpec, DataSplits, str]:
+    """(the run's spec, its data, the checked --device) from the options of `graphcost train`."""
+    from graphcost.atomic import OutputExistsError, OutputPathError
+    from graphcost.data.io.locate import DatasetError, resolve_splits
+    from graphcost.models.losses import get_loss
+    from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
+    from graphcost.runs.run_dir import LATEST, RunDirError, check_out, check_resumable
+    from graphcost.runs.run_info import RUN_INFO
+    from graphcost.train.fit import check_model_kind
+    from graphcost.train.spec import RunSpec, contradiction
+    from graphcost.train.trainer import TrainConfig
+
+    model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
+    check_collection(collection)
+    device = check_device_option(device)
+    s = RunSpec(
+        config=TrainConfig(model=model, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr, seed=seed,
+                           eval_tta=eval_tta, patience=patience, max_steps_per_graph=max_steps_per_graph,
+                           device=device, checkpoint_every=checkpoint_every, progress=progress,
+                           loader_workers=loader_workers),
+        data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
+        keep=keep, trees=trees,
+    )  # fmt: skip
+    model_config = None  # recorded in run.json on --resume; else the recipe's with --model-opt
+    if resume:  # a resumed run reuses the interrupted run's data and settings
+        run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
+        try:
+            check_resumable(run_dir)
+        except RunDirError as exc:
+            fail(str(exc))
+        previous = run_info_of(run_dir) if run_dir is not None and (run_dir / RUN_INFO).is_file() else {}
+        if previous and run_dir is not None:
+            # what may change on a resume (trainer.RESUME_FREE) comes from the options
+            recorded = RunSpec.from_json(previous, run_dir, device=device, checkpoint_every=checkpoint_every,
+                                         progress=progress, loader_workers=loader_workers)
+            why = contradiction(recorded, s, _options_given(cli), run_dir / RUN_INFO,
+                                _parse_opts(model_opt) if model_opt else None)
+            if why is not None:  # issue 36: a contradicting --collection / --epochs was silently ignored
+                fail(why)
+            s, model_config = recorded, recorded.config.model_config
+            typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")
+    name = s.config.model  # the model to train: the option's, or on --resume the recorded one
+    if name not in MODEL_NAMES:  # fail before any data is prepared
+        fail(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
+    if s.folds < 0 or s.folds == 1:
+        fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {s.folds}")
+    try:
+        if model_config is None:
+            model_config = coerce_config(name, {**(recipe.MODEL_CONFIG if name == recipe.MODEL else {}),
+                                                 **_parse_opts(model_opt)})
+    except ValueError as exc:
+        fail(f"--model-opt: {exc}")
+    s.config.model_config = model_config
+    _check_train_numbers(s.config.lr, s.config.seed, max_memory_gb)
+    _check_model_sizes(model_config)
+    if out is not None:
+        try:
+            check_out(out, overwrite, resume)
+        except (OutputExistsError, OutputPathError) as exc:
+            fail(str(exc))
+    if cache_dir is not None:
+        check_dir_option(cache_dir, "--cache-dir")
+    try:
+        get_loss(s.config.loss)
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        splits = resolve_splits(s.data_dir, s.collection, seed=s.config.seed, max_graphs=s.max_graphs,
+                                recorded_in=s.recorded_in)  # fmt: skip
+        check_model_kind(name, splits.collection)
+    except (DatasetError, ValueError) as exc:
+        fail(str(exc))
+    _check_outputs_outside_data(out, cache_dir, s.data_dir, splits.root)
+    found = splits.collection
+    _check_model_memory(name, found.split(":")[0] if found else model_kinds(name)[0], model_config,
+                        max_memory_gb)
+    if overwrite and out is not None and s.data_dir is not None and s.data_dir.resolve().is_relative_to(out.resolve()):
+        fail(f"--data-dir {s.data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
+    return s, splits, device
