@@ -299,7 +299,8 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
         trainer.model.load_state_dict(load_checkpoint(result.best_path)["model"])
     scorer = ModelScorer(trainer.model, trainer.scaler, device=trainer.device)
     blend = None
-    if row in ("default", "tgraph-no-compiled") and recipe.TREES and prepared_valid:  # graphcost train's trees and blend (`graphcost.inference.blend`)
+    # graphcost train's trees and blend (graphcost.inference.blend)
+    if row in ("default", "tgraph-no-compiled") and recipe.TREES and prepared_valid:
         blend = fit_blend(scorer.score, prepared_train, prepared_valid, trainer.metric, seed=seed)
         print(f"      seed {seed}: {describe(blend[0])}", flush=True)
 

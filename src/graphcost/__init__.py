@@ -1,9 +1,9 @@
 """graphcost: learned performance models of tensor programs.
 
 Papers cited by short name and section or equation throughout (each module lists the ones it cites
-under References, with title, venue and link; the guide's References page has them all): TpuGraphs (Phothilimthana et al., NeurIPS 2023, arXiv:2308.13490), TGraph
-(Khizbullin et al., arXiv:2405.16623), Kaufman et al. (MLSys 2021, arXiv:2008.01040), LayerDAG
-(Li et al., ICLR 2025, arXiv:2411.02322).
+under References, with title, venue and link; the guide's References page has them all): TpuGraphs
+(Phothilimthana et al., NeurIPS 2023, arXiv:2308.13490), TGraph (Khizbullin et al., arXiv:2405.16623),
+Kaufman et al. (MLSys 2021, arXiv:2008.01040), LayerDAG (Li et al., ICLR 2025, arXiv:2411.02322).
 
 Packages by floor: a module imports its own package or a package on a LOWER floor, never one above
 (the test suite checks it on every import, function-level ones included).

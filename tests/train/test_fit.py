@@ -3,6 +3,7 @@ and the same test tau on the shipped real CPU layout data at the same seed."""
 
 import json
 
+import pytest
 import torch
 from train_stubs import run_cli
 
@@ -44,6 +45,8 @@ def test_fit_refuses_a_model_for_another_kind_in_one_line(tmp_path):
     else:
         raise AssertionError("a tile model trained on layout data")
     assert not (tmp_path / "run").exists()  # nothing written
+    with pytest.raises(ValueError, match="^folds must be 0 .* or at least 2, got 1$"):
+        graphcost.fit(graphcost.RunSpec(folds=1), tmp_path / "run")
 
 
 def test_run_spec_round_trips_through_run_json(tmp_path):

@@ -66,8 +66,9 @@ def fit(
 
     out: the run directory (None: a fresh runs/<model>-<time>-<random>, linked as runs/latest; with
     `resume`, the run runs/latest points to). resume: continue the run in `out` from its last
-    checkpoint; pass the spec it was started with (`RunSpec.from_json` of its run.json). overwrite: replace a run already in `out`. cache_dir:
-    where prepared graphs are cached; above `max_memory_gb` GB of them they are read back per step.
+    checkpoint; pass the spec it was started with (`RunSpec.from_json` of its run.json). overwrite:
+    replace a run already in `out`. cache_dir: where prepared graphs are cached; above `max_memory_gb`
+    GB of them they are read back per step.
     report: where the progress lines go (default: this module's logger, INFO). splits: the data
     already found by `graphcost.data.io.locate.resolve_splits` (default: found from `spec`).
     Raises DatasetError for data that cannot be read, RunDirError / OutputExistsError for an `out`
@@ -82,6 +83,8 @@ def fit(
     from graphcost.train.trainer import default_batch_configs
 
     spec = spec if spec is not None else RunSpec()
+    if spec.folds < 0 or spec.folds == 1:
+        raise ValueError(f"folds must be 0 (the official train/valid split) or at least 2, got {spec.folds}")
     say = report or log.info
     ctx = dist_ctx or DistContext()
     out = Path(out) if out is not None else None

@@ -25,4 +25,4 @@ LR = 1e-3  # TGraph §2.4.2
 # what the compiler did, read where the data carries config_compiled_stats (leave-family-out on cpu_layout:
 # graph model +0.01-0.035 τ on the validation graphs of every fold; the guide's "Cost models" page)
 MODEL_CONFIG: dict = {"compiled_stats": True}
-TREES = True  # fit trees on the configuration table and blend them in, the weight chosen on validation (`graphcost.inference.blend`)
+TREES = True  # trees on the configuration table, blended in with the weight chosen on validation (inference/blend.py)

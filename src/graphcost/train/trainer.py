@@ -156,9 +156,9 @@ class Trainer:
 
     What it trains and how a batch is built can be given (None: the config's, by name):
 
-        build_model(name, kind, **config) -> nn.Module   the model (default `graphcost.models.registry.build_model`;
+        build_model(name, kind, **config) -> nn.Module   the model (default `models.registry.build_model`;
                                                          called after seeding, so initialisation follows the seed)
-        loss(scores (B,), runtime (B,)) -> Tensor         the loss (default `graphcost.models.losses.get_loss(config.loss)`)
+        loss(scores (B,), runtime (B,)) -> Tensor         the loss (default `models.losses.get_loss(config.loss)`)
         make_batch(graph, idx, scaler) -> GraphBatch      (default `graphcost.data.transforms.batching.make_batch`)
         sample(graph, batch_configs, rng) -> indices      (default `batching.sample_config_indices`)
     """
@@ -377,8 +377,8 @@ class Trainer:
         the selection metric, a mean over graphs) is the one a single process computes.
         """
         cfg = self.config
-        scorer = ModelScorer(self.model, self.scaler, cfg.eval_batch, self.device, cfg.eval_tta, cfg.seed, self.make_batch,
-                             kind=self.kind, trained_on=str(self.out_dir))
+        scorer = ModelScorer(self.model, self.scaler, cfg.eval_batch, self.device, cfg.eval_tta, cfg.seed,
+                             self.make_batch, kind=self.kind, trained_on=str(self.out_dir))
         mine = [(i, evaluate_graphs(scorer, [self.valid_graphs[i]], self.kind))
                 for i in self.dist.shard_items(len(self.valid_graphs))]  # fmt: skip
         report = EvalReport(kind=self.kind)
