@@ -1,9 +1,7 @@
 """graphcost: learned performance models of tensor programs.
 
-Papers cited by short name and section or equation throughout (each module lists the ones it cites
-under References, with title, venue and link; the guide's References page has them all): TpuGraphs
-(Phothilimthana et al., NeurIPS 2023, arXiv:2308.13490), TGraph (Khizbullin et al., arXiv:2405.16623),
-Kaufman et al. (MLSys 2021, arXiv:2008.01040), LayerDAG (Li et al., ICLR 2025, arXiv:2411.02322).
+Papers are cited by short name and section or equation throughout: the four below (References), each
+module listing the ones it cites, and the guide's References page.
 
 Packages by floor: a module imports its own package or a package on a LOWER floor, never one above
 (the test suite checks it on every import, function-level ones included).
@@ -15,7 +13,7 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
                  This file (graphcost/__init__) sits on this floor too: its lazy names come from tuning
   6  tuning/     graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
   5  frontend/collect/    data collection on this machine or a Ray cluster, and its data card
-  4  train/      the training loop (TrainConfig, Trainer), cross-validation ensembles, train's settings, plots;
+  4  train/      graphcost.fit and its RunSpec, the training loop (TrainConfig, Trainer), cross-validation, plots;
      dag/        LayerDAG generator of DAGs and its quality metrics;
      frontend/measure/    timing, the cross-process measurement protocol and its worker
   3  inference/  using a trained cost model: scoring and ranking metrics, fold ensembles + trees + blend,

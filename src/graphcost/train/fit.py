@@ -121,7 +121,7 @@ def fit(
                 "for them")
     spec = dataclasses.replace(spec, config=config)
     kind = graph_kinds(pool)[0]
-    check_model_kind(config.model, collection, kind, splits.root)  # data that names no collection: by its graphs
+    check_model_kind(config.model, None, kind, splits.root)  # data that names no collection: by its graphs
     # only now, with every graph read and validated, is an old run in `out` replaced (overwrite), and
     # only under its lock: a run another live process holds is never removed
     lock = lock_dir(out) if out is not None and ctx.is_main else None

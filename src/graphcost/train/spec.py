@@ -79,10 +79,7 @@ class RunSpec:
 
     def setting(self, key: str) -> Any:
         """A recorded setting by name: a field of the spec, else of its config."""
-        return getattr(self, key) if key in _SPEC_FIELDS else getattr(self.config, key)
-
-
-_SPEC_FIELDS = ("data_dir", "collection", "max_graphs", "folds", "train_folds", "keep", "trees")
+        return getattr(self, key) if key in self.__dataclass_fields__ else getattr(self.config, key)
 
 # the options of `graphcost train` that run.json records: on --resume each must agree with it (issue 36)
 RECORDED_OPTIONS = {
