@@ -12,6 +12,10 @@ JSON per run in OUT/runs/ (resumable: finished runs are kept), with the final-ch
 when the default was kept), the best in-search speedup, the final check's in-search vs final
 pairs, the load average before and after, and the wall time.
 
+Racing (`graphcost.tuning.tuner`: the best configurations so far timed again every round) is on as
+graphcost's default (``--race``); each row records it. benchmarks/results/tune_live holds the runs
+from before racing existed (race 0), benchmarks/results/tune_live_race those with it.
+
 ``summary``: per budget and strategy, over the programs: the geometric mean of the final-check
 speedup per seed, its mean and spread (min, max, std) over seeds; the geometric mean of the best
 in-search speedup; the programs on which the strategy's mean (over seeds) final speedup beats
@@ -64,19 +68,22 @@ def run_path(out: Path, program: str, space: str, strategy: str, budget: int, se
     return out / "runs" / f"{program}-{space}-{strategy.replace('+', '_')}-b{budget}-s{seed}.json"
 
 
-def run_one(program: str, space: str, strategy: str, budget: int, seed: int, processes: int) -> dict:
-    """One live `graphcost.tune` run (module docstring) and what it kept."""
+def run_one(program: str, space: str, strategy: str, budget: int, seed: int, processes: int,
+            race: int | None = None) -> dict:
+    """One live `graphcost.tune` run (module docstring) and what it kept; `race`: None = graphcost's default."""
     import graphcost
+    from graphcost.tuning.tuner import TuneConfig
 
     fn, fargs = SUITE[program]()
     ref = f"{Path(__file__).resolve().parent / 'tune_suite.py'}:{SUITE[program].__name__}"
     load0, t0 = load_average(), time.perf_counter()
     result = graphcost.tune(fn, *fargs, space=space, budget=budget, seed=seed, program_ref=ref,
                             processes=processes, strategies=None if strategy == DEFAULT else [strategy],
-                            name=program, progress=False)
+                            name=program, progress=False, race=TuneConfig.race if race is None else race)
     took = time.perf_counter() - t0
     ok = [t for t in result.trials if t.status == OK and t.ratio]
     return {"program": program, "space": space, "strategy": strategy, "budget": budget, "seed": seed,
+            "race": TuneConfig.race if race is None else race,
             "strategy_used": result.strategies, "model": result.model,
             "final_speedup": float(result.speedup) if result.beats_default else 1.0,
             "final_range": list(result.speedup_range), "beats_default": result.beats_default,
@@ -95,7 +102,7 @@ def run(args) -> None:
         path = run_path(args.out, program, args.space, strategy, budget, seed)
         if path.exists():
             continue
-        row = run_one(program, args.space, strategy, budget, seed, args.processes)
+        row = run_one(program, args.space, strategy, budget, seed, args.processes, args.race)
         atomic_write_json(row, path, indent=1)
         print(f"[{k + 1}/{len(todo)}] {program} {strategy} b{budget} s{seed}: final {row['final_speedup']:.3f}x, "
               f"in search {row['in_search_best']:.3f}x, {row['seconds']:.0f} s, load {row['loadavg_before']} -> "
@@ -205,6 +212,8 @@ def main(argv=None) -> None:
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--processes", type=int, default=3, help="processes of the final check")
+    p.add_argument("--race", type=int, default=None, help="configurations raced per round (default: graphcost "
+                   "tune's; the runs before racing existed had none: benchmarks/results/tune_live)")
     p.add_argument("--summary", type=Path, help="summary: also write the live section into this summary.json")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

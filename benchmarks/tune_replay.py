@@ -17,9 +17,11 @@ the replay exact; for the layout space the table is a large random sample of the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from graphcost.tuning.trial import OK, Trial
+from graphcost.tuning.trial import OK, RETIMED, Trial
 from graphcost.tuning.space import Codes, Space
 
 
@@ -78,14 +80,16 @@ class ReplayEvaluator:
         self.space, self.table = space, table
         self.asked = 0
 
-    def evaluate(self, batch: list[Codes]) -> list[Trial]:
+    def evaluate(self, batch: list[Codes], again: Sequence[Codes] = ()) -> list[Trial]:
+        """The table's trials of `batch` (counted as asked), then of `again` as re-timings (the same
+        number again: a table has one measurement per configuration)."""
         out = []
-        for codes in batch:
+        for k, codes in enumerate([*batch, *again]):
             if codes not in self.table:
                 raise KeyError(f"configuration {list(codes)} was not measured: replay needs it in the table")
             t = self.table[codes]
-            out.append(Trial(codes, t.status, t.ratio, t.runtime_ns, t.default_ns, t.error))
-            self.asked += 1
+            out.append(Trial(codes, t.status if k < len(batch) else RETIMED, t.ratio, t.runtime_ns, t.default_ns, t.error))
+            self.asked += k < len(batch)
         return out
 
 

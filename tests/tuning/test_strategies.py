@@ -94,10 +94,10 @@ class _SecondWorker(FakeEvaluator):
         super().__init__(space)
         self.run_b, self.b = run_b, None
 
-    def evaluate(self, batch):
+    def evaluate(self, batch, again=()):
         if self.b is None:
             self.b = self.run_b()
-        return super().evaluate(batch)
+        return super().evaluate(batch, again)
 
 
 @pytest.mark.parametrize("strategy", ["random", "tpe", "model"])

@@ -89,6 +89,8 @@ def register(app: typer.Typer) -> None:
         resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
         round_size: int = typer.Option(4, min=1, max=MEASUREMENTS_MAX, help="Configurations measured together per round."),
+        race: int = typer.Option(3, min=0, max=MEASUREMENTS_MAX, help="The best configurations so far timed again "
+                                 "with every round and after the last (their in-search figure: the geometric mean; 0: off)."),
         processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh processes for the final check against the default."),
         rounds: int = typer.Option(5, min=1, max=REPEATS_MAX, help="Timing rounds per batch (median over rounds)."),
         calls: int = typer.Option(10, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
@@ -184,7 +186,7 @@ def register(app: typer.Typer) -> None:
                 clear_dir(out)
             config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
                                 strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
-                                name=study or name, seed=seed, round_size=round_size, processes=processes,
+                                name=study or name, seed=seed, round_size=round_size, race=race, processes=processes,
                                 protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed),
                                 min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
                                 learner=online)

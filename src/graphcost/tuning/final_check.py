@@ -18,7 +18,7 @@ from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.result import TunedConfig, TuneResult
 from graphcost.tuning.space import Codes, Space, TuneProgram
-from graphcost.tuning.trial import OK, Evaluator, Trial
+from graphcost.tuning.trial import OK, Evaluator, Trial, pooled_ratio
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +28,22 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
            out: Path | None, progress: bool) -> TuneResult:
     """Re-measure the best measured configurations against the default and pick the answer.
 
-    The `finalists` best (by in-search ratio) are re-measured first; when none of them beats the
+    The `finalists` best (by in-search ratio: the geometric mean of each configuration's timings over
+    all strategies, racing's included) are re-measured first; when none of them beats the
     default in every process, the next `finalists` get their own re-measurement before the default
     is kept, so one noisy in-search figure does not throw a real win away."""
-    ok = sorted((t for t in trials if t.status == OK), key=lambda t: cast(float, t.ratio))  # measured: a ratio
-    ranked = list(dict.fromkeys(t.codes for t in ok if cast(float, t.ratio) < 1.0))
+    ok = [t for t in trials if t.status == OK]
+    timings: dict[Codes, list[float]] = {}  # every timing of each configuration, over all strategies
+    for t in ok:
+        timings.setdefault(t.codes, []).extend(t.extra.get("ratios", [cast(float, t.ratio)]))
+    estimate = {c: pooled_ratio(r) for c, r in timings.items()}  # in-search ratio: geometric mean of its timings
+    ranked = sorted((c for c, r in estimate.items() if r < 1.0), key=estimate.__getitem__)
     default = space.default()
     if not ranked:
         return TuneResult(TunedConfig.of(space, default), 1.0, (1.0, 1.0), False,
                           float(np.median([t.default_ns for t in ok])) if ok else float("nan"), trials, {},
                           "no measured configuration was faster than the default: keep the default")
-    in_search = {t.codes: 1.0 / t.ratio for t in reversed(ok) if t.ratio}  # the best (lowest) ratio of each configuration
+    in_search = {c: 1.0 / r for c, r in estimate.items()}
     checked: list[tuple[Codes, float, float, float]] = []  # (codes, median, min, max) of every re-measured one
     remeasures, default_ns = [], []
     for batch in (ranked[:finalists], ranked[finalists:2 * finalists]):

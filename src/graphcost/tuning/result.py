@@ -93,19 +93,22 @@ class TuneResult:
                 "model": self.model, "search_vs_final": self.search_vs_final}
 
 
-TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "runtime_ns", "default_ns")
+TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "timings", "runtime_ns", "default_ns")
 
 
 def trials_csv(trials: list[Trial], space: Space) -> str:
     """One row per trial: `TRIAL_FIELDS`, then one column per space dimension named by its study
-    parameter (the XLA option; a layout site's tensor) holding the value compiled, then the error."""
+    parameter (the XLA option; a layout site's tensor) holding the value compiled, then the error.
+    ``ratio``: the geometric mean over the configuration's ``timings`` (more than one when racing
+    timed it again); ``runtime_ns`` / ``default_ns``: its first timing."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([*TRIAL_FIELDS, *(d.param_name for d in space.dims), "error"])
     for t in trials:
         values = [d.param_values[int(c)] for d, c in zip(space.dims, t.codes)]
-        w.writerow([t.strategy, t.number, t.round, t.status, t.ratio, 1 / t.ratio if t.ratio else "", t.runtime_ns,
-                    t.default_ns, *values, t.error])
+        timings = len(t.extra.get("ratios", ())) or int(t.status == OK)
+        w.writerow([t.strategy, t.number, t.round, t.status, t.ratio, 1 / t.ratio if t.ratio else "", timings,
+                    t.runtime_ns, t.default_ns, *values, t.error])
     return buf.getvalue()
 
 

@@ -7,6 +7,9 @@ site's ``minor_to_major`` as ``{1,0}``), so optuna-dashboard and `optuna.load_st
 configuration itself; its value is the runtime ratio to the default (minimised), its user
 attributes the status, runtimes and error. Failed configurations are FAIL trials that
 keep their status; they count against the budget like measured ones (they cost a compile).
+A configuration timed again by racing (`graphcost.tuning.trial`, ``again``) is one more COMPLETE
+trial of the same parameters with the status ``retimed``: it does not count against the budget,
+and `trials` reports each configuration once, its ratio the geometric mean over all its timings.
 
 The storage is any Optuna storage URL: a SQLite file by default (``OUT/study.db``), or an RDB
 server (``postgresql://…``, ``mysql://…``) that workers on several machines share: each worker
@@ -42,7 +45,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from graphcost.tuning.trial import FAILED, OK, Trial
+from graphcost.tuning.trial import FAILED, OK, RETIMED, Trial, pooled_ratio
 from graphcost.tuning.space import Codes, Space
 
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
@@ -237,15 +240,20 @@ class Study:
         """Finished trials (measured or failed, not interrupted), in the order they were recorded."""
         import optuna
 
-        out = []
+        out, again = [], {}
         for t in self.study.get_trials(deepcopy=False):
             status = t.user_attrs.get("status")
             if t.state == optuna.trial.TrialState.COMPLETE and status == OK:
                 out.append(self._trial(t, status, t.value))
             elif t.state == optuna.trial.TrialState.FAIL and status in FAILED:
                 out.append(self._trial(t, status, None))
+            elif t.state == optuna.trial.TrialState.COMPLETE and status == RETIMED:
+                again.setdefault(self._trial(t, status, None).codes, []).append(float(t.value))
         for i, trial in enumerate(out):
             trial.number = i
+            if trial.status == OK and trial.codes in again:  # raced: the estimate over all its timings
+                trial.extra["ratios"] = [trial.ratio] + again[trial.codes]
+                trial.ratio = pooled_ratio(trial.extra["ratios"])
         return out
 
     def _trial(self, t, status: str, value) -> Trial:
@@ -313,13 +321,14 @@ class Study:
         return tuple(index[params[d.param_name]] for d, index in zip(self.space.dims, self._codes))
 
     def add(self, trial: Trial) -> None:
-        """Record a finished trial proposed outside Optuna's sampler."""
+        """Record a finished trial proposed outside Optuna's sampler, or a re-timing (status RETIMED)."""
         import optuna
 
-        state = optuna.trial.TrialState.COMPLETE if trial.status == OK else optuna.trial.TrialState.FAIL
+        measured = trial.status in (OK, RETIMED)
+        state = optuna.trial.TrialState.COMPLETE if measured else optuna.trial.TrialState.FAIL
         self.study.add_trial(optuna.trial.create_trial(
             params=self.params(trial.codes), distributions=self.distributions, user_attrs=self._attrs(trial),
-            value=trial.ratio if trial.status == OK else None, state=state))
+            value=trial.ratio if measured else None, state=state))
 
     def _lease_attrs(self) -> dict[str, Any]:
         import time

@@ -34,11 +34,21 @@ For a batch of configurations (`Evaluator.evaluate`):
    (`graphcost.frontend.measure.interleaved.measure_interleaved`), and each gets
    ``ratio = runtime / default runtime`` from the same batch, so a change of machine load between
    batches cancels out of the ratio.
+
+Racing (``again``): configurations measured before (the search's best so far) can be timed again in
+the same interleaved batch, without a compile while their executable is still held (the last
+`KEEP_EXECUTABLES` that passed the check are). One batch can be off by several percent for every
+configuration in it (``benchmarks/diagnose_search_noise.py``: two batches of the same executables in
+one process differ by a log-ratio standard deviation of 0.05 over six suite programs, as much as
+two fresh processes do); the best of many single timings is biased up by that much. A configuration
+timed n times is estimated by the geometric mean of its n ratios (`pooled_ratio`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field, replace
@@ -52,6 +62,8 @@ from graphcost.tuning.space import Codes, Space, TuneProgram
 
 OK = "ok"
 FAILED = ("compile_error", "runtime_error", "wrong_output", "too_slow", "timeout")
+RETIMED = "retimed"  # a configuration measured before, timed again (racing): not a new trial of the budget
+KEEP_EXECUTABLES = 16  # executables of checked configurations held for racing (the most recently used)
 NOISE_PROBES = 16  # perturbed calls of the default that measure its sensitivity to rounding
 NOISE_ULPS = 32.0  # relative size of that perturbation, in machine epsilons of each argument's dtype (module docstring)
 NOISE_MARGIN = 4.0  # a configuration may differ from the default by this many times the floor
@@ -68,6 +80,7 @@ class Trial:
     codes: Codes
     status: str  # "ok" or one of FAILED
     ratio: float | None = None  # runtime / default runtime, same batch; < 1 = faster than default
+    # (with racing, `Study.trials` gives the geometric mean over its timings, `extra["ratios"]`)
     runtime_ns: float | None = None
     default_ns: float | None = None
     error: str = ""
@@ -87,6 +100,11 @@ def compile_config(program: TuneProgram, space: Space, codes: Codes):
     from graphcost.frontend.programs.jax_program import compile_lowered
 
     return compile_lowered(space.lower(program, codes), space.compiler_options(codes))
+
+
+def pooled_ratio(ratios: Sequence[float]) -> float:
+    """The estimate of a configuration timed n times: exp(mean_i log ratio_i), the geometric mean."""
+    return float(np.exp(np.mean(np.log(np.asarray(ratios, np.float64)))))
 
 
 def _leaves(out) -> tuple[list[np.ndarray], list[str]]:
@@ -202,6 +220,7 @@ class Evaluator:
         self.floor = noise_floor(lambda args: _leaves(self.call(self.default_exe, args))[0],
                                  list(program.flat_args), self.reference)
         self.default_probe_ns = self._probe(self.default_exe)
+        self.checked: OrderedDict[Codes, Any] = OrderedDict()  # codes -> executable that passed `check`
 
     def _check_default_is_deterministic(self) -> None:
         """The default compared with itself first (issue 36): a program whose own outputs change from call
@@ -280,23 +299,39 @@ class Evaluator:
                                                   f"default's (limit {self.slow_limit:g}x)")
         return None
 
-    def evaluate(self, batch: list[Codes]) -> list[Trial]:
-        """One Trial per configuration of `batch`, in order (module docstring)."""
-        trials: list[Trial | None] = [None] * len(batch)
+    def _keep(self, codes: Codes, exe) -> None:
+        """Hold `exe` for racing; the least recently used beyond KEEP_EXECUTABLES is let go."""
+        self.checked[codes] = exe
+        self.checked.move_to_end(codes)
+        while len(self.checked) > KEEP_EXECUTABLES:
+            self.checked.popitem(last=False)
+
+    def evaluate(self, batch: list[Codes], again: Sequence[Codes] = ()) -> list[Trial]:
+        """One Trial per configuration of `batch`, in order, then one per configuration of `again`
+        (measured before, timed again in the same batch: status RETIMED, or the failure if it fails
+        now); module docstring."""
+        work = list(batch) + list(again)
+        trials: list[Trial | None] = [None] * len(work)
         timed: list[tuple[int, Any]] = []
-        for i, (codes, exe) in enumerate(zip(batch, self.compile_many(batch))):
-            failed = exe if isinstance(exe, Trial) else self.check(codes, exe)
+        held = [self.checked.get(c) for c in again]
+        todo = [i for i, c in enumerate(work) if i < len(batch) or held[i - len(batch)] is None]
+        compiled = dict(zip(todo, self.compile_many([work[i] for i in todo])))
+        for i, codes in enumerate(work):
+            exe = compiled[i] if i in compiled else held[i - len(batch)]
+            failed = exe if isinstance(exe, Trial) else (None if i not in compiled else self.check(codes, exe))
             if failed is not None:
                 trials[i] = failed
             else:
                 timed.append((i, exe))
+                self._keep(codes, exe)
         if timed:
             exes = [self.default_exe] + [e for _, e in timed]
             protocol = replace(self.protocol, seed=self.protocol.seed + 1009 * self.batches)
             m = measure_executables(exes, self.program.flat_args, protocol)
             default_ns = float(m.runtime_ns[0])
             for (i, _), rt in zip(timed, m.runtime_ns[1:]):
-                trials[i] = Trial(batch[i], OK, ratio=float(rt) / default_ns, runtime_ns=float(rt), default_ns=default_ns)
+                trials[i] = Trial(work[i], OK if i < len(batch) else RETIMED, ratio=float(rt) / default_ns,
+                                  runtime_ns=float(rt), default_ns=default_ns)
         self.batches += 1
         return trials  # type: ignore[return-value]
 

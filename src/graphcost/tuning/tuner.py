@@ -9,6 +9,12 @@ The loop, for each strategy in turn, with the same budget:
 3. repeat until the strategy has used its `budget` (failed configurations count: they cost a
    compile).
 
+Racing (`race`): every round's interleaved batch also times the strategy's `race` best configurations
+so far again (no compile while their executables are held, `trial.Evaluator`), and once more after its
+last round, so that the configurations the final check will see have several timings each and the
+best is not simply the luckiest single timing; a configuration's in-search ratio is the geometric mean
+of its timings (`study.Study.trials`). Re-timings use no budget.
+
 Then the best configurations over all strategies (up to `finalists`, best measured ratio
 first) are re-measured against the default by the cross-process protocol (`final_check`). The
 best of them is accepted only if it is faster than the default in EVERY process by at least
@@ -30,7 +36,7 @@ from graphcost.tuning.final_check import finish
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Space, TuneProgram, make_space
 from graphcost.tuning.strategies import make_strategy
-from graphcost.tuning.trial import OK, Evaluator, Trial
+from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial
 
 log = logging.getLogger(__name__)
 
@@ -60,16 +66,18 @@ def _settings(config: TuneConfig | None, overrides: dict[str, Any]) -> TuneConfi
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
                  on_round: Callable[[list[Trial]], None] | None = None, learner: str = "auto",
-                 fingerprint: str | None = None, probes: float | None = None) -> list[Trial]:
+                 fingerprint: str | None = None, probes: float | None = None, race: int = 0) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
 
     fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
     fingerprint is refused (ValueError) instead of resumed. probes: the effects learner's first-round
-    share of single-option probes (None: `strategies.FIRST_ROUND_PROBES`)."""
+    share of single-option probes (None: `strategies.FIRST_ROUND_PROBES`). race: how many of the best
+    configurations so far each round times again (module docstring; 0: none)."""
     from graphcost.tuning.study import Study
 
     for key, value in (("budget", budget), ("round_size", round_size)):
         check_int(key, value, 1, MEASUREMENTS_MAX)
+    check_int("race", race, 0, MEASUREMENTS_MAX)
     model_options = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
                      "compiled": getattr(evaluator, "compiled_stats", None)} if name.startswith("model") else {}
     strategy = make_strategy(name, space, seed, scorer, **model_options)
@@ -91,18 +99,46 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             if not keep:
                 continue
             handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
+            again = contenders(history, race, exclude=batch)
             with study.leased(handles):
-                results = evaluator.evaluate(batch)
+                results = evaluator.evaluate(batch, again) if again else evaluator.evaluate(batch)
             for handle, t in zip(handles, results):
                 t.strategy, t.round = name, rnd
                 study.tell(handle, t)
+            record_retimes(study, results[len(batch):], name, rnd)
         except BaseException:  # Ctrl-C, SIGTERM, an error: no reservation of this round keeps counting (issue 36)
             study.release_open()
             raise
         rnd += 1
         if on_round is not None:
-            on_round(results)
-    return study.trials()
+            on_round(results[:len(batch)])
+    trials = study.trials()
+    last = contenders(trials, race, exclude=[], once=True)
+    if last:  # the last round's configurations have one timing: the contenders are timed once more together
+        record_retimes(study, evaluator.evaluate([], last), name, rnd)
+        trials = study.trials()
+    return trials
+
+
+def contenders(trials: list[Trial], race: int, exclude, once: bool = False) -> list:
+    """The `race` best measured configurations that beat the default (by their in-search ratio), not in
+    `exclude`; with `once`, none when each of them was already timed more than once."""
+    ok = sorted((t for t in trials if t.status == OK and t.ratio is not None and t.ratio < 1.0
+                 and t.codes not in set(exclude)), key=lambda t: t.ratio)[:race]
+    if once and all(len(t.extra.get("ratios", ())) > 1 for t in ok):
+        return []
+    return [t.codes for t in ok]
+
+
+def record_retimes(study, retimed: list[Trial], strategy: str, rnd: int) -> None:
+    """Store the re-timings of a round (status RETIMED; a configuration that failed this time is only logged)."""
+    for t in retimed:
+        if t.status == RETIMED:
+            t.strategy, t.round = strategy, rnd
+            study.add(t)
+        else:
+            log.warning(f"a configuration measured before failed when timed again ({t.status}: {t.error}); "
+                        "its earlier timings stand")
 
 
 def _say_what_was_found(study, label: str, budget: int) -> None:
@@ -139,6 +175,8 @@ class TuneConfig:
         protocol: the timing protocol (default: 5 rounds of 10 calls after 2 warm-up calls).
         processes: processes (or passes) of the final check.
         finalists: best configurations re-measured in the final check.
+        race: the best configurations so far timed again with every round and after the last
+            (racing, module docstring; 0: off).
         min_gain: the speedup over the default needed in every process to keep a configuration.
         rtol: relative tolerance of the output check against the default's outputs.
         atol: absolute tolerance (times the largest output value) of that check.
@@ -167,6 +205,7 @@ class TuneConfig:
     protocol: Protocol | None = None
     processes: int = 3
     finalists: int = 3
+    race: int = 3
     min_gain: float = 0.01
     rtol: float = 1e-3
     atol: float = 1e-5
@@ -265,7 +304,8 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
 
             try:
                 trials += run_strategy(strat, sp, evaluator, cfg.budget, storage, f"{name}:{cfg.space}", scorer,
-                                       cfg.seed, cfg.round_size, cfg.pool_kwargs, on_round, cfg.learner, fingerprint)
+                                       cfg.seed, cfg.round_size, cfg.pool_kwargs, on_round, cfg.learner, fingerprint,
+                                       race=cfg.race)
             finally:
                 bar.close()  # also on an error, so its message starts on a line of its own
 
