@@ -240,7 +240,8 @@ class Study:
         """Finished trials (measured or failed, not interrupted), in the order they were recorded."""
         import optuna
 
-        out, again = [], {}
+        out: list[Trial] = []
+        again: dict[Codes, list[float]] = {}
         for t in self.study.get_trials(deepcopy=False):
             status = t.user_attrs.get("status")
             if t.state == optuna.trial.TrialState.COMPLETE and status == OK:
@@ -248,7 +249,7 @@ class Study:
             elif t.state == optuna.trial.TrialState.FAIL and status in FAILED:
                 out.append(self._trial(t, status, None))
             elif t.state == optuna.trial.TrialState.COMPLETE and status == RETIMED:
-                again.setdefault(self._trial(t, status, None).codes, []).append(float(t.value))
+                again.setdefault(self._trial(t, status, None).codes, []).append(float(t.values[0]))
         for i, trial in enumerate(out):
             trial.number = i
             if trial.status == OK and trial.codes in again:  # raced: the estimate over all its timings

@@ -34,7 +34,7 @@ from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.result import TuneResult, write_outputs
-from graphcost.tuning.space import Space, TuneProgram, make_space
+from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import make_strategy
 from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial
 
@@ -120,14 +120,16 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     return trials
 
 
-def contenders(trials: list[Trial], race: int, exclude, once: bool = False) -> list:
+def contenders(trials: list[Trial], race: int, exclude, once: bool = False) -> list[Codes]:
     """The `race` best measured configurations that beat the default (by their in-search ratio), not in
     `exclude`; with `once`, none when each of them was already timed more than once."""
-    ok = sorted((t for t in trials if t.status == OK and t.ratio is not None and t.ratio < 1.0
-                 and t.codes not in set(exclude)), key=lambda t: t.ratio)[:race]
-    if once and all(len(t.extra.get("ratios", ())) > 1 for t in ok):
+    skip = set(exclude)
+    beat = sorted((t.ratio, i) for i, t in enumerate(trials)
+                  if t.status == OK and t.ratio is not None and t.ratio < 1.0 and t.codes not in skip)
+    best = [trials[i] for _, i in beat[:race]]
+    if once and all(len(t.extra.get("ratios", ())) > 1 for t in best):
         return []
-    return [t.codes for t in ok]
+    return [t.codes for t in best]
 
 
 def record_retimes(study, retimed: list[Trial], strategy: str, rnd: int) -> None:
