@@ -301,8 +301,8 @@ def replay(args) -> None:
 
 def report(results: dict, args) -> None:
     """Summarise replayed runs (`summarise`), write them with their summary to --json and the
-    issue-25 summary to --summary (with `describe_tables` of --out when given; its ``"live"``
-    section, written by bench_tune_live.py, is kept), print the table."""
+    issue-25 summary to --summary (with `describe_tables` of --out when given; its live sections,
+    written by bench_tune_live.py, are kept), print the table."""
     summary = summarise(results, args)
     if args.json:
         atomic_write_json({**results, "summary": summary}, args.json, indent=1)
@@ -310,10 +310,9 @@ def report(results: dict, args) -> None:
         out = issue_summary(results, summary, args)
         if args.out is not None:
             out["tables"] = describe_tables(args.out)
-        if args.summary.is_file():  # keep the live section (bench_tune_live.py writes it)
-            kept = json.loads(args.summary.read_text(encoding="utf-8")).get("live")
-            if kept is not None:
-                out["live"] = kept
+        if args.summary.is_file():  # keep the live sections (bench_tune_live.py writes them)
+            before = json.loads(args.summary.read_text(encoding="utf-8"))
+            out.update({k: v for k, v in before.items() if k.startswith("live")})
         atomic_write_json(out, args.summary, indent=1)
     print_summary(summary)
 

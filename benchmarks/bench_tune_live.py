@@ -24,7 +24,8 @@ over every re-measured candidate of every run (pooled after dividing each run's 
 their run's mean, so a program's overall gain does not make the correlation), the same without
 that division (``spearman_raw``: across programs, where the size of a gain does count), the median
 of the per-run correlations, and the median factor by which in search overstates the final check.
-Written to OUT/summary.json and, as its ``"live"`` section, into
+Written to OUT/summary.json and, as its ``"live"`` section (``--section``: another key, e.g.
+``live_race`` for the runs with racing), into
 ``--summary`` (benchmarks/results/tune/summary.json; its other sections are kept).
 
     python benchmarks/bench_tune_live.py run --out benchmarks/results/tune_live --seeds 0 1 2
@@ -188,7 +189,7 @@ def summary(args) -> None:
     atomic_write_json(live, args.out / "summary.json")
     if args.summary is not None:
         whole = json.loads(args.summary.read_text()) if args.summary.exists() else {}
-        whole["live"] = live
+        whole[args.section] = live
         atomic_write_json(whole, args.summary)
     print(f"live, {live['space']}, {len(live['programs'])} programs; geometric-mean final-check speedup over the "
           "programs (mean over seeds [min-max]); in-search; wins vs TPE / random")
@@ -214,6 +215,7 @@ def main(argv=None) -> None:
     p.add_argument("--processes", type=int, default=3, help="processes of the final check")
     p.add_argument("--race", type=int, default=None, help="configurations raced per round (default: graphcost "
                    "tune's; the runs before racing existed had none: benchmarks/results/tune_live)")
+    p.add_argument("--section", default="live", help="summary: the key of --summary to write (default: live)")
     p.add_argument("--summary", type=Path, help="summary: also write the live section into this summary.json")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

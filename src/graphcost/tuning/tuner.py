@@ -101,7 +101,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
             again = contenders(history, race, exclude=batch)
             with study.leased(handles):
-                results = evaluator.evaluate(batch, again) if again else evaluator.evaluate(batch)
+                results = evaluator.evaluate(batch, again)
             for handle, t in zip(handles, results):
                 t.strategy, t.round = name, rnd
                 study.tell(handle, t)
