@@ -75,16 +75,18 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
     import graphcost
     from graphcost.tuning.tuner import TuneConfig
 
+    race = TuneConfig.race if race is None else race
+
     fn, fargs = SUITE[program]()
     ref = f"{Path(__file__).resolve().parent / 'tune_suite.py'}:{SUITE[program].__name__}"
     load0, t0 = load_average(), time.perf_counter()
     result = graphcost.tune(fn, *fargs, space=space, budget=budget, seed=seed, program_ref=ref,
                             processes=processes, strategies=None if strategy == DEFAULT else [strategy],
-                            name=program, progress=False, race=TuneConfig.race if race is None else race)
+                            name=program, progress=False, race=race)
     took = time.perf_counter() - t0
     ok = [t for t in result.trials if t.status == OK and t.ratio]
     return {"program": program, "space": space, "strategy": strategy, "budget": budget, "seed": seed,
-            "race": TuneConfig.race if race is None else race,
+            "race": race,
             "strategy_used": result.strategies, "model": result.model,
             "final_speedup": float(result.speedup) if result.beats_default else 1.0,
             "final_range": list(result.speedup_range), "beats_default": result.beats_default,

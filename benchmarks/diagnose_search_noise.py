@@ -52,7 +52,7 @@ def compare(a: np.ndarray, b: np.ndarray) -> dict:
 def one_program(name: str, configs: int, processes: int, seed: int) -> dict:
     from graphcost.tuning.crossproc import remeasure_cross_process
     from graphcost.tuning.space import TuneProgram, make_space
-    from graphcost.tuning.trial import Evaluator
+    from graphcost.tuning.trial import Evaluator, Trial
 
     fn, args = SUITE[name]()
     program = TuneProgram(fn, args, name)
@@ -61,12 +61,16 @@ def one_program(name: str, configs: int, processes: int, seed: int) -> dict:
     evaluator = Evaluator(program, space, protocol)
     rng = np.random.default_rng(seed)
     chosen, exes = [], []
-    while len(chosen) < configs:  # random configurations that compile and pass the output check
+    for _ in range(20 * configs):  # random configurations that compile and pass the output check
         codes = space.sample(rng)
         exe = evaluator.compile_many([codes])[0]
-        if not hasattr(exe, "status") and evaluator.check(codes, exe) is None:
+        if not isinstance(exe, Trial) and evaluator.check(codes, exe) is None:
             chosen.append(codes)
             exes.append(exe)
+        if len(chosen) == configs:
+            break
+    else:
+        raise SystemExit(f"{name}: only {len(chosen)} of {20 * configs} random configurations passed the output check")
     ways: dict[str, np.ndarray] = {}
     batch = [evaluator.default_exe] + exes
     ways["batch A"] = speedups(measure_executables(batch, program.flat_args, protocol).runtime_ns)

@@ -249,7 +249,7 @@ class Study:
             elif t.state == optuna.trial.TrialState.FAIL and status in FAILED:
                 out.append(self._trial(t, status, None))
             elif t.state == optuna.trial.TrialState.COMPLETE and status == RETIMED:
-                again.setdefault(self._trial(t, status, None).codes, []).append(float(t.values[0]))
+                again.setdefault(self._measured_codes(t), []).append(float(t.values[0]))
         for i, trial in enumerate(out):
             trial.number = i
             if trial.status == OK and trial.codes in again:  # raced: the estimate over all its timings
@@ -257,11 +257,14 @@ class Study:
                 trial.ratio = pooled_ratio(trial.extra["ratios"])
         return out
 
+    def _measured_codes(self, t) -> Codes:
+        """The configuration an Optuna trial measured: its parameters, or a snapped proposal's (`measures`)."""
+        a = t.user_attrs
+        return tuple(int(c) for c in a["codes"]) if "codes" in a else self.codes(t.params)
+
     def _trial(self, t, status: str, value) -> Trial:
         a = t.user_attrs
-        codes = (tuple(int(c) for c in a["codes"]) if "codes" in a  # a snapped proposal (`measures`)
-                 else self.codes(t.params))
-        return Trial(codes, status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
+        return Trial(self._measured_codes(t), status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
                      error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
 
     def found(self) -> dict[str, int]:
@@ -305,7 +308,7 @@ class Study:
             a = t.user_attrs
             if a.get("status") in NOT_COUNTED or len(t.params) != len(self.space.dims):
                 continue
-            out.add(tuple(int(c) for c in a["codes"]) if "codes" in a else self.codes(t.params))
+            out.add(self._measured_codes(t))
         return frozenset(out)
 
     # -- writing -----------------------------------------------------------------------------

@@ -310,15 +310,18 @@ class Evaluator:
         """One Trial per configuration of `batch`, in order, then one per configuration of `again`
         (measured before, timed again in the same batch: status RETIMED, or the failure if it fails
         now); module docstring."""
-        work = list(batch) + list(again)
+        work = [*batch, *again]
         trials: list[Trial | None] = [None] * len(work)
         timed: list[tuple[int, Any]] = []
-        held = [self.checked.get(c) for c in again]
-        todo = [i for i, c in enumerate(work) if i < len(batch) or held[i - len(batch)] is None]
+        held = {i: self.checked[c] for i, c in enumerate(again, len(batch)) if c in self.checked}  # checked before
+        todo = [i for i in range(len(work)) if i not in held]
         compiled = dict(zip(todo, self.compile_many([work[i] for i in todo])))
         for i, codes in enumerate(work):
-            exe = compiled[i] if i in compiled else held[i - len(batch)]
-            failed = exe if isinstance(exe, Trial) else (None if i not in compiled else self.check(codes, exe))
+            if i in held:
+                exe, failed = held[i], None
+            else:
+                exe = compiled[i]
+                failed = exe if isinstance(exe, Trial) else self.check(codes, exe)
             if failed is not None:
                 trials[i] = failed
             else:
