@@ -6,6 +6,8 @@
 # with the default --label (level-median; graphs measured before 2026-11-26 23:00 UTC carried plain medians);
 # STAGES=annotate adds what the compiler did to each configuration (config_compiled_stats; nothing measured);
 # STAGES=add PROCESSES=n raises a finished collection to n processes per graph (collect --add-processes).
+# REGIME=multi measures as `graphcost tune` does (XLA's CPU kernels multi-threaded, processes not pinned) into
+# cpu_zoo_${SPACE}_mt: the same programs and configurations, labels of the regime the tuner measures in.
 # 25 families, programs in zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
 # Chunks are committed as they finish; once complete and repeated (its repeat meeting the target) it ships
 # with a family split: python benchmarks/collections/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
@@ -18,11 +20,16 @@ case $SPACE in  # flags: 5 processes (with 3, two collections of the same graphs
   flags) SPACE_ARGS=(--space flags); PROCESSES=${PROCESSES:-5} ;;
   *) echo "SPACE must be layout or flags" >&2; exit 2 ;;
 esac
-OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE}
-COMMON=("${SPACE_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes "$PROCESSES"
+case ${REGIME:-single} in  # single: pinned, XLA single-threaded (the shipped collections); multi: as graphcost tune runs
+  single) REGIME_ARGS=(--single-thread); SUFFIX= ;;
+  multi) REGIME_ARGS=(--multi-thread --measure-core -1); SUFFIX=_mt ;;
+  *) echo "REGIME must be single or multi" >&2; exit 2 ;;
+esac
+OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE$SUFFIX}
+COMMON=("${SPACE_ARGS[@]}" "${REGIME_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes "$PROCESSES"
         --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"
         --programs "$(paste -sd, benchmarks/collections/zoo_layout_programs.txt)"
-        --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-$SPACE" --out "$OUT")
+        --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-$SPACE$SUFFIX" --out "$OUT")
 case ${STAGES:-collect} in
   collect) $GC collect "${COMMON[@]}" ;;
   repeat) $GC collect "${COMMON[@]}" --repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
