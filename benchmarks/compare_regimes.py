@@ -1,0 +1,173 @@
+"""Does the flag model learn the regime `graphcost tune` measures in? Labels of the same programs and
+configurations measured two ways, and models trained on each (issues 33 and 34).
+
+    python benchmarks/compare_regimes.py --multi benchmarks/collections/cpu_zoo_flags_mt \\
+        [--single cpu_zoo_flags] [--work runs/regimes] [--json benchmarks/results/regimes.json]
+
+The shipped flag collection (``--single``, `cpu_zoo_flags`) measures each process pinned to one core
+with XLA's CPU kernels single-threaded: far less noise on a shared machine. `graphcost tune` measures
+the user's program as it runs: multi-threaded, not pinned. ``--multi`` is a collection of the same
+programs and the same 32 configurations each in that regime (``REGIME=multi
+benchmarks/collections/run_zoo_collection.sh``). For the graphs both hold:
+
+1. **Label agreement**: Spearman between the two labels of each graph (per family and overall), next
+   to the single-threaded collection's own between-process agreement (the noise of one regime).
+2. **Models**: `graphcost train --data-dir` with no options on each regime's labels of the SAME
+   graphs, each graph in the split the shipped collection gives it (whole families per side); only
+   the labels differ.
+3. **What each model ranks**: Kendall τ on the test families against either regime's labels, and
+   zero-shot on the tune suite's flag tables (`benchmarks/results/tune_wide/tables`, measured by the
+   tuner: multi-threaded; programs never in the training data), mean and median over the 14 programs.
+
+Runs that exist in ``--work`` are reused (delete them to train again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def shared_graphs(multi: Path, single: Path) -> dict[str, tuple[str, str, Path, Path]]:
+    """name -> (family, the single collection's split, multi file, single file) for the graphs both hold."""
+    m = json.loads((multi / "manifest.json").read_text(encoding="utf-8"))["graphs"]
+    s = json.loads((single / "manifest.json").read_text(encoding="utf-8"))["graphs"]
+    return {name: (s[name]["family"], s[name]["split"], multi / m[name]["file"], single / s[name]["file"])
+            for name in sorted(set(m) & set(s))}
+
+
+def label_agreement(graphs: dict) -> dict:
+    """Spearman between the two regimes' labels of each graph, per family and over all graphs."""
+    from scipy.stats import spearmanr
+
+    per_graph, within = {}, {}
+    for name, (family, _, fm, fs) in graphs.items():
+        with np.load(fm, allow_pickle=False) as a, np.load(fs, allow_pickle=False) as b:
+            if not np.array_equal(a["config_feat"], b["config_feat"]):
+                sys.exit(f"{fm}: its configurations differ from {fs}'s; the two collections must use the same seed")
+            per_graph[name] = float(spearmanr(a["config_runtime"], b["config_runtime"]).statistic)
+            samples = np.asarray(b["config_runtime_samples"], np.float64)  # (K, P): the single regime's processes
+            rhos = [spearmanr(samples[:, i], samples[:, j]).statistic for i in range(samples.shape[1])
+                    for j in range(i + 1, samples.shape[1])]
+            within[name] = float(np.mean(rhos))
+    families = sorted({graphs[n][0] for n in per_graph})
+    by_family = {f: {"graphs": sum(graphs[n][0] == f for n in per_graph),
+                     "median_spearman": float(np.median([v for n, v in per_graph.items() if graphs[n][0] == f]))}
+                 for f in families}
+    return {"graphs": len(per_graph), "median_spearman": float(np.median(list(per_graph.values()))),
+            "mean_spearman": float(np.mean(list(per_graph.values()))),
+            "single_between_processes_mean": float(np.mean(list(within.values()))),
+            "by_family": by_family, "per_graph": per_graph}
+
+
+def paired_data(graphs: dict, sources: dict[str, Path], work: Path) -> dict[str, Path]:
+    """Two data directories of the same graphs in the same splits, one per regime (copies), each with
+    its source's manifest cut to those graphs (what the collection varied: `trained_flag_columns`)."""
+    from graphcost.atomic import atomic_write_json
+
+    dirs = {}
+    for regime, col in (("multi", 2), ("single", 3)):
+        root = work / f"data_{regime}"
+        if root.exists():
+            shutil.rmtree(root)
+        manifest = json.loads((sources[regime] / "manifest.json").read_text(encoding="utf-8"))
+        kept = {}
+        for name, entry in graphs.items():
+            (root / entry[1]).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(entry[col], root / entry[1] / f"{name}.npz")
+            kept[name] = {**manifest["graphs"][name], "file": f"{entry[1]}/{name}.npz", "split": entry[1]}
+        atomic_write_json({**manifest, "graphs": kept}, root / "manifest.json")
+        dirs[regime] = root
+    return dirs
+
+
+def train(data: Path, out: Path, threads: int) -> float:
+    """`graphcost train --data-dir DATA` with its defaults; the seconds it took (0 when OUT exists)."""
+    if (out / "run.json").is_file() and (out / "best.pt").is_file():
+        print(f"  {out}: exists, reused", flush=True)
+        return 0.0
+    start = time.time()
+    cmd = [sys.executable, "-m", "graphcost", "train", "--data-dir", str(data), "--out", str(out), "--overwrite",
+           "--seed", "0", "--threads", str(threads)]
+    print("  " + " ".join(cmd[2:]), flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.time() - start
+
+
+def test_tau(run: Path, data: Path) -> float:
+    """Mean Kendall τ of RUN on DATA's test split (`graphcost evaluate`, no TTA)."""
+    cmd = [sys.executable, "-m", "graphcost", "evaluate", str(run), "--data-dir", str(data), "--split", "test",
+           "--tta", "0", "--format", "json"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return float(json.loads(out)["aggregate"]["kendall_tau"])
+
+
+def zero_shot_flags(run: Path, tables: Path) -> dict:
+    """bench_real's zero-shot protocol on the tune suite's flag tables only."""
+    import bench_real as br
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for t in sorted(tables.glob("*-flags.json")):
+            os.symlink(t.resolve(), Path(tmp) / t.name)
+        res = br.zero_shot(Path(tmp), {"tile": run})
+    return {"programs": {k: v["kendall_tau"] for k, v in res["programs"]["flags"].items()}, **res["flags"]}
+
+
+def main() -> None:
+    from graphcost.datasets import shipped_dataset_dir
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--multi", type=Path, required=True, help="collection measured as graphcost tune measures")
+    p.add_argument("--single", type=Path, default=Path("cpu_zoo_flags"), help="default: the shipped flag zoo")
+    p.add_argument("--work", type=Path, default=ROOT / "runs" / "regimes")
+    p.add_argument("--tables", type=Path, default=ROOT / "benchmarks" / "results" / "tune_wide" / "tables")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args()
+    single = args.single if (args.single / "manifest.json").is_file() else shipped_dataset_dir(args.single.name)
+    graphs = shared_graphs(args.multi, single)
+    if not graphs:
+        sys.exit(f"{args.multi}: no graph in common with {single}")
+    load_start = [round(x, 2) for x in os.getloadavg()]
+    agreement = label_agreement(graphs)
+    print(f"{agreement['graphs']} graphs in both: label Spearman median {agreement['median_spearman']:.3f} "
+          f"(single regime, between its processes: {agreement['single_between_processes_mean']:.3f})", flush=True)
+    data = paired_data(graphs, {"multi": args.multi, "single": single}, args.work)
+    splits = {s: sum(g[1] == s for g in graphs.values()) for s in ("train", "valid", "test")}
+    models, seconds = {}, {}
+    for regime, d in data.items():
+        run = args.work / f"run_{regime}"
+        seconds[regime] = round(train(d, run, args.threads), 1)
+        models[regime] = {"test_tau": {f"{lab}_labels": test_tau(run, data[lab]) for lab in data},
+                          "zero_shot": zero_shot_flags(run, args.tables), "train_seconds": seconds[regime]}
+        zs = models[regime]["zero_shot"]
+        print(f"  trained on {regime}: test τ " + ", ".join(f"{k} {v:.3f}" for k, v in models[regime]['test_tau'].items())
+              + f"; zero-shot on the tune suite median {zs['median_kendall_tau']:.3f}, mean {zs['mean_kendall_tau']:.3f}",
+              flush=True)
+    if args.json:
+        from graphcost.atomic import atomic_write_json
+
+        shown = args.multi.resolve()
+        report = {"command": "python benchmarks/compare_regimes.py " + " ".join(sys.argv[1:]),
+                  "multi": str(shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown),
+                  "single": single.name, "splits": splits, "date": date.today().isoformat(),
+                  "load": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},
+                  "agreement": agreement, "models": models}
+        atomic_write_json(report, args.json)
+
+
+if __name__ == "__main__":
+    main()
