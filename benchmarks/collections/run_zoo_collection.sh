@@ -8,6 +8,8 @@
 # STAGES=add PROCESSES=n raises a finished collection to n processes per graph (collect --add-processes).
 # REGIME=multi measures as `graphcost tune` does (XLA's CPU kernels multi-threaded, processes not pinned) into
 # cpu_zoo_${SPACE}_mt: the same programs and configurations, labels of the regime the tuner measures in.
+# PROGRAMS=FILE collects the programs of FILE in its order (zoo_flags_programs_by_cost.txt: the flag zoo's
+# programs, cheapest first by their measuring time in cpu_zoo_flags, so a partial collection holds the most graphs).
 # 25 families, programs in zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
 # Chunks are committed as they finish; once complete and repeated (its repeat meeting the target) it ships
 # with a family split: python benchmarks/collections/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
@@ -28,7 +30,7 @@ esac
 OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE$SUFFIX}
 COMMON=("${SPACE_ARGS[@]}" "${REGIME_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes "$PROCESSES"
         --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"
-        --programs "$(paste -sd, benchmarks/collections/zoo_layout_programs.txt)"
+        --programs "$(paste -sd, "${PROGRAMS:-benchmarks/collections/zoo_layout_programs.txt}")"
         --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-$SPACE$SUFFIX" --out "$OUT")
 case ${STAGES:-collect} in
   collect) $GC collect "${COMMON[@]}" ;;
