@@ -11,7 +11,7 @@ programs and the same 32 configurations each in that regime (``REGIME=multi
 benchmarks/collections/run_zoo_collection.sh``). For the graphs both hold:
 
 1. **Label agreement**: Spearman between the two labels of each graph (per family and overall), next
-   to the single-threaded collection's own between-process agreement (the noise of one regime).
+   to each collection's own agreement between two of its processes (the noise of one process).
 2. **Models**: `graphcost train --data-dir` with no options on each regime's labels of the SAME
    graphs, each graph in the split the shipped collection gives it (whole families per side); only
    the labels differ.
@@ -60,17 +60,18 @@ def label_agreement(graphs: dict) -> dict:
             if not np.array_equal(a["config_feat"], b["config_feat"]):
                 sys.exit(f"{fm}: its configurations differ from {fs}'s; the two collections must use the same seed")
             per_graph[name] = float(spearmanr(a["config_runtime"], b["config_runtime"]).statistic)
-            samples = np.asarray(b["config_runtime_samples"], np.float64)  # (K, P): the single regime's processes
-            rhos = [spearmanr(samples[:, i], samples[:, j]).statistic for i in range(samples.shape[1])
-                    for j in range(i + 1, samples.shape[1])]
-            within[name] = float(np.mean(rhos))
+            for regime, z in (("multi", a), ("single", b)):
+                samples = np.asarray(z["config_runtime_samples"], np.float64)  # (K, P): one column per process
+                within.setdefault(regime, {})[name] = float(np.mean([
+                    spearmanr(samples[:, i], samples[:, j]).statistic
+                    for i in range(samples.shape[1]) for j in range(i + 1, samples.shape[1])]))
     families = sorted({graphs[n][0] for n in per_graph})
     by_family = {f: {"graphs": sum(graphs[n][0] == f for n in per_graph),
                      "median_spearman": float(np.median([v for n, v in per_graph.items() if graphs[n][0] == f]))}
                  for f in families}
     return {"graphs": len(per_graph), "median_spearman": float(np.median(list(per_graph.values()))),
             "mean_spearman": float(np.mean(list(per_graph.values()))),
-            "single_between_processes_mean": float(np.mean(list(within.values()))),
+            **{f"{regime}_between_processes_mean": float(np.mean(list(v.values()))) for regime, v in within.items()},
             "by_family": by_family, "per_graph": per_graph}
 
 
@@ -95,14 +96,14 @@ def paired_data(graphs: dict, sources: dict[str, Path], work: Path) -> dict[str,
     return dirs
 
 
-def train(data: Path, out: Path, threads: int) -> float:
-    """`graphcost train --data-dir DATA` with its defaults; the seconds it took (0 when OUT exists)."""
+def train(data: Path, out: Path, seed: int, threads: int) -> float:
+    """`graphcost train --data-dir DATA --seed SEED`, defaults otherwise; the seconds it took (0 when OUT exists)."""
     if (out / "run.json").is_file() and (out / "best.pt").is_file():
         print(f"  {out}: exists, reused", flush=True)
         return 0.0
     start = time.time()
     cmd = [sys.executable, "-m", "graphcost", "train", "--data-dir", str(data), "--out", str(out), "--overwrite",
-           "--seed", "0", "--threads", str(threads)]
+           "--seed", str(seed), "--threads", str(threads)]
     print("  " + " ".join(cmd[2:]), flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return time.time() - start
@@ -136,6 +137,7 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "regimes")
     p.add_argument("--tables", type=Path, default=ROOT / "benchmarks" / "results" / "tune_wide" / "tables")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seeds", type=int, default=3, help="training seeds per regime (0, 1, ...)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     single = args.single if (args.single / "manifest.json").is_file() else shipped_dataset_dir(args.single.name)
@@ -145,20 +147,30 @@ def main() -> None:
     load_start = [round(x, 2) for x in os.getloadavg()]
     agreement = label_agreement(graphs)
     print(f"{agreement['graphs']} graphs in both: label Spearman median {agreement['median_spearman']:.3f} "
-          f"(single regime, between its processes: {agreement['single_between_processes_mean']:.3f})", flush=True)
+          f"(between two processes: multi {agreement['multi_between_processes_mean']:.3f}, "
+          f"single {agreement['single_between_processes_mean']:.3f})", flush=True)
     data = paired_data(graphs, {"multi": args.multi, "single": single}, args.work)
     splits = {s: sum(g[1] == s for g in graphs.values()) for s in ("train", "valid", "test")}
-    models, seconds = {}, {}
+    models: dict[str, dict] = {}
     for regime, d in data.items():
-        run = args.work / f"run_{regime}"
-        seconds[regime] = round(train(d, run, args.threads), 1)
-        models[regime] = {"kendall_tau": {f"{split} families, {lab} labels": split_tau(run, data[lab], split)
-                                          for split in ("valid", "test") for lab in data},
-                          "zero_shot": zero_shot_flags(run, args.tables), "train_seconds": seconds[regime]}
-        zs = models[regime]["zero_shot"]
-        print(f"  trained on {regime}: τ " + ", ".join(f"{k} {v:.3f}" for k, v in models[regime]["kendall_tau"].items())
-              + f"; zero-shot on the tune suite median {zs['median_kendall_tau']:.3f}, mean {zs['mean_kendall_tau']:.3f}",
-              flush=True)
+        per_seed = []
+        for seed in range(args.seeds):
+            run = args.work / f"run_{regime}_s{seed}"
+            took = round(train(d, run, seed, args.threads), 1)
+            taus = {f"{split} families, {lab} labels": split_tau(run, data[lab], split)
+                    for split in ("valid", "test") for lab in data}
+            per_seed.append({"seed": seed, "kendall_tau": taus, "zero_shot": zero_shot_flags(run, args.tables),
+                             "train_seconds": took})
+            zs = per_seed[-1]["zero_shot"]
+            print(f"  trained on {regime}, seed {seed}: τ " + ", ".join(f"{k} {v:.3f}" for k, v in taus.items())
+                  + f"; zero-shot on the tune suite median {zs['median_kendall_tau']:.3f}, "
+                  f"mean {zs['mean_kendall_tau']:.3f}", flush=True)
+        rows = {k: [s["kendall_tau"][k] for s in per_seed] for k in per_seed[0]["kendall_tau"]}
+        rows.update({f"zero-shot {m}": [s["zero_shot"][f"{m}_kendall_tau"] for s in per_seed] for m in ("median", "mean")})
+        models[regime] = {"mean": {k: float(np.mean(v)) for k, v in rows.items()},
+                          "std": {k: float(np.std(v)) for k, v in rows.items()}, "seeds": per_seed}
+        print(f"  trained on {regime}, mean ± std over {args.seeds} seeds: "
+              + ", ".join(f"{k} {np.mean(v):.3f} ± {np.std(v):.3f}" for k, v in rows.items()), flush=True)
     if args.json:
         from graphcost.atomic import atomic_write_json
 
