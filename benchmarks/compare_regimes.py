@@ -128,6 +128,30 @@ def zero_shot_flags(run: Path, tables: Path) -> dict:
     return {"programs": {k: v["kendall_tau"] for k, v in res["programs"]["flags"].items()}, **res["flags"]}
 
 
+def zero_shot_ensemble(runs: list[Path], tables: Path) -> dict:
+    """Zero-shot τ on the tune suite's flag tables of the runs' seed ensemble: the mean of each run's
+    scores standardised over the table (`graphcost.models.trees.standardise`)."""
+    from scipy.stats import kendalltau
+
+    import bench_tune as bt
+    from graphcost.models.trees import standardise
+    from graphcost.tuning.scoring import GraphModelScorer
+    from graphcost.tuning.trial import OK
+
+    taus = {}
+    for path in sorted(tables.glob("*-flags.json")):
+        data, raw = bt.load_table(path)
+        fn, fargs = bt.SUITE[data["program"]]()
+        program = bt.TuneProgram(fn, fargs, data["program"])
+        space, convert = bt.replay_space(data, program)
+        ok = [(convert(c), t.ratio) for c, t in raw.items() if t.status == OK]
+        configs = [c for c, _ in ok]
+        score = np.mean([standardise(GraphModelScorer([run], program, space)(configs)) for run in runs], axis=0)
+        taus[data["program"]] = float(kendalltau(score, [r for _, r in ok]).statistic)
+    return {"programs": taus, "median_kendall_tau": float(np.median(list(taus.values()))),
+            "mean_kendall_tau": float(np.mean(list(taus.values())))}
+
+
 def main() -> None:
     from graphcost.datasets import shipped_dataset_dir
 
@@ -169,6 +193,11 @@ def main() -> None:
         rows.update({f"zero-shot {m}": [s["zero_shot"][f"{m}_kendall_tau"] for s in per_seed] for m in ("median", "mean")})
         models[regime] = {"mean": {k: float(np.mean(v)) for k, v in rows.items()},
                           "std": {k: float(np.std(v)) for k, v in rows.items()}, "seeds": per_seed}
+        if args.seeds > 1:
+            ens = zero_shot_ensemble([args.work / f"run_{regime}_s{seed}" for seed in range(args.seeds)], args.tables)
+            models[regime]["seed_ensemble_zero_shot"] = ens
+            print(f"  trained on {regime}, the {args.seeds} seeds' ensemble: zero-shot on the tune suite median "
+                  f"{ens['median_kendall_tau']:.3f}, mean {ens['mean_kendall_tau']:.3f}", flush=True)
         print(f"  trained on {regime}, mean ± std over {args.seeds} seeds: "
               + ", ".join(f"{k} {np.mean(v):.3f} ± {np.std(v):.3f}" for k, v in rows.items()), flush=True)
     if args.json:
