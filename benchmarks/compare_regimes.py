@@ -2,7 +2,7 @@
 configurations measured two ways, and models trained on each (issues 33 and 34).
 
     python benchmarks/compare_regimes.py --multi benchmarks/collections/cpu_zoo_flags_mt \\
-        [--single cpu_zoo_flags] [--work runs/regimes] [--json benchmarks/results/regimes.json]
+        [--single cpu_zoo_flags] [--seeds 3] [--work runs/regimes] [--json benchmarks/results/regimes.json]
 
 The shipped flag collection (``--single``, `cpu_zoo_flags`) measures each process pinned to one core
 with XLA's CPU kernels single-threaded: far less noise on a shared machine. `graphcost tune` measures
@@ -16,9 +16,9 @@ benchmarks/collections/run_zoo_collection.sh``). For the graphs both hold:
    graphs, each graph in the split the shipped collection gives it (whole families per side); only
    the labels differ.
 3. **What each model ranks**: Kendall τ on the validation families (which would choose) and the test
-   families against either regime's labels, and
-   zero-shot on the tune suite's flag tables (`benchmarks/results/tune_wide/tables`, measured by the
-   tuner: multi-threaded; programs never in the training data), mean and median over the 14 programs.
+   families against either regime's labels, and zero-shot on the tune suite's flag tables
+   (`benchmarks/results/tune_wide/tables`, measured by the tuner: multi-threaded; programs never in the
+   training data), median and mean over the 14 programs; per seed, over seeds, and of the seeds' ensemble.
 
 Runs that exist in ``--work`` are reused (delete them to train again).
 """
@@ -31,7 +31,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -117,20 +116,10 @@ def split_tau(run: Path, data: Path, split: str) -> float:
     return float(json.loads(out)["aggregate"]["kendall_tau"])
 
 
-def zero_shot_flags(run: Path, tables: Path) -> dict:
-    """bench_real's zero-shot protocol on the tune suite's flag tables only."""
-    import bench_real as br
-
-    with tempfile.TemporaryDirectory() as tmp:
-        for t in sorted(tables.glob("*-flags.json")):
-            os.symlink(t.resolve(), Path(tmp) / t.name)
-        res = br.zero_shot(Path(tmp), {"tile": run})
-    return {"programs": {k: v["kendall_tau"] for k, v in res["programs"]["flags"].items()}, **res["flags"]}
-
-
-def zero_shot_ensemble(runs: list[Path], tables: Path) -> dict:
-    """Zero-shot τ on the tune suite's flag tables of the runs' seed ensemble: the mean of each run's
-    scores standardised over the table (`graphcost.models.trees.standardise`)."""
+def zero_shot(runs: list[Path], tables: Path) -> dict:
+    """Zero-shot Kendall τ on the tune suite's flag tables (bench_real's ``zero_shot`` protocol) of one
+    run or of several runs' ensemble: the mean of each run's scores standardised over the table
+    (`graphcost.models.trees.standardise`)."""
     from scipy.stats import kendalltau
 
     import bench_tune as bt
@@ -183,7 +172,7 @@ def main() -> None:
             took = round(train(d, run, seed, args.threads), 1)
             taus = {f"{split} families, {lab} labels": split_tau(run, data[lab], split)
                     for split in ("valid", "test") for lab in data}
-            per_seed.append({"seed": seed, "kendall_tau": taus, "zero_shot": zero_shot_flags(run, args.tables),
+            per_seed.append({"seed": seed, "kendall_tau": taus, "zero_shot": zero_shot([run], args.tables),
                              "train_seconds": took})
             zs = per_seed[-1]["zero_shot"]
             print(f"  trained on {regime}, seed {seed}: τ " + ", ".join(f"{k} {v:.3f}" for k, v in taus.items())
@@ -194,7 +183,7 @@ def main() -> None:
         models[regime] = {"mean": {k: float(np.mean(v)) for k, v in rows.items()},
                           "std": {k: float(np.std(v)) for k, v in rows.items()}, "seeds": per_seed}
         if args.seeds > 1:
-            ens = zero_shot_ensemble([args.work / f"run_{regime}_s{seed}" for seed in range(args.seeds)], args.tables)
+            ens = zero_shot([args.work / f"run_{regime}_s{seed}" for seed in range(args.seeds)], args.tables)
             models[regime]["seed_ensemble_zero_shot"] = ens
             print(f"  trained on {regime}, the {args.seeds} seeds' ensemble: zero-shot on the tune suite median "
                   f"{ens['median_kendall_tau']:.3f}, mean {ens['mean_kendall_tau']:.3f}", flush=True)
