@@ -493,7 +493,6 @@ def zero_shot(tables: Path, runs: dict[str, Path | None]) -> dict:
     import bench_tune as bt
     import graphcost.pretrained as pretrained
     from graphcost.tuning.scoring import GraphModelScorer
-    from graphcost.tuning.trial import OK
 
     runs = {k: Path(v) if v else pretrained.shipped_model_dir(k) for k, v in runs.items()}
     def shown(p: Path) -> str:
@@ -501,16 +500,12 @@ def zero_shot(tables: Path, runs: dict[str, Path | None]) -> dict:
 
     out: dict = {"models": {k: shown(v) for k, v in runs.items()}, "tables": shown(tables), "programs": {}}
     for path in sorted(tables.glob("*.json")):
-        data, raw = bt.load_table(path)
-        name, space_name = data["program"], data["space"]
-        fn, fargs = bt.SUITE[name]()
-        program = bt.TuneProgram(fn, fargs, name)
-        space, convert = bt.replay_space(data, program)
-        ok = [(convert(c), t.ratio) for c, t in raw.items() if t.status == OK]
-        scorer = GraphModelScorer([runs[k] for k in space.kinds], program, space)
-        tau = float(kendalltau(scorer([c for c, _ in ok]), [r for _, r in ok]).statistic)
-        out["programs"].setdefault(space_name, {})[name] = {"kendall_tau": tau, "configs": len(ok)}
-        print(f"  {name} {space_name}: zero-shot tau {tau:+.3f} over {len(ok)} configurations", flush=True)
+        table = bt.suite_table(path)
+        name, space_name = table.data["program"], table.data["space"]
+        scorer = GraphModelScorer([runs[k] for k in table.space.kinds], table.program, table.space)
+        tau = float(kendalltau(scorer(table.configs), table.ratios).statistic)
+        out["programs"].setdefault(space_name, {})[name] = {"kendall_tau": tau, "configs": len(table.configs)}
+        print(f"  {name} {space_name}: zero-shot tau {tau:+.3f} over {len(table.configs)} configurations", flush=True)
     for space_name, progs in out["programs"].items():
         taus = [v["kendall_tau"] for v in progs.values()]
         out[space_name] = {"median_kendall_tau": float(np.median(taus)), "mean_kendall_tau": float(np.mean(taus)),

@@ -56,7 +56,9 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -173,6 +175,28 @@ def load_table(path: Path) -> tuple[dict, dict[tuple, Trial]]:
         codes = tuple(t["codes"])
         table[codes] = Trial(codes, t["status"], t["ratio"], t["runtime_ns"], t["default_ns"], t["error"])
     return data, table
+
+
+@dataclass(frozen=True)
+class SuiteTable:
+    """One measured table of a tune-suite program, ready to score: the configurations that ran."""
+
+    data: dict  # the table's JSON (program, space, dims, confirm, ...)
+    program: TuneProgram
+    space: Any  # the space the table was measured in (`replay_space`)
+    codes: list[tuple]  # (K,) the table's own codes of the configurations that ran (status OK)
+    configs: list[tuple]  # (K,) the same configurations as codes of `space`
+    ratios: list[float]  # (K,) runtime / the default's runtime (higher = slower)
+
+
+def suite_table(path: Path) -> SuiteTable:
+    """The table at `path` (`load_table`) with its program built from the suite and its space replayed."""
+    data, raw = load_table(path)
+    fn, fargs = SUITE[data["program"]]()
+    program = TuneProgram(fn, fargs, data["program"])
+    space, convert = replay_space(data, program)
+    ok = [(codes, t.ratio) for codes, t in raw.items() if t.status == OK]
+    return SuiteTable(data, program, space, [c for c, _ in ok], [convert(c) for c, _ in ok], [r for _, r in ok])
 
 
 class MemoScorer:

@@ -125,18 +125,12 @@ def zero_shot(runs: list[Path], tables: Path) -> dict:
     import bench_tune as bt
     from graphcost.models.trees import standardise
     from graphcost.tuning.scoring import GraphModelScorer
-    from graphcost.tuning.trial import OK
 
     taus = {}
     for path in sorted(tables.glob("*-flags.json")):
-        data, raw = bt.load_table(path)
-        fn, fargs = bt.SUITE[data["program"]]()
-        program = bt.TuneProgram(fn, fargs, data["program"])
-        space, convert = bt.replay_space(data, program)
-        ok = [(convert(c), t.ratio) for c, t in raw.items() if t.status == OK]
-        configs = [c for c, _ in ok]
-        score = np.mean([standardise(GraphModelScorer([run], program, space)(configs)) for run in runs], axis=0)
-        taus[data["program"]] = float(kendalltau(score, [r for _, r in ok]).statistic)
+        t = bt.suite_table(path)
+        score = np.mean([standardise(GraphModelScorer([run], t.program, t.space)(t.configs)) for run in runs], axis=0)
+        taus[t.data["program"]] = float(kendalltau(score, t.ratios).statistic)
     return {"programs": taus, "median_kendall_tau": float(np.median(list(taus.values()))),
             "mean_kendall_tau": float(np.mean(list(taus.values())))}
 

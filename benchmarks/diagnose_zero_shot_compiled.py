@@ -42,13 +42,11 @@ def table_stats(path: Path, n: int, seed: int) -> dict:
     import bench_tune as bt
 
     from graphcost.frontend.programs.jax_program import executable_stats
-    from graphcost.tuning.trial import OK, compile_config
+    from graphcost.tuning.trial import compile_config
 
-    data, raw = bt.load_table(path)
-    fn, fargs = bt.SUITE[data["program"]]()
-    program = bt.TuneProgram(fn, fargs, data["program"])
-    space, convert = bt.replay_space(data, program)
-    ok = sorted((tuple(convert(c)), t.ratio) for c, t in raw.items() if t.status == OK)
+    table = bt.suite_table(path)
+    data, program, space = table.data, table.program, table.space
+    ok = sorted((tuple(c), r) for c, r in zip(table.configs, table.ratios))
     rng = np.random.default_rng(seed)
     pick = sorted(rng.choice(len(ok), size=min(n, len(ok)), replace=False).tolist())
     codes = [ok[i][0] for i in pick]

@@ -59,18 +59,13 @@ def tune_suite(run: Path, tables: Path) -> dict:
     """The run on the tune suite's flag tables (ratio = runtime / default: higher = slower)."""
     import bench_tune as bt
     from graphcost.tuning.scoring import GraphModelScorer
-    from graphcost.tuning.trial import OK
 
     out = {}
     for path in sorted(tables.glob("*-flags.json")):
-        data, raw = bt.load_table(path)
-        fn, fargs = bt.SUITE[data["program"]]()
-        program = bt.TuneProgram(fn, fargs, data["program"])
-        space, convert = bt.replay_space(data, program)
-        ok = [(codes, t.ratio) for codes, t in raw.items() if t.status == OK]
-        moved = np.array([sum(c != 0 for c in codes) for codes, _ in ok])
-        scores = GraphModelScorer([run], program, space)([convert(codes) for codes, _ in ok])
-        out[data["program"]] = taus(np.asarray(scores), np.array([r for _, r in ok]), moved)
+        t = bt.suite_table(path)
+        moved = np.array([sum(c != 0 for c in codes) for codes in t.codes])
+        scores = GraphModelScorer([run], t.program, t.space)(t.configs)
+        out[t.data["program"]] = taus(np.asarray(scores), np.array(t.ratios), moved)
     return out
 
 
