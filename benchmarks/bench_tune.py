@@ -56,9 +56,8 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -177,8 +176,7 @@ def load_table(path: Path) -> tuple[dict, dict[tuple, Trial]]:
     return data, table
 
 
-@dataclass(frozen=True)
-class SuiteTable:
+class SuiteTable(NamedTuple):
     """One measured table of a tune-suite program, ready to score: the configurations that ran."""
 
     data: dict  # the table's JSON (program, space, dims, confirm, ...)
