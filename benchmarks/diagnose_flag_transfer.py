@@ -107,26 +107,21 @@ def main() -> None:
     start = time.time()
     dev = [r for r in br.load_records(args.data) if r.split != "test"]
     fams = sorted({r.family for r in dev})
-    ops = {}
+    default = np.asarray(DEFAULT, np.float32)
+    ops, flips = {}, {}  # per graph: (K, 28) its composition on every row; (K, 24) which flags are off the default
     for r in dev:
         with np.load(r.path, allow_pickle=False) as z:
-            ops[r.name] = program_features(z["node_feat"], z["node_opcode"])
-    default = np.asarray(DEFAULT, np.float32)
+            composition = program_features(z["node_feat"], z["node_opcode"])
+            ops[r.name] = np.broadcast_to(composition, (len(r.label), len(composition)))
+            flips[r.name] = (np.asarray(z["config_feat"], np.float32)[:, :len(default)] != default).astype(np.float32)
     print(f"{args.data}: {len(dev)} development graphs of {len(fams)} families (test families never read)", flush=True)
-
-    def changed(r) -> np.ndarray:
-        with np.load(r.path, allow_pickle=False) as z:
-            return (np.asarray(z["config_feat"], np.float32)[:, :len(default)] != default).astype(np.float32)
-
-    flips = {r.name: changed(r) for r in dev}
     compiled = {r.name: np.nan_to_num(r.compiled_table, nan=-1.0) for r in dev}
     views = {
         "table": lambda r: r.table,
         "table+compiled": lambda r: np.hstack([r.table, compiled[r.name]]),
-        "table+ops": lambda r: np.hstack([r.table, np.broadcast_to(ops[r.name], (len(r.label), len(ops[r.name])))]),
+        "table+ops": lambda r: np.hstack([r.table, ops[r.name]]),
         "table+changed": lambda r: np.hstack([r.table, flips[r.name]]),
-        "table+ops+changed": lambda r: np.hstack([r.table, np.broadcast_to(ops[r.name], (len(r.label),
-                                                  len(ops[r.name]))), flips[r.name]]),
+        "table+ops+changed": lambda r: np.hstack([r.table, ops[r.name], flips[r.name]]),
     }
 
     def target(r) -> np.ndarray:
