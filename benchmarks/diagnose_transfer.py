@@ -30,7 +30,6 @@ Figures choose recipes; they are not a headline (that is `bench_real.py --protoc
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
