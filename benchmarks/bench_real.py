@@ -149,10 +149,22 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False, 
             compiled_table=compiled_table)
 
 
+def read_manifest(root: Path) -> dict:
+    """A collection's manifest.json, or exit with one line saying what is wrong with it."""
+    path = root / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        sys.exit(f"{path}: not a readable collection manifest ({type(exc).__name__}: {exc})")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("graphs"), dict):
+        sys.exit(f"{path}: field 'graphs' is missing or not an object; is {root} a graphcost collection?")
+    return manifest
+
+
 def load_records(root: Path) -> list[Record]:
     from graphcost.frontend.collect.local import label_statistic
 
-    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    manifest = read_manifest(root)
     return [load_record(root / entry["file"], entry["family"], entry["split"], statistic=label_statistic(manifest))
             for _, entry in sorted(manifest["graphs"].items())]
 

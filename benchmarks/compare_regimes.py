@@ -43,8 +43,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 def shared_graphs(multi: Path, single: Path) -> dict[str, tuple[str, str, Path, Path]]:
     """name -> (family, the single collection's split, multi file, single file) for the graphs both hold."""
-    m = json.loads((multi / "manifest.json").read_text(encoding="utf-8"))["graphs"]
-    s = json.loads((single / "manifest.json").read_text(encoding="utf-8"))["graphs"]
+    import bench_real as br
+
+    m, s = br.read_manifest(multi)["graphs"], br.read_manifest(single)["graphs"]
     return {name: (s[name]["family"], s[name]["split"], multi / m[name]["file"], single / s[name]["file"])
             for name in sorted(set(m) & set(s))}
 
@@ -77,6 +78,7 @@ def label_agreement(graphs: dict) -> dict:
 def paired_data(graphs: dict, sources: dict[str, Path], work: Path) -> dict[str, Path]:
     """Two data directories of the same graphs in the same splits, one per regime (copies), each with
     its source's manifest cut to those graphs (what the collection varied: `trained_flag_columns`)."""
+    import bench_real as br
     from graphcost.atomic import atomic_write_json
 
     dirs = {}
@@ -84,7 +86,7 @@ def paired_data(graphs: dict, sources: dict[str, Path], work: Path) -> dict[str,
         root = work / f"data_{regime}"
         if root.exists():
             shutil.rmtree(root)
-        manifest = json.loads((sources[regime] / "manifest.json").read_text(encoding="utf-8"))
+        manifest = br.read_manifest(sources[regime])
         kept = {}
         for name, entry in graphs.items():
             (root / entry[1]).mkdir(parents=True, exist_ok=True)

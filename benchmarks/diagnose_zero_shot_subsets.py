@@ -84,6 +84,8 @@ def main() -> None:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
     run = args.run or pretrained.shipped_model_dir("tile")
+    if not Path(run).is_dir():
+        sys.exit(f"--run {run}: no such run directory")
     sets = {f"zoo {split} families": graphs for split, graphs in zoo(run).items()}
     sets["tune suite"] = tune_suite(run, args.tables)
     report = {name: {"summary": summary(graphs), "graphs": graphs} for name, graphs in sets.items()}
