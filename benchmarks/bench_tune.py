@@ -68,7 +68,7 @@ from tune_suite import SUITE  # noqa: E402
 from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
-from graphcost.tuning.space import TuneProgram, make_space  # noqa: E402
+from graphcost.tuning.space import TuneProgram, make_space, sample_pool  # noqa: E402
 
 SPACES = ("flags", "layout", "both")
 
@@ -87,20 +87,6 @@ def table_path(out: Path, program: str, space: str) -> Path:
     return out / "tables" / f"{program}-{space}.json"
 
 
-def sample_pool(space, size: int, seed: int) -> list[tuple]:
-    """`size` distinct non-default configurations: half random, half 1-3 mutations of the default."""
-    rng = np.random.default_rng(seed)
-    seen, out = {space.default()}, []
-    for i in range(100 * size):
-        if len(out) == size:
-            break
-        c = space.sample(rng) if i % 2 == 0 else space.mutate(space.default(), rng)
-        if c not in seen:
-            seen.add(c)
-            out.append(c)
-    return out
-
-
 def measure(args) -> None:
     for name in args.programs:
         fn, fargs = build(name)
@@ -116,7 +102,7 @@ def measure(args) -> None:
                 print(f"{name} {space_name}: skipped ({exc})")
                 continue
             whole = space.size() <= args.pool + 1
-            configs = space.enumerate()[1:] if whole else sample_pool(space, args.pool, args.seed)
+            configs = space.enumerate()[1:] if whole else sample_pool(space, args.pool, args.seed)[0]
             load0, t0 = load_average(), time.perf_counter()
             ev = Evaluator(program, space, Protocol(args.rounds, args.calls, 2, args.seed))
             trials, chunks = [], []

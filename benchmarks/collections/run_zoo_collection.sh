@@ -8,6 +8,8 @@
 # STAGES=add PROCESSES=n raises a finished collection to n processes per graph (collect --add-processes).
 # REGIME=multi measures as `graphcost tune` does (XLA's CPU kernels multi-threaded, processes not pinned) into
 # cpu_zoo_${SPACE}_mt: the same programs and configurations, labels of the regime the tuner measures in.
+# SPACE=flags MODE=tuner samples the configurations as `graphcost tune` spreads its candidates (collect --mode tuner:
+# half a random share of the options changed, half 1-3; fast-math at its default) into cpu_zoo_flags_tuner.
 # PROGRAMS=FILE collects the programs of FILE in its order (zoo_flags_programs_by_cost.txt: the flag zoo's
 # programs, cheapest first by their measuring time in cpu_zoo_flags, so a partial collection holds the most graphs).
 # 25 families, programs in zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
@@ -19,7 +21,7 @@ GC=${GC:-graphcost}
 SPACE=${SPACE:-layout}
 case $SPACE in  # flags: 5 processes (with 3, two collections of the same graphs agreed to only 0.82)
   layout) SPACE_ARGS=(--space layout --mode both); PROCESSES=${PROCESSES:-3} ;;
-  flags) SPACE_ARGS=(--space flags); PROCESSES=${PROCESSES:-5} ;;
+  flags) SPACE_ARGS=(--space flags --mode "${MODE:-both}"); PROCESSES=${PROCESSES:-5} ;;
   *) echo "SPACE must be layout or flags" >&2; exit 2 ;;
 esac
 case ${REGIME:-single} in  # single: pinned, XLA single-threaded (the shipped collections); multi: as graphcost tune runs
@@ -27,6 +29,7 @@ case ${REGIME:-single} in  # single: pinned, XLA single-threaded (the shipped co
   multi) REGIME_ARGS=(--multi-thread --measure-core -1); SUFFIX=_mt ;;
   *) echo "REGIME must be single or multi" >&2; exit 2 ;;
 esac
+[ "${MODE:-both}" = both ] || SUFFIX=_${MODE}$SUFFIX
 OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE$SUFFIX}
 COMMON=("${SPACE_ARGS[@]}" "${REGIME_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes "$PROCESSES"
         --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"

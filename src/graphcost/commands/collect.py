@@ -66,9 +66,12 @@ def register(app: typer.Typer) -> None:
         configs: int = typer.Option(8, min=1, max=MEASUREMENTS_MAX, help="Configurations per program."),
         space: str = typer.Option("layout", help="layout (per-node layouts, layout schema) or flags "
                                   "(XLA CPU compiler options, tile schema)."),
-        mode: str = typer.Option("both", help="Layout search mode: random, default (mutations of the default) or "
+        mode: str = typer.Option("both", help="Search mode. Layout: random, default (mutations of the default) or "
                                  "both (half each; the random half moves the same number of tensors in several "
-                                 "configurations)."),
+                                 "configurations). Flags: both (half every option at random, half 1-3 options "
+                                 "changed, the fast-math family included) or tuner (as graphcost tune spreads its "
+                                 "candidates: half a random share of the options changed, half 1-3; fast-math at "
+                                 "its default)."),
         rounds: int = typer.Option(5, min=1, max=REPEATS_MAX, help="Timing rounds (median over rounds)."),
         calls: int = typer.Option(10, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
         warmup: int = typer.Option(2, min=0, max=REPEATS_MAX, help="Warm-up calls per configuration."),
@@ -147,8 +150,12 @@ def register(app: typer.Typer) -> None:
         if add_processes and (relabel or annotate or repeat or backend != "local"):
             raise typer.BadParameter("--add-processes measures more processes for the graphs of OUT; it takes "
                                      "neither --relabel, --annotate, --repeat nor --backend ray")
-        if mode not in ("random", "default", "both"):
-            raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both', got {mode!r}")
+        if space == "layout" and mode not in ("random", "default", "both"):
+            raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both' for --space layout, got {mode!r}")
+        from graphcost.frontend.collect.jobs import FLAG_MODES
+
+        if space == "flags" and mode not in FLAG_MODES:
+            raise typer.BadParameter(f"--mode must be {' or '.join(map(repr, FLAG_MODES))} for --space flags, got {mode!r}")
         from graphcost.atomic import OutputExistsError
         from graphcost.frontend.collect.jobs import select_programs
         from graphcost.frontend.collect.local import collect, repeat_collection

@@ -179,6 +179,29 @@ class Space:
         raise NotImplementedError
 
 
+def sample_pool(space: Space, size: int, seed: int) -> tuple[list[Codes], list[str]]:
+    """`size` distinct non-default configurations the way the tuner's searches spread them: alternately
+    `Space.sample` (a share rho ~ U(0, 1) of the dimensions off their default) and `Space.mutate` of the
+    default (1-3 dimensions changed). The replay benchmark's pools and ``graphcost collect --space flags
+    --mode tuner`` draw their configurations this way.
+
+    Returns:
+        (configurations, origin of each: ``"random"`` for a `Space.sample`, ``"default"`` for a mutation
+        of the default); fewer than `size` only when the space runs out.
+    """
+    rng = np.random.default_rng(seed)
+    seen, out, origin = {space.default()}, [], []
+    for i in range(100 * size):
+        if len(out) == size:
+            break
+        c = space.sample(rng) if i % 2 == 0 else space.mutate(space.default(), rng)
+        if c not in seen:
+            seen.add(c)
+            out.append(c)
+            origin.append("random" if i % 2 == 0 else "default")
+    return out, origin
+
+
 class FlagSpace(Space):
     """XLA CPU compiler options (`graphcost.frontend.programs.flags`): one dimension per option the installed
     jaxlib knows, its choices the stored values (the jaxlib's default first). The fast-math family

@@ -77,6 +77,8 @@ def test_flag_card_names_the_options_it_varied(tmp_path):
     env = {"cross_process": {"measure_core": 1, "max_wait_s": 300, "max_load": 1.5}}
     for key, expect in (({"flag_columns": ["backend_optimization_level", "onednn"]},
                          "varying 2 options (backend_optimization_level, onednn)"),
+                        ({"flag_columns": ["onednn"], "mode": "tuner"}, "as `graphcost tune` spreads its candidates "
+                         "(search mode `tuner`; `config_search_mode`: random | default)"),
                         ({}, "varying the first 7 options")):
         (tmp_path / "manifest.json").write_text(json.dumps({"collection": {**col, **key}, "environment": env,
                                                             "graphs": graphs}))

@@ -175,3 +175,46 @@ def test_collect_flags_measures_the_widened_space_and_refuses_an_old_collection(
     (out / "manifest.json").write_text(json.dumps(manifest))
     res = runner.invoke(app, args)
     assert res.exit_code == 1 and "use another --out directory" in res.output and "Traceback" not in res.output
+
+
+def test_collect_flags_mode_tuner_samples_as_the_tuner_does(tmp_path):
+    """--space flags --mode tuner: the configurations `graphcost tune` spreads its candidates over
+    (`tuning.space.sample_pool` of the default FlagSpace), fast-math at its default, the origin of each
+    stored; a layout mode is refused for flags in one line."""
+    from graphcost.frontend.collect.jobs import tuner_flag_configs
+    from graphcost.frontend.programs.flags import known_options
+
+    out = tmp_path / "flags"
+    args = ["collect", "--space", "flags", "--mode", "tuner", "--programs", "mlp-d1-w64-b8-fwd", "--configs", "8",
+            "--rounds", "1", "--calls", "1", "--warmup", "0", "--limit", "1", "--processes", "1", "--max-load", "1000",
+            "--out", str(out)]
+    runner = CliRunner()
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    fast_math = {o.candidate.name for o in known_options() if o.candidate.fast_math}
+    assert manifest["collection"]["mode"] == "tuner"
+    assert fast_math and not fast_math & set(manifest["collection"]["flag_columns"])
+    file = out / manifest["graphs"]["mlp-d1-w64-b8-fwd"]["file"]
+    graph = load_graph(file, validate=True)
+    configs, origin = tuner_flag_configs(8, seed=0)
+    np.testing.assert_array_equal(graph.config_feat, [c.values for c in configs])
+    fm_cols = [o.candidate.column for o in known_options() if o.candidate.fast_math]
+    assert (graph.config_feat[:, fm_cols] == graph.config_feat[0, fm_cols]).all()  # fast-math never moves
+    with np.load(file, allow_pickle=False) as z:
+        assert z["config_search_mode"].tolist() == origin and origin[0] == "default" and "random" in origin
+    res = runner.invoke(app, ["collect", "--space", "flags", "--mode", "random", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "--mode must be 'both' or 'tuner' for --space flags" in res.output
+
+
+def test_sample_pool_spreads_as_the_tuner_searches():
+    """`sample_pool`: distinct non-default configurations, alternately rho-samples and 1-3 changes of the default."""
+    from graphcost.tuning.space import FlagSpace, sample_pool
+
+    space = FlagSpace()
+    pool, origin = sample_pool(space, 60, seed=3)
+    assert len(pool) == 60 == len(set(pool)) and space.default() not in pool
+    changed = [sum(c != 0 for c in codes) for codes in pool]
+    assert all(1 <= n <= 3 for n, o in zip(changed, origin) if o == "default")
+    assert max(n for n, o in zip(changed, origin) if o == "random") > 3  # rho-samples reach far from the default
+    assert pool == sample_pool(space, 60, seed=3)[0] != sample_pool(space, 60, seed=4)[0]

@@ -100,12 +100,15 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
          if layout else
          f"* **Configurations**: {col['configs']} per graph in the XLA CPU compiler-flag space "
          "(`graphcost.frontend.programs.flags`, tile schema; configuration 0 is the default flags)"
-         + (f", varying {len(col['flag_columns'])} options ({', '.join(col['flag_columns'])}): alternately a "
-            "uniformly random setting of all of them and the default with 1-3 options changed."
+         + (f", varying {len(col['flag_columns'])} options ({', '.join(col['flag_columns'])}): "
+            + ("alternately a random share rho ~ U(0, 1) of them changed and 1-3 of them changed, as `graphcost "
+               "tune` spreads its candidates (search mode `tuner`; `config_search_mode`: random | default)."
+               if col.get("mode") == "tuner" else
+               "alternately a uniformly random setting of all of them and the default with 1-3 options changed.")
             if col.get("flag_columns") else ", varying the first 7 options.")),
         "* **Keys**: the official TpuGraphs keys (the loaders read only those), plus `config_runtime_samples` "
         "(K, P) int64 ns — each measuring process's runtime — and `config_runtime_repeat_samples` (K, P): the "
-        "independent second collection" + (", and `config_search_mode`." if layout else ".")
+        "independent second collection" + (", and `config_search_mode`." if layout or col.get("mode") == "tuner" else ".")
         + (" `config_compiled_stats` (K, 7): what the compiler did to each configuration (data movement of its "
            "optimized module)." if manifest.get("compiled_stats") else ""),
         *([f"* **Executables**: `config_executable_ids` (K,): the first configuration whose compiled code is the "

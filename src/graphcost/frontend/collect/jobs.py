@@ -18,7 +18,7 @@ import numpy as np
 
 from graphcost.frontend.measure.cross_process import CrossProcess
 from graphcost.frontend.measure.interleaved import Protocol
-from graphcost.frontend.programs.flags import collect_columns
+from graphcost.frontend.programs.flags import collect_columns, known_options
 from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
 
 T = TypeVar("T")
@@ -29,7 +29,7 @@ class CollectOptions:
     """Parameters of one collection (recorded in the manifest; a resume must use the same)."""
 
     space: str = "layout"  # layout | flags
-    mode: str = "both"  # layout search mode: random | default | both (half each, see layouts.sample_mixed_configs)
+    mode: str = "both"  # layout: random | default | both (half each, see layouts.sample_mixed_configs); flags: both | tuner
     configs: int = 8
     seed: int = 0
     protocol: Protocol = field(default_factory=Protocol)
@@ -41,11 +41,35 @@ class CollectOptions:
     cache_dir: Path | None = None  # None: OUT/.work/jax-cache
 
     def key(self) -> dict[str, Any]:
-        return {"space": self.space, "mode": self.mode if self.space == "layout" else None, "configs": self.configs,
+        flag_mode = None if self.mode == "both" else self.mode  # None: the flag collections made before --mode tuner
+        return {"space": self.space, "mode": self.mode if self.space == "layout" else flag_mode, "configs": self.configs,
                 "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
                 "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
-                **({"flag_columns": list(collect_columns())} if self.space == "flags" else {}),
+                **({"flag_columns": list(varied_flag_columns(self.mode))} if self.space == "flags" else {}),
                 **({"label": self.label} if self.label != "median" else {})}  # no key: the median (older manifests)
+
+
+FLAG_MODES = ("both", "tuner")
+
+
+def varied_flag_columns(mode: str) -> tuple[str, ...]:
+    """The flag columns a flag collection of `mode` varies: every option the jaxlib knows for ``both``
+    (`flag_configs`); for ``tuner`` those `graphcost tune` searches by default (the fast-math family stays
+    at its default, as `FlagSpace` keeps it unless allowed)."""
+    if mode == "tuner":
+        return tuple(o.candidate.name for o in known_options() if not o.candidate.fast_math)
+    return collect_columns()
+
+
+def tuner_flag_configs(num: int, seed: int) -> tuple[list, list[str]]:
+    """`num` flag configurations the way `graphcost tune` spreads its candidates (`tuning.space.sample_pool`
+    over the default `FlagSpace`: half a share rho ~ U(0, 1) of the options off their default, half 1-3
+    options changed), the default first. Returns (`FlagConfig`s, origin of each: default | random)."""
+    from graphcost.tuning.space import FlagSpace, sample_pool
+
+    space = FlagSpace()
+    pool, origin = sample_pool(space, num - 1, seed)
+    return [space.config(c) for c in [space.default(), *pool]], ["default", *origin]
 
 
 # --- program selection ------------------------------------------------------------------------
@@ -149,9 +173,14 @@ def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     fn, args = spec.build()
     lowered = lower(fn, args)
     fm = featurize_hlo_bytes(unoptimized_hlo_bytes(lowered))
-    configs = flag_configs(options.configs, seed=options.seed)  # configs[0] is the default
     arrays = {"node_feat": fm.node_feat.astype(np.float32), "node_opcode": fm.node_opcode,
-              "edge_index": fm.edge_index.astype(np.int64), "config_feat": flag_features(configs)}
+              "edge_index": fm.edge_index.astype(np.int64)}
+    if options.mode == "tuner":
+        configs, origin = tuner_flag_configs(options.configs, options.seed)
+        arrays["config_search_mode"] = np.asarray(origin)
+    else:
+        configs = flag_configs(options.configs, seed=options.seed)
+    arrays["config_feat"] = flag_features(configs)  # row 0 is the default
     job = {"space": "flags", "program": spec.name, "configs": [list(c.values) for c in configs]}
     return GraphJob(spec, "tile", arrays, job, lambda: [lowered] * len(configs),
                     [c.compiler_options() for c in configs], {})
