@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 from datetime import date
 from pathlib import Path
@@ -46,27 +45,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 ADDED_SUFFIX = "__add"  # file-name suffix of the added collection's graphs in the `base + add` data
 
 
-def lay_out(root: Path, manifest: dict, entries: dict[str, tuple[str, Path, dict]]) -> Path:
-    """A data directory at `root` (replaced) holding `entries` (name -> (split, source npz, manifest
-    entry)) under their splits, with `manifest`'s collection key (what the collection varied)."""
-    from graphcost.atomic import atomic_write_json
-
-    if root.exists():
-        shutil.rmtree(root)
-    kept = {}
-    for name, (split, src, entry) in entries.items():
-        (root / split).mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, root / split / f"{name}.npz")
-        kept[name] = {**entry, "file": f"{split}/{name}.npz", "split": split}
-    for split in ("train", "valid", "test"):
-        (root / split).mkdir(parents=True, exist_ok=True)
-    atomic_write_json({**manifest, "graphs": kept}, root / "manifest.json")
-    return root
-
-
 def variants(base: Path, add: Path, work: Path) -> tuple[dict[str, Path], dict[str, Path], dict]:
     """(training data per variant, evaluation data per label source, graphs per variant and split)."""
     import bench_real as br
+    from merge_collections import lay_out
 
     bm, am = br.read_manifest(base), br.read_manifest(add)
     if am.get("collection", {}).get("space") != "flags":

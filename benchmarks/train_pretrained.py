@@ -4,7 +4,8 @@
         [--flags-data DIR] [--dest DIR] [--threads 1] [--model-opt KEY=VALUE ...]
 
 Each is ``graphcost train`` with its defaults on shipped data (``cpu_layout`` for the layout model, the
-flag zoo ``cpu_zoo_flags`` for the flag model, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``,
+flag zoos ``cpu_zoo_flags`` + ``cpu_zoo_flags_tuner`` for the flag model, laid out together by
+``merge_collections.py``, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``,
 ``blend.json``, ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
 ``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
 records the version, the command, the data and how many training graphs it held, the machine and the
@@ -25,6 +26,9 @@ from pathlib import Path
 
 from graphcost.datasets import shipped_dataset_dir
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from merge_collections import merge  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "src" / "graphcost" / "pretrained"
 SHIPPED_FILES = ("best.pt", "blend.json", "trees.txt", "run.json")
@@ -44,8 +48,9 @@ def main() -> None:
     p.add_argument("--kinds", nargs="+", default=["layout", "tile"], choices=["layout", "tile"])
     p.add_argument("--version", type=int, required=True, help="the models' version (raise it on every re-training)")
     p.add_argument("--layout-data", type=Path, default=None, help="layout training data (default: the shipped one)")
-    p.add_argument("--flags-data", type=Path, default=Path("cpu_zoo_flags"),
-                   help="flag training data (default: the shipped flag zoo, cpu_zoo_flags)")
+    p.add_argument("--flags-data", type=Path, nargs="+", default=[Path("cpu_zoo_flags"), Path("cpu_zoo_flags_tuner")],
+                   help="flag training data: one or several collections, laid out together by "
+                   "merge_collections.py (default: the shipped flag zoos cpu_zoo_flags and cpu_zoo_flags_tuner)")
     p.add_argument("--dest", type=Path, default=DEST,
                    help="where the models are installed (default: the package's, src/graphcost/pretrained)")
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrained")
@@ -61,11 +66,14 @@ def main() -> None:
         run = args.work / kind
         shown = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
         cmd = ["graphcost", "train", "--out", str(shown), "--overwrite", "--seed", str(args.seed), "--threads", args.threads]
-        data_dir = args.layout_data if kind == "layout" else args.flags_data
+        data_dir, data_name = args.layout_data, None
+        if kind == "tile":
+            data_dir = args.flags_data[0] if len(args.flags_data) == 1 else merge(args.flags_data, args.work / "flags_data")
+            data_name = " + ".join(d.name for d in args.flags_data)
         for opt in args.model_opt:
             cmd += ["--model-opt", opt]
-        if data_dir is not None:
-            cmd += ["--data-dir", str(data_dir)]
+        if data_dir is not None:  # relative to ROOT when inside it (the command runs there)
+            cmd += ["--data-dir", str(data_dir.relative_to(ROOT) if data_dir.is_relative_to(ROOT) else data_dir)]
         print("$", " ".join(cmd), flush=True)
         t0 = time.time()
         subprocess.run([sys.executable, "-m", "graphcost", *cmd[1:]], check=True, cwd=ROOT)  # --out relative to ROOT
@@ -77,7 +85,7 @@ def main() -> None:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
-        data = data_dir.name if data_dir is not None else "cpu_layout"
+        data = data_name or (data_dir.name if data_dir is not None else "cpu_layout")
         manifest[kind] = {"version": args.version, "data": data, "train_graphs": count_train_graphs(data_dir),
                           "command": " ".join(cmd),
                           "date": time.strftime("%Y-%m-%d"), "train_seconds": round(seconds),

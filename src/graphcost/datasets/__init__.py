@@ -24,6 +24,11 @@ cpu_zoo_layout``; the data of the documentation's leave-family-out figures).
 `graphcost.frontend.programs.flags`), same protocol with 5 processes, with the compiled statistics, split
 BY FAMILY (``--data-dir cpu_zoo_flags``; the data of the shipped flag model and of `bench_real.py`'s
 ``lofo_flags``).
+
+``cpu_zoo_flags_tuner``: zoo programs x 32 flag configurations spread the way `graphcost tune` spreads its
+candidates (``graphcost collect --space flags --mode tuner``: a random share of the options changed, or
+1-3 of them; fast-math at its default), same protocol and family split as ``cpu_zoo_flags``; the shipped
+flag model trains on both.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
-SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout", "cpu_zoo_flags")
+SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout", "cpu_zoo_flags", "cpu_zoo_flags_tuner")
 
 
 def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
