@@ -85,6 +85,10 @@ def main() -> None:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
+        if data_name and len(args.flags_data) > 1:  # the merged copy stays here: `graphcost evaluate` of the
+            # shipped run reads the first collection's families (the merged data's valid/test families are its)
+            info["data_dir"] = str(args.flags_data[0])
+            (target / "run.json").write_text(json.dumps(info, indent=2) + "\n")
         data = data_name or (data_dir.name if data_dir is not None else "cpu_layout")
         manifest[kind] = {"version": args.version, "data": data, "train_graphs": count_train_graphs(data_dir),
                           "command": " ".join(cmd),
