@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
                                      "neither --relabel, --annotate, --repeat nor --backend ray")
         if space == "layout" and mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both' for --space layout, got {mode!r}")
-        from graphcost.frontend.collect.jobs import FLAG_MODES
+        from graphcost.frontend.programs.flags import FLAG_MODES
 
         if space == "flags" and mode not in FLAG_MODES:
             raise typer.BadParameter(f"--mode must be {' or '.join(map(repr, FLAG_MODES))} for --space flags, got {mode!r}")

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphcost.frontend.programs import flags as flagspace
+from graphcost.frontend.programs import sampling
 
 Codes = tuple[int, ...]
 
@@ -126,21 +127,11 @@ class Space:
         """A random configuration: a share rho ~ U(0, 1) of the dimensions leave their default,
         each to a uniform non-default choice (as `layouts.sample_configs` mode ``random``), so
         samples spread from near-default to far from it."""
-        rho = rng.uniform()
-        return tuple(int(rng.integers(1, len(d.choices))) if len(d.choices) > 1 and rng.uniform() < rho else 0
-                     for d in self.dims)
+        return sampling.rho_sample([len(d.choices) for d in self.dims], rng)
 
     def mutate(self, codes: Codes, rng: np.random.Generator, max_changes: int = 3) -> Codes:
         """`codes` with 1..`max_changes` random dimensions moved to another choice."""
-        free = [i for i, d in enumerate(self.dims) if len(d.choices) > 1]
-        if not free:
-            return tuple(codes)
-        out = list(codes)
-        n = int(rng.integers(1, min(max_changes, len(free)) + 1))
-        for i in rng.choice(free, size=n, replace=False):
-            other = [c for c in range(len(self.dims[i].choices)) if c != out[i]]
-            out[i] = int(other[rng.integers(len(other))])
-        return tuple(out)
+        return sampling.mutate(codes, [len(d.choices) for d in self.dims], rng, max_changes)
 
     def crossover(self, a: Codes, b: Codes, rng: np.random.Generator) -> Codes:
         """Uniform crossover: each dimension from `a` or `b` with probability 1/2."""
@@ -180,26 +171,10 @@ class Space:
 
 
 def sample_pool(space: Space, size: int, seed: int) -> tuple[list[Codes], list[str]]:
-    """`size` distinct non-default configurations the way the tuner's searches spread them: alternately
-    `Space.sample` (a share rho ~ U(0, 1) of the dimensions off their default) and `Space.mutate` of the
-    default (1-3 dimensions changed). The replay benchmark's pools and ``graphcost collect --space flags
-    --mode tuner`` draw their configurations this way.
-
-    Returns:
-        (configurations, origin of each: ``"random"`` for a `Space.sample`, ``"default"`` for a mutation
-        of the default); fewer than `size` only when the space runs out.
-    """
-    rng = np.random.default_rng(seed)
-    seen, out, origin = {space.default()}, [], []
-    for i in range(100 * size):
-        if len(out) == size:
-            break
-        c = space.sample(rng) if i % 2 == 0 else space.mutate(space.default(), rng)
-        if c not in seen:
-            seen.add(c)
-            out.append(c)
-            origin.append("random" if i % 2 == 0 else "default")
-    return out, origin
+    """`size` distinct non-default configurations the way the tuner's searches spread them, alternately
+    `Space.sample` and `Space.mutate` of the default (`sampling.spread_pool`): the replay benchmark's
+    pools. Returns (configurations, origin of each: ``"random"`` | ``"default"``)."""
+    return sampling.spread_pool(space.sample, lambda rng: space.mutate(space.default(), rng), space.default(), size, seed)
 
 
 class FlagSpace(Space):

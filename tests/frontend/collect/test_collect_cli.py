@@ -181,8 +181,8 @@ def test_collect_flags_mode_tuner_samples_as_the_tuner_does(tmp_path):
     """--space flags --mode tuner: the configurations `graphcost tune` spreads its candidates over
     (`tuning.space.sample_pool` of the default FlagSpace), fast-math at its default, the origin of each
     stored; a layout mode is refused for flags in one line."""
-    from graphcost.frontend.collect.jobs import tuner_flag_configs
-    from graphcost.frontend.programs.flags import known_options
+    from graphcost.frontend.programs.flags import known_options, tuner_flag_configs
+    from graphcost.tuning.space import FlagSpace, sample_pool
 
     out = tmp_path / "flags"
     args = ["collect", "--space", "flags", "--mode", "tuner", "--programs", "mlp-d1-w64-b8-fwd", "--configs", "8",
@@ -199,6 +199,10 @@ def test_collect_flags_mode_tuner_samples_as_the_tuner_does(tmp_path):
     graph = load_graph(file, validate=True)
     configs, origin = tuner_flag_configs(8, seed=0)
     np.testing.assert_array_equal(graph.config_feat, [c.values for c in configs])
+    space = FlagSpace()  # the very configurations the tuner's pool sampling draws
+    pool, pool_origin = sample_pool(space, 7, seed=0)
+    assert [space.config(c).values for c in [space.default(), *pool]] == [c.values for c in configs]
+    assert ["default", *pool_origin] == origin
     fm_cols = [o.candidate.column for o in known_options() if o.candidate.fast_math]
     assert (graph.config_feat[:, fm_cols] == graph.config_feat[0, fm_cols]).all()  # fast-math never moves
     with np.load(file, allow_pickle=False) as z:

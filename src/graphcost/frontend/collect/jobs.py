@@ -18,7 +18,7 @@ import numpy as np
 
 from graphcost.frontend.measure.cross_process import CrossProcess
 from graphcost.frontend.measure.interleaved import Protocol
-from graphcost.frontend.programs.flags import collect_columns, known_options
+from graphcost.frontend.programs.flags import varied_flag_columns
 from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
 
 T = TypeVar("T")
@@ -47,29 +47,6 @@ class CollectOptions:
                 "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
                 **({"flag_columns": list(varied_flag_columns(self.mode))} if self.space == "flags" else {}),
                 **({"label": self.label} if self.label != "median" else {})}  # no key: the median (older manifests)
-
-
-FLAG_MODES = ("both", "tuner")
-
-
-def varied_flag_columns(mode: str) -> tuple[str, ...]:
-    """The flag columns a flag collection of `mode` varies: every option the jaxlib knows for ``both``
-    (`flag_configs`); for ``tuner`` those `graphcost tune` searches by default (the fast-math family stays
-    at its default, as `FlagSpace` keeps it unless allowed)."""
-    if mode == "tuner":
-        return tuple(o.candidate.name for o in known_options() if not o.candidate.fast_math)
-    return collect_columns()
-
-
-def tuner_flag_configs(num: int, seed: int) -> tuple[list, list[str]]:
-    """`num` flag configurations the way `graphcost tune` spreads its candidates (`tuning.space.sample_pool`
-    over the default `FlagSpace`: half a share rho ~ U(0, 1) of the options off their default, half 1-3
-    options changed), the default first. Returns (`FlagConfig`s, origin of each: default | random)."""
-    from graphcost.tuning.space import FlagSpace, sample_pool
-
-    space = FlagSpace()
-    pool, origin = sample_pool(space, num - 1, seed)
-    return [space.config(c) for c in [space.default(), *pool]], ["default", *origin]
 
 
 # --- program selection ------------------------------------------------------------------------
@@ -162,7 +139,7 @@ def _perm_json(perm):
 
 def prepare_flags(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     """Build and featurize one program; its configurations in the XLA CPU flag space."""
-    from graphcost.frontend.programs.flags import flag_configs, flag_features
+    from graphcost.frontend.programs.flags import flag_configs, flag_features, tuner_flag_configs
     from graphcost.frontend.programs.jax_program import featurize_hlo_bytes, lower, unoptimized_hlo_bytes
 
     import jax

@@ -301,6 +301,43 @@ def collect_columns() -> tuple[str, ...]:
     return tuple(o.candidate.name for o in known_options())
 
 
+FLAG_MODES = ("both", "tuner")  # how ``graphcost collect --space flags --mode`` spreads configurations
+
+
+def varied_flag_columns(mode: str = "both") -> tuple[str, ...]:
+    """The flag columns a flag collection of `mode` varies: every option the jaxlib knows for ``both``
+    (`flag_configs`); for ``tuner`` those `graphcost tune` searches by default (the fast-math family stays
+    at its default, as the tuner's flag space keeps it unless allowed)."""
+    if mode == "tuner":
+        return tuple(o.candidate.name for o in known_options() if not o.candidate.fast_math)
+    return collect_columns()
+
+
+def tuner_flag_configs(num: int, seed: int = 0) -> tuple[list[FlagConfig], list[str]]:
+    """`num` configurations spread the way `graphcost tune` spreads its candidates over its default flag
+    space (`graphcost.tuning.space.sample_pool` of `FlagSpace()`: the same draws): the default first,
+    then alternately a share rho ~ U(0, 1) of the options changed and 1-3 options changed
+    (`sampling.spread_pool`); the fast-math family at its default.
+
+    Returns:
+        (`FlagConfig`s, origin of each: ``"default"`` for the default and the 1-3 changes, ``"random"``).
+    """
+    from graphcost.frontend.programs import sampling
+
+    options = known_options()
+    sizes = [1 if o.candidate.fast_math else len(o.stored) for o in options]  # code c = o.stored[c]; 0 the default
+    default = (0,) * len(options)
+    pool, origin = sampling.spread_pool(lambda rng: sampling.rho_sample(sizes, rng),
+                                        lambda rng: sampling.mutate(default, sizes, rng), default, num - 1, seed)
+    configs = []
+    for codes in [default, *pool]:
+        vector = list(DEFAULT)
+        for o, c in zip(options, codes):
+            vector[o.candidate.column] = int(o.stored[c])
+        configs.append(FlagConfig(tuple(vector)))
+    return configs, ["default", *origin]
+
+
 FIRST_COLLECTION_COLUMNS = 7  # the first cpu_flags collection varied columns 0-6 and did not record them
 
 
