@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -79,21 +78,13 @@ def paired_data(graphs: dict, sources: dict[str, Path], work: Path) -> dict[str,
     """Two data directories of the same graphs in the same splits, one per regime (copies), each with
     its source's manifest cut to those graphs (what the collection varied: `trained_flag_columns`)."""
     import bench_real as br
-    from graphcost.atomic import atomic_write_json
+    from merge_collections import lay_out
 
     dirs = {}
     for regime, col in (("multi", 2), ("single", 3)):
-        root = work / f"data_{regime}"
-        if root.exists():
-            shutil.rmtree(root)
         manifest = br.read_manifest(sources[regime])
-        kept = {}
-        for name, entry in graphs.items():
-            (root / entry[1]).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(entry[col], root / entry[1] / f"{name}.npz")
-            kept[name] = {**manifest["graphs"][name], "file": f"{entry[1]}/{name}.npz", "split": entry[1]}
-        atomic_write_json({**manifest, "graphs": kept}, root / "manifest.json")
-        dirs[regime] = root
+        dirs[regime] = lay_out(work / f"data_{regime}", manifest,
+                               {name: (entry[1], entry[col], manifest["graphs"][name]) for name, entry in graphs.items()})
     return dirs
 
 
@@ -138,7 +129,7 @@ def zero_shot(runs: list[Path], tables: Path) -> dict:
 
 
 def main() -> None:
-    from graphcost.datasets import shipped_dataset_dir
+    from merge_collections import resolve
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--multi", type=Path, required=True, help="collection measured as graphcost tune measures")
@@ -149,7 +140,7 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=3, help="training seeds per regime (0, 1, ...)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
-    single = args.single if (args.single / "manifest.json").is_file() else shipped_dataset_dir(args.single.name)
+    single = resolve(args.single)
     graphs = shared_graphs(args.multi, single)
     if not graphs:
         sys.exit(f"{args.multi}: no graph in common with {single}")

@@ -75,7 +75,7 @@ def variants(base: Path, add: Path, work: Path) -> tuple[dict[str, Path], dict[s
 def main() -> None:
     import compare_regimes as cr
     import diagnose_zero_shot_subsets as zs
-    from graphcost.datasets import shipped_dataset_dir
+    from merge_collections import resolve
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--add", type=Path, required=True, help="flag collection of the zoo's programs in another "
@@ -88,7 +88,7 @@ def main() -> None:
     p.add_argument("--only", nargs="*", default=None, help="train only these variants (default: all four)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args()
-    base = args.base if (args.base / "manifest.json").is_file() else shipped_dataset_dir(args.base.name)
+    base = resolve(args.base)
     load_start = [round(x, 2) for x in os.getloadavg()]
     data, evaluation, counts = variants(base, args.add, args.work)
     for v, c in counts.items():

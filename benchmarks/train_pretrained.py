@@ -24,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+from graphcost.atomic import atomic_write_json
 from graphcost.datasets import shipped_dataset_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -66,9 +67,10 @@ def main() -> None:
         run = args.work / kind
         shown = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
         cmd = ["graphcost", "train", "--out", str(shown), "--overwrite", "--seed", str(args.seed), "--threads", args.threads]
-        data_dir, data_name = args.layout_data, None
+        data_dir, data_name, merged = args.layout_data, None, False
         if kind == "tile":
-            data_dir = args.flags_data[0] if len(args.flags_data) == 1 else merge(args.flags_data, args.work / "flags_data")
+            merged = len(args.flags_data) > 1
+            data_dir = merge(args.flags_data, args.work / "flags_data") if merged else args.flags_data[0]
             data_name = " + ".join(d.name for d in args.flags_data)
         for opt in args.model_opt:
             cmd += ["--model-opt", opt]
@@ -85,10 +87,10 @@ def main() -> None:
             if (run / name).is_file():
                 shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
-        if data_name and len(args.flags_data) > 1:  # the merged copy stays here: `graphcost evaluate` of the
-            # shipped run reads the first collection's families (the merged data's valid/test families are its)
+        if merged:  # the merged copy stays here: `graphcost evaluate` of the shipped run reads the first
+            # collection's families (the merged data's valid/test families are its)
             info["data_dir"] = str(args.flags_data[0])
-            (target / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+            atomic_write_json(info, target / "run.json")
         data = data_name or (data_dir.name if data_dir is not None else "cpu_layout")
         manifest[kind] = {"version": args.version, "data": data, "train_graphs": count_train_graphs(data_dir),
                           "command": " ".join(cmd),
