@@ -1,0 +1,128 @@
+"""How far can a model's zero-shot τ on the tune suite's tables go? Their labels, measured again.
+
+    python benchmarks/remeasure_suite_tables.py [--configs 32] [--processes 3] [--programs moe ...]
+        [--json benchmarks/results/suite_remeasured.json]
+
+Each flag table of `benchmarks/results/tune_wide/tables/` holds one timing per configuration, taken
+in ONE process with the tuner's interleaved protocol (multi-threaded, not pinned). For each program a
+seeded uniform sample of `--configs` of its configurations that ran is timed again, against the
+default, in `--processes` fresh worker processes (the final check's cross-process protocol:
+`graphcost.tuning.crossproc.remeasure_cross_process`; the same protocol settings as the table).
+Per program, Kendall τ over the sample:
+
+* ``table_vs_remeasured``: the table's ratios against the processes' median — the noise ceiling of
+  a zero-shot τ read on the table (a model that knew the true runtimes could not agree with the
+  table better than a second measurement does, in expectation);
+* ``process_vs_process``: mean over pairs of processes — the ceiling of the re-measured labels;
+* ``model_vs_table`` / ``model_vs_remeasured``: the shipped flag model's scores (or `--flags-model`)
+  against each label set, on the same sample.
+
+A uniform sample keeps Kendall τ's expectation: the sample's τ estimates the whole table's.
+Timing: run it alone (nothing heavy beside it); the load average is recorded per program.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_tune as bt  # noqa: E402
+from tune_suite import SUITE  # noqa: E402
+
+from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average  # noqa: E402
+
+
+def tau(a, b) -> float:
+    from scipy.stats import kendalltau
+
+    return float(kendalltau(a, b).statistic)
+
+
+def one_program(path: Path, configs: int, processes: int, seed: int, model: Path | None) -> dict:
+    """Re-measure a sample of the table at `path`; the τ figures of the module docstring."""
+    from graphcost.tuning.crossproc import remeasure_cross_process
+    from graphcost.tuning.scoring import GraphModelScorer
+    import graphcost.pretrained as pretrained
+
+    table = bt.suite_table(path)
+    name = table.data["program"]
+    rng = np.random.default_rng(seed)
+    default = tuple(table.space.default())
+    candidates = [i for i, c in enumerate(table.configs) if tuple(c) != default]
+    pick = sorted(rng.choice(len(candidates), size=min(configs, len(candidates)), replace=False).tolist())
+    chosen = [table.configs[candidates[i]] for i in pick]
+    table_ratio = np.array([table.ratios[candidates[i]] for i in pick], np.float64)  # (K,) runtime / default
+    proto = table.data.get("protocol", {})
+    protocol = Protocol(rounds=proto.get("rounds", 5), calls=proto.get("calls", 10), warmup=proto.get("warmup", 2),
+                        seed=seed)
+    ref = f"{ROOT / 'benchmarks' / 'tune_suite.py'}:{SUITE[name].__name__}"
+    load_before = load_average()
+    rem = remeasure_cross_process(ref, table.data["space"], [default] + [tuple(c) for c in chosen], processes, protocol)
+    per_process = 1.0 / rem.speedups  # (P, K) runtime / default, per process
+    remeasured = np.median(per_process, axis=0)  # (K,)
+    run = model if model is not None else pretrained.shipped_model_dir("tile")
+    scores = np.asarray(GraphModelScorer([run], table.program, table.space)(chosen), np.float64)  # (K,) lower = faster
+    pairs = [tau(per_process[p], per_process[q]) for p, q in combinations(range(processes), 2)]
+    out = {
+        "configs": len(chosen), "processes": processes, "load_before": load_before, "load_after": load_average(),
+        "table_vs_remeasured": tau(table_ratio, remeasured),
+        "process_vs_process": float(np.mean(pairs)),
+        "model_vs_table": tau(scores, table_ratio),
+        "model_vs_remeasured": tau(scores, remeasured),
+        "codes": [list(map(int, c)) for c in chosen],
+        "table_ratio": table_ratio.round(5).tolist(),
+        "remeasured_ratio": per_process.round(5).tolist(),
+        "model_score": scores.round(5).tolist(),
+    }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tables", type=Path, default=ROOT / "benchmarks" / "results" / "tune_wide" / "tables")
+    ap.add_argument("--programs", nargs="*", default=None, help="suite programs (default: every flag table)")
+    ap.add_argument("--configs", type=int, default=32)
+    ap.add_argument("--processes", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--flags-model", type=Path, default=None, help="a flag-model run (default: the shipped one)")
+    ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "suite_remeasured.json")
+    args = ap.parse_args()
+    paths = sorted(args.tables.glob("*-flags.json"))
+    if args.programs:
+        paths = [p for p in paths if p.name[:-len("-flags.json")] in args.programs]
+    if not paths:
+        raise SystemExit(f"{args.tables}: no flag table of the programs {args.programs}")
+    out = json.loads(args.json.read_text(encoding="utf-8")) if args.json.exists() else {}
+    out.update({"command": "python " + " ".join(sys.argv), "cpu": cpu_model(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    progs = out.setdefault("programs", {})
+    for path in paths:
+        name = path.name[:-len("-flags.json")]
+        if name in progs and progs[name]["configs"] >= args.configs:  # resumable: a finished program stays
+            continue
+        t0 = time.perf_counter()
+        res = one_program(path, args.configs, args.processes, args.seed, args.flags_model)
+        res["seconds"] = round(time.perf_counter() - t0, 1)
+        progs[name] = res
+        atomic_write_json(out, args.json, indent=1)
+        print(f"{name}: table~remeasured {res['table_vs_remeasured']:+.3f}  process~process "
+              f"{res['process_vs_process']:+.3f}  model~table {res['model_vs_table']:+.3f}  model~remeasured "
+              f"{res['model_vs_remeasured']:+.3f}  ({res['seconds']:.0f} s, load {res['load_before'][0]})", flush=True)
+    keys = ("table_vs_remeasured", "process_vs_process", "model_vs_table", "model_vs_remeasured")
+    out["median_over_programs"] = {k: round(float(np.median([v[k] for v in progs.values()])), 4) for k in keys}
+    out["mean_over_programs"] = {k: round(float(np.mean([v[k] for v in progs.values()])), 4) for k in keys}
+    atomic_write_json(out, args.json, indent=1)
+    print(json.dumps({"median": out["median_over_programs"], "mean": out["mean_over_programs"]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
