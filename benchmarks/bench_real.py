@@ -495,11 +495,16 @@ def within(root: Path, fraction: float, models, args, work: Path) -> dict:
     return out
 
 
-def zero_shot(tables: Path, runs: dict[str, Path | None]) -> dict:
+def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | None = None) -> dict:
     """Kendall τ between a cost model's scores and the measured runtimes of every table of the
     tune suite's programs (`benchmarks/tune_suite.py`, never in the training data: a test checks
     HLO fingerprints), per program and space: how well the model ranks programs it has never
-    seen. `runs`: the run scoring each graph kind (None: the shipped pretrained model)."""
+    seen. `runs`: the run scoring each graph kind (None: the shipped pretrained model).
+
+    `remeasured` (`benchmarks/remeasure_suite_tables.py`'s JSON, when it exists): for each flag
+    table, a sample of its configurations timed again in fresh processes. Per program it adds the
+    noise ceiling (τ between the table and the re-measurement on the sample) and the model's τ
+    against the re-measured median (``kendall_tau_remeasured``, same sample)."""
     from scipy.stats import kendalltau
 
     import bench_tune as bt
@@ -511,17 +516,33 @@ def zero_shot(tables: Path, runs: dict[str, Path | None]) -> dict:
         return str(p.resolve().relative_to(ROOT)) if p.resolve().is_relative_to(ROOT) else str(p)
 
     out: dict = {"models": {k: shown(v) for k, v in runs.items()}, "tables": shown(tables), "programs": {}}
+    second_look = {}
+    if remeasured is not None and remeasured.exists():
+        second_look = json.loads(remeasured.read_text(encoding="utf-8")).get("programs", {})
+        out["remeasured"] = shown(remeasured)
     for path in sorted(tables.glob("*.json")):
         table = bt.suite_table(path)
         name, space_name = table.data["program"], table.data["space"]
         scorer = GraphModelScorer([runs[k] for k in table.space.kinds], table.program, table.space)
         tau = float(kendalltau(scorer(table.configs), table.ratios).statistic)
-        out["programs"].setdefault(space_name, {})[name] = {"kendall_tau": tau, "configs": len(table.configs)}
-        print(f"  {name} {space_name}: zero-shot tau {tau:+.3f} over {len(table.configs)} configurations", flush=True)
+        row = out["programs"].setdefault(space_name, {})[name] = {"kendall_tau": tau, "configs": len(table.configs)}
+        again = second_look.get(name) if space_name == "flags" else None
+        if again:
+            codes = [tuple(c) for c in again["codes"]]
+            row.update({"noise_ceiling": again["table_vs_remeasured"], "remeasured_configs": len(codes),
+                        "kendall_tau_remeasured": float(kendalltau(
+                            scorer(codes), np.median(np.asarray(again["remeasured_ratio"]), axis=0)).statistic)})
+        print(f"  {name} {space_name}: zero-shot tau {tau:+.3f} over {len(table.configs)} configurations"
+              + (f"; {row['kendall_tau_remeasured']:+.3f} on {len(codes)} re-measured (ceiling "
+                 f"{row['noise_ceiling']:+.3f})" if again else ""), flush=True)
     for space_name, progs in out["programs"].items():
         taus = [v["kendall_tau"] for v in progs.values()]
         out[space_name] = {"median_kendall_tau": float(np.median(taus)), "mean_kendall_tau": float(np.mean(taus)),
                            "below_0.2": int(sum(t < 0.2 for t in taus)), "programs": len(taus)}
+        for key in ("noise_ceiling", "kendall_tau_remeasured"):
+            vals = [v[key] for v in progs.values() if key in v]
+            if vals:
+                out[space_name][f"median_{key}"] = float(np.median(vals))
     return out
 
 
@@ -627,10 +648,25 @@ def zero_shot_table(res: dict) -> list[str]:
              f"models {', '.join(f'{k}: {v}' for k, v in res['models'].items())}; `{meta['command']}`; {meta['machine']}, "
              f"{meta['date']}, load average {meta['load']}.", "",
              "| program | " + " | ".join(f"{sp} τ" for sp in spaces) + " |", "| --- |" + " ---: |" * len(spaces)]
+    again = [sp for sp in spaces if "median_noise_ceiling" in res[sp]]  # spaces with a re-measured sample
+    if again:
+        lines[0] += (f" Re-measured: a sample of each {', '.join(again)} table timed again in fresh processes "
+                     f"(`{res.get('remeasured', '?')}`): the model's τ on those labels, and the noise ceiling (τ "
+                     "between the table and the re-measurement on the sample).")
+        lines[2] = lines[2][:-2] + " | " + " | ".join(f"{sp} τ, re-measured | {sp} noise ceiling" for sp in again) + " |"
+        lines[3] += " ---: | ---: |" * len(again)
+
+    def cell(sp: str, n: str, key: str) -> str:
+        row = res["programs"][sp].get(n, {})
+        return f"{row[key]:+.3f}" if key in row else "—"
+
     for n in names:
-        cells = [f"{res['programs'][sp][n]['kendall_tau']:+.3f}" if n in res["programs"][sp] else "—" for sp in spaces]
+        cells = [cell(sp, n, "kendall_tau") for sp in spaces]
+        cells += [cell(sp, n, k) for sp in again for k in ("kendall_tau_remeasured", "noise_ceiling")]
         lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    lines.append("| **median** | " + " | ".join(f"**{res[sp]['median_kendall_tau']:+.3f}**" for sp in spaces) + " |")
+    medians = [f"**{res[sp]['median_kendall_tau']:+.3f}**" for sp in spaces]
+    medians += [f"**{res[sp][f'median_{k}']:+.3f}**" for sp in again for k in ("kendall_tau_remeasured", "noise_ceiling")]
+    lines.append("| **median** | " + " | ".join(medians) + " |")
     return [*lines, ""]
 
 
@@ -676,6 +712,9 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tables", type=Path, default=ROOT / "benchmarks" / "results" / "tune_wide" / "tables",
                         help="zero_shot: the tune suite's measured tables (benchmarks/bench_tune.py measure)")
+    parser.add_argument("--remeasured", type=Path, default=ROOT / "benchmarks" / "results" / "suite_remeasured.json",
+                        help="zero_shot: a sample of each flag table timed again in fresh processes "
+                        "(benchmarks/remeasure_suite_tables.py): the noise ceiling, and τ on those labels")
     parser.add_argument("--layout-model", type=Path, default=None, help="zero_shot: layout run (default: shipped)")
     parser.add_argument("--flags-model", type=Path, default=None, help="zero_shot: tile run (default: shipped)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -725,7 +764,8 @@ def main() -> None:
             **{f"within_{f:g}": (lambda w, f=f: (f"within_{f:g}", within_data, within(within_data, f, models, args, w)))
                for f in fractions},
             "zero_shot": lambda w: ("zero_shot", args.tables, zero_shot(args.tables, {"layout": args.layout_model,
-                                                                                       "tile": args.flags_model}))}
+                                                                                       "tile": args.flags_model},
+                                                                            args.remeasured))}
     def named(p: str, name: str) -> bool:  # "within" names within_0.01 and within_0.1; "lofo" is not lofo_flags
         return p == name or (name == "within" and p.startswith("within_"))
 
