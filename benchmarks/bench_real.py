@@ -501,8 +501,8 @@ def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | Non
     HLO fingerprints), per program and space: how well the model ranks programs it has never
     seen. `runs`: the run scoring each graph kind (None: the shipped pretrained model).
 
-    `remeasured` (`benchmarks/remeasure_suite_tables.py`'s JSON, when it exists): for each flag
-    table, a sample of its configurations timed again in fresh processes. Per program it adds the
+    `remeasured` (`benchmarks/remeasure_suite_tables.py`'s JSON, when it exists): for each table, a
+    sample of its configurations timed again in fresh processes. Per program it adds the
     noise ceiling (τ between the table and the re-measurement on the sample) and the model's τ
     against the re-measured median (``kendall_tau_remeasured``, same sample)."""
     from scipy.stats import kendalltau
@@ -526,7 +526,7 @@ def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | Non
         scorer = GraphModelScorer([runs[k] for k in table.space.kinds], table.program, table.space)
         tau = float(kendalltau(scorer(table.configs), table.ratios).statistic)
         row = out["programs"].setdefault(space_name, {})[name] = {"kendall_tau": tau, "configs": len(table.configs)}
-        again = second_look.get(name) if space_name == "flags" else None
+        again = second_look.get(path.stem)  # "moe-flags": the table's own re-measured sample
         if again:
             codes = [tuple(c) for c in again["codes"]]
             row.update({"noise_ceiling": again["table_vs_remeasured"], "remeasured_configs": len(codes),
@@ -713,7 +713,7 @@ def main() -> None:
     parser.add_argument("--tables", type=Path, default=ROOT / "benchmarks" / "results" / "tune_wide" / "tables",
                         help="zero_shot: the tune suite's measured tables (benchmarks/bench_tune.py measure)")
     parser.add_argument("--remeasured", type=Path, default=ROOT / "benchmarks" / "results" / "suite_remeasured.json",
-                        help="zero_shot: a sample of each flag table timed again in fresh processes "
+                        help="zero_shot: a sample of each table timed again in fresh processes "
                         "(benchmarks/remeasure_suite_tables.py): the noise ceiling, and τ on those labels")
     parser.add_argument("--layout-model", type=Path, default=None, help="zero_shot: layout run (default: shipped)")
     parser.add_argument("--flags-model", type=Path, default=None, help="zero_shot: tile run (default: shipped)")

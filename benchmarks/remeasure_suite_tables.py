@@ -1,9 +1,10 @@
 """How far can a model's zero-shot τ on the tune suite's tables go? Their labels, measured again.
 
     python benchmarks/remeasure_suite_tables.py [--configs 32] [--processes 3] [--programs moe ...]
-        [--json benchmarks/results/suite_remeasured.json]
+        [--spaces flags both] [--json benchmarks/results/suite_remeasured.json]
 
-Each flag table of `benchmarks/results/tune_wide/tables/` holds one timing per configuration, taken
+Each table of `benchmarks/results/tune_wide/tables/` (flags, and the joint space "both") holds one
+timing per configuration, taken
 in ONE process with the tuner's interleaved protocol (multi-threaded, not pinned). For each program a
 seeded uniform sample of `--configs` of its configurations that ran is timed again, against the
 default, in `--processes` fresh worker processes (the final check's cross-process protocol:
@@ -14,8 +15,8 @@ Per program, Kendall τ over the sample:
   a zero-shot τ read on the table (a model that knew the true runtimes could not agree with the
   table better than a second measurement does, in expectation);
 * ``process_vs_process``: mean over pairs of processes — the ceiling of the re-measured labels;
-* ``model_vs_table`` / ``model_vs_remeasured``: the shipped flag model's scores (or `--flags-model`)
-  against each label set, on the same sample.
+* ``model_vs_table`` / ``model_vs_remeasured``: the shipped models' scores (or `--flags-model`,
+  `--layout-model`) against each label set, on the same sample.
 
 A uniform sample keeps Kendall τ's expectation: the sample's τ estimates the whole table's.
 Timing: run it alone (nothing heavy beside it); the load average is recorded per program.
@@ -48,7 +49,7 @@ def tau(a, b) -> float:
     return float(kendalltau(a, b).statistic)
 
 
-def one_program(path: Path, configs: int, processes: int, seed: int, model: Path | None) -> dict:
+def one_program(path: Path, configs: int, processes: int, seed: int, models: dict[str, Path | None]) -> dict:
     """Re-measure a sample of the table at `path`; the τ figures of the module docstring."""
     from graphcost.tuning.crossproc import remeasure_cross_process
     from graphcost.tuning.scoring import GraphModelScorer
@@ -70,8 +71,8 @@ def one_program(path: Path, configs: int, processes: int, seed: int, model: Path
     rem = remeasure_cross_process(ref, table.data["space"], [default] + [tuple(c) for c in chosen], processes, protocol)
     per_process = 1.0 / rem.speedups  # (P, K) runtime / default, per process
     remeasured = np.median(per_process, axis=0)  # (K,)
-    run = model if model is not None else pretrained.shipped_model_dir("tile")
-    scores = np.asarray(GraphModelScorer([run], table.program, table.space)(chosen), np.float64)  # (K,) lower = faster
+    runs = [models[k] or pretrained.shipped_model_dir(k) for k in table.space.kinds]
+    scores = np.asarray(GraphModelScorer(runs, table.program, table.space)(chosen), np.float64)  # (K,) lower = faster
     pairs = [tau(per_process[p], per_process[q]) for p, q in combinations(range(processes), 2)]
     out = {
         "configs": len(chosen), "processes": processes, "load_before": load_before, "load_after": load_average(),
@@ -94,23 +95,26 @@ def main() -> None:
     ap.add_argument("--configs", type=int, default=32)
     ap.add_argument("--processes", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--spaces", nargs="+", default=["flags", "both"], choices=["flags", "both"])
     ap.add_argument("--flags-model", type=Path, default=None, help="a flag-model run (default: the shipped one)")
+    ap.add_argument("--layout-model", type=Path, default=None, help="a layout-model run (default: the shipped one)")
     ap.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "suite_remeasured.json")
     args = ap.parse_args()
-    paths = sorted(args.tables.glob("*-flags.json"))
+    paths = sorted(p for sp in args.spaces for p in args.tables.glob(f"*-{sp}.json"))
     if args.programs:
-        paths = [p for p in paths if p.name[:-len("-flags.json")] in args.programs]
+        paths = [p for p in paths if p.stem.rsplit("-", 1)[0] in args.programs]
     if not paths:
-        raise SystemExit(f"{args.tables}: no flag table of the programs {args.programs}")
+        raise SystemExit(f"{args.tables}: no {'/'.join(args.spaces)} table of the programs {args.programs}")
+    models = {"tile": args.flags_model, "layout": args.layout_model}
     out = json.loads(args.json.read_text(encoding="utf-8")) if args.json.exists() else {}
     out.update({"command": "python " + " ".join(sys.argv), "cpu": cpu_model(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ")})
-    progs = out.setdefault("programs", {})
+    progs = out.setdefault("programs", {})  # keyed by the table's name: "moe-flags", "moe-both"
     for path in paths:
-        name = path.name[:-len("-flags.json")]
-        if name in progs and progs[name]["configs"] >= args.configs:  # resumable: a finished program stays
+        name = path.stem
+        if name in progs and progs[name]["configs"] >= args.configs:  # resumable: a finished table stays
             continue
         t0 = time.perf_counter()
-        res = one_program(path, args.configs, args.processes, args.seed, args.flags_model)
+        res = one_program(path, args.configs, args.processes, args.seed, models)
         res["seconds"] = round(time.perf_counter() - t0, 1)
         progs[name] = res
         atomic_write_json(out, args.json, indent=1)
@@ -118,10 +122,13 @@ def main() -> None:
               f"{res['process_vs_process']:+.3f}  model~table {res['model_vs_table']:+.3f}  model~remeasured "
               f"{res['model_vs_remeasured']:+.3f}  ({res['seconds']:.0f} s, load {res['load_before'][0]})", flush=True)
     keys = ("table_vs_remeasured", "process_vs_process", "model_vs_table", "model_vs_remeasured")
-    out["median_over_programs"] = {k: round(float(np.median([v[k] for v in progs.values()])), 4) for k in keys}
-    out["mean_over_programs"] = {k: round(float(np.mean([v[k] for v in progs.values()])), 4) for k in keys}
+    out.pop("median_over_programs", None), out.pop("mean_over_programs", None)  # the flag-only layout of 2026-11-29
+    for sp in sorted({n.rsplit("-", 1)[1] for n in progs}):
+        rows = [v for n, v in progs.items() if n.endswith(f"-{sp}")]
+        out[sp] = {"programs": len(rows), **{f"median_{k}": round(float(np.median([v[k] for v in rows])), 4) for k in keys},
+                   **{f"mean_{k}": round(float(np.mean([v[k] for v in rows])), 4) for k in keys}}
     atomic_write_json(out, args.json, indent=1)
-    print(json.dumps({"median": out["median_over_programs"], "mean": out["mean_over_programs"]}, indent=1))
+    print(json.dumps({sp: out[sp] for sp in sorted({n.rsplit("-", 1)[1] for n in progs})}, indent=1))
 
 
 if __name__ == "__main__":
