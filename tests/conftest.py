@@ -40,18 +40,3 @@ def _restore_torch_threads():
     yield
     if before is not None and torch.get_num_threads() != before:
         torch.set_num_threads(before)
-
-
-@pytest.fixture(autouse=True)
-def _restore_xla_flags():
-    """`graphcost collect --single-thread` run in process adds --xla_cpu_multi_thread_eigen=false to
-    ``XLA_FLAGS`` (it must, before JAX starts its CPU backend): put the variable back after every
-    test, so a later test's reading of it (the flag space's defaults, a collection's manifest key)
-    does not depend on which tests ran before it."""
-    before = os.environ.get("XLA_FLAGS")
-    yield
-    if os.environ.get("XLA_FLAGS") != before:
-        if before is None:
-            os.environ.pop("XLA_FLAGS", None)
-        else:
-            os.environ["XLA_FLAGS"] = before
