@@ -106,6 +106,9 @@ def main() -> None:
     if not paths:
         raise SystemExit(f"{args.tables}: no {'/'.join(args.spaces)} table of the programs {args.programs}")
     models = {"tile": args.flags_model, "layout": args.layout_model}
+    import graphcost.pretrained as pretrained
+
+    scored_by = {k: str(v) if v else pretrained.describe(k) for k, v in models.items()}
     out = json.loads(args.json.read_text(encoding="utf-8")) if args.json.exists() else {}
     out.update({"command": "python " + " ".join(sys.argv), "cpu": cpu_model(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ")})
     progs = out.setdefault("programs", {})  # keyed by the table's name: "moe-flags", "moe-both"
@@ -115,6 +118,7 @@ def main() -> None:
             continue
         t0 = time.perf_counter()
         res = one_program(path, args.configs, args.processes, args.seed, models)
+        res["models"] = scored_by  # what model_vs_* scored with (bench_real's zero_shot re-scores the sample)
         res["seconds"] = round(time.perf_counter() - t0, 1)
         progs[name] = res
         atomic_write_json(out, args.json, indent=1)
