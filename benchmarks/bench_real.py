@@ -518,7 +518,9 @@ def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | Non
     out: dict = {"models": {k: shown(v) for k, v in runs.items()}, "tables": shown(tables), "programs": {}}
     second_look = {}
     if remeasured is not None and remeasured.exists():
-        second_look = json.loads(remeasured.read_text(encoding="utf-8")).get("programs", {})
+        from remeasure_suite_tables import read_remeasured
+
+        second_look = read_remeasured(remeasured)["programs"]
         out["remeasured"] = shown(remeasured)
     for path in sorted(tables.glob("*.json")):
         table = bt.suite_table(path)

@@ -49,11 +49,28 @@ def tau(a, b) -> float:
     return float(kendalltau(a, b).statistic)
 
 
-def one_program(path: Path, configs: int, processes: int, seed: int, models: dict[str, Path | None]) -> dict:
+NEEDED = ("configs", "codes", "remeasured_ratio", "table_vs_remeasured")  # what a resume and bench_real read
+
+
+def read_remeasured(path: Path) -> dict:
+    """This script's JSON at `path`, or exit with one line saying which field of which table is wrong."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        sys.exit(f"{path}: not a readable re-measurement ({type(exc).__name__}: {exc})")
+    if not isinstance(data, dict) or not isinstance(data.get("programs"), dict):
+        sys.exit(f"{path}: field 'programs' is missing or not an object")
+    for name, row in data["programs"].items():
+        missing = [k for k in NEEDED if not isinstance(row, dict) or k not in row]
+        if missing:
+            sys.exit(f"{path}: programs.{name}: field {missing[0]!r} is missing")
+    return data
+
+
+def one_program(path: Path, configs: int, processes: int, seed: int, runs: dict[str, Path]) -> dict:
     """Re-measure a sample of the table at `path`; the τ figures of the module docstring."""
     from graphcost.tuning.crossproc import remeasure_cross_process
     from graphcost.tuning.scoring import GraphModelScorer
-    import graphcost.pretrained as pretrained
 
     table = bt.suite_table(path)
     name = table.data["program"]
@@ -71,8 +88,8 @@ def one_program(path: Path, configs: int, processes: int, seed: int, models: dic
     rem = remeasure_cross_process(ref, table.data["space"], [default] + [tuple(c) for c in chosen], processes, protocol)
     per_process = 1.0 / rem.speedups  # (P, K) runtime / default, per process
     remeasured = np.median(per_process, axis=0)  # (K,)
-    runs = [models[k] or pretrained.shipped_model_dir(k) for k in table.space.kinds]
-    scores = np.asarray(GraphModelScorer(runs, table.program, table.space)(chosen), np.float64)  # (K,) lower = faster
+    scorer = GraphModelScorer([runs[k] for k in table.space.kinds], table.program, table.space)
+    scores = np.asarray(scorer(chosen), np.float64)  # (K,) lower = faster
     pairs = [tau(per_process[p], per_process[q]) for p, q in combinations(range(processes), 2)]
     out = {
         "configs": len(chosen), "processes": processes, "load_before": load_before, "load_after": load_average(),
@@ -105,11 +122,12 @@ def main() -> None:
         paths = [p for p in paths if p.stem.rsplit("-", 1)[0] in args.programs]
     if not paths:
         raise SystemExit(f"{args.tables}: no {'/'.join(args.spaces)} table of the programs {args.programs}")
-    models = {"tile": args.flags_model, "layout": args.layout_model}
     import graphcost.pretrained as pretrained
 
+    models = {"tile": args.flags_model, "layout": args.layout_model}
+    runs = {k: v or pretrained.shipped_model_dir(k) for k, v in models.items()}
     scored_by = {k: str(v) if v else pretrained.describe(k) for k, v in models.items()}
-    out = json.loads(args.json.read_text(encoding="utf-8")) if args.json.exists() else {}
+    out = read_remeasured(args.json) if args.json.exists() else {}
     out.update({"command": "python " + " ".join(sys.argv), "cpu": cpu_model(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ")})
     progs = out.setdefault("programs", {})  # keyed by the table's name: "moe-flags", "moe-both"
     for path in paths:
@@ -117,7 +135,7 @@ def main() -> None:
         if name in progs and progs[name]["configs"] >= args.configs:  # resumable: a finished table stays
             continue
         t0 = time.perf_counter()
-        res = one_program(path, args.configs, args.processes, args.seed, models)
+        res = one_program(path, args.configs, args.processes, args.seed, runs)
         res["models"] = scored_by  # what model_vs_* scored with (bench_real's zero_shot re-scores the sample)
         res["seconds"] = round(time.perf_counter() - t0, 1)
         progs[name] = res
