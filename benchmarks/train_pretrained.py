@@ -1,12 +1,13 @@
 """Train the cost models that ship with graphcost (`graphcost.pretrained`) and install them in the tree.
 
     python benchmarks/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR]
-        [--flags-data DIR] [--dest DIR] [--threads 1] [--model-opt KEY=VALUE ...]
+        [--flags-data DIR] [--dest DIR] [--threads 1] [--seed S] [--seeds N] [--model-opt KEY=VALUE ...]
 
 Each is ``graphcost train`` with its defaults on shipped data (``cpu_layout`` for the layout model, the
 flag zoos ``cpu_zoo_flags`` + ``cpu_zoo_flags_tuner`` for the flag model, laid out together by
-``merge_collections.py``, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``,
-``blend.json``, ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
+``merge_collections.py``, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``
+(with ``--seeds N``: its ``ensemble.json`` and every member's ``seed_*/best.pt``), ``blend.json``,
+``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
 ``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
 records the version, the command, the data and how many training graphs it held, the machine and the
 date. Nothing else of the run ships (no optimizer state).
@@ -32,7 +33,7 @@ from merge_collections import merge  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "src" / "graphcost" / "pretrained"
-SHIPPED_FILES = ("best.pt", "blend.json", "trees.txt", "run.json")
+SHIPPED_FILES = ("best.pt", "ensemble.json", "blend.json", "trees.txt", "run.json")  # those the run holds
 
 
 def count_train_graphs(data_dir: Path | None) -> int:
@@ -57,6 +58,7 @@ def main() -> None:
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "pretrained")
     p.add_argument("--threads", default="1")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, default=1, help="graphcost train --seeds: a seed ensemble of n graph models")
     p.add_argument("--model-opt", action="append", default=[],
                    help="graphcost train --model-opt KEY=VALUE for every kind trained (repeatable)")
     args = p.parse_args()
@@ -67,6 +69,8 @@ def main() -> None:
         run = args.work / kind
         shown = run.relative_to(ROOT) if run.is_relative_to(ROOT) else run
         cmd = ["graphcost", "train", "--out", str(shown), "--overwrite", "--seed", str(args.seed), "--threads", args.threads]
+        if args.seeds > 1:
+            cmd += ["--seeds", str(args.seeds)]
         data_dir, data_name, merged = args.layout_data, None, False
         if kind == "tile":
             merged = len(args.flags_data) > 1
@@ -83,9 +87,13 @@ def main() -> None:
         target = args.dest / kind
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)  # --dest's parents included
-        for name in SHIPPED_FILES:
-            if (run / name).is_file():
-                shutil.copy2(run / name, target / name)
+        shipped = [name for name in SHIPPED_FILES if (run / name).is_file()]
+        if (run / "ensemble.json").is_file():  # a seed ensemble: its members, not the run's own best.pt
+            shipped = [name for name in shipped if name != "best.pt"]
+            shipped += [str(m.relative_to(run)) for m in sorted(run.glob("seed_*/best.pt"))]
+        for name in shipped:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(run / name, target / name)
         info = json.loads((run / "run.json").read_text())
         if merged:  # the merged copy stays here: `graphcost evaluate` of the shipped run reads the first
             # collection's families (the merged data's valid/test families are its)
@@ -93,11 +101,12 @@ def main() -> None:
             atomic_write_json(info, target / "run.json")
         data = data_name or (data_dir.name if data_dir is not None else "cpu_layout")
         manifest[kind] = {"version": args.version, "data": data, "train_graphs": count_train_graphs(data_dir),
-                          "command": " ".join(cmd),
+                          "command": " ".join(cmd), "seeds": args.seeds,
                           "date": time.strftime("%Y-%m-%d"), "train_seconds": round(seconds),
                           "machine": f"{platform.machine()} {os.cpu_count()} cores", "run": info.get("name", run.name),
-                          "files": sorted(f.name for f in target.iterdir())}
-        print(f"{kind}: installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 2**20:.1f} MiB)")
+                          "files": sorted(shipped)}
+        size = sum(f.stat().st_size for f in target.rglob("*") if f.is_file())
+        print(f"{kind}: installed {target} ({size / 2**20:.1f} MiB)")
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 

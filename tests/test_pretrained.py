@@ -15,17 +15,21 @@ from cli_asserts import one_line_error
 from graphcost.cli import app
 from graphcost.data.graph import FEATURE_VERSION
 from graphcost.datasets import shipped_dataset_dir
+from graphcost.inference.ensemble import resolve_checkpoints
 
 
 @pytest.mark.parametrize("kind", pretrained.KINDS)
 def test_shipped_models_load_weights_only_and_are_described(kind):
     run = pretrained.shipped_model_dir(kind)
-    state = torch.load(run / "best.pt", map_location="cpu", weights_only=True)
-    assert state["model_spec"]["kind"] == kind and state["feature_version"] == FEATURE_VERSION
+    members = resolve_checkpoints(run)  # best.pt, or a seed ensemble's members
+    for member in members:
+        state = torch.load(member, map_location="cpu", weights_only=True)
+        assert state["model_spec"]["kind"] == kind and state["feature_version"] == FEATURE_VERSION
     assert (run / "blend.json").is_file() and (run / "trees.txt").is_file()
-    assert not (run / "checkpoint.pt").exists()  # no optimizer state ships
+    assert not list(run.rglob("checkpoint.pt"))  # no optimizer state ships
     info = json.loads((run.parent / pretrained.MANIFEST).read_text())[kind]
     assert info["version"] >= 1 and "graphcost train" in info["command"]
+    assert len(members) == info.get("seeds", 1)  # every member of the recorded ensemble ships
     assert f"v{info['version']}" in pretrained.describe(kind)
     # the release it saw: no more training graphs than the shipped data's train split holds now
     shipped_train = [len(list((shipped_dataset_dir(name) / "train").glob("*.npz"))) for name in info["data"].split(" + ")]

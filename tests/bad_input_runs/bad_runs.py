@@ -54,6 +54,7 @@ RUN_JSON_CASES = [
     ("string-config", _set("config", "tgraph"), "'config' must be a JSON object"),
     ("string-folds", _set("folds", "2"), "'folds'"),
     ("folds-one", _set("folds", 1), "'folds'"),
+    ("seeds-zero", _set("seeds", 0), "'seeds'"),
     ("string-epochs", _set("config.epochs", "3"), "'config.epochs'"),
     ("bool-seed", _set("config.seed", True), "'config.seed'"),
     ("numeric-data-dir", _set("data_dir", 5), "'data_dir'"),

@@ -125,11 +125,50 @@ def test_crossval_ensemble_and_combine(tmp_path, data_root):
     assert result.exit_code == 1 and "already exists; pass --overwrite" in result.output  # no silent replacement
 
 
+def test_seed_ensemble_averages_its_members_and_resumes_past_finished_ones(tmp_path, data_root, monkeypatch):
+    from graphcost.inference.ensemble import EnsemblePredictor, resolve_checkpoints
+    from graphcost.train import trainer as trainer_mod
+
+    run = tmp_path / "seeds"
+    args = ["train", "--collection", "tile:xla", "--data-dir", data_root, "--model", "tgraph", *SMALL["tgraph"],
+            "--epochs", "1", "--batch-configs", "8", "--seeds", "2", "--seed", "5", "--out", run, "--no-progress",
+            "--device", "cpu"]
+    out = run_cli(*args)
+    manifest = json.loads((run / "ensemble.json").read_text())
+    assert manifest["members"] == ["seed_00/best.pt", "seed_01/best.pt"] and len(manifest["member_scores"]) == 2
+    assert [json.loads((run / f"seed_0{k}" / "done.json").read_text())["seed"] for k in (0, 1)] == [5, 6]
+    assert "seeds 5..6: best valid" in out and "blend:" in out and (run / "blend.json").is_file()
+    assert json.loads((run / "run.json").read_text())["seeds"] == 2
+    predictor = EnsemblePredictor.load([run], tta=0)
+    assert len(predictor.members) == 2 and predictor.blend is not None  # both members, and the trees beside
+    a, b = (torch.load(f, weights_only=True)["model"] for f in resolve_checkpoints(run))
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # two seeds, two models
+    report = tmp_path / "eval.json"
+    run_cli("evaluate", run, "--json", report, "--tta", "0", "--device", "cpu")
+    assert "kendall_tau" in json.loads(report.read_text())["aggregate"]
+
+    (run / "seed_01" / "done.json").unlink()  # as if killed while the second member trained
+    trained = []
+    real_init = trainer_mod.Trainer.__init__
+
+    def record(self, config, *a, **kw):
+        trained.append(config.seed)
+        real_init(self, config, *a, **kw)
+
+    monkeypatch.setattr(trainer_mod.Trainer, "__init__", record)
+    out = run_cli("train", "--resume", "--out", run, "--no-progress", "--device", "cpu")
+    assert "resuming" in out and trained == [6]  # the finished member is not trained again
+    assert json.loads((run / "ensemble.json").read_text())["member_scores"] == manifest["member_scores"]
+
+
 def test_clear_errors(tmp_path, data_root):
     result = CliRunner().invoke(app, ["train", "--data-dir", str(tmp_path / "nope")])
     assert result.exit_code == 1 and "not a directory" in result.output
     result = CliRunner().invoke(app, ["train", "--data-dir", str(data_root)])
     assert result.exit_code == 1 and "--collection" in result.output  # two collections: must choose
+    result = CliRunner().invoke(app, ["train", "--data-dir", str(data_root), "--collection", "tile:xla", "--seeds",
+                                      "3", "--folds", "2"])  # fmt: skip
+    assert result.exit_code == 1 and "--seeds 3 cannot be combined with --folds 2" in result.output
     result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "missing-run")])
     assert result.exit_code == 1 and "missing-run" in result.output
 

@@ -34,7 +34,8 @@ from graphcost.commands.tables import FORMAT_HELP, Column, note, print_table
 
 
 def evaluate(
-    run: Path = typer.Argument(..., help="run directory (single or cross-validation) or a checkpoint .pt"),
+    run: Path = typer.Argument(
+        ..., help="run directory (one model, a cross-validation or a seed ensemble) or a checkpoint .pt"),
     split: Optional[str] = typer.Option(None, "--split", help="train | valid | test; default: test when its graphs "
                                         "have runtimes (never used for training or selection), else valid"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="default: the run's data"),

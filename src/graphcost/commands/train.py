@@ -69,6 +69,11 @@ def train(
     folds: int = typer.Option(0, "--folds", help="K-fold cross-validation by graph on train+valid (0: official split)"),
     train_folds: int = typer.Option(5, "--train-folds", min=1, help="train only the first n folds"),
     keep: int = typer.Option(4, "--keep", min=1, help="keep the best k folds in the ensemble"),
+    seeds: int = typer.Option(
+        1, "--seeds", min=1, max=64,
+        help="train n graph models from seeds --seed ... --seed + n - 1 and average them (a seed ensemble; the "
+        "trees blend with their average); not with --folds",
+    ),
     batch_configs: Optional[int] = typer.Option(
         None, "--batch-configs", min=2, help="configurations per batch (default 128 for random collections, else 64)"
     ),
@@ -113,7 +118,7 @@ def train(
     s, splits, device = spec_from_options(
         cli, model=model, loss=loss, collection=collection, data_dir=data_dir, model_opt=model_opt, epochs=epochs,
         patience=patience, max_steps_per_graph=max_steps_per_graph, trees=trees, folds=folds, train_folds=train_folds,
-        keep=keep, batch_configs=batch_configs, lr=lr, seed=seed, out=out, resume=resume, overwrite=overwrite,
+        keep=keep, seeds=seeds, batch_configs=batch_configs, lr=lr, seed=seed, out=out, resume=resume, overwrite=overwrite,
         max_graphs=max_graphs, device=device, checkpoint_every=checkpoint_every, eval_tta=eval_tta,
         cache_dir=cache_dir, max_memory_gb=max_memory_gb, progress=progress, loader_workers=loader_workers,
     )  # fmt: skip

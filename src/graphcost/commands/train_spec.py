@@ -113,7 +113,7 @@ def _options_given(ctx: typer.Context) -> set[str]:
 
 def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: Any, data_dir: Optional[Path],
                       model_opt: list[str], epochs: int, patience: int, max_steps_per_graph: int, trees: bool,
-                      folds: int, train_folds: int, keep: int, batch_configs: Optional[int], lr: float, seed: int,
+                      folds: int, train_folds: int, keep: int, seeds: int, batch_configs: Optional[int], lr: float, seed: int,
                       out: Optional[Path], resume: bool, overwrite: bool, max_graphs: Optional[int], device: str,
                       checkpoint_every: int, eval_tta: int, cache_dir: Optional[Path], max_memory_gb: float,
                       progress: bool, loader_workers: int) -> tuple[RunSpec, DataSplits, str]:
@@ -137,7 +137,7 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
                            device=device, checkpoint_every=checkpoint_every, progress=progress,
                            loader_workers=loader_workers),
         data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
-        keep=keep, trees=trees,
+        keep=keep, seeds=seeds, trees=trees,
     )  # fmt: skip
     model_config = None  # recorded in run.json on --resume; else the recipe's with --model-opt
     if resume:  # a resumed run reuses the interrupted run's data and settings
@@ -162,6 +162,9 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
         fail(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
     if s.folds < 0 or s.folds == 1:
         fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {s.folds}")
+    if s.seeds > 1 and s.folds:
+        fail(f"--seeds {s.seeds} cannot be combined with --folds {s.folds}: cross-validation already trains an "
+             "ensemble (its folds); use one or the other")
     try:
         if model_config is None:
             model_config = coerce_config(name, {**(recipe.MODEL_CONFIG if name == recipe.MODEL else {}),

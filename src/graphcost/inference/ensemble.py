@@ -1,9 +1,9 @@
 """Loading trained cost models and scoring with them: checkpoints, fold ensembles, trees beside a
 graph model, and test-time augmentation (TGraph §2.5.3).
 
-  resolve_checkpoints   a MODEL argument (a .pt file, a run directory or a cross-validation run
-                        directory) -> the checkpoint files behind it
-  ensemble_members      the member checkpoints named by a cross-validation run's ``ensemble.json``
+  resolve_checkpoints   a MODEL argument (a .pt file, a run directory, or a cross-validation or seed
+                        ensemble run directory) -> the checkpoint files behind it
+  ensemble_members      the member checkpoints named by such a run's ``ensemble.json``
   load_trained          one checkpoint -> (model in eval mode, fitted scaler, metadata); the model is
                         rebuilt through `graphcost.models.registry.model_from_spec`
   load_blend            the trees and blend weight of a run directory with ``blend.json``
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from graphcost.data.transforms.scaler import FeatureScaler
     from graphcost.models.trees import Blend, TreeRanker
 
-ENSEMBLE_FILE = "ensemble.json"  # a cross-validation run's list of kept folds (`graphcost.train.crossval`)
+ENSEMBLE_FILE = "ensemble.json"  # the members of a cross-validation run (`graphcost.train.crossval`: its kept
+# folds) or of a seed ensemble (`graphcost.train.seeds`)
 
 
 def resolve_checkpoints(path: str | Path) -> list[Path]:
@@ -63,7 +64,7 @@ def resolve_checkpoints(path: str | Path) -> list[Path]:
 
 
 def ensemble_members(manifest: Path) -> list[Path]:
-    """The member checkpoints listed in a CV run's ensemble.json, each checked to lie inside the run
+    """The member checkpoints listed in a run's ensemble.json, each checked to lie inside the run
     directory; CheckpointError naming the file and the field otherwise."""
     try:
         data = json.loads(manifest.read_text())
@@ -152,8 +153,9 @@ def load_blend(run_dir: Path) -> tuple[Blend, TreeRanker] | None:
 
 
 class EnsemblePredictor:
-    """Average of fold models' TTA scores (TGraph §2.5.3); LOWER score = predicted faster. A single
-    run directory with trees (``blend.json``) scores w · z(graph models) + (1 - w) · z(trees).
+    """Average of the members' standardised TTA scores (fold or seed models; TGraph §2.5.3); LOWER score =
+    predicted faster. A single run directory with trees (``blend.json``) scores
+    w · z(mean of the graph models) + (1 - w) · z(trees).
     A `graphcost.inference.cost_model.CostModel`."""
 
     def __init__(

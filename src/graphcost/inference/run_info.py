@@ -8,6 +8,7 @@ the field, never a traceback deep inside training:
     data_dir     null (the shipped dataset) or a non-empty path string
     kind         "layout" | "tile"
     folds        0 (official split) or >= 2;  train_folds, keep: >= 1
+    seeds        (optional; 1 when absent) >= 1: the graph models of a seed ensemble
     max_graphs   null or >= 1
     config       the TrainConfig: model, model_config, loss, epochs, batch_configs, lr, seed, eval_tta, ...
 
@@ -65,6 +66,7 @@ def check_run_info(data: Any, path: str | Path) -> dict:
         raise RunInfoError(f"{path}: this is a LayerDAG run (graphcost dag train, dataset {data['dataset']!r}), "
                            "not a cost-model run; use graphcost dag evaluate / dag sample on it")
     check_fields(data, _top_fields(), path)
+    check_fields(data, {"seeds": (lambda v: is_int(v) and v >= 1, "an integer >= 1")}, path, required=False)
     config = data["config"]
     check_fields(config, _config_fields(), path, "config.")
     try:

@@ -5,8 +5,9 @@ trees and the moved-tensor count) on the shipped layout data; it ranks per-node 
 configurations (TpuGraphs layout schema). ``tile``: what ``graphcost train --collection tile:xla``
 writes on the shipped flag data; it ranks XLA CPU compiler-flag configurations (tile schema).
 
-Each is an ordinary run directory (``best.pt`` loadable with ``torch.load(weights_only=True)``,
-``blend.json``, ``trees.txt``, ``run.json``); ``MODELS.json`` beside them records the version, the
+Each is an ordinary run directory (``best.pt`` loadable with ``torch.load(weights_only=True)``, or for a
+seed ensemble ``ensemble.json`` and its members ``seed_*/best.pt``; ``blend.json``, ``trees.txt``,
+``run.json``); ``MODELS.json`` beside them records the version, the
 command that trained them, the data (and how many training graphs it held) and the date.
 `graphcost rank GRAPH`, `graphcost tune` and `graphcost.tune()` use them when no model is given,
 and say so. A checkpoint whose
@@ -33,9 +34,9 @@ def shipped_model_dir(kind: str) -> Path:
     if kind not in KINDS:
         raise ValueError(f"no shipped model of kind {kind!r}; choose one of {', '.join(KINDS)}")
     path = _ROOT / kind
-    if not (path / "best.pt").is_file():
-        raise FileNotFoundError(f"the shipped {kind} model is missing: {path}/best.pt not found (reinstall "
-                                "graphcost, or train one with `graphcost train` and pass it as the model)")
+    if not (path / "best.pt").is_file() and not (path / "ensemble.json").is_file():
+        raise FileNotFoundError(f"the shipped {kind} model is missing: {path} holds neither best.pt nor ensemble.json "
+                                "(reinstall graphcost, or train one with `graphcost train` and pass it as the model)")
     return path
 
 

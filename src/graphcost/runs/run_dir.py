@@ -33,11 +33,11 @@ class RunDirError(GraphcostError, ValueError):
 
 
 def has_progress(run_dir: str | Path) -> bool:
-    """Whether `run_dir` holds something `--resume` can continue: its own checkpoint.pt, or a fold's
-    checkpoint.pt or done.json (cross-validation)."""
+    """Whether `run_dir` holds something `--resume` can continue: its own checkpoint.pt, or a member's
+    checkpoint.pt or done.json (a cross-validation fold, a seed ensemble's member)."""
     run_dir = Path(run_dir)
-    return (run_dir / "checkpoint.pt").is_file() or any(run_dir.glob("fold_*/checkpoint.pt")) or any(
-        run_dir.glob("fold_*/done.json")
+    return (run_dir / "checkpoint.pt").is_file() or any(
+        any(run_dir.glob(f"{member}_*/{name}")) for member in ("fold", "seed") for name in ("checkpoint.pt", "done.json")
     )
 
 

@@ -4,8 +4,9 @@ Modules, lowest first (a module imports only those above it, never below):
 
   recipe        the default hyper-parameters of `graphcost train`, without heavy imports (for --help)
   trainer       the training loop (TrainConfig, Trainer): checkpoints, validation, early stopping
-  spec          what a run trains from (RunSpec: data, TrainConfig, folds, trees) and its run.json form
+  spec          what a run trains from (RunSpec: data, TrainConfig, folds, seeds, trees) and its run.json form
   crossval      K-fold cross-validation by graph and its ensemble.json
+  seeds         a seed ensemble (train --seeds n): n graph models on the train split, averaged
   plots         learning curves and validation-rank plots of a run
   fit           graphcost.fit(RunSpec): `graphcost train` from Python, trees and blend included
 

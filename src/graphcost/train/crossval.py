@@ -53,8 +53,6 @@ def run_crossval(
     trainer_kwargs: dict | None = None,
 ) -> CrossValResult:
     """Train the first `train_folds` of a `folds`-fold split, keep the best `keep` (TGraph §2.4.3)."""
-    from graphcost.train.trainer import Trainer
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     names = graph_names(graphs)
@@ -66,28 +64,13 @@ def run_crossval(
     scores: list[float] = []
     metric = "kendall_tau"
     for f in range(train_folds):
-        fold_dir = out_dir / f"fold_{f:02d}"
-        done = fold_dir / "done.json"
-        if resume and done.is_file():
-            info = _read_done(done)
-            scores.append(info["best_score"])
-            metric = info.get("metric", metric)
-            continue
         train_idx, valid_idx = splits[f]
-        fold_config = dataclasses.replace(config, seed=config.seed + f)
-        trainer = Trainer(
-            fold_config, subset(graphs, train_idx), subset(graphs, valid_idx), fold_dir,
-            **(trainer_kwargs or {}),
-        )
-        result = trainer.fit(resume=resume)
-        metric = trainer.metric
-        scores.append(float(result.best_score))
-        if is_main:
-            write_json(
-                {"fold": f, "best_score": float(result.best_score), "metric": metric,
-                 "valid_graphs": [names[i] for i in valid_idx]},
-                done,
-            )
+        score, metric = train_member(
+            dataclasses.replace(config, seed=config.seed + f), subset(graphs, train_idx), subset(graphs, valid_idx),
+            out_dir / f"fold_{f:02d}", resume=resume, trainer_kwargs=trainer_kwargs,
+            record={"fold": f, "valid_graphs": [names[i] for i in valid_idx]}, metric=metric,
+        )  # fmt: skip
+        scores.append(score)
     order = sorted(range(len(scores)), key=lambda i: (-np.nan_to_num(scores[i], nan=-np.inf), i))
     kept = order[:keep]
     mean = float(np.mean([scores[i] for i in kept]))
@@ -101,8 +84,27 @@ def run_crossval(
     return CrossValResult(scores, kept, mean, metric, out_dir)
 
 
-def _read_done(path: Path) -> dict:
-    """A finished fold's done.json ({"best_score": float, "metric": str, ...}); CheckpointError naming
+def train_member(config, train_graphs: Sequence, valid_graphs: Sequence, where: Path, *, resume: bool,
+                 trainer_kwargs: dict | None, record: dict, metric: str) -> tuple[float, str]:
+    """(best validation score, metric) of one ensemble member (a fold, a seed) trained into `where`, which
+    gets ``done.json`` (`record` and the score) when it finishes; on `resume` a member already done is read
+    back from it, not trained again (`metric`: returned for it when its done.json names none)."""
+    from graphcost.train.trainer import Trainer
+
+    done = where / "done.json"
+    if resume and done.is_file():
+        info = read_done(done)
+        return info["best_score"], info.get("metric", metric)
+    trainer = Trainer(config, train_graphs, valid_graphs, where, **(trainer_kwargs or {}))
+    score = float(trainer.fit(resume=resume).best_score)
+    ctx = (trainer_kwargs or {}).get("dist_ctx")
+    if ctx is None or ctx.is_main:
+        write_json({**record, "best_score": score, "metric": trainer.metric}, done)
+    return score, trainer.metric
+
+
+def read_done(path: Path) -> dict:
+    """A finished fold's (or seed ensemble member's) done.json ({"best_score": float, "metric": str, ...}); CheckpointError naming
     the file and the field when it is damaged."""
     try:
         info = json.loads(path.read_text())

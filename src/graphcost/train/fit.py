@@ -6,8 +6,9 @@
 
 One run (folds 0): the graph model on the train split, chosen on the valid split, then the trees on
 the configuration table and their blend with it (`graphcost.inference.blend`), the blend weight chosen
-on the valid split. Cross-validation (folds >= 2): K folds by graph on train+valid and the ensemble of
-the best (TGraph §2.4.3). Either way the run directory holds run.json (`RunSpec.to_json`) and what
+on the valid split; with seeds n >= 2, n such graph models from n seeds, averaged
+(`graphcost.train.seeds`), the trees blended with their average. Cross-validation (folds >= 2): K folds by
+graph on train+valid and the ensemble of the best (TGraph §2.4.3). Either way the run directory holds run.json (`RunSpec.to_json`) and what
 `graphcost evaluate` / `rank` / `tune` load (`graphcost.inference.ensemble.EnsemblePredictor`).
 
 Nothing in --out is replaced until every graph is read and checked, and then only under the directory's
@@ -41,7 +42,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class FitResult:
     """What `fit` trained: the run directory, its graph kind, and the best validation score of its
-    graph model (one run) or the mean of the kept folds (cross-validation), by `metric`."""
+    graph model (one run), the mean of its seed members' (seed ensemble) or of the kept folds
+    (cross-validation), by `metric`."""
 
     run_dir: Path
     kind: str
@@ -85,6 +87,9 @@ def fit(
     spec = spec if spec is not None else RunSpec()
     if spec.folds < 0 or spec.folds == 1:
         raise ValueError(f"folds must be 0 (the official train/valid split) or at least 2, got {spec.folds}")
+    if spec.seeds < 1 or (spec.seeds > 1 and spec.folds):
+        raise ValueError(f"seeds must be 1, or more without folds (cross-validation is an ensemble already), "
+                         f"got seeds {spec.seeds} with folds {spec.folds}")
     say = report or log.info
     ctx = dist_ctx or DistContext()
     out = Path(out) if out is not None else None
@@ -138,6 +143,8 @@ def fit(
             write_json(info, out / RUN_INFO)
         if spec.folds:
             return _crossval(spec, pool, out, resume, ctx, say, kind)
+        if spec.seeds > 1:
+            return _seed_ensemble(spec, pool, valid_graphs, out, resume, ctx, say, kind)
         return _one_run(spec, pool, valid_graphs, out, resume, ctx, say, kind)
     finally:
         if lock is not None:
@@ -167,6 +174,21 @@ def _crossval(spec: RunSpec, pool: Sequence[PreparedGraph], out: Path, resume: b
             f"mean {cv.metric} {cv.mean_score:.4f}")
         say(f"ensemble: {out / 'ensemble.json'}")
     return FitResult(out, kind, cv.metric, cv.mean_score)
+
+
+def _seed_ensemble(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],
+                   out: Path, resume: bool, ctx: DistContext, say: Callable[[str], None], kind: str) -> FitResult:
+    from graphcost.train.seeds import run_seed_ensemble
+
+    result = run_seed_ensemble(spec.config, train_graphs, valid_graphs, out, seeds=spec.seeds, resume=resume,
+                               trainer_kwargs={"dist_ctx": ctx})  # fmt: skip
+    blend = None
+    if ctx.is_main:
+        say(f"seeds {spec.config.seed}..{spec.config.seed + spec.seeds - 1}: best valid {result.metric} "
+            f"{', '.join(f'{score:.4f}' for score in result.member_scores)}; ensemble: {out / 'ensemble.json'}")
+        blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, result.metric, spec.config.seed,
+                          spec.config.device, say)
+    return FitResult(out, kind, result.metric, result.mean_score, blend)
 
 
 def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph], out: Path,

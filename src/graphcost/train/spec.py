@@ -30,7 +30,8 @@ class RunSpec:
     data_dir None: the dataset shipped with graphcost; collection None: the one data_dir holds.
     folds 0: the official train/valid split, one model (+ trees and their blend when `trees`);
     folds >= 2: K-fold cross-validation by graph on train+valid, the first `train_folds` trained and the
-    best `keep` ensembled (no trees).
+    best `keep` ensembled (no trees). seeds n >= 2 (folds 0): n graph models from seeds seed ... seed + n - 1,
+    averaged, the trees blended with their average (`graphcost.train.seeds`).
     """
 
     config: TrainConfig = field(default_factory=recipe_config)
@@ -40,6 +41,7 @@ class RunSpec:
     folds: int = 0
     train_folds: int = 5
     keep: int = 4
+    seeds: int = 1
     trees: bool = recipe.TREES
     recorded_in: Path | None = None  # the run.json data_dir was read from, named in the messages about it
 
@@ -52,7 +54,7 @@ class RunSpec:
         `graphcost.data.io.locate.recorded_data_dir`), the tile data's varied flags (what a tuner scores)."""
         info: dict[str, Any] = {
             "collection": self.collection, "data_dir": data_dir, "kind": kind, "folds": self.folds,
-            "train_folds": self.train_folds, "keep": self.keep, "max_graphs": self.max_graphs,
+            "train_folds": self.train_folds, "keep": self.keep, "seeds": self.seeds, "max_graphs": self.max_graphs,
             "config": dataclasses.asdict(self.config), "trees": bool(self.trees and not self.folds),
         }  # fmt: skip
         if flag_columns is not None:
@@ -74,6 +76,7 @@ class RunSpec:
         return cls(
             config=dataclasses.replace(train, **config_changes), data_dir=data_dir, collection=info.get("collection"),
             max_graphs=info.get("max_graphs"), folds=info["folds"], train_folds=info["train_folds"], keep=info["keep"],
+            seeds=info.get("seeds", 1),  # runs written before seed ensembles: one model
             trees=info.get("trees", False), recorded_in=Path(run_dir) / RUN_INFO if data_dir is not None else None,
         )  # fmt: skip
 
@@ -84,7 +87,7 @@ class RunSpec:
 # the options of `graphcost train` that run.json records: on --resume each must agree with it (issue 36)
 RECORDED_OPTIONS = {
     "data_dir": "--data-dir", "collection": "--collection", "max_graphs": "--max-graphs", "folds": "--folds",
-    "train_folds": "--train-folds", "keep": "--keep", "model": "--model", "loss": "--loss", "epochs": "--epochs",
+    "train_folds": "--train-folds", "keep": "--keep", "seeds": "--seeds", "model": "--model", "loss": "--loss", "epochs": "--epochs",
     "batch_configs": "--batch-configs", "lr": "--lr", "seed": "--seed", "eval_tta": "--eval-tta",
     "patience": "--patience", "trees": "--trees", "max_steps_per_graph": "--max-steps-per-graph",
 }
