@@ -118,8 +118,8 @@ def train(
     s, splits, device = spec_from_options(
         cli, model=model, loss=loss, collection=collection, data_dir=data_dir, model_opt=model_opt, epochs=epochs,
         patience=patience, max_steps_per_graph=max_steps_per_graph, trees=trees, folds=folds, train_folds=train_folds,
-        keep=keep, seeds=seeds, batch_configs=batch_configs, lr=lr, seed=seed, out=out, resume=resume, overwrite=overwrite,
-        max_graphs=max_graphs, device=device, checkpoint_every=checkpoint_every, eval_tta=eval_tta,
+        keep=keep, seeds=seeds, batch_configs=batch_configs, lr=lr, seed=seed, out=out, resume=resume,
+        overwrite=overwrite, max_graphs=max_graphs, device=device, checkpoint_every=checkpoint_every, eval_tta=eval_tta,
         cache_dir=cache_dir, max_memory_gb=max_memory_gb, progress=progress, loader_workers=loader_workers,
     )  # fmt: skip
     set_threads(threads)  # once the options and data are known to be usable

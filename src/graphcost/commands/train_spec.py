@@ -113,10 +113,10 @@ def _options_given(ctx: typer.Context) -> set[str]:
 
 def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: Any, data_dir: Optional[Path],
                       model_opt: list[str], epochs: int, patience: int, max_steps_per_graph: int, trees: bool,
-                      folds: int, train_folds: int, keep: int, seeds: int, batch_configs: Optional[int], lr: float, seed: int,
-                      out: Optional[Path], resume: bool, overwrite: bool, max_graphs: Optional[int], device: str,
-                      checkpoint_every: int, eval_tta: int, cache_dir: Optional[Path], max_memory_gb: float,
-                      progress: bool, loader_workers: int) -> tuple[RunSpec, DataSplits, str]:
+                      folds: int, train_folds: int, keep: int, seeds: int, batch_configs: Optional[int], lr: float,
+                      seed: int, out: Optional[Path], resume: bool, overwrite: bool, max_graphs: Optional[int],
+                      device: str, checkpoint_every: int, eval_tta: int, cache_dir: Optional[Path],
+                      max_memory_gb: float, progress: bool, loader_workers: int) -> tuple[RunSpec, DataSplits, str]:
     """(the run's spec, its data, the checked --device) from the options of `graphcost train`."""
     from graphcost.atomic import OutputExistsError, OutputPathError
     from graphcost.data.io.locate import DatasetError, resolve_splits

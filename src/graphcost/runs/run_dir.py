@@ -36,9 +36,8 @@ def has_progress(run_dir: str | Path) -> bool:
     """Whether `run_dir` holds something `--resume` can continue: its own checkpoint.pt, or a member's
     checkpoint.pt or done.json (a cross-validation fold, a seed ensemble's member)."""
     run_dir = Path(run_dir)
-    return (run_dir / "checkpoint.pt").is_file() or any(
-        any(run_dir.glob(f"{member}_*/{name}")) for member in ("fold", "seed") for name in ("checkpoint.pt", "done.json")
-    )
+    members = (f"{member}_*/{name}" for member in ("fold", "seed") for name in ("checkpoint.pt", "done.json"))
+    return (run_dir / "checkpoint.pt").is_file() or any(any(run_dir.glob(pattern)) for pattern in members)
 
 
 def check_resumable(run_dir: Path | None) -> None:

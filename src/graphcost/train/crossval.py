@@ -104,8 +104,8 @@ def train_member(config, train_graphs: Sequence, valid_graphs: Sequence, where: 
 
 
 def read_done(path: Path) -> dict:
-    """A finished fold's (or seed ensemble member's) done.json ({"best_score": float, "metric": str, ...}); CheckpointError naming
-    the file and the field when it is damaged."""
+    """A finished fold's (or seed ensemble member's) done.json ({"best_score": float, "metric": str, ...});
+    CheckpointError naming the file and the field when it is damaged."""
     try:
         info = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:

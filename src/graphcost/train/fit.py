@@ -7,9 +7,10 @@
 One run (folds 0): the graph model on the train split, chosen on the valid split, then the trees on
 the configuration table and their blend with it (`graphcost.inference.blend`), the blend weight chosen
 on the valid split; with seeds n >= 2, n such graph models from n seeds, averaged
-(`graphcost.train.seeds`), the trees blended with their average. Cross-validation (folds >= 2): K folds by
-graph on train+valid and the ensemble of the best (TGraph §2.4.3). Either way the run directory holds run.json (`RunSpec.to_json`) and what
-`graphcost evaluate` / `rank` / `tune` load (`graphcost.inference.ensemble.EnsemblePredictor`).
+(`graphcost.train.seeds`), the trees blended with their average. Cross-validation (folds >= 2): K folds
+by graph on train+valid and the ensemble of the best (TGraph §2.4.3). Either way the run directory holds
+run.json (`RunSpec.to_json`) and what `graphcost evaluate` / `rank` / `tune` load
+(`graphcost.inference.ensemble.EnsemblePredictor`).
 
 Nothing in --out is replaced until every graph is read and checked, and then only under the directory's
 lock (the one `tune` and `collect` take). Data-parallel: pass the `DistContext` of

@@ -3,9 +3,10 @@
 `graphcost train --seeds n` (folds 0). Member k is trained with seed ``seed + k`` into ``RUN/seed_k``
 (each a normal training run, chosen on the valid split by its own early stopping), and
 ``RUN/ensemble.json`` lists every member, so everything that loads a run averages their standardised
-scores (`graphcost.inference.ensemble.EnsemblePredictor`; the mean of n rankers whose errors are not
-the same has a lower variance than any one of them). The trees and their blend are then fitted beside the
-averaged score (`graphcost.train.fit.fit_trees`), exactly as beside one model.
+scores (`graphcost.inference.ensemble.EnsemblePredictor`): the mean of n rankers whose errors differ varies
+less from seed to seed than any one of them. The trees and their blend are then fitted beside the averaged
+score (`graphcost.train.fit.fit_trees`), exactly as beside one model. Measured on the flag zoos' validation
+families (docs/cost-models.md, "v6"): 3 seeds score above their members' mean, below their best member.
 
 Unlike cross-validation (`graphcost.train.crossval`) every member sees the same training graphs and
 the valid split stays free to choose the blend on; members are not ranked or dropped by their validation

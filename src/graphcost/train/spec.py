@@ -87,8 +87,8 @@ class RunSpec:
 # the options of `graphcost train` that run.json records: on --resume each must agree with it (issue 36)
 RECORDED_OPTIONS = {
     "data_dir": "--data-dir", "collection": "--collection", "max_graphs": "--max-graphs", "folds": "--folds",
-    "train_folds": "--train-folds", "keep": "--keep", "seeds": "--seeds", "model": "--model", "loss": "--loss", "epochs": "--epochs",
-    "batch_configs": "--batch-configs", "lr": "--lr", "seed": "--seed", "eval_tta": "--eval-tta",
+    "train_folds": "--train-folds", "keep": "--keep", "seeds": "--seeds", "model": "--model", "loss": "--loss",
+    "epochs": "--epochs", "batch_configs": "--batch-configs", "lr": "--lr", "seed": "--seed", "eval_tta": "--eval-tta",
     "patience": "--patience", "trees": "--trees", "max_steps_per_graph": "--max-steps-per-graph",
 }
 
