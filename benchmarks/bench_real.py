@@ -149,16 +149,22 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False, 
             compiled_table=compiled_table)
 
 
+def read_json_object(path: Path, what: str, field: str, hint: str = "") -> dict:
+    """The JSON object at `path` whose `field` holds an object, or exit with one line naming the file and
+    what is wrong (`what`: the kind of file, in the message; `hint`: appended to a missing-field message)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        sys.exit(f"{path}: not a readable {what} ({type(exc).__name__}: {exc})")
+    if not isinstance(data, dict) or not isinstance(data.get(field), dict):
+        sys.exit(f"{path}: field {field!r} is missing or not an object{hint}")
+    return data
+
+
 def read_manifest(root: Path) -> dict:
     """A collection's manifest.json, or exit with one line saying what is wrong with it."""
-    path = root / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        sys.exit(f"{path}: not a readable collection manifest ({type(exc).__name__}: {exc})")
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("graphs"), dict):
-        sys.exit(f"{path}: field 'graphs' is missing or not an object; is {root} a graphcost collection?")
-    return manifest
+    return read_json_object(root / "manifest.json", "collection manifest", "graphs",
+                            f"; is {root} a graphcost collection?")
 
 
 def load_records(root: Path) -> list[Record]:

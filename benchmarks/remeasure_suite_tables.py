@@ -36,6 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import bench_real as br  # noqa: E402
 import bench_tune as bt  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
@@ -54,12 +55,7 @@ NEEDED = ("configs", "codes", "remeasured_ratio", "table_vs_remeasured")  # what
 
 def read_remeasured(path: Path) -> dict:
     """This script's JSON at `path`, or exit with one line saying which field of which table is wrong."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        sys.exit(f"{path}: not a readable re-measurement ({type(exc).__name__}: {exc})")
-    if not isinstance(data, dict) or not isinstance(data.get("programs"), dict):
-        sys.exit(f"{path}: field 'programs' is missing or not an object")
+    data = br.read_json_object(path, "re-measurement", "programs")
     for name, row in data["programs"].items():
         missing = [k for k in NEEDED if not isinstance(row, dict) or k not in row]
         if missing:
