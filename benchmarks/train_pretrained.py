@@ -88,9 +88,7 @@ def main() -> None:
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True)  # --dest's parents included
         shipped = [name for name in SHIPPED_FILES if (run / name).is_file()]
-        if (run / "ensemble.json").is_file():  # a seed ensemble: its members, not the run's own best.pt
-            shipped = [name for name in shipped if name != "best.pt"]
-            shipped += [str(m.relative_to(run)) for m in sorted(run.glob("seed_*/best.pt"))]
+        shipped += [str(m.relative_to(run)) for m in sorted(run.glob("seed_*/best.pt"))]  # a seed ensemble's members
         for name in shipped:
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(run / name, target / name)
