@@ -71,10 +71,13 @@ def test_seed_ensemble_folds_never_read_a_test_family_and_hold_each_development_
 
 def test_seed_ensemble_summary_averages_folds_and_counts_where_the_ensemble_leads():
     rows = [{"members": [{"valid": 0.5, "held_out": 0.3}, {"valid": 0.4, "held_out": 0.6}],
-             "chosen_on_valid": {"held_out": 0.3}, "member_mean_held_out": 0.45, "ensemble": {"held_out": 0.5}},
+             "chosen_on_valid": {"held_out": 0.3}, "member_mean_held_out": 0.45, "ensemble_graph_only": {"held_out": 0.5},
+             "ensemble": {"held_out": 0.4}},
             {"members": [{"valid": 0.2, "held_out": 0.4}, {"valid": 0.3, "held_out": 0.2}],
-             "chosen_on_valid": {"held_out": 0.2}, "member_mean_held_out": 0.3, "ensemble": {"held_out": 0.25}}]
+             "chosen_on_valid": {"held_out": 0.2}, "member_mean_held_out": 0.3, "ensemble_graph_only": {"held_out": 0.25},
+             "ensemble": {"held_out": 0.2}}]
     s = summary(rows)
-    assert s["chosen_on_valid"]["mean"] == 0.25 and s["ensemble"]["mean"] == 0.375
+    assert s["chosen_on_valid"]["mean"] == 0.25 and s["ensemble_graph_only"]["mean"] == 0.375
+    assert s["ensemble_blended"]["mean"] == 0.3
     assert s["best_member_in_hindsight"]["mean"] == 0.5
     assert s["ensemble_beats_chosen_folds"] == 2 and s["ensemble_beats_member_mean_folds"] == 1
