@@ -86,15 +86,11 @@ def evaluate(target: Path, data: Path, split: str, threads: str) -> float:
 
 def graph_only_view(run: Path, members: list[str]) -> Path:
     """``RUN_graph_only``: the seed ensemble `run` without its blend (its members' averaged scores alone, what
-    each member alone is compared with), its members linked, not copied."""
+    each member alone is compared with); the members' weights are copied (a run's members must lie inside it)."""
     view = run.with_name(f"{run.name}_graph_only")
-    view.mkdir(exist_ok=True)
-    for name in ("run.json", "ensemble.json"):
+    for name in ("run.json", "ensemble.json", *members):
+        (view / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(run / name, view / name)
-    for member in members:
-        link = view / Path(member).parent
-        if not link.exists():
-            link.symlink_to((run / Path(member).parent).resolve(), target_is_directory=True)
     return view
 
 
