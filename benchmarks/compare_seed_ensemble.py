@@ -99,14 +99,15 @@ def run_fold(k: int, groups: list[list[str]], manifest: dict, graphs: dict, args
     held_out, valid = groups[k], groups[(k + 1) % len(groups)]
     data = fold_layout(manifest, graphs, held_out, valid, args.work / f"fold_{k}_data")
     run = args.work / f"fold_{k}"
-    started = time.time()
+    started, train_s = time.time(), None  # None: the fold's run was reused
     if not (run / "ensemble.json").is_file():
         cmd = [sys.executable, "-m", "graphcost", "train", "--data-dir", str(data), "--out", str(run), "--overwrite",
                "--seeds", str(args.seeds), "--seed", "0", "--threads", args.threads, "--no-progress"]
         print(f"fold {k}: held out {', '.join(held_out)}; valid {', '.join(valid)}: {' '.join(cmd[1:])}", flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        train_s = round(time.time() - started, 1)
     members = json.loads((run / "ensemble.json").read_text())["members"]
-    row: dict = {"held_out": held_out, "valid": valid, "train_s": round(time.time() - started, 1),
+    row: dict = {"held_out": held_out, "valid": valid, "train_s": train_s,
                  "graphs": {s: sum(1 for _ in (data / s).glob("*.npz")) for s in ("train", "valid", "test")},
                  "members": []}
     for member in members:
