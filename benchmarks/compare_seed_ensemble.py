@@ -47,21 +47,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def development_graphs(collections: list[Path]) -> tuple[dict, dict[str, tuple[str, Path, dict]]]:
-    """(first collection's manifest, name -> (family, npz, manifest entry)) of every development graph
-    (train or valid in the first collection's split) of every collection; a later collection's names get
-    ``__<its directory name>`` (as `merge_collections.merge`)."""
-    import bench_real as br
-    from merge_collections import resolve
+    """The collections laid out together as `merge_collections.merged_entries` lays them out (its manifest, name
+    -> (split, npz, manifest entry)), kept to the development graphs: train or valid in the merged split."""
+    from merge_collections import merged_entries
 
-    roots = [resolve(c) for c in collections]
-    manifests = [br.read_manifest(r) for r in roots]
-    split_of = {name: e["split"] for name, e in manifests[0]["graphs"].items()}
-    graphs: dict[str, tuple[str, Path, dict]] = {}
-    for i, (root, man) in enumerate(zip(roots, manifests)):
-        for name, entry in sorted(man["graphs"].items()):
-            if split_of.get(name, entry["split"]) in ("train", "valid"):
-                graphs[name if i == 0 else f"{name}__{root.name}"] = (entry["family"], root / entry["file"], entry)
-    return manifests[0], graphs
+    manifest, entries = merged_entries(collections)
+    return manifest, {name: e for name, e in entries.items() if e[0] in ("train", "valid")}
 
 
 def fold_layout(manifest: dict, graphs: dict, held_out: list[str], valid: list[str], out: Path) -> Path:
@@ -71,7 +62,7 @@ def fold_layout(manifest: dict, graphs: dict, held_out: list[str], valid: list[s
     def side(family: str) -> str:
         return "test" if family in held_out else "valid" if family in valid else "train"
 
-    return lay_out(out, manifest, {n: (side(f), src, e) for n, (f, src, e) in graphs.items()})
+    return lay_out(out, manifest, {n: (side(e["family"]), src, e) for n, (_, src, e) in graphs.items()})
 
 
 def evaluate(target: Path, data: Path, split: str, threads: str) -> float:
@@ -159,7 +150,7 @@ def main() -> None:
     if args.folds < 3 or args.seeds < 2:
         sys.exit("--folds must be >= 3 (a held-out, a validation and training groups) and --seeds >= 2")
     manifest, graphs = development_graphs(args.collections)
-    groups = br.family_folds([SimpleNamespace(family=f) for f, _, _ in graphs.values()], args.folds)
+    groups = br.family_folds([SimpleNamespace(family=e["family"]) for _, _, e in graphs.values()], args.folds)
     started = datetime.now(timezone.utc)
     rows = [run_fold(k, groups, manifest, graphs, args) for k in range(len(groups))]
     from graphcost.atomic import atomic_write_json

@@ -52,8 +52,10 @@ def resolve(collection: Path) -> Path:
         sys.exit(f"{collection}: no manifest.json there, and not a shipped dataset ({exc})")
 
 
-def merge(collections: list[Path], out: Path) -> Path:
-    """`out` laid out from `collections` (module docstring)."""
+def merged_entries(collections: list[Path]) -> tuple[dict, dict[str, tuple[str, Path, dict]]]:
+    """(the merged manifest's keys, name -> (split, source npz, manifest entry)) of `collections` laid out together
+    (module docstring: the first collection's split of a program, a later collection's names suffixed, the union
+    of the flag columns); what `merge` lays out."""
     import bench_real as br
 
     roots = [resolve(c) for c in collections]
@@ -72,7 +74,12 @@ def merge(collections: list[Path], out: Path) -> Path:
     if "flag_columns" in collection:
         columns = [c for m in manifests for c in m["collection"].get("flag_columns", [])]
         collection["flag_columns"] = list(dict.fromkeys(columns))
-    return lay_out(out, {**manifests[0], "collection": collection}, entries)
+    return {**manifests[0], "collection": collection}, entries
+
+
+def merge(collections: list[Path], out: Path) -> Path:
+    """`out` laid out from `collections` (module docstring)."""
+    return lay_out(out, *merged_entries(collections))
 
 
 def main() -> None:

@@ -57,13 +57,13 @@ def test_seed_ensemble_folds_never_read_a_test_family_and_hold_each_development_
     tuner = _collection(tmp_path / "tuner", {"a1": ("a", "train"), "c1": ("c", "train"), "f1": ("f", "valid")}, ["x"])
     manifest, graphs = development_graphs([zoo, tuner])
     assert sorted(graphs) == ["a1", "a1__tuner", "b1", "d1", "e1", "f1__tuner"]
-    groups = br.family_folds([SimpleNamespace(family=f) for f, _, _ in graphs.values()], 3)
+    family = {name: e["family"] for name, (_, _, e) in graphs.items()}
+    groups = br.family_folds([SimpleNamespace(family=f) for f in family.values()], 3)
     assert sorted(f for g in groups for f in g) == ["a", "b", "d", "e", "f"]
     for k, held_out in enumerate(groups):
         valid = groups[(k + 1) % len(groups)]
         out = fold_layout(manifest, graphs, held_out, valid, tmp_path / f"fold_{k}")
         side = {name: e["split"] for name, e in json.loads((out / "manifest.json").read_text())["graphs"].items()}
-        family = {name: f for name, (f, _, _) in graphs.items()}
         assert {family[n] for n, s in side.items() if s == "test"} == set(held_out)
         assert {family[n] for n, s in side.items() if s == "valid"} == set(valid)
         assert not {family[n] for n, s in side.items() if s == "train"} & (set(held_out) | set(valid))
