@@ -52,6 +52,10 @@ def development_graphs(collections: list[Path]) -> tuple[dict, dict[str, tuple[s
     from merge_collections import merged_entries
 
     manifest, entries = merged_entries(collections)
+    for name, (_, src, entry) in entries.items():
+        if not isinstance(entry.get("family"), str):
+            sys.exit(f"{src.parent.parent / 'manifest.json'}: graph {name.split('__')[0]!r}: field 'family' is "
+                     "missing or not a string")
     return manifest, {name: e for name, e in entries.items() if e[0] in ("train", "valid")}
 
 
