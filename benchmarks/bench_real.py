@@ -319,7 +319,7 @@ def fit_gnn(row: str, train: list[Record], valid: list[Record], seed: int, args,
     blend = None
     # graphcost train's trees and blend (graphcost.inference.blend)
     if row in ("default", "tgraph-no-compiled") and recipe.TREES and prepared_valid:
-        blend = fit_blend(scorer.score, prepared_train, prepared_valid, trainer.metric, seed=seed)
+        blend = fit_blend(scorer.score, prepared_train, prepared_valid, seed=seed)
         print(f"      seed {seed}: {describe(blend[0])}", flush=True)
 
     def score(rec: Record) -> np.ndarray:

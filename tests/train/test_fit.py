@@ -58,3 +58,17 @@ def test_run_spec_round_trips_through_run_json(tmp_path):
     assert back.to_json("tile", "cpu_flags") == {**{k: v for k, v in info.items() if k != "flag_columns"},
                                                   "config": {**info["config"], "device": "cpu"}}
     assert back.recorded_in == tmp_path / "run.json"  # data_dir came from this run.json
+
+
+def test_a_flag_run_selects_checkpoints_by_tile_score_and_its_blend_by_kendall_tau(tmp_path):
+    """The tile score chooses the flag model's epochs (TGraph §2.5.2), but it barely moves between blend
+    weights on flag graphs of a few dozen configurations: the blend is chosen by Kendall τ
+    (`graphcost.inference.blend.BLEND_METRIC`)."""
+    torch.set_num_threads(1)
+    spec = graphcost.RunSpec(config=graphcost.recipe_config(model="tile-mlp", model_config={}, epochs=1, seed=0,
+                                                            device="cpu", progress=False),
+                             data_dir="cpu_flags", max_graphs=6)
+    result = graphcost.fit(spec, tmp_path / "run", report=lambda line: None)
+    assert result.kind == "tile" and result.metric == "tile_score"
+    blend = json.loads((tmp_path / "run" / "blend.json").read_text())
+    assert blend["metric"] == "kendall_tau" and set(blend["valid"]) >= {"blend", "graph model", "trees"}

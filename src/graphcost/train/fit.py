@@ -187,7 +187,7 @@ def _seed_ensemble(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_g
     if ctx.is_main:
         say(f"seeds {spec.config.seed}..{spec.config.seed + spec.seeds - 1}: best valid {result.metric} "
             f"{', '.join(f'{score:.4f}' for score in result.member_scores)}; ensemble: {out / 'ensemble.json'}")
-        blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, result.metric, spec.config.seed,
+        blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, spec.config.seed,
                           spec.config.device, say)
     return FitResult(out, kind, result.metric, result.mean_score, blend)
 
@@ -204,13 +204,13 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
         say(f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, best valid {trainer.metric} "
             f"{result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s")
         say(f"model: {result.best_path or result.last_path}")
-        blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, trainer.metric, spec.config.seed,
+        blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, spec.config.seed,
                           spec.config.device, say)
     return FitResult(out, kind, trainer.metric, result.best_score, blend)
 
 
 def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],
-              metric: str, seed: int, device: str, say: Callable[[str], None]) -> Blend | None:
+              seed: int, device: str, say: Callable[[str], None]) -> Blend | None:
     """After the graph model: the trees and their blend (`graphcost.inference.blend`) written into
     `run_dir`, or no stale blend.json when `trees` is off or there is no validation graph to choose
     the blend on. The Blend, or None."""
@@ -228,7 +228,7 @@ def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph],
     from graphcost.inference.ensemble import EnsemblePredictor
 
     graph_model = EnsemblePredictor.load([run_dir], device=device, tta=0, trees=False)
-    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, metric, seed=seed,
+    blend, tree_model = fit_blend(graph_model.score, train_graphs, valid_graphs, seed=seed,
                                   threads=torch.get_num_threads())  # LightGBM: the same threads as torch
     write_blend(run_dir, blend, tree_model)
     say(describe(blend))
