@@ -423,6 +423,10 @@ def fold_part(args, data: Path, models, group: list[str]) -> tuple[Path, dict]:
     key = {"data": data.name, "group": group, "models": list(models), "seeds": args.seeds, "epochs": args.epochs,
            "batch_configs": args.batch_configs, "hidden": args.hidden, "family_split": args.family_split,
            "family_folds": args.family_folds}
+    if "default" in models:  # the recipe's blend rule: a part made under another one is measured again
+        from graphcost.inference.blend import BLEND_METRIC
+
+        key["blend_metric"] = BLEND_METRIC
     return args.parts / f"lofo-{data.name}-{'_'.join(group)}-{'_'.join(models)}-s{args.seeds}.json", key
 
 

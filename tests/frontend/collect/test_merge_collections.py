@@ -81,3 +81,18 @@ def test_seed_ensemble_summary_averages_folds_and_counts_where_the_ensemble_lead
     assert s["ensemble_blended"]["mean"] == 0.3
     assert s["best_member_in_hindsight"]["mean"] == 0.5
     assert s["ensemble_beats_chosen_folds"] == 2 and s["ensemble_beats_member_mean_folds"] == 1
+
+
+def test_a_kept_fold_with_the_default_row_is_measured_again_under_another_blend_rule(tmp_path):
+    """bench_real's leave-family-out parts are a resume cache: one made before the recipe's blend rule
+    changed must not stand in for today's default row; parts of the table rows are not affected."""
+    from types import SimpleNamespace
+
+    import bench_real as br
+    from graphcost.inference.blend import BLEND_METRIC
+
+    args = SimpleNamespace(parts=tmp_path, seeds=3, epochs=None, batch_configs=64, hidden=None, family_split=False,
+                           family_folds=5)
+    _, with_default = br.fold_part(args, Path("cpu_zoo_flags"), ["default", "sage"], ["bert", "flow"])
+    _, tables = br.fold_part(args, Path("cpu_zoo_flags"), ["count", "lightgbm"], ["bert", "flow"])
+    assert with_default["blend_metric"] == BLEND_METRIC and "blend_metric" not in tables
