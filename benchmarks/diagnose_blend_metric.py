@@ -4,13 +4,14 @@ the DEVELOPMENT families only (issue 33; the runs of `compare_seed_ensemble.py`,
     python benchmarks/diagnose_blend_metric.py [--work runs/seed_folds] [--folds 5]
         [--json benchmarks/results/blend_metric_folds.json]
 
-`graphcost train` chooses its blend weight w (w · z(graph model) + (1 - w) · z(trees)) by the validation
-graphs' mean of the kind's selection metric: the tile score for flag (tile) data (TGraph §2.5.2: one minus
-the best of the predicted top 5 over the true best, a TpuGraphs tile metric). On the zoo's flag graphs (32
-configurations each, the default among them) the tile score of every scorer is 0.96-0.98 and differs
-between weights by less than its noise, and ties go to the graph model, so w = 1 is chosen nearly always:
-the trees, which rank unseen families better than the graph model on Kendall τ (LightGBM 0.477 against the
-default's 0.451 on `cpu_zoo_flags`, BENCHMARKS.md), are dropped. This reads each fold's members (every seed
+Until 2026-11-29 `graphcost train` chose its blend weight w (w · z(graph model) + (1 - w) · z(trees)) by the
+validation graphs' mean of the kind's selection metric: the tile score for flag (tile) data (TGraph §2.5.2: one
+minus the best of the predicted top 5 over the true best, a TpuGraphs tile metric). On the zoo's flag graphs
+(32 configurations each, the default among them) the tile score of every scorer is 0.96-0.98 and differs
+between weights by less than its noise, and ties go to the graph model, so w = 1 was chosen nearly always:
+the trees, which ranked unseen families better than the graph model on Kendall τ (LightGBM 0.477 against the
+default's 0.451 on `cpu_zoo_flags`, BENCHMARKS.md), were dropped. This measurement made the blend's rule
+Kendall τ (`graphcost.inference.blend.BLEND_METRIC`). This reads each fold's members (every seed
 alone, `fold_k/seed_0s/best.pt`, and their average) and the trees the fold's run fitted, scores the
 validation and held-out families once, and reports, for each weight on the grid and for the weight each
 criterion chooses on validation (tile score, as now; Kendall τ), the held-out families' mean Kendall τ and

@@ -90,23 +90,22 @@ def table(name: str, pool: dict[tuple, list[float]], about: dict, space) -> dict
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True, help="the tables go to OUT/tables/")
-    p.add_argument("--split", default="valid", choices=("valid", "train"),
-                   help="which split's programs (valid: families the shipped flag model never trained on)")
     p.add_argument("--list", action="store_true", help="print the programs' names and write nothing")
     args = p.parse_args(argv)
     from graphcost.tuning.space import FlagSpace
 
-    pools, about = pooled_ratios([DATASETS / c for c in COLLECTIONS], args.split)
+    pools, about = pooled_ratios([DATASETS / c for c in COLLECTIONS], "valid")
     if args.list:
         print(" ".join(sorted(pools)))
         return
     space = FlagSpace()
     (args.out / "tables").mkdir(parents=True, exist_ok=True)
+    sizes = []
     for name in sorted(pools):
         data = table(name, pools[name], about[name], space)
         atomic_write_json(data, args.out / "tables" / f"{name}-flags.json", indent=1)
+        sizes.append(len(data["trials"]))
     families = sorted({a["family"] for a in about.values()})
-    sizes = [len(json.loads((args.out / "tables" / f"{n}-flags.json").read_text())["trials"]) for n in pools]
     print(f"{len(pools)} tables of {len(families)} families ({', '.join(families)}), "
           f"{min(sizes)}-{max(sizes)} configurations each (the default space's) -> {args.out / 'tables'}")
 
