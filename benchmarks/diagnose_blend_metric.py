@@ -31,25 +31,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 METRICS = ("kendall_tau", "tile_score")
 
 
 def split_scores(predictors: dict, trees, files: list[Path]) -> list[dict]:
-    """Per graph: its runtimes, each predictor's standardised scores and the trees' scores."""
+    """Per graph with usable labels: the prepared graph, each predictor's scores and the trees' scores."""
     from graphcost.data.transforms.preprocess import prepare_graph
     from graphcost.models.config_table import config_table
-    from graphcost.models.trees import standardise
 
     out = []
     for f in files:
         g = prepare_graph(f, dedup=False)
-        runtime = np.asarray(g.runtime, np.float64)  # (K,)
-        if runtime.size < 2 or np.ptp(runtime) == 0:
+        if g.num_configs < 2 or np.ptp(np.asarray(g.runtime, np.float64)) == 0:
             continue
-        row = {"runtime": runtime, "trees": trees.score(g, config_table(g))}
-        row.update({name: standardise(p.score(g)) for name, p in predictors.items()})
-        out.append(row)
+        out.append({"graph": g, "trees": trees.score(g, config_table(g)),
+                    **{name: p.score(g) for name, p in predictors.items()}})  # each (K,)
     return out
 
 
@@ -57,12 +53,14 @@ def mean_metrics(rows: list[dict], member: str, w: float) -> dict:
     from graphcost import metrics
     from graphcost.models.trees import blended
 
-    vals = [metrics.evaluate_graph(blended(w, r[member], r["trees"]), r["runtime"], "tile") for r in rows]
+    vals = [metrics.evaluate_graph(blended(w, r[member], r["trees"]), r["graph"].runtime, r["graph"].kind)
+            for r in rows]
     return {m: float(np.mean([v[m] for v in vals])) for m in METRICS}
 
 
 def fold(k: int, work: Path) -> dict:
     from graphcost.inference.ensemble import EnsemblePredictor, load_blend
+    from graphcost.models.trees import WEIGHTS, choose_blend
 
     run, data = work / f"fold_{k}", work / f"fold_{k}_data"
     members = sorted(p.parent for p in run.glob("seed_*/best.pt"))
@@ -74,11 +72,13 @@ def fold(k: int, work: Path) -> dict:
     predictors["average"] = EnsemblePredictor.load([m / "best.pt" for m in members], trees=False)
     rows = {split: split_scores(predictors, trees, sorted((data / split).glob("*.npz"))) for split in ("valid", "test")}
     out = {"valid_graphs": len(rows["valid"]), "held_out_graphs": len(rows["test"]), "members": {}}
+    valid = rows["valid"]
     for name in predictors:
         grid = {w: {split: mean_metrics(rows[split], name, w) for split in rows} for w in WEIGHTS}
         chosen = {}
-        for metric in METRICS:  # ties go to more of the graph model, as graphcost train breaks them
-            w = max(WEIGHTS, key=lambda w: (grid[w]["valid"][metric], w))
+        for metric in METRICS:  # the weight graphcost train would choose by `metric` (ties: more graph model)
+            w = choose_blend([r[name] for r in valid], [r["trees"] for r in valid], [r["graph"] for r in valid],
+                             metric).weight
             chosen[f"by valid {metric}"] = {"weight": w, **{f"held_out_{m}": grid[w]["test"][m] for m in METRICS}}
         out["members"][name] = {"chosen": chosen, "grid": {str(w): v for w, v in grid.items()}}
         print(f"fold {k} {name}: " + ", ".join(f"{c}: w {v['weight']} -> held-out tau {v['held_out_kendall_tau']:.3f}"
