@@ -99,7 +99,10 @@ def main(argv=None) -> None:
         print(" ".join(sorted(pools)))
         return
     space = FlagSpace()
-    (args.out / "tables").mkdir(parents=True, exist_ok=True)
+    try:
+        (args.out / "tables").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        sys.exit(f"--out {args.out}: cannot make its tables/ directory ({exc.strerror})")
     sizes = []
     for name in sorted(pools):
         data = table(name, pools[name], about[name], space)
