@@ -49,7 +49,8 @@ Noise ceiling: the same metric with the REPEAT measurement as the prediction and
 truth, on the same graphs: what a perfect predictor of an independent measurement would score.
 
 Leave-family-out folds are kept as they finish in benchmarks/results/bench_real_parts/ (``--parts``),
-so a stopped run resumes at the next fold. Writes benchmarks/results/bench_real.json and the section
+so a stopped run resumes at the next fold; the same command started several times at once shares the
+folds out among its processes (each claims the fold it measures; give each ``--threads 1`` on 2 cores). Writes benchmarks/results/bench_real.json and the section
 "Real CPU data" at the top of BENCHMARKS.md's cost-model section.
 """
 
@@ -430,14 +431,56 @@ def fold_part(args, data: Path, models, group: list[str]) -> tuple[Path, dict]:
     return args.parts / f"lofo-{data.name}-{'_'.join(group)}-{'_'.join(models)}-s{args.seeds}.json", key
 
 
-def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict:
+def claim_fold(part: Path) -> Path | None:
+    """Claim the fold whose result goes to `part` for this process: a ``.claim`` file beside it, made with
+    O_EXCL and holding ``host pid``. None if another live process holds it, so several processes started
+    with the same command share the folds out (one thread each on a multi-core machine). A claim left by a
+    process of this host that no longer runs is taken over; the caller removes its claim when done."""
+    import socket
+
+    claim = part.with_name(part.name + ".claim")
+    claim.parent.mkdir(parents=True, exist_ok=True)
+    me = f"{socket.gethostname()} {os.getpid()}"
+    for _ in range(2):
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                host, pid = claim.read_text(encoding="utf-8").split()
+                alive = host != socket.gethostname() or _pid_alive(int(pid))
+            except (OSError, ValueError):  # half-written or unreadable: its writer died mid-write
+                alive = False
+            if alive:
+                return None
+            claim.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(me)
+        return claim
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | None:
     """Leave families out: every family is held out once (alone, or with ``--family-folds K`` in one of
     K groups of families, a stricter test that trains on less); the models train on every graph of the
     other families. The result averages the per-family means (each family weighs the same). Each
-    finished fold is kept in ``--parts`` (`fold_part`), so a stopped run loses at most one fold."""
+    finished fold is kept in ``--parts`` (`fold_part`), so a stopped run loses at most one fold. A fold
+    another process is measuring (`claim_fold`) is skipped; then the result is None (nothing to average
+    yet) and the last process to finish, or a re-run, averages every part."""
     from graphcost.atomic import atomic_write_json
 
     per_family: dict[str, dict] = {}
+    elsewhere: list[str] = []  # folds another process is measuring
     for group in family_folds(records, args.family_folds):
         test = [r for r in records if r.family in group]
         rest = [r for r in records if r.family not in group and r.split != "valid"]
@@ -454,11 +497,25 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict:
             print(f"    kept from {part.name} ({kept['date']})", flush=True)
             res = kept["result"]
         else:
-            res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
-            part.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
-                               "result": res}, part)
+            claim = claim_fold(part)
+            if claim is None:
+                print(f"    being measured by another process ({part.name}.claim): skipped", flush=True)
+                elsewhere.append(",".join(group))
+                continue
+            try:
+                res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
+                atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
+                                   "result": res}, part)
+            finally:
+                claim.unlink(missing_ok=True)
         per_family.update(res.pop("by_family", {group[0]: res}))
+    if elsewhere:
+        done = [g for g in elsewhere if fold_part(args, data, models, g.split(","))[0].is_file()]
+        if len(done) < len(elsewhere):
+            print(f"  {len(elsewhere) - len(done)} fold(s) still measured by other processes: not averaged; "
+                  "the same command, run again when they finish, averages every fold", flush=True)
+            return None
+        return lofo(records, models, args, work, data)  # every fold is on disk now: read them all
     names = sorted({m for res in per_family.values() for m in res})
     avg = {}
     for model in names:
@@ -790,6 +847,8 @@ def main() -> None:
         for proto in chosen:
             load0, t0 = os.getloadavg(), time.perf_counter()
             _, used, res = runs[proto](Path(tmp) / proto)
+            if res is None:  # lofo folds still measured by other processes
+                continue
             load1 = os.getloadavg()
             res["meta"] = {"command": "python benchmarks/bench_real.py " + " ".join(sys.argv[1:]), "machine": machine,
                            "date": date.today().isoformat(), "load": f"{load0[0]:.2f} → {load1[0]:.2f}",

@@ -96,3 +96,24 @@ def test_a_kept_fold_with_the_default_row_is_measured_again_under_another_blend_
     _, with_default = br.fold_part(args, Path("cpu_zoo_flags"), ["default", "sage"], ["bert", "flow"])
     _, tables = br.fold_part(args, Path("cpu_zoo_flags"), ["count", "lightgbm"], ["bert", "flow"])
     assert with_default["blend_metric"] == BLEND_METRIC and "blend_metric" not in tables
+
+
+def test_a_fold_claimed_by_a_live_process_is_skipped_and_a_dead_processes_claim_is_taken_over(tmp_path):
+    """bench_real's processes started with the same command share the leave-family-out folds out: each fold
+    is claimed by one live process; a claim whose process is gone (killed mid-fold) does not block it forever."""
+    import os
+    import socket
+    import subprocess
+
+    import bench_real as br
+
+    part = tmp_path / "parts" / "lofo-x-a_b-default-s3.json"
+    mine = br.claim_fold(part)
+    assert mine is not None and mine.read_text() == f"{socket.gethostname()} {os.getpid()}"
+    assert br.claim_fold(part) is None  # held by a live process (this one)
+    mine.unlink()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (part.parent / (part.name + ".claim")).write_text(f"{socket.gethostname()} {gone.pid}")
+    taken = br.claim_fold(part)
+    assert taken is not None and taken.read_text().endswith(f" {os.getpid()}")
