@@ -83,6 +83,7 @@ GNNS = {  # row -> (registry model, model config); each at graphcost train's def
     "kaufman": ("kaufman", {}),
 }
 MODELS = (*GNNS, "lightgbm", "ridge", "count", "copies", "lightgbm-compiled", "ridge-compiled")
+DETERMINISTIC = ("count", "ridge", "copies", "ridge-compiled")  # measured once, whatever --seeds says
 WITHIN_FRACTIONS = (0.01, 0.10)
 
 
@@ -345,15 +346,16 @@ def _seed_stats(per_seed: list[dict]) -> dict:
 
 
 def run_split(train: list[Record], valid: list[Record], test: list[Record], models, seeds: int, args,
-              work: Path, first_seed: int = 0) -> dict:
+              work: Path, first_seed: int = 0, keep_seeds: bool = False) -> dict:
     """Every model x seed on one train/test split: per-model mean over test graphs, then mean ± std over
-    seeds; ``by_family`` holds the same per family of the test graphs (what leave-family-out folds report)."""
+    seeds; ``by_family`` holds the same per family of the test graphs (what leave-family-out folds report).
+    ``keep_seeds``: each row also keeps its per-seed rows (``per_seed``; what `combine_seed_parts` joins)."""
     out: dict = {}
     families = sorted({r.family for r in test})
     by_family: dict[str, dict] = {f: {} for f in families}
     for model in models:
         per_seed, per_seed_family = [], {f: [] for f in families}
-        for seed in range(first_seed, first_seed + (1 if model in ("count", "ridge", "copies", "ridge-compiled") else seeds)):
+        for seed in range(first_seed, first_seed + (1 if model in DETERMINISTIC else seeds)):
             t0 = time.perf_counter()
             scored = test
             if model == "count":
@@ -374,9 +376,10 @@ def run_split(train: list[Record], valid: list[Record], test: list[Record], mode
             per_seed.append({**mean_rows(rows), "wall_s": time.perf_counter() - t0})
             for f in families:
                 per_seed_family[f].append(mean_rows([m for m, r in zip(rows, test) if r.family == f]))
-        out[model] = _seed_stats(per_seed)
+        out[model] = {**_seed_stats(per_seed), **({"per_seed": per_seed} if keep_seeds else {})}
         for f in families:
-            by_family[f][model] = _seed_stats(per_seed_family[f])
+            by_family[f][model] = {**_seed_stats(per_seed_family[f]),
+                                   **({"per_seed": per_seed_family[f]} if keep_seeds else {})}
         print(f"    {model:<9} tau {out[model]['kendall_tau']:+.3f} ± {out[model]['kendall_tau_std']:.3f}  "
               f"opa {out[model]['opa']:.3f}  top1 {out[model]['top1_slowdown']:.3f}", flush=True)
     with_repeat = [r for r in test if r.repeat is not None]
@@ -418,17 +421,80 @@ def official(records: list[Record], models, args, work: Path) -> dict:
                                                          models, args.seeds, args, work / "official")}
 
 
-def fold_part(args, data: Path, models, group: list[str]) -> tuple[Path, dict]:
+def fold_part(args, data: Path, models, group: list[str], seeds: int | None = None,
+              first_seed: int | None = None) -> tuple[Path, dict]:
     """Where one leave-family-out fold's result is kept (``--parts``), and the settings it must match:
-    a stopped run resumes at the first fold not yet finished, on this machine or, committed, on another."""
-    key = {"data": data.name, "group": group, "models": list(models), "seeds": args.seeds, "epochs": args.epochs,
+    a stopped run resumes at the first fold not yet finished, on this machine or, committed, on another.
+    Seeds ``first_seed .. first_seed + seeds - 1`` (default: ``--first-seed`` and ``--seeds``); a part of
+    seeds from 0 is named ``-s{seeds}``, one from a later seed ``-s{seeds}from{first_seed}``."""
+    seeds = args.seeds if seeds is None else seeds
+    first_seed = getattr(args, "first_seed", 0) if first_seed is None else first_seed
+    key = {"data": data.name, "group": group, "models": list(models), "seeds": seeds, "epochs": args.epochs,
            "batch_configs": args.batch_configs, "hidden": args.hidden, "family_split": args.family_split,
            "family_folds": args.family_folds}
+    if first_seed:
+        key["first_seed"] = first_seed
     if "default" in models:  # the recipe's blend rule: a part made under another one is measured again
         from graphcost.inference.blend import BLEND_METRIC
 
         key["blend_metric"] = BLEND_METRIC
-    return args.parts / f"lofo-{data.name}-{'_'.join(group)}-{'_'.join(models)}-s{args.seeds}.json", key
+    name = f"lofo-{data.name}-{'_'.join(group)}-{'_'.join(models)}-s{seeds}{f'from{first_seed}' if first_seed else ''}"
+    return args.parts / f"{name}.json", key
+
+
+def _read_part(part: Path, key: dict) -> dict | None:
+    """The result a part holds if it was made with `key`; None if it is missing, damaged or another's."""
+    try:
+        kept = json.loads(part.read_text(encoding="utf-8")) if part.is_file() else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:  # a damaged part is measured again
+        print(f"    {part}: unreadable ({type(exc).__name__}), this fold runs again", flush=True)
+        return None
+    return kept if isinstance(kept, dict) and kept.get("key") == key else None
+
+
+def _seed_rows(row: dict) -> list[dict]:
+    """The per-seed rows of one model's fold result: stored since 2026-12-01; a one-seed row is its own."""
+    if "per_seed" in row:
+        return row["per_seed"]
+    if row.get("seeds") == 1:
+        return [{k: v for k, v in row.items() if not k.endswith("_std") and k != "seeds"}]
+    raise ValueError("a part of several seeds without per-seed rows cannot be combined")
+
+
+def combine_seed_parts(results: list[dict]) -> dict:
+    """One fold's result from parts of disjoint seed ranges of the same models (e.g. seed 0 measured on one
+    day, seeds 1-2 on another, or on two machines): every model's per-seed rows joined, then mean ± std over
+    them again, overall and per family; a deterministic row (`DETERMINISTIC`) and the noise ceiling are
+    taken from the first part."""
+    def join(rows: list[dict], model: str) -> dict:
+        if model == "noise ceiling":
+            return rows[0]
+        seeds = [s for r in rows for s in _seed_rows(r)]
+        seeds = seeds[:1] if model in DETERMINISTIC else seeds
+        return {**_seed_stats(seeds), "per_seed": seeds}
+
+    out = {m: join([r[m] for r in results], m) for m in results[0] if m != "by_family"}
+    if "by_family" in results[0]:
+        out["by_family"] = {f: {m: join([r["by_family"][f][m] for r in results], m) for m in rows}
+                            for f, rows in results[0]["by_family"].items()}
+    return out
+
+
+def seed_parts(args, data: Path, models, group: list[str]) -> dict | None:
+    """The fold's result for seeds 0 .. ``--seeds`` - 1 combined from parts of narrower seed ranges
+    (``-s1`` + ``-s2from1`` for 3 seeds, say; the first range found at each seed), or None if they do
+    not cover every seed."""
+    results, seed = [], 0
+    while seed < args.seeds:
+        for width in range(args.seeds - seed, 0, -1):
+            kept = _read_part(*fold_part(args, data, models, group, seeds=width, first_seed=seed))
+            if kept is not None:
+                results.append(kept["result"])
+                seed += width
+                break
+        else:
+            return None
+    return combine_seed_parts(results) if len(results) > 1 else None
 
 
 def claim_fold(part: Path) -> Path | None:
@@ -479,6 +545,7 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | 
     yet) and the last process to finish, or a re-run, averages every part."""
     from graphcost.atomic import atomic_write_json
 
+    first_seed = getattr(args, "first_seed", 0)
     per_family: dict[str, dict] = {}
     elsewhere: list[str] = []  # folds another process is measuring
     for group in family_folds(records, args.family_folds):
@@ -488,14 +555,16 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | 
         print(f"  leave out {','.join(group)}: train {len(rest)} / valid {len(valid)} / test {len(test)} graphs",
               flush=True)
         part, key = fold_part(args, data, models, group)
-        try:
-            kept = json.loads(part.read_text(encoding="utf-8")) if part.is_file() else None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:  # a damaged part is measured again
-            print(f"    {part}: unreadable ({type(exc).__name__}), this fold runs again", flush=True)
-            kept = None
-        if isinstance(kept, dict) and kept.get("key") == key:
+        kept = _read_part(part, key)
+        combined = None if kept is not None or first_seed else seed_parts(args, data, models, group)
+        if kept is not None:
             print(f"    kept from {part.name} ({kept['date']})", flush=True)
             res = kept["result"]
+        elif combined is not None:
+            print("    combined from parts of fewer seeds (-s*from*)", flush=True)
+            atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
+                               "combined_from_seed_parts": True, "result": combined}, part)
+            res = combined
         else:
             claim = claim_fold(part)
             if claim is None:
@@ -503,12 +572,19 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | 
                 elsewhere.append(",".join(group))
                 continue
             try:
-                res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}")
+                res = run_split(rest, valid, test, models, args.seeds, args, work / f"lofo_{'_'.join(group)}",
+                                first_seed=first_seed, keep_seeds=True)
                 atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
                                    "result": res}, part)
             finally:
                 claim.unlink(missing_ok=True)
-        per_family.update(res.pop("by_family", {group[0]: res}))
+        fold = res.pop("by_family", {group[0]: res})
+        per_family.update({f: {m: {k: v for k, v in row.items() if k != "per_seed"} for m, row in rows.items()}
+                           for f, rows in fold.items()})
+    if first_seed:
+        print(f"  seeds {first_seed}..{first_seed + args.seeds - 1} kept in their fold parts; not averaged: "
+              "run --seeds N without --first-seed to combine them with the other seeds' parts", flush=True)
+        return None
     if elsewhere:
         done = [g for g in elsewhere if fold_part(args, data, models, g.split(","))[0].is_file()]
         if len(done) < len(elsewhere):
@@ -767,6 +843,10 @@ def main() -> None:
                         "0.025,0.0833333,0.25 = 30, 100, 300 of cpu_layout_1k's 1,200)")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="lofo protocols: measure seeds first-seed .. first-seed + seeds - 1 into their own "
+                        "parts (-s{seeds}from{first}); a later run with --seeds N and no --first-seed combines "
+                        "parts whose seed ranges cover 0 .. N - 1 instead of training again")
     parser.add_argument("--family-split", action="store_true",
                         help="re-split --data by family (graphcost.data.splits.family_split, seed 0) before the "
                         "protocols: validation (early stopping, blend, LightGBM rounds) on families never trained on")

@@ -117,3 +117,41 @@ def test_a_fold_claimed_by_a_live_process_is_skipped_and_a_dead_processes_claim_
     (part.parent / (part.name + ".claim")).write_text(f"{socket.gethostname()} {gone.pid}")
     taken = br.claim_fold(part)
     assert taken is not None and taken.read_text().endswith(f" {os.getpid()}")
+
+
+def test_fold_parts_of_disjoint_seed_ranges_combine_into_the_mean_and_std_of_every_seed(tmp_path):
+    """Seed 0 of a leave-family-out fold measured one day (a one-seed part, no per-seed rows) and seeds 1-2
+    another (``--first-seed 1 --seeds 2``) make the 3-seed row without training again; count (deterministic)
+    is counted once, not three times."""
+    from types import SimpleNamespace
+
+    import bench_real as br
+    from graphcost.atomic import atomic_write_json
+
+    def row(*taus):
+        seeds = [{"kendall_tau": t} for t in taus]
+        return {**br._seed_stats(seeds), "per_seed": seeds}
+
+    args = SimpleNamespace(parts=tmp_path, seeds=3, epochs=None, batch_configs=64, hidden=None, family_split=True,
+                           family_folds=5, first_seed=0)
+    data, models, group = Path("cpu_zoo_layout"), ["sage", "count"], ["bert", "gpt"]
+    old = {m: {k: v for k, v in r.items() if k != "per_seed"} for m, r in {"sage": row(0.5), "count": row(0.4)}.items()}
+    fam = {"bert": {"sage": row(0.6), "count": row(0.4), "noise ceiling": {"kendall_tau": 0.9}},
+           "gpt": {"sage": row(0.4), "count": row(0.4)}}
+    first = {**old, "noise ceiling": {"kendall_tau": 0.8}, "by_family": fam}
+    later = {"sage": row(0.6, 0.7), "count": row(0.4), "noise ceiling": {"kendall_tau": 0.8},
+             "by_family": {"bert": {"sage": row(0.7, 0.8), "count": row(0.4), "noise ceiling": {"kendall_tau": 0.9}},
+                           "gpt": {"sage": row(0.5, 0.6), "count": row(0.4)}}}
+    assert br.seed_parts(args, data, models, group) is None  # nothing on disk
+    for res, seeds, first_seed in ((first, 1, 0), (later, 2, 1)):
+        part, key = br.fold_part(args, data, models, group, seeds=seeds, first_seed=first_seed)
+        atomic_write_json({"key": key, "date": "2026-12-01", "result": res}, part)
+    assert br.fold_part(args, data, models, group, seeds=2, first_seed=1)[0].name.endswith("-s2from1.json")
+    got = br.seed_parts(args, data, models, group)
+    assert got["sage"]["seeds"] == 3 and np.isclose(got["sage"]["kendall_tau"], 0.6)
+    assert np.isclose(got["sage"]["kendall_tau_std"], np.std([0.5, 0.6, 0.7]))
+    assert got["count"]["seeds"] == 1 and got["count"]["kendall_tau"] == 0.4
+    assert np.isclose(got["by_family"]["bert"]["sage"]["kendall_tau"], 0.7)
+    assert got["by_family"]["bert"]["noise ceiling"] == {"kendall_tau": 0.9}
+    args.seeds = 4  # seed 3 is not on disk: nothing to combine
+    assert br.seed_parts(args, data, models, group) is None
