@@ -434,10 +434,10 @@ def fold_part(args, data: Path, models, group: list[str], seeds: int | None = No
            "family_folds": args.family_folds}
     if first_seed:
         key["first_seed"] = first_seed
-    if "default" in models:  # the recipe's blend rule: a part made under another one is measured again
-        from graphcost.inference.blend import BLEND_METRIC
+    if "default" in models:  # the recipe's blend rules: a part made under others is measured again
+        from graphcost.inference.blend import BLEND_METRIC, PRIOR_RULE
 
-        key["blend_metric"] = BLEND_METRIC
+        key["blend_metric"], key["blend_prior"] = BLEND_METRIC, PRIOR_RULE
     name = f"lofo-{data.name}-{'_'.join(group)}-{'_'.join(models)}-s{seeds}{f'from{first_seed}' if first_seed else ''}"
     return args.parts / f"{name}.json", key
 

@@ -270,26 +270,50 @@ def test_copies_prior_reads_the_compiled_statistics_and_falls_back_to_the_count(
     assert "collect --annotate" in caplog.text
 
 
-def test_the_blend_takes_the_compiled_prior_when_it_blends_better_on_validation(shipped):
-    """Graph model and trees that know nothing, and compiled statistics that order the validation
-    configurations as their runtimes do: fit_blend must take the copies as its prior, and say so."""
+def _with_copies(graphs, sign: float):
+    """The graphs with copy bytes ranked as their runtimes (sign 1), against them (sign -1) or at random (0)."""
+    import dataclasses
+
+    out = []
+    for g in graphs:
+        stats = np.zeros((g.num_configs, 7))
+        order = np.random.default_rng(0).permutation(g.num_configs) if sign == 0 else sign * np.asarray(g.runtime)
+        stats[:, 0] = np.argsort(np.argsort(order))
+        out.append(dataclasses.replace(g, compiled=stats))
+    return out
+
+
+def test_the_blend_takes_the_compiled_prior_when_it_ranks_better_on_every_graph(shipped):
+    """Graph model and trees that know nothing, and compiled statistics that order the configurations as
+    their runtimes do: fit_blend must take the copies as its prior, and say so; without statistics, the count."""
     import dataclasses
 
     from graphcost.inference.blend import describe, fit_blend
 
     train, valid = shipped
-    truth = []
-    for v in valid:
-        stats = np.zeros((v.num_configs, 7))
-        stats[:, 0] = np.argsort(np.argsort(v.runtime))  # copy bytes ranked as the runtimes
-        truth.append(dataclasses.replace(v, compiled=stats))
     noise = lambda g: np.random.default_rng(g.num_configs).normal(size=g.num_configs)  # noqa: E731
-    blend, _ = fit_blend(noise, train, truth, "kendall_tau", threads=1)
+    blend, _ = fit_blend(noise, _with_copies(train, 1), _with_copies(valid, 1), "kendall_tau", threads=1)
     assert blend.prior_kind == "copies" and blend.prior >= 0.5 and blend.valid["copies"] > blend.valid["count"]
     assert "x bytes the compiler copies" in describe(blend)
     plain, _ = fit_blend(noise, train, [dataclasses.replace(v, compiled=None) for v in valid], "kendall_tau",
                          threads=1)  # no statistics: the count, as before
     assert plain.prior_kind == "count"
+
+
+def test_the_prior_kind_is_chosen_on_training_and_validation_graphs_together(shipped):
+    """blend.PRIOR_RULE: a prior fits nothing, so its kind is chosen on every graph. Copies that rank the 12
+    training graphs right and the 4 validation graphs at random are the prior, though the count ranks the
+    validation graphs better (the old rule's choice); copies backwards on the training graphs lose to the
+    count, however well they rank the validation graphs."""
+    from graphcost.inference.blend import fit_blend
+
+    train, valid = shipped
+    noise = lambda g: np.random.default_rng(g.num_configs).normal(size=g.num_configs)  # noqa: E731
+    right_on_train, _ = fit_blend(noise, _with_copies(train, 1), _with_copies(valid, 0), "kendall_tau", threads=1)
+    assert right_on_train.prior_kind == "copies"
+    assert right_on_train.valid["copies"] < right_on_train.valid["count"]  # validation alone would take the count
+    wrong_on_train, _ = fit_blend(noise, _with_copies(train, -1), _with_copies(valid, 1), "kendall_tau", threads=1)
+    assert wrong_on_train.prior_kind == "count"
 
 
 def test_blend_prior_kind_round_trip_and_check(tmp_path):

@@ -89,13 +89,14 @@ def test_a_kept_fold_with_the_default_row_is_measured_again_under_another_blend_
     from types import SimpleNamespace
 
     import bench_real as br
-    from graphcost.inference.blend import BLEND_METRIC
+    from graphcost.inference.blend import BLEND_METRIC, PRIOR_RULE
 
     args = SimpleNamespace(parts=tmp_path, seeds=3, epochs=None, batch_configs=64, hidden=None, family_split=False,
                            family_folds=5)
     _, with_default = br.fold_part(args, Path("cpu_zoo_flags"), ["default", "sage"], ["bert", "flow"])
     _, tables = br.fold_part(args, Path("cpu_zoo_flags"), ["count", "lightgbm"], ["bert", "flow"])
-    assert with_default["blend_metric"] == BLEND_METRIC and "blend_metric" not in tables
+    assert with_default["blend_metric"] == BLEND_METRIC and with_default["blend_prior"] == PRIOR_RULE
+    assert "blend_metric" not in tables and "blend_prior" not in tables
 
 
 def test_a_fold_claimed_by_a_live_process_is_skipped_and_a_dead_processes_claim_is_taken_over(tmp_path):
