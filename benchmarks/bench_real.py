@@ -50,8 +50,10 @@ truth, on the same graphs: what a perfect predictor of an independent measuremen
 
 Leave-family-out folds are kept as they finish in benchmarks/results/bench_real_parts/ (``--parts``),
 so a stopped run resumes at the next fold; the same command started several times at once shares the
-folds out among its processes (each claims the fold it measures; give each ``--threads 1`` on 2 cores). Writes benchmarks/results/bench_real.json and the section
-"Real CPU data" at the top of BENCHMARKS.md's cost-model section.
+folds out among its processes (each claims the fold it measures; give each ``--threads 1`` on 2 cores),
+and ``--first-seed K`` measures further seeds into parts of their own, which a later ``--seeds N`` run
+combines. Writes benchmarks/results/bench_real.json and the section "Real CPU data" at the top of
+BENCHMARKS.md's cost-model section.
 """
 
 from __future__ import annotations
@@ -586,8 +588,8 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | 
               "run --seeds N without --first-seed to combine them with the other seeds' parts", flush=True)
         return None
     if elsewhere:
-        done = [g for g in elsewhere if fold_part(args, data, models, g.split(","))[0].is_file()]
-        if len(done) < len(elsewhere):
+        done = [g for g in elsewhere if _read_part(*fold_part(args, data, models, g.split(","))) is not None]
+        if len(done) < len(elsewhere):  # (a part of another key on disk is not done: it is being measured again)
             print(f"  {len(elsewhere) - len(done)} fold(s) still measured by other processes: not averaged; "
                   "the same command, run again when they finish, averages every fold", flush=True)
             return None

@@ -156,3 +156,30 @@ def test_fold_parts_of_disjoint_seed_ranges_combine_into_the_mean_and_std_of_eve
     assert got["by_family"]["bert"]["noise ceiling"] == {"kendall_tau": 0.9}
     args.seeds = 4  # seed 3 is not on disk: nothing to combine
     assert br.seed_parts(args, data, models, group) is None
+
+
+def test_lofo_leaves_a_fold_another_process_measures_and_averages_once_every_fold_is_done(tmp_path):
+    """Two processes of one bench_real command: the fold the other one holds is skipped and nothing is averaged
+    yet, even when an out-of-date part of that fold (another recipe's key) is on disk; once the claim is gone the
+    same call measures the fold and averages both."""
+    from types import SimpleNamespace
+
+    import bench_real as br
+    from graphcost.atomic import atomic_write_json
+
+    rng = np.random.default_rng(0)
+    records = [br.Record(name=f"{fam}{i}", family=fam, split="train", path=tmp_path / f"{fam}{i}.npz", kind="layout",
+                         label=rng.random(6) + 1, repeat=None, modes=None, table=np.zeros((6, 1), np.float32),
+                         moved=rng.integers(0, 3, 6))
+               for fam in ("a", "b") for i in range(2)]
+    args = SimpleNamespace(parts=tmp_path / "parts", seeds=1, epochs=None, batch_configs=64, hidden=None,
+                           family_split=False, family_folds=0, first_seed=0, machine="test", threads=1)
+    part, key = br.fold_part(args, Path("zoo"), ["count"], ["b"])
+    atomic_write_json({"key": {**key, "epochs": 99}, "date": "2026-11-01", "result": {}}, part)  # out of date
+    held = br.claim_fold(part)  # "another process" (a live pid: this one)
+    assert br.lofo(records, ["count"], args, tmp_path / "work", Path("zoo")) is None
+    assert br._read_part(*br.fold_part(args, Path("zoo"), ["count"], ["a"])) is not None  # its own fold is kept
+    held.unlink()
+    res = br.lofo(records, ["count"], args, tmp_path / "work", Path("zoo"))
+    assert sorted(res["families"]) == ["a", "b"] and res["count"]["families"] == 2
+    assert "per_seed" not in res["families"]["a"]["count"]  # kept in the parts, not in the averaged result
