@@ -501,41 +501,32 @@ def seed_parts(args, data: Path, models, group: list[str]) -> dict | None:
 
 def claim_fold(part: Path) -> Path | None:
     """Claim the fold whose result goes to `part` for this process: a ``.claim`` file beside it, made with
-    O_EXCL and holding ``host pid``. None if another live process holds it, so several processes started
-    with the same command share the folds out (one thread each on a multi-core machine). A claim left by a
-    process of this host that no longer runs is taken over; the caller removes its claim when done."""
-    import socket
+    O_EXCL and holding its owner ``host:pid`` (`graphcost.tuning.study.process_owner`, as a tuning
+    reservation). None if a live process holds it, so several processes started with the same command
+    share the folds out (one thread each on a multi-core machine). A claim whose process is gone
+    (`owner_alive`) is taken over; the caller removes its claim when done."""
+    from graphcost.tuning.study import owner_alive, process_owner
 
     claim = part.with_name(part.name + ".claim")
     claim.parent.mkdir(parents=True, exist_ok=True)
-    me = f"{socket.gethostname()} {os.getpid()}"
     for _ in range(2):
         try:
             fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             try:
-                host, pid = claim.read_text(encoding="utf-8").split()
-                alive = host != socket.gethostname() or _pid_alive(int(pid))
-            except (OSError, ValueError):  # half-written or unreadable: its writer died mid-write
-                alive = False
+                owner = claim.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                owner = ""
+            host, _, pid = owner.rpartition(":")
+            alive = bool(host) and pid.isdigit() and owner_alive(owner)  # not host:pid: its writer died mid-write
             if alive:
                 return None
             claim.unlink(missing_ok=True)  # stale: its process is gone
             continue
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(me)
+            fh.write(process_owner())
         return claim
     return None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | None:
@@ -558,11 +549,10 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | 
               flush=True)
         part, key = fold_part(args, data, models, group)
         kept = _read_part(part, key)
-        combined = None if kept is not None or first_seed else seed_parts(args, data, models, group)
         if kept is not None:
             print(f"    kept from {part.name} ({kept['date']})", flush=True)
             res = kept["result"]
-        elif combined is not None:
+        elif not first_seed and (combined := seed_parts(args, data, models, group)) is not None:
             print("    combined from parts of fewer seeds (-s*from*)", flush=True)
             atomic_write_json({"key": key, "date": date.today().isoformat(), "machine": args.machine,
                                "combined_from_seed_parts": True, "result": combined}, part)

@@ -55,7 +55,8 @@ LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
 PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the dimensions' values, not indices
 
 
-def _owner() -> str:
+def process_owner() -> str:
+    """``host:pid`` of this process: who holds a reservation (or, in benchmarks/bench_real.py, a fold)."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
@@ -84,7 +85,8 @@ def signals_held() -> Iterator[None]:
                 os.kill(os.getpid(), signum)
 
 
-def _pid_alive(owner: str) -> bool:
+def owner_alive(owner: str) -> bool:
+    """Whether the process `owner` (`process_owner`) may still run: False only for a process of this host that is gone."""
     host, _, pid = owner.rpartition(":")
     if host != socket.gethostname() or not pid.isdigit():
         return True  # another machine's trial: not ours to close
@@ -230,7 +232,7 @@ class Study:
             until = t.user_attrs.get("lease_until")
             if until is None:  # asked, lease not yet written: the start time stands for it
                 until = (t.datetime_start.timestamp() if t.datetime_start else now) + self.lease_s
-            if (owner and not _pid_alive(owner)) or float(until) < now:
+            if (owner and not owner_alive(owner)) or float(until) < now:
                 self.study.tell(t.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
                 closed.append(t.number)
         return closed
@@ -337,7 +339,7 @@ class Study:
     def _lease_attrs(self) -> dict[str, Any]:
         import time
 
-        return {"owner": _owner(), "lease_until": time.time() + self.lease_s}
+        return {"owner": process_owner(), "lease_until": time.time() + self.lease_s}
 
     def ask(self):
         """A new trial from the study's sampler (TPE), reserved with a lease: (optuna trial, codes)."""

@@ -110,14 +110,16 @@ def test_a_fold_claimed_by_a_live_process_is_skipped_and_a_dead_processes_claim_
 
     part = tmp_path / "parts" / "lofo-x-a_b-default-s3.json"
     mine = br.claim_fold(part)
-    assert mine is not None and mine.read_text() == f"{socket.gethostname()} {os.getpid()}"
+    assert mine is not None and mine.read_text() == f"{socket.gethostname()}:{os.getpid()}"
     assert br.claim_fold(part) is None  # held by a live process (this one)
     mine.unlink()
     gone = subprocess.Popen(["true"])
     gone.wait()
-    (part.parent / (part.name + ".claim")).write_text(f"{socket.gethostname()} {gone.pid}")
+    (part.parent / (part.name + ".claim")).write_text(f"{socket.gethostname()}:{gone.pid}")
     taken = br.claim_fold(part)
-    assert taken is not None and taken.read_text().endswith(f" {os.getpid()}")
+    assert taken is not None and taken.read_text().endswith(f":{os.getpid()}")
+    taken.write_text("")  # a claim whose writer died before it wrote its owner
+    assert br.claim_fold(part) is not None
 
 
 def test_fold_parts_of_disjoint_seed_ranges_combine_into_the_mean_and_std_of_every_seed(tmp_path):
