@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 import numpy as np
 
 from graphcost.models.config_table import config_table
-from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, copies_prior, count_prior
+from graphcost.models.trees import (BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, copies_prior, count_prior,
+                                    mean_metric)
 
 if TYPE_CHECKING:
     from graphcost.data.transforms.prepared import PreparedGraph
@@ -48,25 +49,6 @@ families better than the count (mean τ 0.684 vs 0.653; pde 0.716 vs the count's
 the prior whose blend scored higher on the validation graphs (``"blend on valid"``)."""
 
 
-def _better_prior(graphs: Sequence, metric: str) -> str:
-    """``"copies"`` or ``"count"``: the prior with the higher mean `metric` on its own over `graphs` (each with
-    compiled statistics); a tie keeps the count."""
-    from graphcost import metrics
-
-    def mean(kind: str) -> float:
-        vals = []
-        for g in graphs:
-            if g.num_configs < 2:
-                continue
-            scores = copies_prior(g) if kind == "copies" else count_prior(g)
-            v = metrics.evaluate_graph(scores, np.asarray(g.runtime, dtype=np.float64), g.kind).get(metric)
-            if v is not None and np.isfinite(v):
-                vals.append(v)
-        return float(np.mean(vals)) if vals else -np.inf
-
-    return "copies" if mean("copies") > mean("count") else "count"
-
-
 def fit_blend(graph_score: Callable[[PreparedGraph], np.ndarray], train: Sequence, valid: Sequence,
               metric: str = BLEND_METRIC, seed: int = 0, threads: int = 0) -> tuple[Blend, TreeRanker]:
     """Trees fitted on `train` (rounds stopped early on `valid`) and the blend weights with the best
@@ -78,13 +60,17 @@ def fit_blend(graph_score: Callable[[PreparedGraph], np.ndarray], train: Sequenc
     tables = [config_table(g) for g in valid]
     tree_scores = [trees.score(g, t) for g, t in zip(valid, tables)]
     layout = all(g.kind == "layout" for g in valid)  # the priors are layout-only
-    blend = choose_blend(graph_scores, tree_scores, valid, metric,
-                         [count_prior(g, t) for g, t in zip(valid, tables)] if layout else None)
+    counts = [count_prior(g, t) for g, t in zip(valid, tables)] if layout else None
+    blend = choose_blend(graph_scores, tree_scores, valid, metric, counts)
     copies = [copies_prior(g) for g in valid] if layout else [None]
     known = [c for c in copies if c is not None]
-    if len(known) == len(copies):  # every validation graph knows what the compiler did: choose the prior (PRIOR_RULE)
-        annotated = [g for g in [*train, *valid] if g.kind == "layout" and copies_prior(g) is not None]
-        if _better_prior(annotated, metric) == "copies":
+    if counts is not None and len(known) == len(copies):  # every validation graph knows what the compiler did
+        # PRIOR_RULE: the kind whose prior alone ranks better over the annotated training graphs and the validation
+        # graphs (a tie keeps the count); the weights stay chosen on validation
+        extra = [(g, c) for g in train if g.kind == "layout" and (c := copies_prior(g)) is not None]
+        graphs = [*valid, *(g for g, _ in extra)]
+        if (mean_metric([*known, *(c for _, c in extra)], graphs, metric)
+                > mean_metric([*counts, *(count_prior(g) for g, _ in extra)], graphs, metric)):
             other = choose_blend(graph_scores, tree_scores, valid, metric, known, prior_kind="copies")
             blend = Blend(other.weight, other.metric, {**other.valid, "count": blend.valid["count"]}, other.prior,
                           "copies")

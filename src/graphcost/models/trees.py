@@ -348,22 +348,26 @@ class Blend:
         return cls(float(w), str(data.get("metric", "kendall_tau")), dict(data.get("valid") or {}), float(p), kind)
 
 
+def mean_metric(scores: Sequence[np.ndarray], graphs: Sequence, metric: str) -> float:
+    """Mean `metric` of each graph's (K,) `scores` against its runtimes, over the graphs with >= 2
+    configurations and a finite value; -inf if there is none."""
+    from graphcost import metrics
+
+    vals = [metrics.evaluate_graph(s, np.asarray(g.runtime, dtype=np.float64), g.kind).get(metric, np.nan)
+            for s, g in zip(scores, graphs) if g.num_configs >= 2]
+    vals = [v for v in vals if v is not None and np.isfinite(v)]
+    return float(np.mean(vals)) if vals else -math.inf
+
+
 def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.ndarray], graphs: Sequence,
                  metric: str, prior_scores: Sequence[np.ndarray] | None = None, prior_kind: str = "count") -> Blend:
     """The weights (w, p) in GRID with the best mean `metric` over the validation `graphs`; ties go
     to more of the graph model, then to less of the prior (`prior_kind`'s scores, `prior_scores`).
     Without `prior_scores`, p = 0."""
-    from graphcost import metrics
-
-    def mean_metric(scores: list[np.ndarray]) -> float:
-        vals = [metrics.evaluate_graph(s, np.asarray(g.runtime, dtype=np.float64), g.kind).get(metric, np.nan)
-                for s, g in zip(scores, graphs) if g.num_configs >= 2]
-        vals = [v for v in vals if v is not None and np.isfinite(v)]
-        return float(np.mean(vals)) if vals else -math.inf
-
     priors: list = list(prior_scores) if prior_scores is not None else [None] * len(graphs)
     grid = GRID if prior_scores is not None else tuple((w, 0.0) for w in WEIGHTS)
-    results = {(w, p): mean_metric([blended(w, a, b, p, c) for a, b, c in zip(graph_scores, tree_scores, priors)])
+    results = {(w, p): mean_metric([blended(w, a, b, p, c) for a, b, c in zip(graph_scores, tree_scores, priors)],
+                                   graphs, metric)
                for w, p in grid}
     best = max(grid, key=lambda wp: (results[wp], wp[0], -wp[1]))
     valid = {"blend": results[best], "graph model": results[(1.0, 0.0)], "trees": results[(0.0, 0.0)]}
