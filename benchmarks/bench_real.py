@@ -496,7 +496,14 @@ def seed_parts(args, data: Path, models, group: list[str]) -> dict | None:
                 break
         else:
             return None
-    return combine_seed_parts(results) if len(results) > 1 else None
+    if len(results) < 2:
+        return None
+    try:
+        return combine_seed_parts(results)
+    except (KeyError, TypeError, ValueError) as exc:  # a part edited by hand, or of another layout
+        print(f"    seed parts of {'_'.join(group)} cannot be combined ({type(exc).__name__}: {exc}); "
+              "this fold runs again", flush=True)
+        return None
 
 
 def claim_fold(part: Path) -> Path | None:
@@ -862,6 +869,10 @@ def main() -> None:
     parser.add_argument("--no-markdown", action="store_true", help="do not rewrite BENCHMARKS.md")
     parser.add_argument("--render", action="store_true", help="only rewrite BENCHMARKS.md from the --out JSON")
     args = parser.parse_args()
+    if args.first_seed < 0:
+        sys.exit(f"--first-seed: must be >= 0, got {args.first_seed}")
+    if args.first_seed and not any(p in ("lofo", "lofo_flags") for p in args.protocols.split(",")):
+        sys.exit("--first-seed: only the lofo and lofo_flags protocols keep seed parts; add one to --protocols")
     if args.render:
         from graphcost.atomic import atomic_write_text
 

@@ -158,6 +158,10 @@ def test_fold_parts_of_disjoint_seed_ranges_combine_into_the_mean_and_std_of_eve
     assert got["by_family"]["bert"]["noise ceiling"] == {"kendall_tau": 0.9}
     args.seeds = 4  # seed 3 is not on disk: nothing to combine
     assert br.seed_parts(args, data, models, group) is None
+    args.seeds = 3  # a part of two seeds without its per-seed rows (edited by hand): measured again, no traceback
+    part, key = br.fold_part(args, data, models, group, seeds=2, first_seed=1)
+    atomic_write_json({"key": key, "date": "2026-12-01", "result": {"sage": {"kendall_tau": 0.6, "seeds": 2}}}, part)
+    assert br.seed_parts(args, data, models, group) is None
 
 
 def test_lofo_leaves_a_fold_another_process_measures_and_averages_once_every_fold_is_done(tmp_path):
