@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from argparse import Namespace
 from pathlib import Path
@@ -89,3 +90,47 @@ def test_report_keeps_the_live_section(bench, tmp_path):
     bench.report(results, args)
     written = json.loads(summary_path.read_text())
     assert written["live"] == {"programs": ["a"]} and "stale" not in written and "spaces" in written
+
+
+def test_a_clear_win_is_beyond_the_seeds_spread(bench):
+    """clear_difference: +1 / -1 only when the mean log speedups differ by more than 2 standard errors."""
+    assert bench.clear_difference([1.2, 1.21, 1.19], [1.1, 1.11, 1.09]) == 1
+    assert bench.clear_difference([1.1, 1.11, 1.09], [1.2, 1.21, 1.19]) == -1
+    assert bench.clear_difference([1.3, 1.0, 1.2], [1.1, 1.12, 1.08]) == 0  # a higher mean, within the spread
+    assert bench.clear_difference([1.2, 1.2], [1.1, 1.1]) == 1  # no spread at all: any difference is clear
+    assert bench.clear_difference([1.2, 1.2], [1.2, 1.2]) == 0
+    assert bench.clear_difference([1.5], [1.0]) == 0  # one seed: nothing to judge the spread by
+
+
+def test_summary_counts_clear_wins_and_merges_replays_of_other_seeds(bench, tmp_path):
+    import json
+
+    def runs(found: dict[str, list[float]], seeds) -> dict:  # found[strategy][seed], the same at budget 8
+        return {f"{s}|8|{seed}": {"found": f[i], "reach95": None, "measured": 8}
+                for s, f in found.items() for i, seed in enumerate(seeds)}
+
+    flags = {"budgets": [8], "seeds": [0, 1, 2], "min_speedup": 1.05, "models": {"tile": "a"}, "programs": {
+        # a: model+online above TPE beyond the spread; b: above on the mean only; random below TPE clearly on b
+        "a|flags": {"best_known": 1.5, "noise": 0.02, "runs": runs(
+            {"random": [1.2, 1.21, 1.19], "tpe": [1.2, 1.21, 1.19], "model": [1.2, 1.2, 1.2],
+             "model+online": [1.4, 1.41, 1.39]}, (0, 1, 2))},
+        "b|flags": {"best_known": 1.5, "noise": 0.02, "runs": runs(
+            {"random": [1.0, 1.0, 1.01], "tpe": [1.2, 1.21, 1.19], "model": [1.2, 1.2, 1.2],
+             "model+online": [1.5, 1.0, 1.2]}, (0, 1, 2))}}}
+    both = {"budgets": [8], "seeds": [0, 1], "min_speedup": 1.05, "models": {"layout": "b"}, "programs": {
+        "a|both": {"best_known": 1.2, "noise": 0.02, "runs": runs(
+            {"random": [1.1, 1.1], "tpe": [1.0, 1.0], "model": [1.1, 1.1], "model+online": [1.2, 1.2]}, (0, 1))}}}
+    for name, data in (("flags.json", flags), ("both.json", both), ("again.json", flags)):
+        (tmp_path / name).write_text(json.dumps(data))
+    summary = tmp_path / "summary.json"
+    bench.merge_replays(Namespace(replays=[tmp_path / "flags.json", tmp_path / "both.json"], json=None,
+                                  summary=summary, out=None))
+    spaces = json.loads(summary.read_text())["spaces"]
+    assert spaces["flags"]["wins_vs_tpe_by_budget"]["model+online"] == {"8": 2}
+    assert spaces["flags"]["clear_wins_vs_tpe_by_budget"]["model+online"] == {"8": 1}
+    assert spaces["flags"]["clear_losses_vs_tpe_by_budget"]["random"] == {"8": 1}
+    assert spaces["flags"]["seeds"] == 3 and spaces["both"]["seeds"] == 2
+    assert spaces["both"]["clear_wins_vs_tpe_by_budget"]["model+online"] == {"8": 1}
+    with pytest.raises(SystemExit, match=re.escape("replays 'a|flags' again")):
+        bench.merge_replays(Namespace(replays=[tmp_path / "flags.json", tmp_path / "again.json"], json=None,
+                                      summary=None, out=None))
