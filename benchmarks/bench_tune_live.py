@@ -159,7 +159,10 @@ def summarise(rows: list[dict]) -> dict:
                 continue
             per_seed = [_geomean([cells[strat, b, s, p]["final_speedup"] for p in programs]) for s in complete]
             search = [_geomean([cells[strat, b, s, p]["in_search_best"] for p in programs]) for s in complete]
-            cell = {"seeds": complete, "geomean_final": round(float(np.mean(per_seed)), 4),
+            cell = {"seeds": complete, "final_by_program": {
+                        p: round(float(np.mean([cells[strat, b, s, p]["final_speedup"] for s in complete])), 4)
+                        for p in programs},
+                    "geomean_final": round(float(np.mean(per_seed)), 4),
                     "geomean_final_per_seed": [round(x, 4) for x in per_seed],
                     "geomean_final_std": round(float(np.std(per_seed)), 4),
                     "geomean_in_search": round(float(np.mean(search)), 4),
@@ -203,6 +206,31 @@ def summary(args) -> None:
             print(f"  {strat:<8} b{b:<3} {c['geomean_final']:.3f}x [{min(per):.3f}-{max(per):.3f}] "
                   f"in search {c['geomean_in_search']:.3f}x  {vs}  agreement {c['agreement']['spearman_pooled']}")
     print(f"in-search vs final, all runs: {live['agreement']}")
+    print(markdown_table(live))
+
+
+def markdown_table(live: dict) -> str:
+    """Final-check speedup per program and budget (mean over the seeds), the strategies side by side
+    (`STRATEGIES` order), then the geometric mean over the programs and its per-seed values."""
+    strategies = list(live["strategies"])
+    budgets = [str(b) for b in live["budgets"]]
+
+    def cell(b: str, key: str, fmt) -> str:
+        return " / ".join(fmt(live["strategies"][s]["by_budget"][b][key]) if b in live["strategies"][s]["by_budget"]
+                          else "-" for s in strategies)
+
+    lines = [f"| program ({' / '.join(strategies)}) | " + " | ".join(f"budget {b}" for b in budgets) + " |",
+             "| --- |" + " --- |" * len(budgets)]
+    for p in live["programs"]:
+        lines.append(f"| {p} | " + " | ".join(cell(b, "final_by_program", lambda v, p=p: f"{v[p]:.2f}")
+                                             for b in budgets) + " |")
+    lines.append("| **geometric mean over the programs, mean over seeds** | "
+                 + " | ".join(cell(b, "geomean_final", lambda v: f"{v:.3f}") for b in budgets) + " |")
+    lines.append("| the same, per seed | " + " | ".join(
+        cell(b, "geomean_final_per_seed", lambda v: ", ".join(f"{x:.3f}" for x in v)) for b in budgets) + " |")
+    lines.append("| standard deviation over seeds | "
+                 + " | ".join(cell(b, "geomean_final_std", lambda v: f"{v:.3f}") for b in budgets) + " |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
