@@ -46,8 +46,8 @@ find, are not wins), ``wins_vs_tpe_by_budget`` / ``losses_vs_tpe_by_budget`` the
 budget, and ``clear_wins_vs_tpe_by_budget`` / ``clear_losses_vs_tpe_by_budget`` (every strategy, random
 too) only those where the two strategies' mean log speedups differ by more than two standard errors of
 the seeds (`clear_difference`): with 5 seeds, random search "beats" TPE on 7 of 14 programs at budgets
-8 and 16, and most of any strategy's wins are of that kind. ``median_measurements_to_95`` is null where the median program did not reach 95% within the
-largest budget. Also the geometric-mean speedup found per budget, and ``default_worse_than_random``: the
+8 and 16, and most of any strategy's wins are of that kind. ``median_measurements_to_95`` is null
+where the median program did not reach 95% within the largest budget. Also the geometric-mean speedup found per budget, and ``default_worse_than_random``: the
 (program, budget) pairs where ``model+online`` ended below random search by more than the
 table's noise (`table_noise`). With the command, machine, date and load.
 """
@@ -422,8 +422,8 @@ def default_vs_random(results: dict, space: str, default: str = "model+online") 
 def clear_difference(a: list[float], b: list[float], z: float = 2.0) -> int:
     """+1 / -1 when the seeds' mean log speedup of `a` is above / below `b`'s by more than `z`
     standard errors of the difference (Welch: sqrt(var_a / n_a + var_b / n_b), sample variances),
-    else 0: whether a win at equal budget is more than the strategies' seed-to-seed luck. With one
-    seed each there is no spread to judge by: 0."""
+    else 0: whether a win at equal budget is more than the strategies' seed-to-seed luck. With fewer
+    than two seeds of either there is no spread to judge by: 0."""
     la, lb = np.log(a), np.log(b)
     if len(la) < 2 or len(lb) < 2:
         return 0
@@ -452,14 +452,14 @@ def summarise(results: dict, args) -> dict:
             for budget in budgets:
                 shares, founds, wins, losses, clear_wins, clear_losses = [], [], 0, 0, 0, 0
                 for v in progs.values():
-                    runs_ = [v["runs"][f"{strat}|{budget}|{s}"]["found"] for s in seeds]
-                    tpes = [v["runs"][f"tpe|{budget}|{s}"]["found"] for s in seeds]
-                    found, tpe = np.mean(runs_), np.mean(tpes)
+                    found_by_seed = [v["runs"][f"{strat}|{budget}|{s}"]["found"] for s in seeds]
+                    tpe_by_seed = [v["runs"][f"tpe|{budget}|{s}"]["found"] for s in seeds]
+                    found, tpe = np.mean(found_by_seed), np.mean(tpe_by_seed)
                     shares.append((found - 1.0) / (v["best_known"] - 1.0) if v["best_known"] > 1.0 else 1.0)
                     founds.append(found)
                     wins += bool(found > tpe + 1e-9)
                     losses += bool(found < tpe - 1e-9)
-                    clear = clear_difference(runs_, tpes)
+                    clear = clear_difference(found_by_seed, tpe_by_seed)
                     clear_wins += clear > 0
                     clear_losses += clear < 0
                 row[budget] = {"median_share_of_best_gain": float(np.median(shares)), "beats_tpe": wins,
