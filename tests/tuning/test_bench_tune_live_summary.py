@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_tune_live.py"
+from bench_modules import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def live():
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_tune_live_under_test", BENCH)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    yield from load_benchmark("bench_tune_live.py")
 
 
 def _row(program, strategy, seed, final, in_search=None):

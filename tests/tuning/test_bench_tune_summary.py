@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_tune.py"
+from bench_modules import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_tune_under_test", BENCH)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    yield from load_benchmark("bench_tune.py")
 
 
 def _runs(found: dict[str, list[float]], reach: dict[str, int | None], budgets=(8, 16)) -> dict:

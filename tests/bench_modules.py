@@ -1,0 +1,25 @@
+"""Load a script of benchmarks/ as a module for its tests (shared helper: `from bench_modules import ...`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(script: str) -> Iterator[ModuleType]:
+    """Yield benchmarks/`script` imported under a name of its own (a module-scoped fixture's body),
+    with benchmarks/ on sys.path while it is in use (the scripts import their siblings)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(f"{Path(script).stem}_under_test", BENCHMARKS / script)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
