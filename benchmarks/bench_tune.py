@@ -47,9 +47,10 @@ budget, and ``clear_wins_vs_tpe_by_budget`` / ``clear_losses_vs_tpe_by_budget`` 
 too) only those where the two strategies' mean log speedups differ by more than two standard errors of
 the seeds (`clear_difference`): with 5 seeds, random search "beats" TPE on 7 of 14 programs at budgets
 8 and 16, and most of any strategy's wins are of that kind. ``median_measurements_to_95`` is null
-where the median program did not reach 95% within the largest budget. Also the geometric-mean speedup found per budget, and ``default_worse_than_random``: the
-(program, budget) pairs where ``model+online`` ended below random search by more than the
-table's noise (`table_noise`). With the command, machine, date and load.
+where the median program did not reach 95% within the largest budget. Also the geometric-mean
+speedup found per budget, and ``default_worse_than_random``: the (program, budget) pairs where
+``model+online`` ended below random search by more than the table's noise (`table_noise`). With the
+command, machine, date and load.
 """
 
 from __future__ import annotations

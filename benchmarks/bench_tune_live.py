@@ -159,9 +159,8 @@ def summarise(rows: list[dict]) -> dict:
                 continue
             per_seed = [_geomean([cells[strat, b, s, p]["final_speedup"] for p in programs]) for s in complete]
             search = [_geomean([cells[strat, b, s, p]["in_search_best"] for p in programs]) for s in complete]
-            cell = {"seeds": complete, "final_by_program": {
-                        p: round(float(np.mean([cells[strat, b, s, p]["final_speedup"] for s in complete])), 4)
-                        for p in programs},
+            mine = {p: np.mean([cells[strat, b, s, p]["final_speedup"] for s in complete]) for p in programs}
+            cell = {"seeds": complete, "final_by_program": {p: round(float(v), 4) for p, v in mine.items()},
                     "geomean_final": round(float(np.mean(per_seed)), 4),
                     "geomean_final_per_seed": [round(x, 4) for x in per_seed],
                     "geomean_final_std": round(float(np.std(per_seed)), 4),
@@ -170,7 +169,6 @@ def summarise(rows: list[dict]) -> dict:
             for other in ("tpe", "random"):
                 if other == strat or not all((other, b, s, p) in cells for s in complete for p in programs):
                     continue
-                mine = {p: np.mean([cells[strat, b, s, p]["final_speedup"] for s in complete]) for p in programs}
                 theirs = {p: np.mean([cells[other, b, s, p]["final_speedup"] for s in complete]) for p in programs}
                 cell[f"beats_{other}"] = int(sum(mine[p] > theirs[p] + 1e-9 for p in programs))
                 cell[f"loses_to_{other}"] = int(sum(mine[p] < theirs[p] - 1e-9 for p in programs))
