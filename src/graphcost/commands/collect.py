@@ -42,7 +42,7 @@ def _check_out_is_a_collection(out: Path) -> None:
 
 
 def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load, max_wait,
-             compile_workers, cache_dir, label):
+             compile_workers, cache_dir, label, kernels=False):
     """The `CollectOptions` of the command line."""
     from graphcost.frontend.collect.jobs import CollectOptions
     from graphcost.frontend.measure.cross_process import CrossProcess
@@ -52,7 +52,7 @@ def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measu
                           protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
                           cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,
                                              max_wait_s=max_wait),
-                          compile_workers=compile_workers, cache_dir=cache_dir)
+                          compile_workers=compile_workers, cache_dir=cache_dir, kernels=kernels)
 
 
 def register(app: typer.Typer) -> None:
@@ -117,6 +117,11 @@ def register(app: typer.Typer) -> None:
                                     "cluster; needs graphcost[ray] and nodes offering the resource graphcost_measure)."),
         ray_address: str = typer.Option(None, help="Ray cluster address for --backend ray (e.g. auto); default: a "
                                         "local Ray instance on this machine."),
+        kernels: bool = typer.Option(False, "--kernels", help="Also time every compiled kernel: each measuring "
+                                     "process makes a profiled pass after its timed calls, and each program gets a kernel "
+                                     "record (OUT/kernels/SPLIT/PROGRAM.npz: per configuration and kernel its self time, "
+                                     "executions per call, fingerprint, kind, analytical cost and graph). `graphcost data "
+                                     "kernels OUT` turns records into a kernel dataset."),
         list_only: bool = typer.Option(False, "--list", help="Print the selected program names and exit."),
     ) -> None:
         """Compile and time real configurations of JAX/Flax programs; write TpuGraphs-schema npz files.
@@ -150,6 +155,10 @@ def register(app: typer.Typer) -> None:
         if add_processes and (relabel or annotate or repeat or backend != "local"):
             raise typer.BadParameter("--add-processes measures more processes for the graphs of OUT; it takes "
                                      "neither --relabel, --annotate, --repeat nor --backend ray")
+        if kernels and (relabel or annotate or add_processes or repeat or backend != "local"):
+            raise typer.BadParameter("--kernels measures new graphs on the local backend; it takes neither --relabel, "
+                                     "--annotate, --add-processes, --repeat nor --backend ray (measure a repeat into "
+                                     "another --out)")
         if space == "layout" and mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both' for --space layout, got {mode!r}")
         from graphcost.frontend.programs.flags import FLAG_MODES
@@ -203,7 +212,7 @@ def register(app: typer.Typer) -> None:
             except ValueError as exc:
                 fail(str(exc))
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
-                           max_wait, compile_workers, cache_dir, label)
+                           max_wait, compile_workers, cache_dir, label, kernels)
         if annotate:
             from graphcost.frontend.collect.local import annotate_collection
 

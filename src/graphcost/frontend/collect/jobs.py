@@ -36,6 +36,7 @@ class CollectOptions:
     cross: CrossProcess = field(default_factory=CrossProcess)
     split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
     label: str = "level-median"  # how processes combine into a label (cross_process.LABEL_STATISTICS)
+    kernels: bool = False  # a profiled pass per process and a kernel record per program (collect/kernel_records.py)
     # not part of the collection key: they do not change what is measured
     compile_workers: int = 2
     cache_dir: Path | None = None  # None: OUT/.work/jax-cache
@@ -46,7 +47,8 @@ class CollectOptions:
                 "seed": self.seed, "rounds": self.protocol.rounds, "calls": self.protocol.calls,
                 "warmup": self.protocol.warmup, **self.cross.key(), "xla_flags": os.environ.get("XLA_FLAGS", ""),
                 **({"flag_columns": list(varied_flag_columns(self.mode))} if self.space == "flags" else {}),
-                **({"label": self.label} if self.label != "median" else {})}  # no key: the median (older manifests)
+                **({"label": self.label} if self.label != "median" else {}),  # no key: the median (older manifests)
+                **({"kernels": True} if self.kernels else {})}
 
 
 # --- program selection ------------------------------------------------------------------------
@@ -167,4 +169,6 @@ def prepare_job(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     """The `GraphJob` of one program in the space of `options`, its job carrying the protocol and the cache."""
     gj = (prepare_layout if options.space == "layout" else prepare_flags)(spec, options)
     gj.job.update(protocol=asdict(options.protocol), cache_dir=str(options.cache_dir))
+    if options.kernels:
+        gj.job["kernels"] = True
     return gj

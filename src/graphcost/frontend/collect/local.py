@@ -206,12 +206,13 @@ def save_arrays(arrays: dict, path: Path, kind: str) -> None:
 
 # --- the collection loop -------------------------------------------------------------------
 
-def compiled_config_facts(gj: GraphJob, workers: int) -> dict[str, np.ndarray]:
+def compiled_config_facts(gj: GraphJob, workers: int, kernels: list | None = None) -> dict[str, np.ndarray]:
     """What XLA did to each configuration of `gj`, compiled through the persistent cache in use
     (after the driver's compile these are cache hits): ``config_compiled_stats`` (K,
     len(COMPILED_STATS)) float64 (`graphcost.frontend.hlo.compiled_stats`) and
     ``config_executable_ids`` (K,) int64 (`executable_fingerprint.executable_ids` of the cache
-    entries' fingerprints)."""
+    entries' fingerprints). `kernels`, when given, gets each configuration's kernels
+    (`kernel_records.optimized_kernels`) in configuration order."""
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
     from graphcost.frontend.programs.executable_fingerprint import (cached_fingerprint, executable_ids,
                                                                     recording_cache_keys)
@@ -220,13 +221,20 @@ def compiled_config_facts(gj: GraphJob, workers: int) -> dict[str, np.ndarray]:
     lowered = gj.lower()
     stats = np.zeros((len(lowered), len(COMPILED_STATS)), dtype=np.float64)
     fingerprints: list[str | None] = [None] * len(lowered)
+    found: list[dict] = [{} for _ in lowered]
 
     def look(i: int, exe: Any) -> None:
         fingerprints[i] = cached_fingerprint()  # first: the key this thread's compile looked up
         stats[i] = executable_stats(exe)
+        if kernels is not None:
+            from graphcost.frontend.collect.kernel_records import optimized_kernels
+
+            found[i] = optimized_kernels(exe)
 
     with recording_cache_keys():
         compile_all(lowered, gj.compiler_options, workers, keep=False, on_compiled=look)
+    if kernels is not None:
+        kernels[:] = found
     return {COMPILED_KEY: stats, EXECUTABLE_KEY: executable_ids(fingerprints)}
 
 
@@ -240,6 +248,21 @@ def add_compiled_stats(gj: GraphJob, workers: int) -> str | None:
         return (f"warning: {gj.spec.name}: no {COMPILED_KEY} ({type(exc).__name__}: {str(exc)[:200]}); "
                 "`graphcost collect ... --annotate` adds them later")
     return None
+
+
+def write_kernel_record(gj: GraphJob, out_dir: Path, split: str, work: Path, samples: np.ndarray,
+                        options: CollectOptions) -> None:
+    """``OUT/kernels/<split>/<program>.npz`` (`collect/kernel_records.py`) from the measuring processes'
+    profiled passes and each configuration's optimized module; the compiled statistics and
+    executable ids go into `gj.arrays` on the way (one compile through the cache serves both)."""
+    from graphcost.frontend.collect.kernel_records import (KERNELS_DIR, combine_profiles, kernel_record,
+                                                           read_process_profiles, save_kernel_record)
+
+    kernels: list = []
+    gj.arrays.update(compiled_config_facts(gj, options.compile_workers, kernels))
+    profiles = read_process_profiles([work / f"proc{p}.npz" for p in range(options.cross.processes)])
+    record = kernel_record(combine_profiles(profiles, samples, options.label), kernels)
+    save_kernel_record(record, out_dir / KERNELS_DIR / split / f"{gj.spec.name}.npz")
 
 
 def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
@@ -296,9 +319,21 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
                 bar.update(1)
                 continue
             bar.set_postfix_str(f"{spec.name}: reading the compiled modules")
-            problem = add_compiled_stats(gj, options.compile_workers)
-            if problem:
-                bar.write(problem)
+            if options.kernels:  # the kernel record first: a finished graph always has one
+                try:
+                    write_kernel_record(gj, out_dir, splits[spec.name], work, samples, options)
+                except Exception as exc:  # noqa: BLE001 - skipped like a program that cannot be measured
+                    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                    manifest.setdefault("skipped", {})[spec.name] = {"reason": reason[:500], "date_utc": _now()}
+                    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+                    bar.write(f"warning: {spec.name} skipped, no kernel record ({reason[:300]})")
+                    _remove_work(work)
+                    bar.update(1)
+                    continue
+            else:
+                problem = add_compiled_stats(gj, options.compile_workers)
+                if problem:
+                    bar.write(problem)
             finish_graph(out_dir, manifest, spec, splits[spec.name], gj.kind, gj.arrays, gj.info, samples,
                          {"processes": records, **timing, "total_s": round(time.perf_counter() - t0, 2)})
             _remove_work(work)

@@ -13,7 +13,11 @@ compiles every configuration through JAX's persistent compilation cache (``cache
 
 * ``runtime_ns`` (K,) float64 and ``per_round_ns`` (rounds, K) float64;
 * ``compile_s``: time to compile or load all K executables in this process;
-* ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned).
+* ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned);
+* with ``"kernels": true`` in the job, a profiled pass AFTER the timed calls (so the labels above are
+  not perturbed): every configuration called under JAX's profiler, enough calls to fill
+  ``kernel_target_ms`` (default 30 ms, 3-20 calls), and its per-kernel self times
+  (`graphcost.frontend.measure.kernel_profile.profile_arrays`: ``kernel_*`` and ``profile_*`` keys).
 
 COMPILE_ONLY = THREADS > 0 only compiles (THREADS threads) into the job's cache and writes
 ``compile_s``: the compile step of the Ray backend (`graphcost.frontend.collect.ray_backend`), whose
@@ -129,8 +133,15 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
             np.savez(fh, compile_s=compile_s)
         return 0
     m = measure_interleaved(calls, protocol, clock=clock, block=block)
+    profiled = {}
+    if job.get("kernels") and job["space"] != "fake":
+        from graphcost.frontend.measure.kernel_profile import profile_arrays, profile_calls, repeats_for
+
+        target = float(job.get("kernel_target_ms", 30.0)) * 1e6
+        repeats = [repeats_for(t, target) for t in m.runtime_ns]
+        profiled = profile_arrays(profile_calls(calls, repeats), len(calls))
     with atomic_write(out) as fh:
-        np.savez(fh, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, compile_s=compile_s, core=core,
+        np.savez(fh, **profiled, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, compile_s=compile_s, core=core,
                  loadavg_start=np.asarray(load_start, np.float64),
                  loadavg_end=np.asarray(load_average() or [np.nan] * 3, np.float64))
     return 0
