@@ -54,10 +54,11 @@ KERNELS_DIR = "kernels"
 def optimized_kernels(compiled: Any) -> dict[str, Kernel]:
     """`module_kernels` of a compiled executable's optimized module."""
     from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
-    from graphcost.frontend.hlo.kernels import module_kernels
+    from graphcost.frontend.hlo.kernels import module_kernels, trip_counts
     from graphcost.frontend.programs.jax_program import optimized_hlo_bytes
 
-    return module_kernels(parse_hlo_module(optimized_hlo_bytes(compiled), "optimized HloModuleProto"))
+    module = parse_hlo_module(optimized_hlo_bytes(compiled), "optimized HloModuleProto")
+    return module_kernels(module, trip_counts(compiled.as_text()))
 
 
 def read_process_profiles(files: list[Path]) -> list[dict[str, np.ndarray]]:

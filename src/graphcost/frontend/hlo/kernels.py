@@ -33,7 +33,9 @@ References:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 
 from graphcost.frontend.hlo.compiled_stats import shape_bytes
@@ -63,6 +65,8 @@ class Kernel:
     transcendentals: float
     bytes: float
     graph: HloModule | None = field(default=None, repr=False)  # None for control flow (no kernel graph)
+    parent: str = ""  # the control-flow instruction whose body holds it ("" in the entry computation)
+    executions: float | None = 1.0  # runs per call: the product of the enclosing loops' trip counts (None: unknown)
 
     @property
     def control_flow(self) -> bool:
@@ -129,7 +133,9 @@ class _Module:
         self.module = module
         self.comps = {c.id: c for c in module.computations}
         self.inst = {i.id: i for c in module.computations for i in c.instructions}
+        self.next_id = max(self.inst, default=0) + 1  # ids of the parameters a kernel graph adds
         self._canon: dict[int, str] = {}
+        self._hash: dict[int, str] = {}
 
     def computation_text(self, comp_id: int) -> str:
         """Canonical text of a computation: one line per instruction, operands by position."""
@@ -139,28 +145,34 @@ class _Module:
             lines = []
             for inst in comp.instructions:
                 ops = ",".join(str(pos.get(o, "?")) for o in inst.operand_ids)
-                calls = ",".join(hashlib.sha256(self.computation_text(c).encode()).hexdigest()[:16]
-                                 for c in inst.called_computation_ids if c in self.comps)
+                calls = ",".join(self.computation_hash(c) for c in inst.called_computation_ids if c in self.comps)
                 root = "ROOT " if inst.id == comp.root_id else ""
                 lines.append(f"{root}{inst.opcode} {shape_text(inst.shape)} ({ops}) {_attributes(inst)} [{calls}]")
             self._canon[comp_id] = "\n".join(lines)
         return self._canon[comp_id]
 
+    def computation_hash(self, comp_id: int) -> str:
+        if comp_id not in self._hash:
+            self._hash[comp_id] = hashlib.sha256(self.computation_text(comp_id).encode()).hexdigest()[:16]
+        return self._hash[comp_id]
+
     def called(self, inst: HloInstruction) -> list[int]:
         """Every computation `inst` calls, transitively, callees first (the proto's order)."""
-        seen: list[int] = []
+        seen: dict[int, None] = {}  # insertion-ordered set
 
         def visit(cid: int) -> None:
             if cid in seen or cid not in self.comps:
                 return
+            seen[cid] = None
             for sub in self.comps[cid].instructions:
                 for c in sub.called_computation_ids:
                     visit(c)
-            seen.append(cid)
+            del seen[cid]
+            seen[cid] = None  # after its callees
 
         for c in inst.called_computation_ids:
             visit(c)
-        return seen
+        return list(seen)
 
     def kernel_text(self, inst: HloInstruction) -> str:
         operands = ",".join(shape_text(self.inst[o].shape) if o in self.inst else "?" for o in inst.operand_ids)
@@ -169,7 +181,7 @@ class _Module:
 
     def kernel_graph(self, inst: HloInstruction) -> HloModule:
         """A module whose entry holds one parameter per operand and the kernel instruction."""
-        top = max(self.inst) + 1
+        top = self.next_id
         params = []
         for j, o in enumerate(inst.operand_ids):
             shape = self.inst[o].shape if o in self.inst else Shape()
@@ -228,31 +240,71 @@ def _op_cost(inst: HloInstruction, by_id: dict[int, HloInstruction]) -> tuple[fl
     return out, 0.0
 
 
-def kernel_computations(module: HloModule) -> list[HloComputation]:
-    """The computations whose instructions run as thunks: the entry and, transitively, the bodies,
-    conditions and branches of its control flow (fusion bodies and reducers are not)."""
+_TRIP = re.compile(r"%?([\w.\-]+) = .*? while\(.*backend_config=(\{.*\})\s*$")
+
+
+def trip_counts(module_text: str) -> dict[str, int]:
+    """``{while instruction name: known trip count}`` from an optimized module's text (XLA records
+    ``"known_trip_count":{"n":"7"}`` in a while's backend config; the proto fields graphcost reads
+    do not carry it). Loops without a known count are absent."""
+    out = {}
+    for line in module_text.splitlines():
+        if "known_trip_count" not in line or " while(" not in line:
+            continue
+        m = _TRIP.search(line.strip())
+        if not m:
+            continue
+        try:
+            n = json.loads(m.group(2)).get("known_trip_count", {}).get("n")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if n is not None and str(n).isdigit():
+            out[m.group(1)] = int(n)
+    return out
+
+
+def kernel_computations(module: HloModule, trips: dict[str, int] | None = None
+                        ) -> list[tuple[HloComputation, str, float | None]]:
+    """The computations whose instructions run as thunks, each with the control-flow instruction
+    that runs it ("" for the entry) and its runs per call: the entry and, transitively, the bodies,
+    conditions and branches of its control flow (fusion bodies and reducers are not). A while body
+    runs its trip count times (`trips`; unknown: None), its condition once more; a branch or a
+    called computation once."""
     m = _Module(module)
-    order: list[HloComputation] = []
+    order: list[tuple[HloComputation, str, float | None]] = []
+    visited: set[int] = set()
+    trips = trips or {}
 
-    def visit(cid: int) -> None:
-        if cid not in m.comps or any(c.id == cid for c in order):
+    def visit(cid: int, parent: str, runs: float | None) -> None:
+        if cid not in m.comps or cid in visited:
             return
+        visited.add(cid)
         comp = m.comps[cid]
-        order.append(comp)
+        order.append((comp, parent, runs))
         for inst in comp.instructions:
-            if inst.opcode in CONTROL_FLOW:
-                for c in inst.called_computation_ids:
-                    visit(c)
+            if inst.opcode not in CONTROL_FLOW:
+                continue
+            n = trips.get(inst.name) if inst.opcode == "while" else 1
+            for j, c in enumerate(inst.called_computation_ids):
+                inner = None if runs is None or n is None else runs * (n + (1 if inst.opcode == "while" and
+                                                                            _is_condition(inst, j) else 0))
+                visit(c, inst.name, inner)
 
-    visit(module.entry_computation_id)
+    visit(module.entry_computation_id, "", 1.0)
     return order
 
 
-def module_kernels(module: HloModule) -> dict[str, Kernel]:
-    """``{instruction name: Kernel}`` of every thunk-level instruction of an optimized module."""
+def _is_condition(inst: HloInstruction, j: int) -> bool:
+    """XLA keeps a while's called computations as (body, condition) (kBodyComputationIndex 0)."""
+    return j == 1 and len(inst.called_computation_ids) == 2
+
+
+def module_kernels(module: HloModule, trips: dict[str, int] | None = None) -> dict[str, Kernel]:
+    """``{instruction name: Kernel}`` of every thunk-level instruction of an optimized module;
+    `trips` (`trip_counts`) gives the executions of loop bodies' kernels."""
     m = _Module(module)
     out: dict[str, Kernel] = {}
-    for comp in kernel_computations(module):
+    for comp, parent, runs in kernel_computations(module, trips):
         for inst in comp.instructions:
             if inst.opcode in NO_THUNK:
                 continue
@@ -267,7 +319,7 @@ def module_kernels(module: HloModule) -> dict[str, Kernel]:
             out[inst.name] = Kernel(
                 name=inst.name, opcode=inst.opcode, kind=kind, fingerprint=hashlib.sha256(text.encode()).hexdigest(),
                 text=text, flops=flops, transcendentals=trans, bytes=io,
-                graph=None if inst.opcode in CONTROL_FLOW else m.kernel_graph(inst))
+                graph=None if inst.opcode in CONTROL_FLOW else m.kernel_graph(inst), parent=parent, executions=runs)
     return out
 
 

@@ -1,0 +1,173 @@
+"""Kernel data: the kernel records of a collection as one table, and the kernel dataset in the TpuGraphs TILE schema.
+
+A collection made with ``graphcost collect --kernels`` holds, per program, its graph file
+(``OUT/<split>/<program>.npz``: ``config_feat`` (K, 24) flag vectors, ``config_runtime`` (K,) the
+program's label) and its kernel record (``OUT/kernels/<split>/<program>.npz``,
+`graphcost.frontend.collect.kernel_records`). `KernelTable.read` joins them: one row per
+(program, configuration, kernel), with the configuration's flags, the kernel's analytical cost and
+an index into the distinct kernel graphs (one per fingerprint over the whole collection).
+
+`write_kernel_dataset` turns a table into the kernel dataset: one TILE-schema npz per distinct LEAF
+kernel (the TpuGraphs tile collection holds one fused kernel per graph, Phothilimthana et al. §3.2):
+
+    node_feat (N, 140), node_opcode (N,), edge_index (E, 2)   the kernel's graph
+    config_feat (C, 24)                                        the flag vectors it was measured under
+    config_runtime (C,)                                        ns per EXECUTION, the median over the
+                                                               programs that ran it under those flags
+    config_runtime_normalizers (C,)                            the same (a kernel has no default row)
+
+plus ``kernel_fingerprint``, ``kernel_kind``, ``kernel_flops`` / ``kernel_transcendentals`` /
+``kernel_bytes``, ``config_programs`` (C,) (how many programs' measurements each row merges) and
+``kernel_families`` (the families it was seen in): extra keys, which the TpuGraphs loaders ignore.
+Files go to ``OUT/{train,valid,test}/`` by the split of the first program that ran the kernel, with
+the collection's manifest families, so the existing tile loaders, the PyG dataset and
+``graphcost train --data-dir OUT`` read it unchanged. Identical kernels measured under identical
+flags in several programs are merged (median).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+KERNELS_DIR = "kernels"
+SPLITS = ("train", "valid", "test")
+
+
+@dataclass
+class KernelTable:
+    """Rows = (program, configuration, kernel) occurrences of a kernel collection (module docstring)."""
+
+    program: np.ndarray  # (R,) str
+    family: np.ndarray  # (R,) str
+    config: np.ndarray  # (R,) int64, the row of the program's config_feat
+    kernel: np.ndarray  # (R,) int64, index into the distinct kernels below
+    count: np.ndarray  # (R,) float64, executions per call
+    runtime_ns: np.ndarray  # (R,) float64, self time per call, all executions
+    leaf: np.ndarray  # (R,) bool
+    flags: np.ndarray  # (R, F) float32, the configuration's flag vector
+    # distinct kernels (U)
+    fingerprint: np.ndarray  # (U,) str
+    kind: np.ndarray  # (U,) str
+    flops: np.ndarray  # (U,) float64
+    transcendentals: np.ndarray  # (U,) float64
+    bytes: np.ndarray  # (U,) float64
+    graphs: list = field(repr=False, default_factory=list)  # U x (node_feat, node_opcode, edge_index)
+    # programs
+    programs: dict = field(repr=False, default_factory=dict)  # name -> {family, split, config_feat, label, wall}
+
+    @property
+    def per_execution_ns(self) -> np.ndarray:
+        return self.runtime_ns / np.maximum(self.count, 1)
+
+    def rows_of(self, names) -> np.ndarray:
+        """Boolean (R,) mask of the rows of the programs in `names`."""
+        return np.isin(self.program, np.asarray(sorted(names), dtype=str))
+
+    @classmethod
+    def read(cls, root: str | Path) -> "KernelTable":
+        """The table of the kernel collection in `root` (its manifest's finished graphs that have a
+        kernel record); ValueError naming the file when a record or graph is damaged."""
+        root = Path(root)
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        cols: dict[str, list] = {k: [] for k in ("program", "family", "config", "kernel", "count", "runtime_ns",
+                                                   "leaf", "flags")}
+        distinct: dict[str, int] = {}
+        kinfo: dict[str, list] = {k: [] for k in ("fingerprint", "kind", "flops", "transcendentals", "bytes")}
+        graphs: list = []
+        programs: dict = {}
+        for name, entry in sorted(manifest.get("graphs", {}).items()):
+            split = entry.get("split", "train")
+            record_path = root / KERNELS_DIR / split / f"{name}.npz"
+            if not record_path.exists():
+                continue
+            with np.load(root / entry["file"], allow_pickle=False) as g:
+                config_feat = np.asarray(g["config_feat"], np.float32)
+                label = np.asarray(g["config_runtime"], np.float64)
+            try:
+                with np.load(record_path, allow_pickle=False) as z:
+                    r = {k: np.asarray(z[k]) for k in z.files}
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{record_path}: not a readable kernel record ({exc})") from None
+            local = np.zeros(len(r["kernel_fingerprint"]), np.int64)
+            for u, fp in enumerate(r["kernel_fingerprint"].tolist()):
+                if fp not in distinct:
+                    distinct[fp] = len(distinct)
+                    for key in ("kind", "flops", "transcendentals", "bytes"):
+                        kinfo[key].append(r[f"kernel_{key}"][u])
+                    kinfo["fingerprint"].append(fp)
+                    no, eo = r["kernel_node_offsets"], r["kernel_edge_offsets"]
+                    graphs.append((r["node_feat"][no[u]:no[u + 1]], r["node_opcode"][no[u]:no[u + 1]],
+                                   r["edge_index"][eo[u]:eo[u + 1]]))
+                local[u] = distinct[fp]
+            m = len(r["occ_config"])
+            cols["program"].append(np.full(m, name))
+            cols["family"].append(np.full(m, entry.get("family", "")))
+            cols["config"].append(r["occ_config"].astype(np.int64))
+            cols["kernel"].append(local[r["occ_kernel"]])
+            cols["count"].append(r["occ_count"].astype(np.float64))
+            cols["runtime_ns"].append(r["occ_runtime_ns"].astype(np.float64))
+            cols["leaf"].append(r["occ_leaf"].astype(bool))
+            cols["flags"].append(config_feat[r["occ_config"]])
+            programs[name] = {"family": entry.get("family", ""), "split": split, "config_feat": config_feat,
+                              "label": label, "wall": np.median(r["profile_wall_ns"], axis=1)}
+        if not programs:
+            raise ValueError(f"{root}: no program with a kernel record (collect with `graphcost collect --kernels`)")
+        cat = {k: np.concatenate(v) for k, v in cols.items()}
+        return cls(program=cat["program"].astype(str), family=cat["family"].astype(str), config=cat["config"],
+                   kernel=cat["kernel"], count=cat["count"], runtime_ns=cat["runtime_ns"], leaf=cat["leaf"],
+                   flags=cat["flags"], fingerprint=np.asarray(kinfo["fingerprint"], dtype=str),
+                   kind=np.asarray(kinfo["kind"], dtype=str), flops=np.asarray(kinfo["flops"], np.float64),
+                   transcendentals=np.asarray(kinfo["transcendentals"], np.float64),
+                   bytes=np.asarray(kinfo["bytes"], np.float64), graphs=graphs, programs=programs)
+
+
+def write_kernel_dataset(table: KernelTable, out: str | Path, overwrite: bool = False) -> dict:
+    """The kernel dataset of `table` in `out` (module docstring); returns its manifest.
+    An existing non-empty `out` is refused unless `overwrite`."""
+    import shutil
+
+    from graphcost.atomic import atomic_write_json
+    from graphcost.data.graph import TileGraph
+    from graphcost.data.io.tpugraphs_io import save_graph
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
+        shutil.rmtree(out)
+    leaf = table.leaf & (table.count > 0)
+    per_exec = table.per_execution_ns
+    graphs_manifest = {}
+    for u in np.unique(table.kernel[leaf]):
+        rows = np.flatnonzero(leaf & (table.kernel == u))
+        feat, opcode, edges = table.graphs[u]
+        if not len(feat):
+            continue
+        flag_rows, inverse = np.unique(table.flags[rows], axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        runtime = np.asarray([np.median(per_exec[rows[inverse == c]]) for c in range(len(flag_rows))], np.float64)
+        merged = np.asarray([len(set(table.program[rows[inverse == c]])) for c in range(len(flag_rows))], np.int64)
+        first = table.program[rows[0]]
+        split = table.programs[first]["split"]
+        name = str(table.fingerprint[u])[:16]
+        graph = TileGraph(path=None, node_feat=np.asarray(feat, np.float32), node_opcode=np.asarray(opcode),
+                          edge_index=np.asarray(edges, np.int64), config_feat=flag_rows.astype(np.float32),
+                          config_runtime=runtime, config_runtime_normalizers=runtime.copy())
+        families = sorted(set(table.family[rows]))
+        extra = {"kernel_fingerprint": np.asarray(table.fingerprint[u]), "kernel_kind": np.asarray(table.kind[u]),
+                 "kernel_flops": np.asarray(table.flops[u]), "kernel_transcendentals": np.asarray(table.transcendentals[u]),
+                 "kernel_bytes": np.asarray(table.bytes[u]), "config_programs": merged,
+                 "kernel_families": np.asarray(families, dtype=str)}
+        (out / split).mkdir(parents=True, exist_ok=True)
+        save_graph(graph, out / split / f"{name}.npz", compressed=True, validate=True, extra=extra)
+        graphs_manifest[name] = {"file": f"{split}/{name}.npz", "split": split, "family": table.family[rows[0]],
+                                 "families": families, "kind": str(table.kind[u]), "num_configs": int(len(flag_rows)),
+                                 "num_nodes": int(len(feat))}
+    manifest = {"schema": "tpugraphs-tile", "label": "REAL: per-kernel runtimes measured on this machine (ns per "
+                "execution)", "programs": len(table.programs), "graphs": graphs_manifest}
+    atomic_write_json(manifest, out / "manifest.json", indent=1)
+    return manifest
