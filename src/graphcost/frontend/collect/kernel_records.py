@@ -26,6 +26,8 @@ Keys (M rows = (configuration, kernel) occurrences, U distinct kernels by finger
     occ_name (M,) str              the instruction's name in that configuration's optimized module
     occ_count (M,) int64           executions per call (a loop body's kernels: its trip count)
     occ_leaf (M,) bool             False for control flow (its time is what the loop adds)
+    occ_executions (M,) float64    executions per call read off the module (loop trip counts; NaN: unknown),
+                                   what a prediction without a profile must use
     occ_runtime_ns (M,) float64    the label: self time per call, all executions together
     occ_samples_ns (M, P) float64  per process
     profile_wall_ns (K, P) float64 wall time of one profiled call, per process
@@ -122,6 +124,7 @@ def kernel_record(combined: dict[str, np.ndarray], kernels: list[dict[str, Kerne
     distinct: dict[str, int] = {}
     table: list[Kernel] = []
     occ_kernel = np.zeros(len(combined["occ_name"]), np.int64)
+    occ_exec = np.full(len(combined["occ_name"]), np.nan)
     for i, (c, name) in enumerate(zip(combined["occ_config"].tolist(), combined["occ_name"].tolist())):
         k = kernels[c].get(name)
         if k is None:
@@ -130,6 +133,7 @@ def kernel_record(combined: dict[str, np.ndarray], kernels: list[dict[str, Kerne
             distinct[k.fingerprint] = len(table)
             table.append(k)
         occ_kernel[i] = distinct[k.fingerprint]
+        occ_exec[i] = np.nan if k.executions is None else k.executions
     feats, opcodes, edges, node_off, edge_off = [], [], [], [0], [0]
     for k in table:
         if k.graph is None:
@@ -142,7 +146,7 @@ def kernel_record(combined: dict[str, np.ndarray], kernels: list[dict[str, Kerne
         edges.append(fm.edge_index.astype(np.int64))
         node_off.append(node_off[-1] + len(fm.node_feat))
         edge_off.append(edge_off[-1] + len(fm.edge_index))
-    return {**combined, "occ_kernel": occ_kernel,
+    return {**combined, "occ_kernel": occ_kernel, "occ_executions": occ_exec,
             "kernel_fingerprint": np.asarray([k.fingerprint for k in table], dtype=str),
             "kernel_kind": np.asarray([k.kind for k in table], dtype=str),
             "kernel_opcode": np.asarray([k.opcode for k in table], dtype=str),
