@@ -1,4 +1,4 @@
-"""`graphcost data`: download, card, synth, stats, split-configs and from-proto.
+"""`graphcost data`: download, card, synth, stats, split-configs, from-proto and kernels.
 
 Thin wrappers: parse arguments, call `graphcost.data` (download, synthetic collections, statistics,
 the split by configuration), `graphcost.frontend.collect.card` (data cards) and
@@ -204,6 +204,25 @@ def card(
     typer.echo(f"wrote {path}")
 
 
+def kernels(
+    root: Path = typer.Argument(..., help="a collection written by `graphcost collect --kernels`"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory of the kernel dataset (OUT/{train,valid,test})"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace a non-empty --out"),
+) -> None:
+    """The kernel dataset of a kernel collection, in the TpuGraphs TILE schema: one npz per distinct leaf kernel
+    (its graph; config_feat = the flag vectors it ran under; config_runtime = ns per execution), identical
+    kernels of several programs merged. Readable by `graphcost train --data-dir OUT` and the PyG dataset."""
+    from graphcost.data.kernels import KernelTable, write_kernel_dataset
+
+    check_dir_option(out, "--out")
+    check_outside_inputs_option(out, "--out", data=[("ROOT", root)])
+    try:
+        manifest = write_kernel_dataset(KernelTable.read(root), out, overwrite=overwrite)
+    except (ValueError, FileExistsError, OSError) as exc:
+        fail(str(exc))
+    typer.echo(f"{len(manifest['graphs'])} kernels of {manifest['programs']} programs in {out}")
+
+
 class Kind(str, Enum):
     """from-proto --kind: the record type of the protobuf files."""
 
@@ -282,3 +301,4 @@ def register(app: typer.Typer) -> None:
     app.command("stats")(stats)
     app.command("split-configs")(split_configs)
     app.command("from-proto")(from_proto)
+    app.command("kernels")(kernels)

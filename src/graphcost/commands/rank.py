@@ -35,12 +35,23 @@ def rank(
     precision: Precision = typer.Option("auto", "--precision", help=PRECISION_HELP, callback=value),
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
+    configs: int = typer.Option(16, "--configs", min=2, max=4096, help="PROGRAM only: flag configurations to cost "
+                                "(the default first, then a seeded sample of the XLA CPU flag space)."),
+    measure: bool = typer.Option(False, "--measure", help="PROGRAM only: also time every costed configuration here "
+                                 "(interleaved) and print the measured runtimes and Kendall tau beside the costs."),
+    seed: int = typer.Option(0, "--seed", min=0, max=2**31 - 1, help="PROGRAM only: seed of the configuration sample."),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
     the file's measured runtime beside each score when it has one. Without MODEL, the cost model that
-    ships with graphcost for GRAPH's kind (layout or tile) ranks, and says so."""
+    ships with graphcost for GRAPH's kind (layout or tile) ranks, and says so.
+
+    GRAPH may also be a PROGRAM (FILE.py:FUNCTION or MODULE:FUNCTION returning (fn, example_args)): its flag
+    configurations are compiled and costed as the sum of their kernels by the shipped kernel model."""
     from graphcost.inference.predict import prepare_for_prediction, rank_original
 
+    if len(graph) == 1 and _is_program(str(graph[0])):
+        _rank_program(str(graph[0]), configs, seed, top, measure, fmt)
+        return
     if len(graph) > 2:
         fail(f"rank takes [MODEL] GRAPH, got {len(graph)} paths: {' '.join(map(str, graph))}", code=2)
     model, graph_path = (graph[0], graph[1]) if len(graph) == 2 else (None, graph[0])
@@ -73,6 +84,62 @@ def rank(
         caption = (f"measured runtimes: config_runtime of {graph_path.name}; Kendall tau of the scores against them "
                    f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
     print_table(rows, columns, value(fmt), caption=caption)
+
+
+def _is_program(text: str) -> bool:
+    """FILE.py:FUNCTION or MODULE:FUNCTION (a graph file has no colon before its name)."""
+    target, sep, attr = text.rpartition(":")
+    return bool(sep and target and attr.isidentifier() and not text.endswith(".npz"))
+
+
+def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: bool, fmt) -> None:
+    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`inference.kernel_sum`)."""
+    import numpy as np
+
+    from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS
+    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.tuning.kernel_rank import rank_program
+    from graphcost.tuning.program import ProgramError
+
+    try:
+        model = KernelCostModel.load()
+    except (FileNotFoundError, ValueError) as exc:
+        fail(str(exc))
+    typer.echo(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
+               f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels", err=True)
+    try:
+        costed, flags, program = rank_program(ref, configs=configs, seed=seed, model=model)
+    except (ProgramError, ValueError, RuntimeError) as exc:
+        fail(str(exc))
+    default = costed[0]
+    typer.echo("kernels that dominate the default (predicted share of the call):", err=True)
+    for name, kind, t in default.kernels[:5]:
+        typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
+    measured = None
+    if measure:
+        from graphcost.frontend.measure.interleaved import Protocol, measure_executables
+
+        measured = measure_executables([c.executable for c in costed], program.flat_args,
+                                       Protocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
+    seconds = np.asarray([c.seconds for c in costed])
+    order = np.argsort(seconds, kind="stable")
+    shown = order[:top] if top else order
+    rows = [{"rank": r, "config": int(i), "predicted_us": float(seconds[i] * 1e6),
+             "changed": ",".join(f"{FLAG_COLUMNS[c]}={v}" for c, (v, d) in enumerate(zip(flags[i].values, DEFAULT))
+                                 if v != d) or "(default)",
+             "runtime_us": None if measured is None else float(measured[i] / 1e3)} for r, i in enumerate(shown)]
+    columns = [Column("rank"), Column("config"), Column("predicted_us", "predicted µs", show=lambda v: f"{v:.1f}")]
+    caption = None
+    if measured is not None:
+        from graphcost.metrics import kendall_tau
+
+        columns.append(Column("runtime_us", "measured µs", show=lambda v: f"{v:.1f}"))
+        caption = (f"measured here (interleaved, 5 rounds); Kendall tau of the costs against them "
+                   f"{kendall_tau(seconds, measured):.3f} over {len(seconds)} configurations")
+    columns.append(Column("changed", "flags changed from the default"))
+    print_table(rows, columns, value(fmt), caption=caption)
+    if caption and value(fmt) != "table":  # json / csv stay machine-readable on stdout; the check goes to stderr
+        typer.echo(caption, err=True)
 
 
 def shipped_model(kind: str) -> Path:

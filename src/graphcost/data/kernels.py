@@ -49,6 +49,7 @@ class KernelTable:
     runtime_ns: np.ndarray  # (R,) float64, self time per call, all executions
     leaf: np.ndarray  # (R,) bool
     flags: np.ndarray  # (R, F) float32, the configuration's flag vector
+    executions_read: np.ndarray  # (R,) float64, executions per call read off the module (NaN: unknown)
     # distinct kernels (U)
     fingerprint: np.ndarray  # (U,) str
     kind: np.ndarray  # (U,) str
@@ -74,7 +75,7 @@ class KernelTable:
         root = Path(root)
         manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
         cols: dict[str, list] = {k: [] for k in ("program", "family", "config", "kernel", "count", "runtime_ns",
-                                                   "leaf", "flags")}
+                                                   "leaf", "flags", "executions_read")}
         distinct: dict[str, int] = {}
         kinfo: dict[str, list] = {k: [] for k in ("fingerprint", "kind", "flops", "transcendentals", "bytes")}
         graphs: list = []
@@ -112,6 +113,8 @@ class KernelTable:
             cols["runtime_ns"].append(r["occ_runtime_ns"].astype(np.float64))
             cols["leaf"].append(r["occ_leaf"].astype(bool))
             cols["flags"].append(config_feat[r["occ_config"]])
+            cols["executions_read"].append(r["occ_executions"].astype(np.float64) if "occ_executions" in r
+                                           else np.full(m, np.nan))
             programs[name] = {"family": entry.get("family", ""), "split": split, "config_feat": config_feat,
                               "label": label, "wall": np.median(r["profile_wall_ns"], axis=1)}
         if not programs:
@@ -119,7 +122,7 @@ class KernelTable:
         cat = {k: np.concatenate(v) for k, v in cols.items()}
         return cls(program=cat["program"].astype(str), family=cat["family"].astype(str), config=cat["config"],
                    kernel=cat["kernel"], count=cat["count"], runtime_ns=cat["runtime_ns"], leaf=cat["leaf"],
-                   flags=cat["flags"], fingerprint=np.asarray(kinfo["fingerprint"], dtype=str),
+                   flags=cat["flags"], executions_read=cat["executions_read"], fingerprint=np.asarray(kinfo["fingerprint"], dtype=str),
                    kind=np.asarray(kinfo["kind"], dtype=str), flops=np.asarray(kinfo["flops"], np.float64),
                    transcendentals=np.asarray(kinfo["transcendentals"], np.float64),
                    bytes=np.asarray(kinfo["bytes"], np.float64), graphs=graphs, programs=programs)

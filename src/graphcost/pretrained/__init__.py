@@ -28,6 +28,18 @@ MANIFEST = "MODELS.json"
 SHIPPED = "shipped"  # how a run records that it used a shipped model (result.json's "model")
 
 
+KERNELS = "kernels"  # the kernel model (graphcost.models.kernel_cost): kernel trees + the sum rule
+
+
+def shipped_kernel_model_dir() -> Path:
+    """Directory of the shipped kernel model; FileNotFoundError with a one-line message when missing."""
+    path = _ROOT / KERNELS
+    if not (path / "kernel_model.json").is_file():
+        raise FileNotFoundError(f"the shipped kernel model is missing: {path} holds no kernel_model.json (reinstall "
+                                "graphcost, or train one with benchmarks/train_kernel_model.py)")
+    return path
+
+
 def shipped_model_dir(kind: str) -> Path:
     """Run directory of the shipped `kind` model (``layout`` or ``tile``); FileNotFoundError with a
     one-line message when the package was installed without it."""

@@ -81,3 +81,11 @@ def test_profile_of_a_jitted_loop_resolves_its_body():
     body = [k for k in p.kernels.values() if k.parent == loops[0].name]
     assert body and max(k.count for k in body) == 4  # the body's kernels run once per iteration
     assert 0 < p.leaf_ns <= p.wall_ns
+
+
+def test_peaks_are_measured_and_positive():
+    pytest.importorskip("jax")
+    from graphcost.frontend.measure.peaks import measure_peaks
+
+    peaks = measure_peaks(n=128, mib=4, calls=2)
+    assert peaks["peak_flops"] > 1e6 and peaks["peak_bytes_per_s"] > 1e6 and peaks["cpu_model"]

@@ -179,6 +179,11 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
                      f"{e['runtime_ns_min'] / 1e3:.0f}–{e['runtime_ns_max'] / 1e3:.0f} | {e['spread']:.2f} | "
                      f"{_f(e['noise_ratio'])} | {_f(e['process_spearman_mean'])} | {_f(rep)}{mark} | "
                      f"{'yes' if e.get('flagged') else ''} | {e.get('total_s', 0):.0f} |")
+    if col.get("kernels"):
+        from graphcost.frontend.collect.kernel_card import kernel_card_lines
+
+        repeat = root.parent / f"{root.name}_repeat"
+        lines += ["", *kernel_card_lines(root, repeat if repeat.is_dir() else None)]
     versions = env.get("versions", {})
     host = env.get("host", {})
     lines += ["", "## Environment and cost", "",

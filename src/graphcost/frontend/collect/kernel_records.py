@@ -47,10 +47,12 @@ from typing import Any
 
 import numpy as np
 
+from graphcost.data.kernels import KERNELS_DIR
 from graphcost.frontend.hlo.kernels import Kernel
 from graphcost.frontend.measure.kernel_profile import PROFILE_KEYS
 
-KERNELS_DIR = "kernels"
+__all__ = ["KERNELS_DIR", "combine_profiles", "coverage", "kernel_record", "optimized_kernels", "read_process_profiles",
+           "save_kernel_record"]
 
 
 def optimized_kernels(compiled: Any) -> dict[str, Kernel]:

@@ -1,0 +1,222 @@
+"""Kernel-level cost models at PROGRAM level, leave-family-out, on a kernel collection (issue 63).
+
+    python benchmarks/bench_kernels.py --data benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
+        --peaks benchmarks/collections/cpu_zoo_kernels_flags_xeon/peaks.json --folds 5 --seeds 3 \\
+        --out benchmarks/results/kernels/lofo_flags.json
+
+The families of the collection are held out in `--folds` groups (bench_real's `family_folds`: about
+equal program counts, every family held out once). In each fold, on the TRAINING families only:
+
+* ``kernels``: `KernelTrees` (LightGBM on kernel rows: opcode histogram, root node features, log
+  analytical cost, flags) fitted on the leaf kernels of the training programs, early-stopped on the
+  kernels of a held-back sixth of the training families; the program's cost is the sum rule
+  (`SumRule`, fitted on the training programs' configurations) over the configuration's compiled
+  kernels, with executions read off the module (loop trip counts; the profiled count where the
+  module does not say);
+* ``roofline``: the same sum over ``max(flops / F, bytes / B)`` with this machine's peaks (nothing
+  learned but the sum rule);
+* ``kernels_measured``: the sum rule over the MEASURED kernel times (not a model: what a perfect
+  kernel model could reach through the sum; its gap to the label is what the sum misses);
+* ``lightgbm``: program-level LightGBM on the 24 flag columns, target the log label standardised
+  within each program (the trees of `graphcost train` in spirit);
+* ``count``: the number of flags changed from the default (fewer = faster).
+
+Rows: the mean over the held-out programs of Kendall's τ between a model's costs and the labels of
+the program's configurations, then the mean ± std over seeds. At kernel level, over the held-out
+families' leaf kernels: MAPE of the time per execution and Kendall's τ across kernels (a sample of
+at most 20,000). JSON in the shape of bench_real.json's rows (``kendall_tau``, ``kendall_tau_std``,
+``seeds``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from graphcost.data.kernels import KernelTable  # noqa: E402
+from graphcost.metrics import kendall_tau  # noqa: E402
+from graphcost.models.kernel_cost import (KernelTrees, Roofline, SumRule, kernel_graph_features,  # noqa: E402
+                                          kernel_rows, program_sums)
+
+
+def family_groups(families: list[str], counts: dict[str, int], folds: int) -> list[list[str]]:
+    """Families in `folds` groups of about equal program counts (bench_real's rule)."""
+    if folds <= 0 or folds >= len(families):
+        return [[f] for f in sorted(families)]
+    groups: list[list[str]] = [[] for _ in range(folds)]
+    load = [0] * folds
+    for fam in sorted(families, key=lambda f: (-counts[f], f)):
+        i = int(np.argmin(load))
+        groups[i].append(fam)
+        load[i] += counts[fam]
+    return [sorted(g) for g in groups]
+
+
+def executions(table: KernelTable, executions_read: np.ndarray) -> np.ndarray:
+    """Executions per call as the module says, the profiled count where it does not."""
+    return np.where(np.isfinite(executions_read), executions_read, table.count)
+
+
+def per_program(table: KernelTable, names: list[str], per_exec: np.ndarray, n: np.ndarray
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for name in names:
+        rows = table.program == name
+        k = len(table.programs[name]["label"])
+        out[name] = program_sums(table.config[rows], per_exec[rows], n[rows], table.leaf[rows], k)
+    return out
+
+
+def fit_rule(sums: dict, table: KernelTable) -> SumRule:
+    ks = np.concatenate([s[0] for s in sums.values()])
+    th = np.concatenate([s[1] for s in sums.values()])
+    t = np.concatenate([table.programs[p]["label"] for p in sums]) * 1e-9
+    return SumRule.fit(ks, th, t)
+
+
+def taus(sums: dict, rule: SumRule, table: KernelTable) -> dict[str, float]:
+    return {p: kendall_tau(rule.predict(*s), table.programs[p]["label"]) for p, s in sums.items()}
+
+
+def flag_trees(table: KernelTable, train: list[str], test: list[str], seed: int) -> dict[str, float]:
+    import lightgbm as lgb
+
+    x = np.concatenate([table.programs[p]["config_feat"] for p in train])
+    y = np.concatenate([_standardised(np.log(table.programs[p]["label"])) for p in train])
+    booster = lgb.train({"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+                         "seed": seed, "deterministic": True, "verbose": -1, "num_threads": 1,
+                         "bagging_fraction": 0.8, "bagging_freq": 1, "feature_fraction": 0.9},
+                        lgb.Dataset(x, y), 300)
+    return {p: kendall_tau(booster.predict(table.programs[p]["config_feat"]), table.programs[p]["label"])
+            for p in test}
+
+
+def _standardised(v: np.ndarray) -> np.ndarray:
+    s = v.std()
+    return (v - v.mean()) / (s if s > 0 else 1.0)
+
+
+def changed_count(table: KernelTable, test: list[str]) -> dict[str, float]:
+    out = {}
+    for p in test:
+        feat = table.programs[p]["config_feat"]
+        out[p] = kendall_tau((feat != feat[0]).sum(axis=1).astype(float), table.programs[p]["label"])
+    return out
+
+
+def run(args) -> dict:
+    table = KernelTable.read(args.data)
+    peaks = json.loads(Path(args.peaks).read_text()) if args.peaks else None
+    exec_read = table.executions_read
+    n = executions(table, exec_read)
+    graph_feat = np.stack([kernel_graph_features(f, o, table.flops[u], table.transcendentals[u], table.bytes[u])
+                           for u, (f, o, _) in enumerate(table.graphs)])
+    rows_all = kernel_rows(graph_feat, table.kernel, table.flags)
+    measured_exec = table.per_execution_ns * 1e-9  # seconds per execution, measured
+    programs = sorted(table.programs)
+    fam_of = {p: table.programs[p]["family"] for p in programs}
+    counts: dict[str, int] = {}
+    for p in programs:
+        counts[fam_of[p]] = counts.get(fam_of[p], 0) + 1
+    groups = family_groups(sorted(counts), counts, args.folds)
+    print(f"{len(programs)} programs, {len(counts)} families, {len(table.fingerprint)} distinct kernels, "
+          f"{int(table.leaf.sum())} leaf occurrences; {len(groups)} folds", flush=True)
+    results: dict[str, list[dict[str, float]]] = {m: [] for m in ("kernels", "roofline", "kernels_measured", "lightgbm",
+                                                                  "count")}
+    kernel_level: list[dict] = []
+    for seed in range(args.seeds):
+        per_model: dict[str, dict[str, float]] = {m: {} for m in results}
+        rng = np.random.default_rng(seed)
+        level = {"abs_pct_errors": [], "tau": []}
+        for g, held in enumerate(groups):
+            t0 = time.perf_counter()
+            test = [p for p in programs if fam_of[p] in held]
+            train_fams = sorted({fam_of[p] for p in programs} - set(held))
+            valid_fams = set(rng.choice(train_fams, max(1, len(train_fams) // 6), replace=False).tolist())
+            train = [p for p in programs if fam_of[p] in train_fams]
+            fit_rows = table.rows_of([p for p in train if fam_of[p] not in valid_fams]) & table.leaf & (table.count > 0)
+            val_rows = table.rows_of([p for p in train if fam_of[p] in valid_fams]) & table.leaf & (table.count > 0)
+            fit_idx = np.flatnonzero(fit_rows)
+            if len(fit_idx) > args.max_rows:
+                fit_idx = np.sort(rng.choice(fit_idx, args.max_rows, replace=False))
+            trees = KernelTrees.fit(rows_all[fit_idx], measured_exec[fit_idx], seed=seed, rounds=args.rounds,
+                                    valid=(rows_all[val_rows], measured_exec[val_rows]), threads=args.threads)
+            pred_exec = trees.predict(rows_all)
+            for name, per_exec in (("kernels", pred_exec), ("kernels_measured", measured_exec)):
+                rule = fit_rule(per_program(table, train, per_exec, n), table)
+                per_model[name].update(taus(per_program(table, test, per_exec, n), rule, table))
+            if peaks:
+                roof = Roofline(peaks["peak_flops"], peaks["peak_bytes_per_s"]).predict(table.flops[table.kernel],
+                                                                                       table.bytes[table.kernel])
+                rule = fit_rule(per_program(table, train, roof, n), table)
+                per_model["roofline"].update(taus(per_program(table, test, roof, n), rule, table))
+            per_model["lightgbm"].update(flag_trees(table, train, test, seed))
+            per_model["count"].update(changed_count(table, test))
+            held_rows = np.flatnonzero(table.rows_of(test) & table.leaf & (table.count > 0))
+            err = np.abs(pred_exec[held_rows] / measured_exec[held_rows] - 1.0)
+            level["abs_pct_errors"].append(err)
+            sample = rng.choice(held_rows, min(len(held_rows), 20000), replace=False)
+            level["tau"].append(kendall_tau(pred_exec[sample], measured_exec[sample]))
+            print(f"  seed {seed} fold {g + 1}/{len(groups)} ({', '.join(held)}): {len(test)} programs, "
+                  f"{trees.rounds} rounds, kernels {np.nanmean([per_model['kernels'][p] for p in test]):.3f} "
+                  f"lightgbm {np.nanmean([per_model['lightgbm'][p] for p in test]):.3f} "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        for m in results:
+            results[m].append(per_model[m])
+        kernel_level.append({"mape": float(np.median(np.concatenate(level["abs_pct_errors"]))),
+                             "mean_ape": float(np.mean(np.concatenate(level["abs_pct_errors"]))),
+                             "kendall_tau": float(np.nanmean(level["tau"]))})
+    out: dict = {"programs": len(programs), "families": len(counts), "folds": [list(g) for g in groups],
+                 "distinct_kernels": int(len(table.fingerprint)), "data": str(args.data)}
+    for m, seeds in results.items():
+        if not seeds or not seeds[0]:
+            continue
+        means = [float(np.nanmean(list(s.values()))) for s in seeds]
+        fams: dict[str, list[float]] = {}
+        for p in seeds[0]:
+            fams.setdefault(fam_of[p], []).append(float(np.nanmean([s[p] for s in seeds])))
+        out[m] = {"kendall_tau": float(np.mean(means)), "kendall_tau_std": float(np.std(means)), "seeds": len(seeds),
+                  "by_family": {f: round(float(np.nanmean(v)), 4) for f, v in sorted(fams.items())}}
+    out["kernel_level"] = {"median_ape": float(np.mean([k["mape"] for k in kernel_level])),
+                           "mean_ape": float(np.mean([k["mean_ape"] for k in kernel_level])),
+                           "kendall_tau": float(np.mean([k["kendall_tau"] for k in kernel_level])),
+                           "seeds": len(kernel_level)}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--peaks", type=Path, default=None, help="peaks.json (graphcost.frontend.measure.peaks)")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=600)
+    ap.add_argument("--max-rows", type=int, default=200_000)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    out = run(args)
+    out["wall_s"] = round(time.perf_counter() - t0, 1)
+    for m in ("kernels", "roofline", "kernels_measured", "lightgbm", "count"):
+        if m in out:
+            print(f"{m:18s} {out[m]['kendall_tau']:.3f} ± {out[m]['kendall_tau_std']:.3f}")
+    print(f"kernel level: median APE {out['kernel_level']['median_ape']:.3f}, τ {out['kernel_level']['kendall_tau']:.3f}")
+    if args.out:
+        from graphcost.atomic import atomic_write_json
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(out, args.out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""The kernel cost model: a compiled configuration's cost as the sum of its kernels (`graphcost.models.kernel_cost`).
+
+    model = KernelCostModel.load()                 # the shipped kernel model (graphcost/pretrained/kernels)
+    seconds, shares = model.cost(kernels, flags)   # kernels: graphcost.frontend.hlo.kernels.module_kernels
+
+Each leaf kernel is featurized once per fingerprint (`kernel_graph_features` of its graph, cached),
+joined with the configuration's 24 flag columns, timed by the kernel trees, and
+
+    T̂ = a · Σ_leaf n_k · t̂(k, flags) + b · Σ n_k + d
+
+with (a, b, d) the sum rule stored with the model. `graphcost.tuning.kernel_rank` compiles a
+program's configurations and costs them with it. Only what can be compiled is costed this way: a
+TpuGraphs npz holds no program to compile and keeps the graph models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from graphcost.models.kernel_cost import (KernelTrees, SumRule, kernel_graph_features, load_kernel_model)
+
+FEATURIZER_VERSION = 1  # kernel rows: models/kernel_cost.kernel_graph_features + the 24 flag columns
+
+
+@dataclass
+class CostedConfig:
+    """One configuration's predicted cost and its kernels' predicted shares."""
+
+    index: int
+    seconds: float
+    kernels: list[tuple[str, str, float]] = field(default_factory=list)  # (name, kind, seconds per call), largest first
+    compile_s: float = 0.0
+    executable: object = field(default=None, repr=False)  # the compiled configuration (for a measured check)
+
+
+class KernelCostModel:
+    """Kernel trees + sum rule (a kernel model directory, `models.kernel_cost.save_kernel_model`)."""
+
+    def __init__(self, trees: KernelTrees, rule: SumRule, meta: dict, source: str):
+        self.trees, self.rule, self.meta, self.trained_on = trees, rule, meta, source
+        self._features: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> "KernelCostModel":
+        """The kernel model in `path`, or the shipped one; ValueError in one line when it is damaged or
+        of another featurizer version."""
+        from graphcost.pretrained import shipped_kernel_model_dir
+
+        where = Path(path) if path is not None else shipped_kernel_model_dir()
+        trees, rule, meta = load_kernel_model(where, FEATURIZER_VERSION)
+        return cls(trees, rule, meta, str(where))
+
+    def kernel_features(self, kernel) -> np.ndarray:
+        """The kernel's features (without flags), cached by fingerprint."""
+        if kernel.fingerprint not in self._features:
+            from graphcost.frontend.hlo.featurizer import featurize_module
+
+            fm = featurize_module(kernel.graph)
+            self._features[kernel.fingerprint] = kernel_graph_features(
+                fm.node_feat, fm.node_opcode, kernel.flops, kernel.transcendentals, kernel.bytes)
+        return self._features[kernel.fingerprint]
+
+    def cost(self, kernels: dict, flags: np.ndarray) -> tuple[float, list[tuple[str, str, float]]]:
+        """Seconds per call of one compiled configuration (`hlo.kernels.module_kernels`) under `flags`
+        (24,), and each leaf kernel's predicted seconds per call, largest first."""
+        leaves = [k for k in kernels.values() if not k.control_flow and k.graph is not None]
+        runs = np.asarray([1.0 if k.executions is None else k.executions for k in kernels.values()])
+        if leaves:
+            rows = np.stack([np.concatenate([self.kernel_features(k), np.asarray(flags, np.float32)]) for k in leaves])
+            per_exec = self.trees.predict(rows)
+            n = np.asarray([1.0 if k.executions is None else k.executions for k in leaves])
+            per_call = per_exec * n
+        else:
+            per_call = np.zeros(0)
+        total = float(self.rule.predict(per_call.sum(), runs.sum()))
+        shares = sorted(((k.name, k.kind, float(t)) for k, t in zip(leaves, per_call)), key=lambda x: -x[2])
+        return total, shares

@@ -1,0 +1,186 @@
+"""A program's cost from its kernels: per-kernel models, the roofline, and the sum rule.
+
+Kaufman et al. (MLSys'21, §3) cost a program as the sum of its fused kernels' predicted times, each
+kernel a small graph; kernels recur across programs (a dot of a shape and layout, an elementwise
+loop, a transposing copy), so a kernel model trained on some programs transfers to others better
+than a whole-program model does. Here, for one compiled configuration c of a program,
+
+    T̂(c) = a · Σ_{leaf kernels k of c} n_k · t̂(k, flags(c)) + b · Σ_{all thunks k of c} n_k + d     (sum rule)
+
+with n_k the executions per call (loop trip counts, `graphcost.frontend.hlo.kernels`), t̂ a kernel
+model's time per execution, and (a, b, d) ≥ 0 what the sum misses: a scale, a cost per executed
+thunk (the executor's dispatch, a loop's iteration) and a per-call constant, fitted by
+non-negative least squares on relative errors over the TRAINING programs' configurations
+(`SumRule.fit`). Within one program d does not change the order; b does (a configuration that
+fuses less runs more thunks).
+
+Kernel models (`t̂`):
+
+* `KernelTrees`: LightGBM on a fixed-width row per (kernel, flags) (`kernel_row`): the kernel's
+  opcode histogram (its fused computation's instructions, TpuGraphs opcode ids), the root
+  instruction's 140 TpuGraphs node features (output shape, layout, ...), log flops / transcendentals
+  / bytes / node count, and the 24-column flag vector. Target: log time per execution.
+* `Roofline`: ``max(flops / F, bytes / B)`` with F, B this machine's measured peaks
+  (`graphcost.frontend.measure.peaks`); nothing learned but the sum rule's (a, b, d).
+
+References:
+    [Kaufman] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
+        https://arxiv.org/abs/2008.01040
+    [Roofline] S. Williams, A. Waterman, D. Patterson. Roofline: an insightful visual performance model for
+        multicore architectures. CACM 52(4), 2009. https://doi.org/10.1145/1498765.1498785
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+NUM_OPCODE_IDS = 121  # TpuGraphs opcode ids 0..120 (graphcost.frontend.hlo.opcodes; 0 = unknown)
+NODE_FEAT_DIM = 140
+FLAG_DIM = 24
+ROW_DIM = NUM_OPCODE_IDS + NODE_FEAT_DIM + 4 + FLAG_DIM
+
+
+def kernel_graph_features(node_feat: np.ndarray, node_opcode: np.ndarray, flops: float, transcendentals: float,
+                          nbytes: float) -> np.ndarray:
+    """(ROW_DIM - FLAG_DIM,) float32 of one kernel: opcode histogram, root node features, log costs, size."""
+    hist = np.bincount(np.clip(np.asarray(node_opcode, np.int64), 0, NUM_OPCODE_IDS - 1), minlength=NUM_OPCODE_IDS)
+    root = np.asarray(node_feat[-1], np.float32) if len(node_feat) else np.zeros(NODE_FEAT_DIM, np.float32)
+    costs = np.log1p([max(flops, 0.0), max(transcendentals, 0.0), max(nbytes, 0.0), float(len(node_feat))])
+    return np.concatenate([hist.astype(np.float32), root, costs.astype(np.float32)])
+
+
+def kernel_rows(graph_features: np.ndarray, kernel: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """(R, ROW_DIM) rows: each occurrence's kernel features (``graph_features[kernel]``) and its flags."""
+    return np.concatenate([graph_features[kernel], np.asarray(flags, np.float32)], axis=1)
+
+
+@dataclass
+class KernelTrees:
+    """LightGBM regression of log time per execution (module docstring)."""
+
+    booster: object
+    rounds: int
+
+    @classmethod
+    def fit(cls, rows: np.ndarray, seconds: np.ndarray, seed: int = 0, rounds: int = 400,
+            valid: tuple[np.ndarray, np.ndarray] | None = None, threads: int = 0) -> "KernelTrees":
+        import lightgbm as lgb
+
+        params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 63, "min_data_in_leaf": 20,
+                  "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
+                  "deterministic": True, "verbose": -1, "num_threads": threads}
+        train = lgb.Dataset(rows, np.log(np.maximum(seconds, 1e-12)))
+        sets, callbacks = [], []
+        if valid is not None:
+            sets = [lgb.Dataset(valid[0], np.log(np.maximum(valid[1], 1e-12)), reference=train)]
+            callbacks = [lgb.early_stopping(40, verbose=False)]
+        booster = lgb.train(params, train, rounds, valid_sets=sets, callbacks=callbacks)
+        return cls(booster, int(booster.best_iteration or rounds))
+
+    def predict(self, rows: np.ndarray) -> np.ndarray:
+        """(R,) seconds per execution."""
+        return np.exp(self.booster.predict(rows, num_iteration=self.rounds))
+
+    def save(self, path: Path) -> None:
+        from graphcost.atomic import atomic_write_text
+
+        atomic_write_text(Path(path), self.booster.model_to_string(num_iteration=self.rounds))
+
+    @classmethod
+    def load(cls, path: Path) -> "KernelTrees":
+        import lightgbm as lgb
+
+        booster = lgb.Booster(model_str=Path(path).read_text(encoding="utf-8"))
+        return cls(booster, int(booster.current_iteration()))
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """``max(flops / peak_flops, bytes / peak_bytes_per_s)`` seconds per execution."""
+
+    peak_flops: float
+    peak_bytes_per_s: float
+
+    def predict(self, flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+        return np.maximum(np.asarray(flops) / self.peak_flops, np.asarray(nbytes) / self.peak_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class SumRule:
+    """T̂ = a · Σ n_k t̂_k + b · N + d (module docstring); a, b, d ≥ 0, seconds."""
+
+    a: float = 1.0
+    b: float = 0.0
+    d: float = 0.0
+
+    def predict(self, kernel_sum: np.ndarray, thunks: np.ndarray) -> np.ndarray:
+        return self.a * np.asarray(kernel_sum) + self.b * np.asarray(thunks) + self.d
+
+    @classmethod
+    def fit(cls, kernel_sum: np.ndarray, thunks: np.ndarray, runtime: np.ndarray) -> "SumRule":
+        """Non-negative least squares of the relative error |T̂ / T - 1| over training configurations."""
+        from scipy.optimize import nnls
+
+        t = np.asarray(runtime, np.float64)
+        ok = t > 0
+        design = np.stack([kernel_sum[ok] / t[ok], thunks[ok] / t[ok], 1.0 / t[ok]], axis=1)
+        coef, _ = nnls(design, np.ones(int(ok.sum())))
+        if not coef[0] > 0:  # the kernels must carry the order; a degenerate fit falls back to the plain sum
+            return cls()
+        return cls(float(coef[0]), float(coef[1]), float(coef[2]))
+
+    def to_json(self) -> dict:
+        return {"a": self.a, "b": self.b, "d": self.d}
+
+
+def program_sums(config: np.ndarray, per_execution: np.ndarray, executions: np.ndarray, leaf: np.ndarray,
+                 configs: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ONE program's rows: (K,) Σ_leaf n · t̂ and (K,) Σ_all n (thunk executions) per configuration."""
+    kernel_sum = np.zeros(configs)
+    thunks = np.zeros(configs)
+    np.add.at(kernel_sum, config[leaf], (executions * per_execution)[leaf])
+    np.add.at(thunks, config, executions)
+    return kernel_sum, thunks
+
+
+def save_kernel_model(out: Path, trees: KernelTrees, rule: SumRule, meta: dict) -> None:
+    """A kernel model directory: ``kernel_trees.txt`` (LightGBM text, no pickle) and ``kernel_model.json``."""
+    from graphcost.atomic import atomic_write_json
+
+    out.mkdir(parents=True, exist_ok=True)
+    trees.save(out / "kernel_trees.txt")
+    atomic_write_json({**meta, "sum_rule": rule.to_json(), "row_dim": ROW_DIM}, out / "kernel_model.json", indent=1)
+
+
+def load_kernel_model(path: Path, featurizer_version: int) -> tuple[KernelTrees, SumRule, dict]:
+    """Load a kernel model directory; ValueError in one line when a file is missing or its featurizer
+    version or row width is not this graphcost's."""
+    meta_path = Path(path) / "kernel_model.json"
+    trees_path = Path(path) / "kernel_trees.txt"
+    for p in (meta_path, trees_path):
+        if not p.is_file():
+            raise ValueError(f"{p}: missing; a kernel model is kernel_model.json with kernel_trees.txt")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, RecursionError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{meta_path}: not JSON ({type(exc).__name__})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{meta_path}: must hold a JSON object")
+    if meta.get("featurizer_version") != featurizer_version:
+        raise ValueError(f"{meta_path}: key 'featurizer_version' is {meta.get('featurizer_version')!r}, this graphcost "
+                         f"featurizes kernels as version {featurizer_version}; retrain the kernel model")
+    if meta.get("row_dim") != ROW_DIM:
+        raise ValueError(f"{meta_path}: key 'row_dim' is {meta.get('row_dim')!r}, this graphcost's kernel rows have "
+                         f"{ROW_DIM} columns")
+    rule = meta.get("sum_rule", {})
+    try:
+        sum_rule = SumRule(float(rule["a"]), float(rule["b"]), float(rule["d"]))
+    except (KeyError, TypeError, ValueError):
+        raise ValueError(f"{meta_path}: key 'sum_rule' must hold numbers a, b, d") from None
+    if not all(np.isfinite([sum_rule.a, sum_rule.b, sum_rule.d])) or min(sum_rule.a, sum_rule.b, sum_rule.d) < 0:
+        raise ValueError(f"{meta_path}: key 'sum_rule' must hold finite non-negative numbers")
+    return KernelTrees.load(trees_path), sum_rule, meta

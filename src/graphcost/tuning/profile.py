@@ -1,0 +1,188 @@
+"""Where a program's time goes: its per-kernel times, cross-process, for the default and a tuned configuration.
+
+`profile_program(ref, best=None)` times the program ``ref`` (``FILE.py:make`` or ``MODULE:make``,
+`graphcost.tuning.program`) in P fresh processes, as the tuner's final check does (the measuring
+worker of `graphcost.frontend.measure.worker`, its job built by `graphcost.tuning.crossproc.
+lower_tune_job`): each process times the configurations with the interleaved protocol, then makes a
+profiled pass (`graphcost.frontend.measure.kernel_profile`). Kernels of one configuration are
+joined over processes as the collection's kernel labels are (`graphcost.frontend.collect.
+kernel_records.combine_profiles`, level-median), and described from the configuration's optimized
+module compiled here (`graphcost.frontend.hlo.kernels`): what each is (fusion kind, library call,
+copy, loop) and its executions per call.
+
+With `best` (a tuned configuration: `TunedConfig`, best.json or its dict), the default and the tuned
+configuration are profiled side by side; `compare` pairs their kernels by fingerprint (the same
+computation on the same layout), then by name.
+
+Coverage = the share of the profiled call's wall time inside leaf kernels; the rest is the
+executor's dispatch and argument handling (small programs spend most of their time there).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from graphcost.atomic import atomic_write_json
+from graphcost.frontend.measure.interleaved import Protocol
+
+
+@dataclass
+class KernelTime:
+    """One kernel of one configuration: median self time per call over processes (ns)."""
+
+    name: str
+    kind: str
+    self_ns: float
+    executions: int
+    leaf: bool
+    fingerprint: str = ""
+    parent: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ConfigProfile:
+    """The kernels of one configuration, largest first."""
+
+    label: str  # "default" or "tuned"
+    runtime_ns: float  # timed (unprofiled) runtime, median over processes
+    wall_ns: float  # profiled call, median over processes
+    kernels: list[KernelTime] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        leaf = sum(k.self_ns for k in self.kernels if k.leaf)
+        return leaf / self.wall_ns if self.wall_ns > 0 else 0.0
+
+    def share(self, k: KernelTime) -> float:
+        return k.self_ns / self.wall_ns if self.wall_ns > 0 else 0.0
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "runtime_ns": self.runtime_ns, "wall_ns": self.wall_ns,
+                "coverage": round(self.coverage, 4),
+                "kernels": [{**k.to_json(), "share": round(self.share(k), 4)} for k in self.kernels]}
+
+
+@dataclass
+class ProgramProfile:
+    program: str
+    processes: int
+    protocol: str  # "cross-process"
+    configs: list[ConfigProfile]
+
+    def to_json(self) -> dict:
+        return {"program": self.program, "processes": self.processes, "protocol": self.protocol,
+                "configs": [c.to_json() for c in self.configs]}
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(self.to_json(), path, indent=1)
+
+
+def compare(default: ConfigProfile, tuned: ConfigProfile) -> list[tuple[KernelTime | None, KernelTime | None]]:
+    """Kernel pairs (default, tuned), by fingerprint then by name; a kernel only one side has is paired
+    with None. Ordered by the larger of the two times."""
+    pairs: list[tuple[KernelTime | None, KernelTime | None]] = []
+    left = list(tuned.kernels)
+    for k in default.kernels:
+        match = next((t for t in left if k.fingerprint and t.fingerprint == k.fingerprint), None)
+        match = match or next((t for t in left if t.name == k.name), None)
+        if match is not None:
+            left.remove(match)
+        pairs.append((k, match))
+    pairs += [(None, t) for t in left]
+    return sorted(pairs, key=lambda p: -max(x.self_ns for x in p if x is not None))
+
+
+def profile_program(ref: str, best=None, processes: int = 3, protocol: Protocol | None = None,
+                    timeout_s: float = 900.0) -> ProgramProfile:
+    """The per-kernel profile of the program `ref`, and of `best` beside its default (module docstring)."""
+    from graphcost.frontend.collect.kernel_records import combine_profiles, optimized_kernels, read_process_profiles
+    from graphcost.frontend.measure.cross_process import run_worker
+    from graphcost.frontend.programs.jax_program import compile_lowered
+    from graphcost.tuning.apply import _as_config, check_options
+    from graphcost.tuning.arguments import check_tuned
+    from graphcost.tuning.crossproc import lower_tune_job
+    from graphcost.tuning.program import load_program, prepare_program
+    from graphcost.tuning.space import make_space
+
+    protocol = protocol or Protocol(rounds=3, calls=5, warmup=2)
+    fn, args, name = load_program(ref)
+    program = prepare_program(fn, args, name, ref)
+    space_name, labels, codes = "flags", ["default"], []
+    if best is not None:
+        cfg = _as_config(best)
+        where = best if isinstance(best, (str, Path)) else "the tuned configuration"
+        check_tuned(cfg, where)
+        check_options(cfg.compiler_options, where)
+        space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
+    space = make_space(space_name, program)
+    configs = [[0] * len(space.dims), *codes]
+    job = {"builder": "graphcost.tuning.crossproc:lower_tune_job", "space": "tune", "program": ref,
+           "tune_space": space_name, "allow_fast_math": True, "configs": configs, "cache_dir": None,
+           "protocol": asdict(protocol), "kernels": True}
+    lowered, options, _ = lower_tune_job(job)
+    modules = [optimized_kernels(compile_lowered(low, opt)) for low, opt in zip(lowered, options)]
+    with tempfile.TemporaryDirectory(prefix="graphcost-profile-") as tmp:
+        job_path = Path(tmp) / "job.json"
+        atomic_write_json(job, job_path)
+        files = []
+        for p in range(processes):
+            out = Path(tmp) / f"proc{p}.npz"
+            run_worker(job_path, p, out, core=None, timeout_s=timeout_s)
+            files.append(out)
+        samples = np.stack([np.load(f, allow_pickle=False)["runtime_ns"] for f in files], axis=1)  # (K, P)
+        combined = combine_profiles(read_process_profiles(files), samples)
+    out_configs = []
+    for c, label in enumerate(labels):
+        rows = np.flatnonzero(combined["occ_config"] == c)
+        kernels = []
+        for i in rows:
+            nm = str(combined["occ_name"][i])
+            k = modules[c].get(nm)
+            kernels.append(KernelTime(nm, k.kind if k else "?", float(combined["occ_runtime_ns"][i]),
+                                      int(combined["occ_count"][i]), bool(combined["occ_leaf"][i]),
+                                      k.fingerprint if k else "", k.parent if k else ""))
+        kernels.sort(key=lambda k: -k.self_ns)
+        out_configs.append(ConfigProfile(label, float(np.median(samples[c])),
+                                         float(np.median(combined["profile_wall_ns"][c])), kernels))
+    return ProgramProfile(ref, processes, "cross-process", out_configs)
+
+
+def plot_profile(profile: ProgramProfile, path: Path, top: int = 15) -> None:
+    """Horizontal bars of the top kernels' share of the call (the tuned configuration beside the default)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base = profile.configs[0]
+    names = [k.name for k in base.kernels[:top]]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1.5))
+    y = np.arange(len(names))
+    ax.barh(y, [base.share(k) * 100 for k in base.kernels[:top]], height=0.4 if len(profile.configs) > 1 else 0.7,
+            label=f"default ({base.runtime_ns / 1e3:.0f} µs)")
+    if len(profile.configs) > 1:
+        tuned = profile.configs[1]
+        pairs = {id(d): t for d, t in compare(base, tuned) if d is not None}
+        ax.barh(y + 0.4, [tuned.share(pairs[id(k)]) * 100 * tuned.wall_ns / base.wall_ns if pairs.get(id(k)) else 0
+                          for k in base.kernels[:top]], height=0.4,
+                label=f"tuned ({tuned.runtime_ns / 1e3:.0f} µs), same scale")
+        ax.legend(loc="lower right")
+    ax.set_yticks(y + (0.2 if len(profile.configs) > 1 else 0), [f"{n} ({k.kind})" for n, k in
+                                                                 zip(names, base.kernels[:top])], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of the default's profiled call")
+    ax.set_title(f"{profile.program}: top kernels (coverage {base.coverage:.0%}, {profile.processes} processes)",
+                 fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
