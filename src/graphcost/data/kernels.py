@@ -58,7 +58,7 @@ class KernelTable:
     bytes: np.ndarray  # (U,) float64
     graphs: list = field(repr=False, default_factory=list)  # U x (node_feat, node_opcode, edge_index)
     # programs
-    programs: dict = field(repr=False, default_factory=dict)  # name -> {family, split, config_feat, label, wall}
+    programs: dict = field(repr=False, default_factory=dict)  # name -> {family, split, config_feat, label, samples, wall}
 
     @property
     def per_execution_ns(self) -> np.ndarray:
@@ -88,6 +88,8 @@ class KernelTable:
             with np.load(root / entry["file"], allow_pickle=False) as g:
                 config_feat = np.asarray(g["config_feat"], np.float32)
                 label = np.asarray(g["config_runtime"], np.float64)
+                samples = np.asarray(g["config_runtime_samples"], np.float64) if "config_runtime_samples" in g.files \
+                    else None
             try:
                 with np.load(record_path, allow_pickle=False) as z:
                     r = {k: np.asarray(z[k]) for k in z.files}
@@ -116,7 +118,7 @@ class KernelTable:
             cols["executions_read"].append(r["occ_executions"].astype(np.float64) if "occ_executions" in r
                                            else np.full(m, np.nan))
             programs[name] = {"family": entry.get("family", ""), "split": split, "config_feat": config_feat,
-                              "label": label, "wall": np.median(r["profile_wall_ns"], axis=1)}
+                              "label": label, "samples": samples, "wall": np.median(r["profile_wall_ns"], axis=1)}
         if not programs:
             raise ValueError(f"{root}: no program with a kernel record (collect with `graphcost collect --kernels`)")
         cat = {k: np.concatenate(v) for k, v in cols.items()}

@@ -154,6 +154,15 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: Protocol 
     return ProgramProfile(ref, processes, "cross-process", out_configs)
 
 
+def _bar_label(default: KernelTime | None, tuned: KernelTime | None) -> str:
+    k = default or tuned
+    assert k is not None
+    text = f"{k.name} ({k.kind})"
+    if default is None:
+        return text + " (tuned only)"
+    return text + (f" / {tuned.name}" if tuned is not None and tuned.name != default.name else "")
+
+
 def plot_profile(profile: ProgramProfile, path: Path, top: int = 15) -> None:
     """Horizontal bars of the top kernels' share of the call (the tuned configuration beside the default)."""
     import matplotlib
@@ -162,20 +171,19 @@ def plot_profile(profile: ProgramProfile, path: Path, top: int = 15) -> None:
     import matplotlib.pyplot as plt
 
     base = profile.configs[0]
-    names = [k.name for k in base.kernels[:top]]
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1.5))
-    y = np.arange(len(names))
-    ax.barh(y, [base.share(k) * 100 for k in base.kernels[:top]], height=0.4 if len(profile.configs) > 1 else 0.7,
+    tuned = profile.configs[1] if len(profile.configs) > 1 else None
+    pairs = compare(base, tuned)[:top] if tuned is not None else [(k, None) for k in base.kernels[:top]]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(pairs) + 1.5))
+    y = np.arange(len(pairs))
+    width = 0.4 if tuned is not None else 0.7
+    scale = 100.0 / base.wall_ns if base.wall_ns > 0 else 0.0  # % of the default's profiled call, both sides
+    ax.barh(y, [d.self_ns * scale if d else 0 for d, _ in pairs], height=width,
             label=f"default ({base.runtime_ns / 1e3:.0f} µs)")
-    if len(profile.configs) > 1:
-        tuned = profile.configs[1]
-        pairs = {id(d): t for d, t in compare(base, tuned) if d is not None}
-        ax.barh(y + 0.4, [tuned.share(pairs[id(k)]) * 100 * tuned.wall_ns / base.wall_ns if pairs.get(id(k)) else 0
-                          for k in base.kernels[:top]], height=0.4,
+    if tuned is not None:
+        ax.barh(y + width, [t.self_ns * scale if t else 0 for _, t in pairs], height=width,
                 label=f"tuned ({tuned.runtime_ns / 1e3:.0f} µs), same scale")
         ax.legend(loc="lower right")
-    ax.set_yticks(y + (0.2 if len(profile.configs) > 1 else 0), [f"{n} ({k.kind})" for n, k in
-                                                                 zip(names, base.kernels[:top])], fontsize=7)
+    ax.set_yticks(y + (width / 2 if tuned is not None else 0), [_bar_label(d, t) for d, t in pairs], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("% of the default's profiled call")
     ax.set_title(f"{profile.program}: top kernels (coverage {base.coverage:.0%}, {profile.processes} processes)",
