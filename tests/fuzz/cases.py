@@ -21,6 +21,8 @@ BASE: dict[str, list[str]] = {
     "predict": ["{tmp}/NOPE", "--out", "{tmp}/sub.csv", "--device", "cpu"],
     "collect": ["--list", "--out", "{tmp}/collected"],
     "tune": ["{tmp}/NOPE.py:make", "--out", "{tmp}/tuned"],
+    "profile": ["{tmp}/NOPE.py:make"],
+    "data kernels": ["{tmp}/NOPE", "--out", "{tmp}/kd"],
     "data download": ["-c", "tile:xla", "--data-dir", "{tmp}/A_FILE"],
     "data card": ["{tmp}/NOPE"],
     "data synth": ["-c", "tile:xla", "--out", "{tmp}/A_FILE/x"],

@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 KERNELS_DIR = "kernels"
-SPLITS = ("train", "valid", "test")
 
 
 @dataclass

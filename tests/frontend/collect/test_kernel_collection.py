@@ -19,8 +19,8 @@ PROGRAMS = ("mlp-d1-w64-b8-fwd", "odenet-conv-r10-c4-s2-scan-b2-fwd")
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory):
     out = tmp_path_factory.mktemp("kernels") / "col"
-    args = ["collect", "--kernels", "--space", "flags", "--programs", ",".join(PROGRAMS), "--configs", "3",
-            "--rounds", "1", "--calls", "1", "--warmup", "1", "--limit", "0", "--processes", "2", "--max-load",
+    args = ["collect", "--kernels", "--space", "flags", "--programs", ",".join(PROGRAMS), "--configs", "2",
+            "--rounds", "1", "--calls", "1", "--warmup", "0", "--limit", "0", "--processes", "2", "--max-load",
             "1000", "--out", str(out)]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
@@ -40,9 +40,9 @@ def test_every_configuration_has_its_kernels_timed_and_identified(collection):
     for name in PROGRAMS:
         r, manifest = _record(collection, name)
         assert manifest["collection"]["kernels"] is True
-        assert sorted(set(r["occ_config"].tolist())) == [0, 1, 2]
+        assert sorted(set(r["occ_config"].tolist())) == [0, 1]
         assert r["occ_samples_ns"].shape == (len(r["occ_name"]), 2) and (r["occ_runtime_ns"] >= 0).all()
-        assert r["profile_wall_ns"].shape == (3, 2) and (r["profile_wall_ns"] > 0).all()
+        assert r["profile_wall_ns"].shape == (2, 2) and (r["profile_wall_ns"] > 0).all()
         assert len(set(r["kernel_fingerprint"].tolist())) == len(r["kernel_fingerprint"])  # distinct kernels
         assert (0 < coverage(r)).all() and (coverage(r) < 1.5).all()
         leaf_graphs = np.diff(r["kernel_node_offsets"])[r["occ_kernel"][r["occ_leaf"]]]
@@ -86,7 +86,7 @@ def _train_model(collection, out):
     leaf = t.leaf & (t.count > 0)
     trees = KernelTrees.fit(rows[leaf], t.per_execution_ns[leaf] * 1e-9, rounds=20)
     sums = [program_sums(t.config[t.program == p], trees.predict(rows[t.program == p]), t.count[t.program == p],
-                         t.leaf[t.program == p], 3) for p in PROGRAMS]
+                         t.leaf[t.program == p], 2) for p in PROGRAMS]
     rule = SumRule.fit(np.concatenate([s[0] for s in sums]), np.concatenate([s[1] for s in sums]),
                        np.concatenate([t.programs[p]["label"] for p in PROGRAMS]) * 1e-9)
     save_kernel_model(out, trees, rule, {"featurizer_version": FEATURIZER_VERSION, "data": "test", "date": "today"})
