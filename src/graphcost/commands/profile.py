@@ -58,7 +58,8 @@ def profile(
                    f"{len(tuned.kernels)} kernels cover {tuned.coverage:.0%}")
         typer.echo(f"{'kernel (default)':36s} {'kind':18s} {'default µs':>10s} {'tuned µs':>9s} {'tuned kernel':28s}")
         for d, t in compare(base, tuned)[:top]:
-            typer.echo(f"{(d.name if d else '-')[:36]:36s} {((d or t).kind)[:18]:18s} "
+            kind = (d.kind if d is not None else t.kind if t is not None else "?")
+            typer.echo(f"{(d.name if d else '-')[:36]:36s} {kind[:18]:18s} "
                        f"{(f'{d.self_ns / 1e3:10.1f}' if d else '         -')} "
                        f"{(f'{t.self_ns / 1e3:9.1f}' if t else '        -')} {(t.name if t else '-')[:28]}")
     if json_out is not None:

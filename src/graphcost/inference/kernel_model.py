@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class KernelCostModel:
         trees, rule, meta = load_kernel_model(where, FEATURIZER_VERSION)
         return cls(trees, rule, meta, str(where))
 
-    def kernel_features(self, kernel) -> np.ndarray:
+    def kernel_features(self, kernel: Any) -> np.ndarray:
         """The kernel's features (without flags), cached by fingerprint."""
         if kernel.fingerprint not in self._features:
             from graphcost.frontend.hlo.featurizer import featurize_module

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def kernel_rows(graph_features: np.ndarray, kernel: np.ndarray, flags: np.ndarra
 class KernelTrees:
     """LightGBM regression of log time per execution (module docstring)."""
 
-    booster: object
+    booster: Any  # lightgbm.Booster
     rounds: int
 
     @classmethod
@@ -74,7 +75,8 @@ class KernelTrees:
                   "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed,
                   "deterministic": True, "verbose": -1, "num_threads": threads}
         train = lgb.Dataset(rows, np.log(np.maximum(seconds, 1e-12)))
-        sets, callbacks = [], []
+        sets: list = []
+        callbacks: list[Any] = []
         if valid is not None:
             sets = [lgb.Dataset(valid[0], np.log(np.maximum(valid[1], 1e-12)), reference=train)]
             callbacks = [lgb.early_stopping(40, verbose=False)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 from graphcost.inference.kernel_model import CostedConfig, KernelCostModel
 
@@ -24,7 +25,7 @@ def module_digest(compiled) -> str:
 
 
 def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
-                 workers: int = 2) -> tuple[list[CostedConfig], list, "object"]:
+                 workers: int = 2) -> tuple[list[CostedConfig], list, Any]:
     """Cost `configs` flag configurations of the program `ref` (the default first) with the kernel
     model; returns (costed configurations in the flag configurations' order, the `FlagConfig`s,
     the prepared `TuneProgram`)."""

@@ -103,7 +103,7 @@ def kernel_card_lines(root: Path, repeat: Path | None = None) -> list[str]:
              f"* profiler overhead (profiled call / timed runtime): median {s['overhead_median']:.3f}",
              f"* per-kernel agreement between the processes (Spearman across a configuration's leaf kernels): "
              f"median {s['process_agreement_median']:.3f}"]
-    if "repeat_agreement" in s:
+    if "repeat_agreement" in s and repeat is not None:
         lines.append(f"* independent repeat ({Path(repeat).name}, {len(s['repeat_agreement'])} programs): per-kernel "
                      f"Spearman of the two collections' labels, median {s['repeat_agreement_median']:.3f}")
     return lines + [""]

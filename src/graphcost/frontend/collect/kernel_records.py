@@ -168,7 +168,7 @@ def save_kernel_record(arrays: dict[str, np.ndarray], path: Path) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as fh:
-        np.savez_compressed(fh, **arrays)
+        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
 
 
 def coverage(record: dict[str, np.ndarray]) -> np.ndarray:
