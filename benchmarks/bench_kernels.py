@@ -44,24 +44,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_real import family_groups  # noqa: E402
 
 from graphcost.data.kernels import KernelTable  # noqa: E402
 from graphcost.metrics import kendall_tau  # noqa: E402
 from graphcost.models.kernel_cost import (KernelTrees, Roofline, SumRule, kernel_graph_features,  # noqa: E402
                                           kernel_rows, program_sums)
-
-
-def family_groups(families: list[str], counts: dict[str, int], folds: int) -> list[list[str]]:
-    """Families in `folds` groups of about equal program counts (bench_real's rule)."""
-    if folds <= 0 or folds >= len(families):
-        return [[f] for f in sorted(families)]
-    groups: list[list[str]] = [[] for _ in range(folds)]
-    load = [0] * folds
-    for fam in sorted(families, key=lambda f: (-counts[f], f)):
-        i = int(np.argmin(load))
-        groups[i].append(fam)
-        load[i] += counts[fam]
-    return [sorted(g) for g in groups]
 
 
 def executions(table: KernelTable, executions_read: np.ndarray) -> np.ndarray:
@@ -143,7 +133,7 @@ def run(args) -> dict:
     counts: dict[str, int] = {}
     for p in programs:
         counts[fam_of[p]] = counts.get(fam_of[p], 0) + 1
-    groups = family_groups(sorted(counts), counts, args.folds)
+    groups = family_groups(counts, args.folds)
     print(f"{len(programs)} programs, {len(counts)} families, {len(table.fingerprint)} distinct kernels, "
           f"{int(table.leaf.sum())} leaf occurrences; {len(groups)} folds", flush=True)
     results: dict[str, list[dict[str, float]]] = {m: [] for m in ("kernels", "roofline", "kernels_measured", "lightgbm",

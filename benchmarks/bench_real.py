@@ -399,11 +399,16 @@ def run_split(train: list[Record], valid: list[Record], test: list[Record], mode
 
 
 def family_folds(records: list[Record], folds: int) -> list[list[str]]:
-    """Families in `folds` groups of about equal graph counts (largest family first into the
-    lightest group); 0 = one family per group. Every family is held out exactly once."""
+    """Families in `folds` groups of about equal graph counts (`family_groups`)."""
     counts: dict[str, int] = {}
     for r in records:
         counts[r.family] = counts.get(r.family, 0) + 1
+    return family_groups(counts, folds)
+
+
+def family_groups(counts: dict[str, int], folds: int) -> list[list[str]]:
+    """Families (``{family: graphs}``) in `folds` groups of about equal graph counts (largest family first
+    into the lightest group); 0 = one family per group. Every family is held out exactly once."""
     if folds <= 0 or folds >= len(counts):
         return [[f] for f in sorted(counts)]
     groups: list[list[str]] = [[] for _ in range(folds)]

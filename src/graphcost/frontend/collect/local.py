@@ -311,24 +311,14 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
                     before_first=lambda: timing.update(_driver_compile(gj, options, bar)),
                     status=lambda msg: bar.set_postfix_str(f"{spec.name}: {msg}"))
             except Exception as exc:  # one program that cannot be built, compiled or measured: skipped, said, recorded
-                reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-                manifest.setdefault("skipped", {})[spec.name] = {"reason": reason[:500], "date_utc": _now()}
-                atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
-                bar.write(f"warning: {spec.name} skipped ({reason[:300]})")
-                _remove_work(work)
-                bar.update(1)
+                _skip(out_dir, manifest, spec.name, work, exc, bar)
                 continue
             bar.set_postfix_str(f"{spec.name}: reading the compiled modules")
             if options.kernels:  # the kernel record first: a finished graph always has one
                 try:
                     write_kernel_record(gj, out_dir, splits[spec.name], work, samples, options)
                 except Exception as exc:  # noqa: BLE001 - skipped like a program that cannot be measured
-                    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-                    manifest.setdefault("skipped", {})[spec.name] = {"reason": reason[:500], "date_utc": _now()}
-                    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
-                    bar.write(f"warning: {spec.name} skipped, no kernel record ({reason[:300]})")
-                    _remove_work(work)
-                    bar.update(1)
+                    _skip(out_dir, manifest, spec.name, work, exc, bar, ", no kernel record")
                     continue
             else:
                 problem = add_compiled_stats(gj, options.compile_workers)
@@ -342,6 +332,17 @@ def _collect(specs: list[ProgramSpec], out_dir: Path, options: CollectOptions, m
         bar.close()
     manifest["environment"]["loadavg_end"] = load_average()
     atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+
+
+def _skip(out_dir: Path, manifest: dict, name: str, work: Path, exc: BaseException, bar, what: str = "") -> None:
+    """A program that cannot be built, compiled, measured or recorded: its error's first line under the
+    manifest's ``skipped`` (a resume tries it again), a warning, its work directory removed."""
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    manifest.setdefault("skipped", {})[name] = {"reason": reason[:500], "date_utc": _now()}
+    atomic_write_json(manifest, out_dir / MANIFEST, indent=1)
+    bar.write(f"warning: {name} skipped{what} ({reason[:300]})")
+    _remove_work(work)
+    bar.update(1)
 
 
 def finish_graph(out_dir: Path, manifest: dict, spec: ProgramSpec, split: str, kind: str, arrays: dict, info: dict,
