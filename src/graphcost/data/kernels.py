@@ -72,7 +72,14 @@ class KernelTable:
         """The table of the kernel collection in `root` (its manifest's finished graphs that have a
         kernel record); ValueError naming the file when a record or graph is damaged."""
         root = Path(root)
-        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        manifest_path = root / "manifest.json"
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise ValueError(f"{manifest_path}: not the manifest of a collection written by `graphcost collect "
+                             f"--kernels` ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("graphs", {}), dict):
+            raise ValueError(f"{manifest_path}: key 'graphs' must be an object of per-graph entries")
         cols: dict[str, list] = {k: [] for k in ("program", "family", "config", "kernel", "count", "runtime_ns",
                                                    "leaf", "flags", "executions_read")}
         distinct: dict[str, int] = {}
@@ -80,15 +87,21 @@ class KernelTable:
         graphs: list = []
         programs: dict = {}
         for name, entry in sorted(manifest.get("graphs", {}).items()):
+            if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+                raise ValueError(f"{manifest_path}: key 'graphs.{name}' must be an object with a string 'file'")
             split = entry.get("split", "train")
             record_path = root / KERNELS_DIR / split / f"{name}.npz"
             if not record_path.exists():
                 continue
-            with np.load(root / entry["file"], allow_pickle=False) as g:
-                config_feat = np.asarray(g["config_feat"], np.float32)
-                label = np.asarray(g["config_runtime"], np.float64)
-                samples = np.asarray(g["config_runtime_samples"], np.float64) if "config_runtime_samples" in g.files \
-                    else None
+            graph_path = root / entry["file"]
+            try:
+                with np.load(graph_path, allow_pickle=False) as g:
+                    config_feat = np.asarray(g["config_feat"], np.float32)
+                    label = np.asarray(g["config_runtime"], np.float64)
+                    samples = np.asarray(g["config_runtime_samples"], np.float64) \
+                        if "config_runtime_samples" in g.files else None
+            except (OSError, ValueError, KeyError) as exc:
+                raise ValueError(f"{graph_path}: not a readable flag graph of the collection ({exc})") from None
             try:
                 with np.load(record_path, allow_pickle=False) as z:
                     r = {k: np.asarray(z[k]) for k in z.files}

@@ -159,3 +159,13 @@ def test_the_kernel_rows_histogram_covers_every_tpugraphs_opcode():
     from graphcost.models import kernel_cost
 
     assert kernel_cost.NUM_OPCODE_IDS == NUM_OPCODE_IDS
+
+
+def test_a_broken_kernel_collection_is_a_one_line_error(tmp_path):
+    (tmp_path / "col").mkdir()
+    (tmp_path / "col" / "manifest.json").write_text("{")
+    res = CliRunner().invoke(app, ["data", "kernels", str(tmp_path / "col"), "--out", str(tmp_path / "kd")])
+    assert res.exit_code == 1 and "manifest.json: not the manifest" in res.output and "Traceback" not in res.output
+    (tmp_path / "col" / "manifest.json").write_text('{"graphs": {"a": 5}}')
+    res = CliRunner().invoke(app, ["data", "kernels", str(tmp_path / "col"), "--out", str(tmp_path / "kd")])
+    assert res.exit_code == 1 and "key 'graphs.a'" in res.output
