@@ -6,7 +6,7 @@ DEVELOPMENT families of the flag zoos only (issue 33's "an ensemble" candidate; 
 
 The shipped flag model is `graphcost train` on the shipped split (17 training, 4 validation and 4 test
 families). With 4 validation families, which of several seeds ranks unseen families best is decided by the
-families drawn as much as by the model (docs/cost-models.md, "v6"), so choosing one by its validation τ may
+families drawn as much as by the model (docs/findings.md, "v6"), so choosing one by its validation τ may
 choose noise. This asks the question on more families: the development families (every family the first
 collection's split puts in train or valid) are dealt into ``--folds`` groups of about equal graph counts
 (`bench_real.family_folds`); fold k holds group k out (its "held-out" families), validates on group k+1

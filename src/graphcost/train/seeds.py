@@ -5,7 +5,7 @@
 ``RUN/ensemble.json`` lists every member, so everything that loads a run averages their standardised
 scores (`graphcost.inference.ensemble.EnsemblePredictor`): the mean of n rankers whose errors differ varies
 less from seed to seed than any one of them. The trees and their blend are then fitted beside the averaged
-score (`graphcost.train.fit.fit_trees`), exactly as beside one model. Measured on the flag zoos (docs/cost-models.md,
+score (`graphcost.train.fit.fit_trees`), exactly as beside one model. Measured on the flag zoos (docs/findings.md,
 "v6" and "Choosing a seed on validation families"): 3 seeds score above their members' mean and below the member
 best on validation, on 5 leave-family-out folds too (0.472 against 0.466 and 0.480), so `graphcost train` trains
 one model unless asked.
