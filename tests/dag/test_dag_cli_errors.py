@@ -59,6 +59,10 @@ def test_sample_errors(run_dir, tmp_path):
                     1, "--out", str(f))  # fmt: skip
     _one_line_error(_run(["dag", "sample", tmp_path / "nope", "--out", tmp_path / "s.npz"]), 1, "nope",
                     "no such run directory")  # fmt: skip
+    # issue 65: --out samples.png wrote the DAGs and then the drawing to the same path (the DAGs were lost)
+    _one_line_error(_run(["dag", "sample", run_dir, "-n", "2", "--tmax", "2", "--out", tmp_path / "s.png"]), 1,
+                    "--out", "give a .npz path")  # fmt: skip
+    assert not (tmp_path / "s.png").exists()
 
 
 def test_evaluate_errors_and_optional_json(run_dir, tmp_path, monkeypatch):

@@ -44,6 +44,25 @@ def test_timeout_must_be_positive():
         init_from_env("cpu", timeout_s=0)
 
 
+@pytest.mark.parametrize("env, needle", [
+    ({"WORLD_SIZE": "abc"}, "environment variable WORLD_SIZE must be an integer, got 'abc'"),
+    ({"WORLD_SIZE": "0"}, "environment variable WORLD_SIZE must be >= 1, got 0"),
+    ({"WORLD_SIZE": "2"}, "environment variable RANK is not set"),
+    ({"WORLD_SIZE": "2", "RANK": "x"}, "environment variable RANK must be an integer, got 'x'"),
+    ({"WORLD_SIZE": "2", "RANK": "2"}, "environment variable RANK must be in [0, 1], got 2"),
+    ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "-1"}, "environment variable LOCAL_RANK must be >= 0, got -1"),
+])
+def test_torchrun_variables_are_checked_by_name(monkeypatch, env, needle):
+    """issue 65: WORLD_SIZE=abc was int()'s ValueError; RANK and LOCAL_RANK were not checked."""
+    for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ValueError) as info:
+        init_from_env("cpu")
+    assert str(info.value).startswith(needle), str(info.value)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

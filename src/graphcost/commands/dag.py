@@ -256,6 +256,9 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.train import load_model
 
         _check_final_step(final_step)
+        if out.with_suffix(".png") == out:  # issue 65: the DAGs, then the drawing, were written to one path
+            fail(f"--out {out}: the DAGs are written there as .npz and their drawing beside it as "
+                 f"{out.with_suffix('.png').name}; give a .npz path (e.g. {out.with_suffix('.npz')})")
         check_output_option(out, "--out", overwrite)  # the outputs first, as every command (issue 36)
         check_output_option(out.with_suffix(".png"), "--out", overwrite)  # the drawing written beside it
         for written in (out, out.with_suffix(".png")):

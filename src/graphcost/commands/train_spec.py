@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from graphcost.bounds import SEED_MAX
+from graphcost.bounds import SEED_MAX, ArgumentError
 from graphcost.commands.choices import value
 from graphcost.commands.common import (
     check_collection,
@@ -131,14 +131,24 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
     model, loss, collection = value(model), value(loss), value(collection)  # plain str for run.json / checkpoints (older typer makes the enum after the callback)
     check_collection(collection)
     device = check_device_option(device)
-    s = RunSpec(
-        config=TrainConfig(model=model, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr, seed=seed,
-                           eval_tta=eval_tta, patience=patience, max_steps_per_graph=max_steps_per_graph,
-                           device=device, checkpoint_every=checkpoint_every, progress=progress,
-                           loader_workers=loader_workers),
-        data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
-        keep=keep, seeds=seeds, trees=trees,
-    )  # fmt: skip
+    if folds < 0 or folds == 1:
+        fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {folds}")
+    if seeds > 1 and folds:
+        fail(f"--seeds {seeds} cannot be combined with --folds {folds}: cross-validation already trains an "
+             "ensemble (its folds); use one or the other")
+    _check_train_numbers(lr, seed, max_memory_gb)
+    try:  # the spec checks itself (graphcost.train.checks); its message gets the option's name
+        s = RunSpec(
+            config=TrainConfig(model=model, loss=loss, epochs=epochs, batch_configs=batch_configs, lr=lr, seed=seed,
+                               eval_tta=eval_tta, patience=patience, max_steps_per_graph=max_steps_per_graph,
+                               device=device, checkpoint_every=checkpoint_every, progress=progress,
+                               loader_workers=loader_workers),
+            data_dir=data_dir, collection=collection, max_graphs=max_graphs, folds=folds, train_folds=train_folds,
+            keep=keep, seeds=seeds, trees=trees,
+        )  # fmt: skip
+    except ArgumentError as exc:
+        field, _, rest = str(exc).partition(" ")
+        fail(f"--{field.replace('_', '-')} {rest}")
     model_config = None  # recorded in run.json on --resume; else the recipe's with --model-opt
     if resume:  # a resumed run reuses the interrupted run's data and settings
         run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)
@@ -160,11 +170,6 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
     name = s.config.model  # the model to train: the option's, or on --resume the recorded one
     if name not in MODEL_NAMES:  # fail before any data is prepared
         fail(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
-    if s.folds < 0 or s.folds == 1:
-        fail(f"--folds must be 0 (official train/valid split) or at least 2 for cross-validation, got {s.folds}")
-    if s.seeds > 1 and s.folds:
-        fail(f"--seeds {s.seeds} cannot be combined with --folds {s.folds}: cross-validation already trains an "
-             "ensemble (its folds); use one or the other")
     try:
         if model_config is None:
             model_config = coerce_config(name, {**(recipe.MODEL_CONFIG if name == recipe.MODEL else {}),
@@ -172,7 +177,6 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
     except ValueError as exc:
         fail(f"--model-opt: {exc}")
     s.config.model_config = model_config
-    _check_train_numbers(s.config.lr, s.config.seed, max_memory_gb)
     _check_model_sizes(model_config)
     if out is not None:
         try:

@@ -141,6 +141,24 @@ class DistContext:
             dist.barrier()
 
 
+def env_int(name: str, default: int | None, low: int, high: int | None = None) -> int:
+    """The integer environment variable `name` (torchrun sets WORLD_SIZE, RANK and LOCAL_RANK); ValueError
+    naming the variable when it is missing (no `default`), not an integer or outside [low, high]."""
+    text = os.environ.get(name)
+    if text is None:
+        if default is None:
+            raise ValueError(f"environment variable {name} is not set (WORLD_SIZE > 1 needs RANK: launch with torchrun)")
+        return default
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be an integer, got {text!r}") from None
+    if value < low or (high is not None and value > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"environment variable {name} must be {bound}, got {value}")
+    return value
+
+
 def init_from_env(device: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) -> DistContext:
     """Initialise the process group when launched by torchrun (WORLD_SIZE > 1), else single process.
 
@@ -150,11 +168,11 @@ def init_from_env(device: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) ->
     check_device(device)
     if not (timeout_s > 0 and timeout_s < float("inf")):
         raise ValueError(f"timeout_s {timeout_s}: expected a positive number of seconds")
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    world_size = env_int("WORLD_SIZE", 1, 1)
     if world_size <= 1:
         return DistContext()
-    rank = int(os.environ["RANK"])
-    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    rank = env_int("RANK", None, 0, world_size - 1)
+    local_rank = env_int("LOCAL_RANK", rank, 0)
     use_cuda = torch.cuda.is_available() and device in ("auto", "cuda")
     backend = "nccl" if use_cuda else "gloo"
     if use_cuda:

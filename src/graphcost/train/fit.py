@@ -86,11 +86,7 @@ def fit(
     from graphcost.train.trainer import default_batch_configs
 
     spec = spec if spec is not None else RunSpec()
-    if spec.folds < 0 or spec.folds == 1:
-        raise ValueError(f"folds must be 0 (the official train/valid split) or at least 2, got {spec.folds}")
-    if spec.seeds < 1 or (spec.seeds > 1 and spec.folds):
-        raise ValueError(f"seeds must be 1, or more without folds (cross-validation is an ensemble already), "
-                         f"got seeds {spec.seeds} with folds {spec.folds}")
+    _check_fit_arguments(spec, out, resume, overwrite, cache_dir, max_memory_gb, dist_ctx, report)
     say = report or log.info
     ctx = dist_ctx or DistContext()
     out = Path(out) if out is not None else None
@@ -207,6 +203,33 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
         blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, spec.config.seed,
                           spec.config.device, say)
     return FitResult(out, kind, trainer.metric, result.best_score, blend)
+
+
+def _check_fit_arguments(spec, out, resume, overwrite, cache_dir, max_memory_gb, dist_ctx, report) -> None:
+    """`fit`'s arguments, before anything is read or written: ArgumentError naming the first unusable one
+    (issue 65: ``fit("layout")``, ``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted)."""
+    import os
+
+    from graphcost.bounds import ArgumentError, check_real
+    from graphcost.train.checks import check_run_spec
+
+    if not isinstance(spec, RunSpec):
+        raise ArgumentError(f"spec must be a RunSpec (graphcost.RunSpec(...)) or None, got {spec!r} "
+                            f"({type(spec).__name__})")
+    check_run_spec(spec)  # again: a spec's fields may have been changed since it was built
+    for name, value in (("out", out), ("cache_dir", cache_dir)):
+        if value is not None and not isinstance(value, (str, os.PathLike)):
+            raise ArgumentError(f"{name} must be a directory path or None, got {value!r} ({type(value).__name__})")
+        if isinstance(value, str) and not value.strip():
+            raise ArgumentError(f"{name} must be a directory path, got an empty string")
+    for name, value in (("resume", resume), ("overwrite", overwrite)):
+        if not isinstance(value, bool):
+            raise ArgumentError(f"{name} must be True or False, got {value!r}")
+    check_real("max_memory_gb", max_memory_gb, 0.0, lo_open=True)
+    if dist_ctx is not None and not isinstance(dist_ctx, DistContext):
+        raise ArgumentError(f"dist_ctx must be a DistContext or None, got {type(dist_ctx).__name__}")
+    if report is not None and not callable(report):
+        raise ArgumentError(f"report must be a function taking one line (e.g. print) or None, got {report!r}")
 
 
 def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],

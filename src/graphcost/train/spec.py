@@ -46,6 +46,11 @@ class RunSpec:
     recorded_in: Path | None = None  # the run.json data_dir was read from, named in the messages about it
 
     def __post_init__(self) -> None:
+        """Every field checked (`graphcost.train.checks.check_run_spec`): ArgumentError naming the first
+        unusable one (issue 65: ``folds=2, train_folds=0`` returned best_score nan)."""
+        from graphcost.train.checks import check_run_spec
+
+        check_run_spec(self)
         if self.data_dir is not None:  # a str from Python callers; a shipped dataset's bare name stays as given
             self.data_dir = Path(self.data_dir)
 

@@ -90,6 +90,12 @@ class TrainConfig:
     plots: bool = True
     loader_workers: int = 0  # >0: batches built by DataLoader worker processes (same batches, overlapped)
 
+    def __post_init__(self) -> None:
+        """Every field checked (`graphcost.train.checks`): ArgumentError naming the first unusable one."""
+        from graphcost.train.checks import check_train_config
+
+        check_train_config(self)
+
 
 RESUME_FREE = ("device", "progress", "plots", "checkpoint_every", "loader_workers")  # may change between resumes
 
