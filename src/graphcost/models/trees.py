@@ -6,7 +6,11 @@
     trees.save(run_dir / "trees.txt"); TreeRanker.load(...)      # LightGBM's own text format (no pickle)
 
 Target: the log runtime standardised within each graph, (log t - mean_g) / std_g, so graphs of
-different speed weigh the same and only the order within a graph is learnt. At most
+different speed weigh the same and only the order within a graph is learnt. Boosting rounds stop
+early on the validation graphs; when they hold fewer than `FEW_VALID_ROWS` configurations (one
+program's few held-back configurations), stopping on them stopped after a round or two (a real
+TPU layout module, 8 validation configurations: the first round, validation τ −0.16), so the rounds
+are chosen by cross-validation on the training rows instead (`cv_rounds`). At most
 `max_rows_per_graph` configurations of a graph are used (a seeded sample), so TpuGraphs-size graphs
 do not swamp the rest. The table ends with what the compiler did to each configuration (its compiled
 columns, NaN for a graph without ``config_compiled_stats``); every training graph that has them
@@ -212,6 +216,23 @@ def _stack(graphs: Sequence, max_rows: int, seed: int, program: str | None = Non
     return np.vstack(xs), np.concatenate(ys)
 
 
+FEW_VALID_ROWS = 100  # below this many validation rows the rounds are chosen by cross-validation on train
+CV_FOLDS = 5
+MIN_ROUNDS = 20
+
+
+def cv_rounds(params: dict, x: np.ndarray, y: np.ndarray, seed: int) -> int:
+    """Boosting rounds chosen by `CV_FOLDS`-fold cross-validation on the training rows (early stopping
+    on the folds' mean loss), at least `MIN_ROUNDS`; 300 when there are too few rows to fold."""
+    import lightgbm as lgb
+
+    if len(y) < 2 * CV_FOLDS:
+        return 300
+    res = lgb.cv({**params, "seed": seed}, lgb.Dataset(x, y), num_boost_round=1000, nfold=CV_FOLDS, stratified=False,
+                 shuffle=True, seed=seed, callbacks=[lgb.early_stopping(50, verbose=False)])
+    return max(MIN_ROUNDS, len(next(iter(res.values()))))
+
+
 class TreeRanker:
     """LightGBM regression on `config_table` features (+ raw layouts in program mode); lower
     predicted value = faster. `program`: the signature of the one program it was fitted on, or None."""
@@ -234,12 +255,12 @@ class TreeRanker:
                   "min_data_in_leaf": max(2, min(20, len(y) // 20)), "feature_fraction": 0.8,
                   "bagging_fraction": 0.8, "bagging_freq": 1, "seed": seed, "verbose": -1,
                   "num_threads": threads, "deterministic": True, "force_row_wise": True}
-        if valid:
-            xv, yv = _stack(valid, max_rows_per_graph, seed, program)
+        xv, yv = _stack(valid, max_rows_per_graph, seed, program) if valid else (None, None)
+        if yv is not None and len(yv) >= FEW_VALID_ROWS:
             booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=1000, valid_sets=[lgb.Dataset(xv, yv)],
                                 callbacks=[lgb.early_stopping(50, verbose=False)])
-        else:
-            booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=300)
+        else:  # too few validation rows to stop on (module docstring): rounds from cross-validation on train
+            booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=cv_rounds(params, x, y, seed))
         return cls(booster, kinds.pop(), program)
 
     def score(self, prepared, table: np.ndarray | None = None) -> np.ndarray:
