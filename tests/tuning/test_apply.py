@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,6 +91,20 @@ def test_unknown_xla_option_is_reported_by_compile_with_not_at_the_first_call(tm
     path = tmp_path / "best.json"
     path.write_text(json.dumps({**TunedConfig("flags", []).to_json(),  # no codes: [0] is refused since issue 36
                                 "compiler_options": {"xla_graphcost_not_an_option": 1}}))
-    with pytest.raises(ValueError, match=r"best.json: field 'compiler_options': XLA refuses them .*"
-                                         r"xla_graphcost_not_an_option"):
+    with pytest.raises(ValueError, match=r"best.json: field 'compiler_options.xla_graphcost_not_an_option' is not "
+                                         r"an option of the flag space"):
         compile_with(_fn, path)  # no call
+
+
+@pytest.mark.parametrize("options, needle", [
+    ({"xla_dump_to": "somewhere"}, "'compiler_options.xla_dump_to' is not an option of the flag space"),
+    ({"xla_backend_optimization_level": 7}, "'compiler_options.xla_backend_optimization_level' is 7, not one of"),
+    ({"xla_cpu_use_xnnpack": 0}, "'compiler_options.xla_cpu_use_xnnpack' is 0, not one of"),  # False, not 0
+])
+def test_options_outside_the_flag_space_are_never_applied(tmp_path, options, needle):
+    """issue 65: a best.json holding "xla_dump_to" made XLA write files wherever the file said."""
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({**TunedConfig("flags", []).to_json(), "compiler_options": options}))
+    with pytest.raises(ValueError, match=needle):
+        compile_with(_fn, path)
+    assert not (tmp_path / "somewhere").exists() and not Path("somewhere").exists()

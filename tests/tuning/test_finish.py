@@ -81,3 +81,26 @@ def test_result_json_records_strategy_model_and_agreement():
     data = res.to_json()
     assert data["strategy"] == "model+online" and data["model"] == "shipped"
     assert data["search_vs_final"]["spearman"] == 1.0
+
+
+def test_progress_marks_the_kept_candidate_not_the_best_median(monkeypatch):
+    """issue 67: progress.png labelled the best MEDIAN "kept" (1.220x, 0.971-1.348) where 1.204x was kept."""
+    from graphcost.tuning.plot import progress_figure
+    from graphcost.tuning.result import final_point
+
+    space = FlagSpace()
+    trials = _trials(space, [0.80, 0.82])
+    per_process = {trials[0].codes: (0.971, 1.22, 1.348), trials[1].codes: (1.048, 1.204, 1.251)}
+
+    def remeasure(program, space_, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out):
+        runtime = np.array([[1000.0] + [1000.0 / per_process[c][p] for c in configs[1:]] for p in range(3)])
+        return Remeasurement(runtime, "in-process", [0.0] * 3)
+
+    monkeypatch.setattr(final_check, "_remeasure", remeasure)
+    result = final_check.finish(None, space, None, trials, None, 3, 3, 0.01, None, False, None, False)
+    assert tuple(result.best.codes) == trials[1].codes and abs(result.speedup - 1.204) < 1e-9
+    point = final_point(result)
+    assert point["kept"] and abs(point["median"] - 1.204) < 1e-9 and abs(point["min"] - 1.048) < 1e-9
+    labels = [t.get_text() for t in progress_figure(trials, point).legends[0].get_texts()]
+    assert any(label.startswith("final check: kept 1.204x (1.048-1.251)") for label in labels)
+    assert result.to_json()["in_search_best"] == 1.25  # the figure the bar and the plot call the in-search estimate

@@ -103,7 +103,7 @@ def make():
     a = jnp.linspace(-1.0, 1.0, 16 * 32).reshape(16, 32)
     return (lambda a, b: jnp.tanh(a @ b).sum(axis=0)), (a, a.T)
 '''
-FAST = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2"]
+FAST = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2", "--no-kernels", "--no-ablation"]
 
 
 @pytest.fixture()

@@ -33,7 +33,7 @@ def steady():
     return fn, (jnp.ones(8),)
 '''
 FAST = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2", "--budget", "2",
-        "--strategy", "random"]
+        "--strategy", "random", "--no-kernels", "--no-ablation"]
 
 
 @pytest.fixture()

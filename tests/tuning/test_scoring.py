@@ -125,6 +125,12 @@ def test_tune_api_end_to_end(runs, tmp_path):
                             protocol=Protocol(rounds=1, calls=1, warmup=1), progress=False)
     assert len(result.trials) == 3 and (tmp_path / "o" / "best.json").is_file()
     assert result.speedup >= 1.0 and (result.beats_default or result.best.is_default)
+    # in-process kernel profiles (no file reference): the default's before the search, every trial's
+    assert result.kernels["default"]["top"][0]["self_ns"] > 0
+    assert all(t.extra.get("kernels") for t in result.trials if t.status == "ok")
+    assert (tmp_path / "o" / "kernels.csv").is_file() and (tmp_path / "o" / "kernels.png").is_file()
+    if result.beats_default:
+        assert result.kernels["kept"]["protocol"] == "in-process" and result.ablation["processes"] == 1
     out = graphcost.compile_with(program.fn, result.best)(*program.args)
     np.testing.assert_allclose(np.asarray(out), np.asarray(program.fn(*program.args)), rtol=1e-3, atol=1e-5)
 

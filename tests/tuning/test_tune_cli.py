@@ -22,7 +22,8 @@ def make():
 def broken():
     return 42
 '''
-FAST = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2"]
+PROFILED = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2"]
+FAST = [*PROFILED, "--no-kernels", "--no-ablation"]  # the kernel profiles are tested once, below
 
 
 @pytest.fixture()
@@ -40,14 +41,28 @@ def _rows(out):
 def test_tune_writes_outputs_and_resumes_without_remeasuring(tmp_path, prog):
     out = tmp_path / "tuned"
     runner = CliRunner()
-    res = runner.invoke(app, ["tune", f"{prog}:make", "--budget", "3", "--strategy", "random", "--out", str(out), *FAST])
+    res = runner.invoke(app, ["tune", f"{prog}:make", "--budget", "3", "--strategy", "random", "--out", str(out),
+                              *PROFILED])
     assert res.exit_code == 0, res.output
-    for name in ("study.db", "trials.csv", "trials.json", "best.json", "result.json", "progress.png"):
+    for name in ("study.db", "trials.csv", "trials.json", "best.json", "result.json", "progress.png", "kernels.csv",
+                 "kernels.png"):
         assert (out / name).is_file(), name
+    assert "the default:" in res.output and "kernels cover" in res.output  # its profile, before the search
     rows = _rows(out)
     assert len(rows) == 3 and {r["strategy"] for r in rows} == {"random"}
     result = json.loads((out / "result.json").read_text())
     assert result["num_trials"] == 3 and (result["beats_default"] or not any(result["best"]["codes"]))
+    top = result["kernels"]["default"]["top"]
+    assert top and top[0]["self_ns"] > 0 and 0 < result["kernels"]["default"]["coverage"] <= 1.5
+    with open(out / "kernels.csv", newline="") as fh:
+        kernels = list(csv.DictReader(fh))
+    measured = {r["number"] for r in rows if r["status"] == "ok"}
+    assert measured and {k["number"] for k in kernels} == measured  # every measured trial keeps its kernels
+    if result["beats_default"]:
+        assert "kept" in result["kernels"] and result["ablation"]["changes"]
+        assert "ablation of the kept" in res.output
+    else:
+        assert result["ablation"] is None
 
     again = runner.invoke(app, ["tune", f"{prog}:make", "--budget", "3", "--strategy", "random", "--out", str(out), *FAST])
     assert again.exit_code == 1 and "already holds a tuning run" in again.output

@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
     @app.command("tune")
     @interrupt_says("interrupted before any measurement: nothing was saved")
     def tune_cmd(
-        program: str = typer.Argument(..., help="The program: FILE.py:FUNCTION or MODULE:FUNCTION, where FUNCTION() "
+        program: str = typer.Argument(..., metavar="PROGRAM", help="The program: FILE.py:FUNCTION or MODULE:FUNCTION, where FUNCTION() "
                                       "returns (fn, example_args)."),
         space: str = typer.Option("flags", help="flags (XLA CPU compiler options) | layout (per-node layouts of "
                                   "dot / convolution / reshape) | both."),
@@ -71,9 +71,11 @@ def register(app: typer.Typer) -> None:
         model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
                                          "flags, a layout model for layouts); default: the models that ship with "
                                          "graphcost."),
-        strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random "
+        strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random | kernels "
                                            "(repeatable; default model+online, guided by --model or the shipped "
-                                           "models; tpe and random use no model)."),
+                                           "models; tpe and random use no model; kernels compiles candidates and "
+                                           "costs them with the shipped kernel model, corrected on each trial's "
+                                           "kernels)."),
         online: str = typer.Option("auto", help="model+online's per-program model: auto (effects for --space "
                                    "flags, tree for layout and both) | effects (Bayesian "
                                    "effects of each option and their interactions, the cost model's score as a "
@@ -81,7 +83,7 @@ def register(app: typer.Typer) -> None:
                                    "the configuration, with the cost model's score as a feature) | finetune (the cost "
                                    "model fine-tuned on this program's measurements)."),
         out: Path = typer.Option(Path("runs/tuned"), help="Output directory: study.db, trials.csv/json, best.json, "
-                                 "result.json, progress.png."),
+                                 "result.json, progress.png, kernels.csv, kernels.png."),
         storage: Optional[str] = typer.Option(None, help="Optuna storage URL shared by several workers (e.g. "
                                               "postgresql://user@host/db); default sqlite in --out."),
         study: Optional[str] = typer.Option(None, "--study", help="Name of the study in the storage (default: the "
@@ -102,6 +104,11 @@ def register(app: typer.Typer) -> None:
         min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
         seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed of the strategies and the visit order."),
+        kernels: bool = typer.Option(True, "--kernels/--no-kernels", help="Profile the default's kernels before "
+                                     "the search (shown), every trial's (kernels.csv) and the kept configuration's "
+                                     "(result.json, kernels.png)."),
+        ablation: bool = typer.Option(True, "--ablation/--no-ablation", help="Re-measure the kept configuration "
+                                      "without each of its changes: which ones carry the speedup (result.json)."),
         prepare_timeout: float = typer.Option(600.0, min=1.0, max=SECONDS_MAX, help="Seconds the program's preparation (import, "
                                               "make(), tracing, compiling and one call of the default, in a fresh "
                                               "process) may take."),
@@ -189,7 +196,7 @@ def register(app: typer.Typer) -> None:
                                 name=study or name, seed=seed, round_size=round_size, race=race, processes=processes,
                                 protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed),
                                 min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
-                                learner=online)
+                                learner=online, kernels=kernels, ablation=ablation)
             with terminate_as_interrupt() as signal_seen:  # SIGTERM, too, releases the study's reservations
                 result = tune(prepared, config=config)
         except TuneInterrupted as exc:
@@ -210,4 +217,6 @@ def register(app: typer.Typer) -> None:
         if result.beats_default:
             opts = result.best.compiler_options
             typer.echo(f"best: {opts}" + (f" + {len(result.best.layouts)} layout constraints" if result.best.layouts else ""))
-        typer.echo(f"wrote {out}/best.json (apply: graphcost.compile_with(fn, '{out}/best.json')), trials.csv, progress.png")
+        extra = "".join(f", {f}" for f in ("kernels.csv", "kernels.png") if (out / f).exists())
+        typer.echo(f"wrote {out}/best.json (apply: graphcost.compile_with(fn, '{out}/best.json')), trials.csv, "
+                   f"progress.png{extra}")

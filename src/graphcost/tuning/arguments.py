@@ -82,7 +82,7 @@ def check_tune_config(cfg: Any) -> None:
         for name, low in (("rounds", 1), ("calls", 1), ("warmup", 0)):
             check_int(f"protocol.{name}", getattr(cfg.protocol, name), low, REPEATS_MAX)
     _optional("pool_kwargs", cfg.pool_kwargs, (dict,), "a dict")
-    for name in ("allow_fast_math", "progress"):
+    for name in ("allow_fast_math", "kernels", "ablation", "progress"):
         if not isinstance(getattr(cfg, name), bool):
             raise ArgumentError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
     if not isinstance(cfg.device, str) or not DEVICE.fullmatch(cfg.device):
@@ -110,6 +110,15 @@ def check_tuned(cfg: Any, where: object) -> None:
                                 f"{sorted({**cfg.flags, **cfg.compiler_options})}")
         return
     space = FlagSpace(allow_fast_math=True)
+    domain = option_domain(space)
+    for key, value in cfg.compiler_options.items():  # no option from a file that the space does not set (issue 65)
+        if key not in domain:
+            raise ArgumentError(f"{where}: field 'compiler_options.{key}' is not an option of the flag space "
+                                f"(graphcost applies only the options it searches: {', '.join(sorted(domain))})")
+        if (type(value), value) not in domain[key]:
+            allowed = ", ".join(repr(v) for _, v in sorted(domain[key], key=repr))
+            raise ArgumentError(f"{where}: field 'compiler_options.{key}' is {value!r}, not one of the values the "
+                                f"flag space gives it ({allowed})")
     names = [d.name for d in space.dims]
     unknown = sorted(set(cfg.flags) - set(names))
     if unknown:
@@ -133,3 +142,16 @@ def check_tuned(cfg: Any, where: object) -> None:
             if field == "compiler_options" and key in searched and key not in expected:
                 raise ArgumentError(f"{where}: field 'compiler_options.{key}' is {value!r}, but the codes leave it "
                                     "at the compiler's default")
+
+
+def option_domain(space) -> dict[str, set]:
+    """{XLA option: {(type, value)}} every value the flag `space` gives each option it sets (one
+    dimension moved at a time; the options are independent of one another)."""
+    domain: dict[str, set] = {}
+    for i, dim in enumerate(space.dims):
+        for k in range(len(dim.choices)):
+            codes = [0] * len(space.dims)
+            codes[i] = k
+            for key, value in space.compiler_options(tuple(codes)).items():
+                domain.setdefault(key, set()).add((type(value), value))
+    return domain

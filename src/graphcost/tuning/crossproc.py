@@ -34,6 +34,7 @@ class Remeasurement:
     runtime_ns: np.ndarray  # (P, K) float64, column 0 = the default
     protocol: str  # "cross-process" or "in-process"
     compile_s: list[float]  # per process: compile time of all K configurations
+    profiles: list[dict] | None = None  # per process, its profiled pass (`kernel_profile.profile_arrays`), if asked
 
     @property
     def speedups(self) -> np.ndarray:
@@ -48,17 +49,19 @@ class Remeasurement:
 
 def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], processes: int, protocol: Protocol,
                             allow_fast_math: bool = False, cache_dir: str | Path | None = None,
-                            timeout: float = 900.0) -> Remeasurement:
-    """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after another."""
+                            timeout: float = 900.0, kernels: bool = False) -> Remeasurement:
+    """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after
+    another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`)."""
+    from graphcost.frontend.collect.kernel_records import read_process_profiles
     from graphcost.frontend.measure.cross_process import run_worker
 
-    rows, compile_s = [], []
+    rows, compile_s, files = [], [], []
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
         job = Path(tmp) / "job.json"
         atomic_write_json({
             "builder": "graphcost.tuning.crossproc:lower_tune_job", "space": "tune", "program": program_ref,
             "tune_space": space, "allow_fast_math": allow_fast_math, "configs": [list(c) for c in configs],
-            "cache_dir": str(cache_dir) if cache_dir else None, "protocol": asdict(protocol)}, job)
+            "cache_dir": str(cache_dir) if cache_dir else None, "protocol": asdict(protocol), "kernels": kernels}, job)
         for p in range(processes):
             out = Path(tmp) / f"res{p}.npz"
             # killed with the tune (a killed tune leaves no worker behind); not pinned: a user's machine
@@ -66,7 +69,9 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
             with np.load(out, allow_pickle=False) as res:
                 rows.append(np.asarray(res["runtime_ns"], np.float64))
                 compile_s.append(round(float(res["compile_s"]), 3))
-    return Remeasurement(np.array(rows, np.float64), "cross-process", compile_s)
+            files.append(out)
+        profiles = read_process_profiles(files) if kernels else None
+    return Remeasurement(np.array(rows, np.float64), "cross-process", compile_s, profiles)
 
 
 def lower_tune_job(job: dict) -> tuple[list, list, list]:
@@ -83,8 +88,10 @@ def lower_tune_job(job: dict) -> tuple[list, list, list]:
     return [space.lower(program, c) for c in codes], [space.compiler_options(c) for c in codes], program.flat_args
 
 
-def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: Protocol) -> Remeasurement:
-    """Fallback for programs without a reference: `passes` independent interleaved passes here."""
+def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: Protocol,
+                         kernels: bool = False) -> Remeasurement:
+    """Fallback for programs without a reference: `passes` independent interleaved passes here; with
+    `kernels`, one profiled pass after them."""
     import time
 
     t0 = time.perf_counter()
@@ -92,4 +99,9 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
     compile_s = time.perf_counter() - t0
     rows = [measure_executables(exes, evaluator.program.flat_args, replace(protocol, seed=protocol.seed + 7 * p)).runtime_ns
             for p in range(passes)]
-    return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1))
+    profiles = None
+    if kernels:
+        from graphcost.frontend.measure.kernel_profile import profiled_pass
+
+        profiles = [profiled_pass(exes, evaluator.program.flat_args, np.median(rows, axis=0))]
+    return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles)

@@ -49,6 +49,9 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
     for batch in (ranked[:finalists], ranked[finalists:2 * finalists]):
         if not batch or (checked and any(lo >= 1.0 + min_gain for _, _, lo, _ in checked)):
             break
+        if checked:  # every batch is announced (issue 67): the second one decides when it runs
+            log.info(f"none of the first {len(checked)} re-measured candidates beat the default by "
+                     f"{min_gain:.0%} in every process: the next {len(batch)} get their own re-measurement")
         rem = _remeasure(program, space, evaluator, [default] + batch, processes, protocol, program_ref,
                          allow_fast_math, out)
         sp = rem.speedups  # (P, len(batch))
@@ -75,16 +78,19 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
 
 
 def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs: list[Codes], processes: int,
-               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None) -> Remeasurement:
-    """The final check of `configs` (the default first): fresh processes when the program has a file."""
+               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None,
+               kernels: bool = False) -> Remeasurement:
+    """The final check of `configs` (the default first): fresh processes when the program has a file;
+    with `kernels`, a profiled pass after the timings (`Remeasurement.profiles`)."""
     from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
 
     log.info(f"re-measuring {len(configs) - 1} candidate(s) against the default in {processes} "
              f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
     if program_ref:
         cache = (out / "jax_cache") if out is not None else None
-        return remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache)
-    return remeasure_in_process(evaluator, configs, processes, protocol)
+        return remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache,
+                                       kernels=kernels)
+    return remeasure_in_process(evaluator, configs, processes, protocol, kernels=kernels)
 
 
 def search_vs_final(pairs: list[tuple[float, float]]) -> dict[str, Any]:

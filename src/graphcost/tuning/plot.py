@@ -48,7 +48,8 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
     Args:
         trials: every trial, all strategies (`Trial.strategy`, `Trial.number` order them).
         final: the final check against the default in fresh processes, ``{"median", "min", "max",
-            "kept"}`` (speedups of the best candidate; kept = it beat the default in every process).
+            "kept"}`` (`result.final_point`: the kept configuration's speedups, or the best candidate's
+            when the default was kept).
 
     Returns:
         The Figure (close it with ``plt.close(fig)``).
@@ -74,7 +75,8 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
         if ok:
             ax.plot(*zip(*ok), "o", color=color, ms=3.5, alpha=0.6, label=f"{name or 'trials'}: each trial")
         y = best_so_far(ts)
-        ax.step(x, y, where="post", color=color, label=f"{name or 'trials'}: best so far ({y[-1]:.3f}x)")
+        ax.step(x, y, where="post", color=color,
+                label=f"{name or 'trials'}: in-search estimate, best so far ({y[-1]:.3f}x)")
         failed = [i + 1 for i, t in enumerate(ts) if t.status != OK]
         if failed:
             any_failed = True
@@ -86,8 +88,9 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
         x = max((len(v) for v in by.values()), default=0) + 1
         ax.errorbar([x], [final["median"]], yerr=[[final["median"] - final["min"]], [final["max"] - final["median"]]],
                     fmt="D", color="black", capsize=4,
-                    label=f"final check, fresh processes: {final['median']:.3f}x "
-                          f"({final['min']:.3f}-{final['max']:.3f}; {'kept' if final['kept'] else 'default kept'})")
+                    label=(f"final check: kept {final['median']:.3f}x ({final['min']:.3f}-{final['max']:.3f})"
+                           if final["kept"] else f"final check: best candidate {final['median']:.3f}x "
+                           f"({final['min']:.3f}-{final['max']:.3f}); not kept: the default stays"))
     ax.set_xlabel("configurations measured")
     ax.set_ylabel("speedup over the XLA default (x)")
     ax.set_title("graphcost tune: every measured configuration, and the best so far", fontsize=10)

@@ -14,6 +14,10 @@ With `best` (a tuned configuration: `TunedConfig`, best.json or its dict), the d
 configuration are profiled side by side; `compare` pairs their kernels by fingerprint (the same
 computation on the same layout), then by name.
 
+The tuner uses the same pieces: `profile_cross_process` for the default before its search (the
+final check's protocol), `profile_in_process` for each round's trials and for a program without a
+file reference.
+
 Coverage = the share of the profiled call's wall time inside leaf kernels; the rest is the
 executor's dispatch and argument handling (small programs spend most of their time there).
 """
@@ -99,19 +103,79 @@ def compare(default: ConfigProfile, tuned: ConfigProfile) -> list[tuple[KernelTi
     return sorted(pairs, key=lambda p: -max(x.self_ns for x in p if x is not None))
 
 
+def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], labels: list[str]) -> list[ConfigProfile]:
+    """One `ConfigProfile` per configuration of `combine_profiles`'s `combined` rows: kernels described
+    from `modules` (`optimized_kernels` of each configuration, in order), largest first; `samples`:
+    (K, P) the timed runtimes of the same processes."""
+    out = []
+    for c, label in enumerate(labels):
+        kernels = []
+        for i in np.flatnonzero(combined["occ_config"] == c):
+            nm = str(combined["occ_name"][i])
+            k = modules[c].get(nm)
+            kernels.append(KernelTime(nm, k.kind if k else "?", float(combined["occ_runtime_ns"][i]),
+                                      int(combined["occ_count"][i]), bool(combined["occ_leaf"][i]),
+                                      k.fingerprint if k else "", k.parent if k else ""))
+        kernels.sort(key=lambda k: -k.self_ns)
+        out.append(ConfigProfile(label, float(np.median(samples[c])),
+                                 float(np.median(combined["profile_wall_ns"][c])), kernels))
+    return out
+
+
+def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
+                          protocol: Protocol | None = None, allow_fast_math: bool = True,
+                          cache_dir: str | Path | None = None, timeout_s: float = 900.0) -> ProgramProfile:
+    """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
+    `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
+    from graphcost.frontend.collect.kernel_records import optimized_kernels
+    from graphcost.frontend.programs.jax_program import compile_lowered
+    from graphcost.tuning.crossproc import lower_tune_job, remeasure_cross_process
+
+    protocol = protocol or Protocol(rounds=3, calls=5, warmup=2)
+    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
+                                          "configs": [list(c) for c in configs]})
+    modules = [optimized_kernels(compile_lowered(low, opt)) for low, opt in zip(lowered, options)]
+    rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
+                                  timeout_s, kernels=True)
+    return profile_of(rem, modules, labels, ref)
+
+
+def profile_of(rem, modules: list[dict], labels: list[str], name: str) -> ProgramProfile:
+    """The `ProgramProfile` of a re-measurement made with kernels (`crossproc.Remeasurement` with
+    `profiles`): its processes' profiled passes joined (level-median over its timed runtimes)."""
+    from graphcost.frontend.collect.kernel_records import combine_profiles
+
+    profiles = rem.profiles or []
+    runtime = np.asarray(rem.runtime_ns, np.float64)  # (P, K)
+    # one profiled pass of several in-process passes: its level is their median
+    samples = runtime.T if len(profiles) == len(runtime) else np.median(runtime, axis=0)[:, None]  # (K, P')
+    combined = combine_profiles(profiles, samples)
+    return ProgramProfile(name, len(runtime), rem.protocol, config_profiles(combined, samples, modules, labels))
+
+
+def profile_in_process(name: str, executables: list, args: list, labels: list[str], runtime_ns: list[float],
+                       target_ns: float = 30e6) -> ProgramProfile:
+    """Profiles of compiled `executables` called on `args` in THIS process (a program without a file
+    reference, the tuner's trials): one profiled pass; `runtime_ns` their timed runtimes (it sets
+    how many calls are profiled, `kernel_profile.repeats_for`)."""
+    from graphcost.frontend.collect.kernel_records import combine_profiles, optimized_kernels
+    from graphcost.frontend.measure.kernel_profile import profiled_pass
+
+    arrays = profiled_pass(executables, args, runtime_ns, target_ns)
+    samples = np.asarray(runtime_ns, np.float64)[:, None]  # (K, 1)
+    combined = combine_profiles([arrays], samples)
+    modules = [optimized_kernels(e) for e in executables]
+    return ProgramProfile(name, 1, "in-process", config_profiles(combined, samples, modules, labels))
+
+
 def profile_program(ref: str, best=None, processes: int = 3, protocol: Protocol | None = None,
                     timeout_s: float = 900.0) -> ProgramProfile:
     """The per-kernel profile of the program `ref`, and of `best` beside its default (module docstring)."""
-    from graphcost.frontend.collect.kernel_records import combine_profiles, optimized_kernels, read_process_profiles
-    from graphcost.frontend.measure.cross_process import run_worker
-    from graphcost.frontend.programs.jax_program import compile_lowered
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
-    from graphcost.tuning.crossproc import lower_tune_job
     from graphcost.tuning.program import load_program, prepare_program
     from graphcost.tuning.space import make_space
 
-    protocol = protocol or Protocol(rounds=3, calls=5, warmup=2)
     fn, args, name = load_program(ref)
     program = prepare_program(fn, args, name, ref)
     space_name, labels, codes = "flags", ["default"], []
@@ -123,35 +187,13 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: Protocol 
         space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
     space = make_space(space_name, program)
     configs = [[0] * len(space.dims), *codes]
-    job = {"builder": "graphcost.tuning.crossproc:lower_tune_job", "space": "tune", "program": ref,
-           "tune_space": space_name, "allow_fast_math": True, "configs": configs, "cache_dir": None,
-           "protocol": asdict(protocol), "kernels": True}
-    lowered, options, _ = lower_tune_job(job)
-    modules = [optimized_kernels(compile_lowered(low, opt)) for low, opt in zip(lowered, options)]
-    with tempfile.TemporaryDirectory(prefix="graphcost-profile-") as tmp:
-        job_path = Path(tmp) / "job.json"
-        atomic_write_json(job, job_path)
-        files = []
-        for p in range(processes):
-            out = Path(tmp) / f"proc{p}.npz"
-            run_worker(job_path, p, out, core=None, timeout_s=timeout_s)
-            files.append(out)
-        samples = np.stack([np.load(f, allow_pickle=False)["runtime_ns"] for f in files], axis=1)  # (K, P)
-        combined = combine_profiles(read_process_profiles(files), samples)
-    out_configs = []
-    for c, label in enumerate(labels):
-        rows = np.flatnonzero(combined["occ_config"] == c)
-        kernels = []
-        for i in rows:
-            nm = str(combined["occ_name"][i])
-            k = modules[c].get(nm)
-            kernels.append(KernelTime(nm, k.kind if k else "?", float(combined["occ_runtime_ns"][i]),
-                                      int(combined["occ_count"][i]), bool(combined["occ_leaf"][i]),
-                                      k.fingerprint if k else "", k.parent if k else ""))
-        kernels.sort(key=lambda k: -k.self_ns)
-        out_configs.append(ConfigProfile(label, float(np.median(samples[c])),
-                                         float(np.median(combined["profile_wall_ns"][c])), kernels))
-    return ProgramProfile(ref, processes, "cross-process", out_configs)
+    return profile_cross_process(ref, space_name, configs, labels, processes, protocol, True, None, timeout_s)
+
+
+def top_kernels(profile: ConfigProfile, n: int = 5) -> str:
+    """One line: the `n` largest kernels and their share of the call, e.g.
+    ``while.1 (while) 41%, ynn_fusion.2 (ynn fusion) 22%``."""
+    return ", ".join(f"{k.name} ({k.kind}) {profile.share(k):.0%}" for k in profile.kernels[:n])
 
 
 def _bar_label(default: KernelTime | None, tuned: KernelTime | None) -> str:

@@ -68,8 +68,15 @@ class TuneResult:
         strategies: the strategies that searched, in order.
         model: the cost model runs that guided them (paths), ``"shipped"`` for the models that ship
             with graphcost, or None for a model-free search.
-        search_vs_final: each re-measured candidate's best in-search speedup beside its final-check
+        search_vs_final: each re-measured candidate's in-search estimate beside its final-check
             median, and their Spearman correlation (None below two candidates).
+            result.json also gives ``in_search_best``, the best in-search estimate (what the bar and
+            progress.png show); ``speedup`` is the final check's figure of the kept configuration.
+        kernels: the default's top kernels before the search and, when a configuration was kept,
+            the same kernels in it (`kernel_report.kernels_summary`); None when not profiled.
+        ablation: per change of the kept configuration, the speedup kept without it
+            (`ablation.ablation_report`); None when the default was kept or ablation was off.
+        kernel_profile: the final profile of the default and the kept configuration (kernels.png).
     """
 
     best: TunedConfig
@@ -83,6 +90,9 @@ class TuneResult:
     strategies: list[str] = field(default_factory=list)
     model: str | list[str] | None = None
     search_vs_final: dict[str, Any] | None = None
+    kernels: dict[str, Any] | None = None
+    ablation: dict[str, Any] | None = None
+    kernel_profile: Any = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"best": self.best.to_json(), "speedup": self.speedup, "speedup_range": list(self.speedup_range),
@@ -90,7 +100,9 @@ class TuneResult:
                 "message": self.message, "remeasure": self.remeasure,
                 "num_trials": len(self.trials), "num_failed": sum(t.status != OK for t in self.trials),
                 "strategy": self.strategies[0] if len(self.strategies) == 1 else self.strategies,
-                "model": self.model, "search_vs_final": self.search_vs_final}
+                "in_search_best": round(max([1.0] + [1.0 / t.ratio for t in self.trials if t.status == OK and t.ratio]), 4),
+                "model": self.model, "search_vs_final": self.search_vs_final, "kernels": self.kernels,
+                "ablation": self.ablation}
 
 
 TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "timings", "runtime_ns", "default_ns")
@@ -113,22 +125,38 @@ def trials_csv(trials: list[Trial], space: Space) -> str:
 
 
 def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
-    """trials.csv / trials.json, best.json (plain data for `compile_with`), result.json, progress.png."""
+    """trials.csv / trials.json, best.json (plain data for `compile_with`), result.json, progress.png;
+    with profiled trials kernels.csv, and with a kernel profile kernels.png."""
     from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.tuning.kernel_report import kernels_csv
     from graphcost.tuning.plot import plot_progress
 
     atomic_write_text(out / "trials.csv", trials_csv(result.trials, space))
+    if any("kernels" in t.extra for t in result.trials):
+        atomic_write_text(out / "kernels.csv", kernels_csv(result.trials))
+    if result.kernel_profile is not None:
+        from graphcost.tuning.profile import plot_profile
+
+        plot_profile(result.kernel_profile, out / "kernels.png")
     dims = [{"name": d.name, "choices": [list(c) if isinstance(c, tuple) else c for c in d.choices]} for d in space.dims]
     atomic_write_json({"space": space.name, "dims": dims, "trials": [t.to_json() for t in result.trials]},
                       out / "trials.json", indent=1)
     atomic_write_json(result.best.to_json(), out / "best.json")
     atomic_write_json(result.to_json(), out / "result.json")
-    final = None
-    if result.remeasure:
-        k = int(np.argmax(result.remeasure["speedup_median"]))
-        final = {"median": result.remeasure["speedup_median"][k], "min": result.remeasure["speedup_min"][k],
-                 "max": result.remeasure["speedup_max"][k], "kept": result.beats_default}
-    plot_progress(result.trials, out / "progress.png", final)
+    plot_progress(result.trials, out / "progress.png", final_point(result))
+
+
+def final_point(result: TuneResult) -> dict[str, Any] | None:
+    """The final check as progress.png marks it: the KEPT configuration's speedup and range when one was
+    kept, else the best re-measured candidate's (``kept`` False: the default was kept); None without a
+    final check."""
+    if result.beats_default:
+        return {"median": result.speedup, "min": result.speedup_range[0], "max": result.speedup_range[1], "kept": True}
+    if not result.remeasure:
+        return None
+    k = int(np.argmax(result.remeasure["speedup_median"]))
+    return {"median": result.remeasure["speedup_median"][k], "min": result.remeasure["speedup_min"][k],
+            "max": result.remeasure["speedup_max"][k], "kept": False}
 
 
 def load_best(path: str | Path) -> TunedConfig:

@@ -28,6 +28,10 @@
 A strategy proposes; the tuner measures and records. Every strategy is a `Strategy`:
 `ask(study, history, n, busy, round)` reserves up to `n` new configurations in the study and returns
 them, and `sampler(budget)` is the Optuna sampler its study asks with (TPE's; None for the others).
+* ``kernels``: compiles a pool of candidates, costs each as the sum of its kernels with the shipped
+  kernel model, corrected kernel by kernel on this program's profiled trials
+  (`graphcost.tuning.kernel_search`; issue 64, under evaluation: not the default).
+
 `random` and `model` are `ProposingStrategy`s: `propose(history, n)` returns `n` distinct configurations
 not in `history` (fewer only when the space is exhausted), reserved as proposed; `tpe` asks Optuna.
 `make_strategy(name, ...)` builds one by its name in `STRATEGIES`.
@@ -53,7 +57,7 @@ if TYPE_CHECKING:
     from graphcost.tuning.scoring import GraphModelScorer
     from graphcost.tuning.study import Study
 
-STRATEGIES = ("model+online", "model", "tpe", "random")
+STRATEGIES = ("model+online", "model", "tpe", "random", "kernels")
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
 # (`learners.effects.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
 # default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
@@ -192,13 +196,20 @@ def ask_new(study: Study, n: int, history: list[Trial], space: Space, seed: int,
 def make_strategy(name: str, space: Space, seed: int = 0, scorer: GraphModelScorer | None = None,
                   **model_options: Any) -> Strategy:
     """The strategy `name` (one of `STRATEGIES`) over `space`; the ``model`` ones score with `scorer`
-    and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled)."""
+    and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled); ``kernels`` takes
+    the tuner's `evaluator` (`kernel_search.KernelSearch`)."""
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name == "random":
         return RandomSearch(space, seed)
     if name == "tpe":
         return TPESearch(space, seed)
+    if name == "kernels":  # compiled candidates costed by the kernel model, corrected online (kernel_search)
+        from graphcost.tuning.kernel_search import KernelSearch
+
+        if model_options.get("evaluator") is None:
+            raise ValueError("strategy 'kernels' compiles its candidates: it needs the tuner's evaluator")
+        return KernelSearch(space, model_options["evaluator"], seed)
     if scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model")
     return ModelSearch(space, scorer, seed, online=name == "model+online", **model_options)

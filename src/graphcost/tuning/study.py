@@ -51,6 +51,7 @@ from graphcost.tuning.space import Codes, Space
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
 OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured
 NOT_COUNTED = (DUPLICATE, OVER_BUDGET)
+STORED_EXTRAS = ("kernels", "profile_wall_ns")  # trial.extra keys read back from the storage
 LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
 PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the dimensions' values, not indices
 
@@ -266,8 +267,9 @@ class Study:
 
     def _trial(self, t, status: str, value) -> Trial:
         a = t.user_attrs
+        extra = {k: a[k] for k in STORED_EXTRAS if k in a}  # profiled trials' kernel times (`trial.Evaluator`)
         return Trial(self._measured_codes(t), status, ratio=value, runtime_ns=a.get("runtime_ns"), default_ns=a.get("default_ns"),
-                     error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)))
+                     error=a.get("error", ""), strategy=a.get("strategy", ""), round=int(a.get("round", 0)), extra=extra)
 
     def found(self) -> dict[str, int]:
         """What the storage holds, for the line a resumed run prints: ``measured`` (finished, failed

@@ -209,8 +209,9 @@ class Evaluator:
 
     def __init__(self, program: TuneProgram, space: Space, protocol: Protocol = Protocol(),
                  rtol: float = 1e-3, atol: float = 1e-5, compile_timeout: float = 300.0, slow_limit: float = 20.0,
-                 compile_workers: int = 2):
+                 compile_workers: int = 2, profile_kernels: bool = False):
         self.program, self.space, self.protocol = program, space, protocol
+        self.profile_kernels = profile_kernels
         self.rtol, self.atol, self.compile_timeout, self.slow_limit = rtol, atol, compile_timeout, slow_limit
         self.compile_workers = max(1, compile_workers)
         default = space.default()
@@ -335,8 +336,42 @@ class Evaluator:
             for (i, _), rt in zip(timed, m.runtime_ns[1:]):
                 trials[i] = Trial(work[i], OK if i < len(batch) else RETIMED, ratio=float(rt) / default_ns,
                                   runtime_ns=float(rt), default_ns=default_ns)
+            if self.profile_kernels:
+                self._profile([(i, e) for i, e in timed if i < len(batch)], trials)
         self.batches += 1
         return trials  # type: ignore[return-value]
+
+
+    def _profile(self, new: list[tuple[int, Any]], trials: list) -> None:
+        """Profiled trials: a profiled pass over the newly timed executables, after their timing (so it
+        does not perturb it); each trial's ``extra["kernels"]``: `kernel_rows` of its profile. A
+        profiler failure costs the kernel times, never the measurement."""
+        if not new:
+            return
+        from graphcost.tuning.profile import profile_in_process
+
+        try:
+            prof = profile_in_process(self.program.name, [e for _, e in new], list(self.program.flat_args),
+                                      [str(i) for i, _ in new], [trials[i].runtime_ns for i, _ in new],
+                                      target_ns=PROFILE_TARGET_NS)
+        except Exception as exc:  # noqa: BLE001 - the trials stand without their kernels
+            import logging
+
+            logging.getLogger(__name__).warning(f"the profiled pass of this round failed ({_one_line(exc)}); "
+                                                "its trials keep their timings without kernel times")
+            return
+        for (i, _), config in zip(new, prof.configs):
+            trials[i].extra["kernels"] = kernel_rows(config)
+            trials[i].extra["profile_wall_ns"] = round(config.wall_ns, 1)
+
+
+PROFILE_TARGET_NS = 10e6  # profiled calls of a trial: enough to fill 10 ms (3 at least, 20 at most)
+KERNEL_ROW = ("name", "kind", "fingerprint", "self_ns", "executions", "leaf")
+
+
+def kernel_rows(config) -> list[list]:
+    """A `ConfigProfile`'s kernels as JSON rows (`KERNEL_ROW`), largest first: what a trial stores."""
+    return [[k.name, k.kind, k.fingerprint[:16], round(k.self_ns, 1), k.executions, k.leaf] for k in config.kernels]
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:

@@ -1,6 +1,8 @@
 """`graphcost tune`: make a program faster within a budget of real measurements.
 
-The loop, for each strategy in turn, with the same budget:
+First (with `kernels`, the default) the default configuration is profiled in the final check's
+processes, and its top kernels and their share of the call are shown (`kernel_report`). Then the
+loop, for each strategy in turn, with the same budget:
 
 1. the strategy proposes a round of `round_size` new configurations (`strategies`);
 2. they are compiled, checked against the default's outputs and timed with the default
@@ -19,7 +21,10 @@ Then the best configurations over all strategies (up to `finalists`, best measur
 first) are re-measured against the default by the cross-process protocol (`final_check`). The
 best of them is accepted only if it is faster than the default in EVERY process by at least
 `min_gain` (default 1%); otherwise the answer is the default itself, and the result says that
-nothing beat the default beyond the noise. What the run returns and writes is `result`.
+nothing beat the default beyond the noise. A kept configuration is then explained (`explain`):
+re-measured without each of its changes (`ablation`) and profiled beside the default, so the result
+says which changes carry the speedup and which kernels got faster. What the run returns and writes
+is `result`.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+AGREEMENT_LOW = 0.5  # in-search vs final-check Spearman below which the summary warns
+
+
 class TuneInterrupted(KeyboardInterrupt):
     """Ctrl-C during `tune`; `measured`: how many configurations this run measured and stored (its
     study keeps them for ``--resume``)."""
@@ -65,7 +73,7 @@ def _settings(config: TuneConfig | None, overrides: dict[str, Any]) -> TuneConfi
 
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
-                 on_round: Callable[[list[Trial]], None] | None = None, learner: str = "auto",
+                 on_round: Callable[[list[Trial], list[Trial]], None] | None = None, learner: str = "auto",
                  fingerprint: str | None = None, probes: float | None = None, race: int = 0) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
 
@@ -78,8 +86,10 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     for key, value in (("budget", budget), ("round_size", round_size)):
         check_int(key, value, 1, MEASUREMENTS_MAX)
     check_int("race", race, 0, MEASUREMENTS_MAX)
-    model_options = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
-                     "compiled": getattr(evaluator, "compiled_stats", None)} if name.startswith("model") else {}
+    model_options: dict[str, Any] = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
+                                     "compiled": getattr(evaluator, "compiled_stats", None)} if name.startswith("model") else {}
+    if name == "kernels":
+        model_options["evaluator"] = evaluator
     strategy = make_strategy(name, space, seed, scorer, **model_options)
     study = Study(storage, f"{study_name}:{name}", space, sampler=strategy.sampler(budget), fingerprint=fingerprint)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
@@ -110,14 +120,20 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             study.release_open()
             raise
         rnd += 1
-        if on_round is not None:
-            on_round(results[:len(batch)])
+        if on_round is not None:  # this round's trials, then every trial so far (racing's timings pooled)
+            on_round(results[:len(batch)], study.trials())
     trials = study.trials()
     last = contenders(trials, race, exclude=[], once=True)
     if last:  # the last round's configurations have one timing: the contenders are timed once more together
         record_retimes(study, evaluator.evaluate([], last), name, rnd)
         trials = study.trials()
     return trials
+
+
+def in_search_best(trials: list[Trial]) -> float:
+    """The best in-search estimate of a speedup over the default (1 / the pooled ratio, `study.Study.trials`),
+    1.0 before any win: the figure the bar, progress.png and result.json call the in-search estimate."""
+    return max([1.0] + [1.0 / t.ratio for t in trials if t.status == OK and t.ratio])
 
 
 def contenders(trials: list[Trial], race: int, exclude, once: bool = False) -> list[Codes]:
@@ -191,6 +207,10 @@ class TuneConfig:
             interactions with the graph model's score as a prior, single-option probes first,
             Thompson sampling; `graphcost.tuning.learners.effects`), tree (LightGBM with the graph model's
             score as a feature) or finetune (the graph model fine-tuned on the measurements).
+        kernels: profile the default's kernels before the search (shown, and in result.json), every
+            measured trial's kernels (kernels.csv) and the kept configuration's (`kernel_report`).
+        ablation: re-measure the kept configuration without each of its changes in the final
+            check's processes: which changes carry the speedup (`ablation`).
         progress: show progress bars.
     """
 
@@ -215,6 +235,8 @@ class TuneConfig:
     device: str = "cpu"
     pool_kwargs: dict | None = None
     learner: str = "auto"
+    kernels: bool = True
+    ablation: bool = True
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -280,7 +302,13 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         storage = storage or _sqlite_url(out / "study.db")
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
     try:
-        evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol)
+        evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol, profile_kernels=cfg.kernels)
+        before = None
+        if cfg.kernels:  # where the default's time goes, shown before the search (kernel_report)
+            from graphcost.tuning.kernel_report import profile_default
+
+            before = profile_default(program, evaluator, sp, cfg.processes, cfg.program_ref, cfg.allow_fast_math,
+                                     (out / "jax_cache") if out is not None else None)
         scorer = None
         if runs:
             from graphcost.tuning.scoring import GraphModelScorer
@@ -294,15 +322,14 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         for strat in strategies:
             bar = tqdm(total=cfg.budget, desc=f"tune {name} [{strat}]", unit="config", disable=not cfg.progress)
 
-            best = [1.0]
+            failed = [0]
 
-            def on_round(results, bar=bar, best=best):
+            def on_round(results, so_far, bar=bar, failed=failed):
                 bar.update(len(results))
                 measured[0] += len(results)
-                best[0] = max([best[0]] + [1 / t.ratio for t in results if t.status == OK])
-                failed = sum(t.status != OK for t in results)
-                bar.set_postfix_str(f"best so far {best[0]:.3f}x the default"
-                                    + (f", {failed} failed" if failed else ""))
+                failed[0] += sum(t.status != OK for t in results)
+                bar.set_postfix_str(f"in-search estimate: best {in_search_best(so_far):.3f}x"
+                                    + (f", {failed[0]} failed" if failed[0] else ""))
 
             try:
                 trials += run_strategy(strat, sp, evaluator, cfg.budget, storage, f"{name}:{cfg.space}", scorer,
@@ -314,11 +341,62 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         result = finish(program, sp, evaluator, trials, protocol, cfg.processes, cfg.finalists, cfg.min_gain,
                         cfg.program_ref, cfg.allow_fast_math, out, cfg.progress)
         result.strategies, result.model = list(strategies), model_label
+        explain(result, program, sp, evaluator, protocol, cfg, before, out)
+        announce(result, trials)
         if out is not None:
             write_outputs(out, sp, result)
     except KeyboardInterrupt:  # the measurements are in the study: --resume finishes the outputs
         raise TuneInterrupted(measured[0]) from None
     return result
+
+
+def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: Evaluator, protocol: Protocol,
+            cfg: TuneConfig, before, out: Path | None) -> None:
+    """Say what was found: the kept configuration's ablation (`ablation`) and its kernels beside the
+    default's (`kernel_report`), into `result` (`summary_lines` words them)."""
+    from graphcost.tuning.kernel_report import kernels_summary
+    from graphcost.tuning.profile import ProgramProfile
+
+    final = None
+    if result.beats_default and (cfg.ablation or cfg.kernels):
+        from graphcost.tuning.ablation import ablate_kept
+
+        kept = tuple(result.best.codes)
+        result.ablation, final = ablate_kept(program, space, evaluator, kept, cfg.processes, protocol,
+                                             cfg.program_ref, cfg.allow_fast_math, out, cfg.ablation, cfg.kernels)
+    result.kernels = kernels_summary(before, final)
+    result.kernel_profile = final or (ProgramProfile(program.name, cfg.processes, "cross-process" if cfg.program_ref
+                                                     else "in-process", [before]) if before is not None else None)
+
+
+def summary_lines(result: TuneResult) -> list[str]:
+    """What the run found beyond its speedup, in words: which changes carry it, which kernels got faster."""
+    from graphcost.tuning.ablation import summary_line
+    from graphcost.tuning.kernel_report import faster_kernels_line
+
+    lines = [summary_line(result.ablation)] if result.ablation is not None else []
+    lines += [x for x in [faster_kernels_line(result.kernels)] if x]
+    rho = (result.search_vs_final or {}).get("spearman")
+    if rho is not None and rho < AGREEMENT_LOW:
+        n = len(result.search_vs_final["candidates"])
+        lines.append(f"warning: the in-search estimates and the final check agree poorly (Spearman {rho:.2f} over "
+                     f"{n} candidates): the search's timings were noisy here; more --rounds / --calls, or a quieter "
+                     "machine, make them agree")
+    return lines
+
+
+def announce(result: TuneResult, budget_trials: list[Trial]) -> None:
+    """Log the decision and `summary_lines` (the CLI shows them; from Python, configure logging to see the
+    INFO lines). Keeping the default although the search's estimate was a win is a WARNING, shown by
+    Python's default handler, so it is never silent."""
+    best = in_search_best(budget_trials)
+    if not result.beats_default and best > 1.0:
+        log.warning(f"kept the default: {result.message} (the in-search estimate was {best:.3f}x; the final check "
+                    "in fresh processes decides)")
+    else:
+        log.info(f"decision: {result.message}")
+    for line in summary_lines(result):
+        (log.warning if line.startswith("warning:") else log.info)(line)
 
 
 def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list[str] | None, list[str]]:
@@ -327,14 +405,17 @@ def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list
     Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
     one) uses the cost models that ship with graphcost for the space's kinds (`graphcost.pretrained`)
     and logs which; the default strategy is then ``model+online``. Only when no shipped model is
-    installed does the default fall back to TPE (said in the log)."""
+    installed does the default fall back to TPE (said in the log). The ``kernels`` strategy costs with
+    the shipped kernel model (recorded as ``"kernels:shipped"``)."""
     runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
     wants_model = cfg.strategies is None or any(s.startswith("model") for s in cfg.strategies)
     if runs:
         return runs, runs, list(cfg.strategies or ["model+online"])
-    if not wants_model:
-        return [], None, list(cfg.strategies or [])
     import graphcost.pretrained as pretrained
+
+    if not wants_model:  # model-free, or ``kernels`` (the shipped kernel model, `kernel_search`)
+        kernels = "kernels" in (cfg.strategies or [])
+        return [], "kernels:" + pretrained.SHIPPED if kernels else None, list(cfg.strategies or [])
 
     try:
         runs = [str(pretrained.shipped_model_dir(kind)) for kind in space.kinds]

@@ -6,7 +6,9 @@ each as a prior feature, and re-ranks the candidate pool.
   tree       LightGBM on the configuration codes (layout and joint spaces' default)
   finetune   the graph model itself, fine-tuned on the measurements
 
-Every learner is an `OnlineLearner`; `make_learner` builds one by name.
+Every learner is an `OnlineLearner`; `make_learner` builds one by name. `kernel_residual` is of
+another kind: it corrects a kernel cost model kernel by kernel from profiled trials (issue 64 §4),
+not a configuration score.
 """
 
 from __future__ import annotations

@@ -1,0 +1,114 @@
+"""What the kept configuration owes to each of its changes: each dropped in turn, re-measured.
+
+For a kept configuration c* whose changed dimensions are D = {i : c*_i ≠ 0} (a flag set off its
+default, a tensor moved off its layout), the ablated configuration c⁻ⁱ is c* with dimension i back
+at its default. The default, c* and every c⁻ⁱ are timed together in each of the final check's P
+processes (the same protocol, `graphcost.tuning.crossproc`), and per process p
+
+    s_p(c) = T_p(default) / T_p(c).
+
+Per change i the report gives the speedup kept without it, median_p s_p(c⁻ⁱ) with its range over
+the processes, and its share of the gain
+
+    share_i = 1 − log s(c⁻ⁱ) / log s(c*)        (1: the whole gain is this change; ≤ 0: none of it),
+
+and says it *carries* the speedup when c⁻ⁱ is slower than c* in every process
+(max_p s_p(c⁻ⁱ) < min_p s_p(c*)): dropping it costs more than the processes' noise. Shares need not
+add to 1: changes interact (one flag may only matter with another).
+
+A configuration with more than `ABLATION_MAX` changes is not ablated (the result says so): each
+change costs one more compile and timing in every process.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from graphcost.tuning.space import Codes, Space
+
+log = logging.getLogger(__name__)
+
+ABLATION_MAX = 32  # changes ablated one by one at most (the flag space has fewer dimensions)
+
+
+def ablated_configs(space: Space, kept: Codes) -> list[tuple[str, Any, Codes]]:
+    """Per change of `kept`: (dimension's parameter name, its value in `kept`, `kept` without it)."""
+    out = []
+    for i in (i for i, c in enumerate(kept) if c):
+        d = space.dims[i]
+        without = tuple(0 if j == i else c for j, c in enumerate(kept))
+        out.append((d.param_name, d.param_values[kept[i]], without))
+    return out
+
+
+def ablation_report(labels: list[tuple[str, Any]], speedups: np.ndarray, protocol: str) -> dict[str, Any]:
+    """The ablation of one kept configuration (module docstring).
+
+    labels: per ablated configuration (dimension, value); speedups: (P, 1 + A) s_p of the kept
+    configuration (column 0) and of each ablated one, per process."""
+    sp = np.asarray(speedups, np.float64)
+    kept = sp[:, 0]
+    kept_med = float(np.median(kept))
+    rows = []
+    for (dim, value), col in zip(labels, sp[:, 1:].T):
+        med = float(np.median(col))
+        share = 1.0 - np.log(med) / np.log(kept_med) if kept_med > 0 and abs(np.log(kept_med)) > 1e-12 else float("nan")
+        rows.append({"dimension": dim, "value": value, "speedup_without": round(med, 4),
+                     "range": [round(float(col.min()), 4), round(float(col.max()), 4)],
+                     "share_of_gain": round(float(share), 4), "carries": bool(col.max() < kept.min())})
+    rows.sort(key=lambda r: r["speedup_without"])
+    return {"kept_speedup": round(kept_med, 4), "kept_range": [round(float(kept.min()), 4), round(float(kept.max()), 4)],
+            "processes": int(sp.shape[0]), "protocol": protocol, "changes": rows}
+
+
+def skipped(reason: str) -> dict[str, Any]:
+    """The ablation entry of a run that made none, and why."""
+    return {"skipped": reason, "changes": []}
+
+
+def summary_line(ablation: dict[str, Any], top: int = 4) -> str:
+    """One line for the console: which changes carry the speedup, and how many do nothing."""
+    if ablation.get("skipped"):
+        return f"ablation: {ablation['skipped']}"
+    rows = ablation["changes"]
+    carry = [r for r in rows if r["carries"]]
+    text = ", ".join(f"{r['dimension']}={r['value']} (without it {r['speedup_without']:.3f}x)" for r in carry[:top])
+    rest = len(rows) - len(carry)
+    return (f"ablation of the kept {ablation['kept_speedup']:.3f}x: "
+            + (f"carried by {text}" if carry else "no single change carries it (they act together)")
+            + (f"; {rest} of {len(rows)} change(s) within the noise" if rest else ""))
+
+
+def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, protocol, program_ref: str | None,
+                allow_fast_math: bool, out, ablation: bool = True, kernels: bool = True):
+    """Time [default, kept, each ablation of kept] in the final check's processes (module docstring),
+    with a profiled pass when `kernels`. Returns (ablation report or None, `ProgramProfile` of the
+    default and the kept configuration or None)."""
+    from graphcost.tuning.final_check import _remeasure
+
+    ablated = ablated_configs(space, kept) if ablation else []
+    report = None
+    if len(ablated) > ABLATION_MAX:
+        report, ablated = skipped(f"{len(ablated)} changes, more than the {ABLATION_MAX} ablated one by one"), []
+    if not ablated and not kernels:
+        return report, None
+    configs = [space.default(), kept, *(c for _, _, c in ablated)]
+    log.info(f"ablation: the kept configuration without each of its {len(ablated)} change(s), re-measured "
+             f"against the default" if ablated else "profiling the kept configuration beside the default")
+    rem = _remeasure(program, space, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
+                     kernels=kernels)
+    if ablated:
+        report = ablation_report([(d, v) for d, v, _ in ablated], rem.speedups, rem.protocol)
+    profile = None
+    if kernels and rem.profiles:
+        from graphcost.frontend.collect.kernel_records import optimized_kernels
+        from graphcost.tuning.profile import profile_of
+
+        exes = [evaluator.default_exe, evaluator.checked.get(kept) or evaluator.compile(kept)]
+        modules = [optimized_kernels(e) for e in exes]
+        profile = profile_of(rem, modules, ["default", "kept"], program.name)  # levels: over all its configurations
+    return report, profile
+

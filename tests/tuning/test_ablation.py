@@ -1,0 +1,81 @@
+"""The ablation of a kept configuration: which changes carry its speedup (bookkeeping on known timings)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphcost.tuning import ablation, final_check
+from graphcost.tuning.crossproc import Remeasurement
+from graphcost.tuning.space import FlagSpace
+
+
+def _kept(space, moved):
+    codes = [0] * len(space.dims)
+    for i in moved:
+        codes[i] = 1
+    return tuple(codes)
+
+
+def _movable(space, n):
+    return [i for i, d in enumerate(space.dims) if len(d.choices) > 1][:n]
+
+
+def test_each_change_is_dropped_in_turn():
+    space = FlagSpace()
+    moved = _movable(space, 3)
+    kept = _kept(space, moved)
+    configs = ablation.ablated_configs(space, kept)
+    assert [d for d, _, _ in configs] == [space.dims[i].param_name for i in moved]
+    for (_, value, without), i in zip(configs, moved):
+        assert value == space.dims[i].param_values[1]
+        assert without[i] == 0 and sum(c != k for c, k in zip(without, kept)) == 1
+    assert ablation.ablated_configs(space, space.default()) == []
+
+
+def test_report_says_which_change_carries_the_gain():
+    # kept 1.5x in 3 processes; without change A 1.0x (it carries all of it), without B 1.5x (nothing)
+    sp = np.array([[1.50, 1.00, 1.49], [1.52, 1.01, 1.53], [1.48, 0.99, 1.50]])  # (P, 1 + A)
+    report = ablation.ablation_report([("A", True), ("B", 2)], sp, "cross-process")
+    assert report["kept_speedup"] == 1.5 and report["processes"] == 3
+    a, b = report["changes"]  # the most important first
+    assert a["dimension"] == "A" and a["carries"] and abs(a["share_of_gain"] - 1.0) < 1e-9
+    assert a["range"] == [0.99, 1.01]
+    assert b["dimension"] == "B" and not b["carries"] and abs(b["share_of_gain"]) < 0.01
+    line = ablation.summary_line(report)
+    assert "carried by A=True" in line and "1 of 2 change(s) within the noise" in line
+
+
+def test_ablate_kept_measures_default_kept_and_each_ablation_together(monkeypatch):
+    space = FlagSpace()
+    moved = _movable(space, 2)
+    kept = _kept(space, moved)
+    truth = {space.default(): 1000.0, kept: 500.0}  # kept 2x; dropping the first change loses all of it
+    first, second = (c for _, _, c in ablation.ablated_configs(space, kept))
+    truth.update({first: 1000.0, second: [490.0, 520.0, 505.0]})  # the second: within the processes' noise
+    calls = []
+
+    def remeasure(program, space_, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
+                  kernels=False):
+        calls.append((list(configs), kernels))
+        times = np.array([np.broadcast_to(truth[c], processes) for c in configs]).T  # (P, configs)
+        return Remeasurement(times, "in-process", [0.0] * processes)
+
+    monkeypatch.setattr(final_check, "_remeasure", remeasure)
+    report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None, ablation=True,
+                                           kernels=False)
+    assert len(calls) == 1 and calls[0] == ([space.default(), kept, first, second], False)
+    assert profile is None and report["kept_speedup"] == 2.0
+    rows = {r["dimension"]: r for r in report["changes"]}
+    assert rows[space.dims[moved[0]].param_name]["carries"]
+    assert not rows[space.dims[moved[1]].param_name]["carries"]
+    assert abs(rows[space.dims[moved[1]].param_name]["speedup_without"] - 1000 / 505) < 1e-3
+
+
+def test_too_many_changes_are_not_ablated_and_nothing_runs_without_kernels(monkeypatch):
+    space = FlagSpace()
+    monkeypatch.setattr(ablation, "ABLATION_MAX", 1)
+    monkeypatch.setattr(final_check, "_remeasure", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
+    report, profile = ablation.ablate_kept(None, space, None, _kept(space, _movable(space, 2)), 3, None, None, False,
+                                           None, ablation=True, kernels=False)
+    assert "more than the 1 ablated" in report["skipped"] and profile is None
+    assert ablation.summary_line(report).startswith("ablation: 2 changes")
