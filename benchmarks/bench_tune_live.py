@@ -57,7 +57,7 @@ from graphcost.frontend.measure.interleaved import cpu_model, load_average, spea
 from graphcost.tuning.trial import OK  # noqa: E402
 
 DEFAULT = "default"  # the strategy graphcost tune picks with no options (model+online with the shipped model)
-STRATEGIES = (DEFAULT, "tpe", "random")
+STRATEGIES = (DEFAULT, "tpe", "random", "kernels")  # kernels: compiled candidates costed kernel by kernel (issue 64)
 # Eight of the suite's programs whose flag tables (benchmarks/results/tune_wide/tables) hold a
 # best-known gain of >= 1.10x, so that there is something to find at small budgets; among them
 # the four on which model+online trailed TPE or random in the live check of issue 34 (mixer,
@@ -92,6 +92,7 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
             "final_range": list(result.speedup_range), "beats_default": result.beats_default,
             "best": result.best.to_json(), "in_search_best": max([1.0] + [1.0 / t.ratio for t in ok]),
             "measured": len(result.trials), "failed": sum(t.status != OK for t in result.trials),
+            "same_executable": sum("same_executable_as" in t.extra for t in result.trials),
             "search_vs_final": result.search_vs_final, "message": result.message, "seconds": round(took, 1),
             "loadavg_before": load0, "loadavg_after": load_average(), "cpu": cpu_model(), "cpus": os.cpu_count(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -237,7 +238,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, required=True, help="the directory of the runs (OUT/runs/)")
     p.add_argument("--programs", nargs="+", default=list(LIVE_PROGRAMS), choices=list(SUITE))
     p.add_argument("--space", default="flags", choices=("flags", "layout", "both"))
-    p.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    p.add_argument("--strategies", nargs="+", default=list(STRATEGIES[:3]), choices=list(STRATEGIES))
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--processes", type=int, default=3, help="processes of the final check")

@@ -31,7 +31,9 @@ def profile(
     loop's time is what it adds to its body), its share of the call, what it is (fusion kind, library
     call, copy, loop) and how many times it runs; coverage = the share of the call inside kernels.
     With --config, the tuned configuration beside the default."""
-    from graphcost.tuning.profile import compare, plot_profile, profile_program
+    from graphcost.tuning.kernel_times import compare
+    from graphcost.tuning.plot import plot_profile
+    from graphcost.tuning.profile import profile_program
     from graphcost.tuning.program import ProgramError
 
     if json_out is not None:

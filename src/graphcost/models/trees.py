@@ -53,7 +53,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -230,7 +230,8 @@ def cv_rounds(params: dict, x: np.ndarray, y: np.ndarray, seed: int) -> int:
         return 300
     res = lgb.cv({**params, "seed": seed}, lgb.Dataset(x, y), num_boost_round=1000, nfold=CV_FOLDS, stratified=False,
                  shuffle=True, seed=seed, callbacks=[lgb.early_stopping(50, verbose=False)])
-    return max(MIN_ROUNDS, len(next(iter(res.values()))))
+    means = cast(list, res[next(k for k in res if k.endswith("-mean"))])  # per round kept by the stop
+    return max(MIN_ROUNDS, len(means))
 
 
 class TreeRanker:

@@ -55,12 +55,10 @@ def check_train_config(cfg: Any) -> None:
             raise ArgumentError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
 
 
-def check_run_spec(spec: Any) -> None:
-    """Every field of a `spec.RunSpec` (its `config` checked when it was built); ArgumentError naming the
-    first one that cannot be used."""
-    from graphcost.train.trainer import TrainConfig
-
-    if not isinstance(spec.config, TrainConfig):
+def check_run_spec(spec: Any, config_type: type) -> None:
+    """Every field of a `spec.RunSpec` (its `config`, a `config_type` = TrainConfig, checked when it was
+    built); ArgumentError naming the first one that cannot be used."""
+    if not isinstance(spec.config, config_type):
         raise ArgumentError(f"config must be a TrainConfig (graphcost.recipe_config(...)), got "
                             f"{type(spec.config).__name__}")
     _type("data_dir", spec.data_dir, (str, os.PathLike), "a directory path or None", optional=True)

@@ -27,10 +27,11 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from graphcost.runs.distributed import DistContext
 from graphcost.train.spec import RunSpec
+from graphcost.train.trainer import TrainConfig
 
 if TYPE_CHECKING:
     from graphcost.data.io.locate import DataSplits
@@ -205,7 +206,8 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
     return FitResult(out, kind, trainer.metric, result.best_score, blend)
 
 
-def _check_fit_arguments(spec, out, resume, overwrite, cache_dir, max_memory_gb, dist_ctx, report) -> None:
+def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, cache_dir: Any, max_memory_gb: Any,
+                         dist_ctx: Any, report: Any) -> None:
     """`fit`'s arguments, before anything is read or written: ArgumentError naming the first unusable one
     (issue 65: ``fit("layout")``, ``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted)."""
     import os
@@ -216,7 +218,7 @@ def _check_fit_arguments(spec, out, resume, overwrite, cache_dir, max_memory_gb,
     if not isinstance(spec, RunSpec):
         raise ArgumentError(f"spec must be a RunSpec (graphcost.RunSpec(...)) or None, got {spec!r} "
                             f"({type(spec).__name__})")
-    check_run_spec(spec)  # again: a spec's fields may have been changed since it was built
+    check_run_spec(spec, TrainConfig)  # again: a spec's fields may have been changed since it was built
     for name, value in (("out", out), ("cache_dir", cache_dir)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
             raise ArgumentError(f"{name} must be a directory path or None, got {value!r} ({type(value).__name__})")

@@ -50,7 +50,7 @@ class RunSpec:
         unusable one (issue 65: ``folds=2, train_folds=0`` returned best_score nan)."""
         from graphcost.train.checks import check_run_spec
 
-        check_run_spec(self)
+        check_run_spec(self, TrainConfig)
         if self.data_dir is not None:  # a str from Python callers; a shipped dataset's bare name stays as given
             self.data_dir = Path(self.data_dir)
 

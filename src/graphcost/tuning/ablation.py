@@ -105,7 +105,7 @@ def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, p
     profile = None
     if kernels and rem.profiles:
         from graphcost.frontend.collect.kernel_records import optimized_kernels
-        from graphcost.tuning.profile import profile_of
+        from graphcost.tuning.kernel_times import profile_of
 
         exes = [evaluator.default_exe, evaluator.checked.get(kept) or evaluator.compile(kept)]
         modules = [optimized_kernels(e) for e in exes]

@@ -35,6 +35,8 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
     ok = [t for t in trials if t.status == OK]
     timings: dict[Codes, list[float]] = {}  # every timing of each configuration, over all strategies
     for t in ok:
+        if "same_executable_as" in t.extra:  # a copy of another trial's executable: that one is re-measured
+            continue
         timings.setdefault(t.codes, []).extend(t.extra.get("ratios", [cast(float, t.ratio)]))
     estimate = {c: pooled_ratio(r) for c, r in timings.items()}  # in-search ratio: geometric mean of its timings
     ranked = sorted((c for c, r in estimate.items() if r < 1.0), key=estimate.__getitem__)

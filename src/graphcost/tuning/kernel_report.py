@@ -2,7 +2,7 @@
 kept configuration made faster, and every profiled trial's kernels (issue 64 §1-2, §7).
 
 * Before the search, `profile_default` times the default configuration in the final check's P fresh
-  processes and makes a profiled pass in each (`graphcost.tuning.profile.profile_cross_process`;
+  processes and makes a profiled pass in each (`graphcost.tuning.kernel_times.profile_cross_process`;
   in this process when the program has no file reference), and the run logs its top kernels
   with their share of the call.
 * After the final check, the default, the kept configuration and its ablations are timed again
@@ -19,7 +19,7 @@ import io
 import logging
 from typing import Any
 
-from graphcost.tuning.profile import ConfigProfile, ProgramProfile, compare, top_kernels
+from graphcost.tuning.kernel_times import ConfigProfile, ProgramProfile, compare, top_kernels
 from graphcost.tuning.trial import KERNEL_ROW, Trial
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def profile_default(program, evaluator, space, processes: int, program_ref: str 
     """The default configuration's kernels before the search (module docstring), logged; None (said
     in the log) when the profiler fails: the search does not depend on it."""
     from graphcost.frontend.measure.interleaved import Protocol
-    from graphcost.tuning.profile import profile_cross_process, profile_in_process
+    from graphcost.tuning.kernel_times import profile_cross_process, profile_in_process
 
     try:
         if program_ref:
@@ -73,6 +73,7 @@ def kernels_summary(before: ConfigProfile | None, final: ProgramProfile | None, 
         pairs = []
         for d, t in compare(base, kept)[:top]:
             k = d or t
+            assert k is not None  # compare pairs at least one side
             pairs.append({"name": k.name, "kind": k.kind, "kept_name": t.name if t else None,
                           "default_ns": round(d.self_ns, 1) if d else None, "kept_ns": round(t.self_ns, 1) if t else None,
                           "speedup": round(d.self_ns / t.self_ns, 4) if d and t and t.self_ns > 0 else None})

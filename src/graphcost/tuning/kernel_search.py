@@ -28,12 +28,12 @@ Without the kernel model installed the strategy cannot run, and says so.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from graphcost.tuning.learners.kernel_residual import KernelObservation, KernelResidualLearner
-from graphcost.tuning.space import Codes, JointSpace, LayoutSpace, Space, sample_pool
+from graphcost.tuning.space import Codes, FlagSpace, JointSpace, LayoutSpace, Space, sample_pool
 from graphcost.tuning.strategies import FIRST_ROUND_PROBES, ProposingStrategy, diverse_top
 from graphcost.tuning.trial import OK, Trial
 
@@ -69,7 +69,7 @@ class KernelSearch(ProposingStrategy):
 
         if isinstance(self.space, LayoutSpace):
             return flagspace.flag_features([flagspace.FlagConfig(tuple(flagspace.DEFAULT))])[0]
-        sub = self.space.flags if isinstance(self.space, JointSpace) else self.space
+        sub = cast(FlagSpace, self.space.flags if isinstance(self.space, JointSpace) else self.space)
         part = self.space.split(codes)[0] if isinstance(self.space, JointSpace) else codes
         return flagspace.flag_features([sub.config(part)])[0]
 

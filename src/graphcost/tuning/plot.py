@@ -1,6 +1,7 @@
-"""The tuning progress plot (progress.png): every trial's speedup over the default against the
-number of real measurements spent, per strategy, with the best so far, the failed trials and the
-final check in fresh processes."""
+"""The tuning plots. progress.png: every trial's speedup over the default against the number of
+real measurements spent, per strategy, with the best so far, the failed trials and the final check
+in fresh processes. kernels.png and `graphcost profile --plot` (`plot_profile`): the top kernels'
+share of the call, a tuned configuration's beside the default's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphcost.tuning.kernel_times import KernelTime, ProgramProfile, compare
 from graphcost.tuning.trial import OK, Trial
 
 
@@ -98,3 +100,45 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
     ax.grid(alpha=0.3)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return fig
+
+
+def _bar_label(default: KernelTime | None, tuned: KernelTime | None) -> str:
+    k = default or tuned
+    assert k is not None
+    text = f"{k.name} ({k.kind})"
+    if default is None:
+        return text + " (tuned only)"
+    return text + (f" / {tuned.name}" if tuned is not None and tuned.name != default.name else "")
+
+
+def plot_profile(profile: ProgramProfile, path: Path, top: int = 15) -> None:
+    """Horizontal bars of the top kernels' share of the call (the tuned configuration beside the default)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base = profile.configs[0]
+    tuned = profile.configs[1] if len(profile.configs) > 1 else None
+    pairs = compare(base, tuned)[:top] if tuned is not None else [(k, None) for k in base.kernels[:top]]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(pairs) + 1.5))
+    y = np.arange(len(pairs))
+    width = 0.4 if tuned is not None else 0.7
+    scale = 100.0 / base.wall_ns if base.wall_ns > 0 else 0.0  # % of the default's profiled call, both sides
+    ax.barh(y, [d.self_ns * scale if d else 0 for d, _ in pairs], height=width,
+            label=f"default ({base.runtime_ns / 1e3:.0f} µs)")
+    if tuned is not None:
+        ax.barh(y + width, [t.self_ns * scale if t else 0 for _, t in pairs], height=width,
+                label=f"tuned ({tuned.runtime_ns / 1e3:.0f} µs), same scale")
+        ax.legend(loc="lower right")
+    ax.set_yticks(y + (width / 2 if tuned is not None else 0), [_bar_label(d, t) for d, t in pairs], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("% of the default's profiled call")
+    ax.set_title(f"{profile.program}: top kernels (coverage {base.coverage:.0%}, {profile.processes} processes)",
+                 fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)

@@ -112,15 +112,20 @@ def trials_csv(trials: list[Trial], space: Space) -> str:
     """One row per trial: `TRIAL_FIELDS`, then one column per space dimension named by its study
     parameter (the XLA option; a layout site's tensor) holding the value compiled, then the error.
     ``ratio``: the geometric mean over the configuration's ``timings`` (more than one when racing
-    timed it again); ``runtime_ns`` / ``default_ns``: its first timing."""
+    timed it again); ``runtime_ns`` / ``default_ns``: its first timing. A trial whose executable was
+    timed before (`trial.same_executable`) has 0 timings and ``same_executable_as`` = the trial number
+    it copies ("default" for the default's executable)."""
+    number = {t.codes: t.number for t in trials}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*TRIAL_FIELDS, *(d.param_name for d in space.dims), "error"])
+    w.writerow([*TRIAL_FIELDS, "same_executable_as", *(d.param_name for d in space.dims), "error"])
     for t in trials:
         values = [d.param_values[int(c)] for d, c in zip(space.dims, t.codes)]
-        timings = len(t.extra.get("ratios", ())) or int(t.status == OK)
+        twin = t.extra.get("same_executable_as")
+        timings = 0 if twin is not None else len(t.extra.get("ratios", ())) or int(t.status == OK)
+        same = "" if twin is None else twin if isinstance(twin, str) else number.get(tuple(twin), "")
         w.writerow([t.strategy, t.number, t.round, t.status, t.ratio, 1 / t.ratio if t.ratio else "", timings,
-                    t.runtime_ns, t.default_ns, *values, t.error])
+                    t.runtime_ns, t.default_ns, same, *values, t.error])
     return buf.getvalue()
 
 
@@ -135,7 +140,7 @@ def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
     if any("kernels" in t.extra for t in result.trials):
         atomic_write_text(out / "kernels.csv", kernels_csv(result.trials))
     if result.kernel_profile is not None:
-        from graphcost.tuning.profile import plot_profile
+        from graphcost.tuning.plot import plot_profile
 
         plot_profile(result.kernel_profile, out / "kernels.png")
     dims = [{"name": d.name, "choices": [list(c) if isinstance(c, tuple) else c for c in d.choices]} for d in space.dims]

@@ -196,20 +196,18 @@ def ask_new(study: Study, n: int, history: list[Trial], space: Space, seed: int,
 def make_strategy(name: str, space: Space, seed: int = 0, scorer: GraphModelScorer | None = None,
                   **model_options: Any) -> Strategy:
     """The strategy `name` (one of `STRATEGIES`) over `space`; the ``model`` ones score with `scorer`
-    and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled); ``kernels`` takes
-    the tuner's `evaluator` (`kernel_search.KernelSearch`)."""
+    and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled). ``kernels``
+    compiles its candidates, so it is built from the tuner's evaluator:
+    `graphcost.tuning.kernel_search.KernelSearch(space, evaluator, seed)` (`tuner.run_strategy` does)."""
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
     if name == "random":
         return RandomSearch(space, seed)
     if name == "tpe":
         return TPESearch(space, seed)
-    if name == "kernels":  # compiled candidates costed by the kernel model, corrected online (kernel_search)
-        from graphcost.tuning.kernel_search import KernelSearch
-
-        if model_options.get("evaluator") is None:
-            raise ValueError("strategy 'kernels' compiles its candidates: it needs the tuner's evaluator")
-        return KernelSearch(space, model_options["evaluator"], seed)
+    if name == "kernels":
+        raise ValueError("strategy 'kernels' compiles its candidates: build it from the tuner's evaluator "
+                         "(graphcost.tuning.kernel_search.KernelSearch(space, evaluator, seed))")
     if scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model")
     return ModelSearch(space, scorer, seed, online=name == "model+online", **model_options)

@@ -51,7 +51,7 @@ from graphcost.tuning.space import Codes, Space
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
 OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured
 NOT_COUNTED = (DUPLICATE, OVER_BUDGET)
-STORED_EXTRAS = ("kernels", "profile_wall_ns")  # trial.extra keys read back from the storage
+STORED_EXTRAS = ("kernels", "profile_wall_ns", "same_executable_as")  # trial.extra keys read back from the storage
 LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
 PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the dimensions' values, not indices
 

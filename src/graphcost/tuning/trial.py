@@ -35,6 +35,16 @@ For a batch of configurations (`Evaluator.evaluate`):
    ``ratio = runtime / default runtime`` from the same batch, so a change of machine load between
    batches cancels out of the ratio.
 
+Identical executables are measured once (with `cache_dir`): every compile goes through JAX's
+persistent cache there (the final check's processes then load the same entries), and each
+configuration's executable is fingerprinted from its cache entry
+(`graphcost.frontend.programs.executable_fingerprint`: the optimized module, the thunks and the
+machine code). A configuration whose executable is the default's, or one timed before in this run,
+or an earlier one of the same batch, is not checked or timed again: its trial copies that
+measurement (the default's: ratio 1) and says so in ``extra["same_executable_as"]`` (the codes it
+copies, or ``"default"``). Options that change nothing in a given program are common (the zoo's
+flag collection: a median 16 distinct executables of 16 configurations, as few as 10).
+
 Racing (``again``): configurations measured before (the search's best so far) can be timed again in
 the same interleaved batch, without a compile while their executable is still held (the last
 `KEEP_EXECUTABLES` that passed the check are). One batch can be off by several percent for every
@@ -52,6 +62,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -209,13 +220,18 @@ class Evaluator:
 
     def __init__(self, program: TuneProgram, space: Space, protocol: Protocol = Protocol(),
                  rtol: float = 1e-3, atol: float = 1e-5, compile_timeout: float = 300.0, slow_limit: float = 20.0,
-                 compile_workers: int = 2, profile_kernels: bool = False):
+                 compile_workers: int = 2, profile_kernels: bool = False, cache_dir: str | Path | None = None):
         self.program, self.space, self.protocol = program, space, protocol
-        self.profile_kernels = profile_kernels
+        self.profile_kernels, self.cache_dir = profile_kernels, cache_dir
+        self.fingerprints: dict[Codes, str] = {}  # codes -> fingerprint of its executable (with a cache_dir)
+        self.measured_as: dict[str, Trial | None] = {}  # fingerprint -> the trial timed with it (None: the default's)
         self.rtol, self.atol, self.compile_timeout, self.slow_limit = rtol, atol, compile_timeout, slow_limit
         self.compile_workers = max(1, compile_workers)
         default = space.default()
-        self.default_exe = self.compile(default)  # the reference: errors here are the user's program's own
+        with self._fingerprinting():
+            self.default_exe = self._compile_noted(default)  # the reference: errors here are the user's program's own
+        if default in self.fingerprints:
+            self.measured_as[self.fingerprints[default]] = None
         self.reference, self.output_names = _leaves(self.call(self.default_exe))
         self._check_default_is_deterministic()
         self.floor = noise_floor(lambda args: _leaves(self.call(self.default_exe, args))[0],
@@ -239,6 +255,31 @@ class Evaluator:
     def compile(self, codes: Codes):
         return compile_config(self.program, self.space, codes)
 
+    def _fingerprinting(self):
+        """Within the block, compiles go through the persistent cache in `cache_dir` and note their
+        cache keys (`executable_fingerprint.recording_cache_keys`); without a cache_dir, nothing."""
+        from contextlib import ExitStack
+
+        stack = ExitStack()
+        if self.cache_dir is not None:
+            from graphcost.frontend.programs.compile import persistent_cache
+            from graphcost.frontend.programs.executable_fingerprint import recording_cache_keys
+
+            stack.enter_context(persistent_cache(self.cache_dir))
+            stack.enter_context(recording_cache_keys())
+        return stack
+
+    def _compile_noted(self, codes: Codes):
+        """`compile`, noting the executable's fingerprint in `fingerprints` (inside `_fingerprinting`)."""
+        exe = self.compile(codes)
+        if self.cache_dir is not None:
+            from graphcost.frontend.programs.executable_fingerprint import cached_fingerprint
+
+            fp = cached_fingerprint()  # the cache entry this thread's compile looked up
+            if fp is not None:
+                self.fingerprints[codes] = fp
+        return exe
+
     def call(self, exe, args: list | None = None):
         """`exe` on the program's example arguments (or `args`), finished."""
         import jax
@@ -258,15 +299,16 @@ class Evaluator:
         """Compile `batch` with `compile_workers` threads (XLA compiles release the GIL; nothing is
         timed meanwhile). Each entry: the executable, or the failed Trial."""
         pool = ThreadPoolExecutor(max_workers=self.compile_workers)
-        futures = [pool.submit(self.compile, c) for c in batch]
         out: list[Any] = []
-        for codes, future in zip(batch, futures):
-            try:
-                out.append(future.result(timeout=self.compile_timeout))
-            except FutureTimeout:
-                out.append(Trial(codes, "timeout", error=f"compile took longer than {self.compile_timeout:g} s"))
-            except Exception as exc:  # noqa: BLE001 - any compiler error is this configuration's failure
-                out.append(Trial(codes, "compile_error", error=_one_line(exc)))
+        with self._fingerprinting():
+            futures = [pool.submit(self._compile_noted, c) for c in batch]
+            for codes, future in zip(batch, futures):
+                try:
+                    out.append(future.result(timeout=self.compile_timeout))
+                except FutureTimeout:
+                    out.append(Trial(codes, "timeout", error=f"compile took longer than {self.compile_timeout:g} s"))
+                except Exception as exc:  # noqa: BLE001 - any compiler error is this configuration's failure
+                    out.append(Trial(codes, "compile_error", error=_one_line(exc)))
         pool.shutdown(wait=False, cancel_futures=True)  # a stuck compile keeps its thread, not the tuner
         return out
 
@@ -317,7 +359,16 @@ class Evaluator:
         held = {i: self.checked[c] for i, c in enumerate(again, len(batch)) if c in self.checked}  # checked before
         todo = [i for i in range(len(work)) if i not in held]
         compiled = dict(zip(todo, self.compile_many([work[i] for i in todo])))
+        first_in_batch: dict[str, int] = {}  # fingerprint -> the index timed for it in this batch
+        copies: list[tuple[int, int]] = []  # (index, index of the trial it copies)
         for i, codes in enumerate(work):
+            fp = self.fingerprints.get(codes) if i < len(batch) and not isinstance(compiled.get(i), Trial) else None
+            if fp is not None and fp in self.measured_as:  # the default's executable, or one timed before
+                trials[i] = same_executable(codes, self.measured_as[fp], self.default_probe_ns)
+                continue
+            if fp is not None and fp in first_in_batch:
+                copies.append((i, first_in_batch[fp]))
+                continue
             if i in held:
                 exe, failed = held[i], None
             else:
@@ -328,6 +379,8 @@ class Evaluator:
             else:
                 timed.append((i, exe))
                 self._keep(codes, exe)
+                if fp is not None:
+                    first_in_batch[fp] = i
         if timed:
             exes = [self.default_exe] + [e for _, e in timed]
             protocol = replace(self.protocol, seed=self.protocol.seed + 1009 * self.batches)
@@ -338,6 +391,10 @@ class Evaluator:
                                   runtime_ns=float(rt), default_ns=default_ns)
             if self.profile_kernels:
                 self._profile([(i, e) for i, e in timed if i < len(batch)], trials)
+            for fp, i in first_in_batch.items():
+                self.measured_as.setdefault(fp, trials[i])
+        for i, j in copies:  # after the timing: what its twin (timed, so OK) measured
+            trials[i] = same_executable(work[i], trials[j], self.default_probe_ns)
         self.batches += 1
         return trials  # type: ignore[return-value]
 
@@ -348,7 +405,7 @@ class Evaluator:
         profiler failure costs the kernel times, never the measurement."""
         if not new:
             return
-        from graphcost.tuning.profile import profile_in_process
+        from graphcost.tuning.kernel_times import profile_in_process
 
         try:
             prof = profile_in_process(self.program.name, [e for _, e in new], list(self.program.flat_args),
@@ -363,6 +420,16 @@ class Evaluator:
         for (i, _), config in zip(new, prof.configs):
             trials[i].extra["kernels"] = kernel_rows(config)
             trials[i].extra["profile_wall_ns"] = round(config.wall_ns, 1)
+
+
+def same_executable(codes: Codes, twin: Trial | None, default_ns: float) -> Trial:
+    """The trial of `codes`, whose executable is `twin`'s (None: the default's), copied, not timed."""
+    if twin is None:
+        return Trial(codes, OK, ratio=1.0, runtime_ns=default_ns, default_ns=default_ns,
+                     extra={"same_executable_as": "default"})
+    kept: dict[str, Any] = {k: twin.extra[k] for k in ("kernels", "profile_wall_ns") if k in twin.extra}
+    return Trial(codes, OK, ratio=twin.ratio, runtime_ns=twin.runtime_ns, default_ns=twin.default_ns,
+                 extra={**kept, "same_executable_as": list(twin.codes)})
 
 
 PROFILE_TARGET_NS = 10e6  # profiled calls of a trial: enough to fill 10 ms (3 at least, 20 at most)

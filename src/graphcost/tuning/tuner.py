@@ -40,7 +40,7 @@ from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
-from graphcost.tuning.strategies import make_strategy
+from graphcost.tuning.strategies import Strategy, make_strategy
 from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial
 
 log = logging.getLogger(__name__)
@@ -88,9 +88,12 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     check_int("race", race, 0, MEASUREMENTS_MAX)
     model_options: dict[str, Any] = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
                                      "compiled": getattr(evaluator, "compiled_stats", None)} if name.startswith("model") else {}
-    if name == "kernels":
-        model_options["evaluator"] = evaluator
-    strategy = make_strategy(name, space, seed, scorer, **model_options)
+    if name == "kernels":  # compiled candidates costed by the kernel model, corrected online
+        from graphcost.tuning.kernel_search import KernelSearch
+
+        strategy: Strategy = KernelSearch(space, evaluator, seed)
+    else:
+        strategy = make_strategy(name, space, seed, scorer, **model_options)
     study = Study(storage, f"{study_name}:{name}", space, sampler=strategy.sampler(budget), fingerprint=fingerprint)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
     _say_what_was_found(study, f"{study_name}:{name}", budget)
@@ -138,10 +141,12 @@ def in_search_best(trials: list[Trial]) -> float:
 
 def contenders(trials: list[Trial], race: int, exclude, once: bool = False) -> list[Codes]:
     """The `race` best measured configurations that beat the default (by their in-search ratio), not in
-    `exclude`; with `once`, none when each of them was already timed more than once."""
+    `exclude` (nor copies of another trial's executable: that one races); with `once`, none when each of
+    them was already timed more than once."""
     skip = set(exclude)
     beat = sorted((t.ratio, i) for i, t in enumerate(trials)
-                  if t.status == OK and t.ratio is not None and t.ratio < 1.0 and t.codes not in skip)
+                  if t.status == OK and t.ratio is not None and t.ratio < 1.0 and t.codes not in skip
+                  and "same_executable_as" not in t.extra)
     best = [trials[i] for _, i in beat[:race]]
     if once and all(len(t.extra.get("ratios", ())) > 1 for t in best):
         return []
@@ -302,7 +307,8 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         storage = storage or _sqlite_url(out / "study.db")
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
     try:
-        evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol, profile_kernels=cfg.kernels)
+        evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol, profile_kernels=cfg.kernels,
+                              cache_dir=(out / "jax_cache") if out is not None else None)  # identical executables once
         before = None
         if cfg.kernels:  # where the default's time goes, shown before the search (kernel_report)
             from graphcost.tuning.kernel_report import profile_default
@@ -355,7 +361,7 @@ def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: E
     """Say what was found: the kept configuration's ablation (`ablation`) and its kernels beside the
     default's (`kernel_report`), into `result` (`summary_lines` words them)."""
     from graphcost.tuning.kernel_report import kernels_summary
-    from graphcost.tuning.profile import ProgramProfile
+    from graphcost.tuning.kernel_times import ProgramProfile
 
     final = None
     if result.beats_default and (cfg.ablation or cfg.kernels):
@@ -376,9 +382,14 @@ def summary_lines(result: TuneResult) -> list[str]:
 
     lines = [summary_line(result.ablation)] if result.ablation is not None else []
     lines += [x for x in [faster_kernels_line(result.kernels)] if x]
-    rho = (result.search_vs_final or {}).get("spearman")
+    same = sum(1 for t in result.trials if t.status == OK and "same_executable_as" in t.extra)
+    if same:
+        lines.append(f"{same} of {sum(t.status == OK for t in result.trials)} measured configurations compiled to an "
+                     "executable timed before (the default's or another trial's): copied, not timed again")
+    agreement = result.search_vs_final or {}
+    rho = agreement.get("spearman")
     if rho is not None and rho < AGREEMENT_LOW:
-        n = len(result.search_vs_final["candidates"])
+        n = len(agreement["candidates"])
         lines.append(f"warning: the in-search estimates and the final check agree poorly (Spearman {rho:.2f} over "
                      f"{n} candidates): the search's timings were noisy here; more --rounds / --calls, or a quieter "
                      "machine, make them agree")

@@ -1,0 +1,169 @@
+"""Per-kernel times of a program's configurations: the records and how they are measured.
+
+`KernelTime` (one kernel of one configuration: median self time per call over processes),
+`ConfigProfile` (a configuration's kernels, largest first, and its coverage: the share of the
+profiled call inside leaf kernels) and `ProgramProfile` (the configurations of one program).
+
+Measured two ways, with the kernel timing of the kernel collection
+(`graphcost.frontend.measure.kernel_profile`, joined over processes by `graphcost.frontend.
+collect.kernel_records.combine_profiles`, level-median):
+
+* `profile_cross_process`: P fresh processes time the configurations together, as the tuner's
+  final check does (`graphcost.tuning.crossproc`), then each makes a profiled pass;
+* `profile_in_process`: one profiled pass of compiled executables in THIS process (the tuner's
+  trials, a program without a file reference).
+
+Kernels are described from each configuration's optimized module (`graphcost.frontend.hlo.kernels`:
+what each is, its executions per call); `compare` pairs two configurations' kernels by fingerprint
+(the same computation on the same layout), then by name. `graphcost.tuning.profile` (the
+`graphcost profile` command) and the tuner's kernel report build on these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from graphcost.atomic import atomic_write_json
+from graphcost.frontend.measure.interleaved import Protocol
+
+@dataclass
+class KernelTime:
+    """One kernel of one configuration: median self time per call over processes (ns)."""
+
+    name: str
+    kind: str
+    self_ns: float
+    executions: int
+    leaf: bool
+    fingerprint: str = ""
+    parent: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ConfigProfile:
+    """The kernels of one configuration, largest first."""
+
+    label: str  # "default" or "tuned"
+    runtime_ns: float  # timed (unprofiled) runtime, median over processes
+    wall_ns: float  # profiled call, median over processes
+    kernels: list[KernelTime] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        leaf = sum(k.self_ns for k in self.kernels if k.leaf)
+        return leaf / self.wall_ns if self.wall_ns > 0 else 0.0
+
+    def share(self, k: KernelTime) -> float:
+        return k.self_ns / self.wall_ns if self.wall_ns > 0 else 0.0
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "runtime_ns": self.runtime_ns, "wall_ns": self.wall_ns,
+                "coverage": round(self.coverage, 4),
+                "kernels": [{**k.to_json(), "share": round(self.share(k), 4)} for k in self.kernels]}
+
+
+@dataclass
+class ProgramProfile:
+    program: str
+    processes: int
+    protocol: str  # "cross-process"
+    configs: list[ConfigProfile]
+
+    def to_json(self) -> dict:
+        return {"program": self.program, "processes": self.processes, "protocol": self.protocol,
+                "configs": [c.to_json() for c in self.configs]}
+
+    def save(self, path: Path) -> None:
+        atomic_write_json(self.to_json(), path, indent=1)
+
+
+def compare(default: ConfigProfile, tuned: ConfigProfile) -> list[tuple[KernelTime | None, KernelTime | None]]:
+    """Kernel pairs (default, tuned), by fingerprint then by name; a kernel only one side has is paired
+    with None. Ordered by the larger of the two times."""
+    pairs: list[tuple[KernelTime | None, KernelTime | None]] = []
+    left = list(tuned.kernels)
+    for k in default.kernels:
+        match = next((t for t in left if k.fingerprint and t.fingerprint == k.fingerprint), None)
+        match = match or next((t for t in left if t.name == k.name), None)
+        if match is not None:
+            left.remove(match)
+        pairs.append((k, match))
+    pairs += [(None, t) for t in left]
+    return sorted(pairs, key=lambda p: -max(x.self_ns for x in p if x is not None))
+
+
+def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], labels: list[str]) -> list[ConfigProfile]:
+    """One `ConfigProfile` per configuration of `combine_profiles`'s `combined` rows: kernels described
+    from `modules` (`optimized_kernels` of each configuration, in order), largest first; `samples`:
+    (K, P) the timed runtimes of the same processes."""
+    out = []
+    for c, label in enumerate(labels):
+        kernels = []
+        for i in np.flatnonzero(combined["occ_config"] == c):
+            nm = str(combined["occ_name"][i])
+            k = modules[c].get(nm)
+            kernels.append(KernelTime(nm, k.kind if k else "?", float(combined["occ_runtime_ns"][i]),
+                                      int(combined["occ_count"][i]), bool(combined["occ_leaf"][i]),
+                                      k.fingerprint if k else "", k.parent if k else ""))
+        kernels.sort(key=lambda k: -k.self_ns)
+        out.append(ConfigProfile(label, float(np.median(samples[c])),
+                                 float(np.median(combined["profile_wall_ns"][c])), kernels))
+    return out
+
+
+def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
+                          protocol: Protocol | None = None, allow_fast_math: bool = True,
+                          cache_dir: str | Path | None = None, timeout_s: float = 900.0) -> ProgramProfile:
+    """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
+    `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
+    from graphcost.frontend.collect.kernel_records import optimized_kernels
+    from graphcost.frontend.programs.jax_program import compile_lowered
+    from graphcost.tuning.crossproc import lower_tune_job, remeasure_cross_process
+
+    protocol = protocol or Protocol(rounds=3, calls=5, warmup=2)
+    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
+                                          "configs": [list(c) for c in configs]})
+    modules = [optimized_kernels(compile_lowered(low, opt)) for low, opt in zip(lowered, options)]
+    rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
+                                  timeout_s, kernels=True)
+    return profile_of(rem, modules, labels, ref)
+
+
+def profile_of(rem, modules: list[dict], labels: list[str], name: str) -> ProgramProfile:
+    """The `ProgramProfile` of a re-measurement made with kernels (`crossproc.Remeasurement` with
+    `profiles`): its processes' profiled passes joined (level-median over its timed runtimes)."""
+    from graphcost.frontend.collect.kernel_records import combine_profiles
+
+    profiles = rem.profiles or []
+    runtime = np.asarray(rem.runtime_ns, np.float64)  # (P, K)
+    # one profiled pass of several in-process passes: its level is their median
+    samples = runtime.T if len(profiles) == len(runtime) else np.median(runtime, axis=0)[:, None]  # (K, P')
+    combined = combine_profiles(profiles, samples)
+    return ProgramProfile(name, len(runtime), rem.protocol, config_profiles(combined, samples, modules, labels))
+
+
+def profile_in_process(name: str, executables: list, args: list, labels: list[str], runtime_ns: list[float],
+                       target_ns: float = 30e6) -> ProgramProfile:
+    """Profiles of compiled `executables` called on `args` in THIS process (a program without a file
+    reference, the tuner's trials): one profiled pass; `runtime_ns` their timed runtimes (it sets
+    how many calls are profiled, `kernel_profile.repeats_for`)."""
+    from graphcost.frontend.collect.kernel_records import combine_profiles, optimized_kernels
+    from graphcost.frontend.measure.kernel_profile import profiled_pass
+
+    arrays = profiled_pass(executables, args, runtime_ns, target_ns)
+    samples = np.asarray(runtime_ns, np.float64)[:, None]  # (K, 1)
+    combined = combine_profiles([arrays], samples)
+    modules = [optimized_kernels(e) for e in executables]
+    return ProgramProfile(name, 1, "in-process", config_profiles(combined, samples, modules, labels))
+
+
+def top_kernels(profile: ConfigProfile, n: int = 5) -> str:
+    """One line: the `n` largest kernels and their share of the call, e.g.
+    ``while.1 (while) 41%, ynn_fusion.2 (ynn fusion) 22%``."""
+    return ", ".join(f"{k.name} ({k.kind}) {profile.share(k):.0%}" for k in profile.kernels[:n])
