@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
 
             sp = make_space(space, prepared, allow_fast_math)
             runs, label, chosen = resolve_models(TuneConfig(model=[str(m) for m in model],
-                                                            strategies=list(strategy) or None), sp)
+                                                            strategies=list(strategy) or None), sp, say=False)
             if runs:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
                 from graphcost.tuning.scoring import GraphModelScorer
 

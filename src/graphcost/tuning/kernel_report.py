@@ -84,18 +84,30 @@ def kernels_summary(before: ConfigProfile | None, final: ProgramProfile | None, 
 
 
 def faster_kernels_line(summary: dict[str, Any] | None, top: int = 3) -> str:
-    """One console line: the kernels whose time the kept configuration cut most ('' when none)."""
+    """One console line on the largest kernels ('' without a kept configuration's profile): those the kept
+    configuration made faster (default -> kept time per call), those it no longer has (their work moved
+    into other kernels: a fusion switched off, a library call replaced) and the new ones it has instead."""
     if not summary or "kept" not in summary:
         return ""
-    rows = [r for r in summary["kept"]["top"] if r["default_ns"] is not None]
-    saved = sorted(rows, key=lambda r: -(r["default_ns"] - (r["kept_ns"] or 0.0)))[:top]
-    if not saved:
-        return ""
+    rows = summary["kept"]["top"]
+
+    def us(ns: float) -> str:
+        return f"{ns / 1e3:.1f} µs"
+
+    faster = sorted((r for r in rows if r["default_ns"] is not None and r["kept_ns"] is not None
+                     and r["kept_ns"] < r["default_ns"]), key=lambda r: r["kept_ns"] - r["default_ns"])[:top]
+    gone = [r for r in rows if r["kept_ns"] is None][:top]
+    new = [r for r in rows if r["default_ns"] is None][:top]
     parts = []
-    for r in saved:
-        after = "gone" if r["kept_ns"] is None else f"{r['kept_ns'] / 1e3:.1f} µs"
-        parts.append(f"{r['name']} ({r['kind']}) {r['default_ns'] / 1e3:.1f} µs -> {after}")
-    return "kernels that got faster: " + "; ".join(parts)
+    if faster:
+        parts.append("faster: " + ", ".join(f"{r['name']} ({r['kind']}) {us(r['default_ns'])} -> {us(r['kept_ns'])}"
+                                            for r in faster))
+    if gone:
+        parts.append("not in the kept configuration: " + ", ".join(f"{r['name']} ({r['kind']}) {us(r['default_ns'])}"
+                                                                  for r in gone))
+    if new:
+        parts.append("new in it: " + ", ".join(f"{r['name']} ({r['kind']}) {us(r['kept_ns'])}" for r in new))
+    return "kernels, default -> kept: " + "; ".join(parts) if parts else ""
 
 
 def kernels_csv(trials: list[Trial]) -> str:

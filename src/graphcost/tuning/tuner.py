@@ -410,7 +410,7 @@ def announce(result: TuneResult, budget_trials: list[Trial]) -> None:
         (log.warning if line.startswith("warning:") else log.info)(line)
 
 
-def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list[str] | None, list[str]]:
+def resolve_models(cfg: TuneConfig, space: Space, say: bool = True) -> tuple[list[str], str | list[str] | None, list[str]]:
     """(model runs, what result.json records as the model, strategies) of a run.
 
     Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
@@ -435,7 +435,8 @@ def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list
             raise ValueError(f"strategy {cfg.strategies} needs a cost model and none was given: {exc}") from None
         log.warning(f"{exc}; searching with TPE, model-free")
         return [], None, ["tpe"]
-    log.info("no model given: guiding the search with " + "; ".join(pretrained.describe(k) for k in space.kinds))
+    if say:  # (the CLI's check before the run says it in its own line)
+        log.info("no model given: guiding the search with " + "; ".join(pretrained.describe(k) for k in space.kinds))
     return runs, pretrained.SHIPPED, list(cfg.strategies or ["model+online"])
 
 
