@@ -73,6 +73,19 @@ def memory_bytes() -> int | None:
         return None
 
 
+def available_memory_bytes() -> int | None:
+    """Memory a process can still take without swapping: Linux's MemAvailable (/proc/meminfo), else the
+    physical memory (`memory_bytes`), None where neither is known."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return memory_bytes()
+
+
 def check_fits_memory(name: str, value: Any, need_bytes: float, what: str) -> None:
     """ArgumentError naming `name` when `what` (for `name` = `value`) needs more than this machine's
     memory; `need_bytes` is the caller's estimate (a lower bound is enough: it only refuses the impossible)."""

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write
+from graphcost.data.io.npz_stream import check_declared_memory
+from graphcost.data.io.schema import SchemaError
 from graphcost.errors import GraphcostError
 
 SPLITS = ("train", "valid", "test")
@@ -52,7 +54,10 @@ def split_by_configuration(path: str | Path, out_dir: str | Path, train_frac: fl
     path, out_dir = Path(path), Path(out_dir)
     try:
         with np.load(path, allow_pickle=False) as z:
+            check_declared_memory(z.zip, path, z.files)
             arrays = {k: z[k] for k in z.files}
+    except SchemaError as exc:
+        raise ConfigSplitError(str(exc)) from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:  # an empty file: EOFError; a damaged zip
         raise ConfigSplitError(f"{path}: not a readable npz file ({type(exc).__name__}: {exc})") from None
     if "config_runtime" not in arrays:

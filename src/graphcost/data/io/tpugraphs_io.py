@@ -22,7 +22,8 @@ import numpy as np
 
 from graphcost.data.graph import LAYOUT_CONFIG_DIM, LayoutGraph, TileGraph
 from graphcost.data.io.npz_stream import (
-    LazyNpyArray, NpzWriter, check_zip_magic, damaged_npz, header_from_zip, iter_rows, read_member_header,
+    LazyNpyArray, NpzWriter, check_declared_memory, check_zip_magic, damaged_npz, header_from_zip, iter_rows,
+    read_member_header,
 )  # fmt: skip
 from graphcost.data.io.schema import SchemaError, detect_kind, keys_for_kind
 from graphcost.data.io.validate import graph_arrays, validate_arrays
@@ -82,6 +83,9 @@ def load_graph(
     path = Path(path)
     with _open_npz(path) as npz:
         kind = detect_kind(npz.files, path)
+        eager = [s.name for s in keys_for_kind(kind) if s.name in npz.files
+                 and not (s.name == "node_config_feat" and lazy_config_feat)]
+        check_declared_memory(npz.zip, path, eager)
         arrays: dict = {}
         for spec in keys_for_kind(kind):
             if spec.name not in npz.files:
