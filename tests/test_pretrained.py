@@ -37,6 +37,19 @@ def test_shipped_models_load_weights_only_and_are_described(kind):
     assert f"{info['train_graphs']} training graphs of {info['data']}" in pretrained.describe(kind)
 
 
+def test_a_shipped_model_without_one_of_its_files_is_refused(tmp_path, monkeypatch):
+    """issue 65: the shipped layout run without blend.json ranked with the graph model alone, silently."""
+    root = tmp_path / "pretrained"
+    shutil.copytree(pretrained.shipped_model_dir("layout").parent, root)
+    (root / "layout" / "blend.json").unlink()
+    monkeypatch.setattr(pretrained, "_ROOT", root)
+    with pytest.raises(FileNotFoundError, match=r"shipped layout model is incomplete: .* lacks blend\.json"):
+        pretrained.shipped_model_dir("layout")
+    assert pretrained.shipped_model_dir("tile") == root / "tile"
+    (root / pretrained.MANIFEST).write_text("[" * 100_000 + "]" * 100_000)  # nested past the recursion limit
+    assert pretrained.describe("tile") == f"the shipped tile model ({root / 'tile'})"
+
+
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="no shipped model of kind 'nope'"):
         pretrained.shipped_model_dir("nope")

@@ -32,6 +32,8 @@ def test_mask_url_hides_a_password_in_the_query_string():
     assert mask_url("mysql://h/db?user=me&PASSWORD=s3") == "mysql://h/db?user=me&PASSWORD=***"
     assert mask_url("postgresql://u:p@h/db?sslpassword=zz") == "postgresql://u:***@h/db?sslpassword=***"
     assert mask_url("sqlite:////tmp/a.db?mode=ro") == "sqlite:////tmp/a.db?mode=ro"
+    # issue 65: the fragment was printed
+    assert mask_url("cannot open postgresql://user@host:1/db#SECRET (x)") == "cannot open postgresql://user@host:1/db#*** (x)"
 
 
 def test_tune_never_prints_a_query_string_password(tmp_path):

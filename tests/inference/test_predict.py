@@ -92,3 +92,17 @@ def test_combine_refuses_a_repeated_configuration(tmp_path):
     one_line_error(invoke("predict", good, bad, "--combine", "--out", tmp_path / "all.csv"), "b.csv:2",
                    "configuration(s) 1 more than once")
     assert not (tmp_path / "all.csv").exists()
+
+
+def test_a_full_ranking_of_many_configurations_reads(tmp_path):
+    """issue 65: a TopConfigs field over csv's 131,072-character default limit was a raw _csv.Error."""
+    import csv
+
+    ranking = ";".join(map(str, range(100_000)))  # ~590,000 characters: a full layout ranking
+    full = write_csv_rows([("layout:xla:random:g", ranking)], tmp_path / "full.csv")
+    limit = csv.field_size_limit()
+    assert read_submission(full) == [("layout:xla:random:g", ranking)]
+    assert csv.field_size_limit() == limit  # the process-wide limit is restored
+    (tmp_path / "binary.csv").write_bytes(b"ID,TopConfigs\n\xff\xfe,1\n")
+    with pytest.raises(ValueError, match=r"binary\.csv: not a text CSV file"):
+        read_submission(tmp_path / "binary.csv")

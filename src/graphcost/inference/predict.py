@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
@@ -192,21 +193,35 @@ def read_submission(path: str | Path) -> list[tuple[str, str]]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such submission file")
-    with path.open(newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header != ["ID", "TopConfigs"]:
-            raise ValueError(f"{path}: header must be 'ID,TopConfigs', got {header}")
-        rows = []
-        for line, row in enumerate(reader, start=2):
-            if len(row) != 2 or not row[0] or not all(t.isdigit() for t in row[1].split(";")):
-                raise ValueError(f"{path}:{line}: expected '<collection>:<graph>,i;j;k', got {row}")
-            configs = [int(t) for t in row[1].split(";")]
-            if len(set(configs)) != len(configs):  # a ranking lists each configuration once
-                twice = sorted({c for c in configs if configs.count(c) > 1})
-                raise ValueError(f"{path}:{line}: TopConfigs of {row[0]!r} lists configuration(s) "
-                                 f"{', '.join(map(str, twice))} more than once")
-            rows.append((row[0], row[1]))
+    limit = csv.field_size_limit(SUBMISSION_FIELD_MAX)  # a full ranking of 100,000 configurations is ~600 KB
+    try:
+        with path.open(newline="") as handle:
+            return _submission_rows(path, csv.reader(handle))
+    except csv.Error as exc:  # a field over the limit, a NUL byte (issue 65: a raw _csv.Error)
+        raise ValueError(f"{path}: not a readable submission CSV ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a text CSV file ({exc.reason} at byte {exc.start})") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+SUBMISSION_FIELD_MAX = 64 * 2**20  # characters in one CSV field of a submission
+
+
+def _submission_rows(path: Path, reader) -> list[tuple[str, str]]:
+    header = next(reader, None)
+    if header != ["ID", "TopConfigs"]:
+        raise ValueError(f"{path}: header must be 'ID,TopConfigs', got {header}")
+    rows = []
+    for line, row in enumerate(reader, start=2):
+        if len(row) != 2 or not row[0] or not all(t.isdigit() for t in row[1].split(";")):
+            raise ValueError(f"{path}:{line}: expected '<collection>:<graph>,i;j;k', got {str(row)[:200]}")
+        configs = [int(t) for t in row[1].split(";")]
+        if len(set(configs)) != len(configs):  # a ranking lists each configuration once
+            twice = sorted(c for c, n in Counter(configs).items() if n > 1)
+            raise ValueError(f"{path}:{line}: TopConfigs of {row[0]!r} lists configuration(s) "
+                             f"{', '.join(map(str, twice[:20]))} more than once")
+        rows.append((row[0], row[1]))
     return rows
 
 

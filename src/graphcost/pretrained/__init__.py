@@ -49,7 +49,20 @@ def shipped_model_dir(kind: str) -> Path:
     if not (path / "best.pt").is_file() and not (path / "ensemble.json").is_file():
         raise FileNotFoundError(f"the shipped {kind} model is missing: {path} holds neither best.pt nor ensemble.json "
                                 "(reinstall graphcost, or train one with `graphcost train` and pass it as the model)")
+    missing = [f for f in _shipped_files(kind) if not (path / f).is_file()]
+    if missing:  # checked as a set (issue 65: without blend.json it ranked with the graph model alone, silently)
+        raise FileNotFoundError(f"the shipped {kind} model is incomplete: {path} lacks {', '.join(missing)} (listed in "
+                                f"{_ROOT / MANIFEST}; reinstall graphcost)")
     return path
+
+
+def _shipped_files(kind: str) -> list[str]:
+    """The files MODELS.json lists for the shipped `kind` model ([] when it lists none or cannot be read)."""
+    try:
+        files = json.loads((_ROOT / MANIFEST).read_text(encoding="utf-8"))[kind]["files"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return []
+    return [f for f in files if isinstance(f, str)] if isinstance(files, list) else []
 
 
 def describe(kind: str) -> str:
@@ -60,7 +73,7 @@ def describe(kind: str) -> str:
         graphs = f"{info['train_graphs']} training graphs of " if "train_graphs" in info else ""
         return (f"the shipped {kind} model v{info['version']} (trained on {graphs}{info['data']}, {info['date']}; "
                 f"{_ROOT / kind})")
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested too deep
         return f"the shipped {kind} model ({_ROOT / kind})"
 
 

@@ -109,12 +109,16 @@ _QUERY_SECRET = re.compile(r"(?P<head>[?&;](?:[A-Za-z_]*pass(?:word|wd)?|pwd|sec
                            re.IGNORECASE)
 
 
+# a URL's fragment (``...#SECRET``): never sent to a server, so nothing a storage needs; masked whole (issue 65)
+_FRAGMENT = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s#'\"]*#)[^\s'\"]*")
+
+
 def mask_url(text: str | None) -> str:
-    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``, and a password,
-    secret or token in its query string) replaced by ``***``: storage URLs and the database errors
-    that quote them are shown and logged only masked."""
+    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``, a password,
+    secret or token in its query string, and its fragment) replaced by ``***``: storage URLs and the
+    database errors that quote them are shown and logged only masked."""
     masked = _URL_PASSWORD.sub(r"\g<head>***@", "" if text is None else str(text))
-    return _QUERY_SECRET.sub(r"\g<head>***", masked)
+    return _FRAGMENT.sub(r"\g<head>***", _QUERY_SECRET.sub(r"\g<head>***", masked))
 
 
 def _storage_error(storage: str, exc: BaseException) -> ValueError:
