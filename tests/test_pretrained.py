@@ -65,6 +65,17 @@ def test_rank_without_a_model_uses_the_shipped_one(dataset, kind):
     assert len(rows) == 3 and all(r["runtime"] is not None for r in rows)
 
 
+def test_rank_of_a_graph_with_one_configuration_lists_it(tmp_path):
+    """issue 65: a graph with one configuration was a traceback ("need at least 2 configuration(s)")."""
+    from graphcost.data.io.tpugraphs_io import save_graph
+    from graphcost.data.synth.collection import synth_tile_graph
+
+    graph = save_graph(synth_tile_graph(num_nodes=10, num_configs=1, seed=1), tmp_path / "one.npz")
+    res = CliRunner().invoke(app, ["rank", str(graph), "--tta", "0"])
+    assert res.exit_code == 0, res.output
+    assert "one configuration: nothing to rank it against" in res.output and "Traceback" not in res.output
+
+
 def test_rank_refuses_a_model_of_another_feature_version(tmp_path):
     run = tmp_path / "old"
     shutil.copytree(pretrained.shipped_model_dir("layout"), run)

@@ -34,7 +34,16 @@ CONFIG_CASES = [  # (field, value, words of the message)
     ("allow_fast_math", "yes", "allow_fast_math must be True or False"),
     ("protocol", {"rounds": 3}, "protocol must be a Protocol"),
     ("protocol", Protocol(rounds=10**9), "protocol.rounds must be an integer from 1 to 10000"),
+    ("program_ref", "nope.py:make", "program_ref 'nope.py:make': no such file"),  # issue 65: was recorded as is
+    ("program_ref", "make", "program_ref 'make': expected FILE.py:FUNCTION"),
 ]
+
+
+def test_tune_refuses_an_out_that_holds_a_training_run(tmp_path):
+    """issue 65: graphcost.tune(..., out=A_TRAINING_RUN) wrote its study and plots into the run."""
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(ArgumentError, match=r"^out .*: holds a training run \(run\.json\)"):
+        graphcost.TuneConfig(out=tmp_path)
 
 
 @pytest.mark.parametrize("field, value, words", CONFIG_CASES, ids=[f"{c[0]}-{c[1]!r}"[:40] for c in CONFIG_CASES])

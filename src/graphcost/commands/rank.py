@@ -81,8 +81,9 @@ def rank(
         from graphcost.metrics import kendall_tau
 
         columns.append(Column("runtime", "runtime (measured)", show=lambda v: f"{v:.6g}"))
-        caption = (f"measured runtimes: config_runtime of {graph_path.name}; Kendall tau of the scores against them "
-                   f"{kendall_tau(scores, measured):.3f} over all {len(scores)} configurations")
+        caption = (f"measured runtimes: config_runtime of {graph_path.name}; " + (
+            f"Kendall tau of the scores against them {kendall_tau(scores, measured):.3f} over all {len(scores)} "
+            "configurations" if len(scores) >= 2 else "one configuration: nothing to rank it against"))
     print_table(rows, columns, value(fmt), caption=caption)
 
 

@@ -53,6 +53,26 @@ def check_out_dir(name: str, out: Any) -> None:
         raise ArgumentError(str(exc)) from None
     if Path(out).exists() and not Path(out).is_dir():
         raise ArgumentError(f"{name} {out}: is a file, but {name} must be a directory")
+    from graphcost.atomic import RUN_MARKERS
+
+    held = [m for m in RUN_MARKERS if (Path(out) / m).exists()]
+    if held:  # issue 65: tune(out=A_TRAINING_RUN) wrote its study and plots into a cost-model run
+        raise ArgumentError(f"{name} {out}: holds a training run ({held[0]}), not a tuning run; choose another directory")
+
+
+def check_program_ref(ref: Any) -> None:
+    """`program_ref` (None, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION``): the fresh processes of the final
+    check rebuild the program from it, so its file must exist (issue 65: a missing file was recorded)."""
+    if ref is None:
+        return
+    from graphcost.tuning.program import program_file
+
+    target, sep, attr = ref.rpartition(":")
+    if not sep or not target or not attr.isidentifier():
+        raise ArgumentError(f"program_ref {ref!r}: expected FILE.py:FUNCTION or MODULE:FUNCTION (e.g. my_model.py:make)")
+    path = program_file(ref)
+    if path is not None and not path.is_file():
+        raise ArgumentError(f"program_ref {ref!r}: no such file {path}")
 
 
 def check_tune_config(cfg: Any) -> None:
@@ -77,6 +97,7 @@ def check_tune_config(cfg: Any) -> None:
     check_out_dir("out", cfg.out)
     for name in ("storage", "program_ref", "name"):
         _optional(name, getattr(cfg, name), (str,), "a string")
+    check_program_ref(cfg.program_ref)
     _optional("protocol", cfg.protocol, (Protocol,), "a Protocol")
     if cfg.protocol is not None:
         for name, low in (("rounds", 1), ("calls", 1), ("warmup", 0)):
