@@ -80,6 +80,10 @@ def test_download_fails_fast_offline(tmp_path):
     msg = str(info.value)
     assert "npz_tile_xla_train.tar" in msg and "No internet access?" in msg
     assert not list(tmp_path.glob("*.tar"))
+    root = tmp_path / "new" / "root"  # issue 67: an offline download left an empty data root behind
+    with pytest.raises(DownloadError):
+        download_collection("tile:xla", root, opener=_unreachable, timeout=1, progress=False)
+    assert not (tmp_path / "new").exists() and tmp_path.is_dir()
 
 
 class _FakeResponse(io.BytesIO):

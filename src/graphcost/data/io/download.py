@@ -201,7 +201,22 @@ def download_collection(
     """Download (or reuse) and extract every split of `collection` into `root`; returns the collection dir."""
     check_collection(collection)
     root = default_data_root() if root is None else Path(root).expanduser()
+    made = [p for p in (root, *root.parents) if not p.exists()]  # the directories this call creates
     root.mkdir(parents=True, exist_ok=True)
+    try:
+        _fetch_splits(collection, root, splits, base_url, timeout, opener, keep_tar, progress)
+    except BaseException:  # offline, interrupted: leave no empty data root behind (issue 67)
+        for p in made:  # deepest first
+            try:
+                p.rmdir()  # only if still empty: a partial download is kept
+            except OSError:
+                break
+        raise
+    return root.joinpath(*COLLECTIONS[collection])
+
+
+def _fetch_splits(collection: str, root: Path, splits, base_url: str, timeout: float, opener, keep_tar: bool,
+                  progress: bool) -> None:
     for split in splits:
         name = tar_name(collection, split)
         tar_path = root / name
@@ -214,4 +229,3 @@ def download_collection(
         marker.write_text("ok\n")
         if not keep_tar:
             tar_path.unlink()
-    return root.joinpath(*COLLECTIONS[collection])
