@@ -52,9 +52,10 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
 ) -> None:
     """graphcost: learned performance models of tensor programs (TpuGraphs, TGraph, LayerDAG)."""
-    from graphcost.commands.console import library_messages
+    from graphcost.commands.console import library_messages, sparse_progress_when_redirected
 
     ctx.with_resource(library_messages())  # the library's log lines, for as long as the command runs
+    ctx.with_resource(sparse_progress_when_redirected())  # a redirected log is not buried in bar updates
 
 
 dag_app = typer.Typer(help="LayerDAG: train, sample and evaluate a generative model of DAGs.", no_args_is_help=True,

@@ -74,3 +74,25 @@ def test_the_library_does_not_print():
                 if owner not in helpers:
                     offenders.append(f"{rel}:{node.lineno}")
     assert not offenders, offenders
+
+
+def test_progress_bars_are_sparse_when_stderr_is_redirected(monkeypatch):
+    """issue 67: with output redirected, ~1,200 carriage-return updates buried train's run: and estimate: lines."""
+    import io
+    import time
+
+    from tqdm import tqdm
+
+    from graphcost.commands.console import sparse_progress_when_redirected
+
+    monkeypatch.delenv("TQDM_MININTERVAL", raising=False)
+    monkeypatch.setattr("sys.stderr", io.StringIO())  # not a terminal
+    buf = io.StringIO()
+    with sparse_progress_when_redirected():
+        for _ in tqdm(range(400), file=buf):
+            time.sleep(0.001)
+    assert buf.getvalue().count("\r") <= 3  # the first and the last; was ~10 per second
+    again = io.StringIO()
+    for _ in tqdm(range(400), file=again):  # after the block: tqdm as it was
+        time.sleep(0.001)
+    assert again.getvalue().count("\r") > 3
