@@ -22,7 +22,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -208,7 +208,7 @@ def read_submission(path: str | Path) -> list[tuple[str, str]]:
 SUBMISSION_FIELD_MAX = 64 * 2**20  # characters in one CSV field of a submission
 
 
-def _submission_rows(path: Path, reader) -> list[tuple[str, str]]:
+def _submission_rows(path: Path, reader: Iterator[list[str]]) -> list[tuple[str, str]]:
     header = next(reader, None)
     if header != ["ID", "TopConfigs"]:
         raise ValueError(f"{path}: header must be 'ID,TopConfigs', got {header}")
