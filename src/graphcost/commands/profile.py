@@ -17,7 +17,8 @@ from graphcost.commands.common import check_output_option, fail
 
 def profile(
     program: str = typer.Argument(..., metavar="PROGRAM", help="FILE.py:FUNCTION or MODULE:FUNCTION: a function "
-                                  "that takes no arguments and returns (fn, example_args)."),
+                                  "that takes no arguments and returns (fn, example_args); or an XLA module "
+                                  "(MODULE.pb, MODULE.hlo, a dump directory) with generated arguments."),
     config: Optional[Path] = typer.Option(None, "--config", help="A tuned configuration (best.json of graphcost "
                                           "tune): profiled beside the default, kernel by kernel."),
     processes: int = typer.Option(3, "--processes", min=1, max=PROCESSES_MAX, help="Fresh processes timing the "

@@ -40,17 +40,28 @@ def rank(
     measure: bool = typer.Option(False, "--measure", help="PROGRAM only: also time every costed configuration here "
                                  "(interleaved) and print the measured runtimes and Kendall tau beside the costs."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**31 - 1, help="PROGRAM only: seed of the configuration sample."),
+    inputs: Optional[Path] = typer.Option(None, "--inputs", help="XLA module PROGRAM only: its arguments, an npz of "
+                                          "arg0, arg1, ... (default: seeded random arguments)."),
 ) -> None:
     """Configurations of GRAPH ordered by predicted runtime, fastest first (indices into the file), with
     the file's measured runtime beside each score when it has one. Without MODEL, the cost model that
     ships with graphcost for GRAPH's kind (layout or tile) ranks, and says so.
 
-    GRAPH may also be a PROGRAM (FILE.py:FUNCTION or MODULE:FUNCTION returning (fn, example_args)): its flag
-    configurations are compiled and costed as the sum of their kernels by the shipped kernel model."""
+    GRAPH may also be a PROGRAM (FILE.py:FUNCTION or MODULE:FUNCTION returning (fn, example_args), or an XLA
+    module: MODULE.pb, MODULE.hlo or a dump directory): its flag configurations are compiled and costed as the
+    sum of their kernels by the shipped kernel model."""
     from graphcost.inference.predict import prepare_for_prediction, rank_original
 
     if len(graph) == 1 and _is_program(str(graph[0])):
-        _rank_program(str(graph[0]), configs, seed, top, measure, fmt)
+        from graphcost.frontend.programs import hlo_program
+
+        try:
+            ref = hlo_program.with_inputs(str(graph[0]), inputs)
+        except ValueError as exc:
+            fail(str(exc))
+        if note := hlo_program.picked(ref):
+            typer.echo(note, err=True)
+        _rank_program(ref, configs, seed, top, measure, fmt)
         return
     if len(graph) > 2:
         fail(f"rank takes [MODEL] GRAPH, got {len(graph)} paths: {' '.join(map(str, graph))}", code=2)
@@ -88,7 +99,12 @@ def rank(
 
 
 def _is_program(text: str) -> bool:
-    """FILE.py:FUNCTION or MODULE:FUNCTION (a graph file has no colon before its name)."""
+    """FILE.py:FUNCTION or MODULE:FUNCTION (a graph file has no colon before its name), or an XLA module file
+    or dump directory (not a run directory: that is a MODEL without its GRAPH)."""
+    from graphcost.frontend.programs.hlo_program import is_hlo_reference
+
+    if is_hlo_reference(text):
+        return not (Path(text) / "run.json").exists()
     target, sep, attr = text.rpartition(":")
     return bool(sep and target and attr.isidentifier() and not text.endswith(".npz"))
 

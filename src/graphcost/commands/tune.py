@@ -64,7 +64,10 @@ def register(app: typer.Typer) -> None:
     @interrupt_says("interrupted before any measurement: nothing was saved")
     def tune_cmd(
         program: str = typer.Argument(..., metavar="PROGRAM", help="The program: FILE.py:FUNCTION or MODULE:FUNCTION, where FUNCTION() "
-                                      "returns (fn, example_args)."),
+                                      "returns (fn, example_args); or an XLA module: MODULE.pb (HloModuleProto), "
+                                      "MODULE.hlo (text) or an XLA_FLAGS=--xla_dump_to directory."),
+        inputs: Optional[Path] = typer.Option(None, "--inputs", help="XLA module programs only: its arguments, an npz "
+                                              "of arg0, arg1, ... (default: seeded random arguments)."),
         space: str = typer.Option("flags", help="flags (XLA CPU compiler options) | layout (per-node layouts of "
                                   "dot / convolution / reshape) | both."),
         budget: int = typer.Option(32, min=1, max=MEASUREMENTS_MAX, help="Configurations measured per strategy (failed ones count)."),
@@ -134,6 +137,14 @@ def register(app: typer.Typer) -> None:
                 _fail(f"--model {run}: no such run directory or checkpoint")
         if study is not None and not study.strip():
             _fail("--study must be a non-empty name")
+        from graphcost.frontend.programs import hlo_program
+
+        try:
+            program = hlo_program.with_inputs(program, inputs)
+        except ValueError as exc:
+            _fail(str(exc))
+        if note := hlo_program.picked(program):
+            typer.echo(note, err=True)
         _check_out_holds_a_tuning_run(out, program, resume, storage)
         check_run_dir_option(out, "--out", overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run",
                              is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)  # --overwrite: only a tuning run

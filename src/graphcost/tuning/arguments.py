@@ -61,11 +61,18 @@ def check_out_dir(name: str, out: Any) -> None:
 
 
 def check_program_ref(ref: Any) -> None:
-    """`program_ref` (None, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION``): the fresh processes of the final
-    check rebuild the program from it, so its file must exist (issue 65: a missing file was recorded)."""
+    """`program_ref` (None, ``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module: ``MODULE.pb``,
+    ``MODULE.hlo``, a dump directory): the fresh processes of the final check rebuild the program from it,
+    so its file must exist (issue 65: a missing file was recorded)."""
     if ref is None:
         return
+    from graphcost.frontend.programs.hlo_program import is_hlo_reference
     from graphcost.tuning.program import program_file
+
+    if isinstance(ref, str) and is_hlo_reference(ref):
+        if program_file(ref) is None:
+            raise ArgumentError(f"program_ref {ref!r}: no such file or directory")
+        return
 
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr.isidentifier():

@@ -2,7 +2,9 @@
 
 ``make()`` takes no arguments and returns ``(fn, example_args)``: a function JAX can jit and a
 tuple of example arguments (``fn(*example_args)``). The same reference lets each measuring
-worker process of the cross-process protocol rebuild the program by itself.
+worker process of the cross-process protocol rebuild the program by itself. A reference may
+also name an XLA HLO module (``MODULE.pb``, ``MODULE.hlo``, a dump directory, optionally with
+``?inputs=FILE.npz``): `graphcost.frontend.programs.hlo_program` makes it ``(fn, args)``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from graphcost.errors import GraphcostError
+from graphcost.frontend.programs import hlo_program
 
 
 class ProgramError(GraphcostError, ValueError):
@@ -22,9 +25,15 @@ class ProgramError(GraphcostError, ValueError):
 
 def load_program(ref: str) -> tuple[Callable, tuple, str]:
     """``(fn, args, name)`` from `ref` (module docstring); ProgramError on any problem."""
+    if hlo_program.is_hlo_reference(ref):
+        try:
+            return hlo_program.load_hlo_program(ref)
+        except hlo_program.HloProgramError as exc:
+            raise ProgramError(str(exc)) from None
     target, sep, attr = ref.rpartition(":")
     if not sep or not target or not attr.isidentifier():
-        raise ProgramError(f"{ref}: expected FILE.py:FUNCTION or MODULE:FUNCTION (e.g. my_model.py:make)")
+        raise ProgramError(f"{ref}: expected FILE.py:FUNCTION, MODULE:FUNCTION (e.g. my_model.py:make) or an XLA "
+                           "module MODULE.pb / MODULE.hlo / dump directory")
     if target.endswith(".py"):
         path = Path(target).expanduser().resolve()
         if not path.is_file():
@@ -88,7 +97,10 @@ def _why(exc: BaseException, limit: int = 300) -> str:
 
 
 def program_file(ref: str) -> Path | None:
-    """The resolved file of a ``FILE.py:FUNCTION`` reference (None for ``MODULE:FUNCTION``)."""
+    """The resolved file of a ``FILE.py:FUNCTION`` reference or an HLO module's file or dump directory
+    (None for ``MODULE:FUNCTION``)."""
+    if hlo_program.is_hlo_reference(ref):
+        return hlo_program.module_file(ref)
     target = ref.rpartition(":")[0]
     return Path(target).expanduser().resolve() if target.endswith(".py") else None
 
