@@ -10,7 +10,7 @@ from typing import Any
 import typer
 
 from graphcost import __version__
-from graphcost.commands import collect, dag, data, evaluate, predict, profile, rank, train, tune
+from graphcost.commands import collect, dag, data, evaluate, predict, profile, rank, train, tune, verify
 from graphcost.commands.numbers import GuardedGroup
 
 # Plain click help (rich_markup_mode=None): rich's four-column option tables squeeze the option
@@ -38,6 +38,7 @@ predict.register(app)
 collect.register(app)
 tune.register(app)
 profile.register(app)
+verify.register(app)
 
 
 def _version(value: bool) -> None:

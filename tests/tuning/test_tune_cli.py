@@ -52,6 +52,7 @@ def test_tune_writes_outputs_and_resumes_without_remeasuring(tmp_path, prog):
     assert len(rows) == 3 and {r["strategy"] for r in rows} == {"random"}
     result = json.loads((out / "result.json").read_text())
     assert result["num_trials"] == 3 and (result["beats_default"] or not any(result["best"]["codes"]))
+    assert result["program"] == f"{prog.resolve()}:make"  # absolute: `graphcost verify` rebuilds it from anywhere
     top = result["kernels"]["default"]["top"]
     assert top and top[0]["self_ns"] > 0 and 0 < result["kernels"]["default"]["coverage"] <= 1.5
     with open(out / "kernels.csv", newline="") as fh:

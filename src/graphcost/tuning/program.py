@@ -105,6 +105,17 @@ def program_file(ref: str) -> Path | None:
     return Path(target).expanduser().resolve() if target.endswith(".py") else None
 
 
+def absolute_reference(ref: str) -> str:
+    """`ref` with its files made absolute, so it names the same program from any directory (result.json's
+    ``program``, which `graphcost verify` rebuilds); a ``MODULE:FUNCTION`` reference is returned as is."""
+    if hlo_program.is_hlo_reference(ref):
+        path, inputs = hlo_program.split_reference(ref)
+        return hlo_program.hlo_reference(str(Path(path).expanduser().resolve()),
+                                         Path(inputs).expanduser().resolve() if inputs else None)
+    target, _, attr = ref.rpartition(":")
+    return f"{Path(target).expanduser().resolve()}:{attr}" if target.endswith(".py") else ref
+
+
 def check_in_child(ref: str, timeout_s: float) -> None:
     """Prepare the program of `ref` in a fresh process: import, ``make()``, trace, compile the default
     and call it once, within `timeout_s` seconds. ProgramError, in one line naming `ref`, when that

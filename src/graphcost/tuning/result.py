@@ -76,6 +76,8 @@ class TuneResult:
             the same kernels in it (`kernel_report.kernels_summary`); None when not profiled.
         ablation: per change of the kept configuration, the speedup kept without it
             (`ablation.ablation_report`); None when the default was kept or ablation was off.
+        program: the program's reference (`file.py:make`, an XLA module) when it has one, so the run can be
+            reproduced (`graphcost verify`); None for a program given as a Python object.
         kernel_profile: the final profile of the default and the kept configuration (kernels.png).
     """
 
@@ -92,6 +94,7 @@ class TuneResult:
     search_vs_final: dict[str, Any] | None = None
     kernels: dict[str, Any] | None = None
     ablation: dict[str, Any] | None = None
+    program: str | None = None
     kernel_profile: Any = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -102,7 +105,7 @@ class TuneResult:
                 "strategy": self.strategies[0] if len(self.strategies) == 1 else self.strategies,
                 "in_search_best": round(max([1.0] + [1.0 / t.ratio for t in self.trials if t.status == OK and t.ratio]), 4),
                 "model": self.model, "search_vs_final": self.search_vs_final, "kernels": self.kernels,
-                "ablation": self.ablation}
+                "ablation": self.ablation, "program": self.program}
 
 
 TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "timings", "runtime_ns", "default_ns")

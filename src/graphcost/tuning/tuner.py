@@ -38,6 +38,7 @@ from typing import Any, Callable
 from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.frontend.measure.interleaved import Protocol
 from graphcost.tuning.final_check import finish
+from graphcost.tuning.program import absolute_reference
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import Strategy, make_strategy
@@ -346,7 +347,8 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
 
         result = finish(program, sp, evaluator, trials, protocol, cfg.processes, cfg.finalists, cfg.min_gain,
                         cfg.program_ref, cfg.allow_fast_math, out, cfg.progress)
-        result.strategies, result.model = list(strategies), model_label
+        result.strategies, result.model, result.program = (list(strategies), model_label,
+                                                        absolute_reference(cfg.program_ref) if cfg.program_ref else None)
         explain(result, program, sp, evaluator, protocol, cfg, before, out)
         announce(result, trials)
         if out is not None:

@@ -1,0 +1,209 @@
+"""Reproduce a tuning run as its user would: `graphcost verify RUN` (issue 67).
+
+The final check of `graphcost tune` (`graphcost.tuning.crossproc`) times the compiled default against the compiled
+candidates with the collection's protocol: the MINIMUM of a visit's calls, executables called directly. A user
+times ``graphcost.compile_with(fn, "RUN/best.json")`` against plain ``jax.jit(fn)``, usually as the MEAN wall time of
+a loop of calls, through the functions' own dispatch. This module does the user's measurement, in P fresh
+processes (not pinned, no compilation cache, the machine's default threads), and beside it the final check's two
+executables in the same interleaved visits, so a disagreement can be traced to its cause:
+
+* ``user``: plain ``jax.jit(fn)`` against ``compile_with(fn, best)``;
+* ``executables``: the tuning space's compiled default against the compiled kept configuration (what the
+  final check times), called with the flattened arguments.
+
+Each is summarised two ways from the same visits: the mean per call (what a user's ``timeit`` loop reports) and the
+minimum per call (the protocol's statistic). A visit makes ``n`` back-to-back calls, ``n`` chosen so a visit lasts
+about ``visit_ms``; the figure of a process is the median over its rounds; the reported speedup is the median over
+processes of ``plain / tuned`` and the range their min..max. It agrees with the run when the user's mean-per-call
+speedup lies inside the run's reported range widened by ``tolerance`` (a share of the range's ends).
+
+The worker is ``python -m graphcost.tuning.verify JOB.json OUT.json`` (an internal protocol; `verify_run` is the
+entry point).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphcost.atomic import atomic_write_json
+
+# the callables of one process, in the order the worker times them
+CALLABLES = ("jit", "compile_with", "default_executable", "kept_executable")
+PAIRS = {"user": ("jit", "compile_with"), "executables": ("default_executable", "kept_executable")}
+
+
+@dataclass(frozen=True)
+class VerifyProtocol:
+    """How each process times: `rounds` interleaved rounds of one visit per callable, a visit about `visit_ms`
+    long (at least `min_calls` calls), after `warmup` calls of each."""
+
+    rounds: int = 9
+    visit_ms: float = 50.0
+    min_calls: int = 3
+    warmup: int = 3
+    seed: int = 0
+
+
+def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
+    """(result.json's data, the program reference) of the tuning run `run`; ValueError naming the file and
+    field that is missing or wrong. `program` overrides the reference result.json records."""
+    result_path = run / "result.json"
+    if not run.is_dir():
+        raise ValueError(f"{run}: no such tuning run directory")
+    for name in ("result.json", "best.json"):
+        if not (run / name).is_file():
+            raise ValueError(f"{run / name}: missing; RUN must be the --out directory of a finished `graphcost tune`")
+    try:
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{result_path}: unreadable ({type(exc).__name__}: {exc})") from None
+    if not isinstance(result, dict):
+        raise ValueError(f"{result_path}: expected a JSON object, got {type(result).__name__}")
+    for key in ("speedup", "speedup_range"):
+        value = result.get(key)
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if key == "speedup" else
+              isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value))
+        if not ok:
+            raise ValueError(f"{result_path}: field {key!r} is missing or not a number" +
+                             (" pair" if key == "speedup_range" else ""))
+    ref = program or result.get("program")
+    if not isinstance(ref, str) or not ref:
+        raise ValueError(f"{result_path}: field 'program' is missing (a run of graphcost.tune(fn, ...) from Python, "
+                         "or of an older graphcost): give the program with --program FILE.py:FUNCTION")
+    return result, ref
+
+
+def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = VerifyProtocol(),
+               program: str | None = None, tolerance: float = 0.02, timeout_s: float = 900.0,
+               progress=None) -> dict[str, Any]:
+    """Time the run's kept configuration as a user would (module docstring) in `processes` fresh processes and
+    compare with the run's claim; writes RUN/verify.json atomically and returns its data."""
+    from graphcost.frontend.measure.cross_process import run_child
+    from graphcost.tuning.result import load_best
+
+    run = Path(run)
+    result, ref = read_run(run, program)
+    load_best(run / "best.json")  # checked field by field before any process starts
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="graphcost-verify-") as tmp:
+        job = Path(tmp) / "job.json"
+        atomic_write_json({"program": ref, "best": str((run / "best.json").resolve()),
+                           "protocol": protocol.__dict__}, job)
+        for p in range(processes):
+            out = Path(tmp) / f"p{p}.json"
+            cmd = [sys.executable, "-m", "graphcost.tuning.verify", str(job), str(out), str(p)]
+            try:
+                proc = run_child(cmd, timeout_s)
+            except Exception as exc:  # noqa: BLE001 - subprocess.TimeoutExpired: say which process
+                raise RuntimeError(f"{run}: verifying process {p} ran past {timeout_s:.0f} s") from exc
+            if proc.returncode != 0 or not out.exists():
+                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+                raise RuntimeError(f"{run}: verifying process {p} failed (exit {proc.returncode}): {last}")
+            rows.append(json.loads(out.read_text(encoding="utf-8")))
+            if progress is not None:
+                progress(p + 1)
+    report = summarise(rows, result, ref, tolerance, processes, protocol)
+    atomic_write_json(report, run / "verify.json")
+    return report
+
+
+def summarise(rows: list[dict], result: dict, ref: str, tolerance: float, processes: int,
+              protocol: VerifyProtocol) -> dict[str, Any]:
+    """verify.json's data from the processes' `rows` (each `time_process`'s output) and the run's result.json."""
+    mismatch = [r["outputs_differ"] for r in rows if r["outputs_differ"]]
+    figures: dict[str, Any] = {}
+    for pair, (base, tuned) in PAIRS.items():
+        for stat in ("mean", "min"):
+            sp = np.array([r[stat][base] / r[stat][tuned] for r in rows], np.float64)  # (P,)
+            figures[f"{pair}_{stat}"] = {"median": float(np.median(sp)), "min": float(sp.min()),
+                                         "max": float(sp.max()), "per_process": sp.tolist()}
+    lo, hi = (float(v) for v in result["speedup_range"])
+    got = figures["user_mean"]["median"]
+    agrees = lo * (1 - tolerance) <= got <= hi * (1 + tolerance)
+    claim = float(result["speedup"])
+    return {"program": ref, "processes": processes, "protocol": protocol.__dict__, "tolerance": tolerance,
+            "claimed": {"speedup": claim, "speedup_range": [lo, hi], "beats_default": result.get("beats_default")},
+            "speedup": got, "speedup_range": [figures["user_mean"]["min"], figures["user_mean"]["max"]],
+            "agrees": bool(agrees), "outputs_differ": mismatch[0] if mismatch else "", "figures": figures,
+            "processes_detail": rows,
+            "message": (f"compile_with(fn, best.json) ran {got:.3f}x plain jax.jit(fn) (range "
+                        f"{figures['user_mean']['min']:.3f}-{figures['user_mean']['max']:.3f}x over {processes} fresh "
+                        f"processes, mean per call); the run claimed {claim:.3f}x (range {lo:.3f}-{hi:.3f}x): "
+                        + ("agrees" if agrees else "DOES NOT agree"))}
+
+
+def time_process(job: dict, process: int) -> dict[str, Any]:
+    """One verifying process: build the program, the four callables (`CALLABLES`), check the tuned outputs
+    against plain jit's, and time them interleaved (`VerifyProtocol`)."""
+    import jax
+
+    from graphcost.tuning.apply import compile_for, compile_with
+    from graphcost.tuning.program import load_program
+    from graphcost.tuning.result import TunedConfig, load_best
+    from graphcost.tuning.space import TuneProgram, make_space
+    from graphcost.tuning.trial import _leaves, compare_outputs
+
+    protocol = VerifyProtocol(**job["protocol"])
+    fn, args, _ = load_program(job["program"])
+    best = load_best(job["best"])
+    leaves = jax.tree_util.tree_leaves(args)
+    space = make_space(best.space, TuneProgram(fn, args))
+    default = TunedConfig.of(space, space.default())
+    t0 = time.perf_counter()
+    jit, tuned = jax.jit(fn), compile_with(fn, best)
+    default_exe, kept_exe = compile_for(fn, args, default), compile_for(fn, args, best)
+    calls = {"jit": lambda: jit(*args), "compile_with": lambda: tuned(*args),
+             "default_executable": lambda: default_exe(*leaves), "kept_executable": lambda: kept_exe(*leaves)}
+    ref, names = _leaves(jax.block_until_ready(calls["jit"]()))  # the first calls compile
+    got, _ = _leaves(jax.block_until_ready(calls["compile_with"]()))
+    differ = compare_outputs(got, ref, 1e-3, 1e-5, names)
+    compile_s = time.perf_counter() - t0
+    for call in calls.values():
+        for _ in range(protocol.warmup):
+            jax.block_until_ready(call())
+    one = min(_per_call(calls["jit"], 1)[0], _per_call(calls["compile_with"], 1)[0])  # seconds
+    n = max(protocol.min_calls, min(10_000, math.ceil(protocol.visit_ms / 1e3 / max(one, 1e-7))))
+    rng = np.random.default_rng(protocol.seed + 1000 * process)
+    per_round = {k: [] for k in CALLABLES}  # each: per round, (mean, min) seconds per call
+    for _ in range(protocol.rounds):
+        for j in rng.permutation(len(CALLABLES)):
+            name = CALLABLES[j]
+            per_round[name].append(_per_call(calls[name], n))
+    mean = {k: float(np.median([m for m, _ in v])) * 1e9 for k, v in per_round.items()}
+    low = {k: float(np.median([m for _, m in v])) * 1e9 for k, v in per_round.items()}
+    return {"process": process, "calls_per_visit": n, "compile_s": round(compile_s, 3), "mean": mean, "min": low,
+            "outputs_differ": differ, "loadavg": list(os.getloadavg())}
+
+
+def _per_call(call, n: int) -> tuple[float, float]:
+    """(mean, min) wall seconds per call over `n` back-to-back calls, each blocked on."""
+    import jax
+
+    times = []
+    start = time.perf_counter()
+    for _ in range(n):
+        t0 = time.perf_counter()
+        jax.block_until_ready(call())
+        times.append(time.perf_counter() - t0)
+    return (time.perf_counter() - start) / n, min(times)
+
+
+if __name__ == "__main__":  # the worker: JOB.json OUT.json PROCESS
+    from graphcost.tuning.program import ProgramError
+
+    job_path, out_path, index = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    try:
+        data = time_process(json.loads(Path(job_path).read_text(encoding="utf-8")), index)
+    except (ProgramError, ValueError) as exc:  # the program no longer loads, or best.json no longer fits it
+        sys.exit(f"error: {exc}")
+    atomic_write_json(data, Path(out_path))

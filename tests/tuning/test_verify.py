@@ -1,0 +1,91 @@
+"""`graphcost verify RUN`: the kept speedup reproduced as a user times it (issue 67)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_asserts import invoke, one_line_error
+from graphcost.tuning.verify import VerifyProtocol, summarise
+
+PROGRAM = '''
+import jax.numpy as jnp
+
+def make():
+    a = jnp.linspace(-1.0, 1.0, 32 * 32).reshape(32, 32)
+    return (lambda a, b: jnp.tanh(a @ b).sum(axis=0)), (a, a.T)
+'''
+
+
+def _run(tmp_path, claimed=(1.0, 1.0), program=True):
+    """A tuning run directory as `graphcost tune` leaves it: best.json (a changed optimisation level) and
+    result.json with the claimed speedup and, when `program`, the program's reference."""
+    import jax.numpy as jnp
+
+    from graphcost.tuning.result import TunedConfig
+    from graphcost.tuning.space import TuneProgram, make_space
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    space = make_space("flags", TuneProgram(lambda a: a, (jnp.ones(2),)))
+    level = next(i for i, d in enumerate(space.dims) if d.name == "backend_optimization_level")
+    codes = [0] * len(space.dims)
+    codes[level] = 1
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "best.json").write_text(json.dumps(TunedConfig.of(space, tuple(codes)).to_json()))
+    result = {"speedup": sum(claimed) / 2, "speedup_range": list(claimed), "beats_default": True}
+    if program:
+        result["program"] = f"{prog}:make"
+    (run / "result.json").write_text(json.dumps(result))
+    return run
+
+
+def _row(process, jit, tuned, default_exe, kept_exe, jit_min=None, tuned_min=None):
+    return {"process": process, "outputs_differ": "",
+            "mean": {"jit": jit, "compile_with": tuned, "default_executable": default_exe, "kept_executable": kept_exe},
+            "min": {"jit": jit_min or jit, "compile_with": tuned_min or tuned, "default_executable": default_exe,
+                    "kept_executable": kept_exe}}
+
+
+def test_summary_is_the_median_over_processes_of_plain_over_tuned():
+    rows = [_row(0, 120.0, 100.0, 130.0, 100.0, jit_min=110.0), _row(1, 115.0, 100.0, 120.0, 100.0),
+            _row(2, 200.0, 100.0, 125.0, 100.0)]
+    report = summarise(rows, {"speedup": 1.2, "speedup_range": [1.1, 1.3]}, "p.py:make", 0.02, 3, VerifyProtocol())
+    assert report["speedup"] == pytest.approx(1.2) and report["speedup_range"] == pytest.approx([1.15, 2.0])
+    assert report["figures"]["user_min"]["per_process"] == pytest.approx([1.1, 1.15, 2.0])
+    assert report["figures"]["executables_mean"]["median"] == pytest.approx(1.25)
+    assert report["agrees"] and "agrees" in report["message"]
+    outside = summarise(rows, {"speedup": 1.5, "speedup_range": [1.4, 1.6]}, "p.py:make", 0.02, 3, VerifyProtocol())
+    assert not outside["agrees"] and "DOES NOT agree" in outside["message"]
+    edge = summarise(rows, {"speedup": 1.0, "speedup_range": [1.0, 1.18]}, "p.py:make", 0.02, 3, VerifyProtocol())
+    assert edge["agrees"]  # 1.2 <= 1.18 x 1.02: inside the tolerance
+
+
+def test_verify_times_the_run_in_fresh_processes_and_writes_verify_json(tmp_path):
+    run = _run(tmp_path, claimed=(50.0, 60.0))  # a claim no optimisation level of a tiny matmul can reach
+    res = invoke("verify", run, "--processes", "2", "--rounds", "2", "--visit-ms", "1")
+    assert res.exit_code == 1, res.output  # does not agree: exit 1, and says so
+    assert "DOES NOT agree" in res.output and "the final check's executables" in res.output
+    report = json.loads((run / "verify.json").read_text())
+    assert report["processes"] == 2 and len(report["processes_detail"]) == 2 and not report["agrees"]
+    assert report["outputs_differ"] == ""  # the tuned outputs match plain jax.jit's
+    for row in report["processes_detail"]:
+        assert set(row["mean"]) == {"jit", "compile_with", "default_executable", "kept_executable"}
+        assert all(row["min"][k] <= row["mean"][k] * 1.0001 and row["min"][k] > 0 for k in row["mean"])
+    assert 0.2 < report["speedup"] < 5.0
+
+
+def test_a_run_without_its_program_names_the_field_and_the_option(tmp_path):
+    run = _run(tmp_path, program=False)
+    one_line_error(invoke("verify", run), "result.json", "'program'", "--program")
+
+
+def test_not_a_run_directory(tmp_path):
+    one_line_error(invoke("verify", tmp_path / "nowhere"), "no such tuning run")
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "result.json").write_text("{}")
+    one_line_error(invoke("verify", tmp_path / "half"), "best.json", "missing")
+    (tmp_path / "half" / "best.json").write_text("{}")
+    one_line_error(invoke("verify", tmp_path / "half"), "result.json", "'speedup'")
