@@ -22,6 +22,7 @@ BASE: dict[str, list[str]] = {
     "collect": ["--list", "--out", "{tmp}/collected"],
     "tune": ["{tmp}/NOPE.py:make", "--out", "{tmp}/tuned"],
     "profile": ["{tmp}/NOPE.py:make"],
+    "verify": ["{tmp}/NOPE"],
     "data kernels": ["{tmp}/NOPE", "--out", "{tmp}/kd"],
     "data download": ["-c", "tile:xla", "--data-dir", "{tmp}/A_FILE"],
     "data card": ["{tmp}/NOPE"],

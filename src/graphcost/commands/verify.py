@@ -32,8 +32,12 @@ def verify(
     speedup does not agree with the run's."""
     from graphcost.frontend.programs.jax_program import require_jax
     from graphcost.tuning.program import ProgramError
-    from graphcost.tuning.verify import VerifyProtocol, verify_run
+    from graphcost.tuning.verify import VerifyProtocol, read_run, verify_run
 
+    try:
+        read_run(run, program)  # the run's files first: a wrong RUN is refused before JAX is imported
+    except ValueError as exc:
+        fail(str(exc))
     try:
         require_jax()
     except ImportError as exc:
