@@ -174,7 +174,7 @@ def time_process(job: dict, process: int) -> dict[str, Any]:
     one = min(_per_call(calls["jit"], 1)[0], _per_call(calls["compile_with"], 1)[0])  # seconds
     n = max(protocol.min_calls, min(10_000, math.ceil(protocol.visit_ms / 1e3 / max(one, 1e-7))))
     rng = np.random.default_rng(protocol.seed + 1000 * process)
-    per_round: dict[str, list[tuple[float, float]]] = {k: [] for k in CALLABLES}  # each: per round, (mean, min) seconds per call
+    per_round: dict[str, list[tuple[float, float]]] = {k: [] for k in CALLABLES}  # per round: (mean, min) s/call
     for _ in range(protocol.rounds):
         for j in rng.permutation(len(CALLABLES)):
             name = CALLABLES[j]
