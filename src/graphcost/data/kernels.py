@@ -1,8 +1,8 @@
 """Kernel data: the kernel records of a collection as one table, and the kernel dataset in the TpuGraphs TILE schema.
 
 A collection made with ``graphcost collect --kernels`` holds, per program, its graph file
-(``OUT/<split>/<program>.npz``: ``config_feat`` (K, 24) flag vectors, ``config_runtime`` (K,) the
-program's label) and its kernel record (``OUT/kernels/<split>/<program>.npz``,
+(``OUT/<split>/<program>.npz``: ``config_feat`` (K, 24) flag vectors, or a layout graph, whose kernels
+all ran under the default flags; ``config_runtime`` (K,) the program's label) and its kernel record (``OUT/kernels/<split>/<program>.npz``,
 `graphcost.frontend.collect.kernel_records`). `KernelTable.read` joins them: one row per
 (program, configuration, kernel), with the configuration's flags, the kernel's analytical cost and
 an index into the distinct kernel graphs (one per fingerprint over the whole collection).
@@ -34,6 +34,14 @@ from pathlib import Path
 import numpy as np
 
 KERNELS_DIR = "kernels"
+
+
+def default_flags() -> np.ndarray:
+    """(1, 24) the default configuration's flag vector: the flags of every kernel of a LAYOUT collection
+    (its configurations change layouts, which the kernels' own graphs and fingerprints carry)."""
+    from graphcost.frontend.programs.flags import DEFAULT, FlagConfig, flag_features
+
+    return flag_features([FlagConfig(tuple(DEFAULT))]).astype(np.float32)
 
 
 @dataclass
@@ -96,12 +104,13 @@ class KernelTable:
             graph_path = root / entry["file"]
             try:
                 with np.load(graph_path, allow_pickle=False) as g:
-                    config_feat = np.asarray(g["config_feat"], np.float32)
                     label = np.asarray(g["config_runtime"], np.float64)
+                    config_feat = np.asarray(g["config_feat"], np.float32) if "config_feat" in g.files \
+                        else np.repeat(default_flags(), len(label), axis=0)  # a layout graph: the default flags
                     samples = np.asarray(g["config_runtime_samples"], np.float64) \
                         if "config_runtime_samples" in g.files else None
             except (OSError, ValueError, KeyError) as exc:
-                raise ValueError(f"{graph_path}: not a readable flag graph of the collection ({exc})") from None
+                raise ValueError(f"{graph_path}: not a readable graph of the collection ({exc})") from None
             try:
                 with np.load(record_path, allow_pickle=False) as z:
                     r = {k: np.asarray(z[k]) for k in z.files}
