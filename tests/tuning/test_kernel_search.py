@@ -24,7 +24,7 @@ def test_pool_is_compiled_costed_and_learns_from_profiled_trials():
     search = KernelSearch(space, evaluator, seed=0, pool=8, grow=2)
     info = search.describe()
     assert info["costed"] >= 6 and 1 <= info["distinct_modules"] <= info["costed"]
-    assert np.isfinite([search.cost(c) for c, k in search.predicted.items() if k]).all()
+    assert np.isfinite([search.cost(c) for c, k in search.scorer.costed.items() if k]).all()
     first = search.propose([], 4)
     assert len(first) == 4 and len(set(first)) == 4 and space.default() not in first
     trials = evaluator.evaluate(first)
@@ -54,7 +54,7 @@ def test_one_candidate_per_executable_and_none_of_the_defaults():
     space = make_space("flags", program)
     evaluator = Evaluator(program, space, Protocol(rounds=1, calls=1, warmup=1))
     search = KernelSearch(space, evaluator, seed=0, pool=8, grow=0)
-    pool = [c for c, k in search.predicted.items() if k]
+    pool = [c for c, k in search.scorer.costed.items() if k]
     evaluator.fingerprints = {space.default(): "d", **{c: "ab"[i % 2] for i, c in enumerate(pool)}}
     evaluator.fingerprints[pool[0]] = "d"  # the default's executable
     chosen = search.propose([], 4)
