@@ -2,7 +2,7 @@
 
     python benchmarks/bench_kernels.py --data benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
         --peaks benchmarks/collections/cpu_zoo_kernels_flags_xeon/peaks.json --folds 5 --seeds 3 \\
-        --out benchmarks/results/kernels/lofo_flags.json
+        --out benchmarks/results/kernels/lofo_flags.json [--into benchmarks/results/bench_real.json]
 
 The families of the collection are held out in `--folds` groups (bench_real's `family_folds`: about
 equal program counts, every family held out once). In each fold, on the TRAINING families only:
@@ -202,6 +202,29 @@ def run(args) -> dict:
     return out
 
 
+ROWS_INTO = {"kernels": "kernel trees (LightGBM on kernel rows) + sum rule", "roofline": "roofline + sum rule"}
+
+
+def put_into(out: dict, results_path: Path, protocol: str, source: Path) -> None:
+    """Put this run's ``kernels`` and ``roofline`` rows into bench_real.json's `protocol` (``lofo`` or
+    ``lofo_flags``), in its row shape, each naming the model, the kernel collection it was measured on and the
+    same-data baselines (the protocol's other rows are whole-program models on another collection: not
+    comparable digit for digit). bench_real keeps rows with a ``source`` when it re-runs the protocol."""
+    from graphcost.atomic import atomic_write_json
+
+    report = json.loads(results_path.read_text(encoding="utf-8"))
+    target = report.setdefault("results", {}).setdefault(protocol, {})
+    shown = str(source.resolve().relative_to(ROOT)) if source.resolve().is_relative_to(ROOT) else str(source)
+    same = {m: round(out[m]["kendall_tau"], 4) for m in ("lightgbm", "count", "kernels_measured", "process split")
+            if m in out}
+    for row, model in ROWS_INTO.items():
+        if row in out:
+            target[row] = {k: out[row][k] for k in ("kendall_tau", "kendall_tau_std", "seeds")} | {
+                "model": model, "data": f"{Path(out['data']).name}: {out['programs']} programs of {out['families']} "
+                "families (kernel collection)", "same_data_rows": same, "source": shown}
+    atomic_write_json(report, results_path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True)
@@ -212,7 +235,12 @@ def main(argv=None) -> int:
     ap.add_argument("--max-rows", type=int, default=200_000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--into", type=Path, default=None, help="bench_real.json: put the kernels and roofline rows "
+                    "into --protocol (with --out)")
+    ap.add_argument("--protocol", choices=("lofo", "lofo_flags"), default="lofo_flags")
     args = ap.parse_args(argv)
+    if args.into and not args.out:
+        ap.error("--into needs --out (the rows name the file that holds their details)")
     t0 = time.perf_counter()
     out = run(args)
     out["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -225,6 +253,8 @@ def main(argv=None) -> int:
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out, args.out, indent=1)
+        if args.into:
+            put_into(out, args.into, args.protocol, args.out)
     return 0
 
 

@@ -698,8 +698,12 @@ def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | Non
 def keep_earlier_rows(previous: dict | None, res: dict) -> dict:
     """`res` plus the model rows of an earlier run of the same protocol that this run did not
     redo (``--models`` subset), each marked with the date and command of the run that made it;
-    only from a run on the same data, split and family folds."""
+    only from a run on the same data, split and family folds. Rows with a ``source`` (another
+    benchmark's, on its own data) are always kept."""
     meta = (previous or {}).get("meta", {})
+    for key, row in (previous or {}).items():  # rows another benchmark put here (bench_kernels.py --into)
+        if isinstance(row, dict) and "source" in row and key not in res:
+            res[key] = row
     same = ("data", "family_split", "family_folds")  # rows of a run on other data (or another split) never mix
     if not previous or any(meta.get(k) != res.get("meta", {}).get(k) for k in same):
         return res
