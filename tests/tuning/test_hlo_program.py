@@ -173,6 +173,28 @@ def test_the_final_checks_workers_rebuild_a_module_from_its_reference(dump_dir, 
     assert rem.runtime_ns.shape == (1, 2) and (rem.runtime_ns > 0).all() and rem.protocol == "cross-process"
 
 
+def test_collect_a_module_file_and_resume(module_pb, tmp_path):
+    """graphcost collect --programs MODULE.pb: the module measured in fresh processes (rebuilt from its reference),
+    a flag graph of family hlo in the manifest; a second run finds it done."""
+    spec = hlo_program.module_spec(str(module_pb))
+    assert spec.family == "hlo" and spec.name.startswith("hlo-f-") and spec.hparams["module"] == str(module_pb.resolve())
+    assert hlo_program.module_spec(str(module_pb)).name == spec.name  # the same module: the same name
+    out = tmp_path / "coll"
+    cmd = ["collect", "--programs", f"{module_pb},mlp-d2-w64-b8-fwd", "--space", "flags", "--configs", "2",
+           "--rounds", "1", "--calls", "1", "--warmup", "1", "--processes", "1", "--max-wait", "0", "--out", str(out)]
+    res = CliRunner().invoke(app, cmd[:3] + ["--list"])
+    assert res.exit_code == 0 and spec.name in res.output.split() and "mlp-d2-w64-b8-fwd" in res.output.split()
+    cmd[2] = str(module_pb)
+    res = CliRunner().invoke(app, cmd)
+    assert res.exit_code == 0, res.output
+    entry = json.loads((out / "manifest.json").read_text())["graphs"][spec.name]
+    assert entry["family"] == "hlo" and entry["hparams"] == {"module": str(module_pb.resolve())}
+    with np.load(out / entry["file"]) as g:
+        assert g["config_feat"].shape[0] == 2 and (g["config_runtime"] > 0).all()
+    res = CliRunner().invoke(app, cmd)
+    assert res.exit_code == 0, res.output  # resumed: nothing left to measure
+
+
 def test_rank_a_module_file(module_pb):
     res = CliRunner().invoke(app, ["rank", str(module_pb), "--configs", "3"])
     assert res.exit_code == 0, res.output

@@ -1,7 +1,7 @@
 """One collection's parameters and jobs: which programs, and each graph's configurations ready to measure.
 
 `CollectOptions` holds the parameters of a collection (recorded in the manifest); `select_programs`
-picks the zoo programs; `prepare_job` builds, featurizes and configures one program in the layout
+picks the zoo programs (and XLA modules given as files); `prepare_job` builds, featurizes and configures one program in the layout
 space (`prepare_layout`) or the flag space (`prepare_flags`) and returns a `GraphJob`: the npz
 arrays without labels and the JSON job of the measuring processes (`measure/worker.py`). The local
 loop (`collect/local.py`) and the Ray backend (`collect/ray_backend.py`) both measure these jobs.
@@ -54,8 +54,15 @@ class CollectOptions:
 # --- program selection ------------------------------------------------------------------------
 
 def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[ProgramSpec]:
-    """Programs matching `selectors`; with `limit` > 0 a seeded sample spread over families."""
-    specs = list_programs(selectors)
+    """Programs matching `selectors` (comma-separated zoo selectors and XLA module references:
+    ``MODULE.pb``, ``MODULE.hlo``, a dump directory, `hlo_program.module_spec`); with `limit` > 0 a
+    seeded sample spread over families."""
+    from graphcost.frontend.programs.hlo_program import is_hlo_reference, module_spec
+
+    items = [s.strip() for s in selectors.split(",") if s.strip()]
+    modules = [module_spec(s) for s in items if _names_a_module(s, is_hlo_reference)]
+    zoo = [s for s in items if not _names_a_module(s, is_hlo_reference)]
+    specs = list(dict.fromkeys([*(list_programs(",".join(zoo)) if zoo or not modules else []), *modules]))
     if limit <= 0 or len(specs) <= limit:
         return specs
     rng = np.random.default_rng(seed)
@@ -69,6 +76,13 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
         queues.append([group[i] for i in rng.permutation(len(group))])
     names = {s.name for s in round_robin(queues, limit)}
     return [s for s in specs if s.name in names]
+
+
+def _names_a_module(item: str, is_hlo_reference) -> bool:
+    """A `--programs` item is an XLA module when it has a module's suffix, or is a directory that no zoo selector names."""
+    from graphcost.frontend.programs.zoo import FAMILIES, GROUPS
+
+    return is_hlo_reference(item) and not (item in FAMILIES or item in GROUPS or item.split("-")[0] in FAMILIES)
 
 
 def round_robin(queues: Iterable[list[T]], n: int) -> list[T]:
@@ -169,6 +183,8 @@ def prepare_job(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
     """The `GraphJob` of one program in the space of `options`, its job carrying the protocol and the cache."""
     gj = (prepare_layout if options.space == "layout" else prepare_flags)(spec, options)
     gj.job.update(protocol=asdict(options.protocol), cache_dir=str(options.cache_dir))
+    if "module" in spec.hparams:  # an XLA module program: the measuring processes rebuild it from its reference
+        gj.job["module"] = spec.hparams["module"]
     if options.kernels:
         gj.job["kernels"] = True
     return gj

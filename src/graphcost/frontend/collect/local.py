@@ -66,7 +66,7 @@ from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_jo
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
 from graphcost.frontend.measure.interleaved import cpu_model, environment_metadata, load_average, spearman
 from graphcost.frontend.programs.compile import compile_all, persistent_cache
-from graphcost.frontend.programs.zoo import ProgramSpec, get_program
+from graphcost.frontend.programs.zoo import ProgramSpec, resolve_program
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"
@@ -648,7 +648,7 @@ def _rebuild(out_dir: Path, name: str, entry: dict, options: CollectOptions) -> 
     configurations differ from the rebuilt ones."""
     path = graph_file(out_dir, name, entry)
     try:
-        spec = get_program(name)
+        spec = resolve_program(name, (entry.get("hparams") or {}).get("module"))
     except ValueError as exc:
         raise ValueError(f"{out_dir / MANIFEST}: key 'graphs.{name}': {exc}") from None
     stored = read_graph(path)

@@ -46,7 +46,7 @@ from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 from graphcost.frontend.measure.cross_process import measure_processes, run_child
 from graphcost.frontend.measure.interleaved import environment_metadata, load_average
 from graphcost.frontend.programs.compile import persistent_cache
-from graphcost.frontend.programs.zoo import ProgramSpec, get_program
+from graphcost.frontend.programs.zoo import ProgramSpec, resolve_program
 
 MEASURE_RESOURCE = "graphcost_measure"
 MAX_RETRIES = 3
@@ -68,7 +68,7 @@ def _run(ray, specs, todo, splits, out_dir: Path, manifest: dict, options: Colle
     bar = tqdm(total=len(specs), initial=len(specs) - len(todo), unit="graph", disable=not progress,
                desc=f"collect {options.space} (ray)")
     try:
-        compiling = {compile_task.remote(s.name, options): s for s in todo}
+        compiling = {compile_task.remote(s.name, options, s.hparams.get("module")): s for s in todo}
         measuring: dict[Any, Any] = {}
         compiled: dict[Any, Any] = {}
         while compiling or measuring:
@@ -98,12 +98,13 @@ def _run(ray, specs, todo, splits, out_dir: Path, manifest: dict, options: Colle
         bar.close()
 
 
-def compile_graph(name: str, options: CollectOptions) -> dict:
-    """The compile task: arrays, job and info of one graph, plus its compiled cache entries."""
+def compile_graph(name: str, options: CollectOptions, module: str | None = None) -> dict:
+    """The compile task: arrays, job and info of one graph, plus its compiled cache entries (`module`: an
+    XLA module program's reference)."""
     import platform
 
     t0 = time.perf_counter()
-    gj = prepare_job(get_program(name), options)
+    gj = prepare_job(resolve_program(name, module), options)
     tmp = Path(tempfile.mkdtemp(prefix="graphcost-compile-"))
     try:
         job = {**gj.job, "cache_dir": str(tmp / "cache")}

@@ -66,9 +66,9 @@ def lower_job(job: dict) -> tuple[list, list, list]:
             raise SystemExit(f"job builder {job['builder']!r}: expected graphcost.MODULE:FUNCTION")
         return getattr(importlib.import_module(module), function)(job)
     from graphcost.frontend.programs.jax_program import lower
-    from graphcost.frontend.programs.zoo import get_program
+    from graphcost.frontend.programs.zoo import resolve_program
 
-    fn, args = get_program(job["program"]).build()
+    fn, args = resolve_program(job["program"], job.get("module")).build()
     if job["space"] == "layout":
         from graphcost.frontend.programs.layouts import LayoutProgram
 

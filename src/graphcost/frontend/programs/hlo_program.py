@@ -19,11 +19,13 @@ dtype. A module with 64-bit types turns on ``jax_enable_x64`` in the process tha
 
 Entry point: `load_hlo_program(ref) -> (fn, args, name)`; every problem is an `HloProgramError`
 of one line naming the file and what is wrong. The reference string alone rebuilds the program,
-so the cross-process final check's fresh workers load it the same way.
+so the cross-process final check's fresh workers load it the same way. `module_spec(ref)` makes it a
+program of ``graphcost collect --programs MODULE.pb``, built from the reference in any process.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Callable
@@ -321,6 +323,39 @@ def picked(ref: str) -> str | None:
         return pick_module(path)[1]
     except HloProgramError:  # said when the program is loaded
         return None
+
+
+MODULE_FAMILY = "hlo"  # the family of XLA module programs in a collection
+
+
+def module_spec(ref: str):
+    """The XLA module reference `ref` as a collectable program (a zoo `ProgramSpec`): family ``hlo``,
+    name ``hlo-<module file stem>-<8 hex digits of the SHA-256 of the module file and inputs file>``
+    (file-name safe; the same module gets the same name), hparams ``{"module": the absolute
+    reference}``, which a measuring process (or a resumed collection's manifest) rebuilds it from."""
+    from graphcost.frontend.programs.zoo.common import ProgramSpec
+
+    target, inputs = split_reference(ref)
+    path, _ = pick_module(Path(target).expanduser())
+    path = path.resolve()
+    try:
+        digest = hashlib.sha256(path.read_bytes())
+        if inputs is not None:
+            digest.update(Path(inputs).expanduser().read_bytes())
+    except OSError as exc:
+        raise HloProgramError(f"{exc.filename or path}: cannot read it ({exc.strerror or exc})") from None
+    stem = path.name
+    for suffix in (*PROTO_SUFFIXES, *TEXT_SUFFIXES, ".hlo", BEFORE):
+        stem = stem.removesuffix(suffix)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)[:80] or "module"
+    absolute = hlo_reference(str(path), None if inputs is None else str(Path(inputs).expanduser().resolve()))
+    return ProgramSpec(f"{MODULE_FAMILY}-{stem}-{digest.hexdigest()[:8]}", MODULE_FAMILY, {"module": absolute},
+                       _build_module)
+
+
+def _build_module(module: str):
+    fn, args, _ = load_hlo_program(module)
+    return fn, args
 
 
 def module_file(ref: str) -> Path | None:

@@ -97,4 +97,17 @@ def get_program(name: str) -> ProgramSpec:
     raise ValueError(f"unknown zoo program {name!r}; see graphcost.frontend.programs.zoo.list_programs()")
 
 
-__all__ = ["FAMILIES", "ProgramSpec", "get_program", "list_programs"]
+def resolve_program(name: str, module: str | None = None) -> ProgramSpec:
+    """The program of a collection called `name`: the zoo variant, or, with `module` (its hparams' ``module``
+    reference), the XLA module program (`graphcost.frontend.programs.hlo_program.module_spec`)."""
+    if module is None:
+        return get_program(name)
+    from graphcost.frontend.programs.hlo_program import module_spec
+
+    spec = module_spec(module)
+    if spec.name != name:
+        raise ValueError(f"program {name!r}: its module {module} has changed since it was collected (now {spec.name})")
+    return spec
+
+
+__all__ = ["FAMILIES", "ProgramSpec", "get_program", "list_programs", "resolve_program"]
