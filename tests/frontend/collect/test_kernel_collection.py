@@ -169,3 +169,25 @@ def test_a_broken_kernel_collection_is_a_one_line_error(tmp_path):
     (tmp_path / "col" / "manifest.json").write_text('{"graphs": {"a": 5}}')
     res = CliRunner().invoke(app, ["data", "kernels", str(tmp_path / "col"), "--out", str(tmp_path / "kd")])
     assert res.exit_code == 1 and "key 'graphs.a'" in res.output
+
+
+def test_a_layout_graphs_kernels_ran_under_the_default_flags(collection, tmp_path):
+    """A layout collection's graphs have no config_feat: the kernel table gives their kernels the default flag vector
+    (the layouts are in the kernels' own graphs and fingerprints)."""
+    import shutil
+
+    from graphcost.data.kernels import KernelTable, default_flags
+
+    col = tmp_path / "col"
+    shutil.copytree(collection, col)
+    name = PROGRAMS[0]
+    entry = json.loads((col / "manifest.json").read_text())["graphs"][name]
+    with np.load(col / entry["file"], allow_pickle=False) as g:
+        arrays = {k: g[k] for k in g.files if k != "config_feat"}  # as a layout graph holds it
+    np.savez(col / entry["file"], **arrays)
+    table = KernelTable.read(col)
+    rows = table.program == name
+    assert rows.any() and (table.flags[rows] == default_flags()[0]).all()
+    assert table.programs[name]["config_feat"].shape == (len(arrays["config_runtime"]), 24)
+    other = table.program == PROGRAMS[1]
+    assert not (table.flags[other] == default_flags()[0]).all()  # the flag graph keeps its own flag vectors
