@@ -200,7 +200,7 @@ def run(args) -> dict:
             flag_valid = flag_trees(table, fit_progs, valid, seed)
             valid_taus = {w: float(np.nanmean(list(label_taus(blend(kern_valid, flag_valid, w), table).values())))
                           for w in BLEND_WEIGHTS}
-            w = max(BLEND_WEIGHTS, key=valid_taus.__getitem__)
+            w = max(BLEND_WEIGHTS, key=lambda w: np.nan_to_num(valid_taus[w], nan=-np.inf))  # NaN: no ranking
             validation.append(valid_taus)
             kern_test = {p: kernel_rule.predict(*s) for p, s in per_program(table, test, pred_exec, n).items()}
             per_model["kernels+flags"].update(label_taus(blend(kern_test, flag_test, w), table))
