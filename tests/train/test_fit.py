@@ -49,6 +49,25 @@ def test_fit_refuses_a_model_for_another_kind_in_one_line(tmp_path):
         graphcost.fit(graphcost.RunSpec(folds=1), tmp_path / "run")
 
 
+def test_fit_refuses_outputs_inside_the_data_or_on_proc_before_reading_anything(tmp_path):
+    """Issue 65: the library verb owns its output guards: a cache or run inside the training data, a run on /proc."""
+    import shutil
+
+    from graphcost.datasets import shipped_dataset_dir
+    from graphcost.output_guard import OutputPathError
+
+    data = tmp_path / "data"
+    shutil.copytree(shipped_dataset_dir("cpu_layout"), data)
+    before = sorted(p.relative_to(data) for p in data.rglob("*"))
+    spec = graphcost.RunSpec(data_dir=str(data), max_graphs=2)
+    for kwargs, needle in (({"cache_dir": data / "train"}, "cache_dir"), ({"out": data / "train" / "inner"}, "out")):
+        with pytest.raises(OutputPathError, match=f"^{needle} .*inside the input data"):
+            graphcost.fit(spec, **{"out": tmp_path / "run", **kwargs})
+    with pytest.raises(OutputPathError, match="^out /proc/x: lies on a virtual file system"):
+        graphcost.fit(spec, "/proc/x")
+    assert sorted(p.relative_to(data) for p in data.rglob("*")) == before and not (tmp_path / "run").exists()
+
+
 def test_run_spec_round_trips_through_run_json(tmp_path):
     spec = graphcost.RunSpec(config=graphcost.recipe_config(epochs=3, seed=7, batch_configs=32), data_dir="cpu_flags",
                              collection="tile:xla", max_graphs=5, folds=0, trees=False)

@@ -95,6 +95,7 @@ def fit(
     if splits is None:
         splits = resolve_splits(spec.data_dir, spec.collection, seed=spec.config.seed, max_graphs=spec.max_graphs,
                                 recorded_in=spec.recorded_in)  # fmt: skip
+    _check_outputs(out, cache, splits.root, spec.data_dir)
     collection = splits.collection
     check_model_kind(spec.config.model, collection)
     config = spec.config
@@ -232,6 +233,20 @@ def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, c
         raise ArgumentError(f"dist_ctx must be a DistContext or None, got {type(dist_ctx).__name__}")
     if report is not None and not callable(report):
         raise ArgumentError(f"report must be a function taking one line (e.g. print) or None, got {report!r}")
+
+
+def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None, data_dir: Any) -> None:
+    """The run directory and the cache: not a device, not on a virtual or read-only file system, not inside
+    the data (issue 65: ``fit(cache_dir=DATA/.../train)`` wrote cache files into the training split, and every
+    later command on that data failed); OutputPathError naming the argument, before anything is read."""
+    from graphcost.output_guard import check_outside_inputs, check_target_kind, check_writable_place
+
+    inputs = [("data", d) for d in dict.fromkeys(x for x in (data_root, data_dir) if x is not None)]
+    for name, path in (("out", out), ("cache_dir", cache)):
+        if path is not None:
+            check_target_kind(path, name)
+            check_writable_place(path, name)
+            check_outside_inputs(path, name, data=inputs)
 
 
 def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],
