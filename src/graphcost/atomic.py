@@ -185,6 +185,7 @@ def _check_not_below_a_file(path: Path, option: str, blocked: str | None) -> Non
 
 
 RUN_MARKERS = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json")  # files that make a directory a run
+TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 
 
 def check_run_dir(path: str | os.PathLike, overwrite: bool, resume: bool, option: str = "--out",

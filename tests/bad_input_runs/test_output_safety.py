@@ -136,6 +136,16 @@ def test_data_synth_refuses_a_collection_with_other_data(tmp_path):
     assert (base / "train" / "my_real_graph.npz").exists()
 
 
+def test_data_synth_refuses_a_training_or_tuning_run_as_its_root(tmp_path):
+    """Issue 65: `data synth -o A_TRAINING_RUN` wrote its npz tree into the run (the library verb refuses it)."""
+    for marker in ("run.json", "result.json"):
+        run = tmp_path / marker.split(".")[0]
+        run.mkdir()
+        (run / marker).write_text("{}")
+        one_line_error(invoke(*SYNTH, "--out", run, "-n", "4"), "--out", run, f"holds a run ({marker})")
+        assert sorted(p.name for p in run.iterdir()) == [marker]
+
+
 def test_loader_refuses_splits_that_share_a_graph(tmp_path):
     """What an old `data synth` left behind: the same graph under a train and a valid name."""
     assert invoke(*SYNTH, "--out", tmp_path, "-n", "10").exit_code == 0

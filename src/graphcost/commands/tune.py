@@ -11,12 +11,11 @@ from typing import NoReturn, Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, check_run_dir, clear_dir, lock_dir
+from graphcost.atomic import TUNE_MARKERS, OutputExistsError, check_run_dir, clear_dir, lock_dir
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import check_run_dir_option, fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
 
-TUNE_MARKERS = ("study.db", "result.json", "trials.csv")  # files that make a directory a tuning run
 OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"
 OUT_BELOW_A_FILE = "{path}: {option} cannot be created, {blocker} is a file"
 

@@ -289,6 +289,16 @@ def _prepare_collection_dir(base: Path, manifest: dict, overwrite: bool) -> None
         )
 
 
+def _check_not_a_run(root: Path) -> None:
+    """A data root is not a training or tuning run (issue 65: ``data synth -o A_TRAINING_RUN`` wrote its npz
+    tree into the run): OutputExistsError naming the file that makes `root` a run."""
+    from graphcost.atomic import RUN_MARKERS, TUNE_MARKERS, OutputExistsError
+
+    held = [m for m in (*RUN_MARKERS, *TUNE_MARKERS) if (root / m).exists()]
+    if held:
+        raise OutputExistsError(f"{root}: holds a run ({held[0]}), not a data root; give another directory")
+
+
 def write_synthetic_collection(
     root: str | Path,
     collection: str,
@@ -323,6 +333,7 @@ def write_synthetic_collection(
     lo_n, hi_n, lo_c, hi_c = size_ranges(collection, min_nodes, max_nodes, min_configs, max_configs)
     if lo_n > hi_n or lo_c > hi_c:
         raise ValueError(f"empty size range: nodes [{lo_n}, {hi_n}], configs [{lo_c}, {hi_c}]")
+    _check_not_a_run(Path(root))
     base = collection_dir(root, collection)
     parts = collection.split(":")
     counts = _split_counts(num_graphs, split_fractions)
