@@ -68,6 +68,21 @@ def test_fit_refuses_outputs_inside_the_data_or_on_proc_before_reading_anything(
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before and not (tmp_path / "run").exists()
 
 
+def test_fit_refuses_a_model_too_large_for_memory_before_building_it(tmp_path):
+    """Issue 65: model_config={"hidden": 10**9} from the API tried to allocate 1 TB; it is checked on the meta device."""
+    from graphcost.bounds import ArgumentError
+
+    huge = graphcost.RunSpec(config=graphcost.recipe_config(model_config={**recipe.MODEL_CONFIG, "hidden": 10**6}),
+                             max_graphs=2)
+    with pytest.raises(ArgumentError, match=r"^model_config: model 'tgraph' has .* parameters, .* above max_memory_gb 8$"):
+        graphcost.fit(huge, tmp_path / "run")
+    zero = graphcost.RunSpec(config=graphcost.recipe_config(model_config={**recipe.MODEL_CONFIG, "hidden": 0}),
+                             max_graphs=2)
+    with pytest.raises(ArgumentError, match=r"^model_config hidden=0: must be >= 1$"):
+        graphcost.fit(zero, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
 def test_run_spec_round_trips_through_run_json(tmp_path):
     spec = graphcost.RunSpec(config=graphcost.recipe_config(epochs=3, seed=7, batch_configs=32), data_dir="cpu_flags",
                              collection="tile:xla", max_graphs=5, folds=0, trees=False)

@@ -58,36 +58,24 @@ def _check_train_numbers(lr: float, seed: int, max_memory_gb: float) -> None:
         fail(f"--max-memory-gb must be a finite number > 0, got {max_memory_gb}")
 
 
-_SIZE_OPTIONS = ("hidden", "num_opcodes", "se_reduction")  # besides every *_dim and *_heads: must be >= 1
-
-
 def _check_model_sizes(model_config: dict) -> None:
-    """--model-opt sizes: widths, embedding sizes and head counts must be >= 1, other counts >= 0."""
-    for key, v in model_config.items():
-        if isinstance(v, bool) or not isinstance(v, int):
-            continue
-        least = 1 if key in _SIZE_OPTIONS or key.endswith(("_dim", "_heads")) else 0
-        if v < least:
-            fail(f"--model-opt {key}={v}: must be >= {least}")
+    """--model-opt sizes (`graphcost.train.checks.check_model_sizes`)."""
+    from graphcost.train.checks import check_model_sizes
+
+    try:
+        check_model_sizes(model_config, "--model-opt")
+    except ValueError as exc:
+        fail(str(exc))
 
 
 def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb: float) -> None:
-    """Refuse a model whose weights, gradients and AdamW state (16 bytes a parameter) exceed
-    --max-memory-gb, before anything is allocated: the model is built on PyTorch's meta device."""
-    import torch
-
-    from graphcost.models.registry import build_model
+    """--model-opt against --max-memory-gb (`graphcost.train.checks.check_model_memory`)."""
+    from graphcost.train.checks import check_model_memory
 
     try:
-        with torch.device("meta"):
-            net = build_model(model, kind, **model_config)
-    except (ValueError, TypeError, RuntimeError) as exc:
-        fail(f"--model-opt: model {model!r} cannot be built with {model_config}: {exc}")
-    params = sum(p.numel() for p in net.parameters())
-    need_gb = params * 16 / 1e9
-    if need_gb > max_memory_gb:
-        fail(f"--model-opt: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients and AdamW "
-             f"state, above --max-memory-gb {max_memory_gb:g}")
+        check_model_memory(model, kind, model_config, max_memory_gb, "--model-opt")
+    except ValueError as exc:
+        fail(str(exc).replace("above max_memory_gb", "above --max-memory-gb"))
 
 
 def _check_outputs_outside_data(out: Optional[Path], cache_dir: Optional[Path], data_dir: Optional[Path],

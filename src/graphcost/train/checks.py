@@ -76,3 +76,37 @@ def check_run_spec(spec: Any, config_type: type) -> None:
                             "trains an ensemble (its folds); use one or the other")
     if not isinstance(spec.trees, bool):
         raise ArgumentError(f"trees must be True or False, got {spec.trees!r}")
+
+
+_SIZE_OPTIONS = ("hidden", "num_opcodes", "se_reduction")  # besides every *_dim and *_heads: must be >= 1
+
+
+def check_model_sizes(model_config: dict, name: str = "model_config") -> None:
+    """Model sizes: widths, embedding sizes and head counts must be >= 1, other counts >= 0."""
+    for key, v in model_config.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            continue
+        least = 1 if key in _SIZE_OPTIONS or key.endswith(("_dim", "_heads")) else 0
+        if v < least:
+            raise ArgumentError(f"{name} {key}={v}: must be >= {least}")
+
+
+def check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb: float,
+                       name: str = "model_config") -> None:
+    """ArgumentError when the model cannot be built with `model_config`, or its weights, gradients and AdamW
+    state (16 bytes a parameter) exceed `max_memory_gb`: it is built on PyTorch's meta device, so nothing is
+    allocated (issue 65: ``model_config={"hidden": 10**9}`` tried to allocate 1 TB from the Python API)."""
+    import torch
+
+    from graphcost.models.registry import build_model
+
+    try:
+        with torch.device("meta"):
+            net = build_model(model, kind, **model_config)
+    except (ValueError, TypeError, RuntimeError) as exc:
+        raise ArgumentError(f"{name}: model {model!r} cannot be built with {model_config}: {exc}") from None
+    params = sum(p.numel() for p in net.parameters())
+    need_gb = params * 16 / 1e9
+    if need_gb > max_memory_gb:
+        raise ArgumentError(f"{name}: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients "
+                            f"and AdamW state, above max_memory_gb {max_memory_gb:g}")

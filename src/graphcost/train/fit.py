@@ -84,6 +84,7 @@ def fit(
     from graphcost.frontend.programs.flags import trained_flag_columns
     from graphcost.runs.run_dir import choose_run_dir
     from graphcost.runs.run_info import RUN_INFO
+    from graphcost.train.checks import check_model_memory, check_model_sizes
     from graphcost.train.trainer import default_batch_configs
 
     spec = spec if spec is not None else RunSpec()
@@ -126,6 +127,8 @@ def fit(
     spec = dataclasses.replace(spec, config=config)
     kind = graph_kinds(pool)[0]
     check_model_kind(config.model, None, kind, splits.root)  # data that names no collection: by its graphs
+    check_model_sizes(config.model_config)
+    check_model_memory(config.model, kind, config.model_config, max_memory_gb)  # on the meta device: nothing allocated
     # only now, with every graph read and validated, is an old run in `out` replaced (overwrite), and
     # only under its lock: a run another live process holds is never removed
     lock = lock_dir(out) if out is not None and ctx.is_main else None
