@@ -83,6 +83,30 @@ def test_fit_refuses_a_model_too_large_for_memory_before_building_it(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_validation_graph_with_one_configuration_is_left_out_and_said(tmp_path):
+    """Issue 65: the only validation graph had one configuration: "best valid kendall_tau -inf" and a UserWarning
+    per epoch. Now it is left out with a line, and the lowest training loss picks the checkpoint."""
+    import warnings
+
+    import numpy as np
+
+    from graphcost.data.synth.collection import write_synthetic_collection
+
+    base = write_synthetic_collection(tmp_path / "data", "tile:xla", num_graphs=10, progress=False)
+    (only,) = sorted((base / "valid").glob("*.npz"))
+    with np.load(only) as z:
+        arrays = {k: z[k][:1] if k.startswith("config_") else z[k] for k in z.files}
+    np.savez(only, **arrays)
+    lines: list[str] = []
+    spec = graphcost.RunSpec(data_dir=str(tmp_path / "data"), collection="tile:xla",
+                             config=graphcost.recipe_config(epochs=1, device="cpu", progress=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning on the way
+        result = graphcost.fit(spec, tmp_path / "run", report=lines.append)
+    assert any(line.startswith("valid: 1 graph(s) left out") and only.name in line for line in lines), lines
+    assert np.isfinite(result.best_score) and any("lowest train loss" in line for line in lines)
+
+
 def test_run_spec_round_trips_through_run_json(tmp_path):
     spec = graphcost.RunSpec(config=graphcost.recipe_config(epochs=3, seed=7, batch_configs=32), data_dir="cpu_flags",
                              collection="tile:xla", max_graphs=5, folds=0, trees=False)

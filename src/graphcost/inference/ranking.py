@@ -177,6 +177,12 @@ class EvalReport:
                 "skipped_graphs": list(self.skipped), "n_skipped": len(self.skipped)}  # fmt: skip
 
 
+def has_usable_labels(runtime) -> bool:
+    """A graph can be ranked: at least 2 configurations, finite runtimes, not all equal."""
+    runtime = np.asarray(runtime, dtype=np.float64)
+    return bool(runtime.size >= 2 and np.all(np.isfinite(runtime)) and np.ptp(runtime) > 0)
+
+
 def evaluate_graphs(
     scorer: CostModel, graphs: Iterable, kind: str | None = None, progress: bool = False, total: int | None = None
 ) -> EvalReport:
@@ -195,7 +201,7 @@ def evaluate_graphs(
         iterator = tqdm(graphs, desc="evaluate", unit="graph", leave=False, total=total)
     for prepared in iterator:
         runtime = np.asarray(prepared.runtime, dtype=np.float64)
-        if runtime.size < 2 or not np.all(np.isfinite(runtime)) or np.ptp(runtime) == 0:
+        if not has_usable_labels(runtime):
             import warnings
 
             where = getattr(prepared, "source", None) or prepared.name

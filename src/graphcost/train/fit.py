@@ -117,6 +117,7 @@ def fit(
         pool = load_prepared(splits.files["train"], cache, show, "prepare train", max_memory_gb=max_memory_gb)
         valid_graphs = load_prepared(splits.files["valid"], cache, show, "prepare valid", dedup=False,
                                      max_memory_gb=max_memory_gb)  # fmt: skip
+        valid_graphs = _rankable(valid_graphs, say if ctx.is_main else None)
     if config.model_config.get("compiled_stats") and not any(getattr(g, "compiled", None) is not None for g in pool):
         # a term never trained would score any statistics it is given later (a tuner's compiled
         # candidates, an annotated graph) with its random initial weights
@@ -202,8 +203,9 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
     blend = None
     if ctx.is_main:
         last = result.history[-1]
-        say(f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, best valid {trainer.metric} "
-            f"{result.best_score:.4f}, {last['configs_per_s']:.0f} configs/s")
+        best = (f"best valid {trainer.metric} {result.best_score:.4f}" if len(valid_graphs) else
+                f"lowest train loss {-result.best_score:.4f} (no validation graph)")
+        say(f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, {best}, {last['configs_per_s']:.0f} configs/s")
         say(f"model: {result.best_path or result.last_path}")
         blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, spec.config.seed,
                           spec.config.device, say)
@@ -236,6 +238,26 @@ def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, c
         raise ArgumentError(f"dist_ctx must be a DistContext or None, got {type(dist_ctx).__name__}")
     if report is not None and not callable(report):
         raise ArgumentError(f"report must be a function taking one line (e.g. print) or None, got {report!r}")
+
+
+def _rankable(valid_graphs: Any, say: Callable[[str], None] | None) -> Any:
+    """The validation graphs that can be ranked (`inference.ranking.has_usable_labels`), the others left out with
+    a line naming them (issue 65: a split whose only validation graph had one configuration trained to "best
+    valid kendall_tau -inf" under a UserWarning per epoch); a lazy split stays lazy (`LazyPrepared.subset`)."""
+    from graphcost.inference.ranking import has_usable_labels
+
+    keep = [i for i in range(len(valid_graphs)) if has_usable_labels(valid_graphs[i].runtime)]
+    if len(keep) == len(valid_graphs):
+        return valid_graphs
+    kept = set(keep)
+    left = [str(getattr(valid_graphs[i], "source", None) or valid_graphs[i].name)
+            for i in range(len(valid_graphs)) if i not in kept]
+    if say is not None:
+        say(f"valid: {len(left)} graph(s) left out, nothing to rank in them (fewer than 2 configurations, non-finite "
+            f"or equal runtimes): {', '.join(left[:3])}{' ...' if len(left) > 3 else ''}"
+            + ("" if keep else "; no validation graph is left: the lowest training loss picks the checkpoint and "
+               "the trees are skipped"))
+    return valid_graphs.subset(keep) if hasattr(valid_graphs, "subset") else [valid_graphs[i] for i in keep]
 
 
 def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None, data_dir: Any) -> None:

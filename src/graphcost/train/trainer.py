@@ -469,14 +469,15 @@ class Trainer:
     def budget_line(self) -> str:
         cfg, total = self.config, int(self.graph_steps.sum())
         cap = f"at most {cfg.max_steps_per_graph} per graph" if cfg.max_steps_per_graph else "no cap per graph"
-        stop = f"; stops after {cfg.patience} epochs without a better valid {self.metric}" if cfg.patience else ""
+        stop = (f"; stops after {cfg.patience} epochs without a better valid {self.metric}"
+                if cfg.patience and self.valid_graphs else "")  # early stopping needs validation graphs
         return (f"budget: up to {cfg.epochs} epochs x {self.steps_per_epoch} steps ({len(self.train_graphs)} training "
                 f"graphs, {cfg.batch_configs} configurations a batch, {cap}; {total} batches an epoch){stop}")
 
     def estimate_line(self, step_s: float) -> str:
         left = self.steps_per_epoch * self.config.epochs
         return (f"estimate: {step_s:.2f} s a step -> up to {_duration(step_s * left)} of training for "
-                f"{left} steps, plus validation each epoch")
+                f"{left} steps" + (", plus validation each epoch" if self.valid_graphs else ""))
 
     def epoch_line(self, row: dict) -> str:
         valid = f", valid {self.metric} {row['valid_' + self.metric]:.4f}" if f"valid_{self.metric}" in row else ""
