@@ -65,6 +65,8 @@ def test_fit_refuses_outputs_inside_the_data_or_on_proc_before_reading_anything(
             graphcost.fit(spec, **{"out": tmp_path / "run", **kwargs})
     with pytest.raises(OutputPathError, match="^out /proc/x: lies on a virtual file system"):
         graphcost.fit(spec, "/proc/x")
+    with pytest.raises(OutputPathError, match="^out /dev/null: is a character device"):
+        graphcost.fit(spec, "/dev/null", overwrite=True)
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before and not (tmp_path / "run").exists()
 
 
