@@ -44,6 +44,27 @@ def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
         train_layerdag(data, tmp_path / "c", LayerDAGTrainConfig(device="cpu", epochs=1, lr_decay="step"), progress=False, **TINY)
 
 
+def test_the_defaults_are_the_benchmarked_recipe_and_resume_keeps_its_schedule(tmp_path):
+    """Issues 65/66: `dag train` with no options is the recipe BENCHMARKS.md measures (graphcost.dag.recipe); a run
+    resumed with another --lr-decay is refused (the schedule is a function of the step)."""
+    from graphcost.dag import recipe
+    from graphcost.runs.checkpoint import CheckpointError
+
+    cfg = LayerDAGTrainConfig()
+    assert (cfg.lr, cfg.lr_decay) == (recipe.LR, recipe.LR_DECAY) == (3e-3, "cosine")
+    assert recipe.label_dropout_for(True) == 0.1 and recipe.label_dropout_for(False) == 0.0
+    for conditional, dropout, weight in ((True, 0.1, 0.75), (True, 0.0, 0.0), (False, 0.0, 0.0)):
+        config = LayerDAGConfig(num_categories=3, max_layer_size=4, max_layers=4, conditional=conditional,
+                                label_dropout=dropout)
+        assert recipe.guidance_for(config) == weight
+    data = tiny_dags(8, 0)
+    train_layerdag(data, tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=4), progress=False,
+                   **TINY)
+    with pytest.raises(CheckpointError, match="train_config.lr_decay.*'cosine', resumed with 'none'"):
+        train_layerdag(data, tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=2, batch_size=4, lr_decay="none"),
+                       resume=True, progress=False, **TINY)
+
+
 def test_mode_final_step_is_deterministic_and_differs_from_sampling(tmp_path):
     torch.set_num_threads(1)
     model, _ = train_layerdag(tiny_dags(16, 0), tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=8, lr=3e-3), progress=False, **TINY)

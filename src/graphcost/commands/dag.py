@@ -24,6 +24,7 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
+from graphcost.dag import recipe
 from graphcost.dag.datasets import DATASET_NAMES
 from graphcost.dag.run_info import RUN_INFO
 
@@ -97,16 +98,21 @@ FINAL_HELP = ("last reverse diffusion step: sample (draw it, as every other step
               "node attribute / edge state)")
 GUIDANCE_HELP = ("classifier-free guidance weight w >= 0 for a model trained with --label-dropout: logits "
                  "l(y) + w (l(y) - l(null)); larger w follows the label more closely at twice the sampling cost "
-                 "(0 = plain conditional sampling)")
+                 f"(0 = plain conditional sampling); default: the recipe's {recipe.GUIDANCE:g} for a model trained "
+                 "with label dropout, else 0")
 
 
-def _check_guidance(model, guidance: float) -> None:
+def _check_guidance(model, guidance: Optional[float]) -> float:
+    """--guidance for `model` (None: the recipe's, `recipe.guidance_for`), checked; one line when it cannot be honoured."""
     from graphcost.dag.sample import check_guidance
 
+    if guidance is None:
+        return recipe.guidance_for(model.config)
     try:
         check_guidance(model.config, guidance)
     except ValueError as exc:
         fail(f"--guidance: {exc}")
+    return guidance
 
 
 def _check_final_step(value: str) -> None:
@@ -135,7 +141,7 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the run already in --out (default: refuse)"),
         size: str = typer.Option("small", help="small (CPU default) | paper (LayerDAG widths/depths/steps)"),
         batch_size: int = typer.Option(32, min=1, help="graphs per step (each with all its layers)"),
-        lr: float = typer.Option(1e-3),
+        lr: float = typer.Option(recipe.LR, help="AdamW learning rate (the benchmarked recipe's)"),
         seed: int = typer.Option(0, min=0, max=SEED_MAX, help="seed for data split, init, noise"),
         num_graphs: Optional[int] = typer.Option(None, min=1, max=GRAPHS_MAX, help="LP / NAS-Bench-201: graphs to generate / draw"),
         folds: int = typer.Option(0, min=0, help="k-fold cross-validation: split the graphs into K seeded parts and "
@@ -146,14 +152,16 @@ def register(app: typer.Typer) -> None:
         threads: str = threads_option(),
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
-        lr_decay: str = typer.Option("none", help="none | cosine (to 0 over --epochs; keep --epochs when resuming)"),
+        lr_decay: str = typer.Option(recipe.LR_DECAY, help="none | cosine (to 0 over --epochs; keep --epochs and "
+                                     "--lr-decay when resuming)"),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)", autocompletion=complete_device),
         diffusion_steps: Optional[int] = typer.Option(None, min=1, max=DIFFUSION_STEPS_MAX, help="T_node = T_edge, the diffusion steps trained "
                                                       "and sampled (default: the --size's, small 32, paper 64/16); more "
                                                       "steps = fewer simultaneous changes per reverse step, slower sampling"),
-        label_dropout: float = typer.Option(0.0, help="labelled datasets: chance of training a graph with the null label, "
-                                            "so `sample --guidance` can steer harder towards the label "
-                                            "(classifier-free guidance; 0.1 is typical; 0 = off)"),
+        label_dropout: Optional[float] = typer.Option(None, help="labelled datasets: chance of training a graph with "
+                                                      "the null label, so `sample --guidance` can steer harder towards "
+                                                      "the label (classifier-free guidance); default: the recipe's "
+                                                      f"{recipe.LABEL_DROPOUT:g} on labelled data, 0 on lp; 0 = off"),
         ema_decay: float = typer.Option(0.0, help="exponential moving average of the weights, decay per step (e.g. "
                                         "0.995); validation, best.pt and sampling use the average; keep it when resuming "
                                         "(0 = off)"),
@@ -180,7 +188,7 @@ def register(app: typer.Typer) -> None:
             fail(f"--ema-decay must be in [0, 1), got {ema_decay}")
         check_run_dir_option(out, "--out", overwrite, resume)
         _check_resume(out, resume)
-        overrides = {"label_dropout": label_dropout}
+        overrides: dict = {}
         if diffusion_steps is not None:
             overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
         if fold and not folds:
@@ -193,6 +201,8 @@ def register(app: typer.Typer) -> None:
         splits = _load_splits(dataset, seed, num_graphs, cv_fold, data_dir)
         if label_balance and any(d.label is None for d in splits["train"]):
             fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
+        labelled = bool(splits["train"]) and all(d.label is not None for d in splits["train"])
+        overrides["label_dropout"] = recipe.label_dropout_for(labelled) if label_dropout is None else label_dropout
         from graphcost.dag.datasets.locate import dag_data_dir
 
         found = dag_data_dir(data_dir) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
@@ -242,7 +252,7 @@ def register(app: typer.Typer) -> None:
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
-        guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
+        guidance: Optional[float] = typer.Option(None, help=GUIDANCE_HELP),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the networks; random draws stay on CPU)", autocompletion=complete_device),
         overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (and its PNG) if they exist"),
     ) -> None:
@@ -284,7 +294,7 @@ def register(app: typer.Typer) -> None:
             labels = np.random.default_rng(seed).choice(np.array(pool), size=n)
             typer.echo(f"no --label: conditioning on {n} labels drawn from the training labels")
         sched = _schedule(model, schedule, tmin, tmax)
-        _check_guidance(model, guidance)
+        guidance = _check_guidance(model, guidance)
         style = describe_dataset(_run_info(model_path).get("dataset"))  # the drawing's legend and label names
         import time
 
@@ -316,7 +326,7 @@ def register(app: typer.Typer) -> None:
         last: bool = typer.Option(False, "--last", help=LAST_HELP),
         threads: str = threads_option(),
         final_step: str = typer.Option("sample", help=FINAL_HELP),
-        guidance: float = typer.Option(0.0, help=GUIDANCE_HELP),
+        guidance: Optional[float] = typer.Option(None, help=GUIDANCE_HELP),
         surrogate_repeats: int = typer.Option(3, min=1, help="labelled data: surrogate regressors fitted per training set "
                                               "(seeds 0..k-1); their Pearsons are averaged (one fit varies by about ±0.02)"),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (the LayerDAG networks)", autocompletion=complete_device),
@@ -353,7 +363,7 @@ def register(app: typer.Typer) -> None:
                 model = load_model(model_path, last=last).to(dev)
             except (FileNotFoundError, ValueError) as exc:
                 fail(str(exc))
-            _check_guidance(model, guidance)
+            guidance = _check_guidance(model, guidance)
             res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
                                     num_samples=num_samples, final_step=final_step, guidance=guidance,
                                     surrogate_cfg=SurrogateConfig(repeats=surrogate_repeats))  # fmt: skip

@@ -57,6 +57,7 @@ from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, pr
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 from graphcost.memory import release_free_memory
+from graphcost.dag import recipe
 from graphcost.runs import checkpoint as ckpt
 from graphcost.runs.checkpoint import atomic_torch_save
 from graphcost.runs.distributed import resolve_device
@@ -71,13 +72,13 @@ BEST = "best.pt"  # lowest validation loss so far (model selection against overf
 class LayerDAGTrainConfig:
     epochs: int = 40
     batch_size: int = 32  # graphs per step (each expands to all its layers)
-    lr: float = 1e-3
+    lr: float = recipe.LR  # graphcost.dag.recipe: the benchmarked recipe
     weight_decay: float = 1e-4
     grad_clip: float = 1.0
     seed: int = 0
     size: str = "small"
     select: str = "module"  # best.pt: 'module' = per-module best validation loss; 'total' = best summed loss
-    lr_decay: str = "none"  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
+    lr_decay: str = recipe.LR_DECAY  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N; may change between resumes
     ema_decay: float = 0.0  # > 0: validate, select and sample with an EMA of the weights (decay per step); 0 = off
     label_balance: float = 0.0  # α > 0: draw graphs ∝ label density^-α (rare labels more often; see label_balance_weights)
@@ -301,6 +302,11 @@ class LayerDAGTrainer:
     def _restore(self, state: dict) -> int:
         """Model, optimiser, noise generator and history from checkpoint `state`; the epochs done."""
         cfg, path = self.cfg, self.ckpt_path
+        trained = state.get("train_config") if isinstance(state.get("train_config"), dict) else {}
+        if trained.get("lr_decay", cfg.lr_decay) != cfg.lr_decay:  # the schedule is a function of the step
+            raise ckpt.CheckpointError(f"{path}: key 'train_config.lr_decay': the run was trained with lr_decay="
+                                       f"{trained['lr_decay']!r}, resumed with {cfg.lr_decay!r}; resume with "
+                                       f"--lr-decay {trained['lr_decay']}")
         if bool(state.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
             raise ckpt.CheckpointError(f"{path}: key 'ema_decay': the run was trained with ema_decay="
                                        f"{state.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")
