@@ -12,6 +12,7 @@ from typing import NoReturn, Optional
 import typer
 
 from graphcost.atomic import TUNE_MARKERS, OutputExistsError, check_run_dir, clear_dir, lock_dir
+from graphcost.tuning import defaults as D
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import check_run_dir_option, fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
@@ -67,9 +68,9 @@ def register(app: typer.Typer) -> None:
                                       "MODULE.hlo (text) or an XLA_FLAGS=--xla_dump_to directory."),
         inputs: Optional[Path] = typer.Option(None, "--inputs", help="XLA module programs only: its arguments, an npz "
                                               "of arg0, arg1, ... (default: seeded random arguments)."),
-        space: str = typer.Option("flags", help="flags (XLA CPU compiler options) | layout (per-node layouts of "
+        space: str = typer.Option(D.SPACE, help="flags (XLA CPU compiler options) | layout (per-node layouts of "
                                   "dot / convolution / reshape) | both."),
-        budget: int = typer.Option(32, min=1, max=MEASUREMENTS_MAX, help="Configurations measured per strategy (failed ones count)."),
+        budget: int = typer.Option(D.BUDGET, min=1, max=MEASUREMENTS_MAX, help="Configurations measured per strategy (failed ones count)."),
         model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
                                          "flags, a layout model for layouts); default: the models that ship with "
                                          "graphcost."),
@@ -78,7 +79,7 @@ def register(app: typer.Typer) -> None:
                                            "models; tpe and random use no model; kernels compiles candidates and "
                                            "costs them with the shipped kernel model, corrected on each trial's "
                                            "kernels)."),
-        online: str = typer.Option("auto", help="model+online's per-program model: auto (effects for --space "
+        online: str = typer.Option(D.LEARNER, help="model+online's per-program model: auto (effects for --space "
                                    "flags, tree for layout and both) | effects (Bayesian "
                                    "effects of each option and their interactions, the cost model's score as a "
                                    "prior; single-option probes first, then Thompson sampling) | tree (LightGBM on "
@@ -92,20 +93,20 @@ def register(app: typer.Typer) -> None:
                                             "program file's stem); a new name starts a new study."),
         resume: bool = typer.Option(False, "--resume", help="Continue the study in an existing --out."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing --out."),
-        round_size: int = typer.Option(4, min=1, max=MEASUREMENTS_MAX, help="Configurations measured together per round."),
-        race: int = typer.Option(3, min=0, max=MEASUREMENTS_MAX, help="The best configurations so far timed again "
+        round_size: int = typer.Option(D.ROUND_SIZE, min=1, max=MEASUREMENTS_MAX, help="Configurations measured together per round."),
+        race: int = typer.Option(D.RACE, min=0, max=MEASUREMENTS_MAX, help="The best configurations so far timed again "
                                  "with every round and after the last (their in-search figure: the geometric mean; 0: off)."),
-        processes: int = typer.Option(3, min=1, max=PROCESSES_MAX, help="Fresh processes for the final check against the default."),
-        rounds: int = typer.Option(5, min=1, max=REPEATS_MAX, help="Timing rounds per batch (median over rounds)."),
-        calls: int = typer.Option(10, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
-        rtol: float = typer.Option(1e-3, min=0.0, help="Relative tolerance of the output check against the default."),
-        atol: float = typer.Option(1e-5, min=0.0, help="Absolute tolerance (times max|default output|)."),
+        processes: int = typer.Option(D.PROCESSES, min=1, max=PROCESSES_MAX, help="Fresh processes for the final check against the default."),
+        rounds: int = typer.Option(D.ROUNDS, min=1, max=REPEATS_MAX, help="Timing rounds per batch (median over rounds)."),
+        calls: int = typer.Option(D.CALLS, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
+        rtol: float = typer.Option(D.RTOL, min=0.0, help="Relative tolerance of the output check against the default."),
+        atol: float = typer.Option(D.ATOL, min=0.0, help="Absolute tolerance (times max|default output|)."),
         allow_fast_math: bool = typer.Option(False, "--allow-fast-math", help="Let the flag search use the "
                                              "fast-math family: xla_cpu_enable_fast_math, its honor_* options, "
                                              "enable_fast_min_max (may change results; still checked)."),
-        min_gain: float = typer.Option(0.01, min=0.0, help="The best must beat the default by this share in every "
+        min_gain: float = typer.Option(D.MIN_GAIN, min=0.0, help="The best must beat the default by this share in every "
                                        "process of the final check, else the default is kept."),
-        seed: int = typer.Option(0, min=0, max=SEED_MAX, help="Seed of the strategies and the visit order."),
+        seed: int = typer.Option(D.SEED, min=0, max=SEED_MAX, help="Seed of the strategies and the visit order."),
         kernels: bool = typer.Option(True, "--kernels/--no-kernels", help="Profile the default's kernels before "
                                      "the search (shown), every trial's (kernels.csv) and the kept configuration's "
                                      "(result.json, kernels.png)."),
@@ -204,7 +205,7 @@ def register(app: typer.Typer) -> None:
             config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
                                 strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
                                 name=study or name, seed=seed, round_size=round_size, race=race, processes=processes,
-                                protocol=Protocol(rounds=rounds, calls=calls, warmup=2, seed=seed),
+                                protocol=Protocol(rounds=rounds, calls=calls, warmup=D.WARMUP, seed=seed),
                                 min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
                                 learner=online, kernels=kernels, ablation=ablation)
             with terminate_as_interrupt() as signal_seen:  # SIGTERM, too, releases the study's reservations

@@ -8,7 +8,8 @@ model's scores of candidates), and `study` (Optuna storage) -> `trial` (compile,
 and time one batch of trials) and `crossproc` (final check in fresh processes: the collection's
 measuring worker, `graphcost.frontend.measure.worker`, with the tuner's builder) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
 `graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).
-Beside it: `plot` (progress.png, drawn by `tuner`).
+Beside it: `plot` (progress.png, drawn by `tuner`); `defaults` (what no options means, for `TuneConfig` and the
+command line).
 
 Example:
     ```python
@@ -22,8 +23,24 @@ Example:
     ```
 """
 
-from graphcost.tuning.apply import compile_with
-from graphcost.tuning.result import TunedConfig, TuneResult
-from graphcost.tuning.tuner import TuneConfig, tune
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
+    from graphcost.tuning.apply import compile_with
+    from graphcost.tuning.result import TunedConfig, TuneResult
+    from graphcost.tuning.tuner import TuneConfig, tune
 
 __all__ = ["TuneConfig", "TuneResult", "TunedConfig", "compile_with", "tune"]
+
+_LAZY = {"compile_with": "graphcost.tuning.apply", "TunedConfig": "graphcost.tuning.result",
+         "TuneResult": "graphcost.tuning.result", "TuneConfig": "graphcost.tuning.tuner", "tune": "graphcost.tuning.tuner"}
+
+
+def __getattr__(name: str):
+    """The API names, imported on first use: `graphcost.tuning.defaults` (what the command line reads for its
+    option defaults) imports nothing else of the package."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'graphcost.tuning' has no attribute {name!r}")

@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.program import absolute_reference
 from graphcost.tuning.result import TuneResult, write_outputs
@@ -220,27 +221,27 @@ class TuneConfig:
         progress: show progress bars.
     """
 
-    space: str = "flags"
-    budget: int = 32
+    space: str = D.SPACE
+    budget: int = D.BUDGET
     model: str | Path | list | None = None
     strategies: list[str] | None = None
     out: str | Path | None = None
     storage: str | None = None
     program_ref: str | None = None
     name: str | None = None
-    seed: int = 0
-    round_size: int = 4
+    seed: int = D.SEED
+    round_size: int = D.ROUND_SIZE
     protocol: Protocol | None = None
-    processes: int = 3
-    finalists: int = 3
-    race: int = 3
-    min_gain: float = 0.01
-    rtol: float = 1e-3
-    atol: float = 1e-5
+    processes: int = D.PROCESSES
+    finalists: int = D.FINALISTS
+    race: int = D.RACE
+    min_gain: float = D.MIN_GAIN
+    rtol: float = D.RTOL
+    atol: float = D.ATOL
     allow_fast_math: bool = False
     device: str = "cpu"
     pool_kwargs: dict | None = None
-    learner: str = "auto"
+    learner: str = D.LEARNER
     kernels: bool = True
     ablation: bool = True
     progress: bool = True
@@ -293,7 +294,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     if not isinstance(fn, TuneProgram):
         check_fn(fn)
     cfg = _settings(config, overrides)
-    protocol = cfg.protocol or Protocol(rounds=5, calls=10, warmup=2, seed=cfg.seed)
+    protocol = cfg.protocol or Protocol(rounds=D.ROUNDS, calls=D.CALLS, warmup=D.WARMUP, seed=cfg.seed)
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
         program, name = fn, cfg.name or fn.name
     else:
