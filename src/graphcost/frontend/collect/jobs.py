@@ -1,8 +1,8 @@
 """One collection's parameters and jobs: which programs, and each graph's configurations ready to measure.
 
 `CollectOptions` holds the parameters of a collection (recorded in the manifest); `select_programs`
-picks the zoo programs (and XLA modules given as files); `prepare_job` builds, featurizes and configures one program in the layout
-space (`prepare_layout`) or the flag space (`prepare_flags`) and returns a `GraphJob`: the npz
+picks the zoo programs and XLA modules given as files; `prepare_job` builds, featurizes and configures one
+program in the layout space (`prepare_layout`) or the flag space (`prepare_flags`) and returns a `GraphJob`: the npz
 arrays without labels and the JSON job of the measuring processes (`measure/worker.py`). The local
 loop (`collect/local.py`) and the Ray backend (`collect/ray_backend.py`) both measure these jobs.
 """
@@ -57,11 +57,11 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
     """Programs matching `selectors` (comma-separated zoo selectors and XLA module references:
     ``MODULE.pb``, ``MODULE.hlo``, a dump directory, `hlo_program.module_spec`); with `limit` > 0 a
     seeded sample spread over families."""
-    from graphcost.frontend.programs.hlo_program import is_hlo_reference, module_spec
+    from graphcost.frontend.programs.hlo_program import module_spec
 
     items = [s.strip() for s in selectors.split(",") if s.strip()]
-    modules = [module_spec(s) for s in items if _names_a_module(s, is_hlo_reference)]
-    zoo = [s for s in items if not _names_a_module(s, is_hlo_reference)]
+    modules = [module_spec(s) for s in items if _names_a_module(s)]
+    zoo = [s for s in items if not _names_a_module(s)]
     specs = list(dict.fromkeys([*(list_programs(",".join(zoo)) if zoo or not modules else []), *modules]))
     if limit <= 0 or len(specs) <= limit:
         return specs
@@ -78,8 +78,9 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
     return [s for s in specs if s.name in names]
 
 
-def _names_a_module(item: str, is_hlo_reference) -> bool:
+def _names_a_module(item: str) -> bool:
     """A `--programs` item is an XLA module when it has a module's suffix, or is a directory that no zoo selector names."""
+    from graphcost.frontend.programs.hlo_program import is_hlo_reference
     from graphcost.frontend.programs.zoo import FAMILIES, GROUPS
 
     return is_hlo_reference(item) and not (item in FAMILIES or item in GROUPS or item.split("-")[0] in FAMILIES)
