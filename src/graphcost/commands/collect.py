@@ -60,10 +60,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("collect")
     def collect_cmd(
-        programs: str = typer.Option("mlp", help="Comma-separated zoo selectors: families (25: mlp, cnn, tfenc, tfdec, vit, bert, gnn, ...; "
-                                     "graphcost.frontend.programs.zoo), groups (transformer, rnn), name prefixes (tfenc, tfdec, lstm, gru, mlp-d3), exact variant names, "
-                                     "or XLA modules: MODULE.pb (HloModuleProto), MODULE.hlo text or an XLA_FLAGS=--xla_dump_to directory "
-                                     "(its module before optimizations; inputs generated from the entry parameters, or MODULE.pb?inputs=FILE.npz)."),
+        programs: str = typer.Option(
+            "mlp", help="Comma-separated zoo selectors: families (25: mlp, cnn, tfenc, tfdec, vit, bert, gnn, ...; "
+            "graphcost.frontend.programs.zoo), groups (transformer, rnn), name prefixes (tfenc, tfdec, lstm, gru, "
+            "mlp-d3), exact variant names, or XLA modules: MODULE.pb (HloModuleProto), MODULE.hlo text or an "
+            "XLA_FLAGS=--xla_dump_to directory (its module before optimizations; inputs generated from the entry "
+            "parameters, or MODULE.pb?inputs=FILE.npz)."),
         out: Path = typer.Option(Path("runs/collected"), help="Output directory (split subdirs + manifest.json)."),
         configs: int = typer.Option(8, min=1, max=MEASUREMENTS_MAX, help="Configurations per program."),
         space: str = typer.Option("layout", help="layout (per-node layouts, layout schema) or flags "

@@ -103,7 +103,8 @@ GUIDANCE_HELP = ("classifier-free guidance weight w >= 0 for a model trained wit
 
 
 def _check_guidance(model, guidance: Optional[float]) -> float:
-    """--guidance for `model` (None: the recipe's, `recipe.guidance_for`), checked; one line when it cannot be honoured."""
+    """--guidance for `model` (None: the recipe's, `recipe.guidance_for`), checked; one line when it cannot be
+    honoured."""
     from graphcost.dag.sample import check_guidance
 
     if guidance is None:

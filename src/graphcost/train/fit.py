@@ -205,7 +205,8 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
         last = result.history[-1]
         best = (f"best valid {trainer.metric} {result.best_score:.4f}" if len(valid_graphs) else
                 f"lowest train loss {-result.best_score:.4f} (no validation graph)")
-        say(f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, {best}, {last['configs_per_s']:.0f} configs/s")
+        say(f"epoch {last['epoch']}: train loss {last['train_loss']:.4f}, {best}, "
+            f"{last['configs_per_s']:.0f} configs/s")
         say(f"model: {result.best_path or result.last_path}")
         blend = fit_trees(out, spec.trees, train_graphs, valid_graphs, spec.config.seed,
                           spec.config.device, say)

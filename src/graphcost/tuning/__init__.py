@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run 
 __all__ = ["TuneConfig", "TuneResult", "TunedConfig", "compile_with", "tune"]
 
 _LAZY = {"compile_with": "graphcost.tuning.apply", "TunedConfig": "graphcost.tuning.result",
-         "TuneResult": "graphcost.tuning.result", "TuneConfig": "graphcost.tuning.tuner", "tune": "graphcost.tuning.tuner"}
+         "TuneResult": "graphcost.tuning.result", "TuneConfig": "graphcost.tuning.tuner",
+         "tune": "graphcost.tuning.tuner"}
 
 
 def __getattr__(name: str):

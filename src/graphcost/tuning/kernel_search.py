@@ -84,7 +84,8 @@ class KernelSearch(ProposingStrategy):
         self.observe(history)
         measured = sorted((t for t in history if t.status == OK and t.ratio), key=lambda t: t.ratio or 1.0)
         if measured:  # grow the pool around the best measured
-            self.scorer.compile([self.space.mutate(t.codes, self.rng) for t in measured[:2] for _ in range(self.grow // 2)])
+            self.scorer.compile([self.space.mutate(t.codes, self.rng) for t in measured[:2]
+                                 for _ in range(self.grow // 2)])
         exclude = {t.codes for t in history} | {self.space.default()} | set(busy)
         for _ in range(REFILLS + 1):  # too few distinct new executables in the pool: compile more candidates
             pool = [c for c, k in self.scorer.costed.items() if k]

@@ -79,7 +79,8 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
 
 
 def _names_a_module(item: str) -> bool:
-    """A `--programs` item is an XLA module when it has a module's suffix, or is a directory that no zoo selector names."""
+    """A `--programs` item is an XLA module when it has a module's suffix, or is a directory that no zoo
+    selector names."""
     from graphcost.frontend.programs.hlo_program import is_hlo_reference
     from graphcost.frontend.programs.zoo import FAMILIES, GROUPS
 
