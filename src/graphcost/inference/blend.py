@@ -37,7 +37,7 @@ the default among them, every scorer's tile score is 0.96-0.98 and moves between
 so choosing the blend by it dropped the trees nearly always. Chosen by Kendall τ on five leave-family-out
 folds of the flag zoos' development families, the blend ranked the held-out families better for 10 of 15
 members, tied (within 0.002) on 3 and lost on 2: mean held-out τ 0.479 → 0.496, the held-out tile score 0.970 →
-0.969 (docs/findings.md, "Choosing the blend by Kendall τ"; `benchmarks/diagnose_blend_metric.py`)."""
+0.969 (docs/findings.md, "Choosing the blend by Kendall τ"; `benchmarks/lab/diagnose_blend_metric.py`)."""
 
 PRIOR_RULE = "alone on train + valid"
 """How the blend's prior kind (count or copied bytes) is chosen: by each prior's own mean `BLEND_METRIC` over

@@ -48,7 +48,7 @@ flag collection: a median 16 distinct executables of 16 configurations, as few a
 Racing (``again``): configurations measured before (the search's best so far) can be timed again in
 the same interleaved batch, without a compile while their executable is still held (the last
 `KEEP_EXECUTABLES` that passed the check are). One batch can be off by several percent for every
-configuration in it (``benchmarks/diagnose_search_noise.py``: two batches of the same executables in
+configuration in it (``benchmarks/lab/diagnose_search_noise.py``: two batches of the same executables in
 one process differ by a log-ratio standard deviation of 0.05 over six suite programs, as much as
 two fresh processes do); the best of many single timings is biased up by that much. A configuration
 timed n times is estimated by the geometric mean of its n ratios (`pooled_ratio`).

@@ -1,6 +1,6 @@
 """Where does the tuner's in-search speedup disagree with its final check? (issue 34, item 2)
 
-    python benchmarks/diagnose_search_noise.py [--programs moe unet ...] [--configs 8] [--json OUT.json]
+    python benchmarks/lab/diagnose_search_noise.py [--programs moe unet ...] [--configs 8] [--json OUT.json]
 
 For each program of the tune suite, `--configs` random flag configurations that pass the output
 check (and the default) are timed against the default with the tuner's interleaved protocol in
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 
 from tune_suite import SUITE  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Which validation metric should choose the flag model's blend with the trees? Leave-family-out folds over
 the DEVELOPMENT families only (issue 33; the runs of `compare_seed_ensemble.py`, nothing trained again).
 
-    python benchmarks/diagnose_blend_metric.py [--work runs/seed_folds] [--folds 5]
+    python benchmarks/lab/diagnose_blend_metric.py [--work runs/seed_folds] [--folds 5]
         [--json benchmarks/results/blend_metric_folds.json]
 
 Until 2026-11-29 `graphcost train` chose its blend weight w (w · z(graph model) + (1 - w) · z(trees)) by the
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 METRICS = ("kendall_tau", "tile_score")

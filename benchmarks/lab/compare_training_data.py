@@ -2,7 +2,7 @@
 way the tuner samples them? Models trained on the flag zoo, on a second collection of the same
 programs, on both, and on the zoo cut to the second's programs (issues 33 and 34).
 
-    python benchmarks/compare_training_data.py --add benchmarks/collections/cpu_zoo_flags_tuner \\
+    python benchmarks/lab/compare_training_data.py --add benchmarks/collections/cpu_zoo_flags_tuner \\
         [--base cpu_zoo_flags] [--seeds 3] [--work runs/training_data] [--json benchmarks/results/training_data.json]
 
 The shipped flag zoo (``--base``, `cpu_zoo_flags`) samples half its configurations with EVERY option
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 ADDED_SUFFIX = "__add"  # file-name suffix of the added collection's graphs in the `base + add` data
@@ -117,7 +117,7 @@ def main() -> None:
         from graphcost.atomic import atomic_write_json
 
         shown = args.add.resolve()
-        atomic_write_json({"command": "python benchmarks/compare_training_data.py " + " ".join(sys.argv[1:]),
+        atomic_write_json({"command": "python benchmarks/lab/compare_training_data.py " + " ".join(sys.argv[1:]),
                            "add": str(shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown),
                            "base": base.name, "graphs": counts, "date": date.today().isoformat(),
                            "load": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},

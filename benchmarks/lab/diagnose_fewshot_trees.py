@@ -2,7 +2,7 @@
 (`graphcost.models.trees`, program mode), next to the count heuristic, at 30, 100 and 300
 training configurations (as many to validate: LightGBM's rounds stop early on them; the rest to test).
 
-    python benchmarks/diagnose_fewshot_trees.py [--data DIR] [--splits 3]
+    python benchmarks/lab/diagnose_fewshot_trees.py [--data DIR] [--splits 3]
 
 Data: every graph of DIR (default: the shipped ``cpu_layout_1k``, one LSTM with 1,200 measured
 configurations). Kendall τ over the test configurations, mean over random splits. Trees only (no

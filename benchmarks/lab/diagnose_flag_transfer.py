@@ -1,7 +1,7 @@
 """What limits transfer to unseen families in the FLAG space? Table scorers under leave-one-family-out,
 on the DEVELOPMENT families of the flag collection only (issue 33, part 3).
 
-    python benchmarks/diagnose_flag_transfer.py [--data DIR] [--seeds N] [--json OUT.json]
+    python benchmarks/lab/diagnose_flag_transfer.py [--data DIR] [--seeds N] [--json OUT.json]
 
 (the recorded run: ``--json benchmarks/results/diagnose_flag_transfer.json``, 2 seeds; docs/cost-models.md)
 
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 
 import bench_real as br  # noqa: E402
 from graphcost.frontend.hlo.opcodes import OPCODE_IDS  # noqa: E402
@@ -100,7 +100,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path,
-                        default=Path(__file__).resolve().parents[1] / "src" / "graphcost" / "datasets" / "cpu_zoo_flags")
+                        default=Path(__file__).resolve().parents[2] / "src" / "graphcost" / "datasets" / "cpu_zoo_flags")
     parser.add_argument("--seeds", type=int, default=2, help="LightGBM seeds averaged per scorer")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -176,7 +176,7 @@ def main() -> None:
     if args.json:
         from graphcost.atomic import atomic_write_json
 
-        root = Path(__file__).resolve().parents[1]
+        root = Path(__file__).resolve().parents[2]
         data = args.data.resolve()
         shown = str(data.relative_to(root) if data.is_relative_to(root) else data)
         atomic_write_json({"data": shown, "seeds": args.seeds, "date": date.today().isoformat(),

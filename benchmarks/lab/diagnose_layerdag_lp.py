@@ -1,7 +1,7 @@
 """Which LayerDAG module breaks the LP rules (issue 5): each module sampled teacher-forced on real LP
 test graphs (SYNTHETIC data), the others' choices taken from the data.
 
-    python benchmarks/diagnose_layerdag_lp.py RUN_OR_CHECKPOINT [--graphs 3000] [--test 200] [--final-step sample]
+    python benchmarks/lab/diagnose_layerdag_lp.py RUN_OR_CHECKPOINT [--graphs 3000] [--test 200] [--final-step sample]
 
 For every layer l of every test graph, given the TRUE prefix G(≤l):
 - size: one draw of |V(l+1)|; infeasible if outside [Σ_i max(0, n_i − (l+1)), Σ_i n_i + (l+1)] (n_i =

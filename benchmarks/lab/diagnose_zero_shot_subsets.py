@@ -2,7 +2,7 @@
 tile run within the near-default configurations (1-3 flags off the default) and within the farther
 ones, on the zoo's held-out families and on the tune suite's flag tables (issue 33).
 
-    python benchmarks/diagnose_zero_shot_subsets.py [--run RUN] [--json OUT.json]
+    python benchmarks/lab/diagnose_zero_shot_subsets.py [--run RUN] [--json OUT.json]
 
 The two pools are sampled differently: the zoo's configurations are half the default with 1-3 flags
 changed and half a uniformly random value of EVERY flag (`graphcost.frontend.programs.flags.flag_configs`);
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 NEAR = 3  # flags off the default in the near-default half of both pools

@@ -1,7 +1,7 @@
 """Does the flag model learn the regime `graphcost tune` measures in? Labels of the same programs and
 configurations measured two ways, and models trained on each (issues 33 and 34).
 
-    python benchmarks/compare_regimes.py --multi benchmarks/collections/cpu_zoo_flags_mt \\
+    python benchmarks/lab/compare_regimes.py --multi benchmarks/collections/cpu_zoo_flags_mt \\
         [--single cpu_zoo_flags] [--seeds 3] [--work runs/regimes] [--json benchmarks/results/regimes.json]
 
 The shipped flag collection (``--single``, `cpu_zoo_flags`) measures each process pinned to one core
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
@@ -180,7 +180,7 @@ def main() -> None:
         from graphcost.atomic import atomic_write_json
 
         shown = args.multi.resolve()
-        report = {"command": "python benchmarks/compare_regimes.py " + " ".join(sys.argv[1:]),
+        report = {"command": "python benchmarks/lab/compare_regimes.py " + " ".join(sys.argv[1:]),
                   "multi": str(shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown),
                   "single": single.name, "splits": splits, "date": date.today().isoformat(),
                   "load": {"start": load_start, "end": [round(x, 2) for x in os.getloadavg()]},

@@ -1,6 +1,6 @@
 """Zero-shot on the tune suite, with and without what the compiler did (issue 33, issue 34).
 
-    python benchmarks/diagnose_zero_shot_compiled.py [--tables DIR] [--configs 48] [--out JSON]
+    python benchmarks/lab/diagnose_zero_shot_compiled.py [--tables DIR] [--configs 48] [--out JSON]
 
 `bench_real.py --protocols zero_shot` scores every measured configuration of the tune suite's tables
 (`benchmarks/results/tune_wide/tables`: programs never in the training data) from the configuration
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 HEURISTICS = {"copies": lambda s: s[:, 0] + s[:, 3], "instructions": lambda s: s[:, 6], "fusions": lambda s: s[:, 5]}
@@ -92,7 +92,7 @@ def main() -> None:
     from graphcost.atomic import atomic_write_json
 
     report = json.loads(args.out.read_text()) if args.out.is_file() else {"tables": {}}
-    report["meta"] = {"command": "python benchmarks/diagnose_zero_shot_compiled.py " + " ".join(sys.argv[1:]),
+    report["meta"] = {"command": "python benchmarks/lab/diagnose_zero_shot_compiled.py " + " ".join(sys.argv[1:]),
                       "configs": args.configs, "seed": args.seed, "date": time.strftime("%Y-%m-%d")}
     for path in sorted(args.tables.glob("*.json")):
         entry = report["tables"].get(path.stem)

@@ -1,7 +1,7 @@
 """What limits transfer to unseen families? Cheap scorers under leave-one-family-out, on the
 DEVELOPMENT families of a collection only (issue 33, part 3).
 
-    python benchmarks/diagnose_transfer.py [--data DIR] [--extra DIR] [--json OUT.json]
+    python benchmarks/lab/diagnose_transfer.py [--data DIR] [--extra DIR] [--json OUT.json]
 
 The collection's graphs are split by family (`bench_real.by_family`: `graphcost.data.splits.family_split`,
 seed 0); the TEST families are never read here. Every development family
@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 
 import bench_real as br  # noqa: E402
 
