@@ -48,12 +48,18 @@ def main() -> int:
         run_dir = args.work / name
         t0 = time.perf_counter()
         if not (run_dir / "result.json").exists():
-            run([*gc, "tune", f"benchmarks/tune_suite.py:make_{name}", "--budget", str(args.budget),
-                 "--out", str(run_dir)])
+            rc = run([*gc, "tune", f"benchmarks/tune_suite.py:make_{name}", "--budget", str(args.budget),
+                      "--out", str(run_dir)])
+            if not (run_dir / "result.json").exists():
+                out["programs"][name] = {"error": f"graphcost tune exited {rc} without result.json"}
+                continue
         tune_s = time.perf_counter() - t0
         loads.append(os.getloadavg()[0])
         if not (run_dir / "verify.json").exists():
-            run([*gc, "verify", str(run_dir)])  # exit 1 when it does not agree: still a result
+            rc = run([*gc, "verify", str(run_dir)])  # exit 1 when it does not agree: still a result
+            if not (run_dir / "verify.json").exists():
+                out["programs"][name] = {"error": f"graphcost verify exited {rc} without verify.json"}
+                continue
         loads.append(os.getloadavg()[0])
         result = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
         verify = json.loads((run_dir / "verify.json").read_text(encoding="utf-8"))
@@ -69,7 +75,7 @@ def main() -> int:
               flush=True)
         out["load_1min"] = {"min": min(loads), "max": max(loads)}
         atomic_write_json(out, args.out, indent=1)
-    agree = sum(p["agrees"] for p in out["programs"].values())
+    agree = sum(bool(p.get("agrees")) for p in out["programs"].values())
     print(f"{agree} of {len(out['programs'])} runs reproduce within their reported range")
     out["agree"] = agree
     out["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
