@@ -642,6 +642,21 @@ def within(root: Path, fraction: float, models, args, work: Path) -> dict:
     return out
 
 
+# what remeasure_suite_tables.py's resume and zero_shot read of its JSON
+REMEASURED_NEEDED = ("configs", "codes", "remeasured_ratio", "table_vs_remeasured")
+
+
+def read_remeasured(path: Path) -> dict:
+    """`benchmarks/remeasure_suite_tables.py`'s JSON at `path`, or exit with one line saying which field of which
+    table is wrong."""
+    data = read_json_object(path, "re-measurement", "programs")
+    for name, row in data["programs"].items():
+        missing = [k for k in REMEASURED_NEEDED if not isinstance(row, dict) or k not in row]
+        if missing:
+            sys.exit(f"{path}: programs.{name}: field {missing[0]!r} is missing")
+    return data
+
+
 def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | None = None) -> dict:
     """Kendall τ between a cost model's scores and the measured runtimes of every table of the
     tune suite's programs (`benchmarks/tune_suite.py`, never in the training data: a test checks
@@ -665,8 +680,6 @@ def zero_shot(tables: Path, runs: dict[str, Path | None], remeasured: Path | Non
     out: dict = {"models": {k: shown(v) for k, v in runs.items()}, "tables": shown(tables), "programs": {}}
     second_look = {}
     if remeasured is not None and remeasured.exists():
-        from remeasure_suite_tables import read_remeasured
-
         second_look = read_remeasured(remeasured)["programs"]
         out["remeasured"] = shown(remeasured)
     for path in sorted(tables.glob("*.json")):

@@ -50,19 +50,6 @@ def tau(a, b) -> float:
     return float(kendalltau(a, b).statistic)
 
 
-NEEDED = ("configs", "codes", "remeasured_ratio", "table_vs_remeasured")  # what a resume and bench_real read
-
-
-def read_remeasured(path: Path) -> dict:
-    """This script's JSON at `path`, or exit with one line saying which field of which table is wrong."""
-    data = br.read_json_object(path, "re-measurement", "programs")
-    for name, row in data["programs"].items():
-        missing = [k for k in NEEDED if not isinstance(row, dict) or k not in row]
-        if missing:
-            sys.exit(f"{path}: programs.{name}: field {missing[0]!r} is missing")
-    return data
-
-
 def one_program(path: Path, configs: int, processes: int, seed: int, runs: dict[str, Path]) -> dict:
     """Re-measure a sample of the table at `path`; the τ figures of the module docstring."""
     from graphcost.tuning.crossproc import remeasure_cross_process
@@ -123,7 +110,7 @@ def main() -> None:
     models = {"tile": args.flags_model, "layout": args.layout_model}
     runs = {k: v or pretrained.shipped_model_dir(k) for k, v in models.items()}
     scored_by = {k: str(v) if v else pretrained.describe(k) for k, v in models.items()}
-    out = read_remeasured(args.json) if args.json.exists() else {}
+    out = br.read_remeasured(args.json) if args.json.exists() else {}
     out.update({"command": "python " + " ".join(sys.argv), "cpu": cpu_model(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ")})
     progs = out.setdefault("programs", {})  # keyed by the table's name: "moe-flags", "moe-both"
     for path in paths:
