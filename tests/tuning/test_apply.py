@@ -34,9 +34,22 @@ def test_layouts_reach_the_compiled_module_and_outputs_match():
     np.testing.assert_allclose(np.asarray(fast(a, b)), np.asarray(_fn(a, b)), rtol=1e-6)
     (exe,) = fast.executables.values()
     assert "f32[8,4]{0,1}" in exe.as_text()  # the constrained layout is in the optimized module
-    plain = compile_with(_fn, TunedConfig("layout", [0, 0, 0]))
-    plain(a, b)
-    assert "f32[8,4]{0,1}" not in next(iter(plain.executables.values())).as_text()
+    plain = compile_with(_fn, TunedConfig("layout", [0, 0, 0]))  # no layout moved: jax.jit itself
+    np.testing.assert_allclose(np.asarray(plain(a, b)), np.asarray(_fn(a, b)), rtol=1e-6)
+    assert "f32[8,4]{0,1}" not in plain.lower(a, b).compile().as_text()
+
+
+def test_flags_only_is_jax_jit_with_the_options():
+    """Issue 67: a flag configuration applied is jax.jit(fn, compiler_options=...) itself, so a user's timing of it
+    against plain jax.jit(fn) pays no wrapper (it did: flattening the arguments on every call)."""
+    import jax
+
+    a, b = _args()
+    tuned = compile_with(_fn, {"compiler_options": {"xla_backend_optimization_level": 1}})
+    assert type(tuned) is type(jax.jit(_fn)) and tuned.config.compiler_options == {"xla_backend_optimization_level": 1}
+    np.testing.assert_allclose(np.asarray(tuned(a, b)), np.asarray(_fn(a, b)), rtol=1e-5)
+    with pytest.raises(Exception, match="xla_graphcost_not_an_option"):  # the options reach XLA through jit
+        jax.jit(_fn, compiler_options={"xla_graphcost_not_an_option": 1})(a, b)
 
 
 def test_compiler_options_are_passed_to_xla():
