@@ -52,6 +52,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_real import family_groups  # noqa: E402
 
 from graphcost.data.kernels import KernelTable  # noqa: E402
+from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
 from graphcost.metrics import kendall_tau  # noqa: E402
 from graphcost.models.kernel_cost import (KernelTrees, Roofline, SumRule, kernel_graph_features,  # noqa: E402
                                           kernel_rows, program_sums)
@@ -135,7 +136,7 @@ def process_split(table: KernelTable, names: list[str]) -> dict[str, float]:
 
 
 def run(args) -> dict:
-    table = KernelTable.read(args.data)
+    table = KernelTable.read(args.data, default_flag_vector())
     peaks = json.loads(Path(args.peaks).read_text()) if args.peaks else None
     exec_read = table.executions_read
     n = executions(table, exec_read)

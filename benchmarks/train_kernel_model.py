@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_kernels import executions, fit_rule, per_program  # noqa: E402
 
 from graphcost.data.kernels import KernelTable  # noqa: E402
+from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
 from graphcost.inference.kernel_model import FEATURIZER_VERSION  # noqa: E402
 from graphcost.models.kernel_cost import KernelTrees, kernel_graph_features, kernel_rows, save_kernel_model  # noqa: E402
 
@@ -39,7 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    table = KernelTable.read(args.data)
+    table = KernelTable.read(args.data, default_flag_vector())
     feats = np.stack([kernel_graph_features(f, o, table.flops[u], table.transcendentals[u], table.bytes[u])
                       for u, (f, o, _) in enumerate(table.graphs)])
     rows = kernel_rows(feats, table.kernel, table.flags)

@@ -11,6 +11,8 @@ from graphcost.dag.schedule import LinearSchedule
 from graphcost.dag.tokenise import tokenise
 from graphcost.dag.train import LayerDAGTrainConfig, load_model, train_layerdag
 
+STEADY = "none"  # resume tests extend --epochs, which a cosine schedule (the recipe's default) depends on
+
 
 def test_encoder_permutation_equivariant():
     torch.manual_seed(0)
@@ -42,7 +44,7 @@ def _is_valid(dag):
 def test_tiny_model_trains_and_samples_valid_dags(tmp_path):
     torch.set_num_threads(1)
     data = tiny_dags(24, 0, max_nodes=10)
-    model, hist = train_layerdag(data, tmp_path / "run", LayerDAGTrainConfig(device="cpu", epochs=8, batch_size=8, lr=3e-3),
+    model, hist = train_layerdag(data, tmp_path / "run", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=8, batch_size=8, lr=3e-3),
                                  progress=False, **TINY)  # fmt: skip
     losses = [h["train_loss"] for h in hist]
     assert losses[-1] < losses[0] - 0.3, losses
@@ -68,9 +70,9 @@ def test_tiny_model_trains_and_samples_valid_dags(tmp_path):
 def test_checkpoint_resume_matches_uninterrupted(tmp_path):
     torch.set_num_threads(1)
     data = tiny_dags(12, 4, max_nodes=10)
-    cfg = LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=6)
+    cfg = LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=3, batch_size=6)
     full, _ = train_layerdag(data, tmp_path / "a", cfg, progress=False, **TINY)
-    train_layerdag(data, tmp_path / "b", LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=6), progress=False, **TINY)
+    train_layerdag(data, tmp_path / "b", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=1, batch_size=6), progress=False, **TINY)
     resumed, hist = train_layerdag(data, tmp_path / "b", cfg, resume=True, progress=False, **TINY)
     assert [h["epoch"] for h in hist] == [1, 2, 3]
     for (k, p), q in zip(full.state_dict().items(), resumed.state_dict().values()):

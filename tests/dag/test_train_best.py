@@ -7,6 +7,8 @@ from dag_fixtures import TINY, random_dag, tiny_dags
 
 from graphcost.dag.train import BEST, CHECKPOINT, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 
+STEADY = "none"  # resume tests extend --epochs, which a cosine schedule (the recipe's default) depends on
+
 
 def _same_weights(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -16,7 +18,7 @@ def test_best_checkpoint_tracks_lowest_validation_loss_and_resumes_exactly(tmp_p
     torch.set_num_threads(1)
     train, valid = tiny_dags(16, 0), tiny_dags(6, 1)
     # a high learning rate so the validation loss does not fall monotonically
-    cfg = LayerDAGTrainConfig(device="cpu", epochs=6, batch_size=4, lr=3e-2, select="total")
+    cfg = LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=6, batch_size=4, lr=3e-2, select="total")
     _, hist = train_layerdag(train, tmp_path / "full", cfg, valid_dags=valid, progress=False, **TINY)
     best = load_checkpoint(tmp_path / "full" / BEST)
     vl = [h["valid_loss"] for h in hist]
@@ -27,7 +29,7 @@ def test_best_checkpoint_tracks_lowest_validation_loss_and_resumes_exactly(tmp_p
     assert _same_weights(load_model(tmp_path / "full").state_dict(), best["model"])
     assert _same_weights(load_model(tmp_path / "full", last=True).state_dict(), last["model"])
     # interrupted after 3 epochs and resumed: same best.pt and same final checkpoint
-    cfg3 = LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=4, lr=3e-2, select="total")
+    cfg3 = LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=3, batch_size=4, lr=3e-2, select="total")
     train_layerdag(train, tmp_path / "res", cfg3, valid_dags=valid, progress=False, **TINY)
     _, hist2 = train_layerdag(train, tmp_path / "res", cfg, valid_dags=valid, resume=True, progress=False, **TINY)
     assert [h["valid_loss"] for h in hist2] == vl
@@ -40,10 +42,10 @@ def test_no_valid_split_no_best_and_fresh_run_drops_stale_best(tmp_path):
     torch.set_num_threads(1)
     train, valid = tiny_dags(8, 0), tiny_dags(4, 1)
     run = tmp_path / "run"
-    train_layerdag(train, run, LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=4), valid_dags=valid, progress=False, **TINY)
+    train_layerdag(train, run, LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=1, batch_size=4), valid_dags=valid, progress=False, **TINY)
     assert (run / BEST).is_file()
     # retrain from scratch without a validation split: the old best.pt must not shadow the new weights
-    train_layerdag(train, run, LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=4, seed=3), progress=False, **TINY)
+    train_layerdag(train, run, LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=1, batch_size=4, seed=3), progress=False, **TINY)
     assert not (run / BEST).exists() and (run / CHECKPOINT).is_file()
     assert _same_weights(load_model(run).state_dict(), load_checkpoint(run)["model"])
 
@@ -51,7 +53,7 @@ def test_no_valid_split_no_best_and_fresh_run_drops_stale_best(tmp_path):
 def test_zero_epochs_or_batch_size_rejected(tmp_path):
     import pytest
 
-    for cfg in (LayerDAGTrainConfig(device="cpu", epochs=0), LayerDAGTrainConfig(batch_size=0)):
+    for cfg in (LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=0), LayerDAGTrainConfig(batch_size=0)):
         with pytest.raises(ValueError, match="must be >= 1"):
             train_layerdag(tiny_dags(4, 0), tmp_path, cfg, progress=False, **TINY)
 
@@ -77,11 +79,11 @@ def test_per_module_selection_keeps_each_modules_best_epoch_and_resumes_exactly(
 
     torch.set_num_threads(1)
     train, valid = _conditional_data(16, 0), _conditional_data(6, 1)
-    cfg = LayerDAGTrainConfig(device="cpu", epochs=6, batch_size=4, lr=3e-2)  # select='module' is the default
+    cfg = LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=6, batch_size=4, lr=3e-2)  # select='module' is the default
     assert cfg.select == "module"
     per_epoch = {}  # one epoch at a time (resume is exact) to keep every epoch's weights
     for e in range(1, cfg.epochs + 1):
-        step = LayerDAGTrainConfig(device="cpu", epochs=e, batch_size=4, lr=3e-2)
+        step = LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=e, batch_size=4, lr=3e-2)
         _, hist = train_layerdag(train, tmp_path / "full", step, valid_dags=valid, resume=True, progress=False, **TINY)
         per_epoch[e] = load_checkpoint(tmp_path / "full")["model"]
     best = load_checkpoint(tmp_path / "full" / BEST)
@@ -101,7 +103,7 @@ def test_per_module_selection_keeps_each_modules_best_epoch_and_resumes_exactly(
     train_layerdag(train, tmp_path / "one", cfg, valid_dags=valid, progress=False, **TINY)
     best1 = load_checkpoint(tmp_path / "one" / BEST)
     assert best1["module_epochs"] == epochs and _same_weights(best1["model"], best["model"])
-    train_layerdag(train, tmp_path / "res", LayerDAGTrainConfig(device="cpu", epochs=2, batch_size=4, lr=3e-2), valid_dags=valid,
+    train_layerdag(train, tmp_path / "res", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=2, batch_size=4, lr=3e-2), valid_dags=valid,
                    progress=False, **TINY)  # fmt: skip
     train_layerdag(train, tmp_path / "res", cfg, valid_dags=valid, resume=True, progress=False, **TINY)
     best2 = load_checkpoint(tmp_path / "res" / BEST)

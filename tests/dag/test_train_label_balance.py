@@ -8,6 +8,8 @@ from dag_fixtures import TINY, random_dag
 
 from graphcost.dag.train import LayerDAGTrainConfig, build_model, label_balance_weights, train_layerdag
 
+STEADY = "none"  # resume tests extend --epochs, which a cosine schedule (the recipe's default) depends on
+
 
 def _labelled(labels, seed=0):
     rng = np.random.default_rng(seed)
@@ -33,20 +35,20 @@ def test_weights_favour_rare_labels_and_alpha_zero_is_uniform():
 def test_label_balance_trains_resumes_exactly_and_is_checked(tmp_path):
     torch.set_num_threads(1)
     data = _labelled(list(np.exp(np.random.default_rng(1).normal(size=12))), seed=2)
-    cfg = LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=4, label_balance=0.5)
+    cfg = LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=3, batch_size=4, label_balance=0.5)
     full, hist = train_layerdag(data, tmp_path / "a", cfg, progress=False, **TINY)
-    train_layerdag(data, tmp_path / "b", LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=4, label_balance=0.5),
+    train_layerdag(data, tmp_path / "b", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=1, batch_size=4, label_balance=0.5),
                    progress=False, **TINY)  # fmt: skip
     resumed, hist2 = train_layerdag(data, tmp_path / "b", cfg, resume=True, progress=False, **TINY)
     assert [h["train_loss"] for h in hist2] == [h["train_loss"] for h in hist]
     for k, v in full.state_dict().items():
         assert torch.equal(resumed.state_dict()[k], v), k
-    plain, _ = train_layerdag(data, tmp_path / "c", LayerDAGTrainConfig(device="cpu", epochs=3, batch_size=4), progress=False, **TINY)
+    plain, _ = train_layerdag(data, tmp_path / "c", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=3, batch_size=4), progress=False, **TINY)
     assert any(not torch.equal(plain.state_dict()[k], v) for k, v in full.state_dict().items())
     with pytest.raises(ValueError, match="label_balance must be >= 0"):
-        train_layerdag(data, tmp_path / "d", LayerDAGTrainConfig(device="cpu", epochs=1, label_balance=-1), progress=False, **TINY)
+        train_layerdag(data, tmp_path / "d", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=1, label_balance=-1), progress=False, **TINY)
     unlabelled = _labelled([1.0] * 4)
     for d in unlabelled:
         d.label = None
     with pytest.raises(ValueError, match="label_balance needs labelled"):
-        train_layerdag(unlabelled, tmp_path / "e", LayerDAGTrainConfig(device="cpu", epochs=1, label_balance=0.5), progress=False, **TINY)
+        train_layerdag(unlabelled, tmp_path / "e", LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=1, label_balance=0.5), progress=False, **TINY)

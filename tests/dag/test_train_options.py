@@ -54,7 +54,7 @@ def test_the_defaults_are_the_benchmarked_recipe_and_resume_keeps_its_schedule(t
     assert (cfg.lr, cfg.lr_decay) == (recipe.LR, recipe.LR_DECAY) == (3e-3, "cosine")
     assert recipe.label_dropout_for(True) == 0.1 and recipe.label_dropout_for(False) == 0.0
     for conditional, dropout, weight in ((True, 0.1, 0.75), (True, 0.0, 0.0), (False, 0.0, 0.0)):
-        config = LayerDAGConfig(num_categories=3, max_layer_size=4, max_layers=4, conditional=conditional,
+        config = LayerDAGConfig(num_categories=3, max_layer_size=4, max_layers=4, max_nodes=16, conditional=conditional,
                                 label_dropout=dropout)
         assert recipe.guidance_for(config) == weight
     data = tiny_dags(8, 0)

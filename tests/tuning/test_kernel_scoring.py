@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from graphcost.frontend.programs.flags import DEFAULT, FlagConfig, flag_features
+from graphcost.frontend.programs.flags import default_flag_vector
 from graphcost.tuning.kernel_scoring import KernelModelScorer
 from graphcost.tuning.space import TuneProgram, make_space
 from graphcost.tuning.trial import Evaluator
@@ -37,7 +37,7 @@ def test_costs_are_finite_cached_and_per_configuration(space_name):
     kernels = scorer.kernels(configs[0])
     assert kernels and all(len(k) == 4 and k[3] >= 0 for k in kernels)
     if space_name == "layout":  # a layout-only space: the kernels run under the default flags
-        assert np.array_equal(scorer.flags(configs[1]), flag_features([FlagConfig(tuple(DEFAULT))])[0])
+        assert np.array_equal(scorer.flags(configs[1]), default_flag_vector())
 
 
 def test_a_configuration_that_fails_to_compile_costs_inf():

@@ -213,11 +213,12 @@ def kernels(
     (its graph; config_feat = the flag vectors it ran under; config_runtime = ns per execution), identical
     kernels of several programs merged. Readable by `graphcost train --data-dir OUT` and the PyG dataset."""
     from graphcost.data.kernels import KernelTable, write_kernel_dataset
+    from graphcost.frontend.programs.flags import default_flag_vector
 
     check_dir_option(out, "--out")
     check_outside_inputs_option(out, "--out", data=[("ROOT", root)])
     try:
-        manifest = write_kernel_dataset(KernelTable.read(root), out, overwrite=overwrite)
+        manifest = write_kernel_dataset(KernelTable.read(root, default_flag_vector()), out, overwrite=overwrite)
     except (ValueError, FileExistsError, OSError) as exc:
         fail(str(exc))
     typer.echo(f"{len(manifest['graphs'])} kernels of {manifest['programs']} programs in {out}")

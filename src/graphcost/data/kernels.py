@@ -2,7 +2,7 @@
 
 A collection made with ``graphcost collect --kernels`` holds, per program, its graph file
 (``OUT/<split>/<program>.npz``: ``config_feat`` (K, 24) flag vectors, or a layout graph, whose kernels
-all ran under the default flags; ``config_runtime`` (K,) the program's label) and its kernel record (``OUT/kernels/<split>/<program>.npz``,
+all ran under the default flags the caller gives; ``config_runtime`` (K,) the program's label) and its kernel record (``OUT/kernels/<split>/<program>.npz``,
 `graphcost.frontend.collect.kernel_records`). `KernelTable.read` joins them: one row per
 (program, configuration, kernel), with the configuration's flags, the kernel's analytical cost and
 an index into the distinct kernel graphs (one per fingerprint over the whole collection).
@@ -34,14 +34,6 @@ from pathlib import Path
 import numpy as np
 
 KERNELS_DIR = "kernels"
-
-
-def default_flags() -> np.ndarray:
-    """(1, 24) the default configuration's flag vector: the flags of every kernel of a LAYOUT collection
-    (its configurations change layouts, which the kernels' own graphs and fingerprints carry)."""
-    from graphcost.frontend.programs.flags import DEFAULT, FlagConfig, flag_features
-
-    return flag_features([FlagConfig(tuple(DEFAULT))]).astype(np.float32)
 
 
 @dataclass
@@ -76,9 +68,11 @@ class KernelTable:
         return np.isin(self.program, np.asarray(sorted(names), dtype=str))
 
     @classmethod
-    def read(cls, root: str | Path) -> "KernelTable":
+    def read(cls, root: str | Path, default_flags: np.ndarray | None = None) -> "KernelTable":
         """The table of the kernel collection in `root` (its manifest's finished graphs that have a
-        kernel record); ValueError naming the file when a record or graph is damaged."""
+        kernel record); ValueError naming the file when a record or graph is damaged. `default_flags`:
+        (24,) the flag vector a LAYOUT collection's kernels ran under
+        (`graphcost.frontend.programs.flags.default_flag_vector()`); a layout graph needs it."""
         root = Path(root)
         manifest_path = root / "manifest.json"
         try:
@@ -105,8 +99,12 @@ class KernelTable:
             try:
                 with np.load(graph_path, allow_pickle=False) as g:
                     label = np.asarray(g["config_runtime"], np.float64)
-                    config_feat = np.asarray(g["config_feat"], np.float32) if "config_feat" in g.files \
-                        else np.repeat(default_flags(), len(label), axis=0)  # a layout graph: the default flags
+                    if "config_feat" in g.files:
+                        config_feat = np.asarray(g["config_feat"], np.float32)
+                    elif default_flags is not None:  # a layout graph: its kernels ran under the default flags
+                        config_feat = np.repeat(np.asarray(default_flags, np.float32)[None, :], len(label), axis=0)
+                    else:
+                        raise KeyError("config_feat is not in it (a layout graph: pass the default flag vector)")
                     samples = np.asarray(g["config_runtime_samples"], np.float64) \
                         if "config_runtime_samples" in g.files else None
             except (OSError, ValueError, KeyError) as exc:

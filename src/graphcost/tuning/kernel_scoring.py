@@ -56,7 +56,7 @@ class KernelModelScorer:
         from graphcost.frontend.programs import flags as flagspace
 
         if isinstance(self.space, LayoutSpace):
-            return flagspace.flag_features([flagspace.FlagConfig(tuple(flagspace.DEFAULT))])[0]
+            return flagspace.default_flag_vector()
         sub = cast(FlagSpace, self.space.flags if isinstance(self.space, JointSpace) else self.space)
         part = self.space.split(codes)[0] if isinstance(self.space, JointSpace) else codes
         return flagspace.flag_features([sub.config(part)])[0]

@@ -176,7 +176,8 @@ def test_a_layout_graphs_kernels_ran_under_the_default_flags(collection, tmp_pat
     (the layouts are in the kernels' own graphs and fingerprints)."""
     import shutil
 
-    from graphcost.data.kernels import KernelTable, default_flags
+    from graphcost.data.kernels import KernelTable
+    from graphcost.frontend.programs.flags import default_flag_vector
 
     col = tmp_path / "col"
     shutil.copytree(collection, col)
@@ -185,9 +186,11 @@ def test_a_layout_graphs_kernels_ran_under_the_default_flags(collection, tmp_pat
     with np.load(col / entry["file"], allow_pickle=False) as g:
         arrays = {k: g[k] for k in g.files if k != "config_feat"}  # as a layout graph holds it
     np.savez(col / entry["file"], **arrays)
-    table = KernelTable.read(col)
+    with pytest.raises(ValueError, match="config_feat is not in it"):
+        KernelTable.read(col)  # a layout graph without the flag vector its kernels ran under
+    table = KernelTable.read(col, default_flag_vector())
     rows = table.program == name
-    assert rows.any() and (table.flags[rows] == default_flags()[0]).all()
+    assert rows.any() and (table.flags[rows] == default_flag_vector()).all()
     assert table.programs[name]["config_feat"].shape == (len(arrays["config_runtime"]), 24)
     other = table.program == PROGRAMS[1]
-    assert not (table.flags[other] == default_flags()[0]).all()  # the flag graph keeps its own flag vectors
+    assert not (table.flags[other] == default_flag_vector()).all()  # the flag graph keeps its own flag vectors

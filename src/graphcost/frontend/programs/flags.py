@@ -411,6 +411,12 @@ def flag_features(configs: list[FlagConfig]) -> np.ndarray:
     return feat
 
 
+
+def default_flag_vector() -> np.ndarray:
+    """(24,) float32: the default configuration's flag vector, `flag_features` of `DEFAULT` (what every kernel of a
+    layout collection ran under)."""
+    return flag_features([FlagConfig(tuple(DEFAULT))])[0].astype(np.float32)
+
 def config_from_features(row: np.ndarray) -> FlagConfig:
     """The configuration a (24,) flag vector stores (the inverse of `flag_features`)."""
     row = np.asarray(row)
