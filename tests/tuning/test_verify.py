@@ -73,6 +73,9 @@ def test_the_timings_own_noise_and_the_runs_confirmation_widen_the_agreement():
     noisy = quiet[:2] + [_row(2, 120.0, 100.0, 120.0, 100.0, jit_again=132.0)]  # 120 / 132: 10% off
     report = summarise(noisy, claim, "p.py:make", 0.02, 3, VerifyProtocol())
     assert report["noise"] == pytest.approx(1 - 120 / 132) and report["agrees"] and "moved by up to 9.1%" in report["message"]
+    busy = quiet[:2] + [_row(2, 120.0, 100.0, 120.0, 100.0, jit_again=400.0)]  # 70% off: nothing to tell
+    report = summarise(busy, {"speedup": 1.2, "speedup_range": [1.19, 1.21]}, "p.py:make", 0.02, 3, VerifyProtocol())
+    assert not report["conclusive"] and not report["agrees"] and "TOO NOISY to tell" in report["message"]
     confirmed = {**claim, "ablation": {"kept_speedup": 1.25, "kept_range": [1.19, 1.3]}}
     report = summarise(quiet, confirmed, "p.py:make", 0.02, 3, VerifyProtocol())
     assert report["agrees"] and report["claimed"]["speedup_range"] == [1.19, 1.4] and report["claimed"]["with_confirmation"]
@@ -82,14 +85,15 @@ def test_verify_times_the_run_in_fresh_processes_and_writes_verify_json(tmp_path
     run = _run(tmp_path, claimed=(50.0, 60.0))  # a claim no optimisation level of a tiny matmul can reach
     res = invoke("verify", run, "--processes", "2", "--rounds", "2", "--visit-ms", "1")
     assert res.exit_code == 1, res.output  # does not agree: exit 1, and says so
-    assert "DOES NOT agree" in res.output and "the final check's executables" in res.output
+    assert ("DOES NOT agree" in res.output or "TOO NOISY to tell" in res.output)  # never "agrees" with 50x
+    assert "the final check's executables" in res.output
     report = json.loads((run / "verify.json").read_text())
     assert report["processes"] == 2 and len(report["processes_detail"]) == 2 and not report["agrees"]
     assert report["outputs_differ"] == ""  # the tuned outputs match plain jax.jit's
     for row in report["processes_detail"]:
         assert set(row["mean"]) == {"jit", "jit_again", "compile_with", "default_executable", "kept_executable"}
         assert all(row["min"][k] <= row["mean"][k] * 1.0001 and row["min"][k] > 0 for k in row["mean"])
-    assert 0.2 < report["speedup"] < 5.0
+    assert 0.05 < report["speedup"] < 5.0  # O0 on a tiny matmul: about 0.3x plain jit, lower on a busy machine
 
 
 def test_a_run_without_its_program_names_the_field_and_the_option(tmp_path):

@@ -19,7 +19,8 @@ against a second ``jax.jit(fn)``: what the timing moves by on its own here. It a
 mean-per-call speedup lies inside the run's reported range (the final check's, and its confirmation by the
 ablation batch when there was one), widened by ``tolerance`` or by the null pair's largest deviation, whichever is
 larger (on the 2-core EPYC VM, plain jit against the default configuration applied, the same program, moved by up
-to 13% in one process: BENCHMARKS.md, "graphcost verify on the tune suite").
+to 13% in one process: BENCHMARKS.md, "graphcost verify on the tune suite"). Beyond `NOISE_CAP` the machine was
+too busy to tell: the verification is inconclusive, not agreeing.
 
 The worker is ``python -m graphcost.tuning.verify JOB.json OUT.json`` (an internal protocol; `verify_run` is the
 entry point).
@@ -42,6 +43,7 @@ import numpy as np
 from graphcost.atomic import atomic_write_json
 
 # the callables of one process, in the order the worker times them
+NOISE_CAP = 0.2  # the null pair's largest deviation beyond which a verification is inconclusive
 CALLABLES = ("jit", "jit_again", "compile_with", "default_executable", "kept_executable")
 PAIRS = {"user": ("jit", "compile_with"), "executables": ("default_executable", "kept_executable"),
          "null": ("jit", "jit_again")}  # null: plain jax.jit(fn) against a second jax.jit(fn): the timing's own noise
@@ -139,10 +141,11 @@ def summarise(rows: list[dict], result: dict, ref: str, tolerance: float, proces
     got = figures["user_mean"]["median"]
     noise = max(abs(v - 1.0) for v in figures["null_mean"]["per_process"])  # the same function against itself
     margin = max(tolerance, noise)
-    agrees = lo * (1 - margin) <= got <= hi * (1 + margin)
+    conclusive = noise <= NOISE_CAP  # beyond it the machine was too busy for the comparison to say anything
+    agrees = conclusive and lo * (1 - margin) <= got <= hi * (1 + margin)
     claim = float(result["speedup"])
     return {"program": ref, "processes": processes, "protocol": protocol.__dict__, "tolerance": tolerance,
-            "noise": noise, "margin": margin,
+            "noise": noise, "margin": margin, "conclusive": bool(conclusive),
             "claimed": {"speedup": claim, "speedup_range": [lo, hi], "beats_default": result.get("beats_default"),
                         "with_confirmation": bool(confirmed)},
             "speedup": got, "speedup_range": [figures["user_mean"]["min"], figures["user_mean"]["max"]],
@@ -152,8 +155,9 @@ def summarise(rows: list[dict], result: dict, ref: str, tolerance: float, proces
                         f"{figures['user_mean']['min']:.3f}-{figures['user_mean']['max']:.3f}x over {processes} fresh "
                         f"processes, mean per call); the run claimed {claim:.3f}x (range {lo:.3f}-{hi:.3f}x"
                         + (", its confirmation included" if confirmed else "") + f"); plain jit against itself moved "
-                        f"by up to {noise:.1%} here, so the margin is {margin:.1%}: "
-                        + ("agrees" if agrees else "DOES NOT agree"))}
+                        f"by up to {noise:.1%} here" + (f", so the margin is {margin:.1%}: " + (
+                            "agrees" if agrees else "DOES NOT agree") if conclusive else
+                            f", more than {NOISE_CAP:.0%}: TOO NOISY to tell; run it again on a quiet machine"))}
 
 
 def time_process(job: dict, process: int) -> dict[str, Any]:
