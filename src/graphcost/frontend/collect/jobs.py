@@ -130,6 +130,9 @@ def prepare_layout(spec: ProgramSpec, options: CollectOptions) -> GraphJob:
         sample_mixed_configs,
     )
 
+    if "module" in spec.hparams:  # an XLA module: no JAX trace, so no dot / convolution sites to constrain
+        raise ValueError(f"{spec.name}: an XLA module has no layout sites graphcost can move (the layout space "
+                         "constrains a JAX program's dots and convolutions); collect it with --space flags")
     fn, args = spec.build()
     lp = LayoutProgram(fn, args)
     fm, active, node_ids = locate_sites(lp)
