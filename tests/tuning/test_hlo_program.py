@@ -193,6 +193,8 @@ def test_collect_a_module_file_and_resume(module_pb, tmp_path):
         assert g["config_feat"].shape[0] == 2 and (g["config_runtime"] > 0).all()
     res = CliRunner().invoke(app, cmd)
     assert res.exit_code == 0, res.output  # resumed: nothing left to measure
+    layout = CliRunner().invoke(app, [*cmd[:-1], str(tmp_path / "layout")] + ["--space", "layout"])
+    assert "collect it with --space flags" in layout.output  # a module has no layout sites: skipped, and why
 
 
 def test_rank_a_module_file(module_pb):
