@@ -56,8 +56,8 @@ from graphcost.atomic import remove_stale_temps
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
-from graphcost.memory import release_free_memory
 from graphcost.dag import recipe
+from graphcost.memory import release_free_memory
 from graphcost.runs import checkpoint as ckpt
 from graphcost.runs.checkpoint import atomic_torch_save
 from graphcost.runs.distributed import resolve_device
@@ -302,11 +302,12 @@ class LayerDAGTrainer:
     def _restore(self, state: dict) -> int:
         """Model, optimiser, noise generator and history from checkpoint `state`; the epochs done."""
         cfg, path = self.cfg, self.ckpt_path
-        trained = state.get("train_config") if isinstance(state.get("train_config"), dict) else {}
-        if trained.get("lr_decay", cfg.lr_decay) != cfg.lr_decay:  # the schedule is a function of the step
+        recorded = state.get("train_config")
+        trained: dict = recorded if isinstance(recorded, dict) else {}
+        decay = trained.get("lr_decay", cfg.lr_decay)
+        if decay != cfg.lr_decay:  # the schedule is a function of the step
             raise ckpt.CheckpointError(f"{path}: key 'train_config.lr_decay': the run was trained with lr_decay="
-                                       f"{trained['lr_decay']!r}, resumed with {cfg.lr_decay!r}; resume with "
-                                       f"--lr-decay {trained['lr_decay']}")
+                                       f"{decay!r}, resumed with {cfg.lr_decay!r}; resume with --lr-decay {decay}")
         if bool(state.get("ema_decay", 0.0)) != bool(cfg.ema_decay):
             raise ckpt.CheckpointError(f"{path}: key 'ema_decay': the run was trained with ema_decay="
                                        f"{state.get('ema_decay', 0.0)}, resumed with {cfg.ema_decay}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 import torch
@@ -177,10 +177,10 @@ class EvalReport:
                 "skipped_graphs": list(self.skipped), "n_skipped": len(self.skipped)}  # fmt: skip
 
 
-def has_usable_labels(runtime) -> bool:
+def has_usable_labels(runtime: Any) -> bool:
     """A graph can be ranked: at least 2 configurations, finite runtimes, not all equal."""
-    runtime = np.asarray(runtime, dtype=np.float64)
-    return bool(runtime.size >= 2 and np.all(np.isfinite(runtime)) and np.ptp(runtime) > 0)
+    values = np.asarray(runtime, dtype=np.float64)
+    return bool(values.size >= 2 and np.all(np.isfinite(values)) and np.ptp(values) > 0)
 
 
 def evaluate_graphs(

@@ -384,10 +384,11 @@ def summary_lines(result: TuneResult) -> list[str]:
     from graphcost.tuning.kernel_report import faster_kernels_line
 
     lines = [summary_line(result.ablation)] if result.ablation is not None else []
-    confirmed = (result.ablation or {}).get("kept_range")  # the ablation batch: a second look at the kept configuration
+    second = result.ablation or {}  # the ablation batch: a second look at the kept configuration
+    confirmed = second.get("kept_range")
     if result.beats_default and confirmed and confirmed[0] < 1.0:
         lines.append(f"warning: timed again beside its ablations, the kept configuration ran "
-                     f"{result.ablation['kept_speedup']:.3f}x (range {confirmed[0]:.3f}-{confirmed[1]:.3f}x): the win "
+                     f"{second['kept_speedup']:.3f}x (range {confirmed[0]:.3f}-{confirmed[1]:.3f}x): the win "
                      f"did not reproduce in every process, so expect less than the final check's {result.speedup:.3f}x "
                      "(`graphcost verify` times it as you would)")
     lines += [x for x in [faster_kernels_line(result.kernels)] if x]
