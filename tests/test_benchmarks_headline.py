@@ -72,11 +72,11 @@ def test_a_changed_figure_makes_check_fail(headline, tmp_path, capsys):
 def test_a_missing_file_or_key_is_one_line_naming_it(headline, tmp_path, capsys):
     results = _results_copy(headline, tmp_path)
     data = json.loads((results / "kernels" / "lofo_flags.json").read_text(encoding="utf-8"))
-    del data["kernels"]["kendall_tau"]
+    del data["kernels+flags"]["kendall_tau"]  # the headline's kernel row
     (results / "kernels" / "lofo_flags.json").write_text(json.dumps(data), encoding="utf-8")
     assert headline.main(["--check", "--results", str(results)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "lofo_flags.json" in err and "'kernels/kendall_tau'" in err
+    assert "\n" not in err and "lofo_flags.json" in err and "'kernels+flags/kendall_tau'" in err
 
     (results / "layerdag.json").unlink()
     (results / "kernels" / "lofo_flags.json").unlink()
