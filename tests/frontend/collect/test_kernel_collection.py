@@ -194,3 +194,22 @@ def test_a_layout_graphs_kernels_ran_under_the_default_flags(collection, tmp_pat
     assert table.programs[name]["config_feat"].shape == (len(arrays["config_runtime"]), 24)
     other = table.program == PROGRAMS[1]
     assert not (table.flags[other] == default_flag_vector()).all()  # the flag graph keeps its own flag vectors
+
+
+def test_a_kernel_record_is_lzma_compressed_and_reads_back_as_any_npz(tmp_path):
+    import zipfile
+
+    from graphcost.frontend.collect.kernel_records import save_kernel_record
+
+    text = np.asarray(["fused_computation { add(f32[8,8] p0, f32[8,8] p1) }"] * 50 + ["x"], dtype=str)
+    arrays = {"kernel_text": text, "node_feat": np.tile(np.arange(140, dtype=np.float32), (300, 1)),
+              "occ_leaf": np.asarray([True, False])}
+    path = tmp_path / "kernels" / "train" / "p.npz"
+    save_kernel_record(arrays, path)
+    with zipfile.ZipFile(path) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_LZMA}
+    with np.load(path, allow_pickle=False) as z:
+        assert set(z.files) == set(arrays)
+        for key, value in arrays.items():
+            np.testing.assert_array_equal(z[key], value)
+            assert z[key].dtype == value.dtype

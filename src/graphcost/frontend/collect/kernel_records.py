@@ -163,12 +163,19 @@ def kernel_record(combined: dict[str, np.ndarray], kernels: list[dict[str, Kerne
 
 
 def save_kernel_record(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """Write a kernel record atomically (compressed npz)."""
+    """Write a kernel record atomically: an npz whose members are LZMA-compressed (``ZIP_LZMA``),
+    which `np.load` reads like any npz. A layout program's configurations compile to near-copies
+    of the same kernels; zlib's 32 KB window (``savez_compressed``) cannot see across them, LZMA's
+    does: 2.58 MB -> 0.57 MB on the largest record of the layout collection."""
+    import zipfile
+
     from graphcost.atomic import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as fh:
-        np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
+    with atomic_write(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_LZMA) as z:
+        for key, value in arrays.items():
+            with z.open(f"{key}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
 
 
 def coverage(record: dict[str, np.ndarray]) -> np.ndarray:
