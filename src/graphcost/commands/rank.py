@@ -122,8 +122,9 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
         model = KernelCostModel.load()
     except (FileNotFoundError, ValueError) as exc:
         fail(str(exc))
+    blend = (f", ranked with flag trees at weight {1 - model.flag_weight:.2f}" if model.blended else "")
     typer.echo(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
-               f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels", err=True)
+               f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}", err=True)
     try:
         costed, flags, program = rank_program(ref, configs=configs, seed=seed, model=model)
     except (ProgramError, ValueError, RuntimeError) as exc:
@@ -138,21 +139,25 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
 
         measured = measure_executables([c.executable for c in costed], program.flat_args,
                                        Protocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
+    from graphcost.frontend.programs.flags import flag_features
+
     seconds = np.asarray([c.seconds for c in costed])
-    order = np.argsort(seconds, kind="stable")
+    scores = model.rank_scores(seconds, flag_features(flags))  # the kernel sum blended with the flag trees
+    order = np.argsort(scores, kind="stable")
     shown = order[:top] if top else order
-    rows = [{"rank": r, "config": int(i), "predicted_us": float(seconds[i] * 1e6),
+    rows = [{"rank": r, "config": int(i), "score": float(scores[i]), "predicted_us": float(seconds[i] * 1e6),
              "changed": ",".join(f"{FLAG_COLUMNS[c]}={v}" for c, (v, d) in enumerate(zip(flags[i].values, DEFAULT))
                                  if v != d) or "(default)",
              "runtime_us": None if measured is None else float(measured[i] / 1e3)} for r, i in enumerate(shown)]
-    columns = [Column("rank"), Column("config"), Column("predicted_us", "predicted µs", show=lambda v: f"{v:.1f}")]
+    columns = [Column("rank"), Column("config"), Column("score", "score (lower = faster)", show=lambda v: f"{v:+.2f}"),
+               Column("predicted_us", "kernel sum µs", show=lambda v: f"{v:.1f}")]
     caption = None
     if measured is not None:
         from graphcost.metrics import kendall_tau
 
         columns.append(Column("runtime_us", "measured µs", show=lambda v: f"{v:.1f}"))
-        caption = (f"measured here (interleaved, 5 rounds); Kendall tau of the costs against them "
-                   f"{kendall_tau(seconds, measured):.3f} over {len(seconds)} configurations")
+        caption = (f"measured here (interleaved, 5 rounds); Kendall tau of the ranking against them "
+                   f"{kendall_tau(scores, measured):.3f} over {len(seconds)} configurations")
     columns.append(Column("changed", "flags changed from the default"))
     print_table(rows, columns, value(fmt), caption=caption)
     if caption and value(fmt) != "table":  # json / csv stay machine-readable on stdout; the check goes to stderr

@@ -8,8 +8,9 @@ joined with the configuration's 24 flag columns, timed by the kernel trees, and
 
     T̂ = a · Σ_leaf n_k · t̂(k, flags) + b · Σ n_k + d
 
-with (a, b, d) the sum rule stored with the model. `graphcost.tuning.kernel_rank` compiles a
-program's configurations and costs them with it. Only what can be compiled is costed this way: a
+with (a, b, d) the sum rule stored with the model. A program's configurations are ranked by the
+blend of that cost with the flag trees (`rank_scores`; `models.kernel_cost`, "blend").
+`graphcost.tuning.kernel_rank` compiles a program's configurations and costs them with it. Only what can be compiled is costed this way: a
 TpuGraphs npz holds no program to compile and keeps the graph models.
 """
 
@@ -21,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.models.kernel_cost import (KernelTrees, SumRule, kernel_graph_features, load_kernel_model)
+from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, SumRule, blend_scores, kernel_graph_features,
+                                          load_kernel_model)
 
 FEATURIZER_VERSION = 1  # kernel rows: models/kernel_cost.kernel_graph_features + the 24 flag columns
 
@@ -38,10 +40,13 @@ class CostedConfig:
 
 
 class KernelCostModel:
-    """Kernel trees + sum rule (a kernel model directory, `models.kernel_cost.save_kernel_model`)."""
+    """Kernel trees + sum rule, and the flag trees the ranking blends with them (a kernel model
+    directory, `models.kernel_cost.save_kernel_model`)."""
 
-    def __init__(self, trees: KernelTrees, rule: SumRule, meta: dict, source: str):
+    def __init__(self, trees: KernelTrees, rule: SumRule, meta: dict, source: str, flag_trees: FlagTrees | None = None,
+                 flag_weight: float = 1.0):
         self.trees, self.rule, self.meta, self.trained_on = trees, rule, meta, source
+        self.flag_trees, self.flag_weight = flag_trees, flag_weight
         self._features: dict[str, np.ndarray] = {}
 
     @classmethod
@@ -51,8 +56,26 @@ class KernelCostModel:
         from graphcost.pretrained import shipped_kernel_model_dir
 
         where = Path(path) if path is not None else shipped_kernel_model_dir()
-        trees, rule, meta = load_kernel_model(where, FEATURIZER_VERSION)
-        return cls(trees, rule, meta, str(where))
+        files = load_kernel_model(where, FEATURIZER_VERSION)
+        return cls(files.trees, files.rule, files.meta, str(where), files.flag_trees, files.flag_weight)
+
+    @property
+    def blended(self) -> bool:
+        """Whether `rank_scores` blends the flag trees in (weight < 1)."""
+        return self.flag_trees is not None and self.flag_weight < 1.0
+
+    def rank_scores(self, seconds: np.ndarray, flags: np.ndarray) -> np.ndarray:
+        """(K,) scores of one program's K configurations, lower = predicted faster: the blend of the
+        kernel sum `seconds` (K,) with the flag trees on `flags` (K, 24) (`models.kernel_cost.blend_scores`);
+        the kernel sum's order when the model has no flag trees. Non-finite seconds (a failed
+        compile) score +inf."""
+        seconds = np.asarray(seconds, np.float64)
+        ok = np.isfinite(seconds) & (seconds > 0)
+        out = np.full(len(seconds), np.inf)
+        if ok.any():
+            flag_scores = self.flag_trees.predict(np.asarray(flags)[ok]) if self.blended else None
+            out[ok] = blend_scores(seconds[ok], flag_scores, self.flag_weight)
+        return out
 
     def kernel_features(self, kernel: Any) -> np.ndarray:
         """The kernel's features (without flags), cached by fingerprint."""

@@ -23,6 +23,17 @@ Kernel models (`t̂`):
 * `Roofline`: ``max(flops / F, bytes / B)`` with F, B this machine's measured peaks
   (`graphcost.frontend.measure.peaks`); nothing learned but the sum rule's (a, b, d).
 
+What the kernels do not see (a flag that changes the executor or the thread pool, not a kernel's
+code) is left to program-level trees on the flag vector alone (`FlagTrees`: LightGBM, target the log
+runtime standardised within each program). The ranking of a program's K configurations blends them,
+each standardised over the K (z(·): zero mean, unit variance),
+
+    s(c) = w · z(log T̂(c)) + (1 − w) · z(flag trees(c))                                     (blend)
+
+with w chosen on validation families (`benchmarks/bench_kernels.py`, ``kernels+flags``). In a
+layout-only space every configuration has the default's flags, z(flag trees) = 0 and the blend is
+the kernel sum's order.
+
 References:
     [Kaufman] S. J. Kaufman et al. A Learned Performance Model for Tensor Processing Units. MLSys 2021.
         https://arxiv.org/abs/2008.01040
@@ -94,10 +105,76 @@ class KernelTrees:
 
     @classmethod
     def load(cls, path: Path) -> "KernelTrees":
+        booster = _load_booster(Path(path), ROW_DIM)
+        return cls(booster, int(booster.current_iteration()))
+
+
+def standardised(v: np.ndarray) -> np.ndarray:
+    """z(v): zero mean, unit variance (a constant -> zeros)."""
+    v = np.asarray(v, np.float64)
+    s = v.std()
+    return (v - v.mean()) / (s if s > 0 else 1.0)
+
+
+def blend_scores(seconds: np.ndarray, flag_scores: np.ndarray | None, weight: float) -> np.ndarray:
+    """(K,) the blend of one program's K configurations (module docstring): w · z(log seconds) +
+    (1 − w) · z(flag_scores); lower = predicted faster. Without flag scores, z(log seconds)."""
+    kernel = standardised(np.log(np.maximum(np.asarray(seconds, np.float64), 1e-300)))
+    if flag_scores is None or weight >= 1.0:
+        return kernel
+    return weight * kernel + (1.0 - weight) * standardised(flag_scores)
+
+
+@dataclass
+class FlagTrees:
+    """Program-level LightGBM on the 24 flag columns; target log runtime standardised within each
+    program (so programs of any speed weigh the same and only the order within one is learnt)."""
+
+    booster: Any  # lightgbm.Booster
+
+    @classmethod
+    def fit(cls, flags: list[np.ndarray], runtimes: list[np.ndarray], seed: int = 0, rounds: int = 300,
+            threads: int = 1) -> "FlagTrees":
+        """flags: per program (K_p, 24); runtimes: per program (K_p,) positive."""
         import lightgbm as lgb
 
-        booster = lgb.Booster(model_str=Path(path).read_text(encoding="utf-8"))
-        return cls(booster, int(booster.current_iteration()))
+        x = np.concatenate([np.asarray(f, np.float32) for f in flags])
+        y = np.concatenate([standardised(np.log(np.asarray(t, np.float64))) for t in runtimes])
+        params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+                  "seed": seed, "deterministic": True, "verbose": -1, "num_threads": threads,
+                  "bagging_fraction": 0.8, "bagging_freq": 1, "feature_fraction": 0.9}
+        return cls(lgb.train(params, lgb.Dataset(x, y), rounds))
+
+    def predict(self, flags: np.ndarray) -> np.ndarray:
+        """(K,) predicted standardised log runtime of configurations (K, 24); lower = faster."""
+        return np.asarray(self.booster.predict(np.asarray(flags, np.float32)), np.float64)
+
+    def save(self, path: Path) -> None:
+        from graphcost.atomic import atomic_write_text
+
+        atomic_write_text(Path(path), self.booster.model_to_string())
+
+    @classmethod
+    def load(cls, path: Path) -> "FlagTrees":
+        return cls(_load_booster(Path(path), FLAG_DIM))
+
+
+def _load_booster(path: Path, columns: int) -> Any:
+    """A LightGBM text model of `columns` features, checked before LightGBM parses it (a damaged
+    file is a ValueError naming it, never a segfault)."""
+    import lightgbm as lgb
+
+    from graphcost.models.lightgbm_text import check_model_text
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the trees ({exc})") from None
+    check_model_text(text, path)
+    booster = lgb.Booster(model_str=text)
+    if booster.num_feature() != columns:
+        raise ValueError(f"{path}: the trees read {booster.num_feature()} columns, this graphcost's rows have {columns}")
+    return booster
 
 
 @dataclass(frozen=True)
@@ -149,18 +226,39 @@ def program_sums(config: np.ndarray, per_execution: np.ndarray, executions: np.n
     return kernel_sum, thunks
 
 
-def save_kernel_model(out: Path, trees: KernelTrees, rule: SumRule, meta: dict) -> None:
-    """A kernel model directory: ``kernel_trees.txt`` (LightGBM text, no pickle) and ``kernel_model.json``."""
+FLAG_TREES_FILE = "flag_trees.txt"
+
+
+@dataclass
+class KernelModelFiles:
+    """What a kernel model directory holds (`save_kernel_model`)."""
+
+    trees: KernelTrees
+    rule: SumRule
+    meta: dict
+    flag_trees: FlagTrees | None = None  # None: the ranking is the kernel sum's alone
+    flag_weight: float = 1.0  # w of the blend (module docstring); 1 without flag trees
+
+
+def save_kernel_model(out: Path, trees: KernelTrees, rule: SumRule, meta: dict, flag_trees: FlagTrees | None = None,
+                      flag_weight: float = 1.0) -> None:
+    """A kernel model directory: ``kernel_trees.txt`` (LightGBM text, no pickle), optionally
+    ``flag_trees.txt`` with the blend's weight w, and ``kernel_model.json``."""
     from graphcost.atomic import atomic_write_json
 
     out.mkdir(parents=True, exist_ok=True)
     trees.save(out / "kernel_trees.txt")
-    atomic_write_json({**meta, "sum_rule": rule.to_json(), "row_dim": ROW_DIM}, out / "kernel_model.json", indent=1)
+    blend = {}
+    if flag_trees is not None:
+        flag_trees.save(out / FLAG_TREES_FILE)
+        blend = {"flag_blend": {"weight": float(flag_weight), "trees": FLAG_TREES_FILE}}
+    atomic_write_json({**meta, "sum_rule": rule.to_json(), "row_dim": ROW_DIM, **blend}, out / "kernel_model.json",
+                      indent=1)
 
 
-def load_kernel_model(path: Path, featurizer_version: int) -> tuple[KernelTrees, SumRule, dict]:
-    """Load a kernel model directory; ValueError in one line when a file is missing or its featurizer
-    version or row width is not this graphcost's."""
+def load_kernel_model(path: Path, featurizer_version: int) -> KernelModelFiles:
+    """Load a kernel model directory; ValueError in one line when a file is missing or damaged, or
+    its featurizer version or row width is not this graphcost's."""
     meta_path = Path(path) / "kernel_model.json"
     trees_path = Path(path) / "kernel_trees.txt"
     for p in (meta_path, trees_path):
@@ -185,4 +283,17 @@ def load_kernel_model(path: Path, featurizer_version: int) -> tuple[KernelTrees,
         raise ValueError(f"{meta_path}: key 'sum_rule' must hold numbers a, b, d") from None
     if not all(np.isfinite([sum_rule.a, sum_rule.b, sum_rule.d])) or min(sum_rule.a, sum_rule.b, sum_rule.d) < 0:
         raise ValueError(f"{meta_path}: key 'sum_rule' must hold finite non-negative numbers")
-    return KernelTrees.load(trees_path), sum_rule, meta
+    files = KernelModelFiles(KernelTrees.load(trees_path), sum_rule, meta)
+    blend = meta.get("flag_blend")
+    if blend is not None:
+        w = blend.get("weight") if isinstance(blend, dict) else None
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.0 <= w <= 1.0:
+            raise ValueError(f"{meta_path}: key 'flag_blend' must hold a 'weight' in [0, 1], got {w!r}")
+        if blend.get("trees") != FLAG_TREES_FILE:
+            raise ValueError(f"{meta_path}: key 'flag_blend' must name its trees {FLAG_TREES_FILE!r}, got "
+                             f"{blend.get('trees')!r}")
+        flag_path = Path(path) / FLAG_TREES_FILE
+        if not flag_path.is_file():
+            raise ValueError(f"{flag_path}: missing; kernel_model.json's 'flag_blend' names it")
+        files.flag_trees, files.flag_weight = FlagTrees.load(flag_path), float(w)
+    return files

@@ -73,7 +73,7 @@ def test_kernel_dataset_loads_as_tile_data_through_the_loaders_and_pyg(collectio
     assert inside.exit_code != 0 and "inside the input" in inside.output
 
 
-def _train_model(collection, out):
+def _train_model(collection, out, flag_weight=1.0):
     from graphcost.data.kernels import KernelTable
     from graphcost.inference.kernel_model import FEATURIZER_VERSION
     from graphcost.models.kernel_cost import (KernelTrees, SumRule, kernel_graph_features, kernel_rows,
@@ -89,7 +89,14 @@ def _train_model(collection, out):
                          t.leaf[t.program == p], 2) for p in PROGRAMS]
     rule = SumRule.fit(np.concatenate([s[0] for s in sums]), np.concatenate([s[1] for s in sums]),
                        np.concatenate([t.programs[p]["label"] for p in PROGRAMS]) * 1e-9)
-    save_kernel_model(out, trees, rule, {"featurizer_version": FEATURIZER_VERSION, "data": "test", "date": "today"})
+    flag_trees = None
+    if flag_weight < 1.0:
+        from graphcost.models.kernel_cost import FlagTrees
+
+        flag_trees = FlagTrees.fit([t.programs[p]["config_feat"] for p in PROGRAMS],
+                                   [t.programs[p]["label"] for p in PROGRAMS], rounds=5)
+    save_kernel_model(out, trees, rule, {"featurizer_version": FEATURIZER_VERSION, "data": "test", "date": "today"},
+                      flag_trees, flag_weight)
     return out
 
 
@@ -107,11 +114,33 @@ def test_rank_of_a_program_through_its_kernels(collection, tmp_path, monkeypatch
     """))
     res = CliRunner().invoke(app, ["rank", f"{prog}:make", "--configs", "4", "--measure", "--format", "json"])
     assert res.exit_code == 0, res.output
-    assert "kernels that dominate the default" in res.output and "Kendall tau of the costs" in res.output
+    assert "kernels that dominate the default" in res.output and "Kendall tau of the ranking" in res.output
     rows = json.loads(res.stdout[res.stdout.index("["):res.stdout.rindex("]") + 1])
     assert sorted(r["config"] for r in rows) == [0, 1, 2, 3]
     assert all(r["predicted_us"] > 0 and r["runtime_us"] > 0 for r in rows)
     assert [r["predicted_us"] for r in rows] == sorted(r["predicted_us"] for r in rows)  # fastest first
+    assert [r["score"] for r in rows] == sorted(r["score"] for r in rows)  # no flag trees: the kernel sum's order
+
+
+def test_the_ranking_blends_the_kernel_sum_with_the_flag_trees(collection, tmp_path):
+    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.models.kernel_cost import standardised
+
+    model = KernelCostModel.load(_train_model(collection, tmp_path / "model", flag_weight=0.25))
+    assert model.blended and model.flag_weight == 0.25
+    rng = np.random.default_rng(0)
+    seconds, flags = rng.uniform(1e-4, 1e-3, 6), rng.integers(0, 3, (6, 24)).astype(np.float32)
+    expected = 0.25 * standardised(np.log(seconds)) + 0.75 * standardised(model.flag_trees.predict(flags))
+    np.testing.assert_allclose(model.rank_scores(seconds, flags), expected)
+    seconds[2] = np.inf  # a configuration that did not compile ranks last
+    scores = model.rank_scores(seconds, flags)
+    assert scores[2] == np.inf and np.isfinite(np.delete(scores, 2)).all()
+    (tmp_path / "model" / "flag_trees.txt").write_text("tree\nversion=v4\n")
+    with pytest.raises(ValueError, match="flag_trees.txt: not a usable LightGBM model"):
+        KernelCostModel.load(tmp_path / "model")
+    (tmp_path / "model" / "flag_trees.txt").unlink()
+    with pytest.raises(ValueError, match="flag_trees.txt: missing"):
+        KernelCostModel.load(tmp_path / "model")
 
 
 def test_a_kernel_model_of_another_featurizer_version_is_refused_in_one_line(collection, tmp_path, monkeypatch):
