@@ -54,8 +54,8 @@ from bench_real import family_groups  # noqa: E402
 from graphcost.data.kernels import KernelTable  # noqa: E402
 from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
 from graphcost.metrics import kendall_tau  # noqa: E402
-from graphcost.models.kernel_cost import (KernelTrees, Roofline, SumRule, kernel_graph_features,  # noqa: E402
-                                          kernel_rows, program_sums)
+from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, Roofline, SumRule, blend_scores,  # noqa: E402
+                                          kernel_graph_features, kernel_rows, program_sums)
 
 
 def executions(table: KernelTable, executions_read: np.ndarray) -> np.ndarray:
@@ -85,33 +85,22 @@ def taus(sums: dict, rule: SumRule, table: KernelTable) -> dict[str, float]:
 
 
 def flag_trees(table: KernelTable, train: list[str], test: list[str], seed: int) -> dict[str, np.ndarray]:
-    """Program-level LightGBM on the flag columns, fitted on `train`: its scores of each `test` program's configurations."""
-    import lightgbm as lgb
-
-    x = np.concatenate([table.programs[p]["config_feat"] for p in train])
-    y = np.concatenate([_standardised(np.log(table.programs[p]["label"])) for p in train])
-    booster = lgb.train({"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
-                         "seed": seed, "deterministic": True, "verbose": -1, "num_threads": 1,
-                         "bagging_fraction": 0.8, "bagging_freq": 1, "feature_fraction": 0.9},
-                        lgb.Dataset(x, y), 300)
-    return {p: booster.predict(table.programs[p]["config_feat"]) for p in test}
+    """`FlagTrees` (program-level LightGBM on the flag columns) fitted on `train`: its scores of each `test` program's configurations."""
+    trees = FlagTrees.fit([table.programs[p]["config_feat"] for p in train], [table.programs[p]["label"] for p in train],
+                          seed=seed)
+    return {p: trees.predict(table.programs[p]["config_feat"]) for p in test}
 
 
 BLEND_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # the kernel cost's share in ``kernels+flags``
 
 
 def blend(kernel_cost: dict[str, np.ndarray], flag_score: dict[str, np.ndarray], w: float) -> dict[str, np.ndarray]:
-    """w · z(log kernel cost) + (1 − w) · z(flag-tree score), standardised within each program."""
-    return {p: w * _standardised(np.log(kernel_cost[p])) + (1 - w) * _standardised(flag_score[p]) for p in kernel_cost}
+    """`blend_scores` of each program: w · z(log kernel cost) + (1 − w) · z(flag-tree score)."""
+    return {p: blend_scores(kernel_cost[p], flag_score[p], w) for p in kernel_cost}
 
 
 def label_taus(scores: dict[str, np.ndarray], table: KernelTable) -> dict[str, float]:
     return {p: kendall_tau(v, table.programs[p]["label"]) for p, v in scores.items()}
-
-
-def _standardised(v: np.ndarray) -> np.ndarray:
-    s = v.std()
-    return (v - v.mean()) / (s if s > 0 else 1.0)
 
 
 def changed_count(table: KernelTable, test: list[str]) -> dict[str, float]:

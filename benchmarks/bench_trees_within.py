@@ -10,11 +10,16 @@ and scored on the test ones by Kendall τ:
 * ``trees, early stop on valid``: the same, its rounds stopped on the validation configurations
   however few (what `graphcost train` did before);
 * ``plain LightGBM``: LightGBM's defaults (100 rounds) on the flattened per-node configuration
-  features (K, C · 18) of the unprocessed graph, log runtime target.
+  features (K, C · 18) of the unprocessed graph, log runtime target;
+* ``plain LightGBM, small leaves``: the same with ``min_data_in_leaf`` 2 and 300 rounds, what a user
+  would set for a few dozen rows (the defaults cannot split 30 rows).
 
 Data: the real TPU layout module of ``../shared/data/tpu_graphs_raw`` (one module, 122 runs, 112
-without error, 95 distinct configurations: 300 is out of reach, so N = 30 and 60 there) and
-`cpu_layout_1k` (one LSTM, 1,200 REAL configurations).
+without error, 95 distinct configurations: 300 is out of reach, so N = 30 and 60 there),
+`cpu_layout_1k` (one LSTM, 1,200 REAL configurations, half of them near the compiler's default) and,
+with ``--synthetic``, a SYNTHETIC layout graph with many configurable nodes and no default
+configuration (`graphcost.data.synth`: 3,000 nodes, 101 configurable, 1,500 random configurations,
+simulated runtimes), the kind of TpuGraphs graph the issue names.
 
     python benchmarks/bench_trees_within.py --out benchmarks/results/trees_within.json
 """
@@ -34,9 +39,16 @@ TPU_MODULE = ROOT.parent / "shared" / "data" / "tpu_graphs_raw" / "module_tuning
 LSTM = ROOT / "src" / "graphcost" / "datasets" / "cpu_layout_1k" / "train" / "lstm-l1-h64-s16-b64-fwd.npz"
 
 
+SYNTHETIC = Path("synthetic-layout-3000-nodes-random")  # not a file: `_graph` generates it
+
+
 def _graph(source: Path):
     from graphcost.data.io.tpugraphs_io import load_graph
 
+    if source == SYNTHETIC:
+        from graphcost.data.synth.collection import synth_layout_graph
+
+        return synth_layout_graph(num_nodes=3000, num_configs=1500, seed=1, search="random", config_fraction=0.05)
     if source.suffix == ".pb":
         from graphcost.frontend.hlo.convert import convert_layout
         from graphcost.frontend.hlo.tuning_proto import parse_module_tuning_data
@@ -59,11 +71,13 @@ def run(source: Path, sizes: list[int], valid: int, seeds: int) -> dict:
 
     graph = _graph(source)
     k = len(graph.config_runtime)
-    out: dict = {"source": str(source.relative_to(ROOT.parent)), "configs": k, "valid": valid, "sizes": {}}
+    name = f"SYNTHETIC: {source}" if source == SYNTHETIC else str(source.relative_to(ROOT.parent))
+    out: dict = {"source": name, "configs": k, "valid": valid, "sizes": {}}
     with tempfile.TemporaryDirectory() as tmp:
         save_graph(graph, Path(tmp) / "g.npz")
         for n in sizes:
-            rows = {"trees": [], "trees, early stop on valid": [], "plain LightGBM": []}
+            rows: dict[str, list[float]] = {"trees": [], "trees, early stop on valid": [], "plain LightGBM": [],
+                                            "plain LightGBM, small leaves": []}
             for seed in range(seeds):
                 split = Path(tmp) / f"n{n}-s{seed}"
                 split_by_configuration(Path(tmp) / "g.npz", split, n / k, valid / k, seed=seed)
@@ -79,10 +93,12 @@ def run(source: Path, sizes: list[int], valid: int, seeds: int) -> dict:
                     rows[name].append(_tau(ranker.score(prep["test"]), prep["test"].runtime))
                 x = {s: np.asarray(raw[s].node_config_feat, np.float32).reshape(len(raw[s].config_runtime), -1)
                      for s in ("train", "test")}
-                booster = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1, "seed": seed},
-                                    lgb.Dataset(x["train"], np.log(raw["train"].config_runtime)), 100)
-                pred = booster.predict(x["test"])
-                rows["plain LightGBM"].append(_tau(pred, raw["test"].config_runtime) if np.ptp(pred) > 0 else 0.0)
+                for name, extra, rounds in (("plain LightGBM", {}, 100),
+                                            ("plain LightGBM, small leaves", {"min_data_in_leaf": 2}, 300)):
+                    booster = lgb.train({"objective": "regression", "verbose": -1, "num_threads": 1, "seed": seed,
+                                         **extra}, lgb.Dataset(x["train"], np.log(raw["train"].config_runtime)), rounds)
+                    pred = booster.predict(x["test"])
+                    rows[name].append(_tau(pred, raw["test"].config_runtime) if np.ptp(pred) > 0 else 0.0)
             out["sizes"][str(n)] = {name: {"kendall_tau": round(float(np.mean(v)), 4),
                                            "kendall_tau_std": round(float(np.std(v)), 4), "seeds": seeds}
                                     for name, v in rows.items()}
@@ -94,6 +110,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--synthetic", action="store_true", help="also the synthetic no-default graph (module docstring)")
     args = ap.parse_args()
     results = []
     if TPU_MODULE.is_file():
@@ -101,6 +118,8 @@ def main() -> None:
     else:
         print(f"skipping the TPU module: {TPU_MODULE} not found (the shared data sits beside the checkout)")
     results.append(run(LSTM, [30, 100, 300], 30, args.seeds))
+    if args.synthetic:
+        results.append(run(SYNTHETIC, [30, 100, 300], 100, args.seeds))
     if args.out is not None:
         from graphcost.atomic import atomic_write_json
 

@@ -5,9 +5,12 @@
 
 The kernel trees (`graphcost.models.kernel_cost.KernelTrees`) fit every program's leaf kernels,
 early-stopped on the kernels of a held-back sixth of the families (seeded), then the sum rule on
-every program's configurations; the recipe is bench_kernels.py's, whose leave-family-out figures
-measure it. Written: kernel_trees.txt (LightGBM text, no pickle) and kernel_model.json (featurizer
-version, sum rule, data, date, command, counts).
+every program's configurations, and the flag trees (`FlagTrees`) on every program's flag
+configurations, blended at the kernel sum's weight `--flag-weight` (0.5: the weight bench_kernels.py's
+``kernels+flags`` row chose on the validation families in every fold; 1 ships no flag trees). The
+recipe is bench_kernels.py's, whose leave-family-out figures measure it. Written: kernel_trees.txt and
+flag_trees.txt (LightGBM text, no pickle) and kernel_model.json (featurizer version, sum rule, blend
+weight, data, date, command, counts).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from bench_kernels import executions, fit_rule, per_program  # noqa: E402
 from graphcost.data.kernels import KernelTable  # noqa: E402
 from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
 from graphcost.inference.kernel_model import FEATURIZER_VERSION  # noqa: E402
-from graphcost.models.kernel_cost import KernelTrees, kernel_graph_features, kernel_rows, save_kernel_model  # noqa: E402
+from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, kernel_graph_features, kernel_rows,  # noqa: E402
+                                          save_kernel_model)
 
 
 def main(argv=None) -> int:
@@ -38,6 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=600)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flag-weight", type=float, default=0.5, help="the kernel sum's share of the blend (1: no flag trees)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     table = KernelTable.read(args.data, default_flag_vector())
@@ -60,9 +65,15 @@ def main(argv=None) -> int:
             "families": len(families), "leaf_occurrences": int(usable.sum()), "rounds": trees.rounds,
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "command": "python benchmarks/train_kernel_model.py " + " ".join(sys.argv[1:] if argv is None else argv)}
-    save_kernel_model(args.out, trees, rule, meta)
+    flag_trees = None
+    if args.flag_weight < 1.0:
+        names = sorted(table.programs)
+        flag_trees = FlagTrees.fit([table.programs[p]["config_feat"] for p in names],
+                                   [table.programs[p]["label"] for p in names], seed=args.seed, threads=args.threads)
+    save_kernel_model(args.out, trees, rule, meta, flag_trees, args.flag_weight)
     print(f"kernel model: {trees.rounds} rounds on {int(usable.sum())} kernel occurrences of {len(table.programs)} "
-          f"programs; sum rule a={rule.a:.3g} b={rule.b:.3g} s d={rule.d:.3g} s; {time.perf_counter() - t0:.0f} s "
+          f"programs; sum rule a={rule.a:.3g} b={rule.b:.3g} s d={rule.d:.3g} s; flag trees at weight "
+          f"{1 - args.flag_weight:.2f}; {time.perf_counter() - t0:.0f} s "
           f"-> {args.out}")
     return 0
 
