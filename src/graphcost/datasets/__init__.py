@@ -29,6 +29,12 @@ BY FAMILY (``--data-dir cpu_zoo_flags``; the data of the shipped flag model and 
 candidates (``graphcost collect --space flags --mode tuner``: a random share of the options changed, or
 1-3 of them; fast-math at its default), same protocol and family split as ``cpu_zoo_flags``; the shipped
 flag model trains on both.
+
+``cpu_zoo_kernels_flags``: every distinct leaf kernel of the zoo's programs under their flag
+configurations, one TILE-schema graph per kernel (`graphcost.data.kernels`: ``config_feat`` the 24
+flag columns, ``config_runtime`` ns per execution), measured on the Intel Xeon VM (its CARD.md). It
+ships PACKED, one file (`graphcost.data.io.packed`), and is unpacked on first use into the user's
+cache (``$GRAPHCOST_CACHE``, else ``~/.cache/graphcost``), which `shipped_dataset_dir` returns.
 """
 
 from __future__ import annotations
@@ -36,7 +42,37 @@ from __future__ import annotations
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent
-SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout", "cpu_zoo_flags", "cpu_zoo_flags_tuner")
+SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout", "cpu_zoo_flags", "cpu_zoo_flags_tuner",
+           "cpu_zoo_kernels_flags")
+PACKED = {"cpu_zoo_kernels_flags": "kernels.npz"}  # shipped as one packed file (graphcost.data.io.packed)
+
+
+def cache_root() -> Path:
+    """Where packed datasets are unpacked: ``$GRAPHCOST_CACHE``, else ``~/.cache/graphcost``."""
+    import os
+
+    return Path(os.environ.get("GRAPHCOST_CACHE") or "~/.cache/graphcost").expanduser()
+
+
+def _unpacked(name: str, packed: Path) -> Path:
+    """The directory of the packed shipped dataset `name`, unpacked into the cache on first use (keyed
+    by the packed file's SHA-256, so a new release unpacks anew)."""
+    import hashlib
+
+    from graphcost.data.io.packed import unpack_dataset
+
+    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
+    out = cache_root() / "datasets" / f"{name}-{digest}"
+    if (out / "manifest.json").is_file():
+        return out
+    try:
+        unpack_dataset(packed, out)
+    except OSError as exc:
+        if (out / "manifest.json").is_file():  # another process unpacked it first
+            return out
+        raise FileNotFoundError(f"cannot unpack the shipped dataset {name} into {out} ({exc.strerror or exc}); "
+                                "set GRAPHCOST_CACHE to a writable directory") from None
+    return out
 
 
 def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
@@ -47,6 +83,11 @@ def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
     if name not in SHIPPED:
         raise ValueError(f"unknown shipped dataset {name!r}; choose one of {', '.join(SHIPPED)}")
     path = _ROOT / name
+    if name in PACKED:
+        packed = path / PACKED[name]
+        if not packed.is_file():
+            raise FileNotFoundError(f"the shipped dataset is missing: {packed} not found (reinstall graphcost)")
+        return _unpacked(name, packed)
     if not (path / "manifest.json").is_file():
         raise FileNotFoundError(f"the shipped dataset is missing: {path}/manifest.json not found "
                                 "(reinstall graphcost, or collect one with `graphcost collect`)")
@@ -71,4 +112,4 @@ def default_dataset_dir() -> Path:
     return shipped_dataset_dir("cpu_layout")
 
 
-__all__ = ["SHIPPED", "default_dataset_dir", "shipped_dataset_dir", "shipped_for_collection"]
+__all__ = ["PACKED", "SHIPPED", "cache_root", "default_dataset_dir", "shipped_dataset_dir", "shipped_for_collection"]

@@ -1,0 +1,109 @@
+"""A dataset directory packed into one file and unpacked back (graphcost.data.io.packed), and the shipped
+packed dataset found through the locator."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from graphcost.data.graph import TileGraph
+from graphcost.data.io.packed import pack_dataset, unpack_dataset
+from graphcost.data.io.schema import SchemaError
+from graphcost.data.io.tpugraphs_io import load_graph, save_graph
+
+
+def _kernel_dataset(root, graphs=3):
+    """A tiny TILE-schema dataset shaped like a kernel dataset: per graph a different node and configuration
+    count, 0-d string and float extras and a string array of varying length."""
+    rng = np.random.default_rng(0)
+    names = {}
+    for g in range(graphs):
+        n, c = 2 + g, 1 + 2 * g
+        runtime = rng.uniform(1e3, 1e4, c)
+        graph = TileGraph(path=None, node_feat=rng.normal(size=(n, 140)).astype(np.float32),
+                          node_opcode=rng.integers(1, 120, n).astype(np.uint8),
+                          edge_index=np.stack([np.arange(1, n), np.arange(n - 1)], axis=1).astype(np.int64),
+                          config_feat=rng.integers(0, 3, (c, 24)).astype(np.float32), config_runtime=runtime,
+                          config_runtime_normalizers=runtime.copy())
+        split = ("train", "valid", "test")[g % 3]
+        extra = {"kernel_kind": np.asarray("fusion:kLoop" if g else "dot"), "kernel_flops": np.asarray(float(g)),
+                 "kernel_families": np.asarray(["mlp", "cnn"][:1 + g % 2], dtype=str),
+                 "config_programs": np.ones(c, np.int64)}
+        save_graph(graph, root / split / f"k{g}.npz", extra=extra)
+        names[f"k{g}"] = {"file": f"{split}/k{g}.npz", "split": split}
+    (root / "manifest.json").write_text(json.dumps({"schema": "tpugraphs-tile", "graphs": names}))
+    return root
+
+
+def test_a_packed_dataset_unpacks_to_the_same_files_keys_and_values(tmp_path):
+    src = _kernel_dataset(tmp_path / "ds")
+    packed = pack_dataset(src, tmp_path / "ds.npz")
+    with zipfile.ZipFile(packed) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_LZMA}
+    out = unpack_dataset(packed, tmp_path / "cache" / "ds")
+    assert (out / "manifest.json").read_text() == (src / "manifest.json").read_text()
+    originals = sorted(p.relative_to(src) for p in src.rglob("*.npz"))
+    assert sorted(p.relative_to(out) for p in out.rglob("*.npz")) == originals
+    for rel in originals:
+        with np.load(src / rel) as a, np.load(out / rel) as b:
+            assert set(a.files) == set(b.files)
+            for k in a.files:
+                np.testing.assert_array_equal(a[k], b[k])
+                assert a[k].dtype.kind == b[k].dtype.kind and a[k].shape == b[k].shape
+        graph = load_graph(out / rel)  # the TpuGraphs loader reads the unpacked files
+        assert graph.kind == "tile" and graph.config_feat.shape[1] == 24
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def test_unpack_refuses_an_existing_directory_and_leaves_nothing_when_it_fails(tmp_path):
+    packed = pack_dataset(_kernel_dataset(tmp_path / "ds"), tmp_path / "ds.npz")
+    (tmp_path / "there").mkdir()
+    with pytest.raises(FileExistsError, match="there: exists"):
+        unpack_dataset(packed, tmp_path / "there")
+    with np.load(packed) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["node_feat.offsets"] = arrays["node_feat.offsets"][::-1].copy()  # damaged offsets
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(SchemaError, match=r"bad\.npz.*node_feat\.offsets"):
+        unpack_dataset(tmp_path / "bad.npz", tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+    arrays = {**{k: z for k, z in arrays.items()}, "files": np.asarray(["../../evil.npz", "a.npz", "b.npz"])}
+    np.savez(tmp_path / "evil.npz", **arrays)
+    with pytest.raises(SchemaError, match="not a relative .npz path"):
+        unpack_dataset(tmp_path / "evil.npz", tmp_path / "out")
+    (tmp_path / "plain.npz").write_bytes(b"not a zip at all")
+    with pytest.raises(SchemaError, match="plain.npz"):
+        unpack_dataset(tmp_path / "plain.npz", tmp_path / "out")
+
+
+def test_pack_refuses_graphs_that_do_not_stack(tmp_path):
+    src = _kernel_dataset(tmp_path / "ds")
+    with np.load(src / "valid" / "k1.npz") as z:
+        arrays = {k: z[k] for k in z.files if k != "kernel_flops"}
+    np.savez(src / "valid" / "k1.npz", **arrays)
+    with pytest.raises(SchemaError, match="k1.npz.*kernel_flops"):
+        pack_dataset(src, tmp_path / "ds.npz")
+    assert not (tmp_path / "ds.npz").exists()
+
+
+def test_a_packed_shipped_dataset_is_unpacked_once_into_the_cache(tmp_path, monkeypatch):
+    import graphcost.datasets as datasets
+
+    ship = tmp_path / "pkg"
+    (ship / "tiny").mkdir(parents=True)
+    pack_dataset(_kernel_dataset(tmp_path / "ds"), ship / "tiny" / "kernels.npz")
+    monkeypatch.setattr(datasets, "_ROOT", ship)
+    monkeypatch.setattr(datasets, "SHIPPED", (*datasets.SHIPPED, "tiny"))
+    monkeypatch.setattr(datasets, "PACKED", {"tiny": "kernels.npz"})
+    monkeypatch.setenv("GRAPHCOST_CACHE", str(tmp_path / "cache"))
+    first = datasets.shipped_dataset_dir("tiny")
+    assert first.parent == tmp_path / "cache" / "datasets" and (first / "train" / "k0.npz").is_file()
+    stamp = (first / "train" / "k0.npz").stat().st_mtime_ns
+    assert datasets.shipped_dataset_dir("tiny") == first  # the second call finds it unpacked
+    assert (first / "train" / "k0.npz").stat().st_mtime_ns == stamp
+    (ship / "tiny" / "kernels.npz").unlink()
+    with pytest.raises(FileNotFoundError, match="kernels.npz not found"):
+        datasets.shipped_dataset_dir("tiny")
