@@ -7,8 +7,10 @@ configurations of the 14 tune-suite programs (never in its training data), again
 For each table (program x space, ``flags`` or ``both``) a seeded sample of `--sample` of its measured
 configurations (all with 0) is compiled and costed by `graphcost.tuning.kernel_scoring.KernelModelScorer`
 (each configuration's kernels, Σ n_k t̂_k through the sum rule; the default flags for the layout part of
-``both``, whose layouts are in the kernels' graphs). Per table: Kendall's τ between the costs and the
-table's measured ratios, and on the SAME sample the τ of the shipped whole-graph models (the zero-shot
+``both``, whose layouts are in the kernels' graphs) and ranked as `graphcost rank` ranks them
+(`KernelCostModel.rank_scores`: the kernel sum blended with the model's flag trees). Per table: Kendall's τ
+between that ranking and the table's measured ratios (``kendall_tau``; the kernel sum alone:
+``kernel_sum_kendall_tau``), and on the SAME sample the τ of the shipped whole-graph models (the zero-shot
 rows of bench_real.json), so the two stand side by side. Medians over programs per space.
 
 The result is written after every table (a re-run resumes: finished tables are kept) and, with
@@ -54,10 +56,12 @@ def table_row(path: Path, sample: int, seed: int, kernel_model, runs: dict) -> d
     t0 = time.perf_counter()
     scorer = KernelModelScorer(table.space, Evaluator(table.program, table.space), kernel_model)
     costs = scorer(configs)
+    scores = kernel_model.rank_scores(costs, np.stack([scorer.flags(c) for c in configs]))  # what `rank` orders by
     seconds = time.perf_counter() - t0
     ok = np.isfinite(costs)
     graph = GraphModelScorer([runs[k] for k in table.space.kinds], table.program, table.space)
-    return {"kendall_tau": float(kendalltau(costs[ok], ratios[ok]).statistic),
+    return {"kendall_tau": float(kendalltau(scores[ok], ratios[ok]).statistic),
+            "kernel_sum_kendall_tau": float(kendalltau(costs[ok], ratios[ok]).statistic),
             "graph_model_kendall_tau": float(kendalltau(graph(configs), ratios).statistic),
             "configs": int(len(configs)), "costed": int(ok.sum()), "distinct_modules": scorer.distinct_modules,
             "table_configs": len(table.configs), "seconds": seconds}
@@ -68,6 +72,8 @@ def summarise(out: dict) -> None:
     for space_name, progs in out["programs"].items():
         rows = list(progs.values())
         out[space_name] = {"median_kendall_tau": float(np.median([r["kendall_tau"] for r in rows])),
+                           "median_kernel_sum_kendall_tau": float(np.median([r.get("kernel_sum_kendall_tau",
+                                                                                   r["kendall_tau"]) for r in rows])),
                            "median_graph_model_kendall_tau": float(np.median([r["graph_model_kendall_tau"]
                                                                              for r in rows])),
                            "wins_vs_graph_model": int(sum(r["kendall_tau"] > r["graph_model_kendall_tau"]
@@ -93,13 +99,15 @@ def main() -> None:
     kernel_model = KernelCostModel.load(args.kernel_model)
     runs = {k: pretrained.shipped_model_dir(k) for k in ("layout", "tile")}
     out = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {}
-    if out and (out.get("sample"), out.get("seed")) != (args.sample, args.seed):
-        sys.exit(f"{args.out}: holds a run of --sample {out.get('sample')} --seed {out.get('seed')}; "
-                 "give another --out or the same parameters")
+    model_id = {k: kernel_model.meta.get(k) for k in ("data", "date", "programs", "rounds", "flag_blend")}
+    if out and (out.get("sample"), out.get("seed"), out.get("kernel_model_id")) != (args.sample, args.seed, model_id):
+        sys.exit(f"{args.out}: holds a run of --sample {out.get('sample')} --seed {out.get('seed')} with another "
+                 "kernel model; give another --out or the same parameters and model")
     load0 = os.getloadavg()
     out.update({"tables": str(args.tables.resolve().relative_to(ROOT)) if args.tables.resolve().is_relative_to(ROOT)
                 else str(args.tables), "sample": args.sample, "seed": args.seed,
-                "kernel_model": str(args.kernel_model or "shipped"), "graph_models": "shipped"})
+                "kernel_model": str(args.kernel_model or "shipped"), "kernel_model_id": model_id,
+                "graph_models": "shipped"})
     out.setdefault("programs", {})
     only = {s for s in args.only.split(",") if s}
     for path in sorted(args.tables.glob("*.json")):
@@ -111,7 +119,8 @@ def main() -> None:
             continue
         row = table_row(path, args.sample, args.seed, kernel_model, runs)
         out["programs"].setdefault(space_name, {})[name] = row
-        print(f"  {name} {space_name}: kernels tau {row['kendall_tau']:+.3f}, graph model {row['graph_model_kendall_tau']:+.3f}"
+        print(f"  {name} {space_name}: kernels tau {row['kendall_tau']:+.3f} (sum alone "
+              f"{row['kernel_sum_kendall_tau']:+.3f}), graph model {row['graph_model_kendall_tau']:+.3f}"
               f" over {row['configs']} configurations ({row['distinct_modules']} distinct modules, "
               f"{row['seconds']:.0f} s)", flush=True)
         summarise(out)

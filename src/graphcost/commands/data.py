@@ -218,7 +218,8 @@ def kernels(
     check_dir_option(out, "--out")
     check_outside_inputs_option(out, "--out", data=[("ROOT", root)])
     try:
-        manifest = write_kernel_dataset(KernelTable.read(root, default_flag_vector()), out, overwrite=overwrite)
+        manifest = write_kernel_dataset(KernelTable.read(root, default_flag_vector()), out, overwrite=overwrite,
+                                        default_flags=default_flag_vector())
     except (ValueError, FileExistsError, OSError) as exc:
         fail(str(exc))
     typer.echo(f"{len(manifest['graphs'])} kernels of {manifest['programs']} programs in {out}")

@@ -14,7 +14,10 @@ kernel (the TpuGraphs tile collection holds one fused kernel per graph, Phothili
     config_feat (C, 24)                                        the flag vectors it was measured under
     config_runtime (C,)                                        ns per EXECUTION, the median over the
                                                                programs that ran it under those flags
-    config_runtime_normalizers (C,)                            the same (a kernel has no default row)
+    config_runtime_normalizers (C,)                            the kernel's time under the default flags
+                                                               (every row the same; the median of its rows
+                                                               when it never ran under them), so that
+                                                               runtime / normalizer orders its rows
 
 plus ``kernel_fingerprint``, ``kernel_kind``, ``kernel_flops`` / ``kernel_transcendentals`` /
 ``kernel_bytes``, ``config_programs`` (C,) (how many programs' measurements each row merges) and
@@ -149,9 +152,12 @@ class KernelTable:
                    bytes=np.asarray(kinfo["bytes"], np.float64), graphs=graphs, programs=programs)
 
 
-def write_kernel_dataset(table: KernelTable, out: str | Path, overwrite: bool = False) -> dict:
+def write_kernel_dataset(table: KernelTable, out: str | Path, overwrite: bool = False,
+                         default_flags: np.ndarray | None = None) -> dict:
     """The kernel dataset of `table` in `out` (module docstring); returns its manifest.
-    An existing non-empty `out` is refused unless `overwrite`."""
+    An existing non-empty `out` is refused unless `overwrite`. `default_flags`: (24,) the default
+    flag vector (`graphcost.frontend.programs.flags.default_flag_vector`), whose row's time is each
+    kernel's normaliser (None: the median of its rows)."""
     import shutil
 
     from graphcost.atomic import atomic_write_json
@@ -163,11 +169,12 @@ def write_kernel_dataset(table: KernelTable, out: str | Path, overwrite: bool = 
         if not overwrite:
             raise FileExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
         shutil.rmtree(out)
-    leaf = table.leaf & (table.count > 0)
+    leaf = np.flatnonzero(table.leaf & (table.count > 0))
     per_exec = table.per_execution_ns
     graphs_manifest = {}
-    for u in np.unique(table.kernel[leaf]):
-        rows = np.flatnonzero(leaf & (table.kernel == u))
+    by_kernel = leaf[np.argsort(table.kernel[leaf], kind="stable")]  # leaf rows grouped by kernel, in row order
+    kernels, starts = np.unique(table.kernel[by_kernel], return_index=True)
+    for u, rows in zip(kernels.tolist(), np.split(by_kernel, starts[1:])):
         feat, opcode, edges = table.graphs[u]
         if not len(feat):
             continue
@@ -175,12 +182,15 @@ def write_kernel_dataset(table: KernelTable, out: str | Path, overwrite: bool = 
         inverse = inverse.reshape(-1)
         runtime = np.asarray([np.median(per_exec[rows[inverse == c]]) for c in range(len(flag_rows))], np.float64)
         merged = np.asarray([len(set(table.program[rows[inverse == c]])) for c in range(len(flag_rows))], np.int64)
+        is_default = (np.zeros(len(flag_rows), bool) if default_flags is None
+                      else (flag_rows == np.asarray(default_flags, flag_rows.dtype)[None, :]).all(axis=1))
+        normalizer = float(runtime[is_default][0] if is_default.any() else np.median(runtime))
         first = table.program[rows[0]]
         split = table.programs[first]["split"]
         name = str(table.fingerprint[u])[:16]
         graph = TileGraph(path=None, node_feat=np.asarray(feat, np.float32), node_opcode=np.asarray(opcode),
                           edge_index=np.asarray(edges, np.int64), config_feat=flag_rows.astype(np.float32),
-                          config_runtime=runtime, config_runtime_normalizers=runtime.copy())
+                          config_runtime=runtime, config_runtime_normalizers=np.full(len(runtime), normalizer))
         families = sorted(set(table.family[rows]))
         extra = {"kernel_fingerprint": np.asarray(table.fingerprint[u]), "kernel_kind": np.asarray(table.kind[u]),
                  "kernel_flops": np.asarray(table.flops[u]), "kernel_transcendentals": np.asarray(table.transcendentals[u]),

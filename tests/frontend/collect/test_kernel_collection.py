@@ -65,6 +65,17 @@ def test_kernel_dataset_loads_as_tile_data_through_the_loaders_and_pyg(collectio
     assert files and "kernels of 2 programs" in res.output
     graph = load_graph(files[0], validate=True)
     assert graph.kind == "tile" and graph.config_feat.shape[1] == 24 and (graph.config_runtime > 0).all()
+    from graphcost.data.transforms.preprocess import prepare_graph
+    from graphcost.frontend.programs.flags import default_flag_vector
+
+    several = [g for g in map(load_graph, files) if len(g.config_runtime) > 1]
+    assert several  # kernels measured under several flag vectors: their normalised times must still rank them
+    for g in several:
+        assert len(set(g.config_runtime_normalizers.tolist())) == 1
+        assert np.ptp(prepare_graph(g).runtime) > 0 or np.ptp(g.config_runtime) == 0
+        default = (g.config_feat == default_flag_vector()[None, :]).all(axis=1)
+        if default.any():  # the normaliser is the kernel's time under the default flags
+            assert g.config_runtime_normalizers[0] == g.config_runtime[default][0]
     ds = TpuGraphsDataset(files, tmp_path / "cache", batch_configs=4)
     assert len(ds) == len(files) and ds[0].x.shape[1] == 140
     again = CliRunner().invoke(app, ["data", "kernels", str(collection), "--out", str(out)])

@@ -1,0 +1,99 @@
+"""Ship the kernel dataset of a kernel collection inside the package, packed into one file.
+
+    python benchmarks/collections/ship_kernel_dataset.py benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
+        cpu_zoo_kernels_flags [--overwrite]
+
+SRC is a collection written by `graphcost collect --kernels`; NAME one of `graphcost.datasets.PACKED`. The
+kernel dataset (`graphcost.data.kernels.write_kernel_dataset`: one TILE-schema graph per distinct leaf
+kernel) is written to a temporary directory, packed (`graphcost.data.io.packed.pack_dataset`) into
+``src/graphcost/datasets/NAME/<PACKED[NAME]>`` with a CARD.md (the dataset's counts, then the collection's
+own card), and the old copy replaced only with ``--overwrite``, once the new one is complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def card(name: str, src: Path, manifest: dict, packed: Path) -> str:
+    """The shipped dataset's CARD.md: what the packed file holds, how to use it, then the collection's card."""
+    graphs = manifest["graphs"].values()
+    sides = {s: sum(g["split"] == s for g in graphs) for s in ("train", "valid", "test")}
+    kinds: dict[str, int] = {}
+    for g in graphs:
+        kinds[g["kind"]] = kinds.get(g["kind"], 0) + 1
+    configs = sum(g["num_configs"] for g in graphs)
+    collection_card = (src / "CARD.md").read_text(encoding="utf-8") if (src / "CARD.md").is_file() else ""
+    top = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:8])
+    return "\n".join([
+        f"# {name} — every distinct leaf kernel of {manifest['programs']} zoo programs under their flag "
+        f"configurations, one TILE-schema graph per kernel (packed)", "",
+        "**REAL data: every runtime was measured** (per-kernel times from XLA:CPU's profiler); nothing is simulated.",
+        "", "## What it is", "",
+        f"* **Graphs**: {len(manifest['graphs']):,} distinct leaf kernels (by the fingerprint of their compiled HLO; "
+        f"identical kernels of several programs merged), {sum(g['num_nodes'] for g in graphs):,} nodes in all. "
+        f"Kinds: {top}.",
+        f"* **Configurations**: {configs:,} (kernel, flag vector) rows: ``config_feat`` (C, 24) the flag columns of "
+        "`graphcost.frontend.programs.flags`, ``config_runtime`` (C,) ns per EXECUTION, the median over the programs "
+        "that ran the kernel under those flags (``config_programs``: how many).",
+        f"* **Split**: train {sides['train']:,}, valid {sides['valid']:,}, test {sides['test']:,}: the split of "
+        "the first program that ran the kernel (the collection's family-stratified split by program).",
+        f"* **Size**: {packed.stat().st_size / 2**20:.1f} MiB packed (`graphcost.data.io.packed`); unpacked on "
+        "first use into ``$GRAPHCOST_CACHE`` (default ``~/.cache/graphcost``).", "",
+        "## Use", "", "```",
+        f"graphcost train --data-dir {name}      # a tile model on the kernels", "```", "",
+        "```python",
+        "from graphcost.datasets import shipped_dataset_dir",
+        f"root = shipped_dataset_dir({name!r})   # train/ valid/ test/ npz files + manifest.json",
+        "```", "",
+        "Made by `python benchmarks/collections/ship_kernel_dataset.py "
+        f"{src.resolve().relative_to(ROOT) if src.resolve().is_relative_to(ROOT) else src} {name}`.", "",
+        "## The collection it was made from", "",
+        "\n".join(("#" + line) if line.startswith("#") else line for line in collection_card.splitlines()), ""])
+
+
+def main() -> None:
+    from graphcost.data.io.packed import pack_dataset
+    from graphcost.data.kernels import KernelTable, write_kernel_dataset
+    from graphcost.datasets import PACKED
+    from graphcost.frontend.programs.flags import default_flag_vector
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("src", type=Path)
+    p.add_argument("name")
+    p.add_argument("--overwrite", action="store_true")
+    args = p.parse_args()
+    if args.name not in PACKED:
+        sys.exit(f"{args.name}: not a packed shipped dataset (graphcost.datasets.PACKED: {', '.join(PACKED)})")
+    dest = ROOT / "src" / "graphcost" / "datasets" / args.name
+    if dest.exists() and not args.overwrite:
+        sys.exit(f"{dest}: exists; pass --overwrite to replace it")
+    staging = dest.with_name(dest.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        table = KernelTable.read(args.src, default_flag_vector())
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = write_kernel_dataset(table, Path(tmp) / "ds", default_flags=default_flag_vector())
+            packed = pack_dataset(Path(tmp) / "ds", staging / PACKED[args.name])
+    except (ValueError, OSError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        sys.exit(str(exc))
+    (staging / "CARD.md").write_text(card(args.name, args.src, manifest, packed), encoding="utf-8")
+    if dest.exists():
+        shutil.rmtree(dest)
+    staging.rename(dest)
+    print(f"{dest}: {len(manifest['graphs'])} kernels of {manifest['programs']} programs, "
+          f"{packed.stat().st_size / 2**20:.1f} MiB packed; card {dest / 'CARD.md'}")
+    print(json.dumps({s: sum(g["split"] == s for g in manifest["graphs"].values()) for s in ("train", "valid", "test")}))
+
+
+if __name__ == "__main__":
+    main()
