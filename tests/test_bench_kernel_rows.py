@@ -30,8 +30,25 @@ def test_rows_go_into_the_protocol_in_its_shape_and_survive_a_rerun(tmp_path):
         row = proto[name]
         assert (row["kendall_tau"], row["kendall_tau_std"], row["seeds"]) == (tau, 0.01, 3)
         assert row["model"] and "cpu_zoo_kernels_flags_cpu: 10 programs of 3 families" in row["data"]
-        assert row["same_data_rows"] == {"kernels": 0.43, "lightgbm": 0.44, "count": 0.28}
+        assert row["same_data_rows"] == {"kernels": 0.43, "kernels+flags": 0.45, "lightgbm": 0.44, "count": 0.28}
     rerun = {"default": {"kendall_tau": 0.5}, "meta": {"data": "other"}}  # bench_real re-runs the protocol
     kept = br.keep_earlier_rows(proto, rerun)
     assert kept["default"] == {"kendall_tau": 0.5} and kept["kernels"] == proto["kernels"]
     assert kept["roofline"] == proto["roofline"]
+
+
+def test_the_kernels_row_is_the_blend_that_scored_higher_on_the_validation_families(tmp_path):
+    import bench_kernels as bk
+
+    run = _kernel_run()
+    run["kernels+copies"] = {**run["kernels+flags"], "kendall_tau": 0.70}
+    run["validation"] = {"w=0.5": 0.50, "w=1": 0.48}
+    run["validation_copies"] = {"w=0.5": 0.49, "w=1": 0.48}  # lower on validation: not chosen, whatever the test says
+    assert bk.kernels_row(run)[0] == "kernels+flags"
+    run["validation_copies"]["w=0.75"] = 0.52
+    assert bk.kernels_row(run)[0] == "kernels+copies"
+    results = tmp_path / "bench_real.json"
+    results.write_text(json.dumps({"results": {}}))
+    bk.put_into(run, results, "lofo", tmp_path / "lofo.json")
+    row = json.loads(results.read_text())["results"]["lofo"]["kernels"]
+    assert row["kendall_tau"] == 0.70 and "copies" in row["model"]

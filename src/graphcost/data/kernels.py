@@ -60,7 +60,8 @@ class KernelTable:
     bytes: np.ndarray  # (U,) float64
     graphs: list = field(repr=False, default_factory=list)  # U x (node_feat, node_opcode, edge_index)
     # programs
-    programs: dict = field(repr=False, default_factory=dict)  # name -> {family, split, config_feat, label, samples, wall}
+    programs: dict = field(repr=False, default_factory=dict)  # name -> {family, split, config_feat, label, samples,
+    #                                                                    compiled (K, 7) or None, wall}
 
     @property
     def per_execution_ns(self) -> np.ndarray:
@@ -110,6 +111,8 @@ class KernelTable:
                         raise KeyError("config_feat is not in it (a layout graph: pass the default flag vector)")
                     samples = np.asarray(g["config_runtime_samples"], np.float64) \
                         if "config_runtime_samples" in g.files else None
+                    compiled = np.asarray(g["config_compiled_stats"], np.float64) \
+                        if "config_compiled_stats" in g.files else None
             except (OSError, ValueError, KeyError) as exc:
                 raise ValueError(f"{graph_path}: not a readable graph of the collection ({exc})") from None
             try:
@@ -140,7 +143,8 @@ class KernelTable:
             cols["executions_read"].append(r["occ_executions"].astype(np.float64) if "occ_executions" in r
                                            else np.full(m, np.nan))
             programs[name] = {"family": entry.get("family", ""), "split": split, "config_feat": config_feat,
-                              "label": label, "samples": samples, "wall": np.median(r["profile_wall_ns"], axis=1)}
+                              "label": label, "samples": samples, "compiled": compiled,
+                              "wall": np.median(r["profile_wall_ns"], axis=1)}
         if not programs:
             raise ValueError(f"{root}: no program with a kernel record (collect with `graphcost collect --kernels`)")
         cat = {k: np.concatenate(v) for k, v in cols.items()}
