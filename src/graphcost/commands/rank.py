@@ -110,9 +110,7 @@ def _is_program(text: str) -> bool:
 
 
 def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: bool, fmt) -> None:
-    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`inference.kernel_sum`)."""
-    import numpy as np
-
+    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`tuning.kernel_rank`)."""
     from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS
     from graphcost.inference.kernel_model import KernelCostModel
     from graphcost.tuning.kernel_rank import rank_program
@@ -126,9 +124,10 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
     typer.echo(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
                f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}", err=True)
     try:
-        costed, flags, program = rank_program(ref, configs=configs, seed=seed, model=model)
+        ranking = rank_program(ref, configs=configs, seed=seed, model=model)
     except (ProgramError, ValueError, RuntimeError) as exc:
         fail(str(exc))
+    costed, flags, program = ranking.costed, ranking.flags, ranking.program
     default = costed[0]
     typer.echo("kernels that dominate the default (predicted share of the call):", err=True)
     for name, kind, t in default.kernels[:5]:
@@ -139,11 +138,7 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
 
         measured = measure_executables([c.executable for c in costed], program.flat_args,
                                        Protocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
-    from graphcost.frontend.programs.flags import flag_features
-
-    seconds = np.asarray([c.seconds for c in costed])
-    scores = model.rank_scores(seconds, flag_features(flags))  # the kernel sum blended with the flag trees
-    order = np.argsort(scores, kind="stable")
+    seconds, scores, order = ranking.seconds, ranking.scores, ranking.order
     shown = order[:top] if top else order
     rows = [{"rank": r, "config": int(i), "score": float(scores[i]), "predicted_us": float(seconds[i] * 1e6),
              "changed": ",".join(f"{FLAG_COLUMNS[c]}={v}" for c, (v, d) in enumerate(zip(flags[i].values, DEFAULT))

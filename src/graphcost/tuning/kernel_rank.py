@@ -1,19 +1,26 @@
 """Ranking a compilable program's flag configurations through its kernels (`graphcost rank PROGRAM`).
 
-    ranked, flags, program = rank_program("prog.py:make", configs=16)
+    ranking = rank_configs(fn, *args, configs=16)        # from Python: any JAX function and example arguments
+    ranking = rank_program("prog.py:make", configs=16)   # a program reference (a FILE.py:make, an XLA module)
+    best = ranking.flags[ranking.order[0]]               # the FlagConfig predicted fastest
+    jax.jit(fn, compiler_options=best.compiler_options())
 
 For each configuration (the flag space's `graphcost.frontend.programs.flags.flag_configs`; row 0 the
 default), the program is compiled (threads over the cores; configurations whose optimized modules
 are identical are split into kernels once), its optimized module split into kernels
-(`graphcost.frontend.hlo.kernels`, loop trip counts read off the module) and costed by the kernel
-model (`graphcost.inference.kernel_model.KernelCostModel`).
+(`graphcost.frontend.hlo.kernels`, loop trip counts read off the module), costed by the kernel
+model (`graphcost.inference.kernel_model.KernelCostModel`) and ranked by its blend with the flag
+trees (`KernelCostModel.rank_scores`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
 
 from graphcost.inference.kernel_model import CostedConfig, KernelCostModel
 
@@ -24,20 +31,64 @@ def module_digest(compiled) -> str:
     return hashlib.sha256(compiled.as_text().encode()).hexdigest()
 
 
-def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
-                 workers: int = 2) -> tuple[list[CostedConfig], list, Any]:
-    """Cost `configs` flag configurations of the program `ref` (the default first) with the kernel
-    model; returns (costed configurations in the flag configurations' order, the `FlagConfig`s,
-    the prepared `TuneProgram`)."""
-    from concurrent.futures import ThreadPoolExecutor
+@dataclass
+class KernelRanking:
+    """A program's flag configurations costed through their kernels."""
 
-    from graphcost.frontend.collect.kernel_records import optimized_kernels
-    from graphcost.frontend.programs.flags import flag_configs, flag_features
+    costed: list[CostedConfig]  # per configuration, in `flags` order: predicted seconds, kernels, compile time
+    flags: list  # the `FlagConfig`s (row 0 the default)
+    scores: np.ndarray  # (K,) what the ranking orders by, lower = predicted faster (`KernelCostModel.rank_scores`)
+    program: Any  # the prepared `TuneProgram`
+    model: KernelCostModel
+
+    @property
+    def order(self) -> np.ndarray:
+        """(K,) configuration indices, predicted fastest first."""
+        return np.argsort(self.scores, kind="stable")
+
+    @property
+    def seconds(self) -> np.ndarray:
+        """(K,) the kernel sum's predicted seconds per call."""
+        return np.asarray([c.seconds for c in self.costed], np.float64)
+
+
+def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
+                 workers: int = 2, name: str | None = None) -> KernelRanking:
+    """Cost `configs` flag configurations of ``fn(*args)`` (the default first, then a seeded sample of
+    the flag space) with the kernel model (default: the shipped one) and rank them.
+
+    Raises:
+        graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable.
+        graphcost.tuning.program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
+    from graphcost.bounds import check_int, check_seed
+    from graphcost.tuning.arguments import check_fn
+    from graphcost.tuning.program import prepare_program
+
+    check_fn(fn)
+    configs = check_int("configs", configs, 2, 4096)
+    seed = check_seed("seed", seed)
+    workers = check_int("workers", workers, 1, 256)
+    program = prepare_program(fn, args, name or getattr(fn, "__name__", "program"))
+    return _rank(program, configs, seed, model or KernelCostModel.load(), workers)
+
+
+def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
+                 workers: int = 2) -> KernelRanking:
+    """`rank_configs` of the program `ref` (``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module;
+    `graphcost.tuning.program.load_program`)."""
     from graphcost.tuning.program import load_program, prepare_program
 
     model = model or KernelCostModel.load()
     fn, args, name = load_program(ref)
-    program = prepare_program(fn, args, name, ref)
+    return _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers)
+
+
+def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int) -> KernelRanking:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graphcost.frontend.collect.kernel_records import optimized_kernels
+    from graphcost.frontend.programs.flags import flag_configs, flag_features
+
     lowered = program.lower()
     flag_list = flag_configs(configs, seed=seed)
     feats = flag_features(flag_list)
@@ -57,4 +108,5 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
             kernels_by_digest[digest] = optimized_kernels(exe)
         seconds, shares = model.cost(kernels_by_digest[digest], feats[i])
         out.append(CostedConfig(i, seconds, shares, compile_s, exe))
-    return out, flag_list, program
+    scores = model.rank_scores(np.asarray([c.seconds for c in out]), feats)
+    return KernelRanking(out, flag_list, scores, program, model)

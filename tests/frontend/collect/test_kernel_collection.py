@@ -253,3 +253,28 @@ def test_a_kernel_record_is_lzma_compressed_and_reads_back_as_any_npz(tmp_path):
         for key, value in arrays.items():
             np.testing.assert_array_equal(z[key], value)
             assert z[key].dtype == value.dtype
+
+
+def test_rank_configs_from_python_ranks_a_function_through_its_kernels(collection, tmp_path):
+    import jax
+    import jax.numpy as jnp
+
+    import graphcost
+    from graphcost.bounds import ArgumentError
+    from graphcost.frontend.programs.flags import default_flag_vector, flag_features
+    from graphcost.inference.kernel_model import KernelCostModel
+
+    model = KernelCostModel.load(_train_model(collection, tmp_path / "model", flag_weight=0.5))
+    fn, x, w = (lambda x, w: jnp.tanh(x @ w).sum(0)), jnp.ones((32, 64)), jnp.ones((64, 64))
+    ranking = graphcost.rank_configs(fn, x, w, configs=4, model=model)
+    assert isinstance(ranking, graphcost.KernelRanking) and len(ranking.flags) == len(ranking.scores) == 4
+    assert (flag_features(ranking.flags[:1]) == default_flag_vector()).all()  # the default first
+    np.testing.assert_allclose(ranking.scores, model.rank_scores(ranking.seconds, flag_features(ranking.flags)))
+    assert sorted(ranking.order.tolist()) == [0, 1, 2, 3] and ranking.scores[ranking.order[0]] == ranking.scores.min()
+    best = ranking.flags[ranking.order[0]]
+    np.testing.assert_allclose(jax.jit(fn, compiler_options=best.compiler_options() or None)(x, w), fn(x, w),
+                               rtol=1e-5)
+    with pytest.raises(ArgumentError, match="configs"):
+        graphcost.rank_configs(fn, x, w, configs=1, model=model)
+    with pytest.raises(ArgumentError, match="fn must be"):
+        graphcost.rank_configs("not a function", x, configs=4, model=model)
