@@ -65,6 +65,9 @@ def _unpacked(name: str, packed: Path) -> Path:
     out = cache_root() / "datasets" / f"{name}-{digest}"
     if (out / "manifest.json").is_file():
         return out
+    import logging
+
+    logging.getLogger(__name__).info(f"unpacking the shipped dataset {name} into {out} (once)")
     try:
         unpack_dataset(packed, out)
     except OSError as exc:
