@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -90,3 +91,15 @@ def test_rank_refuses_a_model_of_another_feature_version(tmp_path):
 def test_rank_takes_at_most_model_and_graph(tmp_path):
     res = CliRunner().invoke(app, ["rank", "a", "b", "c"])
     assert res.exit_code == 2 and "[MODEL] GRAPH" in res.output
+
+
+def test_the_shipped_kernel_model_loads_with_its_flag_trees():
+    """The shipped kernel model (graphcost/pretrained/kernels) loads as `rank PROGRAM` loads it, and ranks
+    by the kernel sum blended with its flag trees (issue 63: the blend led both on unseen families)."""
+    from graphcost.inference.kernel_model import KernelCostModel
+
+    model = KernelCostModel.load()
+    assert model.blended and 0.0 < model.flag_weight < 1.0
+    assert model.meta["programs"] >= 300 and model.meta["families"] >= 25
+    scores = model.rank_scores(np.asarray([1e-3, 2e-3, 4e-3]), np.zeros((3, 24), np.float32))
+    assert np.argsort(scores).tolist() == [0, 1, 2]  # equal flags: the kernel sum's order

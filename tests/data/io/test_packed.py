@@ -107,3 +107,20 @@ def test_a_packed_shipped_dataset_is_unpacked_once_into_the_cache(tmp_path, monk
     (ship / "tiny" / "kernels.npz").unlink()
     with pytest.raises(FileNotFoundError, match="kernels.npz not found"):
         datasets.shipped_dataset_dir("tiny")
+
+
+def test_the_shipped_kernel_dataset_is_packed_wide_and_documented():
+    """cpu_zoo_kernels_flags (issue 63): one packed file of every distinct leaf kernel of the flag kernel collection,
+    read here without unpacking it (its manifest and file list)."""
+    import graphcost.datasets as datasets
+
+    root = datasets._ROOT / "cpu_zoo_kernels_flags"
+    with np.load(root / datasets.PACKED["cpu_zoo_kernels_flags"], allow_pickle=False) as z:
+        manifest = json.loads(str(z["manifest.json"]))
+        files = z["files"].tolist()
+        assert z["config_feat"].shape[1] == 24 and len(z["node_feat.offsets"]) == len(files) + 1
+    graphs = manifest["graphs"]
+    assert len(files) == len(graphs) >= 10_000 and manifest["programs"] >= 300
+    assert {e["split"] for e in graphs.values()} == {"train", "valid", "test"}
+    assert len({f for e in graphs.values() for f in e["families"]}) >= 25
+    assert "REAL data" in (root / "CARD.md").read_text(encoding="utf-8")
