@@ -87,11 +87,12 @@ def main() -> None:
         shutil.rmtree(staging, ignore_errors=True)
         sys.exit(str(exc))
     (staging / "CARD.md").write_text(card(args.name, args.src, manifest, packed), encoding="utf-8")
+    size_mib = packed.stat().st_size / 2**20
     if dest.exists():
         shutil.rmtree(dest)
     staging.rename(dest)
     print(f"{dest}: {len(manifest['graphs'])} kernels of {manifest['programs']} programs, "
-          f"{packed.stat().st_size / 2**20:.1f} MiB packed; card {dest / 'CARD.md'}")
+          f"{size_mib:.1f} MiB packed; card {dest / 'CARD.md'}")
     print(json.dumps({s: sum(g["split"] == s for g in manifest["graphs"].values()) for s in ("train", "valid", "test")}))
 
 
