@@ -33,8 +33,9 @@ flag model trains on both.
 ``cpu_zoo_kernels_flags``: every distinct leaf kernel of the zoo's programs under their flag
 configurations, one TILE-schema graph per kernel (`graphcost.data.kernels`: ``config_feat`` the 24
 flag columns, ``config_runtime`` ns per execution), measured on the Intel Xeon VM (its CARD.md). It
-ships PACKED, one file (`graphcost.data.io.packed`), and is unpacked on first use into the user's
-cache (``$GRAPHCOST_CACHE``, else ``~/.cache/graphcost``), which `shipped_dataset_dir` returns.
+ships PACKED, one file, unpacked on first use (`graphcost.data.io.packed.shipped_packed_dir`; a
+``--data-dir cpu_zoo_kernels_flags`` does it) into the user's cache (``$GRAPHCOST_CACHE``, else
+``~/.cache/graphcost``), which `shipped_dataset_dir` then returns.
 """
 
 from __future__ import annotations
@@ -54,28 +55,15 @@ def cache_root() -> Path:
     return Path(os.environ.get("GRAPHCOST_CACHE") or "~/.cache/graphcost").expanduser()
 
 
-def _unpacked(name: str, packed: Path) -> Path:
-    """The directory of the packed shipped dataset `name`, unpacked into the cache on first use (keyed
-    by the packed file's SHA-256, so a new release unpacks anew)."""
+def unpacked_dir(name: str) -> Path:
+    """Where the packed shipped dataset `name` is (or will be) unpacked: the cache, keyed by the packed
+    file's SHA-256 (a new release unpacks anew)."""
     import hashlib
 
-    from graphcost.data.io.packed import unpack_dataset
-
-    digest = hashlib.sha256(packed.read_bytes()).hexdigest()[:16]
-    out = cache_root() / "datasets" / f"{name}-{digest}"
-    if (out / "manifest.json").is_file():
-        return out
-    import logging
-
-    logging.getLogger(__name__).info(f"unpacking the shipped dataset {name} into {out} (once)")
-    try:
-        unpack_dataset(packed, out)
-    except OSError as exc:
-        if (out / "manifest.json").is_file():  # another process unpacked it first
-            return out
-        raise FileNotFoundError(f"cannot unpack the shipped dataset {name} into {out} ({exc.strerror or exc}); "
-                                "set GRAPHCOST_CACHE to a writable directory") from None
-    return out
+    packed = _ROOT / name / PACKED[name]
+    if not packed.is_file():
+        raise FileNotFoundError(f"the shipped dataset is missing: {packed} not found (reinstall graphcost)")
+    return cache_root() / "datasets" / f"{name}-{hashlib.sha256(packed.read_bytes()).hexdigest()[:16]}"
 
 
 def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
@@ -86,11 +74,13 @@ def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
     if name not in SHIPPED:
         raise ValueError(f"unknown shipped dataset {name!r}; choose one of {', '.join(SHIPPED)}")
     path = _ROOT / name
-    if name in PACKED:
-        packed = path / PACKED[name]
-        if not packed.is_file():
-            raise FileNotFoundError(f"the shipped dataset is missing: {packed} not found (reinstall graphcost)")
-        return _unpacked(name, packed)
+    if name in PACKED:  # unpacked by the data layer (graphcost.data.io.packed.shipped_packed_dir), once
+        out = unpacked_dir(name)
+        if not (out / "manifest.json").is_file():
+            raise FileNotFoundError(f"the shipped dataset {name} ships packed and is not unpacked yet: "
+                                    f"graphcost.data.io.packed.shipped_packed_dir({name!r}) unpacks it into {out} "
+                                    f"(`graphcost train --data-dir {name}` does so itself)")
+        return out
     if not (path / "manifest.json").is_file():
         raise FileNotFoundError(f"the shipped dataset is missing: {path}/manifest.json not found "
                                 "(reinstall graphcost, or collect one with `graphcost collect`)")
@@ -115,4 +105,4 @@ def default_dataset_dir() -> Path:
     return shipped_dataset_dir("cpu_layout")
 
 
-__all__ = ["PACKED", "SHIPPED", "cache_root", "default_dataset_dir", "shipped_dataset_dir", "shipped_for_collection"]
+__all__ = ["PACKED", "SHIPPED", "cache_root", "unpacked_dir", "default_dataset_dir", "shipped_dataset_dir", "shipped_for_collection"]

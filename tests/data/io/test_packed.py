@@ -98,11 +98,19 @@ def test_a_packed_shipped_dataset_is_unpacked_once_into_the_cache(tmp_path, monk
     monkeypatch.setattr(datasets, "_ROOT", ship)
     monkeypatch.setattr(datasets, "SHIPPED", (*datasets.SHIPPED, "tiny"))
     monkeypatch.setattr(datasets, "PACKED", {"tiny": "kernels.npz"})
+    monkeypatch.setattr("graphcost.data.io.locate.SHIPPED", datasets.SHIPPED)
+    monkeypatch.setattr("graphcost.data.io.locate.PACKED", datasets.PACKED)
     monkeypatch.setenv("GRAPHCOST_CACHE", str(tmp_path / "cache"))
-    first = datasets.shipped_dataset_dir("tiny")
+    with pytest.raises(FileNotFoundError, match="not unpacked yet"):
+        datasets.shipped_dataset_dir("tiny")
+    from graphcost.data.io.locate import resolve_splits
+    from graphcost.data.io.packed import shipped_packed_dir
+
+    first = shipped_packed_dir("tiny")
+    assert resolve_splits("tiny").files["train"]  # --data-dir NAME finds it
     assert first.parent == tmp_path / "cache" / "datasets" and (first / "train" / "k0.npz").is_file()
     stamp = (first / "train" / "k0.npz").stat().st_mtime_ns
-    assert datasets.shipped_dataset_dir("tiny") == first  # the second call finds it unpacked
+    assert datasets.shipped_dataset_dir("tiny") == first == shipped_packed_dir("tiny")  # found unpacked
     assert (first / "train" / "k0.npz").stat().st_mtime_ns == stamp
     (ship / "tiny" / "kernels.npz").unlink()
     with pytest.raises(FileNotFoundError, match="kernels.npz not found"):

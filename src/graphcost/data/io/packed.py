@@ -137,3 +137,31 @@ def unpack_dataset(packed: str | Path, out: str | Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def shipped_packed_dir(name: str) -> Path:
+    """The directory of the packed shipped dataset `name` (`graphcost.datasets.PACKED`), unpacked into the
+    cache (`graphcost.datasets.unpacked_dir`) on first use; FileNotFoundError in one line when the cache is
+    not writable or the package lacks the file."""
+    import logging
+
+    from graphcost.datasets import unpacked_dir
+
+    out = unpacked_dir(name)
+    if (out / MANIFEST).is_file():
+        return out
+    logging.getLogger(__name__).info(f"unpacking the shipped dataset {name} into {out} (once)")
+    try:
+        unpack_dataset(_packed_file(name), out)
+    except OSError as exc:
+        if (out / MANIFEST).is_file():  # another process unpacked it first
+            return out
+        raise FileNotFoundError(f"cannot unpack the shipped dataset {name} into {out} ({exc.strerror or exc}); "
+                                "set GRAPHCOST_CACHE to a writable directory") from None
+    return out
+
+
+def _packed_file(name: str) -> Path:
+    import graphcost.datasets as datasets
+
+    return datasets._ROOT / name / datasets.PACKED[name]
