@@ -73,7 +73,8 @@ class KernelCostModel:
         ok = np.isfinite(seconds) & (seconds > 0)
         out = np.full(len(seconds), np.inf)
         if ok.any():
-            flag_scores = self.flag_trees.predict(np.asarray(flags)[ok]) if self.blended else None
+            flag_scores = (self.flag_trees.predict(np.asarray(flags)[ok])
+                           if self.flag_trees is not None and self.blended else None)
             out[ok] = blend_scores(seconds[ok], flag_scores, self.flag_weight)
         return out
 

@@ -68,7 +68,7 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
     configs = check_int("configs", configs, 2, 4096)
     seed = check_seed("seed", seed)
     workers = check_int("workers", workers, 1, 256)
-    program = prepare_program(fn, args, name or getattr(fn, "__name__", "program"))
+    program = prepare_program(fn, args, str(name or getattr(fn, "__name__", "program")))
     return _rank(program, configs, seed, model or KernelCostModel.load(), workers)
 
 
