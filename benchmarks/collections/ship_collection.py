@@ -20,6 +20,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def staging_for(name: str, known, overwrite: bool) -> tuple[Path, Path]:
+    """(the shipped dataset's directory, an empty staging directory beside it) for dataset `name`, which must
+    be one of `known`; exits with one line when it is not, or when the directory exists without `overwrite`."""
+    if name not in known:
+        sys.exit(f"{name}: not one of {', '.join(known)}")
+    dest = ROOT / "src" / "graphcost" / "datasets" / name
+    if dest.exists() and not overwrite:
+        sys.exit(f"{dest}: exists; pass --overwrite to replace it")
+    staging = dest.with_name(dest.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    return dest, staging
+
+
+def install(staging: Path, dest: Path) -> None:
+    """Put the complete `staging` directory in the place of `dest` (the old copy removed only once the new one
+    is there)."""
+    if dest.exists():
+        old = dest.with_name(dest.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old)
+    else:
+        staging.rename(dest)
+
+
 def main() -> None:
     from graphcost.datasets import SHIPPED
     from graphcost.frontend.collect.card import write_card
@@ -33,26 +59,13 @@ def main() -> None:
     p.add_argument("--notes", type=Path, default=None, help="markdown appended to the card")
     p.add_argument("--overwrite", action="store_true")
     args = p.parse_args()
-    if args.name not in SHIPPED:
-        sys.exit(f"{args.name}: not a shipped dataset name (graphcost.datasets.SHIPPED: {', '.join(SHIPPED)})")
-    dest = ROOT / "src" / "graphcost" / "datasets" / args.name
-    if dest.exists() and not args.overwrite:
-        sys.exit(f"{dest}: exists; pass --overwrite to replace it")
-    staging = dest.with_name(dest.name + ".new")
-    shutil.rmtree(staging, ignore_errors=True)
+    dest, staging = staging_for(args.name, SHIPPED, args.overwrite)
     try:
         manifest = merge_shards([args.src], [], staging, split="family")
     except ValueError as exc:
         sys.exit(str(exc))
     write_card(staging, args.title, args.command, args.notes, name=args.name)
-    if dest.exists():
-        old = dest.with_name(dest.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        dest.rename(old)
-        staging.rename(dest)
-        shutil.rmtree(old)
-    else:
-        staging.rename(dest)
+    install(staging, dest)
     sides = {s: sum(e["split"] == s for e in manifest["graphs"].values()) for s in ("train", "valid", "test")}
     print(f"{dest}: {len(manifest['graphs'])} graphs ({sides}), card {dest / 'CARD.md'}")
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from ship_collection import ROOT, install, staging_for  # the same staging and swap as the other shipped datasets
 
 
 def card(name: str, src: Path, manifest: dict, packed: Path) -> str:
@@ -70,13 +70,7 @@ def main() -> None:
     p.add_argument("name")
     p.add_argument("--overwrite", action="store_true")
     args = p.parse_args()
-    if args.name not in PACKED:
-        sys.exit(f"{args.name}: not a packed shipped dataset (graphcost.datasets.PACKED: {', '.join(PACKED)})")
-    dest = ROOT / "src" / "graphcost" / "datasets" / args.name
-    if dest.exists() and not args.overwrite:
-        sys.exit(f"{dest}: exists; pass --overwrite to replace it")
-    staging = dest.with_name(dest.name + ".new")
-    shutil.rmtree(staging, ignore_errors=True)
+    dest, staging = staging_for(args.name, tuple(PACKED), args.overwrite)
     staging.mkdir(parents=True)
     try:
         table = KernelTable.read(args.src, default_flag_vector())
@@ -88,9 +82,7 @@ def main() -> None:
         sys.exit(str(exc))
     (staging / "CARD.md").write_text(card(args.name, args.src, manifest, packed), encoding="utf-8")
     size_mib = packed.stat().st_size / 2**20
-    if dest.exists():
-        shutil.rmtree(dest)
-    staging.rename(dest)
+    install(staging, dest)
     print(f"{dest}: {len(manifest['graphs'])} kernels of {manifest['programs']} programs, "
           f"{size_mib:.1f} MiB packed; card {dest / 'CARD.md'}")
     print(json.dumps({s: sum(g["split"] == s for g in manifest["graphs"].values()) for s in ("train", "valid", "test")}))

@@ -55,14 +55,21 @@ def cache_root() -> Path:
     return Path(os.environ.get("GRAPHCOST_CACHE") or "~/.cache/graphcost").expanduser()
 
 
+def packed_file(name: str) -> Path:
+    """The packed file of the shipped dataset `name` (one of `PACKED`); FileNotFoundError when the
+    package lacks it."""
+    packed = _ROOT / name / PACKED[name]
+    if not packed.is_file():
+        raise FileNotFoundError(f"the shipped dataset is missing: {packed} not found (reinstall graphcost)")
+    return packed
+
+
 def unpacked_dir(name: str) -> Path:
     """Where the packed shipped dataset `name` is (or will be) unpacked: the cache, keyed by the packed
     file's SHA-256 (a new release unpacks anew)."""
     import hashlib
 
-    packed = _ROOT / name / PACKED[name]
-    if not packed.is_file():
-        raise FileNotFoundError(f"the shipped dataset is missing: {packed} not found (reinstall graphcost)")
+    packed = packed_file(name)
     return cache_root() / "datasets" / f"{name}-{hashlib.sha256(packed.read_bytes()).hexdigest()[:16]}"
 
 
@@ -105,4 +112,5 @@ def default_dataset_dir() -> Path:
     return shipped_dataset_dir("cpu_layout")
 
 
-__all__ = ["PACKED", "SHIPPED", "cache_root", "unpacked_dir", "default_dataset_dir", "shipped_dataset_dir", "shipped_for_collection"]
+__all__ = ["PACKED", "SHIPPED", "cache_root", "default_dataset_dir", "packed_file", "shipped_dataset_dir",
+           "shipped_for_collection", "unpacked_dir"]

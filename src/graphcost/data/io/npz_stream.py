@@ -439,3 +439,17 @@ class _MemberStream:
         self._fp.close()
         if exc_type is None and self._written != self._expected:
             raise ValueError(f"{self.key}: wrote {self._written} rows, declared {self._expected}")
+
+
+def save_npz_lzma(path: str | Path, arrays: dict[str, np.ndarray]) -> Path:
+    """Write `arrays` atomically as an npz whose members are LZMA-compressed (``ZIP_LZMA``); `np.load`
+    reads it like any npz. zlib (``savez_compressed``) sees 32 KB back; LZMA's window spans whole members,
+    so arrays that repeat themselves far apart (a program's near-identical kernels, a dataset's graphs)
+    shrink several times more."""
+    from graphcost.atomic import atomic_write
+
+    with atomic_write(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_LZMA) as z:
+        for key, value in arrays.items():
+            with z.open(f"{key}.npy", "w", force_zip64=True) as member:
+                npy_format.write_array(member, np.asarray(value), allow_pickle=False)
+    return Path(path)

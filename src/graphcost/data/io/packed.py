@@ -10,11 +10,11 @@ graphs' arrays of each key concatenated along their first axis, with the graphs'
     files               (G,) str         each graph's path relative to the directory
     manifest.json       () str           the directory's manifest, verbatim
 
-compressed with LZMA (``ZIP_LZMA`` members, as kernel records are): the same kernels' features
+compressed with LZMA (`graphcost.data.io.npz_stream.save_npz_lzma`, as kernel records are): the same kernels' features
 recur across graphs, which zlib's 32 KB window cannot see and LZMA's can (the flag kernels:
 218 MB of float32 node features to 0.9 MB). `unpack_dataset` writes the directory back, file for
-file, with the same keys and values (and dtypes; a string key's width may grow to the widest graph's), so the TpuGraphs loaders, the PyG dataset and
-``graphcost train --data-dir`` read it unchanged.
+file, with the same keys and values (and dtypes; a string key's width may grow to the widest graph's),
+so the TpuGraphs loaders, the PyG dataset and ``graphcost train --data-dir`` read it unchanged.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def pack_dataset(directory: str | Path, out: str | Path) -> Path:
     """Pack the dataset `directory` (npz graphs below it and its ``manifest.json``) into the file `out`
     (atomic). Every graph must hold the same keys, each of the same trailing shape; a SchemaError
     names the file and key that differ."""
-    from graphcost.atomic import atomic_write
+    from graphcost.data.io.npz_stream import save_npz_lzma
 
     directory = Path(directory)
     manifest = directory / MANIFEST
@@ -76,12 +76,7 @@ def pack_dataset(directory: str | Path, out: str | Path) -> Path:
         else:
             packed[k] = np.concatenate(parts)
             packed[k + OFFSETS] = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
-    out = Path(out)
-    with atomic_write(out) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_LZMA) as z:
-        for k, a in packed.items():
-            with z.open(f"{k}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, a, allow_pickle=False)
-    return out
+    return save_npz_lzma(out, packed)
 
 
 def unpack_dataset(packed: str | Path, out: str | Path) -> Path:
@@ -145,23 +140,17 @@ def shipped_packed_dir(name: str) -> Path:
     not writable or the package lacks the file."""
     import logging
 
-    from graphcost.datasets import unpacked_dir
+    from graphcost.datasets import packed_file, unpacked_dir
 
     out = unpacked_dir(name)
     if (out / MANIFEST).is_file():
         return out
     logging.getLogger(__name__).info(f"unpacking the shipped dataset {name} into {out} (once)")
     try:
-        unpack_dataset(_packed_file(name), out)
+        unpack_dataset(packed_file(name), out)
     except OSError as exc:
         if (out / MANIFEST).is_file():  # another process unpacked it first
             return out
         raise FileNotFoundError(f"cannot unpack the shipped dataset {name} into {out} ({exc.strerror or exc}); "
                                 "set GRAPHCOST_CACHE to a writable directory") from None
     return out
-
-
-def _packed_file(name: str) -> Path:
-    import graphcost.datasets as datasets
-
-    return datasets._ROOT / name / datasets.PACKED[name]

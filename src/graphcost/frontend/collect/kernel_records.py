@@ -163,19 +163,13 @@ def kernel_record(combined: dict[str, np.ndarray], kernels: list[dict[str, Kerne
 
 
 def save_kernel_record(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """Write a kernel record atomically: an npz whose members are LZMA-compressed (``ZIP_LZMA``),
-    which `np.load` reads like any npz. A layout program's configurations compile to near-copies
-    of the same kernels; zlib's 32 KB window (``savez_compressed``) cannot see across them, LZMA's
-    does: 2.58 MB -> 0.57 MB on the largest record of the layout collection."""
-    import zipfile
-
-    from graphcost.atomic import atomic_write
+    """Write a kernel record atomically as an LZMA npz (`graphcost.data.io.npz_stream.save_npz_lzma`): a
+    layout program's configurations compile to near-copies of the same kernels, which zlib's window
+    cannot see across (2.58 MB -> 0.57 MB on the largest record of the layout collection)."""
+    from graphcost.data.io.npz_stream import save_npz_lzma
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_LZMA) as z:
-        for key, value in arrays.items():
-            with z.open(f"{key}.npy", "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
+    save_npz_lzma(path, arrays)
 
 
 def coverage(record: dict[str, np.ndarray]) -> np.ndarray:
