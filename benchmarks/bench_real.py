@@ -171,9 +171,22 @@ def read_manifest(root: Path) -> dict:
                             f"; is {root} a graphcost collection?")
 
 
+def dataset_dir(root: Path) -> Path:
+    """`root`, or, where it holds no manifest and is named for a shipped dataset (``--data cpu_zoo_layout``, or
+    that dataset's directory in the package, which holds only its packed file), the shipped dataset's directory."""
+    from graphcost.datasets import SHIPPED
+
+    if not (root / "manifest.json").is_file() and root.name in SHIPPED:
+        from graphcost.data.io.packed import shipped_data_dir
+
+        return shipped_data_dir(root.name)
+    return root
+
+
 def load_records(root: Path) -> list[Record]:
     from graphcost.frontend.collect.local import label_statistic
 
+    root = dataset_dir(root)
     manifest = read_manifest(root)
     return [load_record(root / entry["file"], entry["family"], entry["split"], statistic=label_statistic(manifest))
             for _, entry in sorted(manifest["graphs"].items())]

@@ -42,12 +42,12 @@ def lay_out(root: Path, manifest: dict, entries: dict[str, tuple[str, Path, dict
 
 def resolve(collection: Path) -> Path:
     """A collection directory, or the shipped dataset of that name (a one-line exit when it is neither)."""
-    from graphcost.datasets import shipped_dataset_dir
+    from graphcost.data.io.packed import shipped_data_dir
 
     if (collection / "manifest.json").is_file():
         return collection
     try:
-        return shipped_dataset_dir(collection.name)
+        return shipped_data_dir(collection.name)
     except (ValueError, FileNotFoundError) as exc:
         sys.exit(f"{collection}: no manifest.json there, and not a shipped dataset ({exc})")
 

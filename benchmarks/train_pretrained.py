@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from graphcost.atomic import atomic_write_json
-from graphcost.datasets import shipped_dataset_dir
+from graphcost.data.io.packed import shipped_data_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from merge_collections import merge  # noqa: E402
@@ -38,10 +38,10 @@ SHIPPED_FILES = ("best.pt", "ensemble.json", "blend.json", "trees.txt", "run.jso
 
 def count_train_graphs(data_dir: Path | None) -> int:
     """How many graphs the run trained on: the npz files of the data's ``train/`` (a shipped
-    dataset's name resolves to its package directory), so MODELS.json tells which release it saw."""
+    dataset's name resolves to its directory, unpacked if it ships packed), so MODELS.json tells which release it saw."""
     path = data_dir if data_dir is not None else Path("cpu_layout")
     if not (path / "train").is_dir():
-        path = shipped_dataset_dir(path.name)
+        path = shipped_data_dir(path.name)
     return sum(1 for _ in (path / "train").glob("*.npz"))
 
 

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.data.io.packed import shipped_data_dir  # noqa: E402
 
-DATASETS = ROOT / "src" / "graphcost" / "datasets"
 COLLECTIONS = ("cpu_zoo_flags", "cpu_zoo_flags_tuner")
 
 
@@ -94,7 +94,7 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     from graphcost.tuning.space import FlagSpace
 
-    pools, about = pooled_ratios([DATASETS / c for c in COLLECTIONS], "valid")
+    pools, about = pooled_ratios([shipped_data_dir(c) for c in COLLECTIONS], "valid")
     if args.list:
         print(" ".join(sorted(pools)))
         return

@@ -15,6 +15,7 @@ import graphcost.pretrained as pretrained
 from cli_asserts import one_line_error
 from graphcost.cli import app
 from graphcost.data.graph import FEATURE_VERSION
+from graphcost.data.io.packed import shipped_data_dir
 from graphcost.datasets import shipped_dataset_dir
 from graphcost.inference.ensemble import resolve_checkpoints
 
@@ -33,7 +34,7 @@ def test_shipped_models_load_weights_only_and_are_described(kind):
     assert len(members) == info.get("seeds", 1)  # every member of the recorded ensemble ships
     assert f"v{info['version']}" in pretrained.describe(kind)
     # the release it saw: no more training graphs than the shipped data's train split holds now
-    shipped_train = [len(list((shipped_dataset_dir(name) / "train").glob("*.npz"))) for name in info["data"].split(" + ")]
+    shipped_train = [len(list((shipped_data_dir(name) / "train").glob("*.npz"))) for name in info["data"].split(" + ")]
     assert 1 <= info["train_graphs"] <= sum(shipped_train)  # trained on shipped data ("a + b": several together)
     assert f"{info['train_graphs']} training graphs of {info['data']}" in pretrained.describe(kind)
 

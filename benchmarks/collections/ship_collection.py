@@ -6,8 +6,9 @@ SRC is a directory written by `graphcost collect` (+ ``--repeat``); NAME is the 
 ``src/graphcost/datasets/`` (it must be one of `graphcost.datasets.SHIPPED`). The graphs are copied
 with a FAMILY split (`graphcost.frontend.collect.parallel.merge_shards`, whole families per side,
 seed 0: valid and test hold families the training side never saw), the repeat measurements kept,
-and the data card written from the result. The old copy is replaced only with ``--overwrite``, and
-only once the new one is complete.
+and the data card written from the result; a dataset of `graphcost.datasets.PACKED` ships as its one packed
+file beside the card (`graphcost.data.io.packed.pack_dataset`). The old copy is replaced only with
+``--overwrite``, and only once the new one is complete.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def install(staging: Path, dest: Path) -> None:
 
 
 def main() -> None:
-    from graphcost.datasets import SHIPPED
+    from graphcost.data.io.packed import pack_dataset
+    from graphcost.datasets import PACKED, SHIPPED
     from graphcost.frontend.collect.card import write_card
     from graphcost.frontend.collect.parallel import merge_shards
 
@@ -65,6 +67,14 @@ def main() -> None:
     except ValueError as exc:
         sys.exit(str(exc))
     write_card(staging, args.title, args.command, args.notes, name=args.name)
+    if args.name in PACKED:  # shipped as one file beside its card (graphcost.data.io.packed)
+        packed = staging.with_name(staging.name + ".packed")
+        shutil.rmtree(packed, ignore_errors=True)
+        packed.mkdir()
+        pack_dataset(staging, packed / PACKED[args.name])
+        shutil.copy2(staging / "CARD.md", packed / "CARD.md")
+        shutil.rmtree(staging)
+        staging = packed
     install(staging, dest)
     sides = {s: sum(e["split"] == s for e in manifest["graphs"].values()) for s in ("train", "valid", "test")}
     print(f"{dest}: {len(manifest['graphs'])} graphs ({sides}), card {dest / 'CARD.md'}")

@@ -50,8 +50,8 @@ def card(name: str, src: Path, manifest: dict, packed: Path) -> str:
         "## Use", "", "```",
         f"graphcost train --data-dir {name}      # a tile model on the kernels", "```", "",
         "```python",
-        "from graphcost.data.io.packed import shipped_packed_dir",
-        f"root = shipped_packed_dir({name!r})   # unpacked once: train/ valid/ test/ npz files + manifest.json",
+        "from graphcost.data.io.packed import shipped_data_dir",
+        f"root = shipped_data_dir({name!r})   # unpacked once: train/ valid/ test/ npz files + manifest.json",
         "```", "",
         "Made by `python benchmarks/collections/ship_kernel_dataset.py "
         f"{src.resolve().relative_to(ROOT) if src.resolve().is_relative_to(ROOT) else src} {name}`.", "",

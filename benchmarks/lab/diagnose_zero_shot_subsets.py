@@ -40,12 +40,12 @@ def taus(scores: np.ndarray, label: np.ndarray, moved: np.ndarray) -> dict[str, 
 def zoo(run: Path) -> dict:
     """The run on the flag zoo's validation and test families (never trained on)."""
     import bench_real as br
-    from graphcost.datasets import shipped_dataset_dir
+    from graphcost.data.io.packed import shipped_data_dir
     from graphcost.inference.ensemble import load_predictor
 
     pred = load_predictor([run], tta=0, device="cpu")
     out: dict[str, dict] = {}
-    for r in br.load_records(shipped_dataset_dir("cpu_zoo_flags")):
+    for r in br.load_records(shipped_data_dir("cpu_zoo_flags")):
         if r.split == "train":
             continue
         prepared = br._prepared(r.path, dedup=False)

@@ -32,10 +32,13 @@ flag model trains on both.
 
 ``cpu_zoo_kernels_flags``: every distinct leaf kernel of the zoo's programs under their flag
 configurations, one TILE-schema graph per kernel (`graphcost.data.kernels`: ``config_feat`` the 24
-flag columns, ``config_runtime`` ns per execution), measured on the Intel Xeon VM (its CARD.md). It
-ships PACKED, one file, unpacked on first use (`graphcost.data.io.packed.shipped_packed_dir`; a
-``--data-dir cpu_zoo_kernels_flags`` does it) into the user's cache (``$GRAPHCOST_CACHE``, else
-``~/.cache/graphcost``), which `shipped_dataset_dir` then returns.
+flag columns, ``config_runtime`` ns per execution), measured on the Intel Xeon VM (its CARD.md).
+
+The four zoo datasets ship PACKED (`PACKED`): each is one LZMA file beside its CARD.md (the zoo's graphs
+repeat one another's features, which LZMA sees and npz's zlib does not: 5.9 MB of layout npz files pack
+into about 0.9 MB), unpacked on first use (`graphcost.data.io.packed.shipped_data_dir`; a ``--data-dir
+NAME`` does it) into the user's cache (``$GRAPHCOST_CACHE``, else ``~/.cache/graphcost``), which
+`shipped_dataset_dir` then returns.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent
 SHIPPED = ("cpu_layout", "cpu_flags", "cpu_layout_1k", "cpu_zoo_layout", "cpu_zoo_flags", "cpu_zoo_flags_tuner",
            "cpu_zoo_kernels_flags")
-PACKED = {"cpu_zoo_kernels_flags": "kernels.npz"}  # shipped as one packed file (graphcost.data.io.packed)
+PACKED = {"cpu_zoo_layout": "graphs.npz", "cpu_zoo_flags": "graphs.npz", "cpu_zoo_flags_tuner": "graphs.npz",
+          "cpu_zoo_kernels_flags": "kernels.npz"}  # each shipped as one packed file (graphcost.data.io.packed)
 
 
 def cache_root() -> Path:
@@ -81,11 +85,11 @@ def shipped_dataset_dir(name: str = "cpu_layout") -> Path:
     if name not in SHIPPED:
         raise ValueError(f"unknown shipped dataset {name!r}; choose one of {', '.join(SHIPPED)}")
     path = _ROOT / name
-    if name in PACKED:  # unpacked by the data layer (graphcost.data.io.packed.shipped_packed_dir), once
+    if name in PACKED:  # unpacked by the data layer (graphcost.data.io.packed.shipped_data_dir), once
         out = unpacked_dir(name)
         if not (out / "manifest.json").is_file():
             raise FileNotFoundError(f"the shipped dataset {name} ships packed and is not unpacked yet: "
-                                    f"graphcost.data.io.packed.shipped_packed_dir({name!r}) unpacks it into {out} "
+                                    f"graphcost.data.io.packed.shipped_data_dir({name!r}) unpacks it into {out} "
                                     f"(`graphcost train --data-dir {name}` does so itself)")
         return out
     if not (path / "manifest.json").is_file():

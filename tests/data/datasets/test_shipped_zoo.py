@@ -11,7 +11,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from graphcost.datasets import shipped_dataset_dir
+from graphcost.data.io.packed import shipped_data_dir
 from graphcost.frontend.collect.local import COMPILED_KEY
 from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 
@@ -23,7 +23,7 @@ REPEAT_MEDIAN_FLOOR = {"cpu_zoo_layout": 0.9, "cpu_zoo_flags": 0.85}
 
 
 def _graphs(name: str) -> dict:
-    return json.loads((shipped_dataset_dir(name) / "manifest.json").read_text())["graphs"]
+    return json.loads((shipped_data_dir(name) / "manifest.json").read_text())["graphs"]
 
 
 @pytest.mark.parametrize("name", ZOOS)
@@ -38,7 +38,7 @@ def test_the_zoo_is_wide(name):
 
 @pytest.mark.parametrize("name", ZOOS)
 def test_split_by_family(name):
-    zoo, graphs = shipped_dataset_dir(name), _graphs(name)
+    zoo, graphs = shipped_data_dir(name), _graphs(name)
     sides: dict[str, set] = defaultdict(set)
     for graph, e in graphs.items():
         sides[e["family"]].add(e["split"])
@@ -60,7 +60,7 @@ def test_an_independent_repeat_of_a_tenth_agrees(name):
 
 @pytest.mark.parametrize("name", ZOOS)
 def test_every_configuration_carries_what_the_compiler_did(name):
-    zoo = shipped_dataset_dir(name)
+    zoo = shipped_data_dir(name)
     for e in _graphs(name).values():
         with np.load(zoo / e["file"], allow_pickle=False) as z:
             stats = z[COMPILED_KEY]

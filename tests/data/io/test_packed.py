@@ -79,14 +79,55 @@ def test_unpack_refuses_an_existing_directory_and_leaves_nothing_when_it_fails(t
         unpack_dataset(tmp_path / "plain.npz", tmp_path / "out")
 
 
-def test_pack_refuses_graphs_that_do_not_stack(tmp_path):
+def test_keys_that_do_not_stack_or_that_some_graphs_lack_pack_ragged(tmp_path):
+    """A layout dataset's node_config_feat (C, N, 18) differs in N, and only repeated graphs carry a repeat key:
+    both round-trip, a graph without the key gets none back."""
+    src = _kernel_dataset(tmp_path / "ds")
+    rng = np.random.default_rng(1)
+    for g, f in enumerate(sorted(src.rglob("*.npz"))):
+        with np.load(f) as z:
+            arrays = {k: z[k] for k in z.files if not (g == 1 and k == "kernel_flops")}
+        arrays["node_config_feat"] = rng.integers(-1, 3, (3, 2 + g, 18)).astype(np.int8)
+        np.savez(f, **arrays)
+    packed = pack_dataset(src, tmp_path / "ds.npz")
+    with np.load(packed) as z:
+        assert {"node_config_feat.shapes", "kernel_flops.shapes"} <= set(z.files)
+        assert "node_feat.offsets" in z.files  # what stacks still stacks
+    out = unpack_dataset(packed, tmp_path / "out")
+    for f in sorted(src.rglob("*.npz")):
+        with np.load(f) as a, np.load(out / f.relative_to(src)) as b:
+            assert set(a.files) == set(b.files), f.name
+            for k in a.files:
+                assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape
+                np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_pack_refuses_arrays_that_cannot_come_back_as_they_were(tmp_path):
     src = _kernel_dataset(tmp_path / "ds")
     with np.load(src / "valid" / "k1.npz") as z:
-        arrays = {k: z[k] for k in z.files if k != "kernel_flops"}
+        arrays = {k: z[k] for k in z.files}
+    arrays["kernel_flops"] = np.asarray(1, np.int64)  # float64 in the other graphs
     np.savez(src / "valid" / "k1.npz", **arrays)
     with pytest.raises(SchemaError, match="k1.npz.*kernel_flops"):
         pack_dataset(src, tmp_path / "ds.npz")
     assert not (tmp_path / "ds.npz").exists()
+    arrays["kernel_flops"], arrays["x.offsets"] = np.asarray(1.0), np.zeros(2)
+    np.savez(src / "valid" / "k1.npz", **arrays)
+    with pytest.raises(SchemaError, match="x.offsets.*reserves"):
+        pack_dataset(src, tmp_path / "ds.npz")
+
+
+def test_a_damaged_ragged_key_is_refused_in_one_line(tmp_path):
+    src = _kernel_dataset(tmp_path / "ds")
+    with np.load(src / "valid" / "k1.npz") as z:
+        arrays = {k: z[k] for k in z.files if k != "kernel_flops"}
+    np.savez(src / "valid" / "k1.npz", **arrays)
+    with np.load(pack_dataset(src, tmp_path / "ds.npz")) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["kernel_flops.shapes"] = arrays["kernel_flops.shapes"] * 5  # declares values the array does not hold
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(SchemaError, match=r"bad\.npz.*kernel_flops\.shapes"):
+        unpack_dataset(tmp_path / "bad.npz", tmp_path / "out")
 
 
 def test_a_packed_shipped_dataset_is_unpacked_once_into_the_cache(tmp_path, monkeypatch):
@@ -99,7 +140,6 @@ def test_a_packed_shipped_dataset_is_unpacked_once_into_the_cache(tmp_path, monk
     monkeypatch.setattr(datasets, "SHIPPED", (*datasets.SHIPPED, "tiny"))
     monkeypatch.setattr(datasets, "PACKED", {"tiny": "kernels.npz"})
     monkeypatch.setattr("graphcost.data.io.locate.SHIPPED", datasets.SHIPPED)
-    monkeypatch.setattr("graphcost.data.io.locate.PACKED", datasets.PACKED)
     monkeypatch.setenv("GRAPHCOST_CACHE", str(tmp_path / "cache"))
     with pytest.raises(FileNotFoundError, match="not unpacked yet"):
         datasets.shipped_dataset_dir("tiny")
@@ -132,3 +172,17 @@ def test_the_shipped_kernel_dataset_is_packed_wide_and_documented():
     assert {e["split"] for e in graphs.values()} == {"train", "valid", "test"}
     assert len({f for e in graphs.values() for f in e["families"]}) >= 25
     assert "REAL data" in (root / "CARD.md").read_text(encoding="utf-8")
+
+
+def test_every_packed_shipped_dataset_is_one_file_beside_its_card():
+    """The zoo datasets ship packed (the data budget): nothing else in their package directory, and the packed
+    file lists exactly the graphs its manifest names."""
+    import graphcost.datasets as datasets
+
+    for name, packed in datasets.PACKED.items():
+        root = datasets._ROOT / name
+        assert sorted(p.name for p in root.iterdir()) == sorted(["CARD.md", packed]), name
+        with np.load(root / packed, allow_pickle=False) as z:
+            manifest = json.loads(str(z["manifest.json"]))
+            files = sorted(z["files"].tolist())
+        assert files == sorted(e["file"] for e in manifest["graphs"].values()), name

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.data.splits import holdout_split
-from graphcost.datasets import PACKED, SHIPPED, shipped_dataset_dir, shipped_for_collection
+from graphcost.datasets import SHIPPED, shipped_for_collection
 from graphcost.errors import GraphcostError
 
 SPLITS = ("train", "valid", "test")
@@ -170,12 +170,9 @@ def resolve_splits(
         name = shipped_name(data_dir)
         if name is not None:
             try:
-                if name in PACKED:
-                    from graphcost.data.io.packed import shipped_packed_dir
+                from graphcost.data.io.packed import shipped_data_dir
 
-                    root = shipped_packed_dir(name)
-                else:
-                    root = shipped_dataset_dir(name)
+                root = shipped_data_dir(name)
             except FileNotFoundError as exc:
                 raise DatasetError(str(exc)) from None
         if not root.is_dir():

@@ -10,6 +10,13 @@ graphs' arrays of each key concatenated along their first axis, with the graphs'
     files               (G,) str         each graph's path relative to the directory
     manifest.json       () str           the directory's manifest, verbatim
 
+A key whose arrays do not stack along their first axis (a layout graph's ``node_config_feat`` (C, N, 18)
+differs in N) or that some graphs lack (``config_runtime_repeat_samples`` exists only where a program
+was repeated) is stored ragged instead:
+
+    <key>               (Σ_g Π shape_g,) the graphs' arrays flattened, one after another
+    <key>.shapes        (G, 1 + ndim) int64  [1, graph g's shape], or zeros where graph g has no such key
+
 compressed with LZMA (`graphcost.data.io.npz_stream.save_npz_lzma`, as kernel records are): the same kernels' features
 recur across graphs, which zlib's 32 KB window cannot see and LZMA's can (the flag kernels:
 218 MB of float32 node features to 0.9 MB). `unpack_dataset` writes the directory back, file for
@@ -31,6 +38,7 @@ MANIFEST = "manifest.json"
 FILES_KEY = "files"
 OFFSETS = ".offsets"
 SCALAR = ".scalar"  # marks a key whose per-graph arrays are 0-d (stored (G,), no offsets)
+RAGGED = ".shapes"  # marks a key stored flattened, with [1, each graph's shape] (zeros where a graph lacks it)
 
 
 def _members(path: Path) -> list[Path]:
@@ -40,10 +48,34 @@ def _members(path: Path) -> list[Path]:
     return files
 
 
+def _same_dtype(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal dtypes, or strings of one kind (their width may differ: a wider one holds every value)."""
+    return a.dtype == b.dtype or (a.dtype.kind == b.dtype.kind and a.dtype.kind in "US")
+
+
+def _stacks(arrays: list[np.ndarray]) -> bool:
+    """Whether the arrays concatenate along their first axis (or are all 0-d) with no value converted."""
+    ref = arrays[0]
+    return all((a.ndim == 0) == (ref.ndim == 0) and a.shape[1:] == ref.shape[1:] and _same_dtype(a, ref) for a in arrays)
+
+
+def _ragged(key: str, parts: list[np.ndarray | None], files: list[Path]) -> dict[str, np.ndarray]:
+    """`key` stored flattened with each graph's shape; the graphs that have it must agree on ndim and dtype
+    (strings may differ in width), so every value comes back as it was."""
+    present = [(f, a) for f, a in zip(files, parts) if a is not None]
+    ref_file, ref = present[0]
+    for f, a in present:
+        if a.ndim != ref.ndim or not _same_dtype(a, ref):
+            raise SchemaError(f, key, f"{a.dtype} array of shape {a.shape} does not pack with {ref_file.name}'s "
+                                      f"{ref.dtype} {ref.shape}")
+    shapes = np.asarray([(1, *a.shape) if a is not None else (0,) * (1 + ref.ndim) for a in parts], np.int64)
+    return {key: np.concatenate([a.ravel() for _, a in present]), key + RAGGED: shapes}
+
+
 def pack_dataset(directory: str | Path, out: str | Path) -> Path:
     """Pack the dataset `directory` (npz graphs below it and its ``manifest.json``) into the file `out`
-    (atomic). Every graph must hold the same keys, each of the same trailing shape; a SchemaError
-    names the file and key that differ."""
+    (atomic). Keys that stack are stored with offsets, the others ragged (module docstring); a SchemaError
+    names the file and key of an array that cannot be packed."""
     from graphcost.data.io.npz_stream import save_npz_lzma
 
     directory = Path(directory)
@@ -51,31 +83,26 @@ def pack_dataset(directory: str | Path, out: str | Path) -> Path:
     if not manifest.is_file():
         raise SchemaError(manifest, "*", "missing: a dataset directory has a manifest.json")
     files = _members(directory)
-    columns: dict[str, list[np.ndarray]] = {}
-    first: Path | None = None
+    graphs = []
     for f in files:
         with np.load(f, allow_pickle=False) as z:
-            arrays = {k: np.asarray(z[k]) for k in z.files}
-        if first is None:
-            first, columns = f, {k: [] for k in arrays}
-        if set(arrays) != set(columns):
-            other = sorted(set(arrays) ^ set(columns))[0]
-            raise SchemaError(f, other, f"keys differ from {first.name}'s; a packed dataset needs the same keys in "
-                                        "every graph")
-        for k, a in arrays.items():
-            if columns[k]:
-                ref = columns[k][0]
-                if (a.ndim == 0) != (ref.ndim == 0) or a.shape[1:] != ref.shape[1:]:
-                    raise SchemaError(f, k, f"shape {a.shape} does not stack with {first.name}'s {ref.shape}")
-            columns[k].append(a)
+            graphs.append({k: np.asarray(z[k]) for k in z.files})
+    for f, g in zip(files, graphs):
+        reserved = [k for k in g if k in (FILES_KEY, MANIFEST) or k.endswith((OFFSETS, SCALAR, RAGGED))]
+        if reserved:
+            raise SchemaError(f, reserved[0], "a key name the packed format reserves")
     packed: dict[str, np.ndarray] = {FILES_KEY: np.asarray([str(f.relative_to(directory)) for f in files], dtype=str),
                                      MANIFEST: np.asarray(manifest.read_text(encoding="utf-8"))}
-    for k, parts in columns.items():
-        if parts[0].ndim == 0:
-            packed[k + SCALAR] = np.stack(parts)
+    for k in sorted({k for g in graphs for k in g}):
+        parts = [g.get(k) for g in graphs]
+        whole = [a for a in parts if a is not None]
+        if len(whole) < len(parts) or not _stacks(whole):
+            packed.update(_ragged(k, parts, files))
+        elif whole[0].ndim == 0:
+            packed[k + SCALAR] = np.stack(whole)
         else:
-            packed[k] = np.concatenate(parts)
-            packed[k + OFFSETS] = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+            packed[k] = np.concatenate(whole)
+            packed[k + OFFSETS] = np.concatenate([[0], np.cumsum([len(a) for a in whole])]).astype(np.int64)
     return save_npz_lzma(out, packed)
 
 
@@ -109,8 +136,19 @@ def unpack_dataset(packed: str | Path, out: str | Path) -> Path:
         p = Path(name)
         if p.is_absolute() or ".." in p.parts or p.suffix != ".npz":
             raise SchemaError(packed, FILES_KEY, f"entry {name!r} is not a relative .npz path inside the dataset")
-    graph_keys = {k[:-len(SCALAR)] if k.endswith(SCALAR) else k for k in data if not k.endswith(OFFSETS)}
+    graph_keys = {k.removesuffix(SCALAR).removesuffix(RAGGED) for k in data if not k.endswith(OFFSETS)}
+    bounds: dict[str, np.ndarray] = {}  # a ragged key's offsets into its flat array
     for k in graph_keys:
+        if k + RAGGED in data:
+            shapes = data[k + RAGGED]
+            if (shapes.ndim != 2 or shapes.shape != (n, shapes.shape[1]) or shapes.shape[1] < 1 or data[k].ndim != 1
+                    or (shapes < 0).any() or not np.isin(shapes[:, 0], (0, 1)).all()):
+                raise SchemaError(packed, k + RAGGED, f"must be {n} rows [1, shape] or zeros, for a flat array")
+            sizes = shapes[:, 0] * np.prod(shapes[:, 1:], axis=1)
+            bounds[k] = np.concatenate([[0], np.cumsum(sizes)])
+            if bounds[k][-1] != len(data[k]):
+                raise SchemaError(packed, k + RAGGED, f"declares {bounds[k][-1]} values, the array holds {len(data[k])}")
+            continue
         if k + SCALAR in data:
             if len(data[k + SCALAR]) != n:
                 raise SchemaError(packed, k + SCALAR, f"holds {len(data[k + SCALAR])} values for {n} graphs")
@@ -123,8 +161,15 @@ def unpack_dataset(packed: str | Path, out: str | Path) -> Path:
     try:
         (tmp / MANIFEST).write_text(manifest, encoding="utf-8")
         for g, name in enumerate(files):
-            arrays = {k: data[k + SCALAR][g] if k + SCALAR in data else
-                      data[k][data[k + OFFSETS][g]:data[k + OFFSETS][g + 1]] for k in sorted(graph_keys)}
+            arrays = {}
+            for k in sorted(graph_keys):
+                if k in bounds:
+                    if data[k + RAGGED][g, 0]:
+                        arrays[k] = data[k][bounds[k][g]:bounds[k][g + 1]].reshape(data[k + RAGGED][g, 1:])
+                elif k + SCALAR in data:
+                    arrays[k] = data[k + SCALAR][g]
+                else:
+                    arrays[k] = data[k][data[k + OFFSETS][g]:data[k + OFFSETS][g + 1]]
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(tmp / name, **arrays)  # type: ignore[arg-type]
         os.replace(tmp, out)
@@ -154,3 +199,11 @@ def shipped_packed_dir(name: str) -> Path:
         raise FileNotFoundError(f"cannot unpack the shipped dataset {name} into {out} ({exc.strerror or exc}); "
                                 "set GRAPHCOST_CACHE to a writable directory") from None
     return out
+
+
+def shipped_data_dir(name: str) -> Path:
+    """The directory of the shipped dataset `name` (one of `graphcost.datasets.SHIPPED`): the package's own
+    directory, or for a packed one its copy unpacked in the cache (`shipped_packed_dir`)."""
+    from graphcost.datasets import PACKED, shipped_dataset_dir
+
+    return shipped_packed_dir(name) if name in PACKED else shipped_dataset_dir(name)
