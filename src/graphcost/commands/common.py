@@ -38,6 +38,12 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code=code)
 
 
+def option_message(exc: Exception) -> str:
+    """A library check's message ("lr_decay must be ...", naming the field) as the option's ("--lr-decay must be ...")."""
+    field, _, rest = str(exc).partition(" ")
+    return f"--{field.replace('_', '-')} {rest}"
+
+
 def check_output_option(path: Path, option: str, overwrite: bool = False, **wording: Any) -> Path:
     """An output file option (`graphcost.atomic.check_output_path`): a directory, a path below a file,
     or an existing file without --overwrite is a one-line error. `wording`: its templates."""

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX
+from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import complete_device
 from graphcost.commands.common import (
     DEVICE_HELP,
@@ -21,6 +21,7 @@ from graphcost.commands.common import (
     check_outside_inputs_option,
     check_run_dir_option,
     fail,
+    option_message,
     set_threads,
     threads_option,
 )
@@ -177,16 +178,11 @@ def register(app: typer.Typer) -> None:
         from graphcost.dag.train import LayerDAGTrainConfig, train_layerdag
 
         check_device_option(device, resolve=True)
-        if size not in ("small", "paper"):
-            fail(f"--size must be small or paper, got '{size}'")
-        if not lr > 0:
-            fail(f"--lr must be > 0, got {lr}")
-        if select not in ("module", "total"):
-            fail(f"--select must be module or total, got '{select}'")
-        if lr_decay not in ("none", "cosine"):
-            fail(f"--lr-decay must be none or cosine, got '{lr_decay}'")
-        if not 0 <= ema_decay < 1:
-            fail(f"--ema-decay must be in [0, 1), got {ema_decay}")
+        try:  # the settings check themselves (graphcost.dag.train.LayerDAGTrainConfig); the error names the option
+            cfg = LayerDAGTrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select,
+                                      lr_decay=lr_decay, device=device, ema_decay=ema_decay, label_balance=label_balance)
+        except ArgumentError as exc:
+            fail(option_message(exc))
         check_run_dir_option(out, "--out", overwrite, resume)
         _check_resume(out, resume)
         overrides: dict = {}
@@ -210,8 +206,6 @@ def register(app: typer.Typer) -> None:
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs, "fold": cv_fold,
                 "data_dir": str(found.resolve()) if found is not None else None,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        cfg = LayerDAGTrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select, lr_decay=lr_decay,
-                          device=device, ema_decay=ema_decay, label_balance=label_balance)
         from graphcost.atomic import DirectoryLockedError, clear_dir, lock_dir
 
         try:

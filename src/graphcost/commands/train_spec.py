@@ -20,6 +20,7 @@ from graphcost.commands.common import (
     check_dir_option,
     check_outside_inputs_option,
     fail,
+    option_message,
     run_info_of,
 )
 from graphcost.train import recipe
@@ -135,8 +136,7 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
             keep=keep, seeds=seeds, trees=trees,
         )  # fmt: skip
     except ArgumentError as exc:
-        field, _, rest = str(exc).partition(" ")
-        fail(f"--{field.replace('_', '-')} {rest}")
+        fail(option_message(exc))
     model_config = None  # recorded in run.json on --resume; else the recipe's with --model-opt
     if resume:  # a resumed run reuses the interrupted run's data and settings
         run_dir = out if out is not None else (LATEST.resolve() if LATEST.exists() else None)

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from graphcost.bounds import SAMPLES_MAX, ArgumentError, check_int, check_real, check_seed
 from graphcost.dag.graph import DAG
 from graphcost.dag.layer_size import LayerSizePredictor
 from graphcost.dag.model import LayerDAG
@@ -233,16 +234,28 @@ def sample_dags(
     `guidance` w ≥ 0: classifier-free guidance weight (needs a conditional model trained with
     label dropout); 0 samples from the plain conditional model.
     """
+    if not isinstance(model, LayerDAG):
+        raise ArgumentError(f"model must be a LayerDAG (graphcost.dag.train.load_model), got {type(model).__name__}")
+    check_int("num", num, 1, SAMPLES_MAX)
+    check_int("batch_size", batch_size, 1, SAMPLES_MAX)
+    check_seed("seed", seed)
+    if max_layers is not None:
+        check_int("max_layers", max_layers, 1, SAMPLES_MAX)
     if final_step not in ("sample", "mode"):
-        raise ValueError(f"final_step must be 'sample' or 'mode', got '{final_step}'")
+        raise ArgumentError(f"final_step must be 'sample' or 'mode', got {final_step!r}")
     c = model.config
-    check_guidance(c, guidance)
+    check_guidance(c, check_real("guidance", guidance, 0.0))
     if c.conditional and labels is None:
         raise ValueError("this LayerDAG is conditional: pass a target label per graph (--label)")
     if not c.conditional and labels is not None:
         raise ValueError("this LayerDAG is unconditional: it cannot follow labels (pass labels=None)")
     if labels is not None:
-        labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+        try:
+            labels = np.asarray(labels, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"labels must be numbers, one per graph or one for all, got {labels!r:.80}") from None
+        if not np.isfinite(labels).all():
+            raise ArgumentError("labels must be finite numbers")
         if labels.shape[0] == 1 and num > 1:
             labels = np.repeat(labels, num)
         if labels.shape[0] != num:

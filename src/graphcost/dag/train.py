@@ -43,6 +43,7 @@ References:
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -53,6 +54,7 @@ from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
 from graphcost.atomic import remove_stale_temps
+from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, ArgumentError, check_int, check_real, check_seed
 from graphcost.dag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.dag.graph import DAG
 from graphcost.dag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
@@ -70,6 +72,10 @@ BEST = "best.pt"  # lowest validation loss so far (model selection against overf
 
 @dataclass
 class LayerDAGTrainConfig:
+    """The training settings of `train_layerdag` (the recipe of `graphcost.dag.recipe` by default). Every field
+    is checked when the config is built (`__post_init__`, issue 65): `graphcost.bounds.ArgumentError` naming the
+    first field that cannot be used, with the bounds of `graphcost dag train`'s options."""
+
     epochs: int = 40
     batch_size: int = 32  # graphs per step (each expands to all its layers)
     lr: float = recipe.LR  # graphcost.dag.recipe: the benchmarked recipe
@@ -83,9 +89,45 @@ class LayerDAGTrainConfig:
     ema_decay: float = 0.0  # > 0: validate, select and sample with an EMA of the weights (decay per step); 0 = off
     label_balance: float = 0.0  # α > 0: draw graphs ∝ label density^-α (rare labels more often; see label_balance_weights)
 
+    def __post_init__(self) -> None:
+        check_int("epochs", self.epochs, 1)
+        check_int("batch_size", self.batch_size, 1, GRAPHS_MAX)
+        check_real("lr", self.lr, 0.0, lo_open=True)
+        check_real("weight_decay", self.weight_decay, 0.0)
+        check_real("grad_clip", self.grad_clip, 0.0, lo_open=True)
+        check_seed("seed", self.seed)
+        for name, choices in (("size", ("small", "paper")), ("select", ("module", "total")),
+                              ("lr_decay", ("none", "cosine"))):
+            if getattr(self, name) not in choices:
+                raise ArgumentError(f"{name} must be {' or '.join(choices)}, got {getattr(self, name)!r}")
+        if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
+            raise ArgumentError(f"device must be auto, cpu, cuda or cuda:N, got {self.device!r}")
+        if not 0 <= check_real("ema_decay", self.ema_decay) < 1:
+            raise ArgumentError(f"ema_decay must be in [0, 1), got {self.ema_decay}")
+        check_real("label_balance", self.label_balance, 0.0)
+
 
 def _labels(graphs: list[PreparedDAG]) -> torch.Tensor:
     return torch.tensor([np.nan if g.label is None else g.label for g in graphs], dtype=torch.float32)
+
+
+# bounds of the model's integer fields a caller may override (`train_layerdag(**model_overrides)`)
+_INT_BOUNDS = {"T_node": (1, DIFFUSION_STEPS_MAX), "T_edge": (1, DIFFUSION_STEPS_MAX), "dim": (1, 8192), "heads": (1, 256)}
+
+
+def _checked_override(name: str, value, default):
+    """A model override of the type of its default, in range: ArgumentError naming it."""
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ArgumentError(f"{name} must be True or False, got {value!r}")
+        return value
+    if isinstance(default, int):
+        return check_int(name, value, *_INT_BOUNDS.get(name, (0, GRAPHS_MAX)))
+    if isinstance(default, float):
+        if name in ("label_dropout", "edge_density") and not 0 <= check_real(name, value) < 1:
+            raise ArgumentError(f"{name} must be in [0, 1), got {value}")
+        return check_real(name, value)
+    raise ArgumentError(f"{name} is set from the training graphs, not overridden")
 
 
 def build_model(train_dags: list[DAG], size: str = "small", num_categories: int | None = None, **overrides) -> tuple[LayerDAG, list[PreparedDAG]]:
@@ -103,10 +145,8 @@ def build_model(train_dags: list[DAG], size: str = "small", num_categories: int 
     cfg = LayerDAGConfig.sized(size, **stats)
     for k, v in overrides.items():
         if not hasattr(cfg, k):
-            raise ValueError(f"unknown LayerDAG config field '{k}'")
-        setattr(cfg, k, v)
-    if not 0 <= cfg.label_dropout < 1:
-        raise ValueError(f"label_dropout must be in [0, 1), got {cfg.label_dropout}")
+            raise ArgumentError(f"{k} is not a LayerDAG config field (graphcost.dag.model.LayerDAGConfig)")
+        setattr(cfg, k, _checked_override(k, v, getattr(cfg, k)))
     if cfg.label_dropout and not cfg.conditional:
         raise ValueError("label_dropout (classifier-free guidance) needs labelled training graphs: every graph needs a "
                          "finite label")
@@ -279,14 +319,8 @@ class LayerDAGTrainer:
         **model_overrides,
     ) -> None:
         cfg = config or LayerDAGTrainConfig()
-        if cfg.lr_decay not in ("none", "cosine"):
-            raise ValueError(f"lr_decay must be 'none' or 'cosine', got '{cfg.lr_decay}'")
-        if cfg.label_balance < 0:
-            raise ValueError(f"label_balance must be >= 0, got {cfg.label_balance}")
-        if not 0 <= cfg.ema_decay < 1:
-            raise ValueError(f"ema_decay must be in [0, 1), got {cfg.ema_decay}")
-        if cfg.epochs < 1 or cfg.batch_size < 1:
-            raise ValueError(f"epochs and batch_size must be >= 1, got epochs={cfg.epochs}, batch_size={cfg.batch_size}")
+        if not isinstance(cfg, LayerDAGTrainConfig):
+            raise ArgumentError(f"config must be a LayerDAGTrainConfig or None, got {type(cfg).__name__}")
         self.cfg, self.valid_dags, self.progress = cfg, valid_dags, progress
         self.out_dir = Path(out_dir)
         self.ckpt_path = self.out_dir / CHECKPOINT

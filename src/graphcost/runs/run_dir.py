@@ -51,11 +51,11 @@ def check_resumable(run_dir: Path | None) -> None:
                           "start afresh (with --overwrite to replace that directory)")
 
 
-def check_out(out: Path, overwrite: bool = False, resume: bool = False) -> Path:
-    """--out of train must be (or become) a directory: OutputPathError for a file or a path below a
-    file; OutputExistsError for an earlier run's directory unless --overwrite (replace it) or --resume
-    (continue it)."""
-    return check_run_dir_path(out, "--out", overwrite, resume, is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)
+def check_out(out: Path, overwrite: bool = False, resume: bool = False, option: str = "--out") -> Path:
+    """--out of train (`option`: ``out`` for `graphcost.fit`) must be (or become) a directory: OutputPathError for
+    a file or a path below a file; OutputExistsError for an earlier run's directory unless --overwrite (replace
+    it) or --resume (continue it)."""
+    return check_run_dir_path(out, option, overwrite, resume, is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)
 
 
 def new_run_name(model: str, root: Path = LATEST.parent) -> str:

@@ -96,7 +96,7 @@ def fit(
     if splits is None:
         splits = resolve_splits(spec.data_dir, spec.collection, seed=spec.config.seed, max_graphs=spec.max_graphs,
                                 recorded_in=spec.recorded_in)  # fmt: skip
-    _check_outputs(out, cache, splits.root, spec.data_dir)
+    _check_outputs(out, cache, splits.root, spec.data_dir, overwrite, resume)
     collection = splits.collection
     check_model_kind(spec.config.model, collection)
     config = spec.config
@@ -261,18 +261,24 @@ def _rankable(valid_graphs: Any, say: Callable[[str], None] | None) -> Any:
     return valid_graphs.subset(keep) if hasattr(valid_graphs, "subset") else [valid_graphs[i] for i in keep]
 
 
-def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None, data_dir: Any) -> None:
-    """The run directory and the cache: not a device, not on a virtual or read-only file system, not inside
-    the data (issue 65: ``fit(cache_dir=DATA/.../train)`` wrote cache files into the training split, and every
-    later command on that data failed); OutputPathError naming the argument, before anything is read."""
-    from graphcost.output_guard import check_outside_inputs, check_target_kind, check_writable_place
+def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None, data_dir: Any, overwrite: bool,
+                   resume: bool) -> None:
+    """The run directory and the cache: directories (not a file, not below one), not a device, not on a virtual
+    or read-only file system, not inside the data (issue 65: ``fit(cache_dir=DATA/.../train)`` wrote cache files
+    into the training split, and every later command on that data failed); the run directory not an earlier run
+    unless `overwrite` or `resume`. OutputPathError / OutputExistsError naming the argument, before anything is
+    read (`choose_run_dir` checks `out` again under its lock)."""
+    from graphcost.atomic import check_dir_option
+    from graphcost.output_guard import check_outside_inputs
+    from graphcost.runs.run_dir import check_out
 
     inputs = [("data", d) for d in dict.fromkeys(x for x in (data_root, data_dir) if x is not None)]
-    for name, path in (("out", out), ("cache_dir", cache)):
-        if path is not None:
-            check_target_kind(path, name)
-            check_writable_place(path, name)
-            check_outside_inputs(path, name, data=inputs)
+    if cache is not None:
+        check_outside_inputs(cache, "cache_dir", data=inputs)
+        check_dir_option(cache, "cache_dir")
+    if out is not None:
+        check_outside_inputs(out, "out", data=inputs)
+        check_out(out, overwrite, resume, option="out")
 
 
 def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],

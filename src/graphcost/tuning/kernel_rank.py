@@ -58,9 +58,10 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
     the flag space) with the kernel model (default: the shipped one) and rank them.
 
     Raises:
-        graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable.
+        graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable, a `name`
+            that is not a string, a `model` that is not a KernelCostModel.
         graphcost.tuning.program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
-    from graphcost.bounds import check_int, check_seed
+    from graphcost.bounds import ArgumentError, check_int, check_seed
     from graphcost.tuning.arguments import check_fn
     from graphcost.tuning.program import prepare_program
 
@@ -68,6 +69,10 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
     configs = check_int("configs", configs, 2, 4096)
     seed = check_seed("seed", seed)
     workers = check_int("workers", workers, 1, 256)
+    if name is not None and not isinstance(name, str):
+        raise ArgumentError(f"name must be a string or None, got {name!r} ({type(name).__name__})")
+    if model is not None and not isinstance(model, KernelCostModel):
+        raise ArgumentError(f"model must be a KernelCostModel (KernelCostModel.load()) or None, got {type(model).__name__}")
     program = prepare_program(fn, args, str(name or getattr(fn, "__name__", "program")))
     return _rank(program, configs, seed, model or KernelCostModel.load(), workers)
 
