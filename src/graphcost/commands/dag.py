@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 
+from graphcost.atomic import OutputExistsError, OutputPathError
 from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import complete_device
 from graphcost.commands.common import (
@@ -19,7 +20,6 @@ from graphcost.commands.common import (
     check_device_option,
     check_output_option,
     check_outside_inputs_option,
-    check_run_dir_option,
     fail,
     option_message,
     set_threads,
@@ -183,7 +183,12 @@ def register(app: typer.Typer) -> None:
                                       lr_decay=lr_decay, device=device, ema_decay=ema_decay, label_balance=label_balance)
         except ArgumentError as exc:
             fail(option_message(exc))
-        check_run_dir_option(out, "--out", overwrite, resume)
+        from graphcost.runs.lifecycle import RunDirectory
+
+        try:
+            run_dir = RunDirectory(out, "--out", overwrite=overwrite, resume=resume)
+        except (OutputExistsError, OutputPathError) as exc:
+            fail(str(exc))
         _check_resume(out, resume)
         overrides: dict = {}
         if diffusion_steps is not None:
@@ -206,25 +211,17 @@ def register(app: typer.Typer) -> None:
         info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs, "fold": cv_fold,
                 "data_dir": str(found.resolve()) if found is not None else None,
                 "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        from graphcost.atomic import DirectoryLockedError, clear_dir, lock_dir
-
         try:
-            lock = lock_dir(out)  # as train, tune and collect: a run another live process holds is never removed
-        except DirectoryLockedError as exc:
+            with run_dir:  # locked (a run another live process holds is never removed), emptied with --overwrite
+                _write_json(info, out / RUN_INFO)
+                model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
+                                             num_categories=num_categories(dataset, splits), **overrides)  # fmt: skip
+        except OutputExistsError as exc:
             fail(str(exc))
-        try:
-            check_run_dir_option(out, "--out", overwrite, resume)  # again, now that --out is ours
-            if overwrite:
-                clear_dir(out)
-            _write_json(info, out / RUN_INFO)
-            model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
-                                         num_categories=num_categories(dataset, splits), **overrides)  # fmt: skip
         except OSError as exc:
             fail(f"--out: {_os_msg(exc)}")
         except ValueError as exc:
             fail(str(exc))
-        finally:
-            lock.release()
         last = hist[-1] if hist else {}
         typer.echo(f"trained {model.num_parameters():,} parameters on {len(splits['train'])} {dataset} graphs; "
                    f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip

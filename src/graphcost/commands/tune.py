@@ -11,10 +11,10 @@ from typing import NoReturn, Optional
 
 import typer
 
-from graphcost.atomic import TUNE_MARKERS, OutputExistsError, check_run_dir, clear_dir, lock_dir
+from graphcost.atomic import TUNE_MARKERS, OutputExistsError, OutputPathError
 from graphcost.tuning import defaults as D
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
-from graphcost.commands.common import check_run_dir_option, fail
+from graphcost.commands.common import fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
 
 OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"
@@ -146,8 +146,13 @@ def register(app: typer.Typer) -> None:
         if note := hlo_program.picked(program):
             typer.echo(note, err=True)
         _check_out_holds_a_tuning_run(out, program, resume, storage)
-        check_run_dir_option(out, "--out", overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run",
-                             is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)  # --overwrite: only a tuning run
+        from graphcost.runs.lifecycle import RunDirectory
+
+        try:  # --overwrite replaces only a tuning run
+            run_dir = RunDirectory(out, "--out", overwrite=overwrite, resume=resume, markers=TUNE_MARKERS,
+                                   holds="a tuning run", is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)
+        except (OutputExistsError, OutputPathError) as exc:
+            _fail(str(exc))
 
         from graphcost.frontend.programs.jax_program import require_jax
 
@@ -192,24 +197,16 @@ def register(app: typer.Typer) -> None:
             typer.echo("\ninterrupted while loading the program, before any measurement: nothing was saved", err=True)
             raise typer.Exit(130)
         try:
-            lock = lock_dir(out)  # held until the command ends; a second run into --out is refused
-        except OutputExistsError as exc:
-            _fail(str(exc))
-        try:
-            try:
-                check_run_dir(out, overwrite, resume, markers=TUNE_MARKERS, holds="a tuning run")  # again, locked
-            except OutputExistsError as exc:
-                _fail(str(exc))
-            if overwrite:
-                clear_dir(out)
-            config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
-                                strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
-                                name=study or name, seed=seed, round_size=round_size, race=race, processes=processes,
-                                protocol=Protocol(rounds=rounds, calls=calls, warmup=D.WARMUP, seed=seed),
-                                min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
-                                learner=online, kernels=kernels, ablation=ablation)
-            with terminate_as_interrupt() as signal_seen:  # SIGTERM, too, releases the study's reservations
-                result = tune(prepared, config=config)
+            with run_dir:  # locked until the run ends (a second run into --out is refused); emptied with --overwrite
+                config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
+                                    strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
+                                    name=study or name, seed=seed, round_size=round_size, race=race,
+                                    processes=processes, protocol=Protocol(rounds=rounds, calls=calls,
+                                                                           warmup=D.WARMUP, seed=seed),
+                                    min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
+                                    learner=online, kernels=kernels, ablation=ablation)
+                with terminate_as_interrupt() as signal_seen:  # SIGTERM, too, releases the study's reservations
+                    result = tune(prepared, config=config)
         except TuneInterrupted as exc:
             by = "interrupted" if signal_seen.name == "SIGINT" else f"interrupted by {signal_seen.name}"
             if exc.measured:
@@ -219,10 +216,8 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"\n{by} before this run measured any configuration: nothing new was saved",
                            err=True)
             raise typer.Exit(signal_seen.exit_code)
-        except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint
-            _fail(str(exc))
-        finally:
-            lock.release()
+        except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint,
+            _fail(str(exc))  # or --out held by another process
         failed = sum(t.status != "ok" for t in result.trials)
         typer.echo(f"{name}: {len(result.trials)} configurations measured ({failed} failed); {result.message}")
         if result.beats_default:

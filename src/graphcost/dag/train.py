@@ -473,6 +473,10 @@ def train_layerdag(
     **model_overrides,
 ) -> tuple[LayerDAG, list[dict]]:
     """Train (or resume) a LayerDAG on `train_dags`; returns the model (on the training device) and
-    the per-epoch history. A wrapper of `LayerDAGTrainer`."""
-    trainer = LayerDAGTrainer(train_dags, out_dir, config, valid_dags, num_categories, progress, **model_overrides)
-    return trainer.fit(resume=resume)
+    the per-epoch history. A wrapper of `LayerDAGTrainer`, under `out_dir`'s lock
+    (`graphcost.runs.lifecycle.RunDirectory`: a run another live process holds there is refused)."""
+    from graphcost.runs.lifecycle import RunDirectory
+
+    with RunDirectory(out_dir, "out_dir", resume=True):
+        trainer = LayerDAGTrainer(train_dags, out_dir, config, valid_dags, num_categories, progress, **model_overrides)
+        return trainer.fit(resume=resume)

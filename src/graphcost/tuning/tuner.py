@@ -29,6 +29,7 @@ is `result`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -285,8 +286,6 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         fast = graphcost.compile_with(fn, result.best)
         ```
     """
-    from tqdm.auto import tqdm
-
     from graphcost.tuning.arguments import check_fn
 
     if config is not None and not isinstance(config, TuneConfig):
@@ -304,9 +303,23 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     runs, model_label, strategies = resolve_models(cfg, sp)
     out = Path(cfg.out) if cfg.out is not None else None
     storage = cfg.storage
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+    run_dir: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if out is not None:  # a tuning run continues in `out`; another process's run there is refused (its lock)
+        from graphcost.atomic import TUNE_MARKERS
+        from graphcost.runs.lifecycle import RunDirectory
+
+        run_dir = RunDirectory(out, "out", resume=True, markers=TUNE_MARKERS, holds="a tuning run")
         storage = storage or _sqlite_url(out / "study.db")
+    with run_dir:
+        return _search(program, name, sp, cfg, protocol, runs, model_label, strategies, out, storage)
+
+
+def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protocol: Protocol, runs: list,
+            model_label: str | None, strategies: list[str], out: Path | None, storage: str | None) -> TuneResult:
+    """`tune`'s loop, in its run directory (if any): profile the default, search with every strategy, re-measure
+    the finalists, explain and write the outputs."""
+    from tqdm.auto import tqdm
+
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
     try:
         evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol, profile_kernels=cfg.kernels,
