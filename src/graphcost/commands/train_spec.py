@@ -190,3 +190,15 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
     if overwrite and out is not None and s.data_dir is not None and s.data_dir.resolve().is_relative_to(out.resolve()):
         fail(f"--data-dir {s.data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
     return s, splits, device
+
+
+def fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:
+    """`train` under torchrun: a torch.distributed failure as a one-line error naming the rank; anything else
+    re-raised."""
+    from graphcost.runs.distributed import collective_failure
+
+    why = collective_failure(exc)
+    if why is None:
+        raise exc
+    fail(f"rank {rank}: data-parallel training stopped: {why} (another process died or never started, or a "
+         f"collective waited longer than --dist-timeout {timeout_s:g} s)")
