@@ -32,7 +32,7 @@ def remeasure(data: Path, name: str, entry: dict, collection: dict) -> float:
     from graphcost.frontend.programs.compile import compile_all
     from graphcost.frontend.programs.jax_program import unoptimized_hlo_bytes
     from graphcost.frontend.programs.layouts import LayoutProgram, config_features, sample_configs
-    from graphcost.frontend.measure.interleaved import Protocol, measure_executables, spearman
+    from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables, spearman
     from graphcost.frontend.programs.zoo import get_program
 
     graph = load_graph(data / entry["file"])
@@ -44,7 +44,7 @@ def remeasure(data: Path, name: str, entry: dict, collection: dict) -> float:
     if not np.array_equal(config_features(configs), np.asarray(graph.node_config_feat)):
         raise SystemExit(f"{name}: regenerated configurations differ from {entry['file']}")
     exes = compile_all([lp.lowered(lp.full_config(active, c)) for c in configs], [None] * len(configs), 2)
-    proto = Protocol(rounds=collection["rounds"], calls=collection["calls"], warmup=collection["warmup"],
+    proto = TimingProtocol(rounds=collection["rounds"], calls=collection["calls"], warmup=collection["warmup"],
                      seed=collection["seed"] + 1)
     m = measure_executables(exes, lp.flat_args, proto)
     return spearman(m.runtime_ns, np.asarray(graph.config_runtime, np.float64))

@@ -70,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average  # noqa: E402
+from graphcost.frontend.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
 from graphcost.tuning.space import TuneProgram, make_space, sample_pool  # noqa: E402
 
@@ -108,7 +108,7 @@ def measure(args) -> None:
             whole = space.size() <= args.pool + 1
             configs = space.enumerate()[1:] if whole else sample_pool(space, args.pool, args.seed)[0]
             load0, t0 = load_average(), time.perf_counter()
-            ev = Evaluator(program, space, Protocol(args.rounds, args.calls, 2, args.seed))
+            ev = Evaluator(program, space, TimingProtocol(args.rounds, args.calls, 2, args.seed))
             trials, chunks = [], []
             for at in range(0, len(configs), args.chunk):
                 before = load_average()
@@ -148,7 +148,7 @@ def confirm(args) -> None:
         configs = [tuple([0] * len(data["dims"]))] + [tuple(t["codes"]) for t in ok]
         load0 = load_average()
         rem = remeasure_cross_process(f"{suite}:{SUITE[data['program']].__name__}", data["space"], configs,
-                                      args.confirm_processes, Protocol(args.rounds, args.calls, 2, args.seed + 1))
+                                      args.confirm_processes, TimingProtocol(args.rounds, args.calls, 2, args.seed + 1))
         data["confirm"] = {**rem.to_json(), "table_speedups": [1.0 / t["ratio"] for t in ok],
                            "loadavg_before": load0, "loadavg_after": load_average()}
         atomic_write_json(data, path, indent=1)

@@ -41,7 +41,7 @@ import bench_tune as bt  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average  # noqa: E402
+from graphcost.frontend.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 
 
 def tau(a, b) -> float:
@@ -64,7 +64,7 @@ def one_program(path: Path, configs: int, processes: int, seed: int, runs: dict[
     chosen = [table.configs[candidates[i]] for i in pick]
     table_ratio = np.array([table.ratios[candidates[i]] for i in pick], np.float64)  # (K,) runtime / default
     proto = table.data.get("protocol", {})
-    protocol = Protocol(rounds=proto.get("rounds", 5), calls=proto.get("calls", 10), warmup=proto.get("warmup", 2),
+    protocol = TimingProtocol(rounds=proto.get("rounds", 5), calls=proto.get("calls", 10), warmup=proto.get("warmup", 2),
                         seed=seed)
     ref = f"{ROOT / 'benchmarks' / 'tune_suite.py'}:{SUITE[name].__name__}"
     load_before = load_average()

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure.interleaved import Protocol, cpu_model, load_average, measure_executables, spearman  # noqa: E402
+from graphcost.frontend.measure.interleaved import TimingProtocol, cpu_model, load_average, measure_executables, spearman  # noqa: E402
 
 
 def speedups(runtime_ns: np.ndarray) -> np.ndarray:
@@ -57,7 +57,7 @@ def one_program(name: str, configs: int, processes: int, seed: int) -> dict:
     fn, args = SUITE[name]()
     program = TuneProgram(fn, args, name)
     space = make_space("flags", program)
-    protocol = Protocol(rounds=5, calls=10, warmup=2, seed=seed)
+    protocol = TimingProtocol(rounds=5, calls=10, warmup=2, seed=seed)
     evaluator = Evaluator(program, space, protocol)
     rng = np.random.default_rng(seed)
     chosen, exes = [], []

@@ -9,7 +9,7 @@ import pytest
 
 import graphcost
 from graphcost.bounds import ArgumentError
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 
 CONFIG_CASES = [  # (field, value, words of the message)
     ("rtol", "x", "rtol must be a number"),
@@ -32,8 +32,8 @@ CONFIG_CASES = [  # (field, value, words of the message)
     ("budget", 2.5, "budget must be an integer"),
     ("processes", 10**6, "processes must be an integer from 1 to 64"),
     ("allow_fast_math", "yes", "allow_fast_math must be True or False"),
-    ("protocol", {"rounds": 3}, "protocol must be a Protocol"),
-    ("protocol", Protocol(rounds=10**9), "protocol.rounds must be an integer from 1 to 10000"),
+    ("protocol", {"rounds": 3}, "protocol must be a TimingProtocol"),
+    ("protocol", TimingProtocol(rounds=10**9), "protocol.rounds must be an integer from 1 to 10000"),
     ("program_ref", "nope.py:make", "program_ref 'nope.py:make': no such file"),  # issue 65: was recorded as is
     ("program_ref", "make", "program_ref 'make': expected FILE.py:FUNCTION"),
 ]
@@ -96,3 +96,15 @@ def test_compile_with_checks_the_configuration():
     key, value = next(iter(best["compiler_options"].items()))
     with pytest.raises(ArgumentError, match=f"compiler_options.{key}' is {not value!r}"):
         graphcost.compile_with(fn, {**best, "compiler_options": {key: not value}})
+
+
+def test_the_timing_protocols_old_name_still_imports_with_a_warning():
+    """issue 66: the timing `Protocol` shared its name with `typing.Protocol`; it is `TimingProtocol` now."""
+    import warnings
+
+    from graphcost.frontend.measure import interleaved
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        old = interleaved.Protocol
+    assert old is interleaved.TimingProtocol and any(w.category is DeprecationWarning for w in seen)

@@ -161,7 +161,7 @@ def test_tune_a_module_file_writes_best_json(module_pb, tmp_path):
 
 
 def test_the_final_checks_workers_rebuild_a_module_from_its_reference(dump_dir, tmp_path):
-    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.interleaved import TimingProtocol
     from graphcost.tuning.crossproc import remeasure_cross_process
     from graphcost.tuning.space import FlagSpace
 
@@ -169,7 +169,7 @@ def test_the_final_checks_workers_rebuild_a_module_from_its_reference(dump_dir, 
     inputs = tmp_path / "in.npz"
     np.savez(inputs, np.ones((4, 8), np.float32), np.ones((8, 3), np.float32))
     rem = remeasure_cross_process(hlo_program.with_inputs(str(dump_dir), inputs), "flags",
-                                  [default, (1, *default[1:])], processes=1, protocol=Protocol(rounds=1, calls=1, warmup=1))
+                                  [default, (1, *default[1:])], processes=1, protocol=TimingProtocol(rounds=1, calls=1, warmup=1))
     assert rem.runtime_ns.shape == (1, 2) and (rem.runtime_ns > 0).all() and rem.protocol == "cross-process"
 
 

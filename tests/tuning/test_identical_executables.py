@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning import trial as trial_module
 from graphcost.tuning.space import TuneProgram, make_space
 from graphcost.tuning.trial import OK, Evaluator
@@ -32,7 +32,7 @@ def _evaluator(tmp_path, monkeypatch, timed):
         return real(exes, args, protocol)
 
     monkeypatch.setattr(trial_module, "measure_executables", counting)
-    return space, Evaluator(program, space, Protocol(rounds=1, calls=1, warmup=1), cache_dir=tmp_path / "cache")
+    return space, Evaluator(program, space, TimingProtocol(rounds=1, calls=1, warmup=1), cache_dir=tmp_path / "cache")
 
 
 def test_identical_executables_are_timed_once(tmp_path, monkeypatch):
@@ -62,6 +62,6 @@ def test_without_a_cache_every_configuration_is_timed(monkeypatch):
     real = trial_module.measure_executables
     monkeypatch.setattr(trial_module, "measure_executables",
                         lambda exes, args, protocol: (timed.append(len(exes) - 1), real(exes, args, protocol))[1])
-    ev = Evaluator(program, space, Protocol(rounds=1, calls=1, warmup=1))
+    ev = Evaluator(program, space, TimingProtocol(rounds=1, calls=1, warmup=1))
     trials = ev.evaluate([_codes(space, xla_cpu_multi_thread_eigen=False)])
     assert timed == [1] and "same_executable_as" not in trials[0].extra and not ev.fingerprints

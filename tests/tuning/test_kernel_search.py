@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.space import TuneProgram, make_space
 from graphcost.tuning.trial import Evaluator
 
@@ -20,7 +20,7 @@ def test_pool_is_compiled_costed_and_learns_from_profiled_trials():
 
     program = _program()
     space = make_space("flags", program)
-    evaluator = Evaluator(program, space, Protocol(rounds=1, calls=2, warmup=1), profile_kernels=True)
+    evaluator = Evaluator(program, space, TimingProtocol(rounds=1, calls=2, warmup=1), profile_kernels=True)
     search = KernelSearch(space, evaluator, seed=0, pool=8, grow=2)
     info = search.describe()
     assert info["costed"] >= 6 and 1 <= info["distinct_modules"] <= info["costed"]
@@ -40,7 +40,7 @@ def test_tune_with_the_kernels_strategy(tmp_path):
 
     program = _program()
     result = graphcost.tune(program.fn, *program.args, space="flags", budget=4, strategies=["kernels"], processes=1,
-                            protocol=Protocol(rounds=1, calls=1, warmup=1), progress=False, ablation=False)
+                            protocol=TimingProtocol(rounds=1, calls=1, warmup=1), progress=False, ablation=False)
     assert len(result.trials) == 4 and {t.strategy for t in result.trials} == {"kernels"}
     assert result.model == "kernels:shipped" and result.kernels["default"]["top"]
 
@@ -52,7 +52,7 @@ def test_one_candidate_per_executable_and_none_of_the_defaults():
 
     program = _program()
     space = make_space("flags", program)
-    evaluator = Evaluator(program, space, Protocol(rounds=1, calls=1, warmup=1))
+    evaluator = Evaluator(program, space, TimingProtocol(rounds=1, calls=1, warmup=1))
     search = KernelSearch(space, evaluator, seed=0, pool=8, grow=0)
     pool = [c for c, k in search.scorer.costed.items() if k]
     evaluator.fingerprints = {space.default(): "d", **{c: "ab"[i % 2] for i, c in enumerate(pool)}}

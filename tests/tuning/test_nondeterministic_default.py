@@ -55,14 +55,14 @@ def test_a_non_deterministic_default_is_said_once(tmp_path, prog):
 def test_the_evaluator_compares_the_default_with_itself(prog):
     import importlib.util
 
-    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.interleaved import TimingProtocol
     from graphcost.tuning.space import TuneProgram, make_space
     from graphcost.tuning.trial import Evaluator, NondeterministicProgram
 
     spec = importlib.util.spec_from_file_location("noisy_prog", prog)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    protocol = Protocol(rounds=1, calls=1, warmup=0)
+    protocol = TimingProtocol(rounds=1, calls=1, warmup=0)
     for name, deterministic in (("noisy", False), ("steady", True)):
         fn, args = getattr(module, name)()
         program = TuneProgram(fn, args, name)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.space import FlagSpace, TuneProgram
 from graphcost.tuning.study import Study
 from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial, pooled_ratio
@@ -80,7 +80,7 @@ def test_the_evaluator_times_held_configurations_again_without_compiling(monkeyp
     a = jnp.linspace(-1.0, 1.0, 16 * 16).reshape(16, 16)
     program = TuneProgram(lambda a, b: jnp.tanh(a @ b), (a, a.T), "tiny")
     space = FlagSpace()
-    ev = Evaluator(program, space, Protocol(rounds=2, calls=2, warmup=1))
+    ev = Evaluator(program, space, TimingProtocol(rounds=2, calls=2, warmup=1))
     one = (1,) + (0,) * (len(space.dims) - 1)  # O0 (code 1 of the optimisation level)
     first = ev.evaluate([one])
     assert first[0].status == OK and one in ev.checked

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from graphcost.cli import app
 from graphcost.data.synth.collection import write_synthetic_collection
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.learners.finetune import FineTunedModel
 from graphcost.tuning.scoring import GraphModelScorer
 from graphcost.tuning.space import TuneProgram, make_space
@@ -122,7 +122,7 @@ def test_tune_api_end_to_end(runs, tmp_path):
     program = _program()
     result = graphcost.tune(program.fn, *program.args, space="flags", budget=3, model=runs["tile"],
                             strategies=["model"], out=tmp_path / "o", processes=1,
-                            protocol=Protocol(rounds=1, calls=1, warmup=1), progress=False)
+                            protocol=TimingProtocol(rounds=1, calls=1, warmup=1), progress=False)
     assert len(result.trials) == 3 and (tmp_path / "o" / "best.json").is_file()
     assert result.speedup >= 1.0 and (result.beats_default or result.best.is_default)
     # in-process kernel profiles (no file reference): the default's before the search, every trial's

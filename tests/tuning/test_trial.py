@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.trial import Evaluator, compare_outputs
 from graphcost.tuning.space import Dim, FlagSpace, Space, TuneProgram
 
-FAST = Protocol(rounds=2, calls=2, warmup=1)
+FAST = TimingProtocol(rounds=2, calls=2, warmup=1)
 
 
 def _program():

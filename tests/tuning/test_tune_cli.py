@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.crossproc import remeasure_cross_process
 
 PROGRAM = '''
@@ -113,7 +113,7 @@ def test_worker_processes_measure_default_and_candidates(tmp_path, prog):
 
     default = FlagSpace().default()  # the worker builds the same (widened) flag space
     rem = remeasure_cross_process(f"{prog}:make", "flags", [default, (1, *default[1:])], processes=2,
-                                  protocol=Protocol(rounds=1, calls=1, warmup=1), cache_dir=tmp_path / "cache")
+                                  protocol=TimingProtocol(rounds=1, calls=1, warmup=1), cache_dir=tmp_path / "cache")
     assert rem.runtime_ns.shape == (2, 2) and (rem.runtime_ns > 0).all()
     assert rem.protocol == "cross-process" and rem.speedups.shape == (2, 1)
     assert any((tmp_path / "cache").iterdir())  # the persistent compilation cache was filled

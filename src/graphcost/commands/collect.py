@@ -46,10 +46,10 @@ def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measu
     """The `CollectOptions` of the command line."""
     from graphcost.frontend.collect.jobs import CollectOptions
     from graphcost.frontend.measure.cross_process import CrossProcess
-    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.interleaved import TimingProtocol
 
     return CollectOptions(space=space, mode=mode, configs=configs, seed=seed, label=label,
-                          protocol=Protocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
+                          protocol=TimingProtocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
                           cross=CrossProcess(processes=processes, measure_core=measure_core, max_load=max_load,
                                              max_wait_s=max_wait),
                           compile_workers=compile_workers, cache_dir=cache_dir, kernels=kernels)

@@ -134,10 +134,10 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
         typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
     measured = None
     if measure:
-        from graphcost.frontend.measure.interleaved import Protocol, measure_executables
+        from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables
 
         measured = measure_executables([c.executable for c in costed], program.flat_args,
-                                       Protocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
+                                       TimingProtocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
     seconds, scores, order = ranking.seconds, ranking.scores, ranking.order
     shown = order[:top] if top else order
     rows = [{"rank": r, "config": int(i), "score": float(scores[i]), "predicted_us": float(seconds[i] * 1e6),

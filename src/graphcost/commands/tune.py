@@ -160,7 +160,7 @@ def register(app: typer.Typer) -> None:
             require_jax()
         except ImportError as exc:
             _fail(str(exc), code=2)
-        from graphcost.frontend.measure.interleaved import Protocol
+        from graphcost.frontend.measure.interleaved import TimingProtocol
         from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program, program_file
         from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import TuneConfig, TuneInterrupted, tune
@@ -201,7 +201,7 @@ def register(app: typer.Typer) -> None:
                 config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
                                     strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
                                     name=study or name, seed=seed, round_size=round_size, race=race,
-                                    processes=processes, protocol=Protocol(rounds=rounds, calls=calls,
+                                    processes=processes, protocol=TimingProtocol(rounds=rounds, calls=calls,
                                                                            warmup=D.WARMUP, seed=seed),
                                     min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
                                     learner=online, kernels=kernels, ablation=ablation)

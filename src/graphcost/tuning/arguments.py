@@ -84,7 +84,7 @@ def check_program_ref(ref: Any) -> None:
 
 def check_tune_config(cfg: Any) -> None:
     """Every field of a `TuneConfig`; ArgumentError naming the first one that cannot be used."""
-    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.interleaved import TimingProtocol
     from graphcost.tuning.space import SPACES
     from graphcost.tuning.strategies import ONLINE_LEARNERS, STRATEGIES
 
@@ -105,7 +105,7 @@ def check_tune_config(cfg: Any) -> None:
     for name in ("storage", "program_ref", "name"):
         _optional(name, getattr(cfg, name), (str,), "a string")
     check_program_ref(cfg.program_ref)
-    _optional("protocol", cfg.protocol, (Protocol,), "a Protocol")
+    _optional("protocol", cfg.protocol, (TimingProtocol,), "a TimingProtocol")
     if cfg.protocol is not None:
         for name, low in (("rounds", 1), ("calls", 1), ("warmup", 0)):
             check_int(f"protocol.{name}", getattr(cfg.protocol, name), low, REPEATS_MAX)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.frontend.measure.interleaved import Protocol, measure_executables
+from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes
 
 
@@ -47,7 +47,7 @@ class Remeasurement:
                 "speedup_min": self.speedups.min(axis=0).tolist(), "speedup_max": self.speedups.max(axis=0).tolist()}
 
 
-def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], processes: int, protocol: Protocol,
+def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], processes: int, protocol: TimingProtocol,
                             allow_fast_math: bool = False, cache_dir: str | Path | None = None,
                             timeout: float = 900.0, kernels: bool = False) -> Remeasurement:
     """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after
@@ -88,7 +88,7 @@ def lower_tune_job(job: dict) -> tuple[list, list, list]:
     return [space.lower(program, c) for c in codes], [space.compiler_options(c) for c in codes], program.flat_args
 
 
-def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: Protocol,
+def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: TimingProtocol,
                          kernels: bool = False) -> Remeasurement:
     """Fallback for programs without a reference: `passes` independent interleaved passes here; with
     `kernels`, one profiled pass after them."""

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.result import TunedConfig, TuneResult
 from graphcost.tuning.space import Codes, Space, TuneProgram
@@ -23,7 +23,7 @@ from graphcost.tuning.trial import OK, Evaluator, Trial, pooled_ratio
 log = logging.getLogger(__name__)
 
 
-def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: list[Trial], protocol: Protocol,
+def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: list[Trial], protocol: TimingProtocol,
            processes: int, finalists: int, min_gain: float, program_ref: str | None, allow_fast_math: bool,
            out: Path | None, progress: bool) -> TuneResult:
     """Re-measure the best measured configurations against the default and pick the answer.
@@ -80,7 +80,7 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
 
 
 def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs: list[Codes], processes: int,
-               protocol: Protocol, program_ref: str | None, allow_fast_math: bool, out: Path | None,
+               protocol: TimingProtocol, program_ref: str | None, allow_fast_math: bool, out: Path | None,
                kernels: bool = False) -> Remeasurement:
     """The final check of `configs` (the default first): fresh processes when the program has a file;
     with `kernels`, a profiled pass after the timings (`Remeasurement.profiles`)."""

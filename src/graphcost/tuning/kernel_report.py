@@ -31,13 +31,13 @@ def profile_default(program, evaluator, space, processes: int, program_ref: str 
                     cache_dir=None) -> ConfigProfile | None:
     """The default configuration's kernels before the search (module docstring), logged; None (said
     in the log) when the profiler fails: the search does not depend on it."""
-    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.interleaved import TimingProtocol
     from graphcost.tuning.kernel_times import profile_cross_process, profile_in_process
 
     try:
         if program_ref:
             prof = profile_cross_process(program_ref, space.name, [space.default()], ["default"], processes,
-                                         Protocol(rounds=3, calls=5, warmup=2), allow_fast_math, cache_dir)
+                                         TimingProtocol(rounds=3, calls=5, warmup=2), allow_fast_math, cache_dir)
         else:
             prof = profile_in_process(program.name, [evaluator.default_exe], list(program.flat_args), ["default"],
                                       [evaluator.default_probe_ns])

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 
 @dataclass
 class KernelTime:
@@ -118,7 +118,7 @@ def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], la
 
 
 def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
-                          protocol: Protocol | None = None, allow_fast_math: bool = True,
+                          protocol: TimingProtocol | None = None, allow_fast_math: bool = True,
                           cache_dir: str | Path | None = None, timeout_s: float = 900.0) -> ProgramProfile:
     """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
     `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
@@ -126,7 +126,7 @@ def profile_cross_process(ref: str, space_name: str, configs: list, labels: list
     from graphcost.frontend.programs.jax_program import compile_lowered
     from graphcost.tuning.crossproc import lower_tune_job, remeasure_cross_process
 
-    protocol = protocol or Protocol(rounds=3, calls=5, warmup=2)
+    protocol = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)
     lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
                                           "configs": [list(c) for c in configs]})
     modules = [optimized_kernels(compile_lowered(low, opt)) for low, opt in zip(lowered, options)]

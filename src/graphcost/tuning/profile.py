@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.kernel_times import ProgramProfile, profile_cross_process
 
-def profile_program(ref: str, best=None, processes: int = 3, protocol: Protocol | None = None,
+def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingProtocol | None = None,
                     timeout_s: float = 900.0) -> ProgramProfile:
     """The per-kernel profile of the program `ref`, and of `best` beside its default (module docstring)."""
     from graphcost.tuning.apply import _as_config, check_options

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from graphcost.errors import GraphcostError
-from graphcost.frontend.measure.interleaved import Protocol, measure_executables
+from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes, Space, TuneProgram
 
 OK = "ok"
@@ -218,7 +218,7 @@ def compare_outputs(got: list[np.ndarray], ref: list[np.ndarray], rtol: float, a
 class Evaluator:
     """Compiles, checks and times configurations of `program` in `space` (module docstring)."""
 
-    def __init__(self, program: TuneProgram, space: Space, protocol: Protocol = Protocol(),
+    def __init__(self, program: TuneProgram, space: Space, protocol: TimingProtocol = TimingProtocol(),
                  rtol: float = 1e-3, atol: float = 1e-5, compile_timeout: float = 300.0, slow_limit: float = 20.0,
                  compile_workers: int = 2, profile_kernels: bool = False, cache_dir: str | Path | None = None):
         self.program, self.space, self.protocol = program, space, protocol

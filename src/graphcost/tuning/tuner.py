@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.program import absolute_reference
@@ -232,7 +232,7 @@ class TuneConfig:
     name: str | None = None
     seed: int = D.SEED
     round_size: int = D.ROUND_SIZE
-    protocol: Protocol | None = None
+    protocol: TimingProtocol | None = None
     processes: int = D.PROCESSES
     finalists: int = D.FINALISTS
     race: int = D.RACE
@@ -293,7 +293,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     if not isinstance(fn, TuneProgram):
         check_fn(fn)
     cfg = _settings(config, overrides)
-    protocol = cfg.protocol or Protocol(rounds=D.ROUNDS, calls=D.CALLS, warmup=D.WARMUP, seed=cfg.seed)
+    protocol = cfg.protocol or TimingProtocol(rounds=D.ROUNDS, calls=D.CALLS, warmup=D.WARMUP, seed=cfg.seed)
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
         program, name = fn, cfg.name or fn.name
     else:
@@ -314,7 +314,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         return _search(program, name, sp, cfg, protocol, runs, model_label, strategies, out, storage)
 
 
-def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protocol: Protocol, runs: list,
+def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protocol: TimingProtocol, runs: list,
             model_label: str | None, strategies: list[str], out: Path | None, storage: str | None) -> TuneResult:
     """`tune`'s loop, in its run directory (if any): profile the default, search with every strategy, re-measure
     the finalists, explain and write the outputs."""
@@ -372,7 +372,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
     return result
 
 
-def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: Evaluator, protocol: Protocol,
+def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: Evaluator, protocol: TimingProtocol,
             cfg: TuneConfig, before, out: Path | None) -> None:
     """Say what was found: the kept configuration's ablation (`ablation`) and its kernels beside the
     default's (`kernel_report`), into `result` (`summary_lines` words them)."""

@@ -76,11 +76,11 @@ REPEAT_ARGS = ["--programs", "mlp-d1-w64-b8-fwd", "--configs", "2", "--rounds", 
 def _collection_key():
     """The manifest key `collect` computes for REPEAT_ARGS (now, with this process's XLA_FLAGS)."""
     from graphcost.frontend.collect.jobs import CollectOptions
-    from graphcost.frontend.measure.interleaved import Protocol
+    from graphcost.frontend.measure.interleaved import TimingProtocol
     from graphcost.frontend.measure.cross_process import CrossProcess
 
     return CollectOptions(space="layout", mode="both", configs=2, seed=0,
-                          protocol=Protocol(rounds=1, calls=1, warmup=0, seed=0),
+                          protocol=TimingProtocol(rounds=1, calls=1, warmup=0, seed=0),
                           cross=CrossProcess(processes=1, measure_core=-1)).key()
 
 

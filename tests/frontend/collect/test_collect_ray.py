@@ -11,7 +11,7 @@ ray = pytest.importorskip("ray")
 
 from graphcost.frontend.collect.jobs import CollectOptions, select_programs  # noqa: E402
 from graphcost.frontend.collect.local import collect  # noqa: E402
-from graphcost.frontend.measure.interleaved import Protocol  # noqa: E402
+from graphcost.frontend.measure.interleaved import TimingProtocol  # noqa: E402
 from graphcost.frontend.measure.cross_process import CrossProcess  # noqa: E402
 
 PROGRAMS = "mlp-d1-w64-b8-fwd,mlp-d1-w64-b8-train"
@@ -19,7 +19,7 @@ MEASURED = {"config_runtime", "config_runtime_samples", "config_runtime_normaliz
 
 
 def _options():
-    return CollectOptions(configs=3, protocol=Protocol(rounds=1, calls=1, warmup=0),
+    return CollectOptions(configs=3, protocol=TimingProtocol(rounds=1, calls=1, warmup=0),
                           cross=CrossProcess(processes=2, measure_core=-1, max_load=1e9), compile_workers=1)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS, flag_configs, flag_features
-from graphcost.frontend.measure.interleaved import Protocol, measure_interleaved, spearman
+from graphcost.frontend.measure.interleaved import TimingProtocol, measure_interleaved, spearman
 from graphcost.frontend.programs.zoo import FAMILIES, get_program, list_programs
 
 
@@ -52,13 +52,13 @@ def test_flag_options_accepted_by_xla():
 
 def test_measure_interleaved_protocol():
     calls = [lambda k=k: sum(range(200 * (k + 1))) for k in range(3)]
-    m = measure_interleaved(calls, Protocol(rounds=4, calls=2, warmup=1, seed=0))
+    m = measure_interleaved(calls, TimingProtocol(rounds=4, calls=2, warmup=1, seed=0))
     assert m.per_round_ns.shape == (4, 3) and (m.runtime_ns > 0).all()
     a, b = m.split_halves()
     assert a.shape == b.shape == (3,)
     assert spearman(np.array([1.0, 2, 3]), np.array([10.0, 20, 30])) == pytest.approx(1.0)
     with pytest.raises(ValueError):
-        Protocol(rounds=0)
+        TimingProtocol(rounds=0)
 
 
 def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):

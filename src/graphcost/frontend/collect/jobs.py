@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, TypeVar
 import numpy as np
 
 from graphcost.frontend.measure.cross_process import CrossProcess
-from graphcost.frontend.measure.interleaved import Protocol
+from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.frontend.programs.flags import varied_flag_columns
 from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
 
@@ -32,7 +32,7 @@ class CollectOptions:
     mode: str = "both"  # layout: random | default | both (half each, see layouts.sample_mixed_configs); flags: both | tuner
     configs: int = 8
     seed: int = 0
-    protocol: Protocol = field(default_factory=Protocol)
+    protocol: TimingProtocol = field(default_factory=TimingProtocol)
     cross: CrossProcess = field(default_factory=CrossProcess)
     split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
     label: str = "level-median"  # how processes combine into a label (cross_process.LABEL_STATISTICS)

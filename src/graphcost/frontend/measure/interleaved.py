@@ -26,8 +26,9 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Protocol:
-    """Timing protocol parameters (see module docstring)."""
+class TimingProtocol:
+    """Timing protocol parameters (see module docstring). Called ``Protocol`` before 2026-12-04, a name it
+    shared with `typing.Protocol`; the old name still imports, with a DeprecationWarning, for one release."""
 
     rounds: int = 5
     calls: int = 10
@@ -42,13 +43,24 @@ class Protocol:
             raise ValueError(f"measurement protocol: warmup must be >= 0, got {self.warmup}")
 
 
+def __getattr__(name: str) -> Any:
+    """``Protocol``: the old name of `TimingProtocol` (deprecated)."""
+    if name == "Protocol":
+        import warnings
+
+        warnings.warn("graphcost.frontend.measure.interleaved.Protocol is now TimingProtocol; the old name goes in "
+                      "the next release", DeprecationWarning, stacklevel=2)
+        return TimingProtocol
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @dataclass
 class Measurement:
     """Result of `measure_interleaved`: runtimes in nanoseconds."""
 
     runtime_ns: np.ndarray  # (K,) float64, median over rounds of per-round minima
     per_round_ns: np.ndarray  # (rounds, K) float64, per-round minimum of `calls` calls
-    protocol: Protocol
+    protocol: TimingProtocol
 
     def split_halves(self) -> tuple[np.ndarray, np.ndarray]:
         """Two independent estimates: medians over even rounds and over odd rounds, each (K,)."""
@@ -63,7 +75,7 @@ def _block(out: Any) -> None:
     jax.block_until_ready(out)
 
 
-def measure_interleaved(calls: list[Callable[[], Any]], protocol: Protocol = Protocol(),
+def measure_interleaved(calls: list[Callable[[], Any]], protocol: TimingProtocol = TimingProtocol(),
                         progress: Callable[[int], None] | None = None,
                         clock: Callable[[], int] = time.perf_counter_ns,
                         block: Callable[[Any], None] | None = None) -> Measurement:
@@ -96,7 +108,7 @@ def measure_interleaved(calls: list[Callable[[], Any]], protocol: Protocol = Pro
     return Measurement(np.median(per_round, axis=0), per_round, protocol)  # step 4
 
 
-def measure_executables(executables: list, args, protocol: Protocol = Protocol()) -> Measurement:
+def measure_executables(executables: list, args, protocol: TimingProtocol = TimingProtocol()) -> Measurement:
     """`measure_interleaved` of compiled executables, each called as ``executable(*args)``."""
     return measure_interleaved([lambda e=e: e(*args) for e in executables], protocol)
 
@@ -130,7 +142,7 @@ def load_average() -> list[float] | None:
         return None
 
 
-def environment_metadata(protocol: Protocol | None = None) -> dict[str, Any]:
+def environment_metadata(protocol: TimingProtocol | None = None) -> dict[str, Any]:
     """Device, versions, host and protocol, for a dataset manifest / card."""
     import jax
 

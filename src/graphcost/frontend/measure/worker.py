@@ -114,10 +114,10 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
     import numpy as np
 
     from graphcost.atomic import atomic_write
-    from graphcost.frontend.measure.interleaved import Protocol, load_average, measure_interleaved
+    from graphcost.frontend.measure.interleaved import TimingProtocol, load_average, measure_interleaved
 
     load_start = load_average() or [np.nan] * 3
-    protocol = Protocol(**{**job["protocol"], "seed": job["protocol"]["seed"] + 1000 * process})
+    protocol = TimingProtocol(**{**job["protocol"], "seed": job["protocol"]["seed"] + 1000 * process})
     t0 = time.perf_counter()
     if job["space"] == "fake":
         calls, clock = fake_calls(job["fake_runtime_ns"][process])
