@@ -35,6 +35,34 @@ def repeatability(graphs: dict) -> tuple[list[dict], dict]:
     return rows, row("all", list(graphs.values()))
 
 
+def sibling_repeat(root: Path, graphs: dict) -> dict[str, dict]:
+    """A kernel collection's independent repeat lives beside it (``ROOT_repeat``: `graphcost collect --kernels`
+    measures new graphs only, so its repeat is a second collection of some of the programs with the same
+    parameters). Per program in both, measured at the same configurations: the Spearman correlation between
+    the two collections' labels, in the shape of a ``--repeat`` entry (``spearman_vs_label``, ``date_utc``)."""
+    from graphcost.frontend.measure.interleaved import spearman
+
+    rep = root.parent / f"{root.name}_repeat"
+    if not (rep / "manifest.json").is_file():
+        return {}
+    other = json.loads((rep / "manifest.json").read_text(encoding="utf-8")).get("graphs", {})
+    out = {}
+    for name, entry in graphs.items():
+        second = other.get(name)
+        if "repeat" in entry or not isinstance(second, dict) or "file" not in second:
+            continue
+        a, b = root / str(entry.get("file", "")), rep / str(second["file"])
+        if not (a.is_file() and b.is_file()):
+            continue
+        with np.load(a, allow_pickle=False) as za, np.load(b, allow_pickle=False) as zb:
+            keys = [k for k in ("config_feat", "node_config_feat") if k in za.files]
+            if not keys or any(k not in zb.files or not np.array_equal(za[k], zb[k]) for k in keys):
+                continue  # not the same configurations
+            rho = spearman(za["config_runtime"].astype(float), zb["config_runtime"].astype(float))
+        out[name] = {"spearman_vs_label": float(rho), "date_utc": second.get("date_utc", ""), "collection": rep.name}
+    return out
+
+
 def mode_agreement(root: Path, graphs: dict, statistic: str) -> dict[str, tuple[float, int]]:
     """Layout collections: per search mode, the median over repeated graphs of the Spearman
     correlation between the label and the repeat's label on that mode's configurations only, and
@@ -73,6 +101,7 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
     size = sum(p.stat().st_size for p in root.rglob("*.npz"))
     nodes = [e["num_nodes"] for e in graphs.values()]
     splits = {s: sum(e["split"] == s for e in graphs.values()) for s in ("train", "valid", "test")}
+    graphs = {**graphs, **{n: {**graphs[n], "repeat": r} for n, r in sibling_repeat(root, graphs).items()}}
     rows, overall = repeatability(graphs)
     proc = [p for e in graphs.values() for p in e.get("processes", [])]
     loads = [p["load_start"][0] for p in proc if p.get("load_start")]
@@ -140,7 +169,8 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
         f"interleaved: {col['rounds']} rounds in a fresh random order, {col['calls']} calls per visit (minimum "
         f"kept), {col['warmup']} warm-up calls, median over rounds. Before each process the collector waited "
         f"(at most {cp.get('max_wait_s', '?')} s) for a 1-minute load average <= {cp.get('max_load', '?')}. "
-        "The second collection (`--repeat`) measured the same configurations in new processes, later.", "",
+        "The second collection (`--repeat`; for a kernel collection, the collection beside it named `_repeat`, "
+        "with the same parameters) measured the same configurations in new processes, later.", "",
         "```", command, "```", "",
         "## Repeatability: two independent collections", "",
         f"Spearman rank correlation, per graph, between the label and the repeat collection's label (the same statistic). Target: "
