@@ -139,9 +139,11 @@ def unpack_dataset(packed: str | Path, out: str | Path) -> Path:
     graph_keys = {k.removesuffix(SCALAR).removesuffix(RAGGED) for k in data if not k.endswith(OFFSETS)}
     bounds: dict[str, np.ndarray] = {}  # a ragged key's offsets into its flat array
     for k in graph_keys:
+        if k + SCALAR not in data and k not in data:
+            raise SchemaError(packed, k, "missing: its offsets or shapes are there, its values are not")
         if k + RAGGED in data:
             shapes = data[k + RAGGED]
-            if (shapes.ndim != 2 or shapes.shape != (n, shapes.shape[1]) or shapes.shape[1] < 1 or data[k].ndim != 1
+            if (shapes.ndim != 2 or len(shapes) != n or shapes.shape[1] < 1 or data[k].ndim != 1
                     or (shapes < 0).any() or not np.isin(shapes[:, 0], (0, 1)).all()):
                 raise SchemaError(packed, k + RAGGED, f"must be {n} rows [1, shape] or zeros, for a flat array")
             sizes = shapes[:, 0] * np.prod(shapes[:, 1:], axis=1)
