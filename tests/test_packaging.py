@@ -39,3 +39,11 @@ def test_floors_are_the_pinned_minimum_versions():
     for name, floor in floors.items():
         assert _same(floor, pins[name]), f"{name}: floor {floor} in pyproject.toml, {pins[name]} in constraints-min.txt"
     assert project["project"]["license"] == "Apache-2.0"  # PEP 639 (setuptools >= 77)
+
+
+def test_shipped_data_and_models_fit_the_data_budget():
+    """Issue 63: the package ships its datasets and pretrained models inside about 20 MB (the zoo datasets
+    packed with LZMA, graphcost.data.io.packed)."""
+    root = Path(__file__).resolve().parents[1] / "src" / "graphcost"
+    size = sum(p.stat().st_size for d in ("datasets", "pretrained") for p in (root / d).rglob("*") if p.is_file())
+    assert size <= 20 * 2**20, f"shipped data and models take {size / 2**20:.1f} MiB, over the 20 MiB budget"
