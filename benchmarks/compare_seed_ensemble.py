@@ -44,6 +44,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "release"))  # merge_collections
 
 
 def development_graphs(collections: list[Path]) -> tuple[dict, dict[str, tuple[str, Path, dict]]]:

@@ -14,7 +14,7 @@
 # programs, cheapest first by their measuring time in cpu_zoo_flags, so a partial collection holds the most graphs).
 # 25 families, programs in zoo_layout_programs.txt (interleaved across families, so a partial collection covers every family).
 # Chunks are committed as they finish; once complete and repeated (its repeat meeting the target) it ships
-# with a family split: python benchmarks/collections/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
+# with a family split: python release/ship_collection.py OUT cpu_zoo_layout --title ... --command ...
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}

@@ -38,6 +38,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "release"))  # merge_collections
 
 
 def shared_graphs(multi: Path, single: Path) -> dict[str, tuple[str, str, Path, Path]]:

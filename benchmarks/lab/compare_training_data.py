@@ -41,6 +41,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "release"))  # merge_collections
 
 ADDED_SUFFIX = "__add"  # file-name suffix of the added collection's graphs in the `base + add` data
 

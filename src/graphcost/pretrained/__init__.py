@@ -36,7 +36,7 @@ def shipped_kernel_model_dir() -> Path:
     path = _ROOT / KERNELS
     if not (path / "kernel_model.json").is_file():
         raise FileNotFoundError(f"the shipped kernel model is missing: {path} holds no kernel_model.json (reinstall "
-                                "graphcost, or train one with benchmarks/train_kernel_model.py)")
+                                "graphcost, or train one with release/train_kernel_model.py)")
     return path
 
 

@@ -1,4 +1,4 @@
-"""benchmarks/merge_collections.py: several collections as one training directory (what the shipped flag model
+"""release/merge_collections.py: several collections as one training directory (what the shipped flag model
 trains on: cpu_zoo_flags + cpu_zoo_flags_tuner), and compare_seed_ensemble.py's leave-family-out folds over their
 development families, laid out the same way."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "release"))
 
 from compare_seed_ensemble import development_graphs, fold_layout, summary  # noqa: E402
 from merge_collections import merge  # noqa: E402

@@ -1,6 +1,6 @@
 """Train the cost models that ship with graphcost (`graphcost.pretrained`) and install them in the tree.
 
-    python benchmarks/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR]
+    python release/train_pretrained.py [--kinds layout tile] [--version N] [--layout-data DIR]
         [--flags-data DIR] [--dest DIR] [--threads 1] [--seed S] [--seeds N] [--model-opt KEY=VALUE ...]
 
 Each is ``graphcost train`` with its defaults on shipped data (``cpu_layout`` for the layout model, the

@@ -1,6 +1,6 @@
 """Lay several collections out as one data directory for `graphcost train --data-dir` (copies).
 
-    python benchmarks/merge_collections.py OUT COLLECTION [COLLECTION ...]
+    python release/merge_collections.py OUT COLLECTION [COLLECTION ...]
 
 A program's graphs keep the split its family has in the FIRST collection that holds it (family splits
 of the same zoo agree), so validation and test families stay unseen. The first collection's graphs
@@ -18,8 +18,6 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
 
 
 def lay_out(root: Path, manifest: dict, entries: dict[str, tuple[str, Path, dict]]) -> Path:

@@ -1,6 +1,6 @@
 """Ship the kernel dataset of a kernel collection inside the package, packed into one file.
 
-    python benchmarks/collections/ship_kernel_dataset.py benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
+    python release/ship_kernel_dataset.py benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
         cpu_zoo_kernels_flags [--overwrite]
 
 SRC is a collection written by `graphcost collect --kernels`; NAME one of `graphcost.datasets.PACKED`. The
@@ -53,7 +53,7 @@ def card(name: str, src: Path, manifest: dict, packed: Path) -> str:
         "from graphcost.data.io.packed import shipped_data_dir",
         f"root = shipped_data_dir({name!r})   # unpacked once: train/ valid/ test/ npz files + manifest.json",
         "```", "",
-        "Made by `python benchmarks/collections/ship_kernel_dataset.py "
+        "Made by `python release/ship_kernel_dataset.py "
         f"{src.resolve().relative_to(ROOT) if src.resolve().is_relative_to(ROOT) else src} {name}`.", "",
         "## The collection it was made from", "",
         "\n".join(("#" + line) if line.startswith("#") else line for line in collection_card.splitlines()), ""])

@@ -1,6 +1,6 @@
 """Ship a finished (or partly finished) collection inside the package, split by family.
 
-    python benchmarks/collections/ship_collection.py SRC NAME --title TITLE --command CMD [--overwrite]
+    python release/ship_collection.py SRC NAME --title TITLE --command CMD [--overwrite]
 
 SRC is a directory written by `graphcost collect` (+ ``--repeat``); NAME is the dataset's name under
 ``src/graphcost/datasets/`` (it must be one of `graphcost.datasets.SHIPPED`). The graphs are copied
@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def staging_for(name: str, known, overwrite: bool) -> tuple[Path, Path]:

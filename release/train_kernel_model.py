@@ -1,6 +1,6 @@
 """Train the shipped kernel model (graphcost/pretrained/kernels) on a kernel collection.
 
-    python benchmarks/train_kernel_model.py --data benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
+    python release/train_kernel_model.py --data benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
         --out src/graphcost/pretrained/kernels
 
 The kernel trees (`graphcost.models.kernel_cost.KernelTrees`) fit every program's leaf kernels,
@@ -24,7 +24,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # bench_kernels: the per-program helpers
 
 from bench_kernels import executions, fit_rule, per_program  # noqa: E402
 
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     meta = {"featurizer_version": FEATURIZER_VERSION, "data": args.data.name, "programs": len(table.programs),
             "families": len(families), "leaf_occurrences": int(usable.sum()), "rounds": trees.rounds,
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "command": "python benchmarks/train_kernel_model.py " + " ".join(sys.argv[1:] if argv is None else argv)}
+            "command": "python release/train_kernel_model.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     flag_trees = None
     if args.flag_weight < 1.0:
         names = sorted(table.programs)
