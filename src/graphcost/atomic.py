@@ -50,6 +50,18 @@ def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
     raise FileExistsError(f"{path.parent}: could not create a unique temp file for {path.name}")
 
 
+class WriteError(GraphcostError, OSError):
+    """A file that could not be written (a full disk, a file-size limit, an I/O error), in one line naming it;
+    its `errno` is the cause's. Nothing half-written is left at the path (`atomic_write`)."""
+
+    def __init__(self, path: str | os.PathLike, cause: OSError):
+        super().__init__(f"cannot write {path}: {cause.strerror or cause}")
+        self.errno, self.strerror, self.filename = cause.errno, cause.strerror, str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO]:
     """Yield a handle on a temp file beside `path` (parents created); on a clean exit the file is
@@ -68,7 +80,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         if exc.filename is None and exc.errno is not None:  # e.g. a full disk: say which file could not be written
-            raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from exc
+            raise WriteError(path, exc) from exc
         raise
     except BaseException:
         tmp.unlink(missing_ok=True)

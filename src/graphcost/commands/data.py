@@ -112,7 +112,7 @@ def synth(
     except (ValueError, OutputExistsError) as exc:
         fail(f"--out {exc}" if isinstance(exc, OutputExistsError) else str(exc))
     except OSError as exc:  # e.g. a file where a directory of the layout should be, no permission, disk full
-        fail(f"cannot write synthetic data under {out}: {exc.strerror or exc} ({exc.filename})")
+        fail(f"cannot write synthetic data under {out}: {exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""))
     typer.echo(f"wrote SYNTHETIC {collection.value} data to {base} (see SYNTHETIC.md, manifest.json)")
 
 

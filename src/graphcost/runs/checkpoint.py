@@ -94,10 +94,16 @@ def restore_rng_state(state: dict) -> None:
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
-    """`torch.save` to a temp file in the target directory, fsync, then `os.replace`."""
+    """`torch.save` to a temp file in the target directory, fsync, then `os.replace`. The object is serialised in
+    memory first: torch's writer turns a failed write (a full disk, a file-size limit) into a RuntimeError
+    ("unexpected pos"), whereas a plain write raises the OSError that `atomic_write` names the file in."""
+    import io
+
     path = Path(path)
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
     with atomic_write(path, fsync=True) as handle:
-        torch.save(obj, handle)
+        handle.write(buffer.getbuffer())
     return path
 
 
