@@ -188,3 +188,36 @@ def test_tuning_never_imports_train():
                 todo.append(target)
     assert any(m.startswith("graphcost.inference.") for m in reached)  # it does score with a trained model
     assert not [m for m in reached if m == "graphcost.train" or m.startswith("graphcost.train.")]
+
+
+def test_the_scripts_of_benchmarks_and_release_form_no_import_circle():
+    """issue 66: the scripts import one another by their bare names (each puts its siblings' directories on
+    sys.path); that graph has no circle either (bench_real <-> remeasure_suite_tables was one)."""
+    repo = Path(graphcost.__file__).resolve().parents[2]
+    scripts = {p.stem: p for d in ("benchmarks", "release") for p in sorted((repo / d).rglob("*.py"))}
+    edges: dict[str, set[str]] = {name: set() for name in scripts}
+    for name, path in scripts.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module.split(".")[0]]
+            elif isinstance(node, ast.Import):
+                targets = [a.name.split(".")[0] for a in node.names]
+            else:
+                continue
+            edges[name] |= {t for t in targets if t in scripts and t != name}
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        state[name] = 1
+        for target in sorted(edges[name]):
+            if state.get(target) == 1:
+                return [*path, name, target]
+            if target not in state and (found := visit(target, [*path, name])):
+                return found
+        state[name] = 2
+        return None
+
+    for name in sorted(scripts):
+        if name not in state:
+            circle = visit(name, [])
+            assert circle is None, f"import circle among the scripts: {' -> '.join(circle)}"
