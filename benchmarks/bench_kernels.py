@@ -26,6 +26,9 @@ equal program counts, every family held out once). In each fold, on the TRAINING
 * ``lightgbm``: program-level LightGBM on the 24 flag columns, target the log label standardised
   within each program (the trees of `graphcost train` in spirit);
 * ``count``: the number of flags changed from the default (fewer = faster);
+* ``ceiling``: not a model, and only where the collection has an independent repeat beside it (``DATA_repeat``):
+  per repeated program, Kendall's τ between the two collections' labels (the noise ceiling), with the models'
+  figures on the same programs beside it;
 * ``process split``: not a model: per program, Kendall's τ between ONE measuring process's runtimes
   and the level-median of the others (mean over the choice of the one); the labels' own noise, a
   LOWER bound of the noise ceiling of a label that combines all of them (an independent repeat of
@@ -143,6 +146,15 @@ def process_split(table: KernelTable, names: list[str]) -> dict[str, float]:
     return out
 
 
+def repeat_ceiling(root: Path) -> dict[str, float]:
+    """The noise ceiling, where the collection has an independent repeat beside it (``ROOT_repeat``): per repeated
+    program, Kendall's τ between the two collections' labels (`graphcost.frontend.collect.card.sibling_repeat_labels`)."""
+    from graphcost.frontend.collect.card import sibling_repeat_labels
+
+    graphs = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["graphs"]
+    return {p: kendall_tau(a, b) for p, (a, b, _) in sibling_repeat_labels(root, graphs).items()}
+
+
 def run(args) -> dict:
     table = KernelTable.read(args.data, default_flag_vector())
     peaks = json.loads(Path(args.peaks).read_text()) if args.peaks else None
@@ -242,13 +254,15 @@ def run(args) -> dict:
                              "kendall_tau": float(np.nanmean(level["tau"]))})
     out: dict = {"programs": len(programs), "families": len(counts), "folds": [list(g) for g in groups],
                  "distinct_kernels": int(len(table.fingerprint)), "data": str(args.data)}
+    per_program_tau: dict[str, dict[str, float]] = {}  # model -> program -> τ (mean over seeds)
     for m, seeds in results.items():
         if not seeds or not seeds[0]:
             continue
         means = [float(np.nanmean(list(s.values()))) for s in seeds]
         fams: dict[str, list[float]] = {}
         for p in seeds[0]:
-            fams.setdefault(fam_of[p], []).append(float(np.mean([s[p] for s in seeds])))
+            per_program_tau.setdefault(m, {})[p] = float(np.mean([s[p] for s in seeds]))
+            fams.setdefault(fam_of[p], []).append(per_program_tau[m][p])
         out[m] = {"kendall_tau": float(np.mean(means)), "kendall_tau_std": float(np.std(means)), "seeds": len(seeds),
                   "programs": len(seeds[0]),
                   "by_family": {f: round(float(np.nanmean(v)), 4) if np.isfinite(v).any() else None
@@ -266,6 +280,15 @@ def run(args) -> dict:
                            "mean_ape": float(np.mean([k["mean_ape"] for k in kernel_level])),
                            "kendall_tau": float(np.mean([k["kendall_tau"] for k in kernel_level])),
                            "seeds": len(kernel_level)}
+    ceiling = repeat_ceiling(Path(args.data))
+    if ceiling:  # not a model: the labels' agreement with an independent repeat, on the repeated programs
+        values = [v for v in ceiling.values() if np.isfinite(v)]
+        out["ceiling"] = {"kendall_tau": float(np.mean(values)), "kendall_tau_std": 0.0, "seeds": 1,
+                          "programs": len(values), "repeat": f"{Path(args.data).name}_repeat"}
+        # the same programs' figures of the models, for a like-for-like reading of the gap
+        out["ceiling"]["models_on_these_programs"] = {
+            m: round(float(np.nanmean([per_program_tau[m][p] for p in ceiling if p in per_program_tau[m]])), 4)
+            for m in ("kernels", "kernels+copies", "copies", "roofline") if m in per_program_tau}
     return out
 
 
@@ -297,7 +320,7 @@ def put_into(out: dict, results_path: Path, protocol: str, source: Path) -> None
     target = report.setdefault("results", {}).setdefault(protocol, {})
     shown = str(source.resolve().relative_to(ROOT)) if source.resolve().is_relative_to(ROOT) else str(source)
     same = {m: round(out[m]["kendall_tau"], 4) for m in ("kernels", "kernels+flags", "copies", "lightgbm", "count",
-                                                         "kernels_measured", "process split") if m in out}
+                                                         "kernels_measured", "process split", "ceiling") if m in out}
     for row, (mine, model) in {**ROWS_INTO, "kernels": kernels_row(out)}.items():
         if mine in out:
             target[row] = {k: out[mine][k] for k in ("kendall_tau", "kendall_tau_std", "seeds")} | {
@@ -328,9 +351,12 @@ def main(argv=None) -> int:
     out = run(args)
     out["wall_s"] = round(time.perf_counter() - t0, 1)
     for m in ("kernels", "kernels+flags", "kernels+copies", "copies", "roofline", "kernels_measured", "lightgbm",
-              "count", "process split"):
+              "count", "process split", "ceiling"):
         if m in out:
             print(f"{m:18s} {out[m]['kendall_tau']:.3f} ± {out[m]['kendall_tau_std']:.3f}")
+    if "ceiling" in out:
+        print(f"ceiling on {out['ceiling']['programs']} repeated programs; the models there: "
+              f"{out['ceiling']['models_on_these_programs']}")
     print(f"kernel level: median APE {out['kernel_level']['median_ape']:.3f}, τ {out['kernel_level']['kendall_tau']:.3f}")
     print("validation families, by blend weight: " + ", ".join(f"{k} {v:.3f}" for k, v in out.get("validation", {}).items()))
     if "validation_copies" in out:

@@ -52,3 +52,22 @@ def test_the_kernels_row_is_the_blend_that_scored_higher_on_the_validation_famil
     bk.put_into(run, results, "lofo", tmp_path / "lofo.json")
     row = json.loads(results.read_text())["results"]["lofo"]["kernels"]
     assert row["kendall_tau"] == 0.70 and "copies" in row["model"]
+
+
+def test_the_ceiling_comes_from_the_repeat_beside_the_collection(tmp_path):
+    """bench_kernels' ``ceiling`` row: Kendall's τ between the collection's labels and its independent repeat's
+    (the collection beside it named ``_repeat``), per program measured at the same configurations."""
+    import numpy as np
+
+    import bench_kernels as bk
+
+    feat = np.arange(8, dtype=np.float32).reshape(4, 2)
+    for root, labels in ((tmp_path / "col", {"a": [1, 2, 3, 4], "b": [1, 2, 3, 4]}),
+                         (tmp_path / "col_repeat", {"a": [1, 2, 4, 3]})):
+        (root / "train").mkdir(parents=True)
+        for name, label in labels.items():
+            np.savez(root / "train" / f"{name}.npz", config_feat=feat, config_runtime=np.asarray(label, np.int64))
+        (root / "manifest.json").write_text(json.dumps({"graphs": {n: {"file": f"train/{n}.npz"} for n in labels}}))
+    ceiling = bk.repeat_ceiling(tmp_path / "col")
+    assert set(ceiling) == {"a"} and abs(ceiling["a"] - 4 / 6) < 1e-9  # 5 of 6 pairs agree: τ = (5 - 1) / 6
+    assert bk.repeat_ceiling(tmp_path / "col_repeat") == {}

@@ -35,13 +35,11 @@ def repeatability(graphs: dict) -> tuple[list[dict], dict]:
     return rows, row("all", list(graphs.values()))
 
 
-def sibling_repeat(root: Path, graphs: dict) -> dict[str, dict]:
+def sibling_repeat_labels(root: Path, graphs: dict) -> dict[str, tuple[np.ndarray, np.ndarray, str]]:
     """A kernel collection's independent repeat lives beside it (``ROOT_repeat``: `graphcost collect --kernels`
     measures new graphs only, so its repeat is a second collection of some of the programs with the same
-    parameters). Per program in both, measured at the same configurations: the Spearman correlation between
-    the two collections' labels, in the shape of a ``--repeat`` entry (``spearman_vs_label``, ``date_utc``)."""
-    from graphcost.frontend.measure.interleaved import spearman
-
+    parameters). Per program in both, measured at the same configurations and without a ``--repeat`` entry of
+    its own: (its label, the repeat's label, the repeat's date)."""
     rep = root.parent / f"{root.name}_repeat"
     if not (rep / "manifest.json").is_file():
         return {}
@@ -58,9 +56,19 @@ def sibling_repeat(root: Path, graphs: dict) -> dict[str, dict]:
             keys = [k for k in ("config_feat", "node_config_feat") if k in za.files]
             if not keys or any(k not in zb.files or not np.array_equal(za[k], zb[k]) for k in keys):
                 continue  # not the same configurations
-            rho = spearman(za["config_runtime"].astype(float), zb["config_runtime"].astype(float))
-        out[name] = {"spearman_vs_label": float(rho), "date_utc": second.get("date_utc", ""), "collection": rep.name}
+            out[name] = (za["config_runtime"].astype(float), zb["config_runtime"].astype(float),
+                         str(second.get("date_utc", "")))
     return out
+
+
+def sibling_repeat(root: Path, graphs: dict) -> dict[str, dict]:
+    """`sibling_repeat_labels` as ``--repeat`` entries: the Spearman correlation of the two labels
+    (``spearman_vs_label``), the repeat's date and collection."""
+    from graphcost.frontend.measure.interleaved import spearman
+
+    rep = f"{root.name}_repeat"
+    return {name: {"spearman_vs_label": float(spearman(a, b)), "date_utc": date, "collection": rep}
+            for name, (a, b, date) in sibling_repeat_labels(root, graphs).items()}
 
 
 def mode_agreement(root: Path, graphs: dict, statistic: str) -> dict[str, tuple[float, int]]:
