@@ -32,17 +32,26 @@ def card(name: str, src: Path, manifest: dict, packed: Path) -> str:
     configs = sum(g["num_configs"] for g in graphs)
     collection_card = (src / "CARD.md").read_text(encoding="utf-8") if (src / "CARD.md").is_file() else ""
     top = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:8])
+    layout = json.loads((src / "manifest.json").read_text(encoding="utf-8")).get("collection", {}).get("space") == "layout"
+    under = "layout configurations (every kernel compiled for them, run under the default flags)" if layout else \
+        "flag configurations"
+    rows = ("* **Configurations**: every kernel ran under the default flags, so ``config_feat`` (1, 24) is the default "
+            "flag vector and ``config_runtime`` (1,) its ns per EXECUTION, the median over the programs that ran it; "
+            "what a layout configuration changes is in the kernels themselves (a configuration compiles to its own "
+            f"kernels: {len(manifest['graphs']):,} distinct ones). A model learns time per kernel across kernels here."
+            if layout else
+            f"* **Configurations**: {configs:,} (kernel, flag vector) rows: ``config_feat`` (C, 24) the flag columns of "
+            "`graphcost.frontend.programs.flags`, ``config_runtime`` (C,) ns per EXECUTION, the median over the programs "
+            "that ran the kernel under those flags (``config_programs``: how many).")
     return "\n".join([
-        f"# {name} — every distinct leaf kernel of {manifest['programs']} zoo programs under their flag "
-        f"configurations, one TILE-schema graph per kernel (packed)", "",
+        f"# {name} — every distinct leaf kernel of {manifest['programs']} zoo programs under their {under}, one "
+        "TILE-schema graph per kernel (packed)", "",
         "**REAL data: every runtime was measured** (per-kernel times from XLA:CPU's profiler); nothing is simulated.",
         "", "## What it is", "",
         f"* **Graphs**: {len(manifest['graphs']):,} distinct leaf kernels (by the fingerprint of their compiled HLO; "
         f"identical kernels of several programs merged), {sum(g['num_nodes'] for g in graphs):,} nodes in all. "
         f"Kinds: {top}.",
-        f"* **Configurations**: {configs:,} (kernel, flag vector) rows: ``config_feat`` (C, 24) the flag columns of "
-        "`graphcost.frontend.programs.flags`, ``config_runtime`` (C,) ns per EXECUTION, the median over the programs "
-        "that ran the kernel under those flags (``config_programs``: how many).",
+        rows,
         f"* **Split**: train {sides['train']:,}, valid {sides['valid']:,}, test {sides['test']:,}: the split of "
         "the first program that ran the kernel (the collection's family-stratified split by program).",
         f"* **Size**: {packed.stat().st_size / 2**20:.1f} MiB packed (`graphcost.data.io.packed`); unpacked on "
