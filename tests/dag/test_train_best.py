@@ -51,11 +51,16 @@ def test_no_valid_split_no_best_and_fresh_run_drops_stale_best(tmp_path):
 
 
 def test_zero_epochs_or_batch_size_rejected(tmp_path):
+    """Refused when the settings are built (issue 65), before any training directory is touched."""
     import pytest
 
-    for cfg in (LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=0), LayerDAGTrainConfig(batch_size=0)):
-        with pytest.raises(ValueError, match="must be >= 1"):
-            train_layerdag(tiny_dags(4, 0), tmp_path, cfg, progress=False, **TINY)
+    from graphcost.bounds import ArgumentError
+
+    with pytest.raises(ArgumentError, match="^epochs must be an integer >= 1, got 0"):
+        LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=0)
+    with pytest.raises(ArgumentError, match="^batch_size must be an integer from 1 to"):
+        LayerDAGTrainConfig(batch_size=0)
+    assert not any(tmp_path.iterdir())
 
 
 def _conditional_data(n, seed):
