@@ -315,7 +315,8 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
 
 
 def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protocol: TimingProtocol, runs: list,
-            model_label: str | None, strategies: list[str], out: Path | None, storage: str | None) -> TuneResult:
+            model_label: str | list[str] | None, strategies: list[str], out: Path | None,
+            storage: str | None) -> TuneResult:
     """`tune`'s loop, in its run directory (if any): profile the default, search with every strategy, re-measure
     the finalists, explain and write the outputs."""
     from tqdm.auto import tqdm
