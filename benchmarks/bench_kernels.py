@@ -304,8 +304,8 @@ COPIES_ROW = ("kernels+copies", "kernel trees (LightGBM on kernel rows) + sum ru
 def kernels_row(out: dict) -> tuple[str, str]:
     """The kernel-based row that goes into bench_real.json: the blend whose best weight scored higher on the
     VALIDATION families (``kernels+copies`` where the collection has compiled statistics, else ``kernels+flags``)."""
-    flags = max(out.get("validation", {}).values(), default=-np.inf)
-    copies = max(out.get("validation_copies", {}).values(), default=-np.inf)
+    flags = max((v for v in out.get("validation", {}).values() if np.isfinite(v)), default=-np.inf)  # w=0 may be NaN
+    copies = max((v for v in out.get("validation_copies", {}).values() if np.isfinite(v)), default=-np.inf)
     return COPIES_ROW if "kernels+copies" in out and copies > flags else ROWS_INTO["kernels"]
 
 
@@ -320,7 +320,8 @@ def put_into(out: dict, results_path: Path, protocol: str, source: Path) -> None
     target = report.setdefault("results", {}).setdefault(protocol, {})
     shown = str(source.resolve().relative_to(ROOT)) if source.resolve().is_relative_to(ROOT) else str(source)
     same = {m: round(out[m]["kendall_tau"], 4) for m in ("kernels", "kernels+flags", "copies", "lightgbm", "count",
-                                                         "kernels_measured", "process split", "ceiling") if m in out}
+                                                         "kernels_measured", "process split", "ceiling")
+            if m in out and np.isfinite(out[m]["kendall_tau"])}
     for row, (mine, model) in {**ROWS_INTO, "kernels": kernels_row(out)}.items():
         if mine in out:
             target[row] = {k: out[mine][k] for k in ("kendall_tau", "kendall_tau_std", "seeds")} | {

@@ -71,3 +71,12 @@ def test_the_ceiling_comes_from_the_repeat_beside_the_collection(tmp_path):
     ceiling = bk.repeat_ceiling(tmp_path / "col")
     assert set(ceiling) == {"a"} and abs(ceiling["a"] - 4 / 6) < 1e-9  # 5 of 6 pairs agree: τ = (5 - 1) / 6
     assert bk.repeat_ceiling(tmp_path / "col_repeat") == {}
+
+
+def test_the_kernels_row_is_the_blend_that_won_on_validation_even_with_a_nan_weight():
+    """A weight with no finite validation figure (w=0 where a model is missing) must not decide the choice."""
+    import bench_kernels as bk
+
+    out = {"kernels+copies": {}, "validation": {"w=0": float("nan"), "w=1": 0.703},
+           "validation_copies": {"w=0": 0.695, "w=0.5": 0.707}}
+    assert bk.kernels_row(out) == bk.COPIES_ROW
