@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphcost.bounds import ArgumentError
+from graphcost.dag.train import LayerDAGTrainConfig
 from graphcost.errors import GraphcostError
 
 DEEP = os.environ.get("GRAPHCOST_FUZZ_DEEP") == "1"
@@ -269,11 +270,8 @@ def test_rank_configs_arguments(name, value):
 
 
 @FUZZ
-@given(name=st.sampled_from(_fields(__import__("graphcost.dag.train", fromlist=["x"]).LayerDAGTrainConfig)),
-       value=VALUES)
+@given(name=st.sampled_from(_fields(LayerDAGTrainConfig)), value=VALUES)
 def test_layerdag_train_config_fields(name, value):
-    from graphcost.dag.train import LayerDAGTrainConfig
-
     check_refusal(lambda: LayerDAGTrainConfig(**{name: value}), name, value)
 
 
