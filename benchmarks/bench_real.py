@@ -366,6 +366,11 @@ def run_split(train: list[Record], valid: list[Record], test: list[Record], mode
     seeds; ``by_family`` holds the same per family of the test graphs (what leave-family-out folds report).
     ``keep_seeds``: each row also keeps its per-seed rows (``per_seed``; what `combine_seed_parts` joins)."""
     out: dict = {}
+    rankable = [r for r in test if len(r.label) >= 2 and np.ptp(r.label) > 0]
+    if len(rankable) < len(test):  # one configuration, or all runtimes equal: nothing to rank (as `graphcost evaluate`)
+        print(f"  {len(test) - len(rankable)} of {len(test)} test graphs have fewer than 2 distinct runtimes: "
+              "not scored", flush=True)
+        test = rankable
     families = sorted({r.family for r in test})
     by_family: dict[str, dict] = {f: {} for f in families}
     for model in models:
