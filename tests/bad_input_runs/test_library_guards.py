@@ -254,3 +254,15 @@ def test_fit_names_its_outputs_as_the_caller_asks(ws):
     with pytest.raises(OutputPathError, match=f"^cache_dir {ws / 'file'}: "):
         graphcost.fit(spec, ws / "new-run", cache_dir=ws / "file")
     assert _tree(ws) == before
+
+
+def test_collection_verbs_bound_the_configurations_per_process(ws, monkeypatch):
+    from graphcost.frontend.collect.jobs import CollectOptions
+    from graphcost.frontend.collect.local import collect
+    from graphcost.frontend.measure import memory_maps
+
+    monkeypatch.setattr(memory_maps, "max_map_count", lambda: 65530)
+    before = _tree(ws)
+    with pytest.raises(ValueError, match="^configs 1000000: one measuring process holds every configuration"):
+        collect([], ws / "new", CollectOptions(configs=10**6), progress=False)
+    assert _tree(ws) == before

@@ -13,7 +13,7 @@ from graphcost.commands.common import fail
 from graphcost.commands.numbers import threads_bound
 
 # the names of the library's arguments in the messages of this command (`graphcost.frontend.collect.guard`)
-NAMES = {"out_dir": "--out", "cache_dir": "--cache-dir"}
+NAMES = {"out_dir": "--out", "cache_dir": "--cache-dir", "configs": "--configs"}
 
 
 def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load, max_wait,
@@ -185,13 +185,6 @@ def register(app: typer.Typer) -> None:
         if measure_core is not None and measure_core != -1 and measure_core not in os.sched_getaffinity(0):
             raise typer.BadParameter(f"--measure-core {measure_core}: this process may only run on cores "
                                      f"{sorted(os.sched_getaffinity(0))}")
-        if backend == "local" and not repeat:
-            from graphcost.frontend.measure.memory_maps import check_executables_fit
-
-            try:
-                check_executables_fit(configs)
-            except ValueError as exc:
-                fail(str(exc))
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
                            max_wait, compile_workers, cache_dir, label, kernels)
         if annotate:

@@ -10,7 +10,9 @@ API; the command passes ``--out`` / ``--cache-dir`` through `names`):
 * an output directory that holds a training or tuning run, or other files than a collection's (issue 36: a
   training run directory got a manifest and split directories written into it), an OutputExistsError.
 
-`open_collection` is that check followed by the directory's lock (`graphcost.atomic.lock_dir`).
+`open_collection` is that check followed by the directory's lock (`graphcost.atomic.lock_dir`);
+`check_configs_fit` the bound on configurations per measuring process (vm.max_map_count) of the verbs that
+compile a graph's configurations in one process (`collect`, `add_processes_collection`, `annotate_collection`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,15 @@ def check_collection_out(out_dir: str | os.PathLike, cache_dir: str | os.PathLik
     shown = (other or graphs)[0]
     raise OutputExistsError(f"{option} {out}: not a collection (no manifest.json) but holds {len(entries)} entries, "
                             f"such as {shown}; give a new or empty directory, or an existing collection to resume")
+
+
+def check_configs_fit(configs: int, *, names: Mapping[str, str] | None = None) -> None:
+    """`configs` executables per measuring process fit this machine's vm.max_map_count
+    (`graphcost.frontend.measure.memory_maps.check_executables_fit`): a ValueError naming ``configs`` (or its
+    name in `names`: ``--configs``) and the fix, before anything is compiled."""
+    from graphcost.frontend.measure.memory_maps import check_executables_fit
+
+    check_executables_fit(configs, _name(names, "configs"))
 
 
 def open_collection(out_dir: str | os.PathLike, cache_dir: str | os.PathLike | None = None, *,

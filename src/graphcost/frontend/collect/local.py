@@ -63,7 +63,7 @@ import numpy as np
 
 from graphcost.atomic import atomic_write_json
 from graphcost.data.splits import stratified_split
-from graphcost.frontend.collect.guard import check_collection_out, open_collection
+from graphcost.frontend.collect.guard import check_collection_out, check_configs_fit, open_collection
 from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
 from graphcost.frontend.measure.interleaved import cpu_model, environment_metadata, load_average, spearman
@@ -280,8 +280,9 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
 
     `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
     a virtual or read-only file system, a training or tuning run or a directory of other files is refused
-    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` to the names the messages use)."""
-    out_dir = Path(out_dir)
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use)."""
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
+    check_configs_fit(options.configs, names=names)
     with open_collection(out_dir, options.cache_dir, names=names):  # one collection at a time per directory
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
@@ -387,7 +388,7 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
 
     `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
     a virtual or read-only file system, a training or tuning run or a directory of other files is refused
-    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` to the names the messages use).
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use).
     """
     out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     if not (out_dir / MANIFEST).is_file():
@@ -532,7 +533,7 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
 
     `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
     a virtual or read-only file system, a training or tuning run or a directory of other files is refused
-    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` to the names the messages use).
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use).
     """
     from tqdm.auto import tqdm
 
@@ -540,6 +541,7 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
     path = out_dir / MANIFEST
     if not path.is_file():
         raise ValueError(f"{path}: no collection here to add processes to (collect it first)")
+    check_configs_fit(options.configs, names=names)
     want = options.cross.processes
     with open_collection(out_dir, options.cache_dir, names=names):
         manifest = _read_manifest(path)
@@ -625,7 +627,7 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
 
     `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
     a virtual or read-only file system, a training or tuning run or a directory of other files is refused
-    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` to the names the messages use)."""
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use)."""
     from tqdm.auto import tqdm
 
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
@@ -633,6 +635,7 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
     out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to annotate (collect it first)")
+    check_configs_fit(options.configs, names=names)
     with open_collection(out_dir, options.cache_dir, names=names):
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
@@ -695,7 +698,7 @@ def relabel_collection(out_dir: str | Path, options: CollectOptions, *, names: M
 
     `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
     a virtual or read-only file system, a training or tuning run or a directory of other files is refused
-    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` to the names the messages use)."""
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use)."""
     out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to relabel")
