@@ -1,6 +1,7 @@
 """`graphcost collect`: measure real configurations of JAX zoo programs on this machine (or a Ray
 cluster) and write them as TpuGraphs-schema npz files. Thin: checks the options, calls
-`graphcost.frontend.collect.local` (or `.ray_backend`), prints the summary.
+`graphcost.frontend.collect.local` (or `.ray_backend`), whose verbs check --out, --cache-dir and --configs
+themselves (`graphcost.frontend.collect.guard`), prints the summary.
 """
 
 import os

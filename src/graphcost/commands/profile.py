@@ -1,7 +1,7 @@
 """`graphcost profile`: where a program's time goes, kernel by kernel (cross-process), beside a tuned configuration.
 
-Thin: checks the options, calls `graphcost.tuning.profile.profile_program`, prints the table, writes
-the JSON and the plot.
+Thin: calls `graphcost.tuning.profile.profile_program`, which checks --json and --plot before the program is
+loaded and writes them once it is profiled, and prints the table.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """`graphcost tune`: make a user's JAX program faster with a cost model and a measurement budget.
 
-Thin: checks the options, the program and the storage before anything in --out is touched, then
-calls `graphcost.tuning.tune` with a `TuneConfig`. Error messages never show a storage password.
+Thin: checks the options, the program and the storage before anything in --out is touched (--out itself by
+`graphcost.tuning.run_dir.tuning_run_dir`), then calls `graphcost.tuning.tune` with a `TuneConfig`. Error
+messages never show a storage password.
 """
 
 from __future__ import annotations
