@@ -14,6 +14,9 @@ import typer
 from graphcost.bounds import PROCESSES_MAX
 from graphcost.commands.common import fail
 
+# the names of `graphcost.tuning.profile.profile_program`'s arguments in this command's messages
+NAMES = {"json_out": "--json", "plot": "--plot", "best": "--config"}
+
 
 def profile(
     program: str = typer.Argument(..., metavar="PROGRAM", help="FILE.py:FUNCTION or MODULE:FUNCTION: a function "
@@ -39,7 +42,7 @@ def profile(
 
     try:  # --json and --plot are checked by the library before the program is loaded; written after it is timed
         result = profile_program(program, best=config, processes=processes, json_out=json_out, plot=plot, top=top,
-                                 overwrite=overwrite, names={"json_out": "--json", "plot": "--plot", "best": "--config"})
+                                 overwrite=overwrite, names=NAMES)
     except (ProgramError, ValueError, RuntimeError, OutputExistsError) as exc:
         fail(str(exc))
     base = result.configs[0]

@@ -1,14 +1,14 @@
-"""The library verbs behind `graphcost dag sample` and `graphcost dag evaluate` (issue 65: the library owns its
-guards).
+"""The library verbs behind `graphcost dag train`, `dag sample` and `dag evaluate` (issue 65: the library owns
+its guards).
 
 `train_dag_run(dataset, out, ...)` trains a LayerDAG on a dataset's train split into the run directory `out`
-(run.json recorded for `evaluate_dag_run`); `sample_to_file(model_path, out, ...)` samples DAGs from a trained LayerDAG and writes them (flat npz) with a
-drawing of a few beside them (PNG); `evaluate_dag_run(model_path, ...)` generates (or reads) DAGs and scores
-them against the run's test split, optionally writing the results as JSON. `train_dag_run` checks its run
-directory before any data is loaded (`graphcost.runs.lifecycle.RunDirectory`: not a file nor below one, not a
-device, not on a virtual or read-only file system, not an earlier run unless `overwrite` or `resume`, and with
-`resume` a checkpoint to continue from) and holds its lock while it writes. The other two check, before the model
-is loaded or anything is sampled:
+(run.json recorded for `evaluate_dag_run`); `sample_to_file(model_path, out, ...)` samples DAGs from a trained
+LayerDAG and writes them (flat npz) with a drawing of a few beside them (PNG); `evaluate_dag_run(model_path,
+...)` generates (or reads) DAGs and scores them against the run's test split, optionally writing the results as
+JSON. `train_dag_run` checks its run directory before any data is loaded (`graphcost.runs.lifecycle.
+RunDirectory`: not a file nor below one, not a device, not on a virtual or read-only file system, not an earlier
+run unless `overwrite` or `resume`, and with `resume` a checkpoint to continue from) and holds its lock while it
+writes. The other two check, before the model is loaded or anything is sampled:
 
 * their outputs (`graphcost.atomic.check_output_path`): an existing file without `overwrite` is an
   OutputExistsError; a directory, a path below a file, a device, a virtual or read-only file system, or a file
@@ -217,8 +217,9 @@ def train_dag_run(dataset: str, out: str | os.PathLike, config: Any = None, *, n
     cfg = config if config is not None else LayerDAGTrainConfig()
     run_dir = RunDirectory(out, name("out"), overwrite=overwrite, resume=resume)
     if resume and not (out / CHECKPOINT).is_file():
-        raise FileNotFoundError(f"{name('resume')}: {out / CHECKPOINT} does not exist (nothing to resume); run without "
-                                f"{name('resume')} to start afresh (with {name('overwrite')} to replace that directory)")
+        raise FileNotFoundError(f"{name('resume')}: {out / CHECKPOINT} does not exist (nothing to resume); run "
+                                f"without {name('resume')} to start afresh (with {name('overwrite')} to replace "
+                                "that directory)")
     overrides: dict[str, Any] = {}
     if diffusion_steps is not None:
         overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
