@@ -145,7 +145,7 @@ def sample_to_file(model_path: str | os.PathLike, out: str | os.PathLike, n: int
     if ready is not None:
         ready()
     model = _load_model(model_path, last, device)
-    drawn = None
+    drawn: np.ndarray | None = None
     given = labels is not None and len(labels) > 0
     if given and not model.config.conditional:
         raise ValueError(f"{name('labels')}: this model is unconditional (trained on unlabelled graphs) and cannot "

@@ -202,24 +202,24 @@ def predict_run(models: Sequence[str | os.PathLike], out: str | os.PathLike, spl
     from graphcost.metrics import COLLECTIONS
 
     name = _namer(names)
-    models = [Path(m) for m in models]
+    paths = [Path(m) for m in models]
     read = "csv" if combine else "model"
     check_model_outputs(out, cache_dir, out_key="out", overwrite=overwrite, data_dir=data_dir,
-                        inputs=[(read, m) for m in models], names=names)
+                        inputs=[(read, m) for m in paths], names=names)
     if combine:
-        return Submission(combine_submissions(models, out))
-    for model in models:
+        return Submission(combine_submissions(paths, out))
+    for model in paths:
         if not model.exists():
             raise FileNotFoundError(f"{model}: no such model checkpoint or run directory")
     _check_split(split, names)
-    info = read_run_info(models[0])
+    info = read_run_info(paths[0])
     collection = collection or info.get("collection")
     if collection is not None and collection not in COLLECTIONS:
         raise ValueError(f"unknown collection {collection!r}; expected one of {' | '.join(COLLECTIONS)}")
     if collection is None:
         raise ValueError(f"cannot tell the collection for the submission IDs; pass {name('collection')}")
-    predictor = (load or _default_load(tta, batch, device, precision))(models)
-    data, recorded_in = _run_data(data_dir, info, models[0])
+    predictor = (load or _default_load(tta, batch, device, precision))(paths)
+    data, recorded_in = _run_data(data_dir, info, paths[0])
     splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,
                             seed=info.get("config", {}).get("seed", 0))  # fmt: skip
     _check_outside_data({"out": out, "cache_dir": cache_dir}, splits.root, names)  # the data the run recorded, too
