@@ -62,6 +62,14 @@ class WriteError(GraphcostError, OSError):
         return str(self.args[0])
 
 
+class OutputWriteError(GraphcostError, OSError):
+    """An output of a verb that could not be written (a full disk, no permission, a damaged value), in one line
+    naming the argument and the file: ``ARGUMENT PATH: cause``. Nothing half-written is left (`atomic_write`)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb", fsync: bool = False) -> Iterator[IO]:
     """Yield a handle on a temp file beside `path` (parents created); on a clean exit the file is

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cli_asserts import invoke, one_line_error
 
-from graphcost.commands.collect import _check_out_is_a_collection
+from graphcost.frontend.collect.guard import check_collection_out
 
 FAST = ["--programs", "mlp-d1-w64-b8-fwd", "--limit", "1", "--configs", "2", "--rounds", "1", "--calls", "1",
         "--warmup", "0", "--processes", "1", "--max-load", "1000", "--measure-core", "-1"]
@@ -34,15 +34,15 @@ def test_collect_out_into_a_run_or_other_files_is_refused(tmp_path, files, needl
 
 
 def test_a_new_empty_or_started_collection_passes(tmp_path):
-    _check_out_is_a_collection(tmp_path / "new")
+    check_collection_out(tmp_path / "new")
     (tmp_path / "empty").mkdir()
-    _check_out_is_a_collection(tmp_path / "empty")
+    check_collection_out(tmp_path / "empty")
     started = tmp_path / "started"  # killed before its first graph: resumed
     (started / ".work" / "mlp").mkdir(parents=True)
     (started / "train").mkdir()
     (started / "train" / "x.npz").write_text("x")
-    _check_out_is_a_collection(started)
+    check_collection_out(started)
     done = tmp_path / "done"
     done.mkdir()
     (done / "manifest.json").write_text("{}")
-    _check_out_is_a_collection(done)  # the manifest itself is checked by the collection
+    check_collection_out(done)  # the manifest itself is checked by the collection

@@ -1,6 +1,7 @@
 """`graphcost collect`: measure real configurations of JAX zoo programs on this machine (or a Ray
 cluster) and write them as TpuGraphs-schema npz files. Thin: checks the options, calls
-`graphcost.frontend.collect.local` (or `.ray_backend`), prints the summary.
+`graphcost.frontend.collect.local` (or `.ray_backend`), whose verbs check --out, --cache-dir and --configs
+themselves (`graphcost.frontend.collect.guard`), prints the summary.
 """
 
 import os
@@ -9,36 +10,11 @@ from pathlib import Path
 import typer
 
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
-from graphcost.commands.common import check_dir_option, fail
+from graphcost.commands.common import fail
 from graphcost.commands.numbers import threads_bound
 
-RUN_FILES = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json", "study.db", "result.json")  # a train / tune run
-SPLITS = ("train", "valid", "test")
-
-
-def _check_out_is_a_collection(out: Path) -> None:
-    """--out must be new, empty or a collection (issue 36: a training run directory got a manifest and
-    split directories written into it). A directory without manifest.json may hold only what a
-    collection killed before its first graph leaves (``.work``, the lock, split directories of npz)."""
-    from graphcost.atomic import LOCK_NAME
-
-    try:
-        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME) if out.is_dir() else []
-    except OSError:  # unreadable: the collection says so when it opens the directory
-        return
-    run = [name for name in RUN_FILES if name in entries]
-    if run:
-        fail(f"--out {out}: holds a training or tuning run ({run[0]}), not a collection; collect into another "
-             "directory")
-    if not entries or "manifest.json" in entries:
-        return
-    other = [e for e in entries if e not in (".work", *SPLITS) or not (out / e).is_dir()]
-    graphs = [e for e in entries if e in SPLITS and e not in other and any((out / e).iterdir())]
-    if not other and (".work" in entries or not graphs):
-        return  # a collection killed before its first graph was finished (resumed), or empty split directories
-    shown = (other or graphs)[0]
-    fail(f"--out {out}: not a collection (no manifest.json) but holds {len(entries)} entries, such as {shown}; "
-         "give a new or empty directory, or an existing collection to resume")
+# the names of the library's arguments in the messages of this command (`graphcost.frontend.collect.guard`)
+NAMES = {"out_dir": "--out", "cache_dir": "--cache-dir", "configs": "--configs"}
 
 
 def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load, max_wait,
@@ -178,14 +154,16 @@ def register(app: typer.Typer) -> None:
             specs = select_programs(programs, limit=limit, seed=seed)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
-        check_dir_option(out, "--out")
-        if cache_dir is not None:
-            check_dir_option(cache_dir, "--cache-dir")
-        if list_only:
+        if list_only:  # a dry run: the library checks --out and --cache-dir as a collection would
+            from graphcost.frontend.collect.guard import check_collection_out
+
+            try:
+                check_collection_out(out, cache_dir, names=NAMES)
+            except (ValueError, OutputExistsError) as exc:
+                fail(str(exc))
             for s in specs:
                 typer.echo(s.name)
             return
-        _check_out_is_a_collection(out)
         if single_thread:  # must be set before JAX initialises its CPU backend
             flag = "--xla_cpu_multi_thread_eigen=false"
             if flag not in os.environ.get("XLA_FLAGS", ""):
@@ -196,7 +174,7 @@ def register(app: typer.Typer) -> None:
             try:
                 manifest = relabel_collection(out, _options(space, mode, configs, seed, rounds, calls, warmup, processes,
                                                             measure_core, max_load, max_wait, compile_workers, cache_dir,
-                                                            label))
+                                                            label), names=NAMES)
             except (ValueError, OutputExistsError) as exc:
                 fail(str(exc))
             typer.echo(f"relabelled {len(manifest['graphs'])} graphs in {out} with the {label} over processes")
@@ -208,20 +186,13 @@ def register(app: typer.Typer) -> None:
         if measure_core is not None and measure_core != -1 and measure_core not in os.sched_getaffinity(0):
             raise typer.BadParameter(f"--measure-core {measure_core}: this process may only run on cores "
                                      f"{sorted(os.sched_getaffinity(0))}")
-        if backend == "local" and not repeat:
-            from graphcost.frontend.measure.memory_maps import check_executables_fit
-
-            try:
-                check_executables_fit(configs)
-            except ValueError as exc:
-                fail(str(exc))
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
                            max_wait, compile_workers, cache_dir, label, kernels)
         if annotate:
             from graphcost.frontend.collect.local import annotate_collection
 
             try:
-                manifest = annotate_collection(out, options)
+                manifest = annotate_collection(out, options, names=NAMES)
             except KeyboardInterrupt:
                 typer.echo(f"\ninterrupted: the graphs annotated so far are saved in {out}; re-run to finish", err=True)
                 raise typer.Exit(130)
@@ -233,16 +204,17 @@ def register(app: typer.Typer) -> None:
             if add_processes:
                 from graphcost.frontend.collect.local import add_processes_collection
 
-                manifest = add_processes_collection(out, options)
+                manifest = add_processes_collection(out, options, names=NAMES)
             elif repeat:
-                manifest = repeat_collection(out, options, share=repeat_share)
+                manifest = repeat_collection(out, options, share=repeat_share, names=NAMES)
             elif backend == "ray":
                 from graphcost.frontend.collect.ray_backend import collect_ray
 
                 manifest = collect_ray(specs, out, options, address=ray_address,
-                                       init_kwargs=None if ray_address else {"resources": {"graphcost_measure": 1}})
+                                       init_kwargs=None if ray_address else {"resources": {"graphcost_measure": 1}},
+                                       names=NAMES)
             else:
-                manifest = collect(specs, out, options)
+                manifest = collect(specs, out, options, names=NAMES)
         except KeyboardInterrupt:
             typer.echo(f"\ninterrupted: finished graphs are saved in {out}; re-run the same command to resume", err=True)
             raise typer.Exit(130)

@@ -1,6 +1,6 @@
-"""What the command modules share: the one-line error (`fail`), the option checks that turn the
-library's typed errors into it, --device and --threads, and the run helpers of train / evaluate /
-rank / predict.
+"""What the command modules share: the one-line error (`fail`), --device and --threads, and the run helpers
+of train / evaluate / rank / predict. The output, lock and bound checks live in the library verbs the
+commands call (issue 65); a command maps their typed errors to `fail`.
 
 Errors are one red line on stderr, ``error: <message>``, and exit code 1 (2 for a missing
 optional dependency). The checks run before any work, so a wrong option never costs a minute of
@@ -15,8 +15,6 @@ from typing import Any, NoReturn, Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, OutputPathError, check_output_path, check_run_dir_path
-from graphcost.atomic import check_dir_option as _check_dir_path
 from graphcost.commands.choices import value
 
 DEVICE_HELP = "auto (CUDA when present) | cpu | cuda | cuda:N"
@@ -26,10 +24,6 @@ COLLECTION_HELP = "tile:xla | layout:xla:default | layout:xla:random | layout:nl
 COLLECTION_OPTION = "TpuGraphs collection (default: the one --data-dir holds)"  # the choices are listed by --help
 PRECISION_HELP = ("bf16 runs TGraph's per-configuration work in bfloat16 (CPU inference, rankings close "
                   "to fp32), fast only on CPUs with AVX512-BF16 or AMX; auto = bf16 there, fp32 elsewhere")  # fmt: skip
-
-# evaluate --json and predict --out: an output file refused in the words these commands have always used
-MODEL_OUTPUT_WORDING = {"is_dir": "{option}: {path}: is a directory; give a file path to write",
-                        "blocked": "{option}: {path}: cannot write there, {blocker} is a file, not a directory"}
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -42,45 +36,6 @@ def option_message(exc: Exception) -> str:
     """A library check's message ("lr_decay must be ...", naming the field) as the option's ("--lr-decay must be ...")."""
     field, _, rest = str(exc).partition(" ")
     return f"--{field.replace('_', '-')} {rest}"
-
-
-def check_output_option(path: Path, option: str, overwrite: bool = False, **wording: Any) -> Path:
-    """An output file option (`graphcost.atomic.check_output_path`): a directory, a path below a file,
-    or an existing file without --overwrite is a one-line error. `wording`: its templates."""
-    try:
-        return check_output_path(path, option, overwrite, **wording)
-    except (OutputExistsError, OutputPathError) as exc:
-        fail(str(exc))
-
-
-def check_dir_option(path: Path, option: str, **wording: Any) -> Path:
-    """A directory option (`graphcost.atomic.check_dir_option`): a file, or a path below one, is a
-    one-line error."""
-    try:
-        return _check_dir_path(path, option, **wording)
-    except OutputPathError as exc:
-        fail(str(exc))
-
-
-def check_outside_inputs_option(path: Path, option: str, data: Any = (), files: Any = ()) -> Path:
-    """An output option that must lie outside the command's inputs (`graphcost.output_guard.
-    check_outside_inputs`: nothing inside a data directory, no input file replaced); a one-line error."""
-    from graphcost.output_guard import check_outside_inputs
-
-    try:
-        return check_outside_inputs(path, option, data, files)
-    except OutputPathError as exc:
-        fail(str(exc))
-
-
-def check_run_dir_option(path: Path, option: str = "--out", overwrite: bool = False, resume: bool = False,
-                         **kwargs: Any) -> Path:
-    """A run-directory option (`graphcost.atomic.check_run_dir_path`): a file, a path below one, or an
-    earlier run without --overwrite / --resume is a one-line error."""
-    try:
-        return check_run_dir_path(path, option, overwrite, resume, **kwargs)
-    except (OutputExistsError, OutputPathError) as exc:
-        fail(str(exc))
 
 
 def check_device_option(device: str, resolve: bool = False) -> Any:
@@ -147,15 +102,6 @@ def run_info_of(path: Path) -> dict:
         return read_run_info(path)
     except RunInfoError as exc:
         fail(str(exc))
-
-
-def run_data(data_dir: Optional[Path], info: dict, run: Path) -> tuple:
-    """(data dir, the run.json it was recorded in or None): --data-dir wins over the run's record."""
-    from graphcost.runs.run_info import find_run_info_file
-
-    if data_dir is not None or not info.get("data_dir"):
-        return data_dir, None
-    return info["data_dir"], find_run_info_file(run)
 
 
 def check_collection(collection: Optional[str]) -> Optional[str]:

@@ -12,88 +12,21 @@ from typing import Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, OutputPathError
+from graphcost.atomic import OutputExistsError, OutputWriteError
 from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import complete_device
 from graphcost.commands.common import (
     DEVICE_HELP,
     check_device_option,
-    check_output_option,
-    check_outside_inputs_option,
     fail,
     option_message,
     set_threads,
     threads_option,
 )
 from graphcost.dag import recipe
-from graphcost.dag.datasets import DATASET_NAMES
-from graphcost.dag.run_info import RUN_INFO
-
-
-def _write_json(obj, path: Path) -> None:
-    """Write JSON atomically; the temp file is removed if anything fails."""
-    from graphcost.atomic import atomic_write_json
-
-    if path.is_dir():
-        raise IsADirectoryError(f"{path}: is a directory; give the .json file to write")
-    atomic_write_json(obj, path)
-
-
-def _os_msg(exc: OSError) -> str:
-    """'PATH: problem' for an OSError (its own text when it carries no file name)."""
-    if exc.filename is None:
-        return str(exc)
-    return f"{exc.filename}: {exc.strerror or exc}"
-
-
-def _check_resume(out: Path, resume: bool) -> None:
-    """dag train --resume needs a checkpoint.pt in --out to continue from."""
-    from graphcost.dag.train import CHECKPOINT
-
-    if resume and not (out / CHECKPOINT).is_file():
-        fail(f"--resume: {out / CHECKPOINT} does not exist (nothing to resume); run without --resume to start "
-             "afresh (with --overwrite to replace that directory)")  # fmt: skip
-
-
-def _check_model_path(path: Path) -> None:
-    if not path.exists():
-        fail(f"MODEL {path}: no such run directory or checkpoint file")
-
 
 DATA_DIR_HELP = ("directory of the real datasets (tpu_tile_graphs/, nasbench201/; not needed for lp); "
                  "default: $GRAPHCOST_DAG_DATA; where to get them: docs/layerdag.md")
-
-
-def _load_splits(dataset: str, seed: int, num_graphs: Optional[int], fold: Optional[list] = None,
-                 data_dir: Optional[Path] = None):
-    """The run's train/valid/test split; `fold` = [f, k] for fold f of a k-fold cross-validation;
-    `data_dir`: the real datasets' directory (default: `graphcost.dag.datasets.locate`)."""
-    from graphcost.dag.datasets import load_dataset
-
-    if dataset not in DATASET_NAMES:
-        fail(f"--dataset must be one of {', '.join(DATASET_NAMES)}, got '{dataset}'")
-    kwargs = {} if num_graphs is None or dataset == "tpu-tile" else {"num_graphs": num_graphs}
-    if fold is not None:
-        kwargs["fold"] = tuple(fold)
-    if dataset != "lp":
-        kwargs["data_dir"] = data_dir
-    try:
-        return load_dataset(dataset, seed=seed, **kwargs)
-    except (FileNotFoundError, ValueError) as exc:
-        fail(str(exc))
-
-
-def _run_info(run: Path) -> dict:
-    """The checked run.json beside a model ({} when there is none); a broken one is a one-line error."""
-    from graphcost.dag.run_info import read_dag_run_info
-    from graphcost.runs.run_info import RunInfoError
-
-    try:
-        return read_dag_run_info(run)
-    except RunInfoError as exc:
-        fail(str(exc))
-
-
 LAST_HELP = "use the final checkpoint.pt instead of best.pt (lowest validation loss) of a run directory"
 FINAL_HELP = ("last reverse diffusion step: sample (draw it, as every other step; D3PM) | mode (most probable "
               "node attribute / edge state)")
@@ -103,32 +36,13 @@ GUIDANCE_HELP = ("classifier-free guidance weight w >= 0 for a model trained wit
                  "with label dropout, else 0")
 
 
-def _check_guidance(model, guidance: Optional[float]) -> float:
-    """--guidance for `model` (None: the recipe's, `recipe.guidance_for`), checked; one line when it cannot be
-    honoured."""
-    from graphcost.dag.sample import check_guidance
-
-    if guidance is None:
-        return recipe.guidance_for(model.config)
-    try:
-        check_guidance(model.config, guidance)
-    except ValueError as exc:
-        fail(f"--guidance: {exc}")
-    return guidance
-
-
-def _check_final_step(value: str) -> None:
-    if value not in ("mode", "sample"):
-        fail(f"--final-step must be mode or sample, got '{value}'")
-
-
-def _schedule(model, kind: str, tmin: Optional[int], tmax: Optional[int]):
-    from graphcost.dag.schedule import make_schedule
-
-    try:
-        return make_schedule(kind, model.config.T_node, model.config.max_layers, tmin, tmax)
-    except ValueError as exc:
-        fail(str(exc))
+# the names of the library verbs' arguments (`graphcost.dag.verbs`) in this group's messages
+TRAIN_NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite", "fold": "--fold", "folds": "--folds",
+               "dataset": "--dataset", "label_balance": "--label-balance"}
+SAMPLE_NAMES = {"out": "--out", "model_path": "MODEL", "labels": "--label", "n": "-n", "final_step": "--final-step",
+                "guidance": "--guidance"}
+EVALUATE_NAMES = {"json_out": "--json", "data_dir": "--data-dir", "model_path": "MODEL", "samples": "--samples",
+                  "dataset": "--dataset", "final_step": "--final-step", "guidance": "--guidance"}
 
 
 def register(app: typer.Typer) -> None:
@@ -172,10 +86,8 @@ def register(app: typer.Typer) -> None:
                                             "(1 ≈ uniform over the label range; 0 = each graph once per epoch)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
-        import torch
-
-        from graphcost.dag.experiment import num_categories
-        from graphcost.dag.train import LayerDAGTrainConfig, train_layerdag
+        from graphcost.dag.train import LayerDAGTrainConfig
+        from graphcost.dag.verbs import train_dag_run
 
         check_device_option(device, resolve=True)
         try:  # the settings check themselves (graphcost.dag.train.LayerDAGTrainConfig); the error names the option
@@ -183,47 +95,15 @@ def register(app: typer.Typer) -> None:
                                       lr_decay=lr_decay, device=device, ema_decay=ema_decay, label_balance=label_balance)
         except ArgumentError as exc:
             fail(option_message(exc))
-        from graphcost.runs.lifecycle import RunDirectory
-
-        try:
-            run_dir = RunDirectory(out, "--out", overwrite=overwrite, resume=resume)
-        except (OutputExistsError, OutputPathError) as exc:
+        try:  # the library checks --out (and --resume) before any data is loaded, and holds its lock
+            trained = train_dag_run(dataset, out, cfg, num_graphs=num_graphs, folds=folds, fold=fold, data_dir=data_dir,
+                                    diffusion_steps=diffusion_steps, label_dropout=label_dropout, overwrite=overwrite,
+                                    resume=resume, ready=lambda: set_threads(threads), names=TRAIN_NAMES)  # fmt: skip
+        except (FileNotFoundError, ValueError, OutputExistsError, OutputWriteError) as exc:
             fail(str(exc))
-        _check_resume(out, resume)
-        overrides: dict = {}
-        if diffusion_steps is not None:
-            overrides.update(T_node=diffusion_steps, T_edge=diffusion_steps)
-        if fold and not folds:
-            fail(f"--fold {fold} needs --folds K (the number of cross-validation folds)")
-        if folds and not (folds >= 3 and fold < folds):
-            fail(f"--folds must be >= 3 and --fold in 0..{max(folds - 1, 0)}, got --folds {folds} --fold {fold}")
-        cv_fold = [fold, folds] if folds else None
-        set_threads(threads)  # once the options are known to be usable: an error stays one line
-        torch.manual_seed(seed)
-        splits = _load_splits(dataset, seed, num_graphs, cv_fold, data_dir)
-        if label_balance and any(d.label is None for d in splits["train"]):
-            fail(f"--label-balance needs labelled training graphs; --dataset {dataset} has unlabelled ones")
-        labelled = bool(splits["train"]) and all(d.label is not None for d in splits["train"])
-        overrides["label_dropout"] = recipe.label_dropout_for(labelled) if label_dropout is None else label_dropout
-        from graphcost.dag.datasets.locate import dag_data_dir
-
-        found = dag_data_dir(data_dir) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
-        info = {"dataset": dataset, "seed": seed, "num_graphs": num_graphs, "fold": cv_fold,
-                "data_dir": str(found.resolve()) if found is not None else None,
-                "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
-        try:
-            with run_dir:  # locked (a run another live process holds is never removed), emptied with --overwrite
-                _write_json(info, out / RUN_INFO)
-                model, hist = train_layerdag(splits["train"], out, cfg, valid_dags=splits["valid"], resume=resume,
-                                             num_categories=num_categories(dataset, splits), **overrides)  # fmt: skip
-        except OutputExistsError as exc:
-            fail(str(exc))
-        except OSError as exc:
-            fail(f"--out: {_os_msg(exc)}")
-        except ValueError as exc:
-            fail(str(exc))
+        model, hist = trained.model, trained.history
         last = hist[-1] if hist else {}
-        typer.echo(f"trained {model.num_parameters():,} parameters on {len(splits['train'])} {dataset} graphs; "
+        typer.echo(f"trained {model.num_parameters():,} parameters on {trained.train_graphs} {dataset} graphs; "
                    f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip
         from graphcost.dag.train import BEST
 
@@ -250,57 +130,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         dev = check_device_option(device, resolve=True)
-        import numpy as np
+        from graphcost.dag.verbs import sample_to_file
+        from graphcost.runs.run_info import RunInfoError
 
-        from graphcost.dag.draw import describe_dataset, draw_dags
-        from graphcost.dag.io import save_dags
-        from graphcost.dag.sample import sample_dags
-        from graphcost.dag.train import load_model
-
-        _check_final_step(final_step)
-        if out.with_suffix(".png") == out:  # issue 65: the DAGs, then the drawing, were written to one path
-            fail(f"--out {out}: the DAGs are written there as .npz and their drawing beside it as "
-                 f"{out.with_suffix('.png').name}; give a .npz path (e.g. {out.with_suffix('.npz')})")
-        check_output_option(out, "--out", overwrite)  # the outputs first, as every command (issue 36)
-        check_output_option(out.with_suffix(".png"), "--out", overwrite)  # the drawing written beside it
-        for written in (out, out.with_suffix(".png")):
-            check_outside_inputs_option(written, "--out", files=[("MODEL", model_path)])
-        _check_model_path(model_path)
-        set_threads(threads)
-        try:
-            model = load_model(model_path, last=last).to(dev)
-        except (FileNotFoundError, ValueError) as exc:
+        try:  # the library checks --final-step, --out (and its drawing) and MODEL before the model is loaded
+            result = sample_to_file(model_path, out, n, label, schedule, tmin, tmax, seed, last, final_step, guidance,
+                                    dev, overwrite, ready=lambda: set_threads(threads), say=typer.echo,
+                                    names=SAMPLE_NAMES)  # fmt: skip
+        except (FileNotFoundError, ValueError, RunInfoError, OutputExistsError, OutputWriteError) as exc:
             fail(str(exc))
-        labels = None
-        if label and not model.config.conditional:
-            fail("--label: this model is unconditional (trained on unlabelled graphs) and cannot follow a label; "
-                 "sample without --label")
-        if label:
-            labels = np.array(label, dtype=np.float64)
-            if labels.size not in (1, n):
-                fail(f"--label given {labels.size} times; give it once or once per graph (-n {n})")
-        elif model.config.conditional:
-            pool = _run_info(model_path).get("train_labels")
-            if not pool:
-                fail("this model is conditional: pass --label")
-            labels = np.random.default_rng(seed).choice(np.array(pool), size=n)
-            typer.echo(f"no --label: conditioning on {n} labels drawn from the training labels")
-        sched = _schedule(model, schedule, tmin, tmax)
-        guidance = _check_guidance(model, guidance)
-        style = describe_dataset(_run_info(model_path).get("dataset"))  # the drawing's legend and label names
-        import time
-
-        t0 = time.perf_counter()
-        dags = sample_dags(model, n, labels=labels, schedule=sched, seed=seed, final_step=final_step, guidance=guidance)
-        secs = time.perf_counter() - t0
-        try:
-            save_dags(dags, out)
-            png = draw_dags(dags, out.with_suffix(".png"), title=f"LayerDAG samples ({schedule} schedule)", **style)
-        except OSError as exc:
-            fail(f"--out: {_os_msg(exc)}")
-        except ValueError as exc:  # DAGFileError names the file
-            fail(f"--out: {exc}")
-        typer.echo(f"wrote {n} DAGs to {out} ({secs / n * 1000:.1f} ms/graph) and a drawing to {png}")
+        typer.echo(f"wrote {n} DAGs to {out} ({result.seconds / n * 1000:.1f} ms/graph) and a drawing to {result.png}")
 
     @app.command("evaluate")
     def evaluate(
@@ -326,45 +165,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         dev = check_device_option(device, resolve=True)
-        from graphcost.dag.quality.surrogate import SurrogateConfig
-        from graphcost.dag.experiment import describe_samples, evaluate_model
-        from graphcost.dag.io import load_dags
-        from graphcost.dag.train import load_model
+        from graphcost.dag.verbs import evaluate_dag_run
+        from graphcost.runs.run_info import RunInfoError
 
-        _check_final_step(final_step)
-        if json_out is not None:  # the output first, as every command (issue 36)
-            check_output_option(json_out, "--json", overwrite)
-            check_outside_inputs_option(json_out, "--json", data=[("--data-dir", data_dir)],
-                                        files=[("MODEL", model_path), ("--samples", samples)])
-        _check_model_path(model_path)
-        info = _run_info(model_path)
-        dataset = dataset or info.get("dataset")
-        if dataset is None:
-            fail(f"MODEL {model_path}: no run.json beside it; pass --dataset")
-        recorded = Path(info["data_dir"]) if info.get("data_dir") and dataset == info.get("dataset") else None
-        splits = _load_splits(dataset, info.get("seed", 0), info.get("num_graphs"), info.get("fold"),
-                              data_dir or recorded)
-        set_threads(threads)
-        if samples is not None:
-            try:
-                res = describe_samples(load_dags(samples), splits, dataset)
-            except ValueError as exc:
-                fail(str(exc))
-        else:
-            try:
-                model = load_model(model_path, last=last).to(dev)
-            except (FileNotFoundError, ValueError) as exc:
-                fail(str(exc))
-            guidance = _check_guidance(model, guidance)
-            res, _ = evaluate_model(model, splits, dataset, _schedule(model, schedule, tmin, tmax), seed,
-                                    num_samples=num_samples, final_step=final_step, guidance=guidance,
-                                    surrogate_cfg=SurrogateConfig(repeats=surrogate_repeats))  # fmt: skip
+        try:  # the library checks --final-step, --json and MODEL before anything is loaded
+            res = evaluate_dag_run(model_path, dataset, data_dir, samples, schedule, tmin, tmax, num_samples, seed,
+                                   json_out, last, final_step, guidance, surrogate_repeats, dev, overwrite,
+                                   ready=lambda: set_threads(threads), names=EVALUATE_NAMES)  # fmt: skip
+        except (FileNotFoundError, ValueError, RunInfoError, OutputExistsError, OutputWriteError) as exc:
+            fail(str(exc))
         _print_results(res)
         if json_out is not None:
-            try:
-                _write_json(res, json_out)
-            except OSError as exc:
-                fail(f"--json: {_os_msg(exc)}")
             typer.echo(f"results: {json_out}")
 
 

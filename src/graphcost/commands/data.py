@@ -17,7 +17,7 @@ import typer
 
 from graphcost.bounds import GRAPHS_MAX, SECONDS_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import Collection, Format, value
-from graphcost.commands.common import check_dir_option, check_outside_inputs_option, fail
+from graphcost.commands.common import fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
 
 STATS_COLUMNS = [
@@ -47,10 +47,10 @@ def download(
     from graphcost.data.io.download import DownloadError, download_collection
 
     root = data_dir or default_data_root()
-    check_dir_option(root, "--data-dir")  # a file, /proc, a read-only file system: refused before any download
     for c in collection:
-        try:
-            path = download_collection(c.value, root, splits=split, timeout=timeout, keep_tar=keep_tar)
+        try:  # a file, /proc, a read-only file system as the root: refused before any download
+            path = download_collection(c.value, root, splits=split, timeout=timeout, keep_tar=keep_tar,
+                                       option="--data-dir")
         except (DownloadError, ValueError) as exc:
             fail(str(exc))
         typer.echo(f"{c.value}: {path}")
@@ -101,13 +101,11 @@ def synth(
     except ArgumentError as exc:
         option, why = str(exc).split(" ", 1)
         raise typer.BadParameter(why, param_hint=option) from None
-    check_dir_option(out, "--out", is_file="{option} {path}: is a file; expected the data root directory to write "
-                     "npz/... into", blocked=None)
-    try:
+    try:  # --out checked by the library before anything is built
         base = write_synthetic_collection(
             out, collection.value, num_graphs=graphs, seed=seed, min_nodes=min_nodes, max_nodes=max_nodes,
             min_configs=min_configs, max_configs=max_configs, config_fraction=config_fraction, noise=noise,
-            compressed=compressed, layout_pad=layout_pad, overwrite=overwrite,
+            compressed=compressed, layout_pad=layout_pad, overwrite=overwrite, option="--out",
         )  # fmt: skip
     except (ValueError, OutputExistsError) as exc:
         fail(f"--out {exc}" if isinstance(exc, OutputExistsError) else str(exc))
@@ -127,6 +125,7 @@ def stats(
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
+    from graphcost.atomic import OutputExistsError, WriteError
     from graphcost.data.io.discover import default_data_root
     from graphcost.data.io.schema import SchemaError
     from graphcost.data.stats import stats_for_path
@@ -138,33 +137,18 @@ def stats(
                 f"no path given and the data root {path} does not exist (set $GRAPHCOST_DATA_DIR or pass a path); "
                 "get data with `graphcost data download -c tile:xla` or `graphcost data synth -c tile:xla -o DIR`"
             )
-    if json_out is not None:  # refuse before spending time on the statistics
-        from graphcost.atomic import OutputExistsError, OutputPathError, check_output_path
-
-        try:
-            check_output_path(json_out, "--json", overwrite, blocked=None)
-        except OutputExistsError as exc:
-            fail(str(exc))
-        except OutputPathError as exc:  # a directory, a device, /proc
-            if json_out.is_dir():
-                fail(f"--json {json_out}: is a directory; give a file path such as {json_out / 'stats.json'}")
-            fail(str(exc))
-        check_outside_inputs_option(json_out, "--json", files=[("PATH", path)])
-    try:
-        rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True)
+    try:  # --json is checked by the library before any file is read
+        rows = stats_for_path(path, per_file=per_file, validate=validate, progress=True, json_out=json_out,
+                              overwrite=overwrite, option="--json", input_name="PATH")
+    except OutputExistsError as exc:
+        fail(str(exc))
+    except WriteError as exc:
+        fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
     except (SchemaError, ValueError) as exc:
         fail(str(exc))
     except OSError as exc:  # missing path (DataNotFoundError / FileNotFoundError), permissions, ...
         fail(str(exc) if not exc.filename else f"{exc.filename}: {exc.strerror or exc}")
     print_table(rows, STATS_COLUMNS, value(fmt), csv_keys=list(rows[0]) if rows else None)
-    if json_out is not None:
-        from graphcost.atomic import atomic_write_json
-
-        try:
-            json_out.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(rows, json_out)  # temp file removed on failure
-        except OSError as exc:
-            fail(f"--json {json_out}: cannot write ({exc.strerror or exc})")
 
 
 def split_configs(
@@ -176,13 +160,13 @@ def split_configs(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace files already in --out"),
 ) -> None:
     """Split ONE program's graph by configuration into train / valid / test (then: graphcost train --data-dir OUT)."""
+    from graphcost.atomic import OutputPathError
     from graphcost.data.config_split import ConfigSplitError, split_by_configuration
 
-    check_dir_option(out, "--out")
-    check_outside_inputs_option(out, "--out", files=[("GRAPH", graph)])
-    try:
-        written = split_by_configuration(graph, out, train, valid, seed=seed, overwrite=overwrite)
-    except ConfigSplitError as exc:
+    try:  # --out is checked by the library before the graph is read
+        written = split_by_configuration(graph, out, train, valid, seed=seed, overwrite=overwrite, option="--out",
+                                         input_name="GRAPH")
+    except (ConfigSplitError, OutputPathError) as exc:
         fail(str(exc))
     for split, path in written.items():
         typer.echo(f"{split}: {path}")
@@ -212,14 +196,12 @@ def kernels(
     """The kernel dataset of a kernel collection, in the TpuGraphs TILE schema: one npz per distinct leaf kernel
     (its graph; config_feat = the flag vectors it ran under; config_runtime = ns per execution), identical
     kernels of several programs merged. Readable by `graphcost train --data-dir OUT` and the PyG dataset."""
-    from graphcost.data.kernels import KernelTable, write_kernel_dataset
+    from graphcost.data.kernels import write_kernel_dataset
     from graphcost.frontend.programs.flags import default_flag_vector
 
-    check_dir_option(out, "--out")
-    check_outside_inputs_option(out, "--out", data=[("ROOT", root)])
-    try:
-        manifest = write_kernel_dataset(KernelTable.read(root, default_flag_vector()), out, overwrite=overwrite,
-                                        default_flags=default_flag_vector())
+    try:  # --out is checked by the library before the collection is read
+        manifest = write_kernel_dataset(root, out, overwrite=overwrite, default_flags=default_flag_vector(),
+                                        option="--out", input_name="ROOT")
     except (ValueError, FileExistsError, OSError) as exc:
         fail(str(exc))
     typer.echo(f"{len(manifest['graphs'])} kernels of {manifest['programs']} programs in {out}")
@@ -250,11 +232,11 @@ def from_proto(
     """Convert TpuGraphs autotuner protobufs into TpuGraphs npz graphs (official keys)."""
     from tqdm import tqdm
 
+    from graphcost.atomic import OutputPathError
     from graphcost.frontend.hlo.convert import ConversionError, convert_file, describe_unknown_opcodes
 
     if layout_pad not in (0.0, -1.0):
         raise typer.BadParameter("--layout-pad must be 0 or -1")
-    check_dir_option(out, "--out", is_file="{path}: {option} exists and is not a directory", blocked=None)
     failed = 0
     kinds: set[str] = set()
     for path in tqdm(inputs, desc="proto files", unit="file", disable=len(inputs) < 2):
@@ -262,7 +244,10 @@ def from_proto(
             result = convert_file(
                 path, out, kind=kind.value, layout_pad=layout_pad, overwrite=overwrite,
                 progress=lambda it: tqdm(it, desc=f"{path.name} kernels", unit="kernel", leave=False), strict=strict,
+                option="--out",
             )
+        except OutputPathError as exc:  # --out itself (checked by the library first): no file can be converted
+            fail(str(exc))
         except (ConversionError, ValueError) as exc:
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
             failed += 1

@@ -1,7 +1,8 @@
 """`graphcost evaluate`: how well a trained cost model ranks every configuration of a split's graphs.
 
-Thin: finds the run's data (run.json), loads the ensemble, calls `graphcost.inference.ranking`,
-prints the per-graph table and the mean. Library (torch) imports happen inside the command.
+Thin: the options go to `graphcost.inference.verbs.evaluate_run`, which checks --json and --cache-dir, finds
+the run's data (run.json), loads the ensemble and scores the split; the command prints its notes, the per-graph
+table and the mean. Library (torch) imports happen inside the command.
 """
 
 from __future__ import annotations
@@ -17,20 +18,17 @@ from graphcost.commands.choices import Collection, Format, Precision, complete_d
 from graphcost.commands.common import (
     COLLECTION_OPTION,
     DEVICE_HELP,
-    MODEL_OUTPUT_WORDING,
     PRECISION_HELP,
     check_collection,
     check_device_option,
-    check_dir_option,
-    check_output_option,
-    check_outside_inputs_option,
     fail,
     open_predictor,
-    run_data,
-    run_info_of,
     threads_option,
 )
 from graphcost.commands.tables import FORMAT_HELP, Column, note, print_table
+
+# the names of `graphcost.inference.verbs.evaluate_run`'s arguments in this command's messages
+NAMES = {"json_out": "--json", "cache_dir": "--cache-dir", "data_dir": "--data-dir", "run": "RUN", "split": "--split"}
 
 
 def evaluate(
@@ -52,73 +50,37 @@ def evaluate(
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
-    import warnings
-
-    from graphcost.atomic import write_json
-    from graphcost.data.io.locate import DatasetError, has_runtimes, resolve_splits
-    from graphcost.data.transforms.preprocess import prepare_graph
-    from graphcost.inference.ranking import evaluate_graphs
+    from graphcost.atomic import OutputExistsError, OutputWriteError
+    from graphcost.data.io.locate import DatasetError
+    from graphcost.inference.verbs import evaluate_run
+    from graphcost.runs.run_info import RunInfoError
 
     if split is not None and split not in ("train", "valid", "test"):
         fail(f"--split must be train, valid or test, got {split!r}")
     check_collection(collection)
     device = check_device_option(device)
-    if json_out is not None:
-        check_output_option(json_out, "--json", overwrite, **MODEL_OUTPUT_WORDING)
-        check_outside_inputs_option(json_out, "--json", data=[("--data-dir", data_dir)], files=[("RUN", run)])
-    if cache_dir is not None:
-        check_dir_option(cache_dir, "--cache-dir")
-        check_outside_inputs_option(cache_dir, "--cache-dir", data=[("--data-dir", data_dir)], files=[("RUN", run)])
-    info = run_info_of(run)
-    predictor = open_predictor([run], tta, batch, device, precision, threads)
-    data, recorded_in = run_data(data_dir, info, run)
-    try:
-        splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),
-                                max_graphs=max_graphs, recorded_in=recorded_in)  # fmt: skip
-    except (DatasetError, ValueError) as exc:
-        fail(str(exc))
-    for option, path in (("--json", json_out), ("--cache-dir", cache_dir)):  # the data the run recorded, too
-        if path is not None:
-            check_outside_inputs_option(path, option, data=[("data", splits.root)])
-    if split is None:
-        try:
-            split = "test" if has_runtimes(splits.files.get("test", [])) else "valid"
-        except ValueError as exc:  # a test file that cannot be read
-            fail(str(exc))
-        if split == "valid":
-            typer.secho("note: the test split has no runtimes here (e.g. the official TpuGraphs test set); reporting "
-                        "valid, which also chose the best epoch, so the figures are optimistic", fg=typer.colors.YELLOW,
-                        err=True)  # fmt: skip
-    files = splits.files.get(split, [])
-    if not files:
-        fail(f"{splits.root}: no {split} graphs")
-    purpose = {"test": "never used for training or model selection", "valid": "used to select the best epoch",
-               "train": "used for training"}[split]
     fmt = value(fmt)
-    note(f"split: {split} ({len(files)} graphs of {splits.root}; {purpose})", fmt)
-    if info.get("folds") and split != "test":
-        typer.secho(
-            "warning: a cross-validation ensemble was trained on train+valid; its valid score is optimistic "
-            "(see ensemble.json for the held-out fold scores)", fg=typer.colors.YELLOW, err=True,
-        )
-    try:
-        graphs = (prepare_graph(f, dedup=False, cache_dir=cache_dir) for f in files)  # all configs, one at a time
-        with warnings.catch_warnings():  # skipped graphs are reported once, below
-            warnings.simplefilter("ignore")
-            report = evaluate_graphs(predictor, graphs, predictor.kind, progress=True, total=len(files))
-    except ValueError as exc:
+
+    def say(kind: str, line: str) -> None:
+        if kind == "split":
+            note(line, fmt)
+        else:
+            typer.secho(line, fg=typer.colors.YELLOW, err=True)
+
+    try:  # the library checks --json and --cache-dir before the run is read, and the run's data once found
+        result = evaluate_run(run, split, data_dir, collection, json_out, cache_dir, overwrite, max_graphs=max_graphs,
+                              load=lambda paths: open_predictor(paths, tta, batch, device, precision, threads),
+                              say=say, names=NAMES)  # fmt: skip
+    except (OutputExistsError, RunInfoError, DatasetError, ValueError, OutputWriteError) as exc:
         fail(str(exc))
+    report = result.report
     if report.skipped:
         typer.secho(
             f"warning: skipped {len(report.skipped)} graph(s) whose runtimes are all equal or unusable: "
             f"{', '.join(report.skipped)}", fg=typer.colors.YELLOW, err=True,
         )  # fmt: skip
-    _print_report(report, split, fmt)
+    _print_report(report, result.split, fmt)
     if json_out is not None:
-        try:
-            write_json({"split": split, **report.to_json()}, json_out)
-        except (OSError, ValueError) as exc:
-            fail(f"--json {json_out}: {exc}")
         note(f"wrote {json_out}", fmt)
 
 

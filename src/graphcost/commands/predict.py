@@ -1,7 +1,8 @@
 """`graphcost predict`: a Kaggle-format submission CSV (`ID,TopConfigs`) of a split's graphs.
 
-Thin: finds the run's data (run.json), loads the ensemble of the given runs, calls
-`graphcost.inference.predict`, writes the CSV; or merges per-collection CSVs (--combine).
+Thin: the options go to `graphcost.inference.verbs.predict_run`, which checks --out and --cache-dir, finds the
+run's data (run.json), loads the ensemble of the given runs and writes the CSV (or merges per-collection CSVs,
+--combine); its errors become one line.
 """
 
 from __future__ import annotations
@@ -17,19 +18,16 @@ from graphcost.commands.choices import Collection, Precision, complete_device, v
 from graphcost.commands.common import (
     COLLECTION_OPTION,
     DEVICE_HELP,
-    MODEL_OUTPUT_WORDING,
     PRECISION_HELP,
-    check_collection,
     check_device_option,
-    check_dir_option,
-    check_output_option,
-    check_outside_inputs_option,
     fail,
     open_predictor,
-    run_data,
-    run_info_of,
     threads_option,
 )
+
+# the names of `graphcost.inference.verbs.predict_run`'s arguments in this command's messages
+NAMES = {"out": "--out", "cache_dir": "--cache-dir", "data_dir": "--data-dir", "model": "MODEL",
+         "csv": "--combine CSV", "split": "--split", "collection": "--collection"}
 
 
 def predict(
@@ -49,51 +47,23 @@ def predict(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
-    from graphcost.data.io.locate import DatasetError, resolve_splits
-    from graphcost.inference.predict import combine_submissions, submission_rows, write_csv_rows
+    from graphcost.atomic import OutputExistsError, OutputWriteError
+    from graphcost.data.io.locate import DatasetError
+    from graphcost.inference.verbs import predict_run
+    from graphcost.runs.run_info import RunInfoError
 
-    check_output_option(out, "--out", overwrite, **MODEL_OUTPUT_WORDING)
-    check_outside_inputs_option(out, "--out", data=[("--data-dir", data_dir)],
-                                files=[("--combine CSV" if combine else "MODEL", m) for m in models])
-    if cache_dir is not None:
-        check_dir_option(cache_dir, "--cache-dir")
-        check_outside_inputs_option(cache_dir, "--cache-dir", data=[("--data-dir", data_dir)])
-    if combine:
-        try:
-            combine_submissions(models, out)
-        except (FileNotFoundError, ValueError) as exc:
-            fail(str(exc))
-        typer.echo(f"wrote {out}")
-        return
-    for model in models:
-        if not model.exists():
-            fail(f"{model}: no such model checkpoint or run directory")
-    if split not in ("train", "valid", "test"):
-        fail(f"--split must be train, valid or test, got {split!r}")
-    device = check_device_option(device)
-    info = run_info_of(models[0])
-    collection = check_collection(collection or info.get("collection"))
-    if collection is None:
-        fail("cannot tell the collection for the submission IDs; pass --collection")
-    predictor = open_predictor(models, tta, batch, device, precision, threads)
-    try:
-        data, recorded_in = run_data(data_dir, info, models[0])
-        splits = resolve_splits(data, collection, max_graphs=max_graphs, recorded_in=recorded_in,
-                                seed=info.get("config", {}).get("seed", 0))  # fmt: skip
-        for option, path in (("--out", out), ("--cache-dir", cache_dir)):  # the data the run recorded, too
-            if path is not None:
-                check_outside_inputs_option(path, option, data=[("data", splits.root)])
-        files = splits.files.get(split, [])
-        if not files:
-            fail(f"{splits.root}: no {split} graphs")
-        rows = submission_rows(predictor, files, collection, cache_dir=cache_dir)
-    except (DatasetError, ValueError) as exc:
+    def load(paths: list[Path]):
+        return open_predictor(paths, tta, batch, check_device_option(device), precision, threads)
+
+    try:  # the library checks --out and --cache-dir before anything is read, and the run's data once found
+        written = predict_run(models, out, split, data_dir, collection, cache_dir, overwrite, max_graphs=max_graphs,
+                              combine=combine, load=load, names=NAMES)  # fmt: skip
+    except (FileNotFoundError, OutputExistsError, RunInfoError, DatasetError, ValueError, OutputWriteError) as exc:
         fail(str(exc))
-    try:
-        write_csv_rows(rows, out)
-    except (OSError, ValueError) as exc:
-        fail(f"--out {out}: {exc}")
-    typer.echo(f"wrote {len(rows)} rows to {out}")
+    if written.rows is None:
+        typer.echo(f"wrote {out}")
+    else:
+        typer.echo(f"wrote {len(written.rows)} rows to {out}")
 
 
 def register(app: typer.Typer) -> None:

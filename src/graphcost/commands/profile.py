@@ -1,7 +1,7 @@
 """`graphcost profile`: where a program's time goes, kernel by kernel (cross-process), beside a tuned configuration.
 
-Thin: checks the options, calls `graphcost.tuning.profile.profile_program`, prints the table, writes
-the JSON and the plot.
+Thin: calls `graphcost.tuning.profile.profile_program`, which checks --json and --plot before the program is
+loaded and writes them once it is profiled, and prints the table.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from typing import Optional
 import typer
 
 from graphcost.bounds import PROCESSES_MAX
-from graphcost.commands.common import check_output_option, fail
+from graphcost.commands.common import fail
+
+# the names of `graphcost.tuning.profile.profile_program`'s arguments in this command's messages
+NAMES = {"json_out": "--json", "plot": "--plot", "best": "--config"}
 
 
 def profile(
@@ -32,20 +35,15 @@ def profile(
     loop's time is what it adds to its body), its share of the call, what it is (fusion kind, library
     call, copy, loop) and how many times it runs; coverage = the share of the call inside kernels.
     With --config, the tuned configuration beside the default."""
+    from graphcost.atomic import OutputExistsError
     from graphcost.tuning.kernel_times import compare
-    from graphcost.tuning.plot import plot_profile
     from graphcost.tuning.profile import profile_program
     from graphcost.tuning.program import ProgramError
 
-    if json_out is not None:
-        check_output_option(json_out, "--json", overwrite)
-    if plot is not None:
-        check_output_option(plot, "--plot", overwrite)
-    if config is not None and not config.is_file():
-        fail(f"--config {config}: no such file (a best.json written by graphcost tune)")
-    try:
-        result = profile_program(program, best=config, processes=processes)
-    except (ProgramError, ValueError, RuntimeError) as exc:
+    try:  # --json and --plot are checked by the library before the program is loaded; written after it is timed
+        result = profile_program(program, best=config, processes=processes, json_out=json_out, plot=plot, top=top,
+                                 overwrite=overwrite, names=NAMES)
+    except (ProgramError, ValueError, RuntimeError, OutputExistsError) as exc:
         fail(str(exc))
     base = result.configs[0]
     typer.echo(f"{program}: {base.runtime_ns / 1e3:.1f} µs per call (default, median of {processes} processes); "
@@ -65,12 +63,9 @@ def profile(
             typer.echo(f"{(d.name if d else '-')[:36]:36s} {kind[:18]:18s} "
                        f"{(f'{d.self_ns / 1e3:10.1f}' if d else '         -')} "
                        f"{(f'{t.self_ns / 1e3:9.1f}' if t else '        -')} {(t.name if t else '-')[:28]}")
-    if json_out is not None:
-        result.save(json_out)
-        typer.echo(f"wrote {json_out}")
-    if plot is not None:
-        plot_profile(result, plot, top)
-        typer.echo(f"wrote {plot}")
+    for written in (json_out, plot):
+        if written is not None:
+            typer.echo(f"wrote {written}")
 
 
 def register(app: typer.Typer) -> None:

@@ -76,7 +76,7 @@ def train(
 
     Under `torchrun --nproc_per_node N -m graphcost train ...` it trains data-parallel.
     """
-    from graphcost.commands.train_spec import fail_collective, spec_from_options
+    from graphcost.commands.train_spec import FIT_NAMES, fail_collective, spec_from_options
     from graphcost.data.io.locate import DatasetError
     from graphcost.runs.distributed import init_from_env, shutdown
     from graphcost.train.fit import fit
@@ -86,7 +86,7 @@ def train(
         patience=patience, max_steps_per_graph=max_steps_per_graph, trees=trees, folds=folds, train_folds=train_folds,
         keep=keep, seeds=seeds, batch_configs=batch_configs, lr=lr, seed=seed, out=out, resume=resume,
         overwrite=overwrite, max_graphs=max_graphs, device=device, checkpoint_every=checkpoint_every, eval_tta=eval_tta,
-        cache_dir=cache_dir, max_memory_gb=max_memory_gb, progress=progress, loader_workers=loader_workers,
+        max_memory_gb=max_memory_gb, progress=progress, loader_workers=loader_workers,
     )  # fmt: skip
     set_threads(threads)  # once the options and data are known to be usable
     try:
@@ -97,7 +97,7 @@ def train(
         fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
     try:
         fit(s, out, resume=resume, overwrite=overwrite, cache_dir=cache_dir, max_memory_gb=max_memory_gb,
-            dist_ctx=ctx, report=typer.echo, splits=splits)
+            dist_ctx=ctx, report=typer.echo, splits=splits, names=FIT_NAMES)  # checks --out and --cache-dir first
     except (DatasetError, ValueError, KeyError, OSError) as exc:  # DirectoryLockedError: --out held by another run
         fail(str(exc))
     except RuntimeError as exc:

@@ -17,8 +17,6 @@ from graphcost.commands.choices import value
 from graphcost.commands.common import (
     check_collection,
     check_device_option,
-    check_dir_option,
-    check_outside_inputs_option,
     fail,
     option_message,
     run_info_of,
@@ -79,16 +77,6 @@ def _check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb
         fail(str(exc).replace("above max_memory_gb", "above --max-memory-gb"))
 
 
-def _check_outputs_outside_data(out: Optional[Path], cache_dir: Optional[Path], data_dir: Optional[Path],
-                                root: Path) -> None:
-    """--out and --cache-dir must lie outside the data (--data-dir, else the data found): cache npz files
-    written into a split would be read as graphs by every later command on that data."""
-    data = [("--data-dir", data_dir if data_dir is not None else root)]
-    for option, path in (("--out", out), ("--cache-dir", cache_dir)):
-        if path is not None:
-            check_outside_inputs_option(path, option, data=data)
-
-
 def _options_given(ctx: typer.Context) -> set[str]:
     """The parameters of the command given on the command line or by environment variable (not left at
     their defaults): what --resume must find in agreement with run.json."""
@@ -104,14 +92,13 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
                       model_opt: list[str], epochs: int, patience: int, max_steps_per_graph: int, trees: bool,
                       folds: int, train_folds: int, keep: int, seeds: int, batch_configs: Optional[int], lr: float,
                       seed: int, out: Optional[Path], resume: bool, overwrite: bool, max_graphs: Optional[int],
-                      device: str, checkpoint_every: int, eval_tta: int, cache_dir: Optional[Path],
+                      device: str, checkpoint_every: int, eval_tta: int,
                       max_memory_gb: float, progress: bool, loader_workers: int) -> tuple[RunSpec, DataSplits, str]:
     """(the run's spec, its data, the checked --device) from the options of `graphcost train`."""
-    from graphcost.atomic import OutputExistsError, OutputPathError
     from graphcost.data.io.locate import DatasetError, resolve_splits
     from graphcost.models.losses import get_loss
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
-    from graphcost.runs.run_dir import LATEST, RunDirError, check_out, check_resumable
+    from graphcost.runs.run_dir import LATEST, RunDirError, check_resumable
     from graphcost.runs.run_info import RUN_INFO
     from graphcost.train.fit import check_model_kind
     from graphcost.train.spec import RunSpec, contradiction
@@ -166,13 +153,6 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
         fail(f"--model-opt: {exc}")
     s.config.model_config = model_config
     _check_model_sizes(model_config)
-    if out is not None:
-        try:
-            check_out(out, overwrite, resume)
-        except (OutputExistsError, OutputPathError) as exc:
-            fail(str(exc))
-    if cache_dir is not None:
-        check_dir_option(cache_dir, "--cache-dir")
     try:
         get_loss(s.config.loss)
     except ValueError as exc:
@@ -183,13 +163,15 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
         check_model_kind(name, splits.collection)
     except (DatasetError, ValueError) as exc:
         fail(str(exc))
-    _check_outputs_outside_data(out, cache_dir, s.data_dir, splits.root)
     found = splits.collection
     _check_model_memory(name, found.split(":")[0] if found else model_kinds(name)[0], model_config,
                         max_memory_gb)
-    if overwrite and out is not None and s.data_dir is not None and s.data_dir.resolve().is_relative_to(out.resolve()):
-        fail(f"--data-dir {s.data_dir} lies inside --out {out}, which --overwrite would empty; move the data out first")
-    return s, splits, device
+    return s, splits, device  # --out and --cache-dir are checked by `graphcost.fit` (FIT_NAMES) before any work
+
+
+# the names of `graphcost.fit`'s arguments in the messages of `graphcost train`
+FIT_NAMES = {"out": "--out", "cache_dir": "--cache-dir", "data": "--data-dir", "data_dir": "--data-dir",
+             "overwrite": "--overwrite"}
 
 
 def fail_collective(exc: RuntimeError, rank, timeout_s: float) -> None:

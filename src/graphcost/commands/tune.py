@@ -1,7 +1,8 @@
 """`graphcost tune`: make a user's JAX program faster with a cost model and a measurement budget.
 
-Thin: checks the options, the program and the storage before anything in --out is touched, then
-calls `graphcost.tuning.tune` with a `TuneConfig`. Error messages never show a storage password.
+Thin: checks the options, the program and the storage before anything in --out is touched (--out itself by
+`graphcost.tuning.run_dir.tuning_run_dir`), then calls `graphcost.tuning.tune` with a `TuneConfig`. Error
+messages never show a storage password.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from typing import NoReturn, Optional
 
 import typer
 
-from graphcost.atomic import TUNE_MARKERS, OutputExistsError, OutputPathError
+from graphcost.atomic import OutputExistsError, OutputPathError
 from graphcost.tuning import defaults as D
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
 
-OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"
-OUT_BELOW_A_FILE = "{path}: {option} cannot be created, {blocker} is a file"
+# the names of `graphcost.tuning.run_dir.tuning_run_dir`'s arguments in this command's messages
+NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite"}
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -26,35 +27,6 @@ def _fail(message: str, code: int = 1) -> NoReturn:
     from graphcost.tuning.study import mask_url
 
     fail(mask_url(message), code)
-
-
-def _check_out_holds_a_tuning_run(out: Path, program: str, resume: bool, storage: Optional[str]) -> None:
-    """--out must be new, empty or a tuning run (issue 36): a directory of other files (the program's own
-    source directory, say) is refused naming what it holds, and --resume needs the study it continues
-    (OUT/study.db, unless --storage holds it) instead of starting a new one without a word."""
-    from graphcost.atomic import LOCK_NAME
-    from graphcost.tuning.program import program_file
-
-    try:
-        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_NAME) if out.is_dir() else []
-    except OSError:  # unreadable: the output checks that follow say so
-        entries = []
-    is_run = any((out / marker).exists() for marker in TUNE_MARKERS)
-    if entries and not is_run:
-        source = program_file(program)
-        if source is not None and source.resolve().parent == out.resolve():
-            what = f"the program's source {source.name}"
-        else:
-            shown = [e for e in entries if e.endswith(".py")][:1] or entries[:1]
-            what = f"{len(entries)} other file(s), such as {shown[0]}"
-        _fail(f"--out {out}: not a run directory (none of {', '.join(TUNE_MARKERS)}: no tuning run) but holds "
-              f"{what}; give a new or empty directory")
-    db = out / "study.db"
-    if resume and storage is None and not db.exists():
-        if is_run:
-            _fail(f"--resume: {db} is missing (deleted?), so the tuning run in {out} cannot be continued; "
-                  "pass --overwrite instead to start a new study there")
-        _fail(f"--resume: {db} does not exist, so there is no study to continue; drop --resume to start a new one")
 
 
 def register(app: typer.Typer) -> None:
@@ -145,13 +117,11 @@ def register(app: typer.Typer) -> None:
             _fail(str(exc))
         if note := hlo_program.picked(program):
             typer.echo(note, err=True)
-        _check_out_holds_a_tuning_run(out, program, resume, storage)
-        from graphcost.runs.lifecycle import RunDirectory
+        from graphcost.tuning.run_dir import tuning_run_dir
 
-        try:  # --overwrite replaces only a tuning run
-            run_dir = RunDirectory(out, "--out", overwrite=overwrite, resume=resume, markers=TUNE_MARKERS,
-                                   holds="a tuning run", is_file=OUT_IS_A_FILE, blocked=OUT_BELOW_A_FILE)
-        except (OutputExistsError, OutputPathError) as exc:
+        try:  # the library checks --out (a tuning run, or new or empty; --overwrite replaces only a tuning run)
+            run_dir = tuning_run_dir(out, program, overwrite=overwrite, resume=resume, storage=storage, names=NAMES)
+        except (OutputExistsError, OutputPathError, FileNotFoundError) as exc:
             _fail(str(exc))
 
         from graphcost.frontend.programs.jax_program import require_jax
@@ -161,15 +131,11 @@ def register(app: typer.Typer) -> None:
         except ImportError as exc:
             _fail(str(exc), code=2)
         from graphcost.frontend.measure.interleaved import TimingProtocol
-        from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program, program_file
+        from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program
         from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import TuneConfig, TuneInterrupted, tune
 
         # everything is checked before anything in --out is removed: the program, make(), its arguments, the storage
-        source = program_file(program)
-        if overwrite and source is not None and source.is_relative_to(out.resolve()):
-            _fail(f"{program}: the program file lies inside --out {out}, which --overwrite would delete; "
-                  "move it out first")
         try:
             check_in_child(program, prepare_timeout)  # os.abort(), an endless loop: reported, not suffered
             fn, args, name = load_program(program)

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.atomic import atomic_write
+from graphcost.atomic import atomic_write, check_dir_option
 from graphcost.data.io.npz_stream import check_declared_memory
 from graphcost.data.io.schema import SchemaError
 from graphcost.errors import GraphcostError
+from graphcost.output_guard import check_outside_inputs
 
 SPLITS = ("train", "valid", "test")
 
@@ -49,9 +50,16 @@ def config_split_indices(num_configs: int, train_frac: float, valid_frac: float,
 
 
 def split_by_configuration(path: str | Path, out_dir: str | Path, train_frac: float, valid_frac: float,
-                           seed: int = 0, overwrite: bool = False) -> dict[str, Path]:
-    """Write OUT/{train,valid,test}/<file name> from `path`; returns the written paths by split."""
+                           seed: int = 0, overwrite: bool = False, *, option: str = "out_dir",
+                           input_name: str = "path") -> dict[str, Path]:
+    """Write OUT/{train,valid,test}/<file name> from `path`; returns the written paths by split.
+
+    `out_dir` is checked before the graph is read: a file or a path below one, a device, a virtual or
+    read-only file system, or the graph file itself is an OutputPathError naming `option` (the CLI passes
+    ``--out``; `input_name` names `path`, ``GRAPH`` for the CLI)."""
     path, out_dir = Path(path), Path(out_dir)
+    check_dir_option(out_dir, option)
+    check_outside_inputs(out_dir, option, files=[(input_name, path)])
     try:
         with np.load(path, allow_pickle=False) as z:
             check_declared_memory(z.zip, path, z.files)

@@ -156,22 +156,33 @@ class KernelTable:
                    bytes=np.asarray(kinfo["bytes"], np.float64), graphs=graphs, programs=programs)
 
 
-def write_kernel_dataset(table: KernelTable, out: str | Path, overwrite: bool = False,
-                         default_flags: np.ndarray | None = None) -> dict:
+def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overwrite: bool = False,
+                         default_flags: np.ndarray | None = None, *, option: str = "out",
+                         input_name: str = "table") -> dict:
     """The kernel dataset of `table` in `out` (module docstring); returns its manifest.
-    An existing non-empty `out` is refused unless `overwrite`. `default_flags`: (24,) the default
-    flag vector (`graphcost.frontend.programs.flags.default_flag_vector`), whose row's time is each
-    kernel's normaliser (None: the median of its rows)."""
+
+    `table`: a `KernelTable`, or the root of a kernel collection, read (`KernelTable.read`) only after `out` is
+    checked. `out` is checked first: a file or a path below one, a device, a virtual or read-only file system,
+    or a path inside the collection root is an OutputPathError naming `option` (the CLI passes ``--out``;
+    `input_name` names the root, ``ROOT`` for the CLI). An existing non-empty `out` is refused
+    (OutputExistsError) unless `overwrite`. `default_flags`: (24,) the default flag vector
+    (`graphcost.frontend.programs.flags.default_flag_vector`), whose row's time is each kernel's normaliser
+    (None: the median of its rows)."""
     import shutil
 
-    from graphcost.atomic import atomic_write_json
+    from graphcost.atomic import OutputExistsError, atomic_write_json, check_dir_option
     from graphcost.data.graph import TileGraph
     from graphcost.data.io.tpugraphs_io import save_graph
+    from graphcost.output_guard import check_outside_inputs
 
-    out = Path(out)
+    out = check_dir_option(out, option)
+    if not isinstance(table, KernelTable):
+        check_outside_inputs(out, option, data=[(input_name, table)])
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise OutputExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
+    if not isinstance(table, KernelTable):
+        table = KernelTable.read(table, default_flags)
     if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
         shutil.rmtree(out)
     leaf = np.flatnonzero(table.leaf & (table.count > 0))
     per_exec = table.per_execution_ns

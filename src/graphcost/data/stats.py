@@ -25,7 +25,7 @@ from graphcost.data.io.discover import SPLITS, DataNotFoundError, available_coll
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.tpugraphs_io import load_graph
 
-__all__ = ["GraphStats", "pruned_node_count", "graph_stats", "stats_for_path", "summarize"]
+__all__ = ["GraphStats", "pruned_node_count", "graph_stats", "stats_for_path", "check_stats_json", "summarize"]
 
 
 def _pruned_node_count_local(num_nodes: int, edge_index: np.ndarray, node_config_ids: np.ndarray) -> int:
@@ -180,14 +180,24 @@ def _by_kind(label: str, stats: list[GraphStats]) -> list[tuple[str, list[GraphS
     return [(f"{label} [{k}]", [s for s in stats if s.kind == k]) for k in kinds]
 
 
-def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = True, progress: bool = False) -> list[dict]:
+def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = True, progress: bool = False,
+                   json_out: str | Path | None = None, overwrite: bool = False, *, option: str = "json_out",
+                   input_name: str = "path") -> list[dict]:
     """Table rows for `path` (file, collection dir, data root or npz directory).
 
     Tile and layout files are never summarised together: a directory holding both gives one
     row per kind.
+
+    `json_out`: also write the rows there as JSON. It is checked before any file is read (`check_stats_json`):
+    an existing file without `overwrite` is an OutputExistsError, a directory, a device, a virtual or read-only
+    file system or a file of the input `path` an OutputPathError, each naming `option` (the CLI passes
+    ``--json``; `input_name` names `path`, ``PATH`` for the CLI). A failed write is a `graphcost.atomic.WriteError`
+    naming the file; nothing half-written is left.
     """
     from tqdm import tqdm
 
+    if json_out is not None:
+        json_out = check_stats_json(json_out, path, overwrite, option=option, input_name=input_name)
     rows = []
     for label, files in _groups(Path(path).expanduser()):
         # `with` closes the bar even on error, so an error message gets its own line
@@ -197,4 +207,38 @@ def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = Tr
             if per_file and len(files) > 1:
                 rows += [summarize(f"{sub_label}/{Path(s.path).name}", [s]) for s in sub]
             rows.append(summarize(sub_label, sub))
+    if json_out is not None:
+        _write_rows(rows, json_out)
     return rows
+
+
+def check_stats_json(json_out: str | Path, path: str | Path, overwrite: bool = False, *, option: str = "json_out",
+                     input_name: str = "path") -> Path:
+    """The JSON output of `stats_for_path`, checked before any work (`graphcost.atomic.check_output_path`, then
+    `graphcost.output_guard.check_outside_inputs` against the input `path`); returns it as a Path. A directory
+    is refused with the file name to give instead."""
+    from graphcost.atomic import OutputPathError, check_output_path
+    from graphcost.output_guard import check_outside_inputs
+
+    json_out = Path(json_out)
+    try:
+        check_output_path(json_out, option, overwrite, blocked=None)
+    except OutputPathError as exc:  # a directory, a device, /proc
+        if json_out.is_dir():
+            raise OutputPathError(f"{option} {json_out}: is a directory; give a file path such as "
+                                  f"{json_out / 'stats.json'}", json_out) from None
+        raise
+    return check_outside_inputs(json_out, option, files=[(input_name, path)])
+
+
+def _write_rows(rows: list[dict], json_out: Path) -> None:
+    """`rows` as JSON at `json_out` (parents created), atomically; any OSError as a WriteError naming the file."""
+    from graphcost.atomic import WriteError, atomic_write_json
+
+    try:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(rows, json_out)  # temp file removed on failure
+    except WriteError:
+        raise
+    except OSError as exc:
+        raise WriteError(json_out, exc) from exc

@@ -27,7 +27,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from graphcost.runs.distributed import DistContext
 from graphcost.train.spec import RunSpec
@@ -65,6 +65,7 @@ def fit(
     dist_ctx: DistContext | None = None,
     report: Callable[[str], None] | None = None,
     splits: DataSplits | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> FitResult:
     """Train the run `spec` describes (default: `graphcost train` with no options) into `out`.
 
@@ -74,7 +75,9 @@ def fit(
     replace a run already in `out`. cache_dir: where prepared graphs are cached; above `max_memory_gb`
     GB of them they are read back per step.
     report: where the progress lines go (default: this module's logger, INFO). splits: the data
-    already found by `graphcost.data.io.locate.resolve_splits` (default: found from `spec`).
+    already found by `graphcost.data.io.locate.resolve_splits` (default: found from `spec`). names: how the
+    output checks name ``out``, ``cache_dir``, ``data_dir``, ``overwrite`` and the data they must lie outside
+    (``data``) in their messages (default: those names; `graphcost train` passes ``--out``, ``--cache-dir``...).
     Raises DatasetError for data that cannot be read, RunDirError / OutputExistsError for an `out`
     that cannot be used, ValueError for settings the data or model refuse.
     """
@@ -96,7 +99,7 @@ def fit(
     if splits is None:
         splits = resolve_splits(spec.data_dir, spec.collection, seed=spec.config.seed, max_graphs=spec.max_graphs,
                                 recorded_in=spec.recorded_in)  # fmt: skip
-    _check_outputs(out, cache, splits.root, spec.data_dir, overwrite, resume)
+    _check_outputs(out, cache, splits.root, spec.data_dir, overwrite, resume, names)
     collection = splits.collection
     check_model_kind(spec.config.model, collection)
     config = spec.config
@@ -104,8 +107,9 @@ def fit(
         config = dataclasses.replace(config, batch_configs=default_batch_configs(collection))
     if overwrite and out is not None and spec.data_dir is not None and \
             Path(spec.data_dir).resolve().is_relative_to(out.resolve()):
-        raise ValueError(f"the data {spec.data_dir} lies inside the run directory {out}, which overwriting would "
-                         "empty; move the data out first")
+        name = (names or {}).get
+        raise ValueError(f"{name('data_dir', 'data_dir')} {spec.data_dir} lies inside {name('out', 'out')} {out}, "
+                         f"which {name('overwrite', 'overwrite')} would empty; move the data out first")
     if ctx.is_main:
         say(f"data: {splits.describe()}")
     show = config.progress and ctx.is_main
@@ -262,23 +266,28 @@ def _rankable(valid_graphs: Any, say: Callable[[str], None] | None) -> Any:
 
 
 def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None, data_dir: Any, overwrite: bool,
-                   resume: bool) -> None:
+                   resume: bool, names: Mapping[str, str] | None = None) -> None:
     """The run directory and the cache: directories (not a file, not below one), not a device, not on a virtual
     or read-only file system, not inside the data (issue 65: ``fit(cache_dir=DATA/.../train)`` wrote cache files
     into the training split, and every later command on that data failed); the run directory not an earlier run
     unless `overwrite` or `resume`. OutputPathError / OutputExistsError naming the argument, before anything is
-    read (`choose_run_dir` checks `out` again under its lock)."""
+    read (`choose_run_dir` checks `out` again under its lock). `names`: the names messages give ``out``,
+    ``cache_dir`` and the data (``data``); the data the user gave is named before the data found in it."""
     from graphcost.atomic import check_dir_option
     from graphcost.output_guard import check_outside_inputs
     from graphcost.runs.run_dir import check_out
 
-    inputs = [("data", d) for d in dict.fromkeys(x for x in (data_root, data_dir) if x is not None)]
-    if cache is not None:
-        check_outside_inputs(cache, "cache_dir", data=inputs)
-        check_dir_option(cache, "cache_dir")
+    def name(key: str) -> str:
+        return (names or {}).get(key, key)
+
+    inputs = [(name("data"), d) for d in dict.fromkeys(x for x in (data_dir, data_root) if x is not None)]
     if out is not None:
-        check_outside_inputs(out, "out", data=inputs)
-        check_out(out, overwrite, resume, option="out")
+        check_out(out, overwrite, resume, option=name("out"))
+    if cache is not None:
+        check_dir_option(cache, name("cache_dir"))
+    for key, path in (("out", out), ("cache_dir", cache)):
+        if path is not None:
+            check_outside_inputs(path, name(key), data=inputs)
 
 
 def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph], valid_graphs: Sequence[PreparedGraph],

@@ -24,19 +24,36 @@ executor's dispatch and argument handling (small programs spend most of their ti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from graphcost.frontend.measure.interleaved import TimingProtocol
 from graphcost.tuning.kernel_times import ProgramProfile, profile_cross_process
 
 def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingProtocol | None = None,
-                    timeout_s: float = 900.0) -> ProgramProfile:
-    """The per-kernel profile of the program `ref`, and of `best` beside its default (module docstring)."""
+                    timeout_s: float = 900.0, *, json_out: str | Path | None = None, plot: str | Path | None = None,
+                    top: int = 15, overwrite: bool = False, names: Mapping[str, str] | None = None) -> ProgramProfile:
+    """The per-kernel profile of the program `ref`, and of `best` beside its default (module docstring).
+
+    `json_out`: also write the profile there as JSON (`ProgramProfile.save`); `plot`: draw its `top` kernels'
+    shares there (PNG, `graphcost.tuning.plot.plot_profile`). Both are checked before the program is loaded
+    (`graphcost.atomic.check_output_path`): an existing file without `overwrite` is an OutputExistsError; a
+    directory, a path below a file, a device, a virtual or read-only file system an OutputPathError, each naming
+    the argument (`names` maps ``json_out`` / ``plot`` / ``best`` to the names messages use: ``--json`` / ``--plot`` /
+    ``--config``). A `best` path that is no file is a ValueError, after those checks."""
+    from graphcost.atomic import check_output_path
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
     from graphcost.tuning.program import load_program, prepare_program
     from graphcost.tuning.space import make_space
 
+    outputs = {"json_out": json_out, "plot": plot}
+    for key, path in outputs.items():
+        if path is not None:
+            check_output_path(path, (names or {}).get(key, key), overwrite)
+    if isinstance(best, (str, Path)) and not Path(best).is_file():
+        raise ValueError(f"{(names or {}).get('best', 'best')} {best}: no such file (a best.json written by "
+                         "graphcost tune)")
     fn, args, name = load_program(ref)
     program = prepare_program(fn, args, name, ref)
     space_name, labels, codes = "flags", ["default"], []
@@ -48,4 +65,11 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
         space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
     space = make_space(space_name, program)
     configs = [[0] * len(space.dims), *codes]
-    return profile_cross_process(ref, space_name, configs, labels, processes, protocol, True, None, timeout_s)
+    result = profile_cross_process(ref, space_name, configs, labels, processes, protocol, True, None, timeout_s)
+    if json_out is not None:
+        result.save(Path(json_out))
+    if plot is not None:
+        from graphcost.tuning.plot import plot_profile
+
+        plot_profile(result, Path(plot), top)
+    return result

@@ -197,10 +197,18 @@ def download_collection(
     opener: Callable | None = None,
     keep_tar: bool = True,
     progress: bool = True,
+    option: str = "root",
 ) -> Path:
-    """Download (or reuse) and extract every split of `collection` into `root`; returns the collection dir."""
+    """Download (or reuse) and extract every split of `collection` into `root`; returns the collection dir.
+
+    `root` is checked before anything is fetched (`graphcost.atomic.check_dir_option`): a file, a path below
+    one, a device, a virtual or read-only file system is an OutputPathError naming `option` (the CLI
+    passes ``--data-dir``)."""
+    from graphcost.atomic import check_dir_option
+
     check_collection(collection)
     root = default_data_root() if root is None else Path(root).expanduser()
+    check_dir_option(root, option)
     made = [p for p in (root, *root.parents) if not p.exists()]  # the directories this call creates
     root.mkdir(parents=True, exist_ok=True)
     try:

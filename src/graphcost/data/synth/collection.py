@@ -315,8 +315,13 @@ def write_synthetic_collection(
     progress: bool = True,
     layout_pad: float = 0.0,
     overwrite: bool = False,
+    option: str = "root",
 ) -> Path:
     """Write `num_graphs` synthetic files into the official layout under `root`; returns the collection dir.
+
+    Before anything is built, `root` is checked: a file, a device, a virtual or read-only file system is an
+    OutputPathError (a ValueError) naming `option` (the CLI passes ``--out``); a training or tuning run is an
+    OutputExistsError. A `layout_pad` other than 0 or -1 and a minimum above its maximum are ValueErrors.
 
     A collection directory that already holds files is continued only when its manifest.json records
     the same settings (an interrupted run: files present are kept); otherwise it is refused
@@ -327,12 +332,21 @@ def write_synthetic_collection(
     """
     from tqdm import tqdm
 
+    from graphcost.atomic import check_dir_option
+
     check_collection(collection)
+    if layout_pad not in (0.0, -1.0):
+        raise ValueError(f"layout_pad must be 0 or -1, got {layout_pad}")
+    for low, high, what in ((min_nodes, max_nodes, "nodes"), (min_configs, max_configs, "configs")):
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"min_{what} {low} is above max_{what} {high}")
     check_synth_params(config_fraction=config_fraction, noise=noise)
     check_synth_sizes(collection, num_graphs, min_nodes, max_nodes, min_configs, max_configs)
     lo_n, hi_n, lo_c, hi_c = size_ranges(collection, min_nodes, max_nodes, min_configs, max_configs)
     if lo_n > hi_n or lo_c > hi_c:
         raise ValueError(f"empty size range: nodes [{lo_n}, {hi_n}], configs [{lo_c}, {hi_c}]")
+    check_dir_option(root, option, is_file="{option} {path}: is a file; expected the data root directory to write "
+                     "npz/... into", blocked=None)
     _check_not_a_run(Path(root))
     base = collection_dir(root, collection)
     parts = collection.split(":")

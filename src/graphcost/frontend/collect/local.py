@@ -56,12 +56,14 @@ import math
 import time
 from dataclasses import replace
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json, lock_dir
+from graphcost.atomic import atomic_write_json
 from graphcost.data.splits import stratified_split
+from graphcost.frontend.collect.guard import check_collection_out, check_configs_fit, open_collection
 from graphcost.frontend.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
 from graphcost.frontend.measure.cross_process import combine, measure_processes, noise_stats
 from graphcost.frontend.measure.interleaved import cpu_model, environment_metadata, load_average, spearman
@@ -272,10 +274,16 @@ def _driver_compile(gj: GraphJob, options: CollectOptions, bar) -> dict:
     return {"compile_s": round(time.perf_counter() - t0, 2)}
 
 
-def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
-    """Collect every program in `specs` into `out_dir` (resumable). Returns the manifest."""
-    out_dir = Path(out_dir)
-    with lock_dir(out_dir):  # one collection at a time per directory (DirectoryLockedError names the holder)
+def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, progress: bool = True, *,
+            names: Mapping[str, str] | None = None) -> dict:
+    """Collect every program in `specs` into `out_dir` (resumable). Returns the manifest.
+
+    `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
+    a virtual or read-only file system, a training or tuning run or a directory of other files is refused
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use)."""
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
+    check_configs_fit(options.configs, names=names)
+    with open_collection(out_dir, options.cache_dir, names=names):  # one collection at a time per directory
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
         cache_dir = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
@@ -366,7 +374,7 @@ def pending(specs: list[ProgramSpec], out_dir: Path, manifest: dict) -> list[Pro
 
 
 def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True,
-                      share: float = 1.0) -> dict:
+                      share: float = 1.0, *, names: Mapping[str, str] | None = None) -> dict:
     """Measure the finished graphs of the collection in `out_dir` again, in P new processes.
 
     ``share`` < 1 repeats only that share of the finished graphs of each measuring session (at
@@ -377,11 +385,15 @@ def repeat_collection(out_dir: str | Path, options: CollectOptions, progress: bo
     configuration features; the repeat's (K, P) samples go into the file as
     ``config_runtime_repeat_samples`` and the manifest entry gets ``repeat`` (Spearman of the two
     labels, noise, loads, date). Resumable like `collect`.
+
+    `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
+    a virtual or read-only file system, a training or tuning run or a directory of other files is refused
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use).
     """
-    out_dir = Path(out_dir)
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to repeat (collect it first)")
-    with lock_dir(out_dir):
+    with open_collection(out_dir, options.cache_dir, names=names):
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
         cache_dir = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
@@ -505,7 +517,8 @@ def _measure_finished(gj: GraphJob, work: Path, prefix: str, options: CollectOpt
     return samples, records, timing
 
 
-def add_processes_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+def add_processes_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True, *,
+                             names: Mapping[str, str] | None = None) -> dict:
     """Raise the collection in `out_dir` to ``options.cross.processes`` measuring processes per graph.
 
     For every finished graph with P0 < P processes, processes P0 .. P-1 are measured (as a P-process
@@ -517,15 +530,20 @@ def add_processes_collection(out_dir: str | Path, options: CollectOptions, progr
     Each graph's file and the manifest are rewritten atomically when it is done, so an interrupted
     run is finished by running it again; the manifest's ``collection.processes`` becomes P once
     every graph has P. Returns the manifest.
+
+    `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
+    a virtual or read-only file system, a training or tuning run or a directory of other files is refused
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use).
     """
     from tqdm.auto import tqdm
 
-    out_dir = Path(out_dir)
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     path = out_dir / MANIFEST
     if not path.is_file():
         raise ValueError(f"{path}: no collection here to add processes to (collect it first)")
+    check_configs_fit(options.configs, names=names)
     want = options.cross.processes
-    with lock_dir(out_dir):
+    with open_collection(out_dir, options.cache_dir, names=names):
         manifest = _read_manifest(path)
         old = manifest.get("collection")
         have = old.get("processes") if isinstance(old, dict) else None
@@ -596,7 +614,8 @@ def _add_processes(out_dir: Path, name: str, manifest: dict, options: CollectOpt
     _remove_work(out_dir / WORK / name)
 
 
-def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True) -> dict:
+def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: bool = True, *,
+                        names: Mapping[str, str] | None = None) -> dict:
     """Add ``config_compiled_stats`` and ``config_executable_ids`` (what the compiler did to each
     configuration, module docstring) to every finished graph of the collection in `out_dir` that
     lacks either, and pool its labels per executable (`_label_graph`). The configurations are
@@ -604,15 +623,20 @@ def annotate_collection(out_dir: str | Path, options: CollectOptions, progress: 
     compiler's output depends on the CPU it targets, so the collection must be of this machine's CPU
     model (`check_same_cpu`). Each file and the manifest are rewritten atomically after each graph,
     so an interrupted run is finished by running it again. Nothing is measured: it may run beside
-    other work. Returns the manifest."""
+    other work. Returns the manifest.
+
+    `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
+    a virtual or read-only file system, a training or tuning run or a directory of other files is refused
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use)."""
     from tqdm.auto import tqdm
 
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 
-    out_dir = Path(out_dir)
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to annotate (collect it first)")
-    with lock_dir(out_dir):
+    check_configs_fit(options.configs, names=names)
+    with open_collection(out_dir, options.cache_dir, names=names):
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
         statistic = label_statistic(manifest)
@@ -665,16 +689,20 @@ def _check_same_configs(path: Path, stored: dict, gj: GraphJob) -> None:
                          "(another graphcost version?); a repeat or an annotation must use the same configurations")
 
 
-def relabel_collection(out_dir: str | Path, options: CollectOptions) -> dict:
+def relabel_collection(out_dir: str | Path, options: CollectOptions, *, names: Mapping[str, str] | None = None) -> dict:
     """Recompute every finished graph's label (and its tile normalizers, manifest statistics and
     repeat agreement) from its stored per-process samples with ``options.label`` (`_label_graph`);
     record the statistic in the manifest. Each file is rewritten atomically; an interrupted relabel
     is finished by running it again (every label is recomputed from the samples, so it is
-    idempotent). Returns the manifest."""
-    out_dir = Path(out_dir)
+    idempotent). Returns the manifest.
+
+    `out_dir` and ``options.cache_dir`` are checked first (`graphcost.frontend.collect.guard`): a file, a device,
+    a virtual or read-only file system, a training or tuning run or a directory of other files is refused
+    naming the argument (`names` maps ``out_dir`` / ``cache_dir`` / ``configs`` to the names the messages use)."""
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     if not (out_dir / MANIFEST).is_file():
         raise ValueError(f"{out_dir / MANIFEST}: no collection here to relabel")
-    with lock_dir(out_dir):
+    with open_collection(out_dir, options.cache_dir, names=names):
         path = out_dir / MANIFEST
         manifest = _read_manifest(path)
         manifest = load_manifest(out_dir, replace(options, label=label_statistic(manifest, path)), manifest)

@@ -173,17 +173,22 @@ def check_reachable(address: str | None, timeout_s: float = 10.0) -> None:
 
 
 def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptions, address: str | None = None,
-                progress: bool = True, init_kwargs: dict | None = None) -> dict:
-    """Collect `specs` into `out_dir` on the Ray cluster at `address` (None: a local one). Returns the manifest."""
+                progress: bool = True, init_kwargs: dict | None = None, *, names: dict[str, str] | None = None) -> dict:
+    """Collect `specs` into `out_dir` on the Ray cluster at `address` (None: a local one). Returns the manifest.
+
+    `out_dir` and ``options.cache_dir`` are checked first, as by `graphcost.frontend.collect.local.collect`
+    (`graphcost.frontend.collect.guard`; `names` maps ``out_dir`` / ``cache_dir`` to the names messages use)."""
+    from graphcost.frontend.collect.guard import check_collection_out, open_collection
+
+    out_dir = check_collection_out(out_dir, options.cache_dir, names=names)
     try:
         import ray
     except ImportError as exc:
         raise ImportError("the Ray backend needs the optional extra: pip install 'graphcost[ray]'") from exc
-    from graphcost.atomic import atomic_write_json, lock_dir
+    from graphcost.atomic import atomic_write_json
 
     check_reachable(address)
-    out_dir = Path(out_dir)
-    with lock_dir(out_dir):  # one collection at a time per directory
+    with open_collection(out_dir, options.cache_dir, names=names):  # one collection at a time per directory
         manifest = load_manifest(out_dir, options)
         splits = stratified_split([(s.name, s.family) for s in specs], options.split_fractions, options.seed)
         todo = pending(specs, out_dir, manifest)

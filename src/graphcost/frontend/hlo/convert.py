@@ -283,7 +283,8 @@ def read_proto(path: Path) -> bytes:
 
 
 def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: float = 0.0, overwrite: bool = False,
-                 progress: Callable[[Iterator], Iterator] | None = None, strict: bool = False) -> ProtoConversion:
+                 progress: Callable[[Iterator], Iterator] | None = None, strict: bool = False, *,
+                 option: str = "out_dir") -> ProtoConversion:
     """Convert one tuning protobuf file into npz files under `out_dir`.
 
     kind: "layout" (ModuleTuningData -> `<stem>.npz`), "tile" (TuningData -> one
@@ -291,10 +292,13 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
     Existing outputs are kept unless `overwrite` (so an interrupted run resumes).
     strict: a module with an opcode name TpuGraphs does not know is a ConversionError (default:
     counted in ``result.stats.unknown_opcodes`` and converted with opcode 0).
+    `out_dir` is checked before the file is read: a file, a device, a virtual or read-only file system is an
+    OutputPathError (a ValueError) naming `option` (the CLI passes ``--out``).
     """
+    from graphcost.atomic import check_dir_option
+
     path, out_dir = Path(path), Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConversionError(f"{out_dir}: output path exists and is not a directory")
+    check_dir_option(out_dir, option, is_file="{path}: {option} exists and is not a directory", blocked=None)
     data = read_proto(path)
     progress = progress or (lambda it: it)
     try:
