@@ -238,7 +238,7 @@ def train_dag_run(dataset: str, out: str | os.PathLike, config: Any = None, *, n
                          "unlabelled ones")
     labelled = bool(splits["train"]) and all(d.label is not None for d in splits["train"])
     overrides["label_dropout"] = recipe.label_dropout_for(labelled) if label_dropout is None else label_dropout
-    found = dag_data_dir(data_dir) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
+    found = dag_data_dir(None if data_dir is None else Path(data_dir)) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
     info = {"dataset": dataset, "seed": cfg.seed, "num_graphs": num_graphs, "fold": cv_fold,
             "data_dir": str(found.resolve()) if found is not None else None,
             "train_labels": [d.label for d in splits["train"] if d.label is not None]}  # fmt: skip
@@ -312,7 +312,7 @@ def evaluate_dag_run(model_path: str | os.PathLike, dataset: str | None = None,
     if ready is not None:
         ready()
     if samples is not None:
-        res = describe_samples(load_dags(samples), splits, dataset)
+        res = describe_samples(load_dags(Path(samples)), splits, dataset)
     else:
         model = _load_model(model_path, last, device)
         guidance = guidance_of(model, guidance, name("guidance"))

@@ -78,7 +78,7 @@ def _run_data(data_dir: str | os.PathLike | None, info: dict, run: str | os.Path
 
     if data_dir is not None or not info.get("data_dir"):
         return data_dir, None
-    return info["data_dir"], find_run_info_file(run)
+    return info["data_dir"], find_run_info_file(Path(run))
 
 
 def _check_split(split: str | None, names: Mapping[str, str] | None) -> None:
@@ -143,7 +143,7 @@ def evaluate_run(run: str | os.PathLike, split: str | None = None, data_dir: str
     _check_split(split, names)
     check_model_outputs(json_out, cache_dir, out_key="json_out", overwrite=overwrite, data_dir=data_dir,
                         inputs=[("run", run)], cache_inputs=True, names=names)
-    info = read_run_info(run)
+    info = read_run_info(Path(run))
     predictor = (load or _default_load(tta, batch, device, precision))([Path(run)])
     data, recorded_in = _run_data(data_dir, info, run)
     splits = resolve_splits(data, collection or info.get("collection"), seed=info.get("config", {}).get("seed", 0),
@@ -163,7 +163,7 @@ def evaluate_run(run: str | os.PathLike, split: str | None = None, data_dir: str
     if info.get("folds") and split != "test":
         tell("warning", "warning: a cross-validation ensemble was trained on train+valid; its valid score is "
              "optimistic (see ensemble.json for the held-out fold scores)")
-    graphs = (prepare_graph(f, dedup=False, cache_dir=cache_dir) for f in files)  # all configs, one at a time
+    graphs = (prepare_graph(f, dedup=False, cache_dir=None if cache_dir is None else Path(cache_dir)) for f in files)  # all configs, one at a time
     with warnings.catch_warnings():  # skipped graphs are in the report
         warnings.simplefilter("ignore")
         report = evaluate_graphs(predictor, graphs, predictor.kind, progress=progress, total=len(files))
@@ -207,7 +207,7 @@ def predict_run(models: Sequence[str | os.PathLike], out: str | os.PathLike, spl
     check_model_outputs(out, cache_dir, out_key="out", overwrite=overwrite, data_dir=data_dir,
                         inputs=[(read, m) for m in paths], names=names)
     if combine:
-        return Submission(combine_submissions(paths, out))
+        return Submission(combine_submissions(paths, Path(out)))
     for model in paths:
         if not model.exists():
             raise FileNotFoundError(f"{model}: no such model checkpoint or run directory")
@@ -226,6 +226,6 @@ def predict_run(models: Sequence[str | os.PathLike], out: str | os.PathLike, spl
     files = splits.files.get(split, [])
     if not files:
         raise ValueError(f"{splits.root}: no {split} graphs")
-    rows = submission_rows(predictor, files, collection, cache_dir=cache_dir, progress=progress)
-    _write(lambda: write_csv_rows(rows, out), out, name("out"))
+    rows = submission_rows(predictor, files, collection, cache_dir=None if cache_dir is None else Path(cache_dir), progress=progress)
+    _write(lambda: write_csv_rows(rows, Path(out)), out, name("out"))
     return Submission(Path(out), rows)
