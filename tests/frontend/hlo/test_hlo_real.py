@@ -243,10 +243,13 @@ def test_cli_from_proto(layout_pb, tile_pb, tmp_path):
 
 
 def test_out_that_is_a_file_is_a_clear_error(tile_pb, tmp_path):
-    """QA: --out naming an existing file was a FileExistsError traceback."""
+    """QA: --out naming an existing file was a FileExistsError traceback; the library verb owns the
+    check (issue 65) and raises the shared OutputPathError, naming the option it was given."""
+    from graphcost.output_guard import OutputPathError
+
     taken = tmp_path / "taken.npz"
     taken.write_bytes(b"x")
-    with pytest.raises(ConversionError, match=r"taken\.npz.*not a directory"):
+    with pytest.raises(OutputPathError, match=r"taken\.npz: out_dir exists and is not a directory"):
         convert_file(tile_pb, taken)
     result = CliRunner().invoke(app, ["data", "from-proto", str(tile_pb), "--out", str(taken)])
     assert result.exit_code == 1 and "not a directory" in result.output
