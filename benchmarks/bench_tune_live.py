@@ -19,7 +19,10 @@ from before racing existed (race 0), benchmarks/results/tune_live_race those wit
 ``summary``: per budget and strategy, over the programs: the geometric mean of the final-check
 speedup per seed, its mean and spread (min, max, std) over seeds; the geometric mean of the best
 in-search speedup; the programs on which the strategy's mean (over seeds) final speedup beats
-TPE's and random's; and the agreement of in-search and final speedups: the Spearman correlation
+TPE's and random's, and those where it is ahead or behind beyond two standard errors of the seeds
+(``clearly_ahead_of_tpe`` / ``clearly_behind_tpe``, `bench_tune.clear_difference`); the median wall time of
+a run and its median ratio to TPE's and random's on the same (program, seed), compiling, profiling and the
+ablation included (``wall_over_tpe``); and the agreement of in-search and final speedups: the Spearman correlation
 over every re-measured candidate of every run (pooled after dividing each run's speedups by
 their run's mean, so a program's overall gain does not make the correlation), the same without
 that division (``spearman_raw``: across programs, where the size of a gain does count), the median
@@ -50,6 +53,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_tune import clear_difference  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
@@ -167,12 +171,24 @@ def summarise(rows: list[dict]) -> dict:
                     "geomean_final_std": round(float(np.std(per_seed)), 4),
                     "geomean_in_search": round(float(np.mean(search)), 4),
                     "agreement": agreement([cells[strat, b, s, p] for s in complete for p in programs])}
+            seconds = [cells[strat, b, s, p]["seconds"] for s in complete for p in programs]
+            cell["median_seconds"] = round(float(np.median(seconds)), 1)
             for other in ("tpe", "random"):
                 if other == strat or not all((other, b, s, p) in cells for s in complete for p in programs):
                     continue
                 theirs = {p: np.mean([cells[other, b, s, p]["final_speedup"] for s in complete]) for p in programs}
                 cell[f"beats_{other}"] = int(sum(mine[p] > theirs[p] + 1e-9 for p in programs))
                 cell[f"loses_to_{other}"] = int(sum(mine[p] < theirs[p] - 1e-9 for p in programs))
+                clear = {p: clear_difference([cells[strat, b, s, p]["final_speedup"] for s in complete],
+                                             [cells[other, b, s, p]["final_speedup"] for s in complete])
+                         for p in programs}
+                cell[f"clearly_ahead_of_{other}"] = sorted(p for p, v in clear.items() if v > 0)
+                cell[f"clearly_behind_{other}"] = sorted(p for p, v in clear.items() if v < 0)
+                # wall time per (program, seed) over the other strategy's, median: compiling, profiling and
+                # the ablation included
+                cell[f"wall_over_{other}"] = round(float(np.median(
+                    [cells[strat, b, s, p]["seconds"] / cells[other, b, s, p]["seconds"]
+                     for s in complete for p in programs])), 3)
             row["by_budget"][str(b)] = cell
         out["strategies"][strat] = row
     loads = [r[k][0] for r in rows for k in ("loadavg_before", "loadavg_after") if r[k]]
@@ -200,8 +216,9 @@ def summary(args) -> None:
     for strat, row in live["strategies"].items():
         for b, c in row["by_budget"].items():
             per = c["geomean_final_per_seed"]
-            vs = "  ".join(f"vs {o} {c.get('beats_' + o, '-')}/{c.get('loses_to_' + o, '-')}"
-                           for o in ("tpe", "random"))
+            vs = "  ".join(f"vs {o} {c.get('beats_' + o, '-')}/{c.get('loses_to_' + o, '-')} "
+                           f"(clearly {len(c.get('clearly_ahead_of_' + o, []))}/{len(c.get('clearly_behind_' + o, []))}"
+                           f", wall x{c.get('wall_over_' + o, '-')})" for o in ("tpe", "random") if o != strat)
             print(f"  {strat:<8} b{b:<3} {c['geomean_final']:.3f}x [{min(per):.3f}-{max(per):.3f}] "
                   f"in search {c['geomean_in_search']:.3f}x  {vs}  agreement {c['agreement']['spearman_pooled']}")
     print(f"in-search vs final, all runs: {live['agreement']}")
