@@ -280,11 +280,14 @@ def replay(args) -> None:
             entry["score_seconds"] = round(time.perf_counter() - t0, 2)
         strategies = ["random", "tpe", "model"] + [
             "model+online" if i == 0 else f"model+online:{learner}" for i, learner in enumerate(args.learners)] + [
-            f"model+online:effects@p{share:g}" for share in args.probe_shares]
+            f"model+online:effects@p{share:g}" for share in args.probe_shares] + [
+            f"model+online@x{variant}" for variant in args.explore]
         for strategy in strategies:
             if strategy.startswith("model") and scorer is None:
                 continue
-            strategy_, _, probes = strategy.partition("@p")
+            strategy_, _, explore = strategy.partition("@x")  # @xWHEN:SHARE: random interleaving
+            explore_when, _, explore_share = explore.partition(":")
+            strategy_, _, probes = strategy_.partition("@p")
             learner = strategy_.split(":")[1] if ":" in strategy_ else args.learners[0]
             run_as = strategy_.split(":")[0]
             fine = learner == "finetune"
@@ -293,7 +296,9 @@ def replay(args) -> None:
                     ev = ReplayEvaluator(space, table)
                     trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}", scorer, seed,
                                           round_size=args.round_size, pool_kwargs=None, learner=learner,
-                                          probes=float(probes) if probes else None)
+                                          probes=float(probes) if probes else None,
+                                          explore=float(explore_share) if explore_share else None,
+                                          explore_when=explore_when or None)
                     ratios = [t.ratio for t in trials if t.status == OK]
                     found = max([1.0] + [1.0 / r for r in ratios])
                     best_so_far, reach = 1.0, None
@@ -436,7 +441,8 @@ def clear_difference(a: list[float], b: list[float], z: float = 2.0) -> int:
 def summarise(results: dict, args) -> dict:
     """Per space, strategy and budget: median share of best-known found, median measurements to
     95% (largest budget), and wins / ties against TPE at equal budget (mean over seeds), also
-    counted only where they exceed the seeds' spread (`clear_difference`)."""
+    counted only where they exceed the seeds' spread (`clear_difference`), and the programs on which it is
+    behind random search beyond that spread (issue 64 §6: never, for the default)."""
     out = {}
     for space in SPACES:
         progs = {k: v for k, v in results["programs"].items() if k.endswith(f"|{space}")}
@@ -451,7 +457,7 @@ def summarise(results: dict, args) -> dict:
             budgets = sorted({int(r.split("|")[1]) for r in runs})
             seeds = sorted({int(r.split("|")[2]) for r in runs})
             for budget in budgets:
-                shares, founds, wins, losses, clear_wins, clear_losses = [], [], 0, 0, 0, 0
+                shares, founds, wins, losses, clear_wins, clear_losses, behind_random = [], [], 0, 0, 0, 0, 0
                 for v in progs.values():
                     found_by_seed = [v["runs"][f"{strat}|{budget}|{s}"]["found"] for s in seeds]
                     tpe_by_seed = [v["runs"][f"tpe|{budget}|{s}"]["found"] for s in seeds]
@@ -463,9 +469,11 @@ def summarise(results: dict, args) -> dict:
                     clear = clear_difference(found_by_seed, tpe_by_seed)
                     clear_wins += clear > 0
                     clear_losses += clear < 0
+                    random_by_seed = [v["runs"][f"random|{budget}|{s}"]["found"] for s in seeds]
+                    behind_random += clear_difference(found_by_seed, random_by_seed) < 0
                 row[budget] = {"median_share_of_best_gain": float(np.median(shares)), "beats_tpe": wins,
                                "loses_to_tpe": losses, "beats_tpe_clearly": clear_wins,
-                               "loses_to_tpe_clearly": clear_losses,
+                               "loses_to_tpe_clearly": clear_losses, "behind_random_clearly": behind_random,
                                "geomean_found": float(np.exp(np.mean(np.log(founds)))),
                                "programs": len(progs), "seeds": len(seeds)}
             big = max(budgets)
@@ -487,11 +495,13 @@ def summarise(results: dict, args) -> dict:
 def print_summary(summary: dict) -> None:
     for space, rows in summary.items():
         print(f"\n{space}: per budget, the median share of the best-known gain found, the geometric-mean speedup "
-              "found and (k/n) the programs on which it beats TPE at equal budget (means over seeds); the median "
-              "measurements to reach 95% of the best-known speedup")
+              "found and (k/n) the programs on which it beats TPE at equal budget (means over seeds), then those "
+              "ahead of / behind TPE and behind random search beyond 2 standard errors; the median measurements "
+              "to reach 95% of the best-known speedup")
         for strat, row in rows.items():
             cells = "  ".join(f"b{b}: {row[b]['median_share_of_best_gain']:.2f} {row[b]['geomean_found']:.3f}x "
-                              f"({row[b]['beats_tpe']}/{row[b]['programs']})"
+                              f"({row[b]['beats_tpe']}/{row[b]['programs']}; +{row[b]['beats_tpe_clearly']} "
+                              f"-{row[b]['loses_to_tpe_clearly']} <random {row[b]['behind_random_clearly']})"
                               for b in row if isinstance(b, int))
             print(f"{strat:<15}{cells}  to 95% (budget {row['reach95_budget']}): {row['median_reach95']} "
                   f"(of {row['programs_with_gain']} programs)")
@@ -514,6 +524,9 @@ def main(argv=None) -> None:
     p.add_argument("--probe-shares", type=float, nargs="+", default=[],
                    help="replay: also model+online:effects@pX for each X, the first round's share of single-option "
                    "probes (the rest: the graph model's top picks)")
+    p.add_argument("--explore", nargs="+", default=[], metavar="WHEN:SHARE",
+                   help="replay: also model+online@xWHEN:SHARE for each, the random interleaving of the model strategies "
+                   "(WHEN: always, weak or never; SHARE: the share of a round drawn at random)")
     p.add_argument("--summary", type=Path, help="replay: write the issue-25 summary.json here")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=10)
@@ -532,6 +545,17 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if any(not 0.0 <= x <= 1.0 for x in args.probe_shares):
         p.error(f"--probe-shares: each share must be in [0, 1], got {args.probe_shares}")
+    from graphcost.tuning.strategies import EXPLORE_MODES
+
+    for variant in args.explore:
+        when, _, share = variant.partition(":")
+        try:
+            ok = when in EXPLORE_MODES and 0.0 <= float(share) <= 1.0
+        except ValueError:
+            ok = False
+        if not ok:
+            p.error(f"--explore: expected WHEN:SHARE with WHEN one of {', '.join(EXPLORE_MODES)} and SHARE in [0, 1], "
+                    f"got {variant!r}")
     unknown = [n for n in args.programs if n not in SUITE]
     if unknown:  # development programs: zoo variants
         from graphcost.frontend.programs.zoo import list_programs

@@ -39,6 +39,9 @@ def test_wins_losses_and_default_against_random(bench):
     assert summary["model+online"][8]["beats_tpe"] == 1 and summary["model+online"][8]["loses_to_tpe"] == 1
     assert summary["model+online"][16]["beats_tpe"] == 2 and summary["model+online"][16]["loses_to_tpe"] == 0
     assert summary["model"][8]["beats_tpe"] == 0 and summary["model"][8]["loses_to_tpe"] == 1
+    # behind random search beyond the seeds' spread (none here: identical seeds): c at both budgets
+    assert [summary["model+online"][b]["behind_random_clearly"] for b in (8, 16)] == [1, 1]
+    assert summary["random"][8]["behind_random_clearly"] == 0
     assert summary["model+online"]["median_reach95"] == pytest.approx(9.0)  # a: 3, c: 15 (b has no gain)
     assert summary["random"]["median_reach95"] is None  # never reached on a, 6 on c: the median (inf, 6) is not reached
     out = bench.issue_summary(results, {"flags": summary}, args)["spaces"]["flags"]

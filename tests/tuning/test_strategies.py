@@ -233,6 +233,57 @@ def test_effects_first_round_mixes_probes_and_the_models_top_picks(probes, expec
         ModelSearch(ev.space, fake_scorer(ev, 0.0), online=True, learner="effects", probes=1.5)
 
 
+@pytest.mark.parametrize("learner", ["effects", "tree"])
+def test_random_interleaving_draws_its_share_of_every_round(learner):
+    """explore="always": round(share * n) of each round are the random draws a `RandomSearch` of seed + 1
+    would make; the rest are the model's own picks, all distinct and new."""
+    from graphcost.tuning.strategies import ModelSearch, RandomSearch
+    from graphcost.tuning.trial import OK, Trial
+
+    ev = FakeEvaluator(FlagSpace())
+    plain = ModelSearch(ev.space, fake_scorer(ev, 0.0), seed=0, online=True, learner=learner)
+    mixed = ModelSearch(ev.space, fake_scorer(ev, 0.0), seed=0, online=True, learner=learner, explore=0.25,
+                        explore_when="always")
+    first = mixed.propose([], 4)
+    assert first[:3] == plain.propose([], 3)  # the model's picks for the other slots
+    assert first[3:] == RandomSearch(ev.space, 1).propose([], 1, frozenset(first[:3]))
+    history = [Trial(c, OK, ratio=ev.ratio(c)) for c in first]
+    second = mixed.propose(history, 4)
+    assert len(set(second)) == 4 and not set(second) & {*first, ev.space.default()}
+    assert mixed.random_slots(history, 8) == 2 and mixed.random_slots(history, 1) == 0
+    everything = ModelSearch(ev.space, fake_scorer(ev, 0.0), seed=0, online=True, learner=learner, explore=1.0,
+                             explore_when="always")
+    assert everything.propose([], 4) == RandomSearch(ev.space, 1).propose([], 4)
+
+
+def test_weak_prior_fallback_draws_at_random_only_when_the_prior_disagrees():
+    """explore="weak": no random draws while the measurements agree with the prior (Kendall tau > 0), the
+    share of the round once they disagree; measurements of a model that is exactly wrong disagree."""
+    from graphcost.tuning.strategies import ModelSearch
+    from graphcost.tuning.trial import OK, Trial
+
+    ev = FakeEvaluator(FlagSpace())
+    good = fake_scorer(ev, 0.0)
+    search = ModelSearch(ev.space, good, seed=0, online=True, learner="effects", explore=0.5, explore_when="weak")
+    assert search.random_slots([], 4) == 0 and search.prior_agreement is None  # nothing measured yet
+    first = search.propose([], 4)
+    right = [Trial(c, OK, ratio=ev.ratio(c)) for c in first]
+    assert search.random_slots(right, 4) == 0 and search.prior_agreement > 0
+    wrong = [Trial(c, OK, ratio=1.0 / ev.ratio(c)) for c in first]  # the prior ranks them backwards
+    assert search.random_slots(wrong, 4) == 2 and search.prior_agreement < 0
+    never = ModelSearch(ev.space, good, seed=0, online=True, learner="effects", explore=0.5, explore_when="never")
+    assert never.random_slots(wrong, 4) == 0
+
+
+@pytest.mark.parametrize("bad", [{"explore": -0.1}, {"explore": 1.5}, {"explore_when": "sometimes"}])
+def test_bad_interleaving_settings_are_refused(bad):
+    from graphcost.tuning.strategies import ModelSearch
+
+    ev = FakeEvaluator(FlagSpace())
+    with pytest.raises(ValueError, match="explore"):
+        ModelSearch(ev.space, fake_scorer(ev, 0.0), online=True, **bad)
+
+
 class _InformedScorer:
     """A cost model that reads compiled statistics: from the configuration alone it knows nothing (a
     constant plus a little noise); given statistics it scores by their first column."""

@@ -67,6 +67,16 @@ ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
 # model's top picks (kept diverse). Chosen on development programs apart from the evaluation suite
 # (the guide's "Tuning your program" page, "The first round").
 FIRST_ROUND_PROBES = 0.5
+# Random interleaving (the hedge of issue 64 §6 where the prior is weak): the share of every round of the
+# model strategies drawn uniformly at random from the unmeasured space, as SMAC interleaves random
+# configurations with its model's picks (Hutter et al. 2011, §4.3), so a prior that points the wrong way
+# cannot confine the whole search. `EXPLORE_WHEN` says when: "always" (every round), "weak" (only rounds after
+# one whose measurements disagree with the prior: Kendall tau <= 0 between the graph model's scores and
+# the measured ratios, the default included), or "never". Chosen on development programs apart from the
+# evaluation suite (the guide's "Tuning your program" page, "When the prior is weak").
+EXPLORE_SHARE = 0.0
+EXPLORE_WHEN = "never"
+EXPLORE_MODES = ("never", "always", "weak")
 # How many of the model's best candidates are compiled and scored again with what the compiler did to them
 # (`ModelSearch.inform`; only where the model reads the statistics). A compile is a small share of a
 # measurement; 32 bounds the up-front cost on programs that compile slowly.
@@ -268,15 +278,25 @@ class ModelSearch(ProposingStrategy):
 
     def __init__(self, space: Space, scorer: GraphModelScorer, seed: int = 0, online: bool = False,
                  pool_kwargs: dict | None = None, learner: str = "auto", probes: float | None = None,
-                 compiled: Callable[[list[Codes]], np.ndarray] | None = None, informed: int = INFORMED_TOP):
+                 compiled: Callable[[list[Codes]], np.ndarray] | None = None, informed: int = INFORMED_TOP,
+                 explore: float | None = None, explore_when: str | None = None):
         """compiled: configurations -> (K, 7) what the compiler did to them (NaN rows: failed), e.g.
         `Evaluator.compiled_stats`; with a scorer that reads them, the `informed` best of the pool are
-        re-ordered by them (`inform`). None: scores from the configurations alone."""
+        re-ordered by them (`inform`). None: scores from the configurations alone. explore, explore_when:
+        the share of a round drawn at random, and when (`EXPLORE_SHARE`, `EXPLORE_WHEN`)."""
         super().__init__(space, seed)
         self.probes = FIRST_ROUND_PROBES if probes is None else float(probes)
         if not 0.0 <= self.probes <= 1.0:
             raise ValueError(f"probes (the first round's share of single-option probes) must be in [0, 1], "
                              f"got {probes}")
+        self.explore = EXPLORE_SHARE if explore is None else float(explore)
+        self.explore_when = EXPLORE_WHEN if explore_when is None else explore_when
+        if not 0.0 <= self.explore <= 1.0:
+            raise ValueError(f"explore (the share of a round drawn at random) must be in [0, 1], got {explore}")
+        if self.explore_when not in EXPLORE_MODES:
+            raise ValueError(f"explore_when must be one of {', '.join(EXPLORE_MODES)}, got {explore_when!r}")
+        self.random = RandomSearch(space, seed + 1)  # the interleaved random draws
+        self.prior_agreement: float | None = None  # Kendall tau of the prior against the measurements so far
         from graphcost.tuning.learners import OnlineLearner, make_learner
         from graphcost.tuning.learners.effects import single_option_configs
 
@@ -318,7 +338,38 @@ class ModelSearch(ProposingStrategy):
             self.prior = np.concatenate([self.prior, scores])
 
     def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
+        """The model's picks for `n - k` slots and `k` uniformly random draws (`random_slots`)."""
         measured = [t for t in history if t.status == OK]
+        k = self.random_slots(measured, n)
+        picks = self._propose_model(history, measured, n - k, busy) if n > k else []
+        drawn = self.random.propose(history, n - len(picks), frozenset(busy) | frozenset(picks)) if n > len(picks) else []
+        return picks + drawn
+
+    def random_slots(self, measured: list[Trial], n: int) -> int:
+        """How many of a round of `n` are drawn at random: `round(explore * n)` always, or (``weak``) only
+        once the measurements disagree with the prior (`prior_agreement` <= 0), else none."""
+        if self.explore_when == "never" or self.explore == 0.0:
+            return 0
+        if self.explore_when == "weak":
+            self.prior_agreement = self.agreement(measured)
+            if self.prior_agreement is None or self.prior_agreement > 0.0:
+                return 0
+        return min(n, int(np.floor(self.explore * n + 0.5)))
+
+    def agreement(self, measured: list[Trial]) -> float | None:
+        """Kendall tau between the graph model's scores and the measured ratios of `measured` and the
+        default (ratio 1); None below 3 configurations or when either side is constant."""
+        from scipy.stats import kendalltau
+
+        if len(measured) < 2:
+            return None
+        codes = [t.codes for t in measured] + [self.space.default()]
+        self._extend(codes)
+        tau = kendalltau(self.prior[[self.index[c] for c in codes]],
+                         [cast(float, t.ratio) for t in measured] + [1.0]).statistic
+        return None if not np.isfinite(tau) else float(tau)
+
+    def _propose_model(self, history: list[Trial], measured: list[Trial], n: int, busy: frozenset) -> list[Codes]:
         exclude = {t.codes for t in history} | {self.space.default()} | set(busy)
         if self.online and self.learner_name == "effects":
             return self._propose_effects(measured, n, exclude)

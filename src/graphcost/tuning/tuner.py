@@ -77,20 +77,23 @@ def _settings(config: TuneConfig | None, overrides: dict[str, Any]) -> TuneConfi
 def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, storage: str | None, study_name: str,
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
                  on_round: Callable[[list[Trial], list[Trial]], None] | None = None, learner: str = "auto",
-                 fingerprint: str | None = None, probes: float | None = None, race: int = 0) -> list[Trial]:
+                 fingerprint: str | None = None, probes: float | None = None, race: int = 0,
+                 explore: float | None = None, explore_when: str | None = None) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
 
     fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
     fingerprint is refused (ValueError) instead of resumed. probes: the effects learner's first-round
     share of single-option probes (None: `strategies.FIRST_ROUND_PROBES`). race: how many of the best
-    configurations so far each round times again (module docstring; 0: none)."""
+    configurations so far each round times again (module docstring; 0: none). explore, explore_when: the
+    model strategies' random interleaving (None: `strategies.EXPLORE_SHARE`, `strategies.EXPLORE_WHEN`)."""
     from graphcost.tuning.study import Study
 
     for key, value in (("budget", budget), ("round_size", round_size)):
         check_int(key, value, 1, MEASUREMENTS_MAX)
     check_int("race", race, 0, MEASUREMENTS_MAX)
     model_options: dict[str, Any] = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
-                                     "compiled": getattr(evaluator, "compiled_stats", None)} if name.startswith("model") else {}
+                                     "compiled": getattr(evaluator, "compiled_stats", None),
+                                     "explore": explore, "explore_when": explore_when} if name.startswith("model") else {}
     if name == "kernels":  # compiled candidates costed by the kernel model, corrected online
         from graphcost.tuning.kernel_search import KernelSearch
 
