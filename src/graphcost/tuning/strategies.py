@@ -24,6 +24,8 @@
   and the pool also grows with the best combination of main effects under each draw. ``tree``:
   LightGBM on the codes with the graph model's score as a feature (`learners.tree.TreeModel`).
   ``finetune``: the graph model itself fine-tuned on the measurements (`learners.finetune.FineTunedModel`).
+  Both model strategies can interleave uniform random draws with their picks (`EXPLORE_SHARE`,
+  `EXPLORE_WHEN`; off by default, as chosen on development programs).
 
 A strategy proposes; the tuner measures and records. Every strategy is a `Strategy`:
 `ask(study, history, n, busy, round)` reserves up to `n` new configurations in the study and returns
