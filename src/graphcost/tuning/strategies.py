@@ -297,7 +297,8 @@ class ModelSearch(ProposingStrategy):
             raise ValueError(f"explore (the share of a round drawn at random) must be in [0, 1], got {explore}")
         if self.explore_when not in EXPLORE_MODES:
             raise ValueError(f"explore_when must be one of {', '.join(EXPLORE_MODES)}, got {explore_when!r}")
-        self.random = RandomSearch(space, seed + 1)  # the interleaved random draws
+        # the interleaved random draws (None: no interleaving)
+        self.random = RandomSearch(space, seed + 1) if self.explore > 0.0 and self.explore_when != "never" else None
         self.prior_agreement: float | None = None  # Kendall tau of the prior against the measurements so far
         from graphcost.tuning.learners import OnlineLearner, make_learner
         from graphcost.tuning.learners.effects import single_option_configs
@@ -340,17 +341,19 @@ class ModelSearch(ProposingStrategy):
             self.prior = np.concatenate([self.prior, scores])
 
     def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
-        """The model's picks for `n - k` slots and `k` uniformly random draws (`random_slots`)."""
+        """The model's picks for `n - k` slots and `k` uniformly random draws (`random_slots`); with
+        interleaving on, random draws also fill slots the model leaves empty."""
         measured = [t for t in history if t.status == OK]
         k = self.random_slots(measured, n)
         picks = self._propose_model(history, measured, n - k, busy) if n > k else []
-        drawn = self.random.propose(history, n - len(picks), frozenset(busy) | frozenset(picks)) if n > len(picks) else []
-        return picks + drawn
+        if self.random is None or len(picks) == n:
+            return picks
+        return picks + self.random.propose(history, n - len(picks), frozenset(busy) | frozenset(picks))
 
     def random_slots(self, measured: list[Trial], n: int) -> int:
         """How many of a round of `n` are drawn at random: `round(explore * n)` always, or (``weak``) only
         once the measurements disagree with the prior (`prior_agreement` <= 0), else none."""
-        if self.explore_when == "never" or self.explore == 0.0:
+        if self.random is None:  # explore_when "never" or a share of 0
             return 0
         if self.explore_when == "weak":
             self.prior_agreement = self.agreement(measured)
