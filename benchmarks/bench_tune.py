@@ -545,17 +545,14 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if any(not 0.0 <= x <= 1.0 for x in args.probe_shares):
         p.error(f"--probe-shares: each share must be in [0, 1], got {args.probe_shares}")
-    from graphcost.tuning.strategies import EXPLORE_MODES
+    from graphcost.tuning.strategies import check_explore
 
     for variant in args.explore:
         when, _, share = variant.partition(":")
         try:
-            ok = when in EXPLORE_MODES and 0.0 <= float(share) <= 1.0
-        except ValueError:
-            ok = False
-        if not ok:
-            p.error(f"--explore: expected WHEN:SHARE with WHEN one of {', '.join(EXPLORE_MODES)} and SHARE in [0, 1], "
-                    f"got {variant!r}")
+            check_explore(float(share), when)
+        except ValueError as e:
+            p.error(f"--explore {variant!r}: expected WHEN:SHARE; {e}")
     unknown = [n for n in args.programs if n not in SUITE]
     if unknown:  # development programs: zoo variants
         from graphcost.frontend.programs.zoo import list_programs

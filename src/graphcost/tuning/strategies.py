@@ -72,13 +72,25 @@ FIRST_ROUND_PROBES = 0.5
 # Random interleaving (the hedge of issue 64 §6 where the prior is weak): the share of every round of the
 # model strategies drawn uniformly at random from the unmeasured space, as SMAC interleaves random
 # configurations with its model's picks (Hutter et al. 2011, §4.3), so a prior that points the wrong way
-# cannot confine the whole search. `EXPLORE_WHEN` says when: "always" (every round), "weak" (only rounds after
-# one whose measurements disagree with the prior: Kendall tau <= 0 between the graph model's scores and
-# the measured ratios, the default included), or "never". Chosen on development programs apart from the
+# cannot confine the whole search. `EXPLORE_WHEN` says when: "always" (every round), "weak" (only once the
+# measurements so far disagree with the prior: Kendall tau <= 0 between the graph model's scores and the
+# measured ratios, the default included), or "never". Chosen on development programs apart from the
 # evaluation suite (the guide's "Tuning your program" page, "When the prior is weak").
 EXPLORE_SHARE = 0.0
 EXPLORE_WHEN = "never"
 EXPLORE_MODES = ("never", "always", "weak")
+
+
+def check_explore(share: float | None, when: str | None) -> tuple[float, str]:
+    """(share, when) of the model strategies' random interleaving, None meaning `EXPLORE_SHARE` /
+    `EXPLORE_WHEN`; ValueError unless the share is in [0, 1] and `when` one of `EXPLORE_MODES`."""
+    value = EXPLORE_SHARE if share is None else float(share)
+    mode = EXPLORE_WHEN if when is None else when
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"explore (the share of a round drawn at random) must be in [0, 1], got {share}")
+    if mode not in EXPLORE_MODES:
+        raise ValueError(f"explore_when must be one of {', '.join(EXPLORE_MODES)}, got {when!r}")
+    return value, mode
 # How many of the model's best candidates are compiled and scored again with what the compiler did to them
 # (`ModelSearch.inform`; only where the model reads the statistics). A compile is a small share of a
 # measurement; 32 bounds the up-front cost on programs that compile slowly.
@@ -291,12 +303,7 @@ class ModelSearch(ProposingStrategy):
         if not 0.0 <= self.probes <= 1.0:
             raise ValueError(f"probes (the first round's share of single-option probes) must be in [0, 1], "
                              f"got {probes}")
-        self.explore = EXPLORE_SHARE if explore is None else float(explore)
-        self.explore_when = EXPLORE_WHEN if explore_when is None else explore_when
-        if not 0.0 <= self.explore <= 1.0:
-            raise ValueError(f"explore (the share of a round drawn at random) must be in [0, 1], got {explore}")
-        if self.explore_when not in EXPLORE_MODES:
-            raise ValueError(f"explore_when must be one of {', '.join(EXPLORE_MODES)}, got {explore_when!r}")
+        self.explore, self.explore_when = check_explore(explore, explore_when)
         # the interleaved random draws (None: no interleaving)
         self.random = RandomSearch(space, seed + 1) if self.explore > 0.0 and self.explore_when != "never" else None
         self.prior_agreement: float | None = None  # Kendall tau of the prior against the measurements so far
@@ -364,15 +371,14 @@ class ModelSearch(ProposingStrategy):
     def agreement(self, measured: list[Trial]) -> float | None:
         """Kendall tau between the graph model's scores and the measured ratios of `measured` and the
         default (ratio 1); None below 3 configurations or when either side is constant."""
-        from scipy.stats import kendalltau
+        from graphcost.metrics import kendall_tau
 
         if len(measured) < 2:
             return None
         codes = [t.codes for t in measured] + [self.space.default()]
         self._extend(codes)
-        tau = kendalltau(self.prior[[self.index[c] for c in codes]],
-                         [cast(float, t.ratio) for t in measured] + [1.0]).statistic
-        return None if not np.isfinite(tau) else float(tau)
+        tau = kendall_tau(self.prior[[self.index[c] for c in codes]], [cast(float, t.ratio) for t in measured] + [1.0])
+        return None if not np.isfinite(tau) else tau
 
     def _propose_model(self, history: list[Trial], measured: list[Trial], n: int, busy: frozenset) -> list[Codes]:
         exclude = {t.codes for t in history} | {self.space.default()} | set(busy)
