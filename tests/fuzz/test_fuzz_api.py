@@ -15,10 +15,10 @@ test (BENCHMARKS.md). Nothing here trains or compiles: every case ends in the ch
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import pytest
+from deep import DEEP, cap_address_space, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,8 +26,10 @@ from graphcost.bounds import ArgumentError
 from graphcost.dag.train import LayerDAGTrainConfig
 from graphcost.errors import GraphcostError
 
-DEEP = os.environ.get("GRAPHCOST_FUZZ_DEEP") == "1"
-FUZZ = settings(max_examples=5000 if DEEP else 80, derandomize=True, deadline=None, database=None,
+if DEEP:
+    cap_address_space()
+    pytestmark = pytest.mark.timeout(0)  # a deep test runs for minutes: no per-test limit (pyproject `timeout`)
+FUZZ = settings(max_examples=examples(80), derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -8,7 +8,7 @@ The process surviving is the check against a signal death (LightGBM's abort, lib
 Hypothesis draws the cases with a fixed seed (`derandomize`) and a small budget; `pytest --deep`
 (or GRAPHCOST_FUZZ_DEEP=1) draws 5,000 per test (5,581 cases in all: the file and output tests stop
 when their finite spaces are exhausted, 504 and 77 cases; about 5 minutes on one core, BENCHMARKS.md).
-A deep run caps its own address space (`DEEP_ADDRESS_SPACE_GB`, GRAPHCOST_FUZZ_MAX_AS_GB): a case that
+A deep run caps its own address space (`deep.DEEP_ADDRESS_SPACE_GB`, GRAPHCOST_FUZZ_MAX_AS_GB): a case that
 allocates without bound then fails as that case with a MemoryError instead of the whole run being
 OOM-killed (it was, once, at 20.7 GB: `data synth --graphs=441620726`, now bounded).
 """
@@ -23,29 +23,14 @@ from pathlib import Path
 import pytest
 from cases import BASE, SPECIAL_VALUES, argv, commands, numeric_options
 from cli_asserts import invoke
+from deep import DEEP, cap_address_space, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 LIMIT_S = 30.0
-DEEP = os.environ.get("GRAPHCOST_FUZZ_DEEP") == "1"
-EXAMPLES = 5000 if DEEP else 60
-DEEP_ADDRESS_SPACE_GB = 8  # a deep run peaks at ~0.5 GB resident, ~1.2 GB of address space (VmPeak)
-
-
-def _cap_address_space() -> None:
-    """Lower this process's RLIMIT_AS soft limit to the deep run's cap (never raise it)."""
-    import resource
-
-    cap = int(float(os.environ.get("GRAPHCOST_FUZZ_MAX_AS_GB", DEEP_ADDRESS_SPACE_GB)) * 2**30)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard)
-    if soft == resource.RLIM_INFINITY or soft > cap:
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-
-
+EXAMPLES = examples(60)
 if DEEP:
-    _cap_address_space()
+    cap_address_space()
     pytestmark = pytest.mark.timeout(0)  # a deep test runs for minutes: no per-test limit (pyproject `timeout`)
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))  # fmt: skip
