@@ -1,5 +1,5 @@
 """LayerDAG drawing layout: edge crossings in id order vs after the barycenter heuristic
-(`graphcost.dag.draw.barycenter_layers`), and the time it takes, on real and synthetic DAGs.
+(`graphcost.layerdag.draw.barycenter_layers`), and the time it takes, on real and synthetic DAGs.
 
     GRAPHCOST_SHARED_DATA=/work/shared/data python benchmarks/bench_dag_draw.py [--graphs 30]
 
@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from graphcost.atomic import atomic_write
-from graphcost.dag import draw
-from graphcost.dag.datasets import load_dataset
+from graphcost.layerdag import draw
+from graphcost.layerdag.datasets import load_dataset
 
 DATASETS = [("tpu-tile", {}), ("nasbench201", {"num_graphs": 40}), ("lp", {"num_graphs": 40})]
 

@@ -148,8 +148,8 @@ def process_split(table: KernelTable, names: list[str]) -> dict[str, float]:
 
 def repeat_ceiling(root: Path) -> dict[str, float]:
     """The noise ceiling, where the collection has an independent repeat beside it (``ROOT_repeat``): per repeated
-    program, Kendall's τ between the two collections' labels (`graphcost.frontend.collect.card.sibling_repeat_labels`)."""
-    from graphcost.frontend.collect.card import sibling_repeat_labels
+    program, Kendall's τ between the two collections' labels (`graphcost.collect.card.sibling_repeat_labels`)."""
+    from graphcost.collect.card import sibling_repeat_labels
 
     graphs = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["graphs"]
     return {p: kendall_tau(a, b) for p, (a, b, _) in sibling_repeat_labels(root, graphs).items()}
@@ -333,7 +333,7 @@ def put_into(out: dict, results_path: Path, protocol: str, source: Path) -> None
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--peaks", type=Path, default=None, help="peaks.json (graphcost.frontend.measure.peaks)")
+    ap.add_argument("--peaks", type=Path, default=None, help="peaks.json (graphcost.measure.peaks)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=600)

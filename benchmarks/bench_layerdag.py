@@ -56,7 +56,7 @@ DEFAULT_JSON = "benchmarks/results/layerdag.json"
 
 
 def _train(name, splits, args, epochs, ncat, label_balance=0.0, **overrides):
-    from graphcost.dag.train import BEST, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
+    from graphcost.layerdag.train import BEST, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 
     run = args.work_dir / name
     cfg = LayerDAGTrainConfig(epochs=epochs, lr=args.lr, seed=args.seed, select=args.select, lr_decay=args.lr_decay,
@@ -78,8 +78,8 @@ def _train(name, splits, args, epochs, ncat, label_balance=0.0, **overrides):
 
 
 def bench_lp(args) -> dict:
-    from graphcost.dag.datasets import load_dataset
-    from graphcost.dag.experiment import evaluate_model, quality_vs_time
+    from graphcost.layerdag.datasets import load_dataset
+    from graphcost.layerdag.experiment import evaluate_model, quality_vs_time
 
     splits = load_dataset("lp", seed=args.seed, num_graphs=args.lp_graphs)
     model, train = _train("lp", splits, args, args.lp_epochs, 2, T_node=args.lp_steps, T_edge=args.lp_steps)
@@ -93,7 +93,7 @@ def bench_lp(args) -> dict:
         validity.append(evaluate_model(model, splits, "lp", seed=args.seed + k, num_samples=args.lp_samples,
                                        final_step=args.final_step, progress=False)[0]["validity"])  # fmt: skip
     res["validity_by_sampling_seed"] = validity
-    from graphcost.dag.draw import draw_dags
+    from graphcost.layerdag.draw import draw_dags
 
     draw_dags(gen, args.work_dir / "lp_samples.png", title="LayerDAG on LP (synthetic)")
     sweep = quality_vs_time(model, splits, "lp", args.sweep_t, seed=args.seed, num_samples=100, final_step=args.final_step)
@@ -101,9 +101,9 @@ def bench_lp(args) -> dict:
 
 
 def bench_tpu(args) -> dict:
-    from graphcost.dag.datasets import load_dataset
-    from graphcost.dag.quality.surrogate import SurrogateConfig, fit_real_surrogates
-    from graphcost.dag.experiment import evaluate_model
+    from graphcost.layerdag.datasets import load_dataset
+    from graphcost.layerdag.quality.surrogate import SurrogateConfig, fit_real_surrogates
+    from graphcost.layerdag.experiment import evaluate_model
 
     splits = load_dataset("tpu-tile", seed=args.seed)
     model, train = _train("tpu_tile", splits, args, args.tpu_epochs, 47, label_balance=args.tpu_label_balance,
@@ -119,7 +119,7 @@ def bench_tpu(args) -> dict:
                                                   real_fits=real_fits)[0]["surrogate"] for k in range(1, args.sample_seeds)]  # fmt: skip
     for key in ("ratio", "ratio_log"):
         res[f"{key}_by_sampling_seed"] = [s[key] for s in scores]
-    from graphcost.dag.draw import draw_dags
+    from graphcost.layerdag.draw import draw_dags
 
     draw_dags(gen, args.work_dir / "tpu_tile_samples.png", title="LayerDAG on TPU Tile")
     return {"train": train, "eval": res}

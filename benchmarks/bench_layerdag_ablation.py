@@ -7,7 +7,7 @@ data size, then validity with both last-step choices. Run several side by side t
 Same training recipe as bench_layerdag.py (small model, lr 3e-3 with cosine decay, per-module
 best.pt, seed 0, split 80/10/10 of `--graphs` SYNTHETIC LP graphs); `--edge-stats` / `--size-stats`
 switch the edge denoiser's predecessor-set statistics and the size head's frontier histogram
-(graphcost.dag.denoisers / layer_size). Writes OUT/TAG.json; resumes OUT/TAG if re-run.
+(graphcost.layerdag.denoisers / layer_size). Writes OUT/TAG.json; resumes OUT/TAG if re-run.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 
 from graphcost.atomic import atomic_write_json
-from graphcost.dag.datasets import load_dataset
-from graphcost.dag.experiment import evaluate_model
-from graphcost.dag.train import (
+from graphcost.layerdag.datasets import load_dataset
+from graphcost.layerdag.experiment import evaluate_model
+from graphcost.layerdag.train import (
     BEST,
     LayerDAGTrainConfig,
     load_checkpoint,

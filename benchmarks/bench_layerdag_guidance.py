@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 
 from graphcost.atomic import atomic_write_json
-from graphcost.dag.datasets import load_dataset
-from graphcost.dag.quality.surrogate import SurrogateConfig, fit_real_surrogates
-from graphcost.dag.experiment import evaluate_model
-from graphcost.dag.train import (
+from graphcost.layerdag.datasets import load_dataset
+from graphcost.layerdag.quality.surrogate import SurrogateConfig, fit_real_surrogates
+from graphcost.layerdag.experiment import evaluate_model
+from graphcost.layerdag.train import (
     BEST,
     LayerDAGTrainConfig,
     load_checkpoint,

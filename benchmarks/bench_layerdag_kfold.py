@@ -40,17 +40,17 @@ import numpy as np
 import torch
 
 from graphcost.atomic import atomic_write_json
-from graphcost.dag.datasets import load_dataset
-from graphcost.dag.datasets.tpu_tile import NUM_CATEGORIES
-from graphcost.dag.quality.surrogate import (
+from graphcost.layerdag.datasets import load_dataset
+from graphcost.layerdag.datasets.tpu_tile import NUM_CATEGORIES
+from graphcost.layerdag.quality.surrogate import (
     SurrogateConfig,
     fit_real_surrogates,
     fit_synthetic_predictions,
     label_fidelity,
     score_predictions,
 )
-from graphcost.dag.experiment import evaluate_model
-from graphcost.dag.train import BEST, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
+from graphcost.layerdag.experiment import evaluate_model
+from graphcost.layerdag.train import BEST, LayerDAGTrainConfig, load_checkpoint, load_model, train_layerdag
 from layerdag_recipe import (  # benchmarks/layerdag_recipe.py
     LR,
     LR_DECAY,

@@ -32,7 +32,7 @@ def remeasure(data: Path, name: str, entry: dict, collection: dict) -> float:
     from graphcost.frontend.programs.compile import compile_all
     from graphcost.frontend.programs.jax_program import unoptimized_hlo_bytes
     from graphcost.frontend.programs.layouts import LayoutProgram, config_features, sample_configs
-    from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables, spearman
+    from graphcost.measure.interleaved import TimingProtocol, measure_executables, spearman
     from graphcost.frontend.programs.zoo import get_program
 
     graph = load_graph(data / entry["file"])

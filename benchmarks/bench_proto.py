@@ -143,7 +143,7 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT / "src"))
-    from graphcost.frontend.measure.interleaved import cpu_model, load_average
+    from graphcost.measure.interleaved import cpu_model, load_average
 
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     with tempfile.TemporaryDirectory() as tmp:

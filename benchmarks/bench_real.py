@@ -133,7 +133,7 @@ def load_record(path: Path, family: str, split: str, raw_configs: bool = False, 
     """One file as a Record; `raw_configs` adds every layout entry, one-hot, to the table (within one
     program the configurable nodes are the same in every file, so the columns line up). The repeat's
     label combines its processes with `statistic`, the collection's (`collect.local.label_statistic`)."""
-    from graphcost.frontend.measure.cross_process import combine
+    from graphcost.measure.cross_process import combine
 
     with np.load(path, allow_pickle=False) as z:
         table, compiled_table, moved = config_table(path, z)
@@ -184,7 +184,7 @@ def dataset_dir(root: Path) -> Path:
 
 
 def load_records(root: Path) -> list[Record]:
-    from graphcost.frontend.collect.local import label_statistic
+    from graphcost.collect.local import label_statistic
 
     root = dataset_dir(root)
     manifest = read_manifest(root)

@@ -57,7 +57,7 @@ from bench_tune import clear_difference  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure.interleaved import cpu_model, load_average, spearman  # noqa: E402
+from graphcost.measure.interleaved import cpu_model, load_average, spearman  # noqa: E402
 from graphcost.tuning.trial import OK  # noqa: E402
 
 DEFAULT = "default"  # the strategy graphcost tune picks with no options (model+online with the shipped model)

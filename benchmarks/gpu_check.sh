@@ -2,7 +2,7 @@
 # The checks that need a GPU, in one short run (a borrowed CUDA machine with torch, PyG and JAX installed; the
 # missing wheels, lightgbm and protobuf, carried in .whl/). Writes into OUT (default ./gpu_out):
 #   cuda_tests.txt        the CUDA tests (tests/models/test_cuda_models.py, tests/train/test_trainer_cuda.py,
-#                         tests/dag/test_device.py), which skip on a CPU-only machine;
+#                         tests/layerdag/test_device.py), which skip on a CPU-only machine;
 #   tile_<model>.json     the tile models trained unchanged on the shipped kernel dataset cpu_zoo_kernels_flags
 #                         (one TILE-schema graph per distinct kernel; configurations = the flag vectors it ran
 #                         under), official split, one seed each, side by side on the GPU
@@ -34,7 +34,7 @@ for model in $MODELS; do
   pids+=($!)
 done
 [ -n "${SKIP_TESTS:-}" ] || timeout 200 python3 -m pytest -q -p no:cacheprovider tests/models/test_cuda_models.py tests/train/test_trainer_cuda.py \
-  tests/dag/test_device.py > "$OUT/cuda_tests.txt" 2>&1
+  tests/layerdag/test_device.py > "$OUT/cuda_tests.txt" 2>&1
 [ -n "${SKIP_TESTS:-}" ] || tail -5 "$OUT/cuda_tests.txt"
 for pid in "${pids[@]}"; do wait "$pid"; echo "tile model process $pid: exit $?"; done
 for model in $MODELS; do echo "== $model"; tail -4 "$OUT/tile_$model.log"; done

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from graphcost.dag import recipe  # noqa: E402  (the library's defaults: `graphcost dag train` with no options)
+from graphcost.layerdag import recipe  # noqa: E402  (the library's defaults: `graphcost dag train` with no options)
 
 # Both data sets: the small model, AdamW at this lr with cosine decay, per-module best.pt.
 LR, LR_DECAY = recipe.LR, recipe.LR_DECAY

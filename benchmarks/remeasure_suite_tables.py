@@ -41,7 +41,7 @@ import bench_tune as bt  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
+from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 
 
 def tau(a, b) -> float:

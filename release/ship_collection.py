@@ -4,7 +4,7 @@
 
 SRC is a directory written by `graphcost collect` (+ ``--repeat``); NAME is the dataset's name under
 ``src/graphcost/datasets/`` (it must be one of `graphcost.datasets.SHIPPED`). The graphs are copied
-with a FAMILY split (`graphcost.frontend.collect.parallel.merge_shards`, whole families per side,
+with a FAMILY split (`graphcost.collect.parallel.merge_shards`, whole families per side,
 seed 0: valid and test hold families the training side never saw), the repeat measurements kept,
 and the data card written from the result; a dataset of `graphcost.datasets.PACKED` ships as its one packed
 file beside the card (`graphcost.data.io.packed.pack_dataset`). The old copy is replaced only with
@@ -50,8 +50,8 @@ def install(staging: Path, dest: Path) -> None:
 def main() -> None:
     from graphcost.data.io.packed import pack_dataset
     from graphcost.datasets import PACKED, SHIPPED
-    from graphcost.frontend.collect.card import write_card
-    from graphcost.frontend.collect.parallel import merge_shards
+    from graphcost.collect.card import write_card
+    from graphcost.collect.parallel import merge_shards
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("src", type=Path)

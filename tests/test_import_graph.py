@@ -18,14 +18,14 @@ FRONTEND = "graphcost.frontend"  # its sub-packages named through this, so tree-
 FLOORS = {
     "graphcost.errors": -2,  # the root of every error class, below everything that raises one
     "graphcost.output_guard": -1,  # below atomic, which runs its checks
-    "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
+    "graphcost.moved": -2, "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
     "graphcost.datasets": 0,
     "graphcost.pretrained": 0,
     "graphcost.data": 1,
     "graphcost.models": 2, "graphcost.runs": 2, FRONTEND + ".hlo": 2,
-    "graphcost.inference": 3, FRONTEND + ".programs": 3,
-    "graphcost.train": 4, "graphcost.dag": 4, FRONTEND + ".measure": 4,
-    FRONTEND + ".collect": 5, FRONTEND: 5,
+    "graphcost.inference": 3, FRONTEND + ".programs": 3, FRONTEND: 3,
+    "graphcost.train": 4, "graphcost.layerdag": 4, "graphcost.measure": 4,
+    "graphcost.collect": 5,
     "graphcost.tuning": 6,
     "graphcost.commands": 7, "graphcost": 7,
     "graphcost.cli": 8, "graphcost.__main__": 9,

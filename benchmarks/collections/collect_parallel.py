@@ -1,4 +1,4 @@
-"""Collect on every core of a many-core machine at once, then merge (graphcost.frontend.collect.parallel).
+"""Collect on every core of a many-core machine at once, then merge (graphcost.collect.parallel).
 
     python benchmarks/collections/collect_parallel.py --programs-file F --work W --out DATASET \\
         [--cores 0-15] [--repeat-cores 2] [--deadline 480] [collect options...]
@@ -57,7 +57,7 @@ def main() -> None:
     cores = parse_cores(args.cores) if args.cores else sorted(os.sched_getaffinity(0))
     n_main = len(cores) - args.repeat_cores
     sys.path.insert(0, str(ROOT / "src"))
-    from graphcost.frontend.collect.parallel import merge_shards, shard_programs
+    from graphcost.collect.parallel import merge_shards, shard_programs
 
     mains, repeats = shard_programs(names, n_main, args.repeat_cores)
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1",

@@ -6,7 +6,7 @@
 programs slower than --max-ms are left out (a 30-ms program costs a 1-core collection minutes per graph).
 
 Per family and mode (fwd / train), a seeded sample of the cheaper half of its variants (size proxy:
-`graphcost.frontend.collect.jobs.program_cost`), so every family and both modes are covered at the
+`graphcost.collect.jobs.program_cost`), so every family and both modes are covered at the
 sizes a 1-core measurement can afford. The list is interleaved across families (round-robin), so a
 collection stopped early, or dealt to parallel shards, still covers every family.
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 import numpy as np  # noqa: E402
 
-from graphcost.frontend.collect.jobs import program_cost  # noqa: E402
+from graphcost.collect.jobs import program_cost  # noqa: E402
 from graphcost.frontend.programs.zoo import FAMILIES, list_programs  # noqa: E402
 
 

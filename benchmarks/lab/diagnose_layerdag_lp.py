@@ -21,11 +21,11 @@ import json
 import numpy as np
 import torch
 
-from graphcost.dag.batch import prepare
-from graphcost.dag.datasets import load_dataset
-from graphcost.dag.layer_size import LayerSizePredictor
-from graphcost.dag.sample import _net, _sample_edges, _sample_nodes, _union
-from graphcost.dag.train import load_model
+from graphcost.layerdag.batch import prepare
+from graphcost.layerdag.datasets import load_dataset
+from graphcost.layerdag.layer_size import LayerSizePredictor
+from graphcost.layerdag.sample import _net, _sample_edges, _sample_nodes, _union
+from graphcost.layerdag.train import load_model
 
 
 def _bounds(g, l: int) -> tuple[np.ndarray, np.ndarray]:

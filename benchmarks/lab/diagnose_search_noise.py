@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
-from graphcost.frontend.measure.interleaved import TimingProtocol, cpu_model, load_average, measure_executables, spearman  # noqa: E402
+from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average, measure_executables, spearman  # noqa: E402
 
 
 def speedups(runtime_ns: np.ndarray) -> np.ndarray:

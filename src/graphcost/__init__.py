@@ -12,10 +12,10 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
                  common (errors, option checks, --threads), choices, tables, console.
                  This file (graphcost/__init__) sits on this floor too: its lazy names come from tuning
   6  tuning/     graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
-  5  frontend/collect/    data collection on this machine or a Ray cluster, and its data card
+  5  collect/    `graphcost collect`: data collection on this machine or a Ray cluster, and its data card
   4  train/      graphcost.fit and its RunSpec, the training loop (TrainConfig, Trainer), cross-validation, plots;
-     dag/        LayerDAG generator of DAGs and its quality metrics;
-     frontend/measure/    timing, the cross-process measurement protocol and its worker
+     layerdag/   LayerDAG generator of DAGs and its quality metrics (`graphcost dag`);
+     measure/    timing, the cross-process measurement protocol and its worker, kernel profiles
   3  inference/  using a trained cost model: scoring and ranking metrics, fold ensembles + trees + blend,
                  rankings and submissions, the cost-model run.json (tuning scores through it, never train/);
      frontend/programs/   JAX programs (zoo) and their configuration spaces (layouts, XLA flags)
@@ -45,7 +45,10 @@ References:
 
 from typing import TYPE_CHECKING
 
+from graphcost import moved as _moved
+
 __version__ = "0.1.0"
+_moved.install()  # graphcost.dag, graphcost.frontend.measure / .collect: their old names, deprecated
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
     from graphcost.errors import GraphcostError

@@ -136,8 +136,8 @@ def test_convert_file_checks_its_out_dir_before_reading(ws):
 
 
 def test_collection_verbs_check_out_and_cache(ws):
-    from graphcost.frontend.collect.jobs import CollectOptions
-    from graphcost.frontend.collect.local import annotate_collection, collect, relabel_collection, repeat_collection
+    from graphcost.collect.jobs import CollectOptions
+    from graphcost.collect.local import annotate_collection, collect, relabel_collection, repeat_collection
 
     before = _tree(ws)
     with pytest.raises(OutputExistsError, match=f"^out_dir {ws / 'run'}: holds a training or tuning run"):
@@ -195,7 +195,7 @@ def test_evaluate_run_and_predict_run_check_their_outputs_before_reading_the_run
 
 
 def test_dag_verbs_check_their_outputs_before_loading_anything(ws):
-    from graphcost.dag.verbs import evaluate_dag_run, sample_to_file, train_dag_run
+    from graphcost.layerdag.verbs import evaluate_dag_run, sample_to_file, train_dag_run
 
     model = ws / "no-such-model"  # never loaded: every call below is refused first
     before = _tree(ws)
@@ -257,9 +257,9 @@ def test_fit_names_its_outputs_as_the_caller_asks(ws):
 
 
 def test_collection_verbs_bound_the_configurations_per_process(ws, monkeypatch):
-    from graphcost.frontend.collect.jobs import CollectOptions
-    from graphcost.frontend.collect.local import collect
-    from graphcost.frontend.measure import memory_maps
+    from graphcost.collect.jobs import CollectOptions
+    from graphcost.collect.local import collect
+    from graphcost.measure import memory_maps
 
     monkeypatch.setattr(memory_maps, "max_map_count", lambda: 65530)
     before = _tree(ws)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cli_asserts import invoke, one_line_error
 
-from graphcost.frontend.collect.guard import check_collection_out
+from graphcost.collect.guard import check_collection_out
 
 FAST = ["--programs", "mlp-d1-w64-b8-fwd", "--limit", "1", "--configs", "2", "--rounds", "1", "--calls", "1",
         "--warmup", "0", "--processes", "1", "--max-load", "1000", "--measure-core", "-1"]

@@ -95,7 +95,7 @@ GENERATORS = [  # (option named, arguments): counts and sizes of generated data,
 
 @pytest.mark.parametrize("option, args", GENERATORS, ids=[o for o, _ in GENERATORS])
 def test_generated_data_is_bounded_before_anything_is_generated(option, args, tmp_path, monkeypatch):
-    import graphcost.dag.datasets.lp as lp
+    import graphcost.layerdag.datasets.lp as lp
     import graphcost.data.synth.collection as collection
 
     def reached(*args, **kwargs):
@@ -110,7 +110,7 @@ def test_generated_data_is_bounded_before_anything_is_generated(option, args, tm
 
 def test_generated_data_bounds_in_the_python_api(tmp_path):
     from graphcost.bounds import GRAPHS_MAX
-    from graphcost.dag.datasets import load_dataset
+    from graphcost.layerdag.datasets import load_dataset
     from graphcost.data.synth.collection import write_synthetic_collection
 
     with pytest.raises(ArgumentError, match="num_graphs must be an integer from 1 to"):

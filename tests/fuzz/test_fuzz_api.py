@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphcost.bounds import ArgumentError
-from graphcost.dag.train import LayerDAGTrainConfig
+from graphcost.layerdag.train import LayerDAGTrainConfig
 from graphcost.errors import GraphcostError
 
 if DEEP:
@@ -281,7 +281,7 @@ def test_layerdag_train_config_fields(name, value):
 def tiny_dags():
     import numpy as np
 
-    from graphcost.dag.graph import DAG
+    from graphcost.layerdag.graph import DAG
 
     return [DAG(np.array([0, 1, 1]), np.array([0, 0]), np.array([1, 2])) for _ in range(3)]
 
@@ -290,7 +290,7 @@ def tiny_dags():
 @given(name=st.sampled_from(["T_node", "dim", "heads", "label_dropout", "edge_density", "conditional", "node_marginal",
                              "nope"]), value=VALUES)
 def test_layerdag_model_overrides(tiny_dags, name, value):
-    from graphcost.dag.train import build_model
+    from graphcost.layerdag.train import build_model
 
     try:
         build_model(tiny_dags, **{name: value})
@@ -305,7 +305,7 @@ def test_layerdag_model_overrides(tiny_dags, name, value):
 
 @pytest.fixture(scope="module")
 def tiny_model(tiny_dags):
-    from graphcost.dag.train import build_model
+    from graphcost.layerdag.train import build_model
 
     model, _ = build_model(tiny_dags, dim=8, T_node=2, T_edge=2)
     return model
@@ -315,7 +315,7 @@ def tiny_model(tiny_dags):
 @given(name=st.sampled_from(["num", "batch_size", "seed", "max_layers", "guidance", "final_step", "labels"]),
        value=VALUES)
 def test_sample_dags_arguments(tiny_model, name, value):
-    from graphcost.dag.sample import sample_dags
+    from graphcost.layerdag.sample import sample_dags
 
     usable = {"num": lambda v: v in (1, 2), "batch_size": lambda v: isinstance(v, int) and 1 <= v,
               "seed": lambda v: isinstance(v, int) and 0 <= v < 2**32, "max_layers": lambda v: v is None or v in (1, 2)}

@@ -39,9 +39,9 @@ def test_apply_reinitialises_every_cost_model(name, kind):
 
 
 def test_apply_reinitialises_layerdag():
-    from graphcost.dag.batch import build_batch
-    from graphcost.dag.datasets.lp import generate_lp_dataset
-    from graphcost.dag.train import _labels, build_model as build_layerdag
+    from graphcost.layerdag.batch import build_batch
+    from graphcost.layerdag.datasets.lp import generate_lp_dataset
+    from graphcost.layerdag.train import _labels, build_model as build_layerdag
 
     torch.manual_seed(0)
     model, prepared = build_layerdag(generate_lp_dataset(6, seed=0), dim=16, T_node=2, T_edge=2, heads=2)

@@ -9,7 +9,7 @@ import pytest
 
 import graphcost
 from graphcost.bounds import ArgumentError
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 
 CONFIG_CASES = [  # (field, value, words of the message)
     ("rtol", "x", "rtol must be a number"),
@@ -102,7 +102,7 @@ def test_the_timing_protocols_old_name_still_imports_with_a_warning():
     """issue 66: the timing `Protocol` shared its name with `typing.Protocol`; it is `TimingProtocol` now."""
     import warnings
 
-    from graphcost.frontend.measure import interleaved
+    from graphcost.measure import interleaved
 
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

@@ -161,7 +161,7 @@ def test_tune_a_module_file_writes_best_json(module_pb, tmp_path):
 
 
 def test_the_final_checks_workers_rebuild_a_module_from_its_reference(dump_dir, tmp_path):
-    from graphcost.frontend.measure.interleaved import TimingProtocol
+    from graphcost.measure.interleaved import TimingProtocol
     from graphcost.tuning.crossproc import remeasure_cross_process
     from graphcost.tuning.space import FlagSpace
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import trial as trial_module
 from graphcost.tuning.space import TuneProgram, make_space
 from graphcost.tuning.trial import OK, Evaluator

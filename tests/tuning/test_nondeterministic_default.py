@@ -55,7 +55,7 @@ def test_a_non_deterministic_default_is_said_once(tmp_path, prog):
 def test_the_evaluator_compares_the_default_with_itself(prog):
     import importlib.util
 
-    from graphcost.frontend.measure.interleaved import TimingProtocol
+    from graphcost.measure.interleaved import TimingProtocol
     from graphcost.tuning.space import TuneProgram, make_space
     from graphcost.tuning.trial import Evaluator, NondeterministicProgram
 

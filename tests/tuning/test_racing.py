@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.space import FlagSpace, TuneProgram
 from graphcost.tuning.study import Study
 from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial, pooled_ratio

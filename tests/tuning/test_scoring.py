@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from graphcost.cli import app
 from graphcost.data.synth.collection import write_synthetic_collection
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.learners.finetune import FineTunedModel
 from graphcost.tuning.scoring import GraphModelScorer
 from graphcost.tuning.space import TuneProgram, make_space

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.trial import Evaluator, compare_outputs
 from graphcost.tuning.space import Dim, FlagSpace, Space, TuneProgram
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.crossproc import remeasure_cross_process
 
 PROGRAM = '''

@@ -6,9 +6,9 @@ options, call the library, and print. Library (torch, jax) imports happen inside
 
   train, evaluate, rank, predict   cost models (`graphcost.train`)
   data                             the `data` group: download, card, synth, stats, split-configs, from-proto
-  collect                          runtime collection of JAX programs (`graphcost.frontend`)
+  collect                          runtime collection of JAX programs (`graphcost.collect`)
   tune                             tuning a program's compiler configuration (`graphcost.tuning`)
-  dag                              the `dag` group: LayerDAG train, sample, evaluate (`graphcost.dag`)
+  dag                              the `dag` group: LayerDAG train, sample, evaluate (`graphcost.layerdag`)
 
 Shared: `common` (the one-line error `fail`, the option checks over `graphcost.atomic`, --device,
 --threads, the run helpers of the cost-model commands), `choices` (the choice options as enums),

@@ -1,7 +1,7 @@
 """`graphcost collect`: measure real configurations of JAX zoo programs on this machine (or a Ray
 cluster) and write them as TpuGraphs-schema npz files. Thin: checks the options, calls
-`graphcost.frontend.collect.local` (or `.ray_backend`), whose verbs check --out, --cache-dir and --configs
-themselves (`graphcost.frontend.collect.guard`), prints the summary.
+`graphcost.collect.local` (or `.ray_backend`), whose verbs check --out, --cache-dir and --configs
+themselves (`graphcost.collect.guard`), prints the summary.
 """
 
 import os
@@ -13,16 +13,16 @@ from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECON
 from graphcost.commands.common import fail
 from graphcost.commands.numbers import threads_bound
 
-# the names of the library's arguments in the messages of this command (`graphcost.frontend.collect.guard`)
+# the names of the library's arguments in the messages of this command (`graphcost.collect.guard`)
 NAMES = {"out_dir": "--out", "cache_dir": "--cache-dir", "configs": "--configs"}
 
 
 def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load, max_wait,
              compile_workers, cache_dir, label, kernels=False):
     """The `CollectOptions` of the command line."""
-    from graphcost.frontend.collect.jobs import CollectOptions
-    from graphcost.frontend.measure.cross_process import CrossProcess
-    from graphcost.frontend.measure.interleaved import TimingProtocol
+    from graphcost.collect.jobs import CollectOptions
+    from graphcost.measure.cross_process import CrossProcess
+    from graphcost.measure.interleaved import TimingProtocol
 
     return CollectOptions(space=space, mode=mode, configs=configs, seed=seed, label=label,
                           protocol=TimingProtocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed),
@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--repeat-share must be in (0, 1], got {repeat_share}")
         if repeat_share < 1.0 and not repeat:
             raise typer.BadParameter("--repeat-share needs --repeat")
-        from graphcost.frontend.measure.cross_process import check_statistic
+        from graphcost.measure.cross_process import check_statistic
 
         try:
             check_statistic(label, "--label")
@@ -146,8 +146,8 @@ def register(app: typer.Typer) -> None:
         if space == "flags" and mode not in FLAG_MODES:
             raise typer.BadParameter(f"--mode must be {' or '.join(map(repr, FLAG_MODES))} for --space flags, got {mode!r}")
         from graphcost.atomic import OutputExistsError
-        from graphcost.frontend.collect.jobs import select_programs
-        from graphcost.frontend.collect.local import collect, repeat_collection
+        from graphcost.collect.jobs import select_programs
+        from graphcost.collect.local import collect, repeat_collection
         from graphcost.frontend.programs.jax_program import require_jax
 
         try:
@@ -155,7 +155,7 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from exc
         if list_only:  # a dry run: the library checks --out and --cache-dir as a collection would
-            from graphcost.frontend.collect.guard import check_collection_out
+            from graphcost.collect.guard import check_collection_out
 
             try:
                 check_collection_out(out, cache_dir, names=NAMES)
@@ -169,7 +169,7 @@ def register(app: typer.Typer) -> None:
             if flag not in os.environ.get("XLA_FLAGS", ""):
                 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
         if relabel:
-            from graphcost.frontend.collect.local import relabel_collection
+            from graphcost.collect.local import relabel_collection
 
             try:
                 manifest = relabel_collection(out, _options(space, mode, configs, seed, rounds, calls, warmup, processes,
@@ -189,7 +189,7 @@ def register(app: typer.Typer) -> None:
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
                            max_wait, compile_workers, cache_dir, label, kernels)
         if annotate:
-            from graphcost.frontend.collect.local import annotate_collection
+            from graphcost.collect.local import annotate_collection
 
             try:
                 manifest = annotate_collection(out, options, names=NAMES)
@@ -202,13 +202,13 @@ def register(app: typer.Typer) -> None:
             return
         try:
             if add_processes:
-                from graphcost.frontend.collect.local import add_processes_collection
+                from graphcost.collect.local import add_processes_collection
 
                 manifest = add_processes_collection(out, options, names=NAMES)
             elif repeat:
                 manifest = repeat_collection(out, options, share=repeat_share, names=NAMES)
             elif backend == "ray":
-                from graphcost.frontend.collect.ray_backend import collect_ray
+                from graphcost.collect.ray_backend import collect_ray
 
                 manifest = collect_ray(specs, out, options, address=ray_address,
                                        init_kwargs=None if ray_address else {"resources": {"graphcost_measure": 1}},

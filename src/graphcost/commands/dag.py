@@ -1,4 +1,4 @@
-"""`graphcost dag`: LayerDAG train / sample / evaluate. Thin: parse, check, call `graphcost.dag`.
+"""`graphcost dag`: LayerDAG train / sample / evaluate. Thin: parse, check, call `graphcost.layerdag`.
 
 References:
     [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
@@ -23,7 +23,7 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
-from graphcost.dag import recipe
+from graphcost.layerdag import recipe
 
 DATA_DIR_HELP = ("directory of the real datasets (tpu_tile_graphs/, nasbench201/; not needed for lp); "
                  "default: $GRAPHCOST_DAG_DATA; where to get them: docs/layerdag.md")
@@ -36,7 +36,7 @@ GUIDANCE_HELP = ("classifier-free guidance weight w >= 0 for a model trained wit
                  "with label dropout, else 0")
 
 
-# the names of the library verbs' arguments (`graphcost.dag.verbs`) in this group's messages
+# the names of the library verbs' arguments (`graphcost.layerdag.verbs`) in this group's messages
 TRAIN_NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite", "fold": "--fold", "folds": "--folds",
                "dataset": "--dataset", "label_balance": "--label-balance"}
 SAMPLE_NAMES = {"out": "--out", "model_path": "MODEL", "labels": "--label", "n": "-n", "final_step": "--final-step",
@@ -86,11 +86,11 @@ def register(app: typer.Typer) -> None:
                                             "(1 ≈ uniform over the label range; 0 = each graph once per epoch)"),
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
-        from graphcost.dag.train import LayerDAGTrainConfig
-        from graphcost.dag.verbs import train_dag_run
+        from graphcost.layerdag.train import LayerDAGTrainConfig
+        from graphcost.layerdag.verbs import train_dag_run
 
         check_device_option(device, resolve=True)
-        try:  # the settings check themselves (graphcost.dag.train.LayerDAGTrainConfig); the error names the option
+        try:  # the settings check themselves (graphcost.layerdag.train.LayerDAGTrainConfig); the error names the option
             cfg = LayerDAGTrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, size=size, select=select,
                                       lr_decay=lr_decay, device=device, ema_decay=ema_decay, label_balance=label_balance)
         except ArgumentError as exc:
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         last = hist[-1] if hist else {}
         typer.echo(f"trained {model.num_parameters():,} parameters on {trained.train_graphs} {dataset} graphs; "
                    f"last epoch: " + ", ".join(f"{k}={v:.4g}" for k, v in last.items()))  # fmt: skip
-        from graphcost.dag.train import BEST
+        from graphcost.layerdag.train import BEST
 
         best = out / BEST
         typer.echo(f"checkpoint: {out / 'checkpoint.pt'}" + (f"; selected weights (--select {select}): {best}" if best.is_file() else ""))
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         dev = check_device_option(device, resolve=True)
-        from graphcost.dag.verbs import sample_to_file
+        from graphcost.layerdag.verbs import sample_to_file
         from graphcost.runs.run_info import RunInfoError
 
         try:  # the library checks --final-step, --out (and its drawing) and MODEL before the model is loaded
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         dev = check_device_option(device, resolve=True)
-        from graphcost.dag.verbs import evaluate_dag_run
+        from graphcost.layerdag.verbs import evaluate_dag_run
         from graphcost.runs.run_info import RunInfoError
 
         try:  # the library checks --final-step, --json and MODEL before anything is loaded

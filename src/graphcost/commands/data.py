@@ -1,7 +1,7 @@
 """`graphcost data`: download, card, synth, stats, split-configs, from-proto and kernels.
 
 Thin wrappers: parse arguments, call `graphcost.data` (download, synthetic collections, statistics,
-the split by configuration), `graphcost.frontend.collect.card` (data cards) and
+the split by configuration), `graphcost.collect.card` (data cards) and
 `graphcost.frontend.hlo.convert` (autotuner protobufs: a `ModuleTuningData` (layout collection)
 gives one npz file, a `TuningData` (tile collection) one file per fused kernel), print results.
 Library imports happen inside the commands so `graphcost --help` stays fast.
@@ -179,7 +179,7 @@ def card(
     notes: Optional[Path] = typer.Option(None, "--notes", help="markdown appended as the card's last section"),
 ) -> None:
     """Write DIR/CARD.md, the data card of a collection: measurement, repeatability, per-graph table."""
-    from graphcost.frontend.collect.card import write_card
+    from graphcost.collect.card import write_card
 
     try:
         path = write_card(root, title, command, notes)

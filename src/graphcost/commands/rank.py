@@ -134,7 +134,7 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
         typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
     measured = None
     if measure:
-        from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables
+        from graphcost.measure.interleaved import TimingProtocol, measure_executables
 
         measured = measure_executables([c.executable for c in costed], program.flat_args,
                                        TimingProtocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns

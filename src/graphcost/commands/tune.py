@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
             require_jax()
         except ImportError as exc:
             _fail(str(exc), code=2)
-        from graphcost.frontend.measure.interleaved import TimingProtocol
+        from graphcost.measure.interleaved import TimingProtocol
         from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program
         from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import TuneConfig, TuneInterrupted, tune

@@ -1,6 +1,6 @@
-"""The JAX/XLA frontend: from real programs to measured TpuGraphs-schema graphs.
+"""The JAX/XLA frontend: real programs, their configuration spaces and their TpuGraphs-schema graphs.
 
-Four sub-packages, one job each, in import order (each imports only the ones before it, plus
+Two sub-packages, one job each, in import order (each imports only the ones before it, plus
 `graphcost.data` and the floor-0 modules):
 
 1. `hlo/`: HLO modules and protobufs. Decoding (`protos/`, `protowire`, `proto_decode`,
@@ -10,12 +10,7 @@ Four sub-packages, one job each, in import order (each imports only the ones bef
    (`jax_program`), compiling its configurations and JAX's persistent cache (`compile`), the
    model zoo (`zoo/`), per-node layouts (`layouts`) and XLA CPU compiler options (`flags`,
    `xla_options`).
-3. `measure/`: timing. The interleaved protocol inside one process (`interleaved`), the
-   cross-process protocol and its driver side (`cross_process`), one measuring process
-   (`worker`, run as ``python -m``) and how many executables a process can hold (`memory_maps`).
-4. `collect/`: `graphcost collect`. A collection's parameters and per-graph jobs (`jobs`), the
-   local loop and its manifest (`local`), the same on a Ray cluster (`ray_backend`) and the
-   data card (`card`).
 
+Timing these programs is `graphcost.measure`; collecting datasets from them is `graphcost.collect`.
 Nothing is imported here: import the modules themselves.
 """

@@ -21,7 +21,7 @@ Kernel models (`t̂`):
   instruction's 140 TpuGraphs node features (output shape, layout, ...), log flops / transcendentals
   / bytes / node count, and the 24-column flag vector. Target: log time per execution.
 * `Roofline`: ``max(flops / F, bytes / B)`` with F, B this machine's measured peaks
-  (`graphcost.frontend.measure.peaks`); nothing learned but the sum rule's (a, b, d).
+  (`graphcost.measure.peaks`); nothing learned but the sum rule's (a, b, d).
 
 What the kernels do not see (a flag that changes the executor or the thread pool, not a kernel's
 code) is left to program-level trees on the flag vector alone (`FlagTrees`: LightGBM, target the log

@@ -16,7 +16,7 @@ list, tuple, str, int, float, bool, None), so it loads with ``torch.load(weights
 Writes go to a temporary file in the same directory followed by ``os.replace``, so a kill at
 any moment leaves either the previous checkpoint or the new one, never a torn file.
 
-LayerDAG's checkpoints (`graphcost.dag.train`) are written and read by the same two functions,
+LayerDAG's checkpoints (`graphcost.layerdag.train`) are written and read by the same two functions,
 with their own keys (``model_config``, ``model``, ``optim``, ``rng``, ``history``, ...).
 """
 
@@ -145,7 +145,7 @@ def load_checkpoint(
 
     CheckpointError naming the file when it is missing, unreadable, not a dict or without one of
     the `required` keys; `kind` names the checkpoint in that message ("graphcost" for the cost
-    models, "LayerDAG" for `graphcost.dag.train`, whose checkpoints need model_config and model)."""
+    models, "LayerDAG" for `graphcost.layerdag.train`, whose checkpoints need model_config and model)."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")

@@ -6,7 +6,7 @@ in fresh processes, the answer picked) -> `result` (`TuneResult`, `TunedConfig`,
 model+online: effects, tree, finetune; the `OnlineLearner` Protocol) -> `scoring` (the graph cost
 model's scores of candidates), and `study` (Optuna storage) -> `trial` (compile, check outputs
 and time one batch of trials) and `crossproc` (final check in fresh processes: the collection's
-measuring worker, `graphcost.frontend.measure.worker`, with the tuner's builder) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
+measuring worker, `graphcost.measure.worker`, with the tuner's builder) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
 `graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).
 Beside it: `plot` (progress.png, drawn by `tuner`); `defaults` (what no options means, for `TuneConfig` and the
 command line).

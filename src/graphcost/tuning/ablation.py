@@ -104,7 +104,7 @@ def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, p
         report = ablation_report([(d, v) for d, v, _ in ablated], rem.speedups, rem.protocol)
     profile = None
     if kernels and rem.profiles:
-        from graphcost.frontend.collect.kernel_records import optimized_kernels
+        from graphcost.collect.kernel_records import optimized_kernels
         from graphcost.tuning.kernel_times import profile_of
 
         exes = [evaluator.default_exe, evaluator.checked.get(kept) or evaluator.compile(kept)]

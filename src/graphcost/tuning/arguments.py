@@ -84,7 +84,7 @@ def check_program_ref(ref: Any) -> None:
 
 def check_tune_config(cfg: Any) -> None:
     """Every field of a `TuneConfig`; ArgumentError naming the first one that cannot be used."""
-    from graphcost.frontend.measure.interleaved import TimingProtocol
+    from graphcost.measure.interleaved import TimingProtocol
     from graphcost.tuning.space import SPACES
     from graphcost.tuning.strategies import ONLINE_LEARNERS, STRATEGIES
 

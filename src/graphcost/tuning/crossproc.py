@@ -2,12 +2,12 @@
 fresh worker processes (the cross-process protocol `graphcost collect` labels its data with: one
 process's timings agree with themselves far better than with another process's).
 
-Each process is the collection's measuring worker (`graphcost.frontend.measure.worker`, started by
-`graphcost.frontend.measure.cross_process.run_worker`); its job names `lower_tune_job` as its
+Each process is the collection's measuring worker (`graphcost.measure.worker`, started by
+`graphcost.measure.cross_process.run_worker`); its job names `lower_tune_job` as its
 builder, which rebuilds the program from its reference (`graphcost.tuning.program`) and lowers the
 default and the candidates in the tuning space; the worker compiles them (through JAX's persistent
 compilation cache, so only the first process pays the compile) and times them with the interleaved
-protocol (`graphcost.frontend.measure.interleaved`). Per process p and candidate k the speedup is
+protocol (`graphcost.measure.interleaved`). Per process p and candidate k the speedup is
 ``default runtime / candidate runtime``; the reported speedup is the median over processes and the
 spread their min..max. A program given as a Python object (the API's ``graphcost.tune(fn, *args)``)
 cannot be rebuilt in another process: it is timed in P independent passes in this process instead,
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables
+from graphcost.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes
 
 
@@ -52,8 +52,8 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
                             timeout: float = 900.0, kernels: bool = False) -> Remeasurement:
     """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after
     another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`)."""
-    from graphcost.frontend.collect.kernel_records import read_process_profiles
-    from graphcost.frontend.measure.cross_process import run_worker
+    from graphcost.collect.kernel_records import read_process_profiles
+    from graphcost.measure.cross_process import run_worker
 
     rows, compile_s, files = [], [], []
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
@@ -75,7 +75,7 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
 
 
 def lower_tune_job(job: dict) -> tuple[list, list, list]:
-    """The measuring worker's builder for a tuning job (`graphcost.frontend.measure.worker.lower_job`):
+    """The measuring worker's builder for a tuning job (`graphcost.measure.worker.lower_job`):
     ``(lowered, compiler_options, flat_args)`` of the program `job["program"]` (a reference) under each
     configuration of `job["configs"]` (codes of the `job["tune_space"]` space)."""
     from graphcost.tuning.program import load_program
@@ -101,7 +101,7 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
             for p in range(passes)]
     profiles = None
     if kernels:
-        from graphcost.frontend.measure.kernel_profile import profiled_pass
+        from graphcost.measure.kernel_profile import profiled_pass
 
         profiles = [profiled_pass(exes, evaluator.program.flat_args, np.median(rows, axis=0))]
     return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles)

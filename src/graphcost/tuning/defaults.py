@@ -12,4 +12,4 @@ MIN_GAIN = 0.01  # the kept configuration beats the default by this share in eve
 RTOL, ATOL = 1e-3, 1e-5  # the output check against the default
 LEARNER = "auto"  # model+online's per-program model
 SEED = 0
-ROUNDS, CALLS, WARMUP = 5, 10, 2  # the in-search timing protocol (graphcost.frontend.measure.interleaved.TimingProtocol)
+ROUNDS, CALLS, WARMUP = 5, 10, 2  # the in-search timing protocol (graphcost.measure.interleaved.TimingProtocol)

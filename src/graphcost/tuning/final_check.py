@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.result import TunedConfig, TuneResult
 from graphcost.tuning.space import Codes, Space, TuneProgram
@@ -98,7 +98,7 @@ def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs
 def search_vs_final(pairs: list[tuple[float, float]]) -> dict[str, Any]:
     """Agreement of in-search and final-check speedups: the pairs and their Spearman correlation
     (None with fewer than two pairs or no spread on either side)."""
-    from graphcost.frontend.measure.interleaved import spearman
+    from graphcost.measure.interleaved import spearman
 
     rho = None
     if len(pairs) >= 2 and len({a for a, _ in pairs}) > 1 and len({b for _, b in pairs}) > 1:

@@ -91,7 +91,7 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
 def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int) -> KernelRanking:
     from concurrent.futures import ThreadPoolExecutor
 
-    from graphcost.frontend.collect.kernel_records import optimized_kernels
+    from graphcost.collect.kernel_records import optimized_kernels
     from graphcost.frontend.programs.flags import flag_configs, flag_features
 
     lowered = program.lower()

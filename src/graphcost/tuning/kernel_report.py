@@ -31,7 +31,7 @@ def profile_default(program, evaluator, space, processes: int, program_ref: str 
                     cache_dir=None) -> ConfigProfile | None:
     """The default configuration's kernels before the search (module docstring), logged; None (said
     in the log) when the profiler fails: the search does not depend on it."""
-    from graphcost.frontend.measure.interleaved import TimingProtocol
+    from graphcost.measure.interleaved import TimingProtocol
     from graphcost.tuning.kernel_times import profile_cross_process, profile_in_process
 
     try:

@@ -63,7 +63,7 @@ class KernelModelScorer:
 
     def compile(self, batch: Sequence[Codes]) -> None:
         """Compile and cost the configurations of `batch` not seen yet."""
-        from graphcost.frontend.collect.kernel_records import optimized_kernels
+        from graphcost.collect.kernel_records import optimized_kernels
         from graphcost.tuning.kernel_rank import module_digest
 
         new = [c for c in dict.fromkeys(batch) if c not in self.costed]

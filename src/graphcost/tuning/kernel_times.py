@@ -5,7 +5,7 @@
 profiled call inside leaf kernels) and `ProgramProfile` (the configurations of one program).
 
 Measured two ways, with the kernel timing of the kernel collection
-(`graphcost.frontend.measure.kernel_profile`, joined over processes by `graphcost.frontend.
+(`graphcost.measure.kernel_profile`, joined over processes by `graphcost.
 collect.kernel_records.combine_profiles`, level-median):
 
 * `profile_cross_process`: P fresh processes time the configurations together, as the tuner's
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 
 @dataclass
 class KernelTime:
@@ -122,7 +122,7 @@ def profile_cross_process(ref: str, space_name: str, configs: list, labels: list
                           cache_dir: str | Path | None = None, timeout_s: float = 900.0) -> ProgramProfile:
     """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
     `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
-    from graphcost.frontend.collect.kernel_records import optimized_kernels
+    from graphcost.collect.kernel_records import optimized_kernels
     from graphcost.frontend.programs.jax_program import compile_lowered
     from graphcost.tuning.crossproc import lower_tune_job, remeasure_cross_process
 
@@ -138,7 +138,7 @@ def profile_cross_process(ref: str, space_name: str, configs: list, labels: list
 def profile_of(rem, modules: list[dict], labels: list[str], name: str) -> ProgramProfile:
     """The `ProgramProfile` of a re-measurement made with kernels (`crossproc.Remeasurement` with
     `profiles`): its processes' profiled passes joined (level-median over its timed runtimes)."""
-    from graphcost.frontend.collect.kernel_records import combine_profiles
+    from graphcost.collect.kernel_records import combine_profiles
 
     profiles = rem.profiles or []
     runtime = np.asarray(rem.runtime_ns, np.float64)  # (P, K)
@@ -153,8 +153,8 @@ def profile_in_process(name: str, executables: list, args: list, labels: list[st
     """Profiles of compiled `executables` called on `args` in THIS process (a program without a file
     reference, the tuner's trials): one profiled pass; `runtime_ns` their timed runtimes (it sets
     how many calls are profiled, `kernel_profile.repeats_for`)."""
-    from graphcost.frontend.collect.kernel_records import combine_profiles, optimized_kernels
-    from graphcost.frontend.measure.kernel_profile import profiled_pass
+    from graphcost.collect.kernel_records import combine_profiles, optimized_kernels
+    from graphcost.measure.kernel_profile import profiled_pass
 
     arrays = profiled_pass(executables, args, runtime_ns, target_ns)
     samples = np.asarray(runtime_ns, np.float64)[:, None]  # (K, 1)

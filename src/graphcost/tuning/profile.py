@@ -2,10 +2,10 @@
 
 `profile_program(ref, best=None)` times the program ``ref`` (``FILE.py:make`` or ``MODULE:make``,
 `graphcost.tuning.program`) in P fresh processes, as the tuner's final check does (the measuring
-worker of `graphcost.frontend.measure.worker`, its job built by `graphcost.tuning.crossproc.
+worker of `graphcost.measure.worker`, its job built by `graphcost.tuning.crossproc.
 lower_tune_job`): each process times the configurations with the interleaved protocol, then makes a
-profiled pass (`graphcost.frontend.measure.kernel_profile`). Kernels of one configuration are
-joined over processes as the collection's kernel labels are (`graphcost.frontend.collect.
+profiled pass (`graphcost.measure.kernel_profile`). Kernels of one configuration are
+joined over processes as the collection's kernel labels are (`graphcost.collect.
 kernel_records.combine_profiles`, level-median), and described from the configuration's optimized
 module compiled here (`graphcost.frontend.hlo.kernels`): what each is (fusion kind, library call,
 copy, loop) and its executions per call.
@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.kernel_times import ProgramProfile, profile_cross_process
 
 def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingProtocol | None = None,

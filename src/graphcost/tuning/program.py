@@ -124,7 +124,7 @@ def check_in_child(ref: str, timeout_s: float) -> None:
     import signal
     import subprocess
 
-    from graphcost.frontend.measure.cross_process import run_child
+    from graphcost.measure.cross_process import run_child
 
     cmd = [sys.executable, "-m", "graphcost.tuning.program", ref]
     try:

@@ -31,7 +31,7 @@ For a batch of configurations (`Evaluator.evaluate`):
    least 2 eps: 0.016 for bfloat16);
 3. a probe (fastest of 3 calls) longer than `slow_limit` times the default's is recorded as ``too_slow``;
 4. the survivors are timed together WITH the default configuration by the interleaved protocol
-   (`graphcost.frontend.measure.interleaved.measure_interleaved`), and each gets
+   (`graphcost.measure.interleaved.measure_interleaved`), and each gets
    ``ratio = runtime / default runtime`` from the same batch, so a change of machine load between
    batches cancels out of the ratio.
 
@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from graphcost.errors import GraphcostError
-from graphcost.frontend.measure.interleaved import TimingProtocol, measure_executables
+from graphcost.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes, Space, TuneProgram
 
 OK = "ok"

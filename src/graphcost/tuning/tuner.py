@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
-from graphcost.frontend.measure.interleaved import TimingProtocol
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.program import absolute_reference

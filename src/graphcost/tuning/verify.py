@@ -95,7 +95,7 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
                progress=None) -> dict[str, Any]:
     """Time the run's kept configuration as a user would (module docstring) in `processes` fresh processes and
     compare with the run's claim; writes RUN/verify.json atomically and returns its data."""
-    from graphcost.frontend.measure.cross_process import run_child
+    from graphcost.measure.cross_process import run_child
     from graphcost.tuning.result import load_best
 
     run = Path(run)

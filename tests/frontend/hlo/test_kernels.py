@@ -5,7 +5,7 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from graphcost.frontend.collect.kernel_records import optimized_kernels  # noqa: E402
+from graphcost.collect.kernel_records import optimized_kernels  # noqa: E402
 from graphcost.frontend.hlo.featurizer import NODE_FEAT_DIM, featurize_module  # noqa: E402
 
 
@@ -59,7 +59,7 @@ def test_a_loop_fusion_is_its_fused_computation_and_a_loop_has_no_graph():
 
 
 def test_every_profiled_kernel_is_a_kernel_of_the_module():
-    from graphcost.frontend.measure.kernel_profile import profile_calls
+    from graphcost.measure.kernel_profile import profile_calls
 
     def f(x, w):
         return jax.lax.fori_loop(0, 2, lambda i, c: jnp.tanh(c @ w) + 1.0, x).T @ x

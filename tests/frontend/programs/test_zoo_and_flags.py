@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS, flag_configs, flag_features
-from graphcost.frontend.measure.interleaved import TimingProtocol, measure_interleaved, spearman
+from graphcost.measure.interleaved import TimingProtocol, measure_interleaved, spearman
 from graphcost.frontend.programs.zoo import FAMILIES, get_program, list_programs
 
 
@@ -64,7 +64,7 @@ def test_measure_interleaved_protocol():
 def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
     import jax
 
-    from graphcost.frontend.collect.jobs import prepare_flags
+    from graphcost.collect.jobs import prepare_flags
 
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     with pytest.raises(ValueError, match="JAX_PLATFORMS=cpu"):
@@ -88,7 +88,7 @@ def test_collected_flag_configs_cover_the_widened_space():
 
 
 def test_a_flag_collection_key_names_its_columns():
-    from graphcost.frontend.collect.jobs import CollectOptions
+    from graphcost.collect.jobs import CollectOptions
     from graphcost.frontend.programs.flags import collect_columns
 
     assert CollectOptions(space="flags").key()["flag_columns"] == list(collect_columns())

@@ -4,7 +4,7 @@ XLA:CPU runs an optimized module as a sequence of thunks, one per instruction of
 computation and of the bodies of its control flow (``while`` / ``conditional`` / ``call``):
 fusions (``kLoop`` / ``kInput`` emitted loops, ``kCustom`` library fusions of YNN/XNNPACK),
 library calls (``dot``, ``convolution``, ``custom-call``), ``copy``, sort, scatter, loops. The
-profiler names each thunk after its instruction (`graphcost.frontend.measure.kernel_profile`);
+profiler names each thunk after its instruction (`graphcost.measure.kernel_profile`);
 `module_kernels` gives, per such instruction name, a `Kernel`:
 
 * ``fingerprint``: SHA-256 of the kernel's canonical text (`canonical_text`): its opcode, fusion kind,

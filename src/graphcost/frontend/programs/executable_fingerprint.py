@@ -5,7 +5,7 @@ the zoo flag collection, 32 flag configurations made 26-27 distinct executables;
 data-movement statistics, a cruder test, would have merged them into a median of 11), so some
 configurations of one program run the very same executable. Their runtimes are measurements of one thing and their order in a label
 is noise by construction; `graphcost collect` gives them one pooled label
-(`graphcost.frontend.measure.cross_process.pool_executables`).
+(`graphcost.measure.cross_process.pool_executables`).
 
 Where the bytes come from: JAX's persistent compilation cache entry of the configuration, i.e.
 exactly what the measuring processes loaded. A cache entry is written from the freshly compiled

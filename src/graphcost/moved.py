@@ -1,0 +1,66 @@
+"""Old import paths of moved packages, kept for one release with a DeprecationWarning (issue 66).
+
+`import graphcost.dag.train` (or `from graphcost.frontend.measure import cross_process`) still works: an import
+hook hands back the module at its new path, the same module object, so classes and exceptions compare equal
+across both names. Only imports are aliased; `python -m OLD.PATH` needs the new path.
+
+Registered by `graphcost/__init__` (first on `sys.meta_path`); no graphcost imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+from importlib.machinery import ModuleSpec
+import sys
+import warnings
+from types import ModuleType
+
+MOVED = {
+    "graphcost.dag": "graphcost.layerdag",
+    "graphcost.frontend.measure": "graphcost.measure",
+    "graphcost.frontend.collect": "graphcost.collect",
+}  # old package -> new package (2026-12-04; the aliases go in the release after next)
+
+
+def new_name(name: str) -> str | None:
+    """The new dotted name of `name` if it lies under a moved package, else None."""
+    for old, new in MOVED.items():
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old):]
+    return None
+
+
+class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old name and loads it as the module of the new name (imported there if need be)."""
+
+    def __init__(self) -> None:
+        self._own_specs: dict[str, ModuleSpec | None] = {}  # new name -> its module's spec, from create to exec
+
+    def find_spec(self, fullname, path=None, target=None):
+        new = new_name(fullname)
+        target_spec = importlib.util.find_spec(new) if new is not None else None
+        if target_spec is None:
+            return None  # not moved, or nothing at the new path either: the usual ModuleNotFoundError
+        return importlib.util.spec_from_loader(fullname, self,
+                                               is_package=target_spec.submodule_search_locations is not None)
+
+    def create_module(self, spec) -> ModuleType:
+        new = new_name(spec.name)
+        assert new is not None
+        warnings.warn(f"{spec.name} moved to {new}; the old name goes in the release after next",
+                      DeprecationWarning, stacklevel=2)
+        module = importlib.import_module(new)
+        self._own_specs[new] = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        """The import system set the module's __spec__ to the alias's: give it back its own."""
+        module.__spec__ = self._own_specs.pop(module.__name__)
+
+
+def install() -> None:
+    """Put the finder first on `sys.meta_path` (once)."""
+    if not any(isinstance(f, MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, MovedModuleFinder())
