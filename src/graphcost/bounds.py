@@ -66,11 +66,22 @@ def max_workers() -> int:
 
 
 def memory_bytes() -> int | None:
-    """This machine's physical memory in bytes (None where the OS does not say)."""
+    """The memory this process may use, in bytes: the machine's physical memory, or the process's address-space
+    limit (`ulimit -v`, RLIMIT_AS) where that is lower; None where the OS says neither."""
+    limits = []
     try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        limits.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
-        return None
+        pass
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            limits.append(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(limits, default=None)
 
 
 def available_memory_bytes() -> int | None:
@@ -91,8 +102,8 @@ def check_fits_memory(name: str, value: Any, need_bytes: float, what: str) -> No
     memory; `need_bytes` is the caller's estimate (a lower bound is enough: it only refuses the impossible)."""
     total = memory_bytes()
     if total is not None and need_bytes > total:
-        raise ArgumentError(f"{name} {value}: {what} needs about {need_bytes / 1e9:.3g} GB of memory, more than this "
-                            f"machine's {total / 1e9:.3g} GB")
+        raise ArgumentError(f"{name} {value}: {what} needs about {need_bytes / 1e9:.3g} GB of memory, more than the "
+                            f"{total / 1e9:.3g} GB this process may use")
 
 
 def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, why: str = "") -> int:
