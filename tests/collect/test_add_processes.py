@@ -1,4 +1,4 @@
-"""`graphcost collect --add-processes`: raise a finished collection (and its repeat) to more measuring
+"""`graphcost collect --action add-processes`: raise a finished collection (and its repeat) to more measuring
 processes without measuring again what it has; labels recomputed over all processes."""
 
 import json
@@ -29,14 +29,14 @@ def test_add_processes_appends_the_missing_processes_to_the_label_and_the_repeat
     out = tmp_path / "col"
     runner = CliRunner()
     base = ARGS + ["--out", str(out)]
-    for extra in ([], ["--repeat"]):
+    for extra in ([], ["--action", "repeat"]):
         res = runner.invoke(app, base + ["--processes", "1", *extra])
         assert res.exit_code == 0, res.output
     _, before = _read(out)
     # resuming with more processes is refused with the way forward, nothing measured
-    line = one_line_error(runner.invoke(app, base + ["--processes", "3"]), "--add-processes")
+    line = one_line_error(runner.invoke(app, base + ["--processes", "3"]), "--action add-processes")
     assert "collection.processes' is 1" in line
-    res = runner.invoke(app, base + ["--processes", "3", "--add-processes"])
+    res = runner.invoke(app, base + ["--processes", "3", "--action", "add-processes"])
     assert res.exit_code == 0, res.output
     manifest, after = _read(out)
     assert manifest["collection"]["processes"] == 3 and manifest["environment"]["cross_process"]["processes"] == 3
@@ -56,16 +56,16 @@ def test_add_processes_appends_the_missing_processes_to_the_label_and_the_repeat
     # done: resuming with 3 has nothing to do; going back to fewer is refused
     mtime = (out / entry["file"]).stat().st_mtime_ns
     assert runner.invoke(app, base + ["--processes", "3"]).exit_code == 0
-    assert runner.invoke(app, base + ["--processes", "3", "--add-processes"]).exit_code == 0
+    assert runner.invoke(app, base + ["--processes", "3", "--action", "add-processes"]).exit_code == 0
     assert (out / entry["file"]).stat().st_mtime_ns == mtime
-    one_line_error(runner.invoke(app, base + ["--processes", "2", "--add-processes"]), "would remove")
+    one_line_error(runner.invoke(app, base + ["--processes", "2", "--action", "add-processes"]), "would remove")
 
 
 def test_add_processes_needs_a_collection_and_no_other_stage(tmp_path):
     from cli_asserts import one_line_error
 
     runner = CliRunner()
-    one_line_error(runner.invoke(app, ARGS + ["--out", str(tmp_path / "none"), "--add-processes"]),
+    one_line_error(runner.invoke(app, ARGS + ["--out", str(tmp_path / "none"), "--action", "add-processes"]),
                    "no collection here to add processes to")
-    res = runner.invoke(app, ARGS + ["--out", str(tmp_path / "x"), "--add-processes", "--repeat"])
-    assert res.exit_code == 2 and "--add-processes" in res.output
+    res = runner.invoke(app, ARGS + ["--out", str(tmp_path / "x"), "--action", "add-processes", "--repeat"])
+    assert res.exit_code == 2 and "--repeat and --action add-processes: one action at a time" in res.output

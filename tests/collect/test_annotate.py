@@ -1,4 +1,4 @@
-"""`graphcost collect --annotate` / `annotate_collection`: what the compiler did to each configuration
+"""`graphcost collect --action annotate` / `annotate_collection`: what the compiler did to each configuration
 (`config_compiled_stats`, `config_executable_ids`) added to the graphs of a collection made without
 it, labels pooled per executable; idempotent; the configurations must be the file's, the CPU the
 collection's."""
@@ -66,10 +66,10 @@ def test_annotate_takes_no_other_mode(other):
 def test_annotate_on_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")  # what the command sets (--single-thread)
     root = _collection(tmp_path / "c")
-    result = invoke("collect", "--out", root, "--annotate", "--configs", "3", "--processes", "1", "--measure-core", "-1")
+    result = invoke("collect", "--out", root, "--action", "annotate", "--configs", "3", "--processes", "1", "--measure-core", "-1")
     assert result.exit_code == 0, result.output
     assert "1 graphs in" in result.output and COMPILED_KEY in read_graph(root / "train" / f"{NAME}.npz")
-    one_line_error(invoke("collect", "--out", root, "--annotate", "--configs", "8", "--processes", "1",
+    one_line_error(invoke("collect", "--out", root, "--action", "annotate", "--configs", "8", "--processes", "1",
                           "--measure-core", "-1"), "manifest")
 
 

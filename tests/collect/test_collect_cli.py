@@ -48,7 +48,7 @@ def test_collect_writes_valid_npz_and_resumes(tmp_path):
     # a resume with different parameters is refused with a clear message
     res3 = runner.invoke(app, args[:4] + ["5"] + args[5:])
     assert res3.exit_code == 1 and "collection" in res3.output
-    res4 = runner.invoke(app, args + ["--repeat"])  # the repeat: its agreement per executable, its session recorded
+    res4 = runner.invoke(app, args + ["--action", "repeat"])  # the repeat: its agreement per executable, its session recorded
     assert res4.exit_code == 0, res4.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert -1.0 <= manifest["graphs"]["mlp-d1-w64-b8-fwd"]["repeat"]["spearman_vs_label"] <= 1.0
@@ -61,12 +61,12 @@ def test_collect_bad_options_are_one_line_errors(tmp_path):
     assert res.exit_code == 2 and "--backend must be 'local' or 'ray'" in res.output
     res = runner.invoke(app, ["collect", "--measure-core", "4096", "--out", str(tmp_path / "a")])
     assert res.exit_code == 2 and "--measure-core 4096" in res.output
-    res = runner.invoke(app, ["collect", "--repeat", "--out", str(tmp_path / "empty")])
+    res = runner.invoke(app, ["collect", "--action", "repeat", "--out", str(tmp_path / "empty")])
     assert res.exit_code == 1 and "no collection here to repeat" in res.output and "Traceback" not in res.output
-    res = runner.invoke(app, ["collect", "--repeat", "--backend", "ray", "--out", str(tmp_path / "a")])
-    assert res.exit_code == 2 and "--repeat runs on the local backend only" in res.output
+    res = runner.invoke(app, ["collect", "--action", "repeat", "--backend", "ray", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--action repeat works on OUT on this machine" in res.output
     res = runner.invoke(app, ["collect", "--repeat-share", "0.1", "--out", str(tmp_path / "a")])
-    assert res.exit_code == 2 and "--repeat-share needs --repeat" in res.output
+    assert res.exit_code == 2 and "--repeat-share needs --action repeat" in res.output
 
 
 REPEAT_ARGS = ["--programs", "mlp-d1-w64-b8-fwd", "--configs", "2", "--rounds", "1", "--calls", "1", "--warmup", "0",
@@ -117,7 +117,7 @@ def test_collect_repeat_refuses_a_bad_manifest_entry(tmp_path, case):
         name = "nope"
     manifest = {"collection": _collection_key(), "graphs": {name: entry}}
     (col / "manifest.json").write_text(json.dumps(manifest))
-    line = one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]), needle)
+    line = one_line_error(CliRunner().invoke(app, ["collect", "--action", "repeat", "--out", str(col), *REPEAT_ARGS]), needle)
     assert "manifest.json" in line or "x.npz" in line or "fwd.npz" in line
     assert victim.read_bytes() == before
 
@@ -150,7 +150,7 @@ def test_collect_refuses_a_manifest_nested_50000_deep(tmp_path):
     col = tmp_path / "col"
     col.mkdir()
     (col / "manifest.json").write_text("[" * 50_000 + "]" * 50_000)
-    one_line_error(CliRunner().invoke(app, ["collect", "--repeat", "--out", str(col), *REPEAT_ARGS]),
+    one_line_error(CliRunner().invoke(app, ["collect", "--action", "repeat", "--out", str(col), *REPEAT_ARGS]),
                    "manifest.json", "unreadable manifest")
 
 

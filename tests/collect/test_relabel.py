@@ -1,4 +1,4 @@
-"""`graphcost collect --relabel` / `relabel_collection`: every label recomputed from the stored
+"""`graphcost collect --action relabel` / `relabel_collection`: every label recomputed from the stored
 per-process samples with another statistic, the manifest's statistics and key with it; a resume with
 another statistic than the collection's is refused in one line that names both ways out."""
 
@@ -34,7 +34,7 @@ def _collection(root):
 def test_relabel_recomputes_labels_statistics_and_the_key(tmp_path):
     root = _collection(tmp_path / "c")
     level = replace(OPTIONS, label="level-median")
-    with pytest.raises(ValueError, match="labels are the median over processes.*--label median.*--relabel"):
+    with pytest.raises(ValueError, match="labels are the median over processes.*--label median.*--action relabel"):
         load_manifest(root, level)
     manifest = relabel_collection(root, level)
     stored = read_graph(root / "train" / "mlp-a.npz")
@@ -68,17 +68,17 @@ def test_relabel_refuses_a_collection_of_other_parameters(tmp_path):
 def test_collect_label_option_is_checked():
     one_line = invoke("collect", "--label", "mean", "--list")
     assert one_line.exit_code == 2 and "--label must be one of level-median, median" in one_line.output
-    both = invoke("collect", "--relabel", "--repeat", "--list")
-    assert both.exit_code == 2 and "--relabel" in both.output
+    both = invoke("collect", "--relabel", "--repeat", "--list")  # the deprecated flags: one action at a time
+    assert both.exit_code == 2 and "--relabel and --repeat: one action at a time" in both.output
 
 
 def test_collect_relabel_on_the_command_line(tmp_path, monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")  # what the command sets (--single-thread)
     root = _collection(tmp_path / "c")
-    result = invoke("collect", "--out", root, "--relabel", "--configs", "2", "--processes", "3", "--measure-core", "-1")
+    result = invoke("collect", "--out", root, "--action", "relabel", "--configs", "2", "--processes", "3", "--measure-core", "-1")
     assert result.exit_code == 0, result.output
     assert "relabelled 1 graphs" in result.output
-    again = invoke("collect", "--out", root, "--relabel", "--configs", "8")
+    again = invoke("collect", "--out", root, "--action", "relabel", "--configs", "8")
     one_line_error(again, "key 'collection'")
 
 
@@ -98,3 +98,19 @@ def test_collect_and_repeat_refuse_a_collection_measured_on_another_cpu(tmp_path
             run()
     relabel_collection(root, OPTIONS)
 
+
+
+@pytest.mark.parametrize("flag", ["--relabel", "--annotate", "--add-processes", "--repeat"])
+def test_the_old_mode_flags_still_work_for_one_release_with_a_warning(flag):
+    """issue 66: the four mode flags became `--action`; each old flag is that action, with a deprecation warning."""
+    result = invoke("collect", flag, "--list")
+    assert result.exit_code == 0, result.output
+    assert f"warning: {flag} is deprecated" in result.output and f"use --action {flag[2:]}" in result.output
+    clash = invoke("collect", flag, "--action", "repeat" if flag != "--repeat" else "relabel", "--list")
+    assert clash.exit_code == 2 and "one action at a time" in clash.output
+
+
+def test_an_unknown_action_is_a_usage_error_naming_the_choices():
+    result = invoke("collect", "--action", "remeasure", "--list")
+    assert result.exit_code == 2 and "--action must be one of measure, repeat, relabel, annotate, add-processes" in \
+        result.output

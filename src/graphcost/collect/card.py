@@ -1,4 +1,4 @@
-"""The data card of a collection written by `graphcost collect` (+ ``--repeat``), from its manifest.
+"""The data card of a collection written by `graphcost collect` (+ ``--action repeat``), from its manifest.
 
 ``graphcost data card DIR [--title T] [--command CMD] [--notes NOTES.md]`` (`write_card`) writes
 ``DIR/CARD.md``: what the data is, how it was measured, the REPEATABILITY table (Spearman between
@@ -38,7 +38,7 @@ def repeatability(graphs: dict) -> tuple[list[dict], dict]:
 def sibling_repeat_labels(root: Path, graphs: dict) -> dict[str, tuple[np.ndarray, np.ndarray, str]]:
     """A kernel collection's independent repeat lives beside it (``ROOT_repeat``: `graphcost collect --kernels`
     measures new graphs only, so its repeat is a second collection of some of the programs with the same
-    parameters). Per program in both, measured at the same configurations and without a ``--repeat`` entry of
+    parameters). Per program in both, measured at the same configurations and without an ``--action repeat`` entry of
     its own: (its label, the repeat's label, the repeat's date)."""
     rep = root.parent / f"{root.name}_repeat"
     if not (rep / "manifest.json").is_file():
@@ -62,7 +62,7 @@ def sibling_repeat_labels(root: Path, graphs: dict) -> dict[str, tuple[np.ndarra
 
 
 def sibling_repeat(root: Path, graphs: dict) -> dict[str, dict]:
-    """`sibling_repeat_labels` as ``--repeat`` entries: the Spearman correlation of the two labels
+    """`sibling_repeat_labels` as ``--action repeat`` entries: the Spearman correlation of the two labels
     (``spearman_vs_label``), the repeat's date and collection."""
     from graphcost.measure.interleaved import spearman
 
@@ -177,7 +177,7 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
         f"interleaved: {col['rounds']} rounds in a fresh random order, {col['calls']} calls per visit (minimum "
         f"kept), {col['warmup']} warm-up calls, median over rounds. Before each process the collector waited "
         f"(at most {cp.get('max_wait_s', '?')} s) for a 1-minute load average <= {cp.get('max_load', '?')}. "
-        "The second collection (`--repeat`; for a kernel collection, the collection beside it named `_repeat`, "
+        "The second collection (`--action repeat`; for a kernel collection, the collection beside it named `_repeat`, "
         "with the same parameters) measured the same configurations in new processes, later.", "",
         "```", command, "```", "",
         "## Repeatability: two independent collections", "",

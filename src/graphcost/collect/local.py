@@ -92,13 +92,13 @@ def load_manifest(out_dir: Path, options: CollectOptions, manifest: dict | None 
             theirs = label_statistic(manifest, path)
             raise ValueError(f"{path}: key 'collection.label': this collection's labels are the {theirs} over "
                              f"processes, this run asks for {options.label}; resume with --label {theirs}, or pass "
-                             f"--relabel to recompute every label from its stored per-process samples with "
+                             f"--action relabel to recompute every label from its stored per-process samples with "
                              f"{options.label}")
         counted = old.get("processes") if isinstance(old, dict) else None
         if isinstance(counted, int) and counted < options.cross.processes and \
                 {**old, "processes": options.cross.processes} == options.key():
             raise ValueError(f"{path}: key 'collection.processes' is {counted}, this run asks for "
-                             f"{options.cross.processes}; pass --add-processes to measure the missing processes of "
+                             f"{options.cross.processes}; pass --action add-processes to measure the missing processes of "
                              f"its graphs first, or --processes {counted} to resume as it is")
         if old != options.key():
             raise ValueError(f"{path}: key 'collection' is {old}, but this run asks for {options.key()}; "
@@ -248,7 +248,7 @@ def add_compiled_stats(gj: GraphJob, workers: int) -> str | None:
         gj.arrays.update(compiled_config_facts(gj, workers))
     except Exception as exc:  # noqa: BLE001 - any compiler or decoding error: the measured graph is kept
         return (f"warning: {gj.spec.name}: no {COMPILED_KEY} ({type(exc).__name__}: {str(exc)[:200]}); "
-                "`graphcost collect ... --annotate` adds them later")
+                "`graphcost collect ... --action annotate` adds them later")
     return None
 
 

@@ -10,7 +10,7 @@ processes — the independent second collection the cards' repeatability table n
 layout `graphcost collect` writes (``{train,valid,test}/<program>.npz`` + ``manifest.json``), with
 the split chosen over all merged programs (by family by default: `graphcost.data.splits.family_split`)
 and the repeat shards' samples stored as ``config_runtime_repeat_samples`` with a manifest
-``repeat`` entry, exactly as ``graphcost collect --repeat`` stores them. Labels from different
+``repeat`` entry, exactly as ``graphcost collect --action repeat`` stores them. Labels from different
 machines must never be merged: `merge_shards` refuses shards whose CPU model or collection
 parameters differ.
 """

@@ -31,6 +31,25 @@ def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measu
                           compile_workers=compile_workers, cache_dir=cache_dir, kernels=kernels)
 
 
+ACTIONS = ("measure", "repeat", "relabel", "annotate", "add-processes")
+
+
+def _action(action: str, **old_flags: bool) -> str:
+    """--action, or the one deprecated flag that names it (--repeat, --relabel, --annotate, --add-processes; a
+    warning on stderr); a usage error for an unknown action or two of them."""
+    if action not in ACTIONS:
+        raise typer.BadParameter(f"--action must be one of {', '.join(ACTIONS)}, got {action!r}")
+    named = [name.replace("_", "-") for name, on in old_flags.items() if on]
+    if not named:
+        return action
+    if len(named) > 1 or action != "measure":
+        taken = [f"--{n}" for n in named] + ([f"--action {action}"] if action != "measure" else [])
+        raise typer.BadParameter(f"{' and '.join(taken)}: one action at a time")
+    typer.echo(f"warning: --{named[0]} is deprecated (it goes in the release after next); use --action {named[0]}",
+               err=True)
+    return named[0]
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
 
@@ -67,16 +86,16 @@ def register(app: typer.Typer) -> None:
                                   "(each process's runtimes divided by its median runtime first, so one process that ran "
                                   "slower throughout does not reorder close configurations; then the median over processes) "
                                   "or median (the plain median over processes; collections made before 2026-11-26)."),
-        relabel: bool = typer.Option(False, "--relabel", help="Recompute every finished graph's label in OUT from its "
-                                     "stored per-process samples with --label, then stop (nothing is measured)."),
-        annotate: bool = typer.Option(False, "--annotate", help="Add what the compiler did to each configuration "
-                                      "(config_compiled_stats: bytes of copies and transposes, kernels) to every "
-                                      "finished graph of OUT that lacks it, then stop (nothing is measured; a "
-                                      "collection made now stores it already)."),
-        add_processes: bool = typer.Option(False, "--add-processes", help="Raise OUT's collection to --processes: "
-                                           "measure the missing processes of every finished graph of OUT measured with "
-                                           "fewer (and of its repeat), recompute the labels over all of them, then stop. "
-                                           "Resume or extend OUT with the new --processes afterwards."),
+        action: str = typer.Option("measure", help="What to do with OUT. measure: collect the selected programs "
+                                   "(resumes: finished graphs and processes are kept). The rest work on OUT's finished "
+                                   "graphs, with the parameters of OUT's collection, then stop: repeat (measure them "
+                                   "again in new processes, an independent second collection stored as "
+                                   "config_runtime_repeat_samples; see --repeat-share); relabel (recompute the labels "
+                                   "from the stored per-process samples with --label; nothing is measured); annotate "
+                                   "(add what the compiler did, config_compiled_stats: bytes of copies and transposes, "
+                                   "kernels, where missing; nothing is measured); add-processes (raise OUT to "
+                                   "--processes: measure the missing processes of every graph and its repeat, recompute "
+                                   "the labels)."),
         measure_core: int = typer.Option(None, help="Core the measuring processes are pinned to (default: the last "
                                          "one); -1 = do not pin."),
         max_load: float = typer.Option(None, min=0.0, help="Wait before a measuring process while the 1-minute load "
@@ -85,10 +104,7 @@ def register(app: typer.Typer) -> None:
                                        "then measure anyway (recorded in the manifest)."),
         cache_dir: Path = typer.Option(None, help="JAX persistent compilation cache shared by the driver and the "
                                        "measuring processes (default: OUT/.work/jax-cache, removed when done)."),
-        repeat: bool = typer.Option(False, "--repeat", help="Measure every finished graph of OUT again in new "
-                                    "processes (an independent second collection of the same configurations, "
-                                    "stored as config_runtime_repeat_samples); needs the parameters of OUT's collection."),
-        repeat_share: float = typer.Option(1.0, min=0.0, max=1.0, help="With --repeat: repeat only "
+        repeat_share: float = typer.Option(1.0, min=0.0, max=1.0, help="With --action repeat: repeat only "
                                            "this share of the finished graphs of each measuring session (at least one each; "
                                            "a pause of over 15 min starts a new session), spread over families; graphs "
                                            "repeated earlier count towards it."),
@@ -103,6 +119,10 @@ def register(app: typer.Typer) -> None:
                                      "executions per call, fingerprint, kind, analytical cost and graph). `graphcost data "
                                      "kernels OUT` turns records into a kernel dataset."),
         list_only: bool = typer.Option(False, "--list", help="Print the selected program names and exit."),
+        relabel: bool = typer.Option(False, "--relabel", hidden=True, help="Deprecated: --action relabel."),
+        annotate: bool = typer.Option(False, "--annotate", hidden=True, help="Deprecated: --action annotate."),
+        add_processes: bool = typer.Option(False, "--add-processes", hidden=True, help="Deprecated: --action add-processes."),
+        repeat: bool = typer.Option(False, "--repeat", hidden=True, help="Deprecated: --action repeat."),
     ) -> None:
         """Compile and time real configurations of JAX/Flax programs; write TpuGraphs-schema npz files.
 
@@ -115,30 +135,22 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"--space must be 'layout' or 'flags', got {space!r}")
         if backend not in ("local", "ray"):
             raise typer.BadParameter(f"--backend must be 'local' or 'ray', got {backend!r}")
-        if backend == "ray" and repeat:
-            raise typer.BadParameter("--repeat runs on the local backend only")
+        action = _action(action, relabel=relabel, annotate=annotate, add_processes=add_processes, repeat=repeat)
         if not repeat_share > 0.0:
             raise typer.BadParameter(f"--repeat-share must be in (0, 1], got {repeat_share}")
-        if repeat_share < 1.0 and not repeat:
-            raise typer.BadParameter("--repeat-share needs --repeat")
+        if repeat_share < 1.0 and action != "repeat":
+            raise typer.BadParameter("--repeat-share needs --action repeat")
+        if action != "measure" and backend != "local":
+            raise typer.BadParameter(f"--action {action} works on OUT on this machine; it takes no --backend ray")
+        if kernels and action != "measure":
+            raise typer.BadParameter(f"--kernels times the kernels of new graphs (--action measure), not with --action "
+                                     f"{action} (measure a repeat into another --out)")
         from graphcost.measure.cross_process import check_statistic
 
         try:
             check_statistic(label, "--label")
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
-        if relabel and (repeat or backend != "local"):
-            raise typer.BadParameter("--relabel rewrites the labels of OUT; it takes neither --repeat nor --backend ray")
-        if annotate and (relabel or repeat or backend != "local"):
-            raise typer.BadParameter("--annotate rewrites the files of OUT; it takes neither --relabel, --repeat nor "
-                                     "--backend ray")
-        if add_processes and (relabel or annotate or repeat or backend != "local"):
-            raise typer.BadParameter("--add-processes measures more processes for the graphs of OUT; it takes "
-                                     "neither --relabel, --annotate, --repeat nor --backend ray")
-        if kernels and (relabel or annotate or add_processes or repeat or backend != "local"):
-            raise typer.BadParameter("--kernels measures new graphs on the local backend; it takes neither --relabel, "
-                                     "--annotate, --add-processes, --repeat nor --backend ray (measure a repeat into "
-                                     "another --out)")
         if space == "layout" and mode not in ("random", "default", "both"):
             raise typer.BadParameter(f"--mode must be 'random', 'default' or 'both' for --space layout, got {mode!r}")
         from graphcost.frontend.programs.flags import FLAG_MODES
@@ -168,7 +180,7 @@ def register(app: typer.Typer) -> None:
             flag = "--xla_cpu_multi_thread_eigen=false"
             if flag not in os.environ.get("XLA_FLAGS", ""):
                 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + flag).strip()
-        if relabel:
+        if action == "relabel":
             from graphcost.collect.local import relabel_collection
 
             try:
@@ -188,7 +200,7 @@ def register(app: typer.Typer) -> None:
                                      f"{sorted(os.sched_getaffinity(0))}")
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
                            max_wait, compile_workers, cache_dir, label, kernels)
-        if annotate:
+        if action == "annotate":
             from graphcost.collect.local import annotate_collection
 
             try:
@@ -201,11 +213,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{len(manifest['graphs'])} graphs in {out} carry config_compiled_stats")
             return
         try:
-            if add_processes:
+            if action == "add-processes":
                 from graphcost.collect.local import add_processes_collection
 
                 manifest = add_processes_collection(out, options, names=NAMES)
-            elif repeat:
+            elif action == "repeat":
                 manifest = repeat_collection(out, options, share=repeat_share, names=NAMES)
             elif backend == "ray":
                 from graphcost.collect.ray_backend import collect_ray

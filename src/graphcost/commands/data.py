@@ -173,7 +173,7 @@ def split_configs(
 
 
 def card(
-    root: Path = typer.Argument(..., help="a collection written by `graphcost collect` (+ --repeat)"),
+    root: Path = typer.Argument(..., help="a collection written by `graphcost collect` (+ --action repeat)"),
     title: str = typer.Option("a REAL dataset measured on this CPU", "--title", help="the card's title"),
     command: str = typer.Option("(not recorded)", "--command", help="the command that collected it"),
     notes: Optional[Path] = typer.Option(None, "--notes", help="markdown appended as the card's last section"),

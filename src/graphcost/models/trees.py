@@ -125,7 +125,7 @@ def prior_scores(kind: str, prepared, table: np.ndarray | None = None) -> np.nda
             _warned_fallback.append(True)
             logging.getLogger(__name__).warning(
                 "the blend's prior is the bytes the compiler copies, but this graph has no config_compiled_stats "
-                "(add them with `graphcost collect --annotate`): using the count of moved layouts instead")
+                "(add them with `graphcost collect --action annotate`): using the count of moved layouts instead")
     return count_prior(prepared, table)
 
 

@@ -80,7 +80,7 @@ _NODE_KEYS = (
     KeySpec("edge_index", "int32", "iu", (2,), 2, True, "(m, 2) row [u, v]: u consumes v's output"),
 )
 
-# Not in TpuGraphs: graphcost's own optional key, written by `graphcost collect` (and `--annotate`).
+# Not in TpuGraphs: graphcost's own optional key, written by `graphcost collect` (and `--action annotate`).
 _COMPILED = KeySpec("config_compiled_stats", "float64", "f", (2,), COMPILED_STATS_DIM, False,
                     "(c, 7) what the compiler did to config j (graphcost.frontend.hlo.compiled_stats)")
 
