@@ -54,6 +54,7 @@ def merged_entries(collections: list[Path]) -> tuple[dict, dict[str, tuple[str, 
     """(the merged manifest's keys, name -> (split, source npz, manifest entry)) of `collections` laid out together
     (module docstring: the first collection's split of a program, a later collection's names suffixed, the union
     of the flag columns); what `merge` lays out."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "models"))
     import bench_real as br
 
     roots = [resolve(c) for c in collections]

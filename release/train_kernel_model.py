@@ -24,7 +24,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "benchmarks"))  # bench_kernels: the per-program helpers
+sys.path.insert(0, str(ROOT / "benchmarks" / "models"))  # bench_kernels: the per-program helpers
 
 from bench_kernels import executions, fit_rule, per_program  # noqa: E402
 

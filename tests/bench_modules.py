@@ -12,9 +12,10 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def load_benchmark(script: str) -> Iterator[ModuleType]:
-    """Yield benchmarks/`script` imported under a name of its own (a module-scoped fixture's body),
-    with benchmarks/ on sys.path while it is in use (the scripts import their siblings)."""
-    sys.path.insert(0, str(BENCHMARKS))
+    """Yield benchmarks/`script` (e.g. "tune/bench_tune.py") imported under a name of its own (a module-scoped
+    fixture's body), with its folder on sys.path while it is in use (as when it runs: it imports its siblings)."""
+    folder = str((BENCHMARKS / script).parent)
+    sys.path.insert(0, folder)
     try:
         spec = importlib.util.spec_from_file_location(f"{Path(script).stem}_under_test", BENCHMARKS / script)
         assert spec is not None and spec.loader is not None
@@ -22,4 +23,4 @@ def load_benchmark(script: str) -> Iterator[ModuleType]:
         spec.loader.exec_module(module)
         yield module
     finally:
-        sys.path.remove(str(BENCHMARKS))
+        sys.path.remove(folder)

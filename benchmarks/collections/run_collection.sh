@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shipped real datasets' collection (see src/graphcost/datasets/*/CARD.md): layout and flags,
-# each measured twice in independent process sets (the second pass: --repeat). Resumable: re-run it.
+# each measured twice in independent process sets (the second pass: --action repeat). Resumable: re-run it.
 # STAGES picks and orders the stages (default: all four). The shipped copies were then moved to
 # src/graphcost/datasets/ and their cards written with `graphcost data card DIR`.
 set -euo pipefail
@@ -15,9 +15,9 @@ STAGES=${STAGES:-layout layout-repeat flags flags-repeat}
 for stage in $STAGES; do
   case $stage in
     layout) $GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" ;;
-    layout-repeat) $GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" --repeat ;;
+    layout-repeat) $GC collect "${LAYOUT[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/layout" --out "$OUT/cpu_layout" --action repeat ;;
     flags) $GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" ;;
-    flags-repeat) $GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" --repeat ;;
+    flags-repeat) $GC collect "${FLAGS[@]}" "${COMMON[@]}" --cache-dir "${CACHE:-/tmp/graphcost-cache}/flags" --out "$OUT/cpu_flags" --action repeat ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -5,7 +5,7 @@
 # of the finished graphs, spread over families; STAGES=relabel recomputes every label from the stored samples
 # with the default --label (level-median; graphs measured before 2026-11-26 23:00 UTC carried plain medians);
 # STAGES=annotate adds what the compiler did to each configuration (config_compiled_stats; nothing measured);
-# STAGES=add PROCESSES=n raises a finished collection to n processes per graph (collect --add-processes).
+# STAGES=add PROCESSES=n raises a finished collection to n processes per graph (collect --action add-processes).
 # REGIME=multi measures as `graphcost tune` does (XLA's CPU kernels multi-threaded, processes not pinned) into
 # cpu_zoo_${SPACE}_mt: the same programs and configurations, labels of the regime the tuner measures in.
 # SPACE=flags MODE=tuner samples the configurations as `graphcost tune` spreads its candidates (collect --mode tuner:
@@ -37,9 +37,9 @@ COMMON=("${SPACE_ARGS[@]}" "${REGIME_ARGS[@]}" --limit 0 --configs 32 --rounds 5
         --cache-dir "${CACHE:-/tmp/graphcost-cache}/zoo-$SPACE$SUFFIX" --out "$OUT")
 case ${STAGES:-collect} in
   collect) $GC collect "${COMMON[@]}" ;;
-  repeat) $GC collect "${COMMON[@]}" --repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
-  relabel) $GC collect "${COMMON[@]}" --relabel ;;  # labels of graphs measured by an older graphcost (plain median)
-  annotate) $GC collect "${COMMON[@]}" --annotate ;;  # config_compiled_stats for graphs collected before they existed
-  add) $GC collect "${COMMON[@]}" --add-processes ;;  # PROCESSES=7: measure the missing processes of every graph
+  repeat) $GC collect "${COMMON[@]}" --action repeat --repeat-share "${REPEAT_SHARE:-1.0}" ;;
+  relabel) $GC collect "${COMMON[@]}" --action relabel ;;  # labels of graphs measured by an older graphcost (plain median)
+  annotate) $GC collect "${COMMON[@]}" --action annotate ;;  # config_compiled_stats for graphs collected before they existed
+  add) $GC collect "${COMMON[@]}" --action add-processes ;;  # PROCESSES=7: measure the missing processes of every graph
   *) echo "STAGES must be collect, repeat, relabel, annotate or add" >&2; exit 2 ;;
 esac

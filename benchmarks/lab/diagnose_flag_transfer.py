@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / group) for group in ("models", "tune")]  # bench_real, bench_tune, tune_suite
 
 import bench_real as br  # noqa: E402
 from graphcost.frontend.hlo.opcodes import OPCODE_IDS  # noqa: E402

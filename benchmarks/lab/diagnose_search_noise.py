@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / group) for group in ("models", "tune")]  # bench_real, bench_tune, tune_suite
 
 from tune_suite import SUITE  # noqa: E402
 
@@ -77,7 +77,7 @@ def one_program(name: str, configs: int, processes: int, seed: int) -> dict:
     ways["batch B"] = speedups(measure_executables(batch, program.flat_args, replace(protocol, seed=seed + 1)).runtime_ns)
     again = [evaluator.compile(space.default())] + [evaluator.compile(c) for c in chosen]
     ways["recompiled"] = speedups(measure_executables(again, program.flat_args, replace(protocol, seed=seed + 2)).runtime_ns)
-    ref = f"{Path(__file__).resolve().parent / 'tune_suite.py'}:{SUITE[name].__name__}"
+    ref = f"{Path(__file__).resolve().parents[1] / 'tune' / 'tune_suite.py'}:{SUITE[name].__name__}"
     rem = remeasure_cross_process(ref, "flags", [space.default()] + chosen, processes, protocol)
     for p in range(processes):
         ways[f"process {p + 1}"] = rem.speedups[p]

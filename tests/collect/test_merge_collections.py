@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "models"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "release"))
 
 from compare_seed_ensemble import development_graphs, fold_layout, summary  # noqa: E402

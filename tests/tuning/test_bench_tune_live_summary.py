@@ -1,4 +1,4 @@
-"""benchmarks/bench_tune_live.py's summary arithmetic on hand-made runs (no tuning)."""
+"""benchmarks/tune/bench_tune_live.py's summary arithmetic on hand-made runs (no tuning)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from bench_modules import load_benchmark
 
 @pytest.fixture(scope="module")
 def live():
-    yield from load_benchmark("bench_tune_live.py")
+    yield from load_benchmark("tune/bench_tune_live.py")
 
 
 def _row(program, strategy, seed, final, in_search=None):

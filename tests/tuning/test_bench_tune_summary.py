@@ -1,4 +1,4 @@
-"""benchmarks/bench_tune.py's summary arithmetic (issue 25's summary.json) on hand-made replay runs."""
+"""benchmarks/tune/bench_tune.py's summary arithmetic (issue 25's summary.json) on hand-made replay runs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from bench_modules import load_benchmark
 
 @pytest.fixture(scope="module")
 def bench():
-    yield from load_benchmark("bench_tune.py")
+    yield from load_benchmark("tune/bench_tune.py")
 
 
 def _runs(found: dict[str, list[float]], reach: dict[str, int | None], budgets=(8, 16)) -> dict:

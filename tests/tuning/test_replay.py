@@ -1,4 +1,4 @@
-"""Replay (benchmarks/tune_replay.py, for bench_tune): strategies restricted to a measured pool never ask
+"""Replay (benchmarks/tune/tune_replay.py, for bench_tune): strategies restricted to a measured pool never ask
 for an unmeasured configuration."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES
 from graphcost.tuning.tuner import run_strategy
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))  # the replay is a benchmark's module
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "tune"))  # the replay is a benchmark's module
 from tune_replay import PoolSpace, ReplayEvaluator, best_known  # noqa: E402
 
 

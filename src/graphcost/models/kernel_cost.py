@@ -30,7 +30,7 @@ each standardised over the K (z(·): zero mean, unit variance),
 
     s(c) = w · z(log T̂(c)) + (1 − w) · z(flag trees(c))                                     (blend)
 
-with w chosen on validation families (`benchmarks/bench_kernels.py`, ``kernels+flags``). In a
+with w chosen on validation families (`benchmarks/models/bench_kernels.py`, ``kernels+flags``). In a
 layout-only space every configuration has the default's flags, z(flag trees) = 0 and the blend is
 the kernel sum's order.
 

@@ -10,7 +10,7 @@ its optimized module split into kernels once per distinct module (`kernel_rank.m
 leaf kernel's t̂_k predicted under the configuration's flag vector (the default's in a layout-only
 space: there the layouts XLA assigned are in the kernels' own graphs). Results are kept per
 configuration, so the ``kernels`` search (`kernel_search`) and the zero-shot benchmark
-(`benchmarks/bench_real.py --protocols zero_shot`) compile each configuration once.
+(`benchmarks/models/bench_real.py --protocols zero_shot`) compile each configuration once.
 """
 
 from __future__ import annotations

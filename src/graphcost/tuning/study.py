@@ -57,7 +57,7 @@ PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the 
 
 
 def process_owner() -> str:
-    """``host:pid`` of this process: who holds a reservation (or, in benchmarks/bench_real.py, a fold)."""
+    """``host:pid`` of this process: who holds a reservation (or, in benchmarks/models/bench_real.py, a fold)."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 

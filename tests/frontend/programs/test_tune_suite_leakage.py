@@ -1,4 +1,4 @@
-"""No program of the held-out tune suite (benchmarks/tune_suite.py) is in the shipped training data:
+"""No program of the held-out tune suite (benchmarks/tune/tune_suite.py) is in the shipped training data:
 each suite program's unoptimized HLO, featurized like the collector featurizes it, is fingerprinted
 (opcodes, edges and node features) and compared with every graph of every shipped dataset."""
 
@@ -14,7 +14,7 @@ import pytest
 from graphcost.data.io.packed import shipped_data_dir
 from graphcost.datasets import SHIPPED
 
-SUITE = Path(__file__).resolve().parents[3] / "benchmarks" / "tune_suite.py"
+SUITE = Path(__file__).resolve().parents[3] / "benchmarks" / "tune" / "tune_suite.py"
 
 
 def fingerprint(node_opcode: np.ndarray, edge_index: np.ndarray, node_feat: np.ndarray) -> str:
