@@ -12,7 +12,9 @@ import pytest
 @pytest.mark.parametrize(("old", "new"), [("graphcost.dag.io", "graphcost.layerdag.io"),
                                           ("graphcost.dag.quality", "graphcost.layerdag.quality"),
                                           ("graphcost.frontend.measure.interleaved", "graphcost.measure.interleaved"),
-                                          ("graphcost.frontend.collect.jobs", "graphcost.collect.jobs")])
+                                          ("graphcost.frontend.collect.jobs", "graphcost.collect.jobs"),
+                                          ("graphcost.runs.schedule", "graphcost.runs.lr_schedule"),
+                                          ("graphcost.dag.schedule", "graphcost.layerdag.denoising_schedule")])
 def test_an_old_path_is_the_new_module_with_a_warning(old, new):
     sys.modules.pop(old, None)
     with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):

@@ -21,7 +21,7 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
      frontend/programs/   JAX programs (zoo) and their configuration spaces (layouts, XLA flags)
   2  models/     TGraph, TpuGraphs baselines, Kaufman et al. models, shared layers, trees, ranking losses;
      runs/       what every training run keeps: checkpoints, run dirs, run.json checks, metrics log,
-                 schedule, devices and DDP (cost models and LayerDAG alike);
+                 learning-rate schedule, devices and DDP (cost models and LayerDAG alike);
      frontend/hlo/        HLO protobuf decoding, featurizing, autotuner protobuf -> npz
   1  data/       TpuGraphs schema, validation, npz I/O, splits, preprocessing, batching, synthetic data
   0  atomic, bounds, memory, threads, metrics   no graphcost imports but output_guard (atomic writes and output

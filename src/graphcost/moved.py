@@ -1,4 +1,4 @@
-"""Old import paths of moved packages, kept for one release with a DeprecationWarning (issue 66).
+"""Old import paths of moved packages and modules, kept for one release with a DeprecationWarning (issue 66).
 
 `import graphcost.dag.train` (or `from graphcost.frontend.measure import cross_process`) still works: an import
 hook hands back the module at its new path, the same module object, so classes and exceptions compare equal
@@ -21,15 +21,22 @@ MOVED = {
     "graphcost.dag": "graphcost.layerdag",
     "graphcost.frontend.measure": "graphcost.measure",
     "graphcost.frontend.collect": "graphcost.collect",
+    "graphcost.runs.schedule": "graphcost.runs.lr_schedule",
+    "graphcost.layerdag.schedule": "graphcost.layerdag.denoising_schedule",
 }  # old package -> new package (2026-12-04; the aliases go in the release after next)
 
 
 def new_name(name: str) -> str | None:
-    """The new dotted name of `name` if it lies under a moved package, else None."""
-    for old, new in MOVED.items():
-        if name == old or name.startswith(old + "."):
-            return new + name[len(old):]
-    return None
+    """The new dotted name of `name` if it is or lies under a moved package or module, else None; moves compose
+    (graphcost.dag.schedule -> graphcost.layerdag.schedule -> graphcost.layerdag.denoising_schedule)."""
+    moved = name
+    for _ in range(len(MOVED)):
+        step = next((new + moved[len(old):] for old, new in MOVED.items()
+                     if moved == old or moved.startswith(old + ".")), None)
+        if step is None:
+            break
+        moved = step
+    return moved if moved != name else None
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

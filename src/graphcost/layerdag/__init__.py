@@ -12,7 +12,7 @@ Modules, in the order a DAG goes through them:
                   the layer-size predictor and the node-attribute and edge denoisers (§III-B, §III-C)
   model           LayerDAG: the three modules together (§III)
   train           training (LayerDAGTrainer, train_layerdag), checkpoints, best.pt selection
-  schedule, sample
+  denoising_schedule, sample
                   denoising schedules and layerwise autoregressive sampling (§III-B, §III-E)
   quality/        generator quality: MMD statistics, uniqueness and novelty, the surrogate protocol (§V)
   experiment      end-to-end experiments: generate from a model and score it

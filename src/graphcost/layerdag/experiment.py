@@ -104,7 +104,7 @@ def quality_vs_time(model, splits, dataset: str, t_values: list[int], seed: int 
     schedule (T) for each T in `t_values` (≤ the trained T_node) — LayerDAG §V-C, Fig. 4.
     Quality: LP validity; conditional datasets: surrogate Pearson ratio."""
     from graphcost.layerdag.quality.surrogate import SurrogateConfig, fit_real_surrogates
-    from graphcost.layerdag.schedule import ConstantSchedule, LinearSchedule
+    from graphcost.layerdag.denoising_schedule import ConstantSchedule, LinearSchedule
 
     c = model.config
     surrogate_cfg = surrogate_cfg or SurrogateConfig()

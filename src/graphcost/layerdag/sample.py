@@ -9,7 +9,7 @@ For l = 0, 1, ... (l = layers generated so far), for every unfinished graph:
    schedule rescaled to the edge chain). Finally, every new node without a predecessor in layer l
    (the previous layer — true of every real layered DAG) gets its most probable such edge, so each
    new node has a predecessor and the generated layering is the DAG's own layerwise partition.
-T(l) comes from a schedule (`graphcost.layerdag.schedule`): eq. 1 or constant; default constant T_node.
+T(l) comes from a schedule (`graphcost.layerdag.denoising_schedule`): eq. 1 or constant; default constant T_node.
 With a guidance weight w > 0 (a model trained with label dropout, `graphcost.layerdag.model`), every
 network call of steps 1-3 is made twice, with the label and with the null label, and the logits
 are combined as ℓ(y) + w (ℓ(y) − ℓ(∅)) (classifier-free guidance).
@@ -27,7 +27,7 @@ from graphcost.bounds import SAMPLES_MAX, ArgumentError, check_int, check_real, 
 from graphcost.layerdag.graph import DAG
 from graphcost.layerdag.layer_size import LayerSizePredictor
 from graphcost.layerdag.model import LayerDAG
-from graphcost.layerdag.schedule import ConstantSchedule, time_grid
+from graphcost.layerdag.denoising_schedule import ConstantSchedule, time_grid
 
 
 def _union(states, idx):

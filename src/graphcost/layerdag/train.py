@@ -4,7 +4,7 @@ AdamW on the summed loss (layer-size CE + node-attribute x̂_0 CE + edge x̂_0 B
 modules have disjoint parameters (`graphcost.layerdag.model.MODULES`) and gradients are clipped per
 module, so this is exactly three independent trainings in one loop (paper §III). Optional
 cosine decay (`lr_decay="cosine"`): lr_k = lr · ½(1 + cos(π k / K)) at step k of K = epochs ×
-steps per epoch (`graphcost.runs.schedule.warmup_cosine_factor` without warm-up) — a function of
+steps per epoch (`graphcost.runs.lr_schedule.warmup_cosine_factor` without warm-up) — a function of
 the step, so resuming with the same `epochs` is exact. A checkpoint (`checkpoint.pt` in the run
 directory; `graphcost.runs.checkpoint.atomic_torch_save`) is written after every epoch with the model
 config, weights, optimiser state, the torch generator state and the history; `resume=True`
@@ -64,7 +64,7 @@ from graphcost.runs import checkpoint as ckpt
 from graphcost.runs.checkpoint import atomic_torch_save
 from graphcost.runs.distributed import resolve_device
 from graphcost.runs.metrics_log import MetricsLog
-from graphcost.runs.schedule import warmup_cosine_factor
+from graphcost.runs.lr_schedule import warmup_cosine_factor
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)

@@ -82,7 +82,7 @@ def guidance_of(model: Any, guidance: float | None, option: str = "guidance") ->
 
 
 def _schedule(model: Any, kind: str, tmin: int | None, tmax: int | None) -> Any:
-    from graphcost.layerdag.schedule import make_schedule
+    from graphcost.layerdag.denoising_schedule import make_schedule
 
     return make_schedule(kind, model.config.T_node, model.config.max_layers, tmin, tmax)
 

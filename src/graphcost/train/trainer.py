@@ -5,7 +5,7 @@ default-search collections, 128 for the random ones), the layout configurations 
 on the fly by `graphcost.data.transforms.batching.make_batch` (in process, or, with `loader_workers`, in
 DataLoader workers through `graphcost.data.datasets.tpugraphs`: the same batches). The loss is a
 ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
-clipping come from `graphcost.runs.schedule`.
+clipping come from `graphcost.runs.lr_schedule`.
 
 The budget follows the data (`graph_steps`): in one epoch a graph with K configurations gives
 n_g = min(ceil(K / B), max_steps_per_graph) batches, so a graph with thousands of measured
@@ -59,7 +59,7 @@ from graphcost.train import recipe
 from graphcost.runs.distributed import DistContext
 from graphcost.inference.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric
 from graphcost.runs.metrics_log import MetricsLog
-from graphcost.runs.schedule import build_optimizer, build_scheduler, clip_gradients
+from graphcost.runs.lr_schedule import build_optimizer, build_scheduler, clip_gradients
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from graphcost.runs.schedule import (
+from graphcost.runs.lr_schedule import (
     build_optimizer,
     build_scheduler,
     clip_gradients,
