@@ -9,8 +9,9 @@ Python API (`graphcost.tune`, `TuneConfig`, `compile_with`) runs the same checks
   `REPEATS_MAX`): a typo must not run for days.
 * Sizes whose memory grows with the value (a synthetic graph's nodes and configurations) are checked
   against this machine's memory (`check_fits_memory`), naming the option, before anything is allocated.
-* Seconds to wait (timeouts) are at most `SECONDS_MAX`: past about 292 years Python's clocks overflow
-  (`OverflowError: timestamp too large`), and a wait of more than a month is a typo.
+* Seconds to wait (timeouts) are at most `SECONDS_MAX`: a child process's timeout is a poll() in
+  milliseconds held in a C int, so 2^31 ms (24.8 days) is the most it takes (`OverflowError: timeout is too
+  large`; past about 292 years Python's own clocks overflow too), and a wait of more than three weeks is a typo.
 * Seeds are integers from 0 to `SEED_MAX`; every other number must be finite and fit int64.
 
 `ArgumentError` subclasses both ValueError and TypeError, so code catching either sees it; its
@@ -40,7 +41,7 @@ GRAPHS_MAX = 100_000
 # program has (--configs); each costs a compile and seconds of timing, so 100,000 is days of work
 MEASUREMENTS_MAX = 100_000
 REPEATS_MAX = 10_000  # timing rounds, calls per round and warm-up calls of one configuration
-SECONDS_MAX = 30 * 24 * 3600  # a timeout or wait (--prepare-timeout, --dist-timeout, --max-wait, --timeout)
+SECONDS_MAX = 21 * 24 * 3600  # a timeout or wait (--prepare-timeout, --dist-timeout, --max-wait, --timeout)
 
 
 class ArgumentError(GraphcostError, ValueError, TypeError):

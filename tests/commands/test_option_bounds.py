@@ -46,6 +46,7 @@ CASES = [  # (option named, arguments): each refused before any file is read or 
     ("--epochs", ["train", "--epochs", str(10**30)]),  # past int64: was an OverflowError deep inside
     ("--prepare-timeout", ["tune", "x.py:make", "--prepare-timeout", "3.954201702454344e+16"]),  # was: OverflowError
     ("--dist-timeout", ["train", "--dist-timeout", "1e12"]),  # past ~292 years Python's clocks overflow
+    ("--prepare-timeout", ["tune", "x.py:make", "--prepare-timeout", "2147484"]),  # > 2^31 ms: subprocess's poll()
     ("--max-wait", ["collect", "--max-wait", "1e12"]),
     ("--timeout", ["data", "download", "-c", "tile:xla", "--timeout", "1e12"]),
     ("--timeout", ["data", "download", "-c", "tile:xla", "--timeout", "-1"]),
