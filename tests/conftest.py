@@ -14,7 +14,7 @@ SHARED_DATA = Path(os.environ.get("GRAPHCOST_SHARED_DATA") or Path(__file__).res
 
 def pytest_addoption(parser):
     """`pytest --deep`: the fuzz suite (tests/fuzz) draws 5,000 cases per test instead of its CI budget."""
-    parser.addoption("--deep", action="store_true", default=False, help="fuzz suite: up to 5,000 generated cases per test (5,581 in all), address space capped at 8 GB")
+    parser.addoption("--deep", action="store_true", default=False, help="fuzz suite: up to 5,000 generated cases per test (55,643 in all), address space capped at 8 GB")
 
 
 def pytest_configure(config):
