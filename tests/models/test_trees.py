@@ -267,7 +267,7 @@ def test_copies_prior_reads_the_compiled_statistics_and_falls_back_to_the_count(
     trees._warned_fallback.clear()
     with caplog.at_level(logging.WARNING, logger="graphcost.models.trees"):
         np.testing.assert_array_equal(trees.prior_scores("copies", plain), count_prior(plain))
-    assert "collect --annotate" in caplog.text
+    assert "collect --action annotate" in caplog.text
 
 
 def _with_copies(graphs, sign: float):
