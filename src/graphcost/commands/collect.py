@@ -143,8 +143,9 @@ def register(app: typer.Typer) -> None:
         if action != "measure" and backend != "local":
             raise typer.BadParameter(f"--action {action} works on OUT on this machine; it takes no --backend ray")
         if kernels and action != "measure":
+            hint = " (measure a repeat into another --out)" if action == "repeat" else ""
             raise typer.BadParameter(f"--kernels times the kernels of new graphs (--action measure), not with --action "
-                                     f"{action} (measure a repeat into another --out)")
+                                     f"{action}{hint}")
         from graphcost.measure.cross_process import check_statistic
 
         try:
