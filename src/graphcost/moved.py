@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
-from importlib.machinery import ModuleSpec
 import sys
 import warnings
+from importlib.machinery import ModuleSpec
 from types import ModuleType
 
 MOVED = {
@@ -23,7 +23,7 @@ MOVED = {
     "graphcost.frontend.collect": "graphcost.collect",
     "graphcost.runs.schedule": "graphcost.runs.lr_schedule",
     "graphcost.layerdag.schedule": "graphcost.layerdag.denoising_schedule",
-}  # old package -> new package (2026-12-04; the aliases go in the release after next)
+}  # old name -> new name, of a package or a module (2026-12-04; the aliases go in the release after next)
 
 
 def new_name(name: str) -> str | None:
