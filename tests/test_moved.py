@@ -32,6 +32,19 @@ def test_from_import_of_a_class_through_the_old_package_is_the_same_class():
     assert Old is LayerDAGTrainConfig
 
 
+def test_the_blend_s_names_moved_out_of_trees_are_the_same_objects_with_a_warning():
+    from graphcost.inference import blend
+    from graphcost.models import trees
+
+    with pytest.warns(DeprecationWarning, match="graphcost.models.trees.choose_blend moved to graphcost.inference.blend"):
+        assert trees.choose_blend is blend.choose_blend
+    with pytest.warns(DeprecationWarning):
+        from graphcost.models.trees import Blend
+    assert Blend is blend.Blend
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        trees.nope  # noqa: B018
+
+
 def test_a_name_under_an_old_path_that_exists_nowhere_is_not_found():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("graphcost.dag.no_such_module")

@@ -51,7 +51,7 @@ def split_scores(predictors: dict, trees, files: list[Path]) -> list[dict]:
 
 def mean_metrics(rows: list[dict], member: str, w: float) -> dict:
     from graphcost import metrics
-    from graphcost.models.trees import blended
+    from graphcost.inference.blend import blended
 
     vals = [metrics.evaluate_graph(blended(w, r[member], r["trees"]), r["graph"].runtime, r["graph"].kind)
             for r in rows]
@@ -60,7 +60,7 @@ def mean_metrics(rows: list[dict], member: str, w: float) -> dict:
 
 def fold(k: int, work: Path) -> dict:
     from graphcost.inference.ensemble import EnsemblePredictor, load_blend
-    from graphcost.models.trees import WEIGHTS, choose_blend
+    from graphcost.inference.blend import WEIGHTS, choose_blend
 
     run, data = work / f"fold_{k}", work / f"fold_{k}_data"
     members = sorted(p.parent for p in run.glob("seed_*/best.pt"))

@@ -25,7 +25,8 @@ def main() -> None:
     from graphcost.data.transforms.pool import load_prepared
     from graphcost.datasets import shipped_dataset_dir
     from graphcost.models.config_table import config_table
-    from graphcost.models.trees import count_prior, raw_layouts
+    from graphcost.inference.blend import count_prior
+    from graphcost.models.trees import raw_layouts
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=None)

@@ -233,8 +233,8 @@ def _compiled(rec: Record) -> np.ndarray:
 
 def copies_score(rec: Record) -> np.ndarray:
     """Bytes of the compiled module's copies and transposes: the library's blend prior
-    (`graphcost.models.trees.copies_prior`, which reads a Record as it reads a prepared graph)."""
-    from graphcost.models.trees import copies_prior
+    (`graphcost.inference.blend.copies_prior`, which reads a Record as it reads a prepared graph)."""
+    from graphcost.inference.blend import copies_prior
 
     _compiled(rec)  # a file without the statistics: exit naming it
     copies = copies_prior(rec)

@@ -1,9 +1,10 @@
-"""Old import paths of moved packages and modules, kept for one release with a DeprecationWarning (issue 66).
+"""Old import paths of moved packages, modules and names, kept for one release with a DeprecationWarning (issue 66).
 
 `import graphcost.dag.train` (or `from graphcost.frontend.measure import cross_process`) still works: an import
 hook hands back the module at its new path, the same module object, so classes and exceptions compare equal
 across both names. Only imports are aliased; `python -m OLD.PATH` needs the new path.
 
+A name that moved out of a module (`MOVED_NAMES`) is served by that module's `__getattr__` (`moved_names`).
 Registered by `graphcost/__init__` (first on `sys.meta_path`); no graphcost imports.
 """
 
@@ -24,6 +25,28 @@ MOVED = {
     "graphcost.runs.schedule": "graphcost.runs.lr_schedule",
     "graphcost.layerdag.schedule": "graphcost.layerdag.denoising_schedule",
 }  # old name -> new name, of a package or a module (2026-12-04; the aliases go in the release after next)
+
+
+MOVED_NAMES = {
+    "graphcost.models.trees": ("graphcost.inference.blend", (
+        "BLEND_FILE", "GRID", "PRIORS", "TIE_BREAK", "WEIGHTS", "Blend", "blended", "choose_blend", "copies_prior",
+        "count_prior", "mean_metric", "prior_scores")),
+}  # module -> (where its moved names went, the names) (2026-12-05)
+
+
+def moved_names(module: str):
+    """The `__getattr__` of `module` for the names that moved out of it (`MOVED_NAMES`): each is the object at its
+    new home, with a DeprecationWarning; any other missing name is the usual AttributeError."""
+    home, names = MOVED_NAMES[module]
+
+    def __getattr__(name: str):
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} moved to {home}.{name}; the old name goes in the release after next",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), name)
+
+    return __getattr__
 
 
 def new_name(name: str) -> str | None:

@@ -10,7 +10,9 @@ from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
 from graphcost.data.transforms.compiled import compiled_columns
 from graphcost.models.config_table import LAYOUT_COLUMNS, SHARE_LAYOUT_COLUMNS, config_table, data_shares, layout_table
-from graphcost.models.trees import Blend, TreeError, TreeRanker, choose_blend, count_prior, standardise as z
+from graphcost.inference.blend import Blend, choose_blend, count_prior
+from graphcost.models.trees import TreeError, TreeRanker
+from graphcost.models.trees import standardise as z
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +196,7 @@ def test_describe_names_every_weight():
 
 
 def test_a_count_weight_without_the_counts_is_refused():
-    from graphcost.models.trees import blended
+    from graphcost.inference.blend import blended
 
     with pytest.raises(ValueError, match="count"):
         Blend(0.5, "kendall_tau", {}, prior=0.2).combine(np.arange(3.0), np.arange(3.0))
@@ -254,19 +256,19 @@ def test_copies_prior_reads_the_compiled_statistics_and_falls_back_to_the_count(
     import dataclasses
     import logging
 
-    from graphcost.models import trees
+    from graphcost.inference import blend
 
     g = shipped[1][0]
     stats = np.zeros((g.num_configs, 7))
     stats[:, 0], stats[:, 3] = np.arange(g.num_configs), 2.0  # copy bytes, transpose bytes
     annotated = dataclasses.replace(g, compiled=stats)
-    np.testing.assert_array_equal(trees.copies_prior(annotated), np.arange(g.num_configs) + 2.0)
-    np.testing.assert_array_equal(trees.prior_scores("copies", annotated), np.arange(g.num_configs) + 2.0)
+    np.testing.assert_array_equal(blend.copies_prior(annotated), np.arange(g.num_configs) + 2.0)
+    np.testing.assert_array_equal(blend.prior_scores("copies", annotated), np.arange(g.num_configs) + 2.0)
     plain = dataclasses.replace(g, compiled=None)
-    assert trees.copies_prior(plain) is None
-    trees._warned_fallback.clear()
-    with caplog.at_level(logging.WARNING, logger="graphcost.models.trees"):
-        np.testing.assert_array_equal(trees.prior_scores("copies", plain), count_prior(plain))
+    assert blend.copies_prior(plain) is None
+    blend._warned_fallback.clear()
+    with caplog.at_level(logging.WARNING, logger="graphcost.inference.blend"):
+        np.testing.assert_array_equal(blend.prior_scores("copies", plain), count_prior(plain))
     assert "collect --action annotate" in caplog.text
 
 

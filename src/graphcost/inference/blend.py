@@ -1,5 +1,5 @@
-"""Fit the tree ranker beside a trained graph model and choose their blend on the validation
-graphs (`graphcost.models.trees`); `graphcost train` writes the result into the run directory
+"""The blend of a graph model with the tree ranker (`graphcost.models.trees`) and a model-free prior: its
+scores, its weights chosen on the validation graphs, and the files that hold it. `graphcost train` writes the result into the run directory
 (``trees.txt``, ``blend.json``) and every command that loads the run
 (`graphcost.inference.ensemble.EnsemblePredictor`) scores with it.
 
@@ -9,26 +9,182 @@ weights (w on the graph model, p on the count) are picked on the validation grap
 where the graph model is better on its own gets w = 1, one where the trees are gets w = 0 and p = 0
 (documentation: Benchmarks, real CPU data). Where every validation graph carries what the compiler did
 (``config_compiled_stats``), the prior may be the bytes the compiler copies instead of the count
-(`graphcost.models.trees.PRIORS`): whichever ranks better on its own over the training and validation
+(`PRIORS`): whichever ranks better on its own over the training and validation
 graphs together (`PRIOR_RULE`); the weights are then chosen on the validation graphs.
+
+Blend (`Blend`, written to ``blend.json`` by `graphcost train`): with z(·) the scores of a graph's
+configurations standardised to zero mean and unit variance,
+
+    score = w · z(graph model) + p · z(prior) + (1 - w - p) · z(trees) + ε · z(graph model)
+
+(w, p) on the grid {0, 0.1, ..., 1}², w + p ≤ 1, chosen on the validation graphs; ε = 1e-3.
+The prior is model-free (layout only), one of `PRIORS`, also chosen on the validation graphs:
+
+* ``count`` (`count_prior`): the number of layout slots a configuration moves off the compiler's
+  default, the heuristic "fewer moved tensors = faster", which a model trained on a dozen
+  configurations of one program does not beat (within one program, 1% of its configurations); with
+  more data the validation graphs give it p = 0;
+* ``copies`` (`copies_prior`, graphs that carry ``config_compiled_stats``): the bytes of the
+  ``copy`` and ``transpose`` instructions the compiler put into the configuration's optimized
+  module. It ranks programs of families never trained on better than the count and than the
+  table models (the guide's "Cost models" page, "What the compiler did"). The ε term only breaks ties: trees are piecewise
+constant and give many configurations the same value (all of them, on a graph unlike the training
+data), and among those the graph model decides.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from graphcost.models.config_table import config_table
-from graphcost.models.trees import (BLEND_FILE, TREES_FILE, Blend, TreeRanker, choose_blend, copies_prior, count_prior,
-                                    mean_metric)
+from graphcost.models.config_table import MOVED_COLUMNS, config_table
+from graphcost.models.trees import TREES_FILE, ProgramMismatch, TreeError, TreeRanker, standardise
+from graphcost.runs.checkpoint import CheckpointError
 
 if TYPE_CHECKING:
     from graphcost.data.transforms.prepared import PreparedGraph
 
 log = logging.getLogger(__name__)
+
+BLEND_FILE = "blend.json"
+WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+TIE_BREAK = 1e-3  # ε: the graph model orders configurations the trees score the same
+GRID = tuple((w, p) for w in WEIGHTS for p in WEIGHTS if w + p <= 1.0 + 1e-9)  # (graph, prior) weights
+PRIORS = ("count", "copies")
+
+
+def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray, prior: float = 0.0,
+            prior_scores: np.ndarray | None = None) -> np.ndarray:
+    """w · z(graph) + p · z(count) + (1 - w - p) · z(trees) + ε · z(graph); `prior_scores` are needed when p > 0."""
+    out = (weight + TIE_BREAK) * standardise(graph_scores) + (1.0 - weight - prior) * standardise(tree_scores)
+    if not prior:
+        return out
+    if prior_scores is None:
+        raise ValueError(f"a blend with count weight {prior} needs the counts (count_prior) of the configurations")
+    return out + prior * standardise(prior_scores)
+
+
+def count_prior(prepared, table: np.ndarray | None = None) -> np.ndarray:
+    """(K,) float64 layout slots each configuration moves off the default layout (Σ of the table's
+    `moved` columns); fewer = predicted faster. Tile graphs: zeros (no prior; z() of a constant is 0)."""
+    table = config_table(prepared) if table is None else table
+    if prepared.kind != "layout":
+        return np.zeros(len(table), dtype=np.float64)
+    return np.asarray(table[:, :MOVED_COLUMNS], dtype=np.float64).sum(1)
+
+
+def copies_prior(prepared) -> np.ndarray | None:
+    """(K,) float64 bytes of the copies and transposes in each configuration's optimized module
+    (`graphcost.frontend.hlo.compiled_stats` columns copy_bytes + transpose_bytes); fewer = predicted
+    faster. None for a tile graph or a graph without ``config_compiled_stats``."""
+    if prepared.kind != "layout" or getattr(prepared, "compiled", None) is None:
+        return None
+    return np.asarray(prepared.compiled[:, 0] + prepared.compiled[:, 3], dtype=np.float64)
+
+
+_warned_fallback: list[bool] = []
+
+
+def prior_scores(kind: str, prepared, table: np.ndarray | None = None) -> np.ndarray:
+    """(K,) the blend's prior `kind` (one of `PRIORS`) for one graph. A ``copies`` prior of a graph
+    without compiled statistics (a TpuGraphs file, a collection made before them) falls back to the
+    count, said once per process."""
+    if kind == "copies":
+        copies = copies_prior(prepared)
+        if copies is not None:
+            return copies
+        if not _warned_fallback:
+            _warned_fallback.append(True)
+            log.warning(
+                "the blend's prior is the bytes the compiler copies, but this graph has no config_compiled_stats "
+                "(add them with `graphcost collect --action annotate`): using the count of moved layouts instead")
+    return count_prior(prepared, table)
+
+
+@dataclass
+class Blend:
+    """w · z(graph model) + p · z(count) + (1 - w - p) · z(trees), and what it scored on the
+    validation graphs."""
+
+    weight: float  # w, on the graph model
+    metric: str
+    valid: dict  # {"blend": ..., "graph model": ..., "trees": ..., "count": ...} mean validation metric
+    prior: float = 0.0  # p, on the prior (blend.json files written before it existed: 0)
+    prior_kind: str = "count"  # which prior, one of PRIORS (blend.json files written before it existed: count)
+
+    def combine(self, graph_scores: np.ndarray, tree_scores: np.ndarray,
+                prior_scores: np.ndarray | None = None) -> np.ndarray:
+        return blended(self.weight, graph_scores, tree_scores, self.prior, prior_scores)
+
+    def score(self, graph_scores: np.ndarray, trees: "TreeRanker", prepared) -> np.ndarray:
+        """(K,) blended scores of `prepared` given its graph-model scores (one configuration table
+        for the trees and the count)."""
+        table = config_table(prepared)
+        prior = prior_scores(self.prior_kind, prepared, table) if self.prior else None
+        try:
+            tree_scores = trees.score(prepared, table)
+        except ProgramMismatch as exc:
+            log.warning(f"{exc}: ranking with the graph model alone")
+            return np.asarray(graph_scores, dtype=np.float64)
+        return self.combine(graph_scores, tree_scores, prior)
+
+    def save(self, path: str | Path) -> Path:
+        from graphcost.atomic import atomic_write_json
+
+        return atomic_write_json({**asdict(self), "trees": TREES_FILE}, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Blend":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TreeError(f"{path}: not a readable JSON file ({exc})") from None
+        w = data.get("weight") if isinstance(data, dict) else None
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or not 0 <= w <= 1:
+            raise TreeError(f"{path}: field 'weight' must be a number in [0, 1], got {w!r}")
+        p = data.get("prior", 0.0)
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) or not 0 <= p <= 1 - w + 1e-9:
+            raise TreeError(f"{path}: field 'prior' must be a number in [0, 1 - weight], got {p!r}")
+        kind = data.get("prior_kind", "count")
+        if kind not in PRIORS:
+            raise TreeError(f"{path}: field 'prior_kind' must be one of {', '.join(PRIORS)}, got {kind!r}")
+        return cls(float(w), str(data.get("metric", "kendall_tau")), dict(data.get("valid") or {}), float(p), kind)
+
+
+def mean_metric(scores: Sequence[np.ndarray], graphs: Sequence, metric: str) -> float:
+    """Mean `metric` of each graph's (K,) `scores` against its runtimes, over the graphs with >= 2
+    configurations and a finite value; -inf if there is none."""
+    from graphcost import metrics
+
+    vals = [metrics.evaluate_graph(s, np.asarray(g.runtime, dtype=np.float64), g.kind).get(metric, np.nan)
+            for s, g in zip(scores, graphs) if g.num_configs >= 2]
+    vals = [v for v in vals if v is not None and np.isfinite(v)]
+    return float(np.mean(vals)) if vals else -math.inf
+
+
+def choose_blend(graph_scores: Sequence[np.ndarray], tree_scores: Sequence[np.ndarray], graphs: Sequence,
+                 metric: str, prior_scores: Sequence[np.ndarray] | None = None, prior_kind: str = "count") -> Blend:
+    """The weights (w, p) in GRID with the best mean `metric` over the validation `graphs`; ties go
+    to more of the graph model, then to less of the prior (`prior_kind`'s scores, `prior_scores`).
+    Without `prior_scores`, p = 0."""
+    priors: list = list(prior_scores) if prior_scores is not None else [None] * len(graphs)
+    grid = GRID if prior_scores is not None else tuple((w, 0.0) for w in WEIGHTS)
+    results = {(w, p): mean_metric([blended(w, a, b, p, c) for a, b, c in zip(graph_scores, tree_scores, priors)],
+                                   graphs, metric)
+               for w, p in grid}
+    best = max(grid, key=lambda wp: (results[wp], wp[0], -wp[1]))
+    valid = {"blend": results[best], "graph model": results[(1.0, 0.0)], "trees": results[(0.0, 0.0)]}
+    if prior_scores is not None:
+        valid[prior_kind] = results[(0.0, 1.0)]
+    return Blend(weight=best[0], metric=metric, valid=valid, prior=best[1], prior_kind=prior_kind)
+
 
 BLEND_METRIC = "kendall_tau"
 """The validation metric the blend's weights are chosen by, for every kind of graph. Checkpoints of flag (tile)
@@ -82,6 +238,18 @@ def write_blend(run_dir: str | Path, blend: Blend, trees: TreeRanker) -> None:
     run_dir = Path(run_dir)
     trees.save(run_dir / TREES_FILE)
     blend.save(run_dir / BLEND_FILE)
+
+
+def load_blend(run_dir: Path) -> tuple[Blend, TreeRanker] | None:
+    """(Blend, TreeRanker) of a run directory that has a ``blend.json`` (`graphcost train`'s trees
+    beside the graph model), else None; a damaged file is a CheckpointError naming it."""
+    run_dir = Path(run_dir)
+    if not (run_dir / BLEND_FILE).is_file():
+        return None
+    try:
+        return Blend.load(run_dir / BLEND_FILE), TreeRanker.load(run_dir / TREES_FILE)
+    except TreeError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 def describe(blend: Blend) -> str:

@@ -6,7 +6,6 @@ graph model, and test-time augmentation (TGraph §2.5.3).
   ensemble_members      the member checkpoints named by such a run's ``ensemble.json``
   load_trained          one checkpoint -> (model in eval mode, fitted scaler, metadata); the model is
                         rebuilt through `graphcost.models.registry.model_from_spec`
-  load_blend            the trees and blend weight of a run directory with ``blend.json``
   EnsemblePredictor     the average of the members' standardised TTA scores (TGraph §2.5.3), blended
                         with the trees when the run has them; what `graphcost rank`, `evaluate`,
                         `predict` and `graphcost tune`'s learned model score with
@@ -31,15 +30,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from graphcost.inference.blend import load_blend
+from graphcost.inference.ranking import score_configs
 from graphcost.models.precision import resolve_precision
 from graphcost.models.trees import standardise
 from graphcost.runs import checkpoint as ckpt
-from graphcost.inference.ranking import score_configs
 
 if TYPE_CHECKING:
     from graphcost.data.transforms.prepared import PreparedGraph
     from graphcost.data.transforms.scaler import FeatureScaler
-    from graphcost.models.trees import Blend, TreeRanker
+    from graphcost.inference.blend import Blend
+    from graphcost.models.trees import TreeRanker
 
 ENSEMBLE_FILE = "ensemble.json"  # the members of a cross-validation run (`graphcost.train.crossval`: its kept
 # folds) or of a seed ensemble (`graphcost.train.seeds`)
@@ -137,19 +138,6 @@ def load_trained(path: str | Path, device: str | torch.device = "cpu") -> tuple[
     meta = {k: v for k, v in state.items()
             if k in ("model_spec", "train_config", "kind", "metric", "epoch", "score", "feature_version")}
     return model, scaler, meta
-
-
-def load_blend(run_dir: Path) -> tuple[Blend, TreeRanker] | None:
-    """(Blend, TreeRanker) of a run directory that has a ``blend.json`` (`graphcost train`'s trees
-    beside the graph model), else None."""
-    from graphcost.models.trees import BLEND_FILE, TREES_FILE, Blend, TreeError, TreeRanker
-
-    if not (run_dir / BLEND_FILE).is_file():
-        return None
-    try:
-        return Blend.load(run_dir / BLEND_FILE), TreeRanker.load(run_dir / TREES_FILE)
-    except TreeError as exc:
-        raise ckpt.CheckpointError(str(exc)) from None
 
 
 class EnsemblePredictor:

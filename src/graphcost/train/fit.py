@@ -36,7 +36,7 @@ from graphcost.train.trainer import TrainConfig
 if TYPE_CHECKING:
     from graphcost.data.io.locate import DataSplits
     from graphcost.data.transforms.prepared import PreparedGraph
-    from graphcost.models.trees import Blend
+    from graphcost.inference.blend import Blend
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class FitResult:
     kind: str
     metric: str  # kendall_tau (layout) | tile_score (tile)
     best_score: float
-    blend: object | None = None  # graphcost.models.trees.Blend when trees were fitted, else None
+    blend: object | None = None  # graphcost.inference.blend.Blend when trees were fitted, else None
 
 
 def fit(
@@ -295,7 +295,8 @@ def fit_trees(run_dir: Path, trees: bool, train_graphs: Sequence[PreparedGraph],
     """After the graph model: the trees and their blend (`graphcost.inference.blend`) written into
     `run_dir`, or no stale blend.json when `trees` is off or there is no validation graph to choose
     the blend on. The Blend, or None."""
-    from graphcost.models.trees import BLEND_FILE, TREES_FILE
+    from graphcost.inference.blend import BLEND_FILE
+    from graphcost.models.trees import TREES_FILE
 
     if not trees or not len(valid_graphs):
         for name in (BLEND_FILE, TREES_FILE):
