@@ -14,7 +14,8 @@ import pytest
                                           ("graphcost.frontend.measure.interleaved", "graphcost.measure.interleaved"),
                                           ("graphcost.frontend.collect.jobs", "graphcost.collect.jobs"),
                                           ("graphcost.runs.schedule", "graphcost.runs.lr_schedule"),
-                                          ("graphcost.dag.schedule", "graphcost.layerdag.denoising_schedule")])
+                                          ("graphcost.dag.schedule", "graphcost.layerdag.denoising_schedule"),
+                                          ("graphcost.data.datasets.tpugraphs", "graphcost.data.pyg.tpugraphs")])
 def test_an_old_path_is_the_new_module_with_a_warning(old, new):
     sys.modules.pop(old, None)
     with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):

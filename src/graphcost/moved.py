@@ -24,6 +24,7 @@ MOVED = {
     "graphcost.frontend.collect": "graphcost.collect",
     "graphcost.runs.schedule": "graphcost.runs.lr_schedule",
     "graphcost.layerdag.schedule": "graphcost.layerdag.denoising_schedule",
+    "graphcost.data.datasets": "graphcost.data.pyg",
 }  # old name -> new name, of a package or a module (2026-12-04; the aliases go in the release after next)
 
 

@@ -55,7 +55,7 @@ def test_every_configuration_has_its_kernels_timed_and_identified(collection):
 
 
 def test_kernel_dataset_loads_as_tile_data_through_the_loaders_and_pyg(collection, tmp_path):
-    from graphcost.data.datasets.tpugraphs import TpuGraphsDataset
+    from graphcost.data.pyg.tpugraphs import TpuGraphsDataset
     from graphcost.data.io.tpugraphs_io import load_graph
 
     out = tmp_path / "kd"

@@ -64,7 +64,7 @@ def test_batches_of_a_graph_with_statistics_carry_its_compiled_columns():
 
 def test_compiled_columns_survive_the_pyg_dataset_round_trip():
     """Training with loader workers builds batches through PyG `Data` (`TpuGraphsDataset`)."""
-    from graphcost.data.datasets.tpugraphs import batch_to_data, data_to_batch
+    from graphcost.data.pyg.tpugraphs import batch_to_data, data_to_batch
 
     path = sorted((default_dataset_dir() / "valid").glob("*.npz"))[0]
     batch = make_batch(prepare_graph(path, dedup=False), np.array([0, 3]), None)

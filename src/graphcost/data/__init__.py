@@ -10,8 +10,8 @@
   transforms/     TGraph preprocessing (prune, dedup, compress, pad, scale, cache), batching, and
                   `pool`: a split's prepared graphs, in memory or read back from the cache
   synth/          SYNTHETIC graphs and collections for tests and benchmarks
-  datasets/       the PyTorch Geometric TpuGraphsDataset
+  pyg/            the PyTorch Geometric TpuGraphsDataset
 
-Imports go downward: datasets -> transforms -> io -> graph; synth and stats use io; splits and
+Imports go downward: pyg -> transforms -> io -> graph; synth and stats use io; splits and
 graph import nothing of graphcost. The shipped real datasets are `graphcost.datasets`.
 """

@@ -3,7 +3,7 @@
 One optimisation step = one graph x a sample of its configurations (TGraph §2.2.5: 64 for the
 default-search collections, 128 for the random ones), the layout configurations decompressed
 on the fly by `graphcost.data.transforms.batching.make_batch` (in process, or, with `loader_workers`, in
-DataLoader workers through `graphcost.data.datasets.tpugraphs`: the same batches). The loss is a
+DataLoader workers through `graphcost.data.pyg.tpugraphs`: the same batches). The loss is a
 ranking loss over the batch (pairwise hinge by default, TGraph eq. 8); AdamW + warm-up/cosine +
 clipping come from `graphcost.runs.lr_schedule`.
 
@@ -324,7 +324,7 @@ class Trainer:
         from torch.utils.data import DataLoader
 
         from graphcost.data.transforms import batching
-        from graphcost.data.datasets.tpugraphs import SampleKey, TpuGraphsDataset
+        from graphcost.data.pyg.tpugraphs import SampleKey, TpuGraphsDataset
 
         cfg = self.config
         if self.make_batch is not batching.make_batch or self.sample is not batching.sample_config_indices:
@@ -356,7 +356,7 @@ class Trainer:
             batch = self.make_batch(graph, idx, self.scaler)
             runtime = torch.from_numpy(np.asarray(graph.runtime, dtype=np.float64)[idx])  # (B,)
         else:
-            from graphcost.data.datasets.tpugraphs import data_to_batch
+            from graphcost.data.pyg.tpugraphs import data_to_batch
 
             batch, runtime, idx = data_to_batch(item), item.y, item.config_index  # sampled by a worker
         batch, runtime = batch.to(self.device), runtime.to(self.device)

@@ -55,7 +55,7 @@ starts, so call it before iterating). `ds[SampleKey(i, s)]` draws them from the 
 instead; `graphcost train --loader-workers` uses that to reproduce its in-process sampling.
 
     from torch.utils.data import DataLoader
-    from graphcost.data.datasets.tpugraphs import TpuGraphsDataset
+    from graphcost.data.pyg.tpugraphs import TpuGraphsDataset
 
     root = "tpugraphs/npz/layout/xla/default"
     train = TpuGraphsDataset(f"{root}/train", "~/.cache/graphcost", batch_configs=64)

@@ -1,2 +1,0 @@
-"""graphcost.data.datasets: PyTorch Geometric datasets over TpuGraphs-schema files.
-"""
