@@ -70,7 +70,7 @@ def blended(weight: float, graph_scores: np.ndarray, tree_scores: np.ndarray, pr
     return out + prior * standardise(prior_scores)
 
 
-def count_prior(prepared, table: np.ndarray | None = None) -> np.ndarray:
+def count_prior(prepared: PreparedGraph, table: np.ndarray | None = None) -> np.ndarray:
     """(K,) float64 layout slots each configuration moves off the default layout (Σ of the table's
     `moved` columns); fewer = predicted faster. Tile graphs: zeros (no prior; z() of a constant is 0)."""
     table = config_table(prepared) if table is None else table
@@ -79,19 +79,20 @@ def count_prior(prepared, table: np.ndarray | None = None) -> np.ndarray:
     return np.asarray(table[:, :MOVED_COLUMNS], dtype=np.float64).sum(1)
 
 
-def copies_prior(prepared) -> np.ndarray | None:
+def copies_prior(prepared: PreparedGraph) -> np.ndarray | None:
     """(K,) float64 bytes of the copies and transposes in each configuration's optimized module
     (`graphcost.frontend.hlo.compiled_stats` columns copy_bytes + transpose_bytes); fewer = predicted
     faster. None for a tile graph or a graph without ``config_compiled_stats``."""
-    if prepared.kind != "layout" or getattr(prepared, "compiled", None) is None:
+    compiled = getattr(prepared, "compiled", None)  # (K, 7) or None; a benchmark's record may lack the field
+    if prepared.kind != "layout" or compiled is None:
         return None
-    return np.asarray(prepared.compiled[:, 0] + prepared.compiled[:, 3], dtype=np.float64)
+    return np.asarray(compiled[:, 0] + compiled[:, 3], dtype=np.float64)
 
 
 _warned_fallback: list[bool] = []
 
 
-def prior_scores(kind: str, prepared, table: np.ndarray | None = None) -> np.ndarray:
+def prior_scores(kind: str, prepared: PreparedGraph, table: np.ndarray | None = None) -> np.ndarray:
     """(K,) the blend's prior `kind` (one of `PRIORS`) for one graph. A ``copies`` prior of a graph
     without compiled statistics (a TpuGraphs file, a collection made before them) falls back to the
     count, said once per process."""
@@ -122,7 +123,7 @@ class Blend:
                 prior_scores: np.ndarray | None = None) -> np.ndarray:
         return blended(self.weight, graph_scores, tree_scores, self.prior, prior_scores)
 
-    def score(self, graph_scores: np.ndarray, trees: "TreeRanker", prepared) -> np.ndarray:
+    def score(self, graph_scores: np.ndarray, trees: TreeRanker, prepared: PreparedGraph) -> np.ndarray:
         """(K,) blended scores of `prepared` given its graph-model scores (one configuration table
         for the trees and the count)."""
         table = config_table(prepared)
