@@ -1,6 +1,6 @@
 """The blend of a graph model with the tree ranker (`graphcost.models.trees`) and a model-free prior: its
-scores, its weights chosen on the validation graphs, and the files that hold it. `graphcost train` writes the result into the run directory
-(``trees.txt``, ``blend.json``) and every command that loads the run
+scores, its weights chosen on the validation graphs, and the files that hold it. `graphcost train` writes
+it into the run directory (``trees.txt``, ``blend.json``) and every command that loads the run
 (`graphcost.inference.ensemble.EnsemblePredictor`) scores with it.
 
 Why: on real data gradient-boosted trees on the configuration table and the graph model make
@@ -27,9 +27,10 @@ The prior is model-free (layout only), one of `PRIORS`, also chosen on the valid
 * ``copies`` (`copies_prior`, graphs that carry ``config_compiled_stats``): the bytes of the
   ``copy`` and ``transpose`` instructions the compiler put into the configuration's optimized
   module. It ranks programs of families never trained on better than the count and than the
-  table models (the guide's "Cost models" page, "What the compiler did"). The ε term only breaks ties: trees are piecewise
-constant and give many configurations the same value (all of them, on a graph unlike the training
-data), and among those the graph model decides.
+  table models (the guide's "Cost models" page, "What the compiler did").
+
+The ε term only breaks ties: trees are piecewise constant and give many configurations the same value (all
+of them, on a graph unlike the training data), and among those the graph model decides.
 """
 
 from __future__ import annotations
