@@ -55,16 +55,16 @@ from tqdm import tqdm
 
 from graphcost.atomic import remove_stale_temps
 from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, ArgumentError, check_fits_memory, check_int, check_real, check_seed
+from graphcost.layerdag import recipe
 from graphcost.layerdag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.layerdag.graph import DAG
 from graphcost.layerdag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
-from graphcost.layerdag import recipe
 from graphcost.memory import release_free_memory
 from graphcost.runs import checkpoint as ckpt
 from graphcost.runs.checkpoint import atomic_torch_save
 from graphcost.runs.distributed import resolve_device
+from graphcost.runs.lr_schedule import adamw_training_bytes, warmup_cosine_factor
 from graphcost.runs.metrics_log import MetricsLog
-from graphcost.runs.lr_schedule import warmup_cosine_factor
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"  # lowest validation loss so far (model selection against overfitting)
@@ -163,9 +163,8 @@ def check_buildable(cfg: LayerDAGConfig, overrides: dict) -> None:
     if cfg.dim % cfg.heads:
         name = "heads" if "heads" in overrides else "dim"
         raise ArgumentError(f"{name}: dim {cfg.dim} must be a multiple of heads {cfg.heads} (each head takes dim / heads)")
-    with torch.device("meta"):
-        params = sum(p.numel() for p in LayerDAG(cfg).parameters())
-    check_fits_memory(blame, overrides.get(blame, ""), params * 16,
+    params, need = adamw_training_bytes(lambda: LayerDAG(cfg))
+    check_fits_memory(blame, overrides.get(blame, ""), need,
                       f"a LayerDAG of {params:.3g} parameters (weights, gradients and AdamW state)")
 
 

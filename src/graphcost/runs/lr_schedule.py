@@ -18,6 +18,7 @@ References:
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 from torch import nn
@@ -33,6 +34,16 @@ NORM_TYPES: tuple[type[nn.Module], ...] = (
     nn.RMSNorm,
 )
 
+
+ADAMW_BYTES_PER_PARAMETER = 16  # what training holds per parameter: fp32 weight, gradient and AdamW's two moments
+
+
+def adamw_training_bytes(build: Callable[[], nn.Module]) -> tuple[int, int]:
+    """(parameters, bytes to train them with AdamW) of the module `build()` makes, built on PyTorch's meta device
+    so that nothing is allocated; what `build` raises propagates."""
+    with torch.device("meta"):
+        params = sum(p.numel() for p in build().parameters())
+    return params, params * ADAMW_BYTES_PER_PARAMETER
 
 def _is_norm_module(module: nn.Module) -> bool:
     if isinstance(module, NORM_TYPES):

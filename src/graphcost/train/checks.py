@@ -96,17 +96,14 @@ def check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb:
     """ArgumentError when the model cannot be built with `model_config`, or its weights, gradients and AdamW
     state (16 bytes a parameter) exceed `max_memory_gb`: it is built on PyTorch's meta device, so nothing is
     allocated (issue 65: ``model_config={"hidden": 10**9}`` tried to allocate 1 TB from the Python API)."""
-    import torch
-
     from graphcost.models.registry import build_model
+    from graphcost.runs.lr_schedule import adamw_training_bytes
 
     try:
-        with torch.device("meta"):
-            net = build_model(model, kind, **model_config)
+        params, need = adamw_training_bytes(lambda: build_model(model, kind, **model_config))
     except (ValueError, TypeError, RuntimeError) as exc:
         raise ArgumentError(f"{name}: model {model!r} cannot be built with {model_config}: {exc}") from None
-    params = sum(p.numel() for p in net.parameters())
-    need_gb = params * 16 / 1e9
+    need_gb = need / 1e9
     if need_gb > max_memory_gb:
         raise ArgumentError(f"{name}: model {model!r} has {params:.3g} parameters, {need_gb:.3g} GB with gradients "
                             f"and AdamW state, above max_memory_gb {max_memory_gb:g}")
