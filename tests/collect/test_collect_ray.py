@@ -11,8 +11,8 @@ ray = pytest.importorskip("ray")
 
 from graphcost.collect.jobs import CollectOptions, select_programs  # noqa: E402
 from graphcost.collect.local import collect  # noqa: E402
-from graphcost.measure.interleaved import TimingProtocol  # noqa: E402
 from graphcost.measure.cross_process import CrossProcess  # noqa: E402
+from graphcost.measure.interleaved import TimingProtocol  # noqa: E402
 
 PROGRAMS = "mlp-d1-w64-b8-fwd,mlp-d1-w64-b8-train"
 MEASURED = {"config_runtime", "config_runtime_samples", "config_runtime_normalizers"}

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from graphcost.data.splits import family_split
 from graphcost.collect.local import save_arrays
 from graphcost.collect.parallel import merge_shards, shard_programs
+from graphcost.data.splits import family_split
 
 KEY = {"space": "layout", "configs": 4, "seed": 0}
 

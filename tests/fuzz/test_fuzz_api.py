@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphcost.bounds import ArgumentError
-from graphcost.layerdag.train import LayerDAGTrainConfig
 from graphcost.errors import GraphcostError
+from graphcost.layerdag.train import LayerDAGTrainConfig
 
 if DEEP:
     cap_address_space()

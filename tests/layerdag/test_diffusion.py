@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from graphcost.layerdag.diffusion import MarginalDiffusion
 from graphcost.layerdag.denoising_schedule import ConstantSchedule, LinearSchedule, make_schedule, time_grid
+from graphcost.layerdag.diffusion import MarginalDiffusion
 
 M = torch.tensor([0.5, 0.3, 0.15, 0.05])
 

@@ -5,9 +5,9 @@ import pytest
 import torch
 from dag_fixtures import TINY, random_dag, tiny_dags
 
+from graphcost.layerdag.denoising_schedule import LinearSchedule
 from graphcost.layerdag.encoder import DAGEncoder
 from graphcost.layerdag.sample import sample_dags
-from graphcost.layerdag.denoising_schedule import LinearSchedule
 from graphcost.layerdag.tokenise import tokenise
 from graphcost.layerdag.train import LayerDAGTrainConfig, load_model, train_layerdag
 

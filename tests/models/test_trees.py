@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 
 from graphcost import metrics
+from graphcost.data.transforms.compiled import compiled_columns
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.datasets import default_dataset_dir
-from graphcost.data.transforms.compiled import compiled_columns
-from graphcost.models.config_table import LAYOUT_COLUMNS, SHARE_LAYOUT_COLUMNS, config_table, data_shares, layout_table
 from graphcost.inference.blend import Blend, choose_blend, count_prior
-from graphcost.models.trees import TreeError, TreeRanker
-from graphcost.models.trees import standardise as z
+from graphcost.models.config_table import LAYOUT_COLUMNS, SHARE_LAYOUT_COLUMNS, config_table, data_shares, layout_table
+from graphcost.models.trees import TreeError, TreeRanker, standardise as z
 
 
 @pytest.fixture(scope="module")

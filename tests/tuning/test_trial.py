@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from graphcost.measure.interleaved import TimingProtocol
-from graphcost.tuning.trial import Evaluator, compare_outputs
 from graphcost.tuning.space import Dim, FlagSpace, Space, TuneProgram
+from graphcost.tuning.trial import Evaluator, compare_outputs
 
 FAST = TimingProtocol(rounds=2, calls=2, warmup=1)
 

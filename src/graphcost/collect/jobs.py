@@ -16,10 +16,10 @@ from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
-from graphcost.measure.cross_process import CrossProcess
-from graphcost.measure.interleaved import TimingProtocol
 from graphcost.frontend.programs.flags import varied_flag_columns
 from graphcost.frontend.programs.zoo import ProgramSpec, list_programs
+from graphcost.measure.cross_process import CrossProcess
+from graphcost.measure.interleaved import TimingProtocol
 
 T = TypeVar("T")
 

@@ -62,13 +62,13 @@ from typing import Any
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.data.splits import stratified_split
 from graphcost.collect.guard import check_collection_out, check_configs_fit, open_collection
 from graphcost.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
-from graphcost.measure.cross_process import combine, measure_processes, noise_stats
-from graphcost.measure.interleaved import cpu_model, environment_metadata, load_average, spearman
+from graphcost.data.splits import stratified_split
 from graphcost.frontend.programs.compile import compile_all, persistent_cache
 from graphcost.frontend.programs.zoo import ProgramSpec, resolve_program
+from graphcost.measure.cross_process import combine, measure_processes, noise_stats
+from graphcost.measure.interleaved import cpu_model, environment_metadata, load_average, spearman
 
 SPLITS = ("train", "valid", "test")
 MANIFEST = "manifest.json"

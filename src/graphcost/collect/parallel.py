@@ -25,8 +25,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
-from graphcost.data.splits import family_split, stratified_split
 from graphcost.collect.local import MANIFEST, graph_file, label_statistic, read_graph, repeat_summary, save_arrays
+from graphcost.data.splits import family_split, stratified_split
 
 
 def shard_programs(names: Sequence[str], main: int, repeat: int = 0) -> tuple[list[list[str]], list[list[str]]]:

@@ -39,14 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.data.splits import stratified_split
 from graphcost.collect.jobs import CollectOptions, prepare_job
 from graphcost.collect.local import MANIFEST, add_compiled_stats, finish_graph, load_manifest, pending
+from graphcost.data.splits import stratified_split
 from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
-from graphcost.measure.cross_process import measure_processes, run_child
-from graphcost.measure.interleaved import environment_metadata, load_average
 from graphcost.frontend.programs.compile import persistent_cache
 from graphcost.frontend.programs.zoo import ProgramSpec, resolve_program
+from graphcost.measure.cross_process import measure_processes, run_child
+from graphcost.measure.interleaved import environment_metadata, load_average
 
 MEASURE_RESOURCE = "graphcost_measure"
 MAX_RETRIES = 3

@@ -13,10 +13,10 @@ from typing import NoReturn, Optional
 import typer
 
 from graphcost.atomic import OutputExistsError, OutputPathError
-from graphcost.tuning import defaults as D
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
+from graphcost.tuning import defaults as D
 
 # the names of `graphcost.tuning.run_dir.tuning_run_dir`'s arguments in this command's messages
 NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite"}

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write
-from graphcost.layerdag.graph import DAG
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.errors import GraphcostError
+from graphcost.layerdag.graph import DAG
 
 FLAT_KEYS = ("node_offsets", "edge_offsets", "node_cat", "src", "dst", "y")
 

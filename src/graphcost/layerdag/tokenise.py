@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphcost.layerdag.graph import DAG
 from graphcost.errors import GraphcostError
+from graphcost.layerdag.graph import DAG
 
 
 class NotADAGError(GraphcostError, ValueError):

@@ -54,12 +54,12 @@ import torch
 from graphcost.atomic import remove_stale_temps
 from graphcost.data.graph import FEATURE_VERSION
 from graphcost.data.transforms.pool import LazyPrepared, graph_config_counts, graph_kinds, graph_names
-from graphcost.runs import checkpoint as ckpt
-from graphcost.train import recipe
-from graphcost.runs.distributed import DistContext
 from graphcost.inference.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric
-from graphcost.runs.metrics_log import MetricsLog
+from graphcost.runs import checkpoint as ckpt
+from graphcost.runs.distributed import DistContext
 from graphcost.runs.lr_schedule import build_optimizer, build_scheduler, clip_gradients
+from graphcost.runs.metrics_log import MetricsLog
+from graphcost.train import recipe
 
 log = logging.getLogger(__name__)
 

@@ -45,8 +45,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from graphcost.tuning.trial import FAILED, OK, RETIMED, Trial, pooled_ratio
 from graphcost.tuning.space import Codes, Space
+from graphcost.tuning.trial import FAILED, OK, RETIMED, Trial, pooled_ratio
 
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
 OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured

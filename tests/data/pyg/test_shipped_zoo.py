@@ -11,8 +11,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from graphcost.data.io.packed import shipped_data_dir
 from graphcost.collect.local import COMPILED_KEY
+from graphcost.data.io.packed import shipped_data_dir
 from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 
 ZOOS = ("cpu_zoo_layout", "cpu_zoo_flags")

@@ -11,12 +11,12 @@ import torch
 from torch.utils.data import DataLoader
 from torch_geometric.data import Data
 
+from graphcost.data.pyg.tpugraphs import SampleKey, TpuGraphsDataset, batch_to_data, data_to_batch
+from graphcost.data.synth.collection import write_synthetic_collection
 from graphcost.data.transforms import preprocess
 from graphcost.data.transforms.batching import make_batch, sample_config_indices
 from graphcost.data.transforms.preprocess import prepare_graph
 from graphcost.data.transforms.scaler import FeatureScaler
-from graphcost.data.synth.collection import write_synthetic_collection
-from graphcost.data.pyg.tpugraphs import SampleKey, TpuGraphsDataset, batch_to_data, data_to_batch
 from graphcost.datasets import shipped_dataset_dir
 
 SHIPPED = shipped_dataset_dir("cpu_layout")

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS, flag_configs, flag_features
-from graphcost.measure.interleaved import TimingProtocol, measure_interleaved, spearman
 from graphcost.frontend.programs.zoo import FAMILIES, get_program, list_programs
+from graphcost.measure.interleaved import TimingProtocol, measure_interleaved, spearman
 
 
 def test_registry_names_unique_and_many():

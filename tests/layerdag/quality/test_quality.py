@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from graphcost.layerdag.datasets.lp import generate_lp_dataset
-from graphcost.layerdag.quality.novelty import novelty, uniqueness, wl_hash
 from graphcost.layerdag.quality import statistics
+from graphcost.layerdag.quality.novelty import novelty, uniqueness, wl_hash
 from graphcost.layerdag.quality.statistics import emd_1d, graph_histograms, mmd, mmd_report, mmd_table
 from graphcost.layerdag.quality.surrogate import (
     SurrogateConfig,

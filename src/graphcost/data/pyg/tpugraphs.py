@@ -83,9 +83,9 @@ import numpy as np
 import torch
 from torch_geometric.data import Data, Dataset
 
+from graphcost.data.graph import GraphBatch
 from graphcost.data.transforms.batching import make_batch, sample_config_indices
 from graphcost.data.transforms.cache import cache_key, cache_path
-from graphcost.data.graph import GraphBatch
 from graphcost.data.transforms.scaler import FeatureScaler
 
 _TENSOR_FIELDS = ("node_opcode", "edge_index", "runtime", "config_index", "config_node_index",
