@@ -70,6 +70,8 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._own_specs: dict[str, ModuleSpec | None] = {}  # new name -> its module's spec, from create to exec
 
     def find_spec(self, fullname, path=None, target=None):
+        if not fullname.startswith("graphcost."):
+            return None  # first on sys.meta_path: every other package's imports pass straight on
         new = new_name(fullname)
         target_spec = importlib.util.find_spec(new) if new is not None else None
         if target_spec is None:
