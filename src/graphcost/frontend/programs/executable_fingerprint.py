@@ -21,7 +21,9 @@ itself, so only field 1 is read. Its fields:
 
 * 1, the optimized ``HloModule`` with its config: the config is the debug options (the flags
   again), so only the module (1.1) enters, without its id (1.1.5, which counts compilations);
-* 6, the thunk sequence (what runs, in order), each thunk's copy of that module id dropped;
+* 6, the thunk sequence (what runs, in order), each thunk's copy of that module id dropped, at any
+  depth: a ``while`` or ``conditional`` thunk nests its body's thunks (with the id kept there, no two compiles
+  of a program with a loop were ever equal);
 * 8, the object files (the machine code of the LLVM kernels, one ELF per codegen split; their
   order follows the parallel codegen threads, so each is hashed and the hashes sorted);
 * everything else (buffer assignment, symbols, target machine and CPU features, data layout) as is.
@@ -190,18 +192,32 @@ def _module_without_id(fields: list[Field]) -> tuple[bytes, int]:
 
 
 def _thunks_without_module_id(thunks: memoryview, module_id: int) -> bytes:
-    """The thunk sequence re-encoded as (field, value) records, each thunk's info without the module id."""
+    """The thunk sequence re-encoded as (field, value) records, the module id left out of every thunk's
+    info at any depth: a ``while`` or ``conditional`` thunk holds its body's thunk sequences, whose thunks
+    carry the module id too (left in, every compile of a program with a loop looked new)."""
+    return _without_module_id(thunks, module_id, "ThunkSequence", 0).encode()
+
+
+_NESTING_MAX = 64  # thunk sequences nested deeper than this are hashed as raw bytes
+
+
+def _without_module_id(message: memoryview, module_id: int, name: str, depth: int, info: bool = False) -> str:
+    """`message` as text records, walked depth-first: a length-delimited field that parses as a message
+    is walked the same way, one that does not (bytes, strings) is kept as hex; in a thunk's info (a field
+    `_THUNK_INFO` of a message inside the sequence), a varint field `_THUNK_MODULE_ID` holding the module
+    id is left out."""
+    try:
+        fields = _fields(message, name)
+    except ProtoDecodeError:
+        return bytes(message).hex()
     out = []
-    for number, value, _ in _fields(thunks, "ThunkSequence"):
-        if number != _THUNK or not isinstance(value, memoryview):
-            out.append(f"{number}:{_text(value).hex()}")
-            continue
-        for n2, v2, _ in _fields(value, "Thunk"):
-            if n2 == _THUNK_INFO and isinstance(v2, memoryview):
-                kept = [(n3, _text(v3).hex()) for n3, v3, _ in _fields(v2, "ThunkInfo")
-                        if not (n3 == _THUNK_MODULE_ID and v3 == module_id)]
-                out.append(f"info:{kept}")
-            else:
-                out.append(f"{n2}:{_text(v2).hex()}")
-        out.append("|")
-    return "\n".join(out).encode()
+    for number, value, _ in fields:
+        if not isinstance(value, memoryview):
+            if not (info and number == _THUNK_MODULE_ID and value == module_id):
+                out.append(f"{number}:{value}")
+        elif depth < _NESTING_MAX and len(value):
+            inner = _without_module_id(value, module_id, name, depth + 1, info=depth >= 1 and number == _THUNK_INFO)
+            out.append(f"{number}:[{inner}]")
+        else:
+            out.append(f"{number}:{bytes(value).hex()}")
+    return "\n".join(out)
