@@ -146,13 +146,22 @@ def _resolved(path: str | os.PathLike) -> Path:
 
 
 def check_outside_inputs(path: str | os.PathLike, option: str, data: Iterable[tuple[str, object]] = (),
-                         files: Iterable[tuple[str, object]] = ()) -> Path:
+                         files: Iterable[tuple[str, object]] = (), around: Iterable[tuple[str, object]] = ()) -> Path:
     """OutputPathError when output `path` lies inside an input. `data`: (option, directory or file)
     pairs nothing may be written into or onto (data directories, input files); `files`: (option, run
     directory or file) pairs whose existing files must not be replaced (a run a model is read from:
-    a new report beside it is fine, its checkpoint is not). None inputs are skipped."""
+    a new report beside it is fine, its checkpoint is not); `around`: (option, directory or file) pairs
+    the output directory must not hold either (an output that ``--overwrite`` empties whole: emptying a
+    parent of the input would delete it). None inputs are skipped."""
     path = Path(path)
     out = _resolved(path)
+    for input_option, given in around:
+        if given is None:
+            continue
+        source = _resolved(given)  # type: ignore[arg-type]
+        if source != out and source.is_relative_to(out):
+            raise OutputPathError(f"{_named(option, path)}: holds the input {input_option} {given}; writing or "
+                                  "replacing it could delete the input (give a path outside it)", path)
     for input_option, given in data:
         if given is None:
             continue
