@@ -12,6 +12,7 @@ asked for), test the rest.
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from graphcost.atomic import atomic_write, check_dir_option
 from graphcost.data.io.npz_stream import check_declared_memory
 from graphcost.data.io.schema import SchemaError
 from graphcost.errors import GraphcostError
-from graphcost.output_guard import check_outside_inputs
+from graphcost.output_guard import OutputPathError, check_outside_inputs
 
 SPLITS = ("train", "valid", "test")
 
@@ -49,17 +50,64 @@ def config_split_indices(num_configs: int, train_frac: float, valid_frac: float,
     return {k: np.sort(v).astype(np.int64) for k, v in cuts.items()}
 
 
+class WrittenSplits(dict):
+    """{split: written path}, as `split_by_configuration` returns it; `dropped`: how many configurations
+    with a damaged runtime were left out (`drop_bad_runtimes`)."""
+
+    dropped: int = 0
+
+
+def dataset_dir_of(path: str | Path) -> Path:
+    """The directory of data that graph file `path` belongs to: the parent of its split directory when
+    it lies in one (``D/train/g.npz`` -> ``D``), else the directory holding it."""
+    parent = Path(path).parent
+    return parent.parent if parent.name in SPLITS else parent
+
+
+def check_split_out(out_dir: Path, path: Path, option: str, input_name: str) -> None:
+    """OutputPathError when `out_dir` would put the split into the graph's own data: the graph file
+    itself, its split's dataset directory ``D`` of ``D/train/g.npz`` or anything inside it
+    (`graphcost.output_guard.check_outside_inputs`), or the directory holding a loose graph (OUT/train
+    beside the graph would join its directory's data)."""
+    parent = path.parent
+    data = [(input_name, path)]
+    if parent.name in SPLITS:
+        data.append((f"{input_name}'s dataset directory", parent.parent))
+    check_outside_inputs(out_dir, option, data=data)
+    if Path(os.path.realpath(out_dir)) == Path(os.path.realpath(parent)):
+        raise OutputPathError(f"{option} {out_dir}: is the directory holding the input {input_name} {path}; its "
+                              "train/valid/test would join that directory's data (give a path outside it)", out_dir)
+
+
+def bad_runtime_rows(runtime: np.ndarray) -> np.ndarray:
+    """Indices of the configurations whose runtime is NaN, infinite or negative."""
+    runtime = np.asarray(runtime)
+    if not np.issubdtype(runtime.dtype, np.number) or np.issubdtype(runtime.dtype, np.complexfloating):
+        return np.arange(len(runtime))
+    values = runtime.astype(np.float64).reshape(len(runtime), -1)
+    return np.flatnonzero(~np.isfinite(values).all(axis=1) | (values < 0).any(axis=1))
+
+
+def _describe(value: object) -> str:
+    value = np.asarray(value).reshape(-1)
+    return ", ".join(str(v) for v in value[:4].tolist()) or "empty"
+
+
 def split_by_configuration(path: str | Path, out_dir: str | Path, train_frac: float, valid_frac: float,
                            seed: int = 0, overwrite: bool = False, *, option: str = "out_dir",
-                           input_name: str = "path") -> dict[str, Path]:
-    """Write OUT/{train,valid,test}/<file name> from `path`; returns the written paths by split.
+                           input_name: str = "path", drop_bad_runtimes: bool = False) -> WrittenSplits:
+    """Write OUT/{train,valid,test}/<file name> from `path`; returns the written paths by split
+    (a `WrittenSplits`, whose ``dropped`` counts the configurations left out).
 
     `out_dir` is checked before the graph is read: a file or a path below one, a device, a virtual or
-    read-only file system, or the graph file itself is an OutputPathError naming `option` (the CLI passes
-    ``--out``; `input_name` names `path`, ``GRAPH`` for the CLI)."""
+    read-only file system, the graph file itself, its dataset directory (``D`` of ``D/train/g.npz``) or a
+    path inside it, or the directory holding the graph is an OutputPathError naming `option` (the CLI passes
+    ``--out``; `input_name` names `path`, ``GRAPH`` for the CLI). A ``config_runtime`` with a NaN, infinite
+    or negative value is a ConfigSplitError naming the file and the first bad configuration, unless
+    `drop_bad_runtimes`: then those configurations are left out of every split."""
     path, out_dir = Path(path), Path(out_dir)
     check_dir_option(out_dir, option)
-    check_outside_inputs(out_dir, option, files=[(input_name, path)])
+    check_split_out(out_dir, path, option, input_name)
     try:
         with np.load(path, allow_pickle=False) as z:
             check_declared_memory(z.zip, path, z.files)
@@ -75,11 +123,23 @@ def split_by_configuration(path: str | Path, out_dir: str | Path, train_frac: fl
     if bad:
         raise ConfigSplitError(f"{path}: key {bad[0]!r} should have one row per configuration ({k}), "
                                f"got shape {arrays[bad[0]].shape}")
+    bad_rows = bad_runtime_rows(arrays["config_runtime"])
+    if len(bad_rows) and not drop_bad_runtimes:
+        first = int(bad_rows[0])
+        raise ConfigSplitError(
+            f"{path}: key 'config_runtime' holds a damaged runtime at configuration {first} "
+            f"({_describe(arrays['config_runtime'][first])}; {len(bad_rows)} of {k} configurations are NaN, infinite "
+            "or negative); pass drop_bad_runtimes=True (--drop-bad-runtimes) to leave them out")
+    if len(bad_rows):
+        keep = np.setdiff1d(np.arange(k), bad_rows)
+        arrays = {key: (a[keep] if is_per_config(key) else a) for key, a in arrays.items()}
+        k = len(keep)
     targets = {s: out_dir / s / path.name for s in SPLITS}
     existing = [str(t) for t in targets.values() if t.exists()]
     if existing and not overwrite:
         raise ConfigSplitError(f"{existing[0]} exists; pass overwrite=True (--overwrite) to replace it")
-    written = {}
+    written = WrittenSplits()
+    written.dropped = int(len(bad_rows))
     for split, idx in config_split_indices(k, train_frac, valid_frac, seed).items():
         if not len(idx):
             continue

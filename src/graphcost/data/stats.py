@@ -215,8 +215,8 @@ def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = Tr
 def check_stats_json(json_out: str | Path, path: str | Path, overwrite: bool = False, *, option: str = "json_out",
                      input_name: str = "path") -> Path:
     """The JSON output of `stats_for_path`, checked before any work (`graphcost.atomic.check_output_path`, then
-    `graphcost.output_guard.check_outside_inputs` against the input `path`); returns it as a Path. A directory
-    is refused with the file name to give instead."""
+    `graphcost.output_guard.check_outside_inputs` against the input `path`: nothing inside a data directory,
+    not the input file itself); returns it as a Path. A directory is refused with the file name to give instead."""
     from graphcost.atomic import OutputPathError, check_output_path
     from graphcost.output_guard import check_outside_inputs
 
@@ -228,7 +228,9 @@ def check_stats_json(json_out: str | Path, path: str | Path, overwrite: bool = F
             raise OutputPathError(f"{option} {json_out}: is a directory; give a file path such as "
                                   f"{json_out / 'stats.json'}", json_out) from None
         raise
-    return check_outside_inputs(json_out, option, files=[(input_name, path)])
+    source = Path(path).expanduser()
+    inside = [(input_name, source)] if source.is_dir() else []  # nothing written into a data directory
+    return check_outside_inputs(json_out, option, data=inside, files=[(input_name, source)])
 
 
 def _write_rows(rows: list[dict], json_out: Path) -> None:
