@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.collect.kernel_records import KERNELS_DIR, coverage
+from graphcost.collect.kernel_records import coverage
+from graphcost.data.kernels import kernel_record_path
 from graphcost.measure.interleaved import spearman
 
 
@@ -30,7 +31,7 @@ def _records(root: Path) -> dict[str, dict[str, np.ndarray]]:
     manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     out = {}
     for name, entry in manifest.get("graphs", {}).items():
-        path = root / KERNELS_DIR / entry.get("split", "train") / f"{name}.npz"
+        path = kernel_record_path(root, name, entry)  # a split or name that is a path: one-line ValueError
         if path.exists():
             with np.load(path, allow_pickle=False) as z:
                 out[name] = {k: z[k] for k in ("occ_config", "occ_name", "occ_leaf", "occ_runtime_ns", "occ_samples_ns",

@@ -22,21 +22,62 @@ kernel (the TpuGraphs tile collection holds one fused kernel per graph, Phothili
 plus ``kernel_fingerprint``, ``kernel_kind``, ``kernel_flops`` / ``kernel_transcendentals`` /
 ``kernel_bytes``, ``config_programs`` (C,) (how many programs' measurements each row merges) and
 ``kernel_families`` (the families it was seen in): extra keys, which the TpuGraphs loaders ignore.
-Files go to ``OUT/{train,valid,test}/`` by the split of the first program that ran the kernel, with
-the collection's manifest families, so the existing tile loaders, the PyG dataset and
-``graphcost train --data-dir OUT`` read it unchanged. Identical kernels measured under identical
+Files go to ``OUT/{train,valid,test}/<digest>.npz`` (16 hex digits of the sha256 of the fingerprint, never
+the fingerprint itself) by the split of the first program that ran the kernel, with the collection's
+manifest families, so the existing tile loaders, the PyG dataset and ``graphcost train --data-dir OUT``
+read it unchanged. Identical kernels measured under identical
 flags in several programs are merged (median).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 KERNELS_DIR = "kernels"
+SPLITS = ("train", "valid", "test")  # the splits a collection's manifest may name (`graphcost collect`)
+RECORD_KEYS = ("kernel_fingerprint", "kernel_kind", "kernel_flops", "kernel_transcendentals", "kernel_bytes",
+               "kernel_node_offsets", "kernel_edge_offsets", "node_feat", "node_opcode", "edge_index", "occ_config",
+               "occ_kernel", "occ_count", "occ_runtime_ns", "occ_leaf", "profile_wall_ns")  # fmt: skip
+
+
+def plain_name(value: object, where: str) -> str:
+    """`value` when it can be one path component (a non-empty string without a path separator, NUL, ``.``
+    or ``..``); ValueError naming `where` (the manifest and its field) otherwise. A name read from a
+    collection never becomes a path that leads out of it."""
+    if not isinstance(value, str) or not value or value in (".", "..") or any(c in value for c in "/\\\0"):
+        raise ValueError(f"{where} is {str(value)[:200]!r}, not a plain name (a path, '..', or not a string); "
+                         "refusing to use it as a file name")
+    return value
+
+
+def manifest_split(manifest_path: Path, name: str, entry: dict) -> str:
+    """The split of manifest entry `name` (default ``train``): one of train / valid / test, else a ValueError
+    naming the manifest and the field (an absolute path or ``../x`` as a split would read or write outside)."""
+    split = entry.get("split", "train")
+    if split not in SPLITS:
+        raise ValueError(f"{manifest_path}: key 'graphs.{name}.split' is {str(split)[:200]!r}; expected one of "
+                         f"{', '.join(SPLITS)} (a split is never a path)")
+    return split
+
+
+def kernel_record_path(root: Path, name: str, entry: dict) -> Path:
+    """``ROOT/kernels/<split>/<name>.npz``, the kernel record of manifest entry `name`, its split and name
+    checked (`manifest_split`, `plain_name`)."""
+    manifest_path = root / "manifest.json"
+    plain_name(name, f"{manifest_path}: key 'graphs.{str(name)[:200]}'")
+    return root / KERNELS_DIR / manifest_split(manifest_path, name, entry) / f"{name}.npz"
+
+
+def kernel_file_name(fingerprint: object) -> str:
+    """The file name stem of a kernel in the kernel dataset: 16 hex digits of the sha256 of its fingerprint
+    (a fingerprint is read from the collection, so it never becomes a path itself)."""
+    return hashlib.sha256(str(fingerprint).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass
@@ -95,11 +136,14 @@ class KernelTable:
         for name, entry in sorted(manifest.get("graphs", {}).items()):
             if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
                 raise ValueError(f"{manifest_path}: key 'graphs.{name}' must be an object with a string 'file'")
-            split = entry.get("split", "train")
-            record_path = root / KERNELS_DIR / split / f"{name}.npz"
+            record_path = kernel_record_path(root, name, entry)
+            split = record_path.parent.name
             if not record_path.exists():
                 continue
-            graph_path = root / entry["file"]
+            graph_path = (root / entry["file"]).resolve()
+            if not graph_path.is_relative_to(root.resolve()):
+                raise ValueError(f"{manifest_path}: key 'graphs.{name}.file' is {entry['file'][:200]!r}, which leads "
+                                 f"outside the collection directory {root}; refusing to read it")
             try:
                 with np.load(graph_path, allow_pickle=False) as g:
                     label = np.asarray(g["config_runtime"], np.float64)
@@ -113,15 +157,18 @@ class KernelTable:
                         if "config_runtime_samples" in g.files else None
                     compiled = np.asarray(g["config_compiled_stats"], np.float64) \
                         if "config_compiled_stats" in g.files else None
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
                 raise ValueError(f"{graph_path}: not a readable graph of the collection ({exc})") from None
             try:
                 with np.load(record_path, allow_pickle=False) as z:
                     r = {k: np.asarray(z[k]) for k in z.files}
-            except (OSError, ValueError) as exc:
-                raise ValueError(f"{record_path}: not a readable kernel record ({exc})") from None
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+                raise ValueError(f"{record_path}: not a readable kernel record ({type(exc).__name__}: "
+                                 f"{str(exc)[:200]})") from None
+            _check_record(record_path, r, len(config_feat))
             local = np.zeros(len(r["kernel_fingerprint"]), np.int64)
             for u, fp in enumerate(r["kernel_fingerprint"].tolist()):
+                fp = str(fp)
                 if fp not in distinct:
                     distinct[fp] = len(distinct)
                     for key in ("kind", "flops", "transcendentals", "bytes"):
@@ -156,6 +203,44 @@ class KernelTable:
                    bytes=np.asarray(kinfo["bytes"], np.float64), graphs=graphs, programs=programs)
 
 
+def _check_record(path: Path, r: dict, num_configs: int) -> None:
+    """ValueError naming kernel record `path` and the field when a key is missing, the per-kernel or
+    per-occurrence arrays disagree in length, or an index (offsets, ``occ_kernel``, ``occ_config``) is out
+    of range: a damaged record is one line, not an IndexError later."""
+    missing = [k for k in RECORD_KEYS if k not in r]
+    if missing:
+        raise ValueError(f"{path}: key {missing[0]!r} is missing (not a kernel record of "
+                         "`graphcost collect --kernels`)")
+    for key in RECORD_KEYS + (("occ_executions",) if "occ_executions" in r else ()):
+        if r[key].ndim == 0:
+            raise ValueError(f"{path}: key {key!r} is a scalar; expected an array")
+    u = len(r["kernel_fingerprint"])
+    for key in ("kernel_kind", "kernel_flops", "kernel_transcendentals", "kernel_bytes"):
+        if len(r[key]) != u:
+            raise ValueError(f"{path}: key {key!r} has {len(r[key])} rows, expected one per kernel ({u})")
+    for key, items in (("kernel_node_offsets", "node_feat"), ("kernel_edge_offsets", "edge_index")):
+        offsets = r[key]
+        if (offsets.ndim != 1 or len(offsets) != u + 1 or not np.issubdtype(offsets.dtype, np.integer)
+                or (len(offsets) and (offsets[0] < 0 or offsets[-1] > len(r[items]))) or (np.diff(offsets) < 0).any()):
+            raise ValueError(f"{path}: key {key!r} is not {u + 1} increasing offsets into {items!r} "
+                             f"({len(r[items])} rows)")
+    if len(r["node_opcode"]) != len(r["node_feat"]):
+        raise ValueError(f"{path}: key 'node_opcode' has {len(r['node_opcode'])} rows, 'node_feat' "
+                         f"{len(r['node_feat'])}")
+    m = len(r["occ_config"])
+    for key in ("occ_kernel", "occ_count", "occ_runtime_ns", "occ_leaf") + (("occ_executions",) if "occ_executions" in r
+                                                                             else ()):
+        if len(r[key]) != m:
+            raise ValueError(f"{path}: key {key!r} has {len(r[key])} rows, expected one per occurrence ({m})")
+    for key, bound in (("occ_kernel", u), ("occ_config", num_configs)):
+        index = r[key]
+        if not np.issubdtype(index.dtype, np.integer) or (m and (index.min() < 0 or index.max() >= bound)):
+            raise ValueError(f"{path}: key {key!r} holds an index outside 0..{bound - 1}")
+    if r["profile_wall_ns"].ndim != 2 or not np.issubdtype(r["profile_wall_ns"].dtype, np.number):
+        raise ValueError(f"{path}: key 'profile_wall_ns' should be a 2-d numeric array, got shape "
+                         f"{r['profile_wall_ns'].shape}")
+
+
 def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overwrite: bool = False,
                          default_flags: np.ndarray | None = None, *, option: str = "out",
                          input_name: str = "table") -> dict:
@@ -163,27 +248,48 @@ def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overw
 
     `table`: a `KernelTable`, or the root of a kernel collection, read (`KernelTable.read`) only after `out` is
     checked. `out` is checked first: a file or a path below one, a device, a virtual or read-only file system,
-    or a path inside the collection root is an OutputPathError naming `option` (the CLI passes ``--out``;
-    `input_name` names the root, ``ROOT`` for the CLI). An existing non-empty `out` is refused
-    (OutputExistsError) unless `overwrite`. `default_flags`: (24,) the default flag vector
+    the collection root, a path inside it or a directory holding it (which `overwrite` would empty) is an
+    OutputPathError naming `option` (the CLI passes ``--out``; `input_name` names the root, ``ROOT`` for the
+    CLI). An existing non-empty `out` is refused (OutputExistsError) unless `overwrite`; `out` is written under
+    its lock (`graphcost.atomic.lock_dir`). Files are named by `kernel_file_name` (a digest of the fingerprint),
+    never by a string read from the collection. `default_flags`: (24,) the default flag vector
     (`graphcost.frontend.programs.flags.default_flag_vector`), whose row's time is each kernel's normaliser
     (None: the median of its rows)."""
-    import shutil
-
-    from graphcost.atomic import OutputExistsError, atomic_write_json, check_dir_option
-    from graphcost.data.graph import TileGraph
-    from graphcost.data.io.tpugraphs_io import save_graph
+    from graphcost.atomic import OutputExistsError, check_dir_option, clear_dir, lock_dir
     from graphcost.output_guard import check_outside_inputs
 
     out = check_dir_option(out, option)
-    if not isinstance(table, KernelTable):
-        check_outside_inputs(out, option, data=[(input_name, table)])
-    if out.exists() and any(out.iterdir()) and not overwrite:
+    if not isinstance(table, KernelTable):  # not the collection, inside it, nor a directory holding it
+        check_outside_inputs(out, option, data=[(input_name, table)], around=[(input_name, table)])
+    if _holds_files(out) and not overwrite:
         raise OutputExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
     if not isinstance(table, KernelTable):
         table = KernelTable.read(table, default_flags)
-    if out.exists() and any(out.iterdir()):
-        shutil.rmtree(out)
+    with lock_dir(out, option):  # a second writer into `out` waits for none: it is refused in one line
+        if _holds_files(out):
+            if not overwrite:  # filled since the check above
+                raise OutputExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
+            clear_dir(out)  # the lock file stays
+        return _write_dataset(table, out, default_flags)
+
+
+def _holds_files(out: Path) -> bool:
+    """Whether directory `out` holds anything but the lock file of `graphcost.atomic.lock_dir`."""
+    from graphcost.atomic import LOCK_NAME
+
+    return out.is_dir() and any(p.name != LOCK_NAME for p in out.iterdir())
+
+
+def _write_dataset(table: KernelTable, out: Path, default_flags: np.ndarray | None) -> dict:
+    """The files of `write_kernel_dataset` into checked, locked, empty `out`; its manifest."""
+    from graphcost.atomic import atomic_write_json
+    from graphcost.data.graph import TileGraph
+    from graphcost.data.io.tpugraphs_io import save_graph
+
+    for program, info in table.programs.items():  # a KernelTable built in Python: a split is a name, never a path
+        if info.get("split") not in SPLITS:
+            raise ValueError(f"program {str(program)[:200]!r}: split {str(info.get('split'))[:200]!r} is not one of "
+                             f"{', '.join(SPLITS)}")
     leaf = np.flatnonzero(table.leaf & (table.count > 0))
     per_exec = table.per_execution_ns
     graphs_manifest = {}
@@ -202,7 +308,9 @@ def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overw
         normalizer = float(runtime[is_default][0] if is_default.any() else np.median(runtime))
         first = table.program[rows[0]]
         split = table.programs[first]["split"]
-        name = str(table.fingerprint[u])[:16]
+        name = kernel_file_name(table.fingerprint[u])
+        if name in graphs_manifest:  # two fingerprints with one 16-digit digest: the kernel's index added
+            name = f"{name}-{u}"
         graph = TileGraph(path=None, node_feat=np.asarray(feat, np.float32), node_opcode=np.asarray(opcode),
                           edge_index=np.asarray(edges, np.int64), config_feat=flag_rows.astype(np.float32),
                           config_runtime=runtime, config_runtime_normalizers=np.full(len(runtime), normalizer))
