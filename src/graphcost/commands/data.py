@@ -158,6 +158,10 @@ def split_configs(
     valid: float = typer.Option(0.1, "--valid", help="share for validation (early stopping, model selection)"),
     seed: int = typer.Option(0, "--seed", min=0, max=SEED_MAX, help="seed of the split"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace files already in --out"),
+    drop_bad_runtimes: bool = typer.Option(
+        False, "--drop-bad-runtimes",
+        help="leave out configurations whose runtime is NaN, infinite or negative (default: refuse the graph)",
+    ),
 ) -> None:
     """Split ONE program's graph by configuration into train / valid / test (then: graphcost train --data-dir OUT)."""
     from graphcost.atomic import OutputPathError
@@ -165,9 +169,11 @@ def split_configs(
 
     try:  # --out is checked by the library before the graph is read
         written = split_by_configuration(graph, out, train, valid, seed=seed, overwrite=overwrite, option="--out",
-                                         input_name="GRAPH")
+                                         input_name="GRAPH", drop_bad_runtimes=drop_bad_runtimes)
     except (ConfigSplitError, OutputPathError) as exc:
         fail(str(exc))
+    if written.dropped:
+        typer.echo(f"dropped {written.dropped} configuration(s) of {graph} with a NaN, infinite or negative runtime")
     for split, path in written.items():
         typer.echo(f"{split}: {path}")
 
@@ -244,7 +250,7 @@ def from_proto(
             result = convert_file(
                 path, out, kind=kind.value, layout_pad=layout_pad, overwrite=overwrite,
                 progress=lambda it: tqdm(it, desc=f"{path.name} kernels", unit="kernel", leave=False), strict=strict,
-                option="--out",
+                option="--out", input_name="INPUTS", inputs=inputs,
             )
         except OutputPathError as exc:  # --out itself (checked by the library first): no file can be converted
             fail(str(exc))

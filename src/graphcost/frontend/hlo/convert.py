@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -284,7 +284,7 @@ def read_proto(path: Path) -> bytes:
 
 def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: float = 0.0, overwrite: bool = False,
                  progress: Callable[[Iterator], Iterator] | None = None, strict: bool = False, *,
-                 option: str = "out_dir") -> ProtoConversion:
+                 option: str = "out_dir", input_name: str = "path", inputs: Iterable[Path] = ()) -> ProtoConversion:
     """Convert one tuning protobuf file into npz files under `out_dir`.
 
     kind: "layout" (ModuleTuningData -> `<stem>.npz`), "tile" (TuningData -> one
@@ -293,12 +293,20 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
     strict: a module with an opcode name TpuGraphs does not know is a ConversionError (default:
     counted in ``result.stats.unknown_opcodes`` and converted with opcode 0).
     `out_dir` is checked before the file is read: a file, a device, a virtual or read-only file system is an
-    OutputPathError (a ValueError) naming `option` (the CLI passes ``--out``).
+    OutputPathError (a ValueError) naming `option` (the CLI passes ``--out``). An output file that would be
+    `path` itself or one of `inputs` (the other files of the same command) is an OutputPathError naming it
+    (`graphcost.output_guard.check_outside_inputs`; `input_name` names them, ``INPUTS`` for the CLI): an
+    input is never replaced.
     """
     from graphcost.atomic import check_dir_option
+    from graphcost.output_guard import check_outside_inputs
 
     path, out_dir = Path(path), Path(out_dir)
     check_dir_option(out_dir, option, is_file="{path}: {option} exists and is not a directory", blocked=None)
+    sources = [(input_name, p) for p in dict.fromkeys([path, *map(Path, inputs)])]
+
+    def guarded(target: Path) -> Path:
+        return check_outside_inputs(target, option, data=sources)
     data = read_proto(path)
     progress = progress or (lambda it: it)
     try:
@@ -314,7 +322,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
                 f"use --kind {detected} or --kind auto")
         result = ProtoConversion(kind=kind)
         if kind == "layout":
-            target = out_dir / f"{safe_name(path.stem)}.npz"
+            target = guarded(out_dir / f"{safe_name(path.stem)}.npz")
             if target.exists() and not overwrite:
                 result.existing.append(target)
                 return result
@@ -331,7 +339,7 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
             while stem in used:
                 stem += "_dup"
             used.add(stem)
-            target = out_dir / f"{stem}.npz"
+            target = guarded(out_dir / f"{stem}.npz")
             if target.exists() and not overwrite:
                 result.existing.append(target)
                 continue
