@@ -66,6 +66,9 @@ def test_split_configs_into_its_own_input_is_refused(tmp_path):
     for out in (data / "train", data, data / "train" / "sub", data / "elsewhere"):  # the split, its dataset, inside
         one_line_error(invoke("data", "split-configs", graph, "--out", out, "--train", "0.3", "--overwrite"),
                        "--out", out, "inside the input GRAPH's dataset directory", data)
+    link = tmp_path / "link.npz"  # a link to the graph: judged where its file is too
+    link.symlink_to(graph)
+    one_line_error(invoke("data", "split-configs", link, "--out", data, "--overwrite"), "--out", "dataset directory")
     assert _tree(data) == before  # nothing written, the graph untouched
     loose = _graph(tmp_path / "loose" / "g.npz")
     one_line_error(invoke("data", "split-configs", loose, "--out", loose.parent), "--out", "directory holding")

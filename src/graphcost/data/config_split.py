@@ -57,26 +57,21 @@ class WrittenSplits(dict):
     dropped: int = 0
 
 
-def dataset_dir_of(path: str | Path) -> Path:
-    """The directory of data that graph file `path` belongs to: the parent of its split directory when
-    it lies in one (``D/train/g.npz`` -> ``D``), else the directory holding it."""
-    parent = Path(path).parent
-    return parent.parent if parent.name in SPLITS else parent
-
-
 def check_split_out(out_dir: Path, path: Path, option: str, input_name: str) -> None:
     """OutputPathError when `out_dir` would put the split into the graph's own data: the graph file
     itself, its split's dataset directory ``D`` of ``D/train/g.npz`` or anything inside it
     (`graphcost.output_guard.check_outside_inputs`), or the directory holding a loose graph (OUT/train
-    beside the graph would join its directory's data)."""
-    parent = path.parent
-    data = [(input_name, path)]
-    if parent.name in SPLITS:
-        data.append((f"{input_name}'s dataset directory", parent.parent))
+    beside the graph would join its directory's data). A linked graph is judged where the link is and
+    where its file is."""
+    data: list[tuple[str, object]] = [(input_name, path)]
+    places = list(dict.fromkeys([path.parent, Path(os.path.realpath(path)).parent]))
+    data += [(f"{input_name}'s dataset directory", p.parent) for p in places if p.name in SPLITS]
     check_outside_inputs(out_dir, option, data=data)
-    if Path(os.path.realpath(out_dir)) == Path(os.path.realpath(parent)):
-        raise OutputPathError(f"{option} {out_dir}: is the directory holding the input {input_name} {path}; its "
-                              "train/valid/test would join that directory's data (give a path outside it)", out_dir)
+    out = Path(os.path.realpath(out_dir))
+    for parent in places:
+        if out == Path(os.path.realpath(parent)):
+            raise OutputPathError(f"{option} {out_dir}: is the directory holding the input {input_name} {path}; its "
+                                  "train/valid/test would join that directory's data (give a path outside it)", out_dir)
 
 
 def bad_runtime_rows(runtime: np.ndarray) -> np.ndarray:
