@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphcost.errors import GraphcostError
+
 KERNELS_DIR = "kernels"
 SPLITS = ("train", "valid", "test")  # the splits a collection's manifest may name (`graphcost collect`)
 RECORD_KEYS = ("kernel_fingerprint", "kernel_kind", "kernel_flops", "kernel_transcendentals", "kernel_bytes",
@@ -46,23 +48,29 @@ RECORD_KEYS = ("kernel_fingerprint", "kernel_kind", "kernel_flops", "kernel_tran
                "occ_kernel", "occ_count", "occ_runtime_ns", "occ_leaf", "profile_wall_ns")  # fmt: skip
 
 
+class KernelDataError(GraphcostError, ValueError):
+    """A kernel collection that cannot be read or written as a kernel dataset: the message names the file
+    (the manifest, a graph, a kernel record) and the key."""
+
+
 def plain_name(value: object, where: str) -> str:
     """`value` when it can be one path component (a non-empty string without a path separator, NUL, ``.``
-    or ``..``); ValueError naming `where` (the manifest and its field) otherwise. A name read from a
+    or ``..``); KernelDataError naming `where` (the manifest and its field) otherwise. A name read from a
     collection never becomes a path that leads out of it."""
     if not isinstance(value, str) or not value or value in (".", "..") or any(c in value for c in "/\\\0"):
-        raise ValueError(f"{where} is {str(value)[:200]!r}, not a plain name (a path, '..', or not a string); "
-                         "refusing to use it as a file name")
+        raise KernelDataError(f"{where} is {str(value)[:200]!r}, not a plain name (a path, '..', or not a string); "
+                              "refusing to use it as a file name")
     return value
 
 
 def manifest_split(manifest_path: Path, name: str, entry: dict) -> str:
-    """The split of manifest entry `name` (default ``train``): one of train / valid / test, else a ValueError
-    naming the manifest and the field (an absolute path or ``../x`` as a split would read or write outside)."""
+    """The split of manifest entry `name` (default ``train``): one of train / valid / test, else a
+    KernelDataError naming the manifest and the field (an absolute path or ``../x`` as a split would read or
+    write outside)."""
     split = entry.get("split", "train")
     if split not in SPLITS:
-        raise ValueError(f"{manifest_path}: key 'graphs.{name}.split' is {str(split)[:200]!r}; expected one of "
-                         f"{', '.join(SPLITS)} (a split is never a path)")
+        raise KernelDataError(f"{manifest_path}: key 'graphs.{name}.split' is {str(split)[:200]!r}; expected one of "
+                              f"{', '.join(SPLITS)} (a split is never a path)")
     return split
 
 
@@ -115,18 +123,18 @@ class KernelTable:
     @classmethod
     def read(cls, root: str | Path, default_flags: np.ndarray | None = None) -> "KernelTable":
         """The table of the kernel collection in `root` (its manifest's finished graphs that have a
-        kernel record); ValueError naming the file when a record or graph is damaged. `default_flags`:
-        (24,) the flag vector a LAYOUT collection's kernels ran under
+        kernel record); KernelDataError (a ValueError) naming the file and the key when a record or graph is
+        damaged. `default_flags`: (24,) the flag vector a LAYOUT collection's kernels ran under
         (`graphcost.frontend.programs.flags.default_flag_vector()`); a layout graph needs it."""
         root = Path(root)
         manifest_path = root / "manifest.json"
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise ValueError(f"{manifest_path}: not the manifest of a collection written by `graphcost collect "
-                             f"--kernels` ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
+            raise KernelDataError(f"{manifest_path}: not the manifest of a collection written by `graphcost collect "
+                                  f"--kernels` ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("graphs", {}), dict):
-            raise ValueError(f"{manifest_path}: key 'graphs' must be an object of per-graph entries")
+            raise KernelDataError(f"{manifest_path}: key 'graphs' must be an object of per-graph entries")
         cols: dict[str, list] = {k: [] for k in ("program", "family", "config", "kernel", "count", "runtime_ns",
                                                    "leaf", "flags", "executions_read")}
         distinct: dict[str, int] = {}
@@ -135,15 +143,15 @@ class KernelTable:
         programs: dict = {}
         for name, entry in sorted(manifest.get("graphs", {}).items()):
             if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
-                raise ValueError(f"{manifest_path}: key 'graphs.{name}' must be an object with a string 'file'")
+                raise KernelDataError(f"{manifest_path}: key 'graphs.{name}' must be an object with a string 'file'")
             record_path = kernel_record_path(root, name, entry)
             split = record_path.parent.name
             if not record_path.exists():
                 continue
             graph_path = (root / entry["file"]).resolve()
             if not graph_path.is_relative_to(root.resolve()):
-                raise ValueError(f"{manifest_path}: key 'graphs.{name}.file' is {entry['file'][:200]!r}, which leads "
-                                 f"outside the collection directory {root}; refusing to read it")
+                raise KernelDataError(f"{manifest_path}: key 'graphs.{name}.file' is {entry['file'][:200]!r}, "
+                                      f"which leads outside the collection directory {root}; refusing to read it")
             try:
                 with np.load(graph_path, allow_pickle=False) as g:
                     label = np.asarray(g["config_runtime"], np.float64)
@@ -158,13 +166,13 @@ class KernelTable:
                     compiled = np.asarray(g["config_compiled_stats"], np.float64) \
                         if "config_compiled_stats" in g.files else None
             except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-                raise ValueError(f"{graph_path}: not a readable graph of the collection ({exc})") from None
+                raise KernelDataError(f"{graph_path}: not a readable graph of the collection ({exc})") from None
             try:
                 with np.load(record_path, allow_pickle=False) as z:
                     r = {k: np.asarray(z[k]) for k in z.files}
             except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-                raise ValueError(f"{record_path}: not a readable kernel record ({type(exc).__name__}: "
-                                 f"{str(exc)[:200]})") from None
+                raise KernelDataError(f"{record_path}: not a readable kernel record ({type(exc).__name__}: "
+                                      f"{str(exc)[:200]})") from None
             _check_record(record_path, r, len(config_feat))
             local = np.zeros(len(r["kernel_fingerprint"]), np.int64)
             for u, fp in enumerate(r["kernel_fingerprint"].tolist()):
@@ -193,7 +201,8 @@ class KernelTable:
                               "label": label, "samples": samples, "compiled": compiled,
                               "wall": np.median(r["profile_wall_ns"], axis=1)}
         if not programs:
-            raise ValueError(f"{root}: no program with a kernel record (collect with `graphcost collect --kernels`)")
+            raise KernelDataError(f"{root}: no program with a kernel record (collect with "
+                                  "`graphcost collect --kernels`)")
         cat = {k: np.concatenate(v) for k, v in cols.items()}
         return cls(program=cat["program"].astype(str), family=cat["family"].astype(str), config=cat["config"],
                    kernel=cat["kernel"], count=cat["count"], runtime_ns=cat["runtime_ns"], leaf=cat["leaf"],
@@ -204,41 +213,41 @@ class KernelTable:
 
 
 def _check_record(path: Path, r: dict, num_configs: int) -> None:
-    """ValueError naming kernel record `path` and the field when a key is missing, the per-kernel or
+    """KernelDataError naming kernel record `path` and the field when a key is missing, the per-kernel or
     per-occurrence arrays disagree in length, or an index (offsets, ``occ_kernel``, ``occ_config``) is out
     of range: a damaged record is one line, not an IndexError later."""
     missing = [k for k in RECORD_KEYS if k not in r]
     if missing:
-        raise ValueError(f"{path}: key {missing[0]!r} is missing (not a kernel record of "
-                         "`graphcost collect --kernels`)")
+        raise KernelDataError(f"{path}: key {missing[0]!r} is missing (not a kernel record of "
+                              "`graphcost collect --kernels`)")
     for key in RECORD_KEYS + (("occ_executions",) if "occ_executions" in r else ()):
         if r[key].ndim == 0:
-            raise ValueError(f"{path}: key {key!r} is a scalar; expected an array")
+            raise KernelDataError(f"{path}: key {key!r} is a scalar; expected an array")
     u = len(r["kernel_fingerprint"])
     for key in ("kernel_kind", "kernel_flops", "kernel_transcendentals", "kernel_bytes"):
         if len(r[key]) != u:
-            raise ValueError(f"{path}: key {key!r} has {len(r[key])} rows, expected one per kernel ({u})")
+            raise KernelDataError(f"{path}: key {key!r} has {len(r[key])} rows, expected one per kernel ({u})")
     for key, items in (("kernel_node_offsets", "node_feat"), ("kernel_edge_offsets", "edge_index")):
         offsets = r[key]
         if (offsets.ndim != 1 or len(offsets) != u + 1 or not np.issubdtype(offsets.dtype, np.integer)
                 or (len(offsets) and (offsets[0] < 0 or offsets[-1] > len(r[items]))) or (np.diff(offsets) < 0).any()):
-            raise ValueError(f"{path}: key {key!r} is not {u + 1} increasing offsets into {items!r} "
-                             f"({len(r[items])} rows)")
+            raise KernelDataError(f"{path}: key {key!r} is not {u + 1} increasing offsets into {items!r} "
+                                  f"({len(r[items])} rows)")
     if len(r["node_opcode"]) != len(r["node_feat"]):
-        raise ValueError(f"{path}: key 'node_opcode' has {len(r['node_opcode'])} rows, 'node_feat' "
-                         f"{len(r['node_feat'])}")
+        raise KernelDataError(f"{path}: key 'node_opcode' has {len(r['node_opcode'])} rows, 'node_feat' "
+                              f"{len(r['node_feat'])}")
     m = len(r["occ_config"])
     for key in ("occ_kernel", "occ_count", "occ_runtime_ns", "occ_leaf") + (("occ_executions",) if "occ_executions" in r
                                                                              else ()):
         if len(r[key]) != m:
-            raise ValueError(f"{path}: key {key!r} has {len(r[key])} rows, expected one per occurrence ({m})")
+            raise KernelDataError(f"{path}: key {key!r} has {len(r[key])} rows, expected one per occurrence ({m})")
     for key, bound in (("occ_kernel", u), ("occ_config", num_configs)):
         index = r[key]
         if not np.issubdtype(index.dtype, np.integer) or (m and (index.min() < 0 or index.max() >= bound)):
-            raise ValueError(f"{path}: key {key!r} holds an index outside 0..{bound - 1}")
+            raise KernelDataError(f"{path}: key {key!r} holds an index outside 0..{bound - 1}")
     if r["profile_wall_ns"].ndim != 2 or not np.issubdtype(r["profile_wall_ns"].dtype, np.number):
-        raise ValueError(f"{path}: key 'profile_wall_ns' should be a 2-d numeric array, got shape "
-                         f"{r['profile_wall_ns'].shape}")
+        raise KernelDataError(f"{path}: key 'profile_wall_ns' should be a 2-d numeric array, got shape "
+                              f"{r['profile_wall_ns'].shape}")
 
 
 def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overwrite: bool = False,
@@ -286,10 +295,10 @@ def _write_dataset(table: KernelTable, out: Path, default_flags: np.ndarray | No
     from graphcost.data.graph import TileGraph
     from graphcost.data.io.tpugraphs_io import save_graph
 
-    for program, info in table.programs.items():  # a KernelTable built in Python: a split is a name, never a path
+    for program, info in table.programs.items():  # a KernelTable built in Python too: a split is never a path
         if info.get("split") not in SPLITS:
-            raise ValueError(f"program {str(program)[:200]!r}: split {str(info.get('split'))[:200]!r} is not one of "
-                             f"{', '.join(SPLITS)}")
+            raise KernelDataError(f"program {str(program)[:200]!r}: split {str(info.get('split'))[:200]!r} is not "
+                                  f"one of {', '.join(SPLITS)}")
     leaf = np.flatnonzero(table.leaf & (table.count > 0))
     per_exec = table.per_execution_ns
     graphs_manifest = {}
