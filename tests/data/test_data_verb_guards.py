@@ -203,3 +203,21 @@ def test_a_damaged_kernel_record_is_one_line_naming_the_field(tmp_path, damage):
         record[field] = record[field][::-1].copy()
     np.savez(path, **record)
     one_line_error(invoke("data", "kernels", root, "--out", tmp_path / "ds"), path, f"'{field}'")
+
+
+def test_a_fifo_record_or_a_huge_manifest_is_refused_without_reading_it(tmp_path):
+    import os
+
+    from graphcost.data.kernels import MANIFEST_MAX_BYTES, KernelTable
+    from graphcost.errors import GraphcostError
+
+    root = _collection(tmp_path / "coll")
+    record = root / "kernels" / "train" / "p0.npz"
+    record.unlink()
+    os.mkfifo(record)  # np.load of a FIFO would wait for a writer for ever
+    one_line_error(invoke("data", "kernels", root, "--out", tmp_path / "ds"), record, "a FIFO")
+    with pytest.raises(GraphcostError, match="a FIFO"):  # the Python API's error is the package's
+        KernelTable.read(root)
+    with open(root / "manifest.json", "r+b") as f:  # sparse: costs no disk
+        f.truncate(MANIFEST_MAX_BYTES + 1)
+    one_line_error(invoke("data", "kernels", root, "--out", tmp_path / "ds"), root / "manifest.json", "larger than")

@@ -39,9 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
+from graphcost.data.io.npz_stream import check_declared_memory
+from graphcost.data.io.schema import SchemaError
 from graphcost.errors import GraphcostError
 
 KERNELS_DIR = "kernels"
+MANIFEST_MAX_BYTES = 256 * 2**20  # a collection of 100,000 programs has a manifest of about 100 MB
+GRAPH_KEYS = ("config_runtime", "config_feat", "config_runtime_samples", "config_compiled_stats")  # what is read
 SPLITS = ("train", "valid", "test")  # the splits a collection's manifest may name (`graphcost collect`)
 RECORD_KEYS = ("kernel_fingerprint", "kernel_kind", "kernel_flops", "kernel_transcendentals", "kernel_bytes",
                "kernel_node_offsets", "kernel_edge_offsets", "node_feat", "node_opcode", "edge_index", "occ_config",
@@ -129,7 +133,7 @@ class KernelTable:
         root = Path(root)
         manifest_path = root / "manifest.json"
         try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            manifest = json.loads(_read_manifest(manifest_path))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise KernelDataError(f"{manifest_path}: not the manifest of a collection written by `graphcost collect "
                                   f"--kernels` ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
@@ -152,8 +156,10 @@ class KernelTable:
             if not graph_path.is_relative_to(root.resolve()):
                 raise KernelDataError(f"{manifest_path}: key 'graphs.{name}.file' is {entry['file'][:200]!r}, "
                                       f"which leads outside the collection directory {root}; refusing to read it")
+            _check_regular(graph_path, "a graph of the collection")
             try:
                 with np.load(graph_path, allow_pickle=False) as g:
+                    check_declared_memory(g.zip, graph_path, [k for k in GRAPH_KEYS if k in g.files])
                     label = np.asarray(g["config_runtime"], np.float64)
                     if "config_feat" in g.files:
                         config_feat = np.asarray(g["config_feat"], np.float32)
@@ -165,12 +171,18 @@ class KernelTable:
                         if "config_runtime_samples" in g.files else None
                     compiled = np.asarray(g["config_compiled_stats"], np.float64) \
                         if "config_compiled_stats" in g.files else None
-            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            except SchemaError as exc:  # arrays that declare more memory than there is
+                raise KernelDataError(str(exc)) from None
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError, zipfile.BadZipFile) as exc:
                 raise KernelDataError(f"{graph_path}: not a readable graph of the collection ({exc})") from None
+            _check_regular(record_path, "a kernel record")
             try:
                 with np.load(record_path, allow_pickle=False) as z:
+                    check_declared_memory(z.zip, record_path, z.files)
                     r = {k: np.asarray(z[k]) for k in z.files}
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            except SchemaError as exc:
+                raise KernelDataError(str(exc)) from None
+            except (OSError, ValueError, TypeError, AttributeError, EOFError, zipfile.BadZipFile) as exc:
                 raise KernelDataError(f"{record_path}: not a readable kernel record ({type(exc).__name__}: "
                                       f"{str(exc)[:200]})") from None
             _check_record(record_path, r, len(config_feat))
@@ -210,6 +222,26 @@ class KernelTable:
                    kind=np.asarray(kinfo["kind"], dtype=str), flops=np.asarray(kinfo["flops"], np.float64),
                    transcendentals=np.asarray(kinfo["transcendentals"], np.float64),
                    bytes=np.asarray(kinfo["bytes"], np.float64), graphs=graphs, programs=programs)
+
+
+def _check_regular(path: Path, what: str) -> None:
+    """KernelDataError when `path` is a FIFO, a device or a socket: reading one could wait for ever."""
+    from graphcost.output_guard import special_kind
+
+    kind = special_kind(path)
+    if kind is not None:
+        raise KernelDataError(f"{path}: is {kind}, not a regular file; refusing to read it as {what}")
+
+
+def _read_manifest(path: Path) -> str:
+    """The text of a collection's manifest, read only when it is a regular file of at most MANIFEST_MAX_BYTES."""
+    _check_regular(path, "a manifest")
+    with open(path, "rb") as f:
+        data = f.read(MANIFEST_MAX_BYTES + 1)
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise KernelDataError(f"{path}: larger than {MANIFEST_MAX_BYTES // 2**20} MiB; not the manifest of a "
+                              "collection (refusing to read it whole)")
+    return data.decode("utf-8")
 
 
 def _check_record(path: Path, r: dict, num_configs: int) -> None:
