@@ -221,3 +221,15 @@ def test_a_fifo_record_or_a_huge_manifest_is_refused_without_reading_it(tmp_path
     with open(root / "manifest.json", "r+b") as f:  # sparse: costs no disk
         f.truncate(MANIFEST_MAX_BYTES + 1)
     one_line_error(invoke("data", "kernels", root, "--out", tmp_path / "ds"), root / "manifest.json", "larger than")
+
+
+def test_kernels_into_an_out_another_process_holds_is_refused(tmp_path):
+    from graphcost.atomic import lock_dir
+
+    root = _collection(tmp_path / "coll")
+    out = tmp_path / "ds"
+    with lock_dir(out):  # what a running `graphcost data kernels --out DS` holds
+        one_line_error(invoke("data", "kernels", root, "--out", out, "--overwrite"), "--out", out, "in use by")
+    assert [p.name for p in out.iterdir()] == [".graphcost.lock"]
+    ok = invoke("data", "kernels", root, "--out", out)  # released: the lock file alone is no content
+    assert ok.exit_code == 0, ok.output
