@@ -73,6 +73,7 @@ from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
 from graphcost.tuning.space import TuneProgram, make_space, sample_pool  # noqa: E402
+from graphcost.tuning.strategies import MODEL_STRATEGIES  # noqa: E402
 
 SPACES = ("flags", "layout", "both")
 
@@ -200,6 +201,30 @@ class MemoScorer:
         return np.array([self.memo[c] for c in configs], np.float64)
 
 
+class WrongPrior:
+    """A memoised scorer's scores made wrong on purpose: ``negated`` (the best predicted becomes the worst)
+    or ``random`` (independent normal scores, fixed by `seed`): the replay's test of a misleading prior."""
+
+    def __init__(self, scorer: MemoScorer, kind: str, seed: int):
+        rng = np.random.default_rng(seed)
+        codes = list(scorer.memo)
+        values = -np.array([scorer.memo[c] for c in codes]) if kind == "negated" else rng.normal(size=len(codes))
+        self.memo = dict(zip(codes, values.tolist()))
+        self.predictors, self.space, self.program = scorer.predictors, scorer.space, scorer.program
+
+    def __call__(self, configs):
+        return np.array([self.memo[c] for c in configs], np.float64)
+
+
+def wrong_prior(scorer, kind: str, seed: int):
+    if kind not in WRONG_PRIORS:
+        raise ValueError(f"unknown prior {kind!r}; expected one of {', '.join(WRONG_PRIORS)}")
+    return WrongPrior(scorer, kind, 10_000 + seed)
+
+
+WRONG_PRIORS = ("negated", "random")
+
+
 def table_noise(data: dict, floor: float = 0.02) -> float:
     """How far a speedup in this table can be from a second look: the median relative gap between
     the table's speedups of its confirmed configurations and their median in fresh processes
@@ -278,14 +303,22 @@ def replay(args) -> None:
             entry["zero_shot_kendall"] = float(kendalltau([scorer.memo[c] for c in ok],
                                                           [table[c].ratio for c in ok]).statistic)
             entry["score_seconds"] = round(time.perf_counter() - t0, 2)
-        strategies = ["random", "tpe", "model"] + [
+        strategies = ["random", "tpe", "hedged", "model"] + [
             "model+online" if i == 0 else f"model+online:{learner}" for i, learner in enumerate(args.learners)] + [
             f"model+online:effects@p{share:g}" for share in args.probe_shares] + [
-            f"model+online@x{variant}" for variant in args.explore]
+            f"model+online@x{variant}" for variant in args.explore] + [f"hedged@w{w}" for w in args.weights]
+        if args.strategies:
+            strategies = [s for s in strategies if s.split("@")[0].split(":")[0] in args.strategies]
+        strategies += [f"{s}~{prior}" for prior in args.priors if prior != "real"
+                       for s in strategies if s.split("@")[0].split(":")[0] in MODEL_STRATEGIES]
         for strategy in strategies:
-            if strategy.startswith("model") and scorer is None:
+            if strategy.split("@")[0].split(":")[0].split("~")[0] in MODEL_STRATEGIES and scorer is None:
                 continue
-            strategy_, _, explore = strategy.partition("@x")  # @xWHEN:SHARE: random interleaving
+            strategy_, _, prior = strategy.partition("~")  # ~negated / ~random: a wrong prior (`wrong_prior`)
+            strategy_, _, weights = strategy_.partition("@w")  # @wSTART/MAX: hedged's weights of the prior
+            weight_start, _, weight_max = weights.partition("/")
+            weight_max, _, partner = weight_max.partition("/")
+            strategy_, _, explore = strategy_.partition("@x")  # @xWHEN:SHARE: random interleaving
             explore_when, _, explore_share = explore.partition(":")
             strategy_, _, probes = strategy_.partition("@p")
             learner = strategy_.split(":")[1] if ":" in strategy_ else args.learners[0]
@@ -294,11 +327,14 @@ def replay(args) -> None:
             for budget in args.finetune_budgets if fine else args.budgets:
                 for seed in args.finetune_seeds if fine else args.seeds:
                     ev = ReplayEvaluator(space, table)
-                    trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}", scorer, seed,
+                    extra = ({"weight_start": float(weight_start), "weight_max": float(weight_max),
+                              "partner": partner or "tpe"} if weight_start else {})
+                    trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}",
+                                          wrong_prior(scorer, prior, seed) if prior else scorer, seed,
                                           round_size=args.round_size, pool_kwargs=None, learner=learner,
                                           probes=float(probes) if probes else None,
                                           explore=float(explore_share) if explore_share else None,
-                                          explore_when=explore_when or None)
+                                          explore_when=explore_when or None, **extra)
                     ratios = [t.ratio for t in trials if t.status == OK]
                     found = max([1.0] + [1.0 / r for r in ratios])
                     best_so_far, reach = 1.0, None
@@ -331,7 +367,29 @@ def report(results: dict, args) -> None:
             before = json.loads(args.summary.read_text(encoding="utf-8"))
             out.update({k: v for k, v in before.items() if k.startswith("live")})
         atomic_write_json(out, args.summary, indent=1)
+    if getattr(args, "wrong_prior_summary", None):
+        write_wrong_prior(summary, args)
     print_summary(summary)
+
+
+def write_wrong_prior(summary: dict, args, default: str = "hedged") -> None:
+    """``replay_wrong_prior`` of summary.json: per wrong prior and budget, the geometric mean over the
+    programs (each the mean over seeds) of the speedup found by the default strategy run with that prior,
+    by TPE, by random search and by the default with the real prior (`--priors`); the flag space. The
+    file's other sections are kept."""
+    rows = summary.get("flags", {})
+    out: dict[str, Any] = {"command": " ".join(sys.argv), "cpu": cpu_model(), "loadavg": load_average(),
+                           "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tables": str(args.out),
+                           "programs": len(args.programs) if args.programs != list(SUITE) else len(SUITE),
+                           "seeds": args.seeds}
+    for kind in (p for p in args.priors if p != "real"):
+        out[kind] = {str(b): {"default": rows[f"{default}~{kind}"][b]["geomean_found"],
+                              "tpe": rows["tpe"][b]["geomean_found"], "random": rows["random"][b]["geomean_found"],
+                              "default_real_prior": rows[default][b]["geomean_found"]}
+                     for b in args.budgets if f"{default}~{kind}" in rows}
+    path = args.wrong_prior_summary
+    before = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    atomic_write_json({**before, "replay_wrong_prior": out}, path, indent=1)
 
 
 def merge_replays(args) -> None:
@@ -528,6 +586,14 @@ def main(argv=None) -> None:
                    help="replay: also model+online@xWHEN:SHARE for each, the random interleaving of the model strategies "
                    "(WHEN: always, weak or never; SHARE: the share of a round drawn at random)")
     p.add_argument("--summary", type=Path, help="replay: write the issue-25 summary.json here")
+    p.add_argument("--strategies", nargs="+", help="replay: only these strategies (and their variants)")
+    p.add_argument("--priors", nargs="+", default=["real"], choices=("real", *WRONG_PRIORS),
+                   help="replay: the model strategies again with a wrong prior (name~negated, name~random)")
+    p.add_argument("--weights", nargs="+", default=[], metavar="START/MAX[/PARTNER]",
+                   help="replay: hedged with these weights of the prior and model-free partner, tpe or random "
+                        "(hedged@wSTART/MAX/PARTNER)")
+    p.add_argument("--wrong-prior-summary", type=Path,
+                   help="replay: write replay_wrong_prior (the default and TPE, geometric means) into this summary.json")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import trial as trial_module
 from graphcost.tuning.space import TuneProgram, make_space
-from graphcost.tuning.trial import OK, Evaluator
+from graphcost.tuning.trial import COPY, OK, Evaluator
 
 
 def _codes(space, **values):
@@ -38,12 +38,12 @@ def _evaluator(tmp_path, monkeypatch, timed):
 def test_identical_executables_are_timed_once(tmp_path, monkeypatch):
     timed: list[int] = []
     space, ev = _evaluator(tmp_path, monkeypatch, timed)
-    # xla_cpu_multi_thread_eigen leaves no trace in the executable (executable_fingerprint's docstring)
-    noop = _codes(space, xla_cpu_multi_thread_eigen=False)
+    # the LLVM's expensive passes change nothing in this program's code (executable_fingerprint's docstring)
+    noop = _codes(space, xla_llvm_disable_expensive_passes=True)
     o1 = _codes(space, xla_backend_optimization_level=1)
-    o1_noop = _codes(space, xla_backend_optimization_level=1, xla_cpu_multi_thread_eigen=False)
+    o1_noop = _codes(space, xla_backend_optimization_level=1, xla_llvm_disable_expensive_passes=True)
     first = ev.evaluate([noop, o1, o1_noop])
-    assert [t.status for t in first] == [OK] * 3
+    assert [t.status for t in first] == [COPY, OK, COPY]  # copies: their own status (the tuner does not count them)
     assert first[0].extra["same_executable_as"] == "default" and first[0].ratio == 1.0
     assert first[2].extra["same_executable_as"] == list(o1) and first[2].ratio == first[1].ratio
     assert "same_executable_as" not in first[1].extra
@@ -52,6 +52,16 @@ def test_identical_executables_are_timed_once(tmp_path, monkeypatch):
     later = ev.evaluate([_codes(space, xla_backend_optimization_level=0), o1_noop])  # o1's executable again
     assert timed == [1, 1]  # only the O0 configuration: o1's executable was timed in the first batch
     assert later[1].extra["same_executable_as"] == list(o1) and later[1].ratio == first[1].ratio
+
+
+def test_an_option_that_may_act_at_run_time_is_never_a_copy(tmp_path, monkeypatch):
+    """The Eigen thread pool leaves no trace in the executable, but may act when it runs (trial.RUN_TIME_OPTIONS)."""
+    timed: list[int] = []
+    space, ev = _evaluator(tmp_path, monkeypatch, timed)
+    eigen_off = _codes(space, xla_cpu_multi_thread_eigen=False)
+    (trial,) = ev.evaluate([eigen_off])
+    assert trial.status == OK and "same_executable_as" not in trial.extra and timed == [1]
+    assert ev.fingerprints[eigen_off].split(";")[0] == ev.fingerprints[space.default()].split(";")[0]
 
 
 def test_without_a_cache_every_configuration_is_timed(monkeypatch):

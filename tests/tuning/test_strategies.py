@@ -338,13 +338,14 @@ def test_the_models_best_candidates_are_reordered_by_what_the_compiler_did():
 def test_strategies_are_built_by_name_and_a_custom_one_plugs_in():
     """`make_strategy` gives each name its class; a `ProposingStrategy` subclass only writes `propose`
     and reserves its proposals in a study like the built-in ones; one that writes neither cannot be built."""
-    from graphcost.tuning.strategies import ModelSearch, ProposingStrategy, RandomSearch, Strategy, TPESearch, make_strategy
+    from graphcost.tuning.strategies import (HedgedSearch, ModelSearch, ProposingStrategy, RandomSearch, Strategy,
+                                             TPESearch, make_strategy)
 
     ev = FakeEvaluator(FlagSpace())
     small = {"pool_kwargs": {"initial": 32, "generations": 0}}
     built = {name: make_strategy(name, ev.space, 0, fake_scorer(ev, 0.3), **(small if "model" in name else {}))
              for name in ON_FAKES}
-    assert {n: type(s) for n, s in built.items()} == {"model+online": ModelSearch, "model": ModelSearch,
+    assert {n: type(s) for n, s in built.items()} == {"hedged": HedgedSearch, "model+online": ModelSearch, "model": ModelSearch,
                                                       "tpe": TPESearch, "random": RandomSearch}
     assert all(s.name == n for n, s in built.items())
     assert built["tpe"].sampler(16) is not None and built["random"].sampler(16) is None

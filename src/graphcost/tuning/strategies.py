@@ -52,14 +52,16 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
-from graphcost.tuning.trial import OK, Trial
+from graphcost.tuning.prior_weight import check_weights, earned_weight
+from graphcost.tuning.trial import MEASURED, OK, Trial
 from graphcost.tuning.space import Codes, Space
 
 if TYPE_CHECKING:
     from graphcost.tuning.scoring import GraphModelScorer
     from graphcost.tuning.study import Study
 
-STRATEGIES = ("model+online", "model", "tpe", "random", "kernels")
+STRATEGIES = ("hedged", "model+online", "model", "tpe", "random", "kernels")
+MODEL_STRATEGIES = ("hedged", "model+online", "model")  # the strategies guided by the graph cost model
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
 # (`learners.effects.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
 # default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
@@ -234,6 +236,8 @@ def make_strategy(name: str, space: Space, seed: int = 0, scorer: GraphModelScor
                          "(graphcost.tuning.kernel_search.KernelSearch(space, evaluator, seed))")
     if scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model")
+    if name == "hedged":
+        return HedgedSearch(space, scorer, seed, **model_options)
     return ModelSearch(space, scorer, seed, online=name == "model+online", **model_options)
 
 
@@ -350,7 +354,7 @@ class ModelSearch(ProposingStrategy):
     def propose(self, history: list[Trial], n: int, busy: frozenset = frozenset()) -> list[Codes]:
         """The model's picks for `n - k` slots and `k` uniformly random draws (`random_slots`); with
         interleaving on, random draws also fill slots the model leaves empty."""
-        measured = [t for t in history if t.status == OK]
+        measured = [t for t in history if t.status in MEASURED]  # copies too: they show what changes nothing
         k = self.random_slots(measured, n)
         picks = self._propose_model(history, measured, n - k, busy) if n > k else []
         if self.random is None or len(picks) == n:
@@ -373,6 +377,7 @@ class ModelSearch(ProposingStrategy):
         default (ratio 1); None below 3 configurations or when either side is constant."""
         from graphcost.metrics import kendall_tau
 
+        measured = [t for t in measured if t.status == OK]  # one point per executable timed
         if len(measured) < 2:
             return None
         codes = [t.codes for t in measured] + [self.space.default()]
@@ -435,3 +440,47 @@ class ModelSearch(ProposingStrategy):
                     chosen.append(c)
                     break
         return chosen
+
+
+class HedgedSearch(Strategy):
+    """``hedged``, the default: every round split between the cost model (``model+online``) and TPE, the model's
+    share earned from how well its prior has ranked this program's measurements so far
+    (`graphcost.tuning.prior_weight`). Both halves see every measurement: TPE's study holds the model's trials,
+    and the model's online learner fits TPE's. ``origins`` says who proposed each configuration of the last
+    round, ``weight`` the model's share of it and ``weights`` every round's (round, share, tau, n)."""
+
+    name = "hedged"
+
+    def __init__(self, space: Space, scorer: GraphModelScorer, seed: int = 0, weight_start: float | None = None,
+                 weight_max: float | None = None, partner: str = "tpe", **model_options: Any):
+        super().__init__(space, seed)
+        self.start, self.most = check_weights(weight_start, weight_max)
+        if partner not in ("tpe", "random"):
+            raise ValueError(f"the model-free partner of hedged must be tpe or random, got {partner!r}")
+        self.partner = partner
+        self.model = ModelSearch(space, scorer, seed, online=True, **model_options)
+        self.tpe = TPESearch(space, seed)
+        self.random = RandomSearch(space, seed + 2)
+        self.origins: dict[Codes, str] = {}
+        self.weight = self.start
+        self.weights: list[tuple[int, float, float | None, int]] = []
+
+    def sampler(self, budget: int) -> Any:
+        return self.tpe.sampler(budget) if self.partner == "tpe" else None
+
+    def ask(self, study: Study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
+        timed = [t for t in history if t.status == OK]
+        tau = self.model.agreement(timed)
+        self.weight = earned_weight(tau, len(timed) + 1, self.start, self.most)
+        self.weights.append((rnd, self.weight, tau, len(timed) + 1))
+        picks = self.model.propose(history, min(n, int(np.floor(self.weight * n + 0.5))), busy)
+        handles = study.reserve(picks) if picks else []
+        more_handles, more = [], []
+        if n > len(picks) and self.partner == "tpe":
+            more_handles, more = ask_new(study, n - len(picks), history, self.space, self.seed + rnd,
+                                         frozenset(busy) | frozenset(picks))
+        elif n > len(picks):
+            more = self.random.propose(history, n - len(picks), frozenset(busy) | frozenset(picks))
+            more_handles = study.reserve(more) if more else []
+        self.origins = {**{c: "model" for c in picks}, **{c: self.partner for c in more}}
+        return handles + more_handles, picks + more

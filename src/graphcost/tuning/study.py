@@ -46,12 +46,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from graphcost.tuning.space import Codes, Space
-from graphcost.tuning.trial import FAILED, OK, RETIMED, Trial, pooled_ratio
+from graphcost.tuning.trial import COPY, FAILED, MEASURED, OK, RETIMED, Trial, pooled_ratio
 
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
 OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured
 NOT_COUNTED = (DUPLICATE, OVER_BUDGET)
-STORED_EXTRAS = ("kernels", "profile_wall_ns", "same_executable_as")  # trial.extra keys read back from the storage
+STORED_EXTRAS = ("kernels", "profile_wall_ns", "same_executable_as", "inert_options", "proposed_by", "prior_weight")  # trial.extra keys read back from the storage
 LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
 PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the dimensions' values, not indices
 
@@ -251,7 +251,7 @@ class Study:
         again: dict[Codes, list[float]] = {}
         for t in self.study.get_trials(deepcopy=False):
             status = t.user_attrs.get("status")
-            if t.state == optuna.trial.TrialState.COMPLETE and status == OK:
+            if t.state == optuna.trial.TrialState.COMPLETE and status in MEASURED:  # measured, or a copy
                 out.append(self._trial(t, status, t.value))
             elif t.state == optuna.trial.TrialState.FAIL and status in FAILED:
                 out.append(self._trial(t, status, None))
@@ -290,12 +290,13 @@ class Study:
                 released += 1
             elif t.state == S.RUNNING and status not in NOT_COUNTED:
                 in_flight += 1
-        return {"measured": len(done), "failed": sum(t.status != OK for t in done), "released": released,
+        return {"measured": len(done), "failed": sum(t.status not in MEASURED for t in done), "released": released,
                 "in_flight": in_flight}
 
     def used(self) -> list[int]:
         """Numbers, in order, of the trials that use the budget: finished ones (measured or failed) and
-        RUNNING ones (reserved by a worker), but not duplicates, over-budget or interrupted ones."""
+        RUNNING ones (reserved by a worker), but not copies of an executable timed before, duplicates,
+        over-budget or interrupted ones."""
         import optuna
 
         S = optuna.trial.TrialState
@@ -336,7 +337,7 @@ class Study:
         """Record a finished trial proposed outside Optuna's sampler, or a re-timing (status RETIMED)."""
         import optuna
 
-        measured = trial.status in (OK, RETIMED)
+        measured = trial.status in (OK, COPY, RETIMED)
         state = optuna.trial.TrialState.COMPLETE if measured else optuna.trial.TrialState.FAIL
         self.study.add_trial(optuna.trial.create_trial(
             params=self.params(trial.codes), distributions=self.distributions, user_attrs=self._attrs(trial),
@@ -466,7 +467,7 @@ class Study:
             try:
                 for k, v in self._attrs(trial).items():
                     handle.set_user_attr(k, v)
-                if trial.status == OK:
+                if trial.status in MEASURED:  # a copy is told its twin's ratio: the sampler learns it too
                     self.study.tell(handle, trial.ratio)
                 else:
                     self.study.tell(handle, state=optuna.trial.TrialState.FAIL)

@@ -40,9 +40,10 @@ persistent cache there (the final check's processes then load the same entries),
 configuration's executable is fingerprinted from its cache entry
 (`graphcost.frontend.programs.executable_fingerprint`: the optimized module, the thunks and the
 machine code). A configuration whose executable is the default's, or one timed before in this run,
-or an earlier one of the same batch, is not checked or timed again: its trial copies that
-measurement (the default's: ratio 1) and says so in ``extra["same_executable_as"]`` (the codes it
-copies, or ``"default"``). Options that change nothing in a given program are common (the zoo's
+or an earlier one of the same batch, is not checked or timed again: its trial (status ``copy``) copies
+that measurement (the default's: ratio 1) and says so in ``extra["same_executable_as"]`` (the codes it
+copies, or ``"default"``); the tuner does not count it against the budget. Two configurations that
+differ in an option that may act at run time (`RUN_TIME_OPTIONS`) are never copies of each other. Options that change nothing in a given program are common (the zoo's
 flag collection: a median 16 distinct executables of 16 configurations, as few as 10).
 
 Racing (``again``): configurations measured before (the search's best so far) can be timed again in
@@ -74,10 +75,18 @@ from graphcost.tuning.space import Codes, Space, TuneProgram
 OK = "ok"
 FAILED = ("compile_error", "runtime_error", "wrong_output", "too_slow", "timeout")
 RETIMED = "retimed"  # a configuration measured before, timed again (racing): not a new trial of the budget
+# a configuration whose executable was timed before (the default's, or another trial's): its trial copies that
+# timing, says which in extra["same_executable_as"], and uses no budget (nothing new was measured)
+COPY = "copy"
+MEASURED = (OK, COPY)  # trials with a ratio: what a strategy learns from
 KEEP_EXECUTABLES = 16  # executables of checked configurations held for racing (the most recently used)
 NOISE_PROBES = 16  # perturbed calls of the default that measure its sensitivity to rounding
 NOISE_ULPS = 32.0  # relative size of that perturbation, in machine epsilons of each argument's dtype (module docstring)
 NOISE_MARGIN = 4.0  # a configuration may differ from the default by this many times the floor
+# Options that may act when the executable runs rather than in its code (the executable fingerprint cannot see
+# them): two configurations that differ in one are never copies of each other. The Eigen thread pool showed no
+# effect on this project's machines, but a 6-7x win with it off was reported on a loop of small kernels elsewhere.
+RUN_TIME_OPTIONS = ("xla_cpu_multi_thread_eigen",)
 
 
 class NondeterministicProgram(GraphcostError, ValueError):
@@ -277,7 +286,9 @@ class Evaluator:
 
             fp = cached_fingerprint()  # the cache entry this thread's compile looked up
             if fp is not None:
-                self.fingerprints[codes] = fp
+                options = self.space.compiler_options(codes)
+                acting = [f"{k}={options[k]}" for k in RUN_TIME_OPTIONS if k in options]
+                self.fingerprints[codes] = ";".join([fp, *acting])
         return exe
 
     def call(self, exe, args: list | None = None):
@@ -423,12 +434,12 @@ class Evaluator:
 
 
 def same_executable(codes: Codes, twin: Trial | None, default_ns: float) -> Trial:
-    """The trial of `codes`, whose executable is `twin`'s (None: the default's), copied, not timed."""
+    """The trial of `codes`, whose executable is `twin`'s (None: the default's), copied, not timed (status COPY)."""
     if twin is None:
-        return Trial(codes, OK, ratio=1.0, runtime_ns=default_ns, default_ns=default_ns,
+        return Trial(codes, COPY, ratio=1.0, runtime_ns=default_ns, default_ns=default_ns,
                      extra={"same_executable_as": "default"})
     kept: dict[str, Any] = {k: twin.extra[k] for k in ("kernels", "profile_wall_ns") if k in twin.extra}
-    return Trial(codes, OK, ratio=twin.ratio, runtime_ns=twin.runtime_ns, default_ns=twin.default_ns,
+    return Trial(codes, COPY, ratio=twin.ratio, runtime_ns=twin.runtime_ns, default_ns=twin.default_ns,
                  extra={**kept, "same_executable_as": list(twin.codes)})
 
 

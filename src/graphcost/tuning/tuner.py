@@ -43,8 +43,9 @@ from graphcost.tuning.final_check import finish
 from graphcost.tuning.program import absolute_reference
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
-from graphcost.tuning.strategies import Strategy, make_strategy
-from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial
+from graphcost.tuning.strategies import MODEL_STRATEGIES, Strategy, make_strategy
+from graphcost.tuning.inert import InertOptions
+from graphcost.tuning.trial import COPY, MEASURED, OK, RETIMED, Evaluator, Trial, same_executable
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ def _sqlite_url(path: Path) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
+DEFAULT_STRATEGY = "hedged"  # with a cost model: the model's share of each round earned, the rest TPE's
 AGREEMENT_LOW = 0.5  # in-search vs final-check Spearman below which the summary warns
 
 
@@ -78,7 +80,8 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
                  scorer=None, seed: int = 0, round_size: int = 4, pool_kwargs: dict | None = None,
                  on_round: Callable[[list[Trial], list[Trial]], None] | None = None, learner: str = "auto",
                  fingerprint: str | None = None, probes: float | None = None, race: int = 0,
-                 explore: float | None = None, explore_when: str | None = None) -> list[Trial]:
+                 explore: float | None = None, explore_when: str | None = None,
+                 inert: InertOptions | None = None, **strategy_options: Any) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
 
     fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
@@ -93,13 +96,15 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     check_int("race", race, 0, MEASUREMENTS_MAX)
     model_options: dict[str, Any] = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
                                      "compiled": getattr(evaluator, "compiled_stats", None),
-                                     "explore": explore, "explore_when": explore_when} if name.startswith("model") else {}
+                                     "explore": explore, "explore_when": explore_when,
+                                     **strategy_options} if name in MODEL_STRATEGIES else {}
     if name == "kernels":  # compiled candidates costed by the kernel model, corrected online
         from graphcost.tuning.kernel_search import KernelSearch
 
         strategy: Strategy = KernelSearch(space, evaluator, seed)
     else:
         strategy = make_strategy(name, space, seed, scorer, **model_options)
+    fingerprints = getattr(evaluator, "fingerprints", None)  # (a replay's evaluator has none)
     study = Study(storage, f"{study_name}:{name}", space, sampler=strategy.sampler(budget), fingerprint=fingerprint)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
     _say_what_was_found(study, f"{study_name}:{name}", budget)
@@ -108,8 +113,12 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         left = budget - len(study.used())
         if left <= 0:
             break
-        n = min(round_size, left)
         history, busy = study.trials(), study.busy()  # busy: in flight at another worker, not proposed again
+        if sum(t.status == COPY for t in history) >= COPIES_MAX * budget:
+            log.warning(f"{name}: {COPIES_MAX * budget} proposals compiled to executables timed before; the "
+                        "configurations left run the same few executables, so the search stops here")
+            break
+        n = min(round_size, left)
         try:
             handles, batch = strategy.ask(study, history, n, busy, rnd)
             if not batch:  # the space is exhausted
@@ -120,11 +129,16 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             handles, batch = [handles[i] for i in keep], [batch[i] for i in keep]
             again = contenders(history, race, exclude=batch)
             with study.leased(handles):
-                results = evaluator.evaluate(batch, again)
+                results = _evaluate(evaluator, batch, again, history, inert)
+            origins, weight = getattr(strategy, "origins", {}), getattr(strategy, "weight", None)
             for handle, t in zip(handles, results):
                 t.strategy, t.round = name, rnd
+                if t.codes in origins:  # (hedged: who proposed it, and the model's share of the round)
+                    t.extra.update(proposed_by=origins[t.codes], prior_weight=round(float(weight), 4))
                 study.tell(handle, t)
             record_retimes(study, results[len(batch):], name, rnd)
+            if inert is not None and fingerprints:
+                inert.learn(fingerprints)
         except BaseException:  # Ctrl-C, SIGTERM, an error: no reservation of this round keeps counting (issue 36)
             study.release_open()
             raise
@@ -137,6 +151,31 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
         record_retimes(study, evaluator.evaluate([], last), name, rnd)
         trials = study.trials()
     return trials
+
+
+COPIES_MAX = 4  # copies of timed executables a strategy may meet, per configuration of its budget, before it stops
+
+
+def _evaluate(evaluator: Evaluator, batch: list[Codes], again: list[Codes], history: list[Trial],
+              inert: InertOptions | None) -> list[Trial]:
+    """`evaluator.evaluate(batch, again)`, but a configuration that `inert` knows to run an executable timed
+    before (`InertOptions.twins`) is not compiled: its trial copies that one's (status COPY)."""
+    twins = inert.twins(batch, [t for t in history if t.status in MEASURED]) if inert is not None else []
+    if not any(twins):
+        return evaluator.evaluate(batch, again)
+    todo = [c for c, twin in zip(batch, twins) if twin is None]
+    measured = iter(evaluator.evaluate(todo, again) if todo or again else [])
+    default_ns = getattr(evaluator, "default_probe_ns", None) or 0.0
+    out = []
+    for codes, twin in zip(batch, twins):
+        if twin is None:
+            out.append(next(measured))
+            continue
+        base = evaluator.space.default() if twin == "default" else twin.codes
+        copied = same_executable(codes, None if twin == "default" else twin, default_ns)
+        copied.extra["inert_options"] = [d.name for d, a, b in zip(evaluator.space.dims, codes, base) if a != b]
+        out.append(copied)
+    return out + list(measured)  # then the re-timings
 
 
 def in_search_best(trials: list[Trial]) -> float:
@@ -193,7 +232,8 @@ class TuneConfig:
         space: flags (XLA CPU compiler options), layout (per-node layouts) or both.
         budget: configurations each strategy measures (failed ones count: they cost a compile).
         model: trained graphcost run(s): a tile model for flags, a layout model for layouts.
-        strategies: default `["model+online"]` with a model, `["tpe"]` without; each gets `budget`.
+        strategies: default `["hedged"]` with a model (its share of each round earned by its
+            agreement with the measurements, the rest TPE's), `["tpe"]` without; each gets `budget`.
         out: directory for the study, trials, best configuration and plot (None: nothing written,
             an in-memory study unless `storage`).
         storage: an Optuna storage URL shared by several workers (default: `out`/study.db).
@@ -343,6 +383,13 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
         from graphcost.tuning.study import program_fingerprint
 
         fingerprint = program_fingerprint(program, sp)
+        inert = InertOptions(sp)
+        if evaluator.fingerprints:  # (with a cache to fingerprint executables in: `out` given)
+            probed = inert.probe(evaluator.compile_many, evaluator.fingerprints)
+            dropped = inert.inert()
+            log.info(f"compiled {probed} single-option configurations: {len(dropped)} of {len(sp.dims)} options "
+                     f"change nothing in this program's executable and are left out of the search"
+                     + (f" ({', '.join(dropped)})" if dropped else ""))
         trials: list[Trial] = []
         for strat in strategies:
             bar = tqdm(total=cfg.budget, desc=f"tune {name} [{strat}]", unit="config", disable=not cfg.progress)
@@ -350,7 +397,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
             failed = [0]
 
             def on_round(results, so_far, bar=bar, failed=failed):
-                bar.update(len(results))
+                bar.update(sum(t.status != COPY for t in results))  # copies use no budget
                 measured[0] += len(results)
                 failed[0] += sum(t.status != OK for t in results)
                 bar.set_postfix_str(f"in-search estimate: best {in_search_best(so_far):.3f}x"
@@ -359,7 +406,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
             try:
                 trials += run_strategy(strat, sp, evaluator, cfg.budget, storage, f"{name}:{cfg.space}", scorer,
                                        cfg.seed, cfg.round_size, cfg.pool_kwargs, on_round, cfg.learner, fingerprint,
-                                       race=cfg.race)
+                                       race=cfg.race, inert=inert)
             finally:
                 bar.close()  # also on an error, so its message starts on a line of its own
 
@@ -446,9 +493,9 @@ def resolve_models(cfg: TuneConfig, space: Space, say: bool = True) -> tuple[lis
     installed does the default fall back to TPE (said in the log). The ``kernels`` strategy costs with
     the shipped kernel model (recorded as ``"kernels:shipped"``)."""
     runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
-    wants_model = cfg.strategies is None or any(s.startswith("model") for s in cfg.strategies)
+    wants_model = cfg.strategies is None or any(s in MODEL_STRATEGIES for s in cfg.strategies)
     if runs:
-        return runs, runs, list(cfg.strategies or ["model+online"])
+        return runs, runs, list(cfg.strategies or [DEFAULT_STRATEGY])
     import graphcost.pretrained as pretrained
 
     if not wants_model:  # model-free, or ``kernels`` (the shipped kernel model, `kernel_search`)
@@ -464,6 +511,6 @@ def resolve_models(cfg: TuneConfig, space: Space, say: bool = True) -> tuple[lis
         return [], None, ["tpe"]
     if say:  # (the CLI's check before the run says it in its own line)
         log.info("no model given: guiding the search with " + "; ".join(pretrained.describe(k) for k in space.kinds))
-    return runs, pretrained.SHIPPED, list(cfg.strategies or ["model+online"])
+    return runs, pretrained.SHIPPED, list(cfg.strategies or [DEFAULT_STRATEGY])
 
 
