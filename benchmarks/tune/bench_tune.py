@@ -68,6 +68,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tune_suite import SUITE  # noqa: E402
+from dev_loop_suite import DEV_LOOP  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
@@ -80,9 +81,12 @@ SPACES = ("flags", "layout", "both")
 
 def build(name: str) -> tuple:
     """``(fn, example_args)`` of a suite program, or of a zoo variant (`graphcost.frontend.programs.zoo`:
-    the DEVELOPMENT programs on which the tuner's own choices are made, apart from the suite)."""
+    the DEVELOPMENT programs on which the tuner's own choices are made, apart from the suite).
+    The loop programs of benchmarks/tune/dev_loop_suite.py (`DEV_LOOP`) are DEVELOPMENT programs too."""
     if name in SUITE:
         return SUITE[name]()
+    if name in DEV_LOOP:
+        return DEV_LOOP[name]()
     from graphcost.frontend.programs.zoo import get_program
 
     return get_program(name).build()
@@ -571,7 +575,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, help="measure / confirm / replay: the directory of the tables")
     p.add_argument("--replays", type=Path, nargs="+", help="summary: replay JSONs to summarise together")
     p.add_argument("--programs", nargs="+", default=list(SUITE),
-                   help="suite programs (default: all 14), or zoo variant names: development programs")
+                   help="suite programs (default: all 14), or zoo variant / dev_loop_suite names: development programs")
     p.add_argument("--spaces", nargs="+", default=list(SPACES), choices=list(SPACES))
     p.add_argument("--pool", type=int, default=384, help="measure: the whole space up to this size, else a "
                    "random sample of this many configurations")
