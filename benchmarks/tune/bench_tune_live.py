@@ -54,13 +54,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tune import clear_difference  # noqa: E402
+from holdout_suite import HOLDOUT  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
 from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import cpu_model, load_average, spearman  # noqa: E402
-from graphcost.tuning.trial import OK  # noqa: E402
+from graphcost.tuning.trial import COPY, OK  # noqa: E402
 
-DEFAULT = "default"  # the strategy graphcost tune picks with no options (model+online with the shipped model)
+DEFAULT = "default"  # the strategy graphcost tune picks with no options (hedged, with the shipped model)
 STRATEGIES = (DEFAULT, "tpe", "random", "kernels")  # kernels: compiled candidates costed kernel by kernel (issue 64)
 # Eight of the suite's programs whose flag tables (benchmarks/results/tune_wide/tables) hold a
 # best-known gain of >= 1.10x, so that there is something to find at small budgets; among them
@@ -81,8 +82,9 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
 
     race = TuneConfig.race if race is None else race
 
-    fn, fargs = SUITE[program]()
-    ref = f"{Path(__file__).resolve().parent / 'tune_suite.py'}:{SUITE[program].__name__}"
+    suite, file = (SUITE, "tune_suite.py") if program in SUITE else (HOLDOUT, "holdout_suite.py")
+    fn, fargs = suite[program]()
+    ref = f"{Path(__file__).resolve().parent / file}:{suite[program].__name__}"
     load0, t0 = load_average(), time.perf_counter()
     result = graphcost.tune(fn, *fargs, space=space, budget=budget, seed=seed, program_ref=ref,
                             processes=processes, strategies=None if strategy == DEFAULT else [strategy],
@@ -95,8 +97,12 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
             "final_speedup": float(result.speedup) if result.beats_default else 1.0,
             "final_range": list(result.speedup_range), "beats_default": result.beats_default,
             "best": result.best.to_json(), "in_search_best": max([1.0] + [1.0 / t.ratio for t in ok]),
-            "measured": len(result.trials), "failed": sum(t.status != OK for t in result.trials),
+            "measured": sum(t.status != COPY for t in result.trials),
+            "failed": sum(t.status not in (OK, COPY) for t in result.trials),
             "same_executable": sum("same_executable_as" in t.extra for t in result.trials),
+            "copies_not_compiled": sum("inert_options" in t.extra for t in result.trials),
+            "ok_copies": sum(t.status == OK and "same_executable_as" in t.extra for t in result.trials),
+            "prior_weights": [t.extra.get("prior_weight") for t in result.trials if t.status != COPY],
             "search_vs_final": result.search_vs_final, "message": result.message, "seconds": round(took, 1),
             "loadavg_before": load0, "loadavg_after": load_average(), "cpu": cpu_model(), "cpus": os.cpu_count(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -253,7 +259,9 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("phase", choices=("run", "summary"))
     p.add_argument("--out", type=Path, required=True, help="the directory of the runs (OUT/runs/)")
-    p.add_argument("--programs", nargs="+", default=list(LIVE_PROGRAMS), choices=list(SUITE))
+    p.add_argument("--programs", nargs="+", default=list(LIVE_PROGRAMS), choices=[*SUITE, *HOLDOUT],
+                   help="programs of the suite (tune_suite.py) or of the held-out set (holdout_suite.py: "
+                        "for the final figures only)")
     p.add_argument("--space", default="flags", choices=("flags", "layout", "both"))
     p.add_argument("--strategies", nargs="+", default=list(STRATEGIES[:3]), choices=list(STRATEGIES))
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32])

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.tuning.kernel_times import KernelTime, ProgramProfile, compare
-from graphcost.tuning.trial import OK, Trial
+from graphcost.tuning.trial import COPY, OK, Trial
 
 
 def best_so_far(trials: list[Trial]) -> np.ndarray:
@@ -65,7 +65,8 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
     fig, ax = plt.subplots(figsize=(7.0, 5.2), layout="constrained")
     by: dict[str, list[Trial]] = {}
     for t in trials:
-        by.setdefault(t.strategy, []).append(t)
+        if t.status != COPY:  # a copy of a timed executable measured nothing and used no budget
+            by.setdefault(t.strategy, []).append(t)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     bottom = ax.get_xaxis_transform()  # x in data, y in axes coordinates: failures along the bottom edge
     any_failed = False

@@ -456,10 +456,13 @@ def summary_lines(result: TuneResult) -> list[str]:
                      f"did not reproduce in every process, so expect less than the final check's {result.speedup:.3f}x "
                      "(`graphcost verify` times it as you would)")
     lines += [x for x in [faster_kernels_line(result.kernels)] if x]
-    same = sum(1 for t in result.trials if t.status == OK and "same_executable_as" in t.extra)
-    if same:
-        lines.append(f"{same} of {sum(t.status == OK for t in result.trials)} measured configurations compiled to an "
-                     "executable timed before (the default's or another trial's): copied, not timed again")
+    copies = [t for t in result.trials if t.status == COPY]
+    if copies:
+        skipped = sum("inert_options" in t.extra for t in copies)
+        lines.append(f"{len(copies)} proposed configurations ran an executable timed before (the default's or another "
+                     f"trial's): copied, not timed again, and not counted in the budget"
+                     + (f"; {skipped} of them known without compiling (they differ only in options that change "
+                        "nothing here)" if skipped else ""))
     agreement = result.search_vs_final or {}
     rho = agreement.get("spearman")
     if rho is not None and rho < AGREEMENT_LOW:
