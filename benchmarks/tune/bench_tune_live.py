@@ -54,6 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tune import clear_difference  # noqa: E402
+from dev_loop_suite import DEV_LOOP  # noqa: E402
 from holdout_suite import HOLDOUT  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
@@ -82,7 +83,8 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
 
     race = TuneConfig.race if race is None else race
 
-    suite, file = (SUITE, "tune_suite.py") if program in SUITE else (HOLDOUT, "holdout_suite.py")
+    suite, file = next((s, f) for s, f in ((SUITE, "tune_suite.py"), (HOLDOUT, "holdout_suite.py"),
+                                           (DEV_LOOP, "dev_loop_suite.py")) if program in s)
     fn, fargs = suite[program]()
     ref = f"{Path(__file__).resolve().parent / file}:{suite[program].__name__}"
     load0, t0 = load_average(), time.perf_counter()
@@ -259,9 +261,9 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("phase", choices=("run", "summary"))
     p.add_argument("--out", type=Path, required=True, help="the directory of the runs (OUT/runs/)")
-    p.add_argument("--programs", nargs="+", default=list(LIVE_PROGRAMS), choices=[*SUITE, *HOLDOUT],
-                   help="programs of the suite (tune_suite.py) or of the held-out set (holdout_suite.py: "
-                        "for the final figures only)")
+    p.add_argument("--programs", nargs="+", default=list(LIVE_PROGRAMS), choices=[*SUITE, *HOLDOUT, *DEV_LOOP],
+                   help="programs of the suite (tune_suite.py), the held-out set (holdout_suite.py: for the final "
+                        "figures only) or the development loop programs (dev_loop_suite.py)")
     p.add_argument("--space", default="flags", choices=("flags", "layout", "both"))
     p.add_argument("--strategies", nargs="+", default=list(STRATEGIES[:3]), choices=list(STRATEGIES))
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32])

@@ -27,12 +27,17 @@
   Both model strategies can interleave uniform random draws with their picks (`EXPLORE_SHARE`,
   `EXPLORE_WHEN`; off by default, as chosen on development programs).
 
+* ``hedged`` (the default with a model): each round, ``model+online`` proposes a share of the configurations
+  and TPE the rest; the model's share is earned from how well its prior has ranked this program's
+  measurements so far (`graphcost.tuning.prior_weight`), so a prior that points the wrong way costs little
+  against TPE (`HedgedSearch`).
+
 A strategy proposes; the tuner measures and records. Every strategy is a `Strategy`:
 `ask(study, history, n, busy, round)` reserves up to `n` new configurations in the study and returns
 them, and `sampler(budget)` is the Optuna sampler its study asks with (TPE's; None for the others).
 * ``kernels``: compiles a pool of candidates, costs each as the sum of its kernels with the shipped
   kernel model, corrected kernel by kernel on this program's profiled trials
-  (`graphcost.tuning.kernel_search`; issue 64, under evaluation: not the default).
+  (`graphcost.tuning.kernel_search`; under evaluation: not the default).
 
 `random` and `model` are `ProposingStrategy`s: `propose(history, n)` returns `n` distinct configurations
 not in `history` (fewer only when the space is exhausted), reserved as proposed; `tpe` asks Optuna.
