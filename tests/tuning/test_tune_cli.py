@@ -389,8 +389,9 @@ def test_kill_9_then_resume_measures_nothing_twice(tmp_path, prog):
     assert again.exit_code == 0, again.output
     after = Study(url, name, FlagSpace())
     codes = [t.codes for t in after.trials()]
-    assert len(codes) == budget == len(after.used()) and codes[: len(before)] == before
-    assert len(set(codes)) == budget  # nothing measured twice
+    measured = [t for t in after.trials() if t.status != "copy"]  # a copy of a timed executable uses no budget
+    assert len(measured) == budget == len(after.used()) and codes[: len(before)] == before
+    assert len(set(codes)) == len(codes)  # nothing measured twice
 
 
 def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
@@ -416,15 +417,19 @@ def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
 
 
 def test_tune_without_options_is_guided_by_the_shipped_model(tmp_path, prog):
-    """No --model, no --strategy: model+online with the shipped flag model, recorded in result.json."""
+    """No --model, no --strategy: hedged (the model earns its share of each round, TPE the rest) with the shipped
+    flag model, recorded in result.json; no measured (ok) trial of trials.csv copies another's executable."""
     out = tmp_path / "tuned"
-    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "2", "--out", str(out), *FAST])
+    res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "6", "--out", str(out), *FAST])
     assert res.exit_code == 0, res.output
-    assert "strategy: model+online; model: the shipped tile model" in res.output
+    assert "strategy: hedged; model: the shipped tile model" in res.output
     result = json.loads((out / "result.json").read_text())
-    assert result["strategy"] == "model+online" and result["model"] == "shipped"
+    assert result["strategy"] == "hedged" and result["model"] == "shipped"
     assert "search_vs_final" in result
-    assert {r["strategy"] for r in _rows(out)} == {"model+online"}
+    rows = _rows(out)
+    assert {r["strategy"] for r in rows} == {"hedged"} and sum(r["status"] == "ok" for r in rows) == 6
+    assert not [r for r in rows if r["status"] == "ok" and r["same_executable_as"]]
+    assert all(r["same_executable_as"] for r in rows if r["status"] == "copy")
     tpe = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "2", "--strategy", "tpe",
                                    "--out", str(tmp_path / "tpe"), *FAST])
     assert tpe.exit_code == 0, tpe.output

@@ -384,7 +384,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
 
         fingerprint = program_fingerprint(program, sp)
         inert = InertOptions(sp)
-        if evaluator.fingerprints:  # (with a cache to fingerprint executables in: `out` given)
+        if getattr(evaluator, "fingerprints", None):  # (with a cache to fingerprint executables in: `out` given)
             probed = inert.probe(evaluator.compile_many, evaluator.fingerprints)
             dropped = inert.inert()
             log.info(f"compiled {probed} single-option configurations: {len(dropped)} of {len(sp.dims)} options "
