@@ -46,6 +46,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -88,9 +89,11 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
     fn, fargs = suite[program]()
     ref = f"{Path(__file__).resolve().parent / file}:{suite[program].__name__}"
     load0, t0 = load_average(), time.perf_counter()
-    result = graphcost.tune(fn, *fargs, space=space, budget=budget, seed=seed, program_ref=ref,
-                            processes=processes, strategies=None if strategy == DEFAULT else [strategy],
-                            name=program, progress=False, race=race)
+    with tempfile.TemporaryDirectory(prefix="graphcost-live-") as work:  # an --out, as the command line always has:
+        # its JAX cache fingerprints the executables (copies, options that change nothing)
+        result = graphcost.tune(fn, *fargs, space=space, budget=budget, seed=seed, program_ref=ref,
+                                processes=processes, strategies=None if strategy == DEFAULT else [strategy],
+                                name=program, progress=False, race=race, out=Path(work) / "tuned")
     took = time.perf_counter() - t0
     ok = [t for t in result.trials if t.status == OK and t.ratio]
     return {"program": program, "space": space, "strategy": strategy, "budget": budget, "seed": seed,

@@ -36,6 +36,21 @@ def test_mask_url_hides_a_password_in_the_query_string():
     assert mask_url("cannot open postgresql://user@host:1/db#SECRET (x)") == "cannot open postgresql://user@host:1/db#*** (x)"
 
 
+@pytest.mark.parametrize("url, secret", [
+    ("postgresql://h/db?passphrase=open-sesame", "open-sesame"),
+    ("mysql://h/db?accessKey=AKIA123", "AKIA123"),
+    ("mysql://h/db?api-key=k-123&x=1", "k-123"),
+    ("postgresql://h/db?private_key=pk9", "pk9"),
+    ("https://ghp_0123456789abcdefghijklmn@git.example.com/db", "ghp_0123456789abcdefghijklmn"),
+    ("postgresql://u:two words@h/db", "two words"),
+])
+def test_mask_url_hides_every_secret_bearing_part(url, secret):
+    from graphcost.tuning.study import mask_url
+
+    masked = mask_url(f"cannot open {url} (refused)")
+    assert secret not in masked and "***" in masked and masked.endswith(" (refused)")
+
+
 def test_tune_never_prints_a_query_string_password(tmp_path):
     prog = tmp_path / "p.py"
     prog.write_text("import jax.numpy as jnp\n\ndef make():\n    return (lambda x: x * 2), (jnp.ones(4),)\n")

@@ -51,7 +51,8 @@ from graphcost.tuning.trial import COPY, FAILED, MEASURED, OK, RETIMED, Trial, p
 DUPLICATE = "duplicate"  # a sampler proposal of an already known configuration: not measured, not counted
 OVER_BUDGET = "over_budget"  # a reservation past the study's budget (another worker was first): not measured
 NOT_COUNTED = (DUPLICATE, OVER_BUDGET)
-STORED_EXTRAS = ("kernels", "profile_wall_ns", "same_executable_as", "inert_options", "proposed_by", "prior_weight")  # trial.extra keys read back from the storage
+STORED_EXTRAS = ("kernels", "profile_wall_ns", "same_executable_as", "inert_options", "proposed_by",
+                 "prior_weight")  # trial.extra keys read back from the storage
 LEASE_S = 120.0  # seconds a reservation stays valid without being renewed
 PARAMS_FORMAT = "values"  # study attribute "params": trial parameters hold the dimensions' values, not indices
 
@@ -100,24 +101,29 @@ def owner_alive(owner: str) -> bool:
     return True
 
 
-# the password: up to the last "@" before any "/" (an "@" in it), else up to the first "@" (a "/" in it)
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?:[^\s/]*@|[^\s@'\"]*@)")
+# the password: up to the last "@" before any "/" (an "@" in it), else up to the first "@" (a "/" in it); it may
+# hold spaces (a quoted URL), not a line break or a quote
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?:[^\n'\"/]*@|[^\n@'\"]*@)")
+# a user name with no password that is long enough to be a token (``https://ghp_...@host``): masked whole
+_URL_TOKEN_USER = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s:@'\"]{16,}@")
 
 
-# a secret in a URL's query string (``?password=...``, ``&sslpassword=...``; issue 36: it was printed)
-_QUERY_SECRET = re.compile(r"(?P<head>[?&;](?:[A-Za-z_]*pass(?:word|wd)?|pwd|secret|token|api_?key)=)[^&;\s'\"]*",
-                           re.IGNORECASE)
+# a secret in a URL's query string: any key naming a password, passphrase, secret, token, key, credential,
+# signature or authorisation (``?password=``, ``&sslpassword=``, ``accessKey=``, ``api-key=``, ``private_key=``)
+_QUERY_SECRET = re.compile(r"(?P<head>[?&;][A-Za-z0-9_.\-]*(?:pass|pwd|secret|token|key|credential|signature|auth)"
+                           r"[A-Za-z0-9_.\-]*=)[^&;\s'\"]*", re.IGNORECASE)
 
 
-# a URL's fragment (``...#SECRET``): never sent to a server, so nothing a storage needs; masked whole (issue 65)
+# a URL's fragment (``...#SECRET``): never sent to a server, so nothing a storage needs; masked whole
 _FRAGMENT = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^\s#'\"]*#)[^\s'\"]*")
 
 
 def mask_url(text: str | None) -> str:
-    """`text` with the password of every URL in it (``scheme://user:PASSWORD@host``, a password,
-    secret or token in its query string, and its fragment) replaced by ``***``: storage URLs and the
-    database errors that quote them are shown and logged only masked."""
+    """`text` with the secrets of every URL in it replaced by ``***``: the password (``scheme://user:PASSWORD@host``),
+    a user name long enough to be a token, every query parameter whose name says it holds a secret, and the
+    fragment. Storage URLs and the database errors that quote them are shown and logged only masked."""
     masked = _URL_PASSWORD.sub(r"\g<head>***@", "" if text is None else str(text))
+    masked = _URL_TOKEN_USER.sub(r"\g<head>***@", masked)
     return _FRAGMENT.sub(r"\g<head>***", _QUERY_SECRET.sub(r"\g<head>***", masked))
 
 

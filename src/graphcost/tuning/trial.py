@@ -43,7 +43,8 @@ machine code). A configuration whose executable is the default's, or one timed b
 or an earlier one of the same batch, is not checked or timed again: its trial (status ``copy``) copies
 that measurement (the default's: ratio 1) and says so in ``extra["same_executable_as"]`` (the codes it
 copies, or ``"default"``); the tuner does not count it against the budget. Two configurations that
-differ in an option that may act at run time (`RUN_TIME_OPTIONS`) are never copies of each other. Options that change nothing in a given program are common (the zoo's
+differ in an option that may act at run time (`RUN_TIME_OPTIONS`) are never copies of each other.
+Options that change nothing in a given program are common (the zoo's
 flag collection: a median 16 distinct executables of 16 configurations, as few as 10).
 
 Racing (``again``): configurations measured before (the search's best so far) can be timed again in

@@ -9,7 +9,8 @@ loop, for each strategy in turn, with the same budget:
    (`trial.Evaluator`); every result, failed ones too, is stored in the study (`study`), so a
    killed run resumes without measuring anything twice;
 3. repeat until the strategy has used its `budget` (failed configurations count: they cost a
-   compile).
+   compile; a configuration whose executable was timed before does not: it is recorded as a copy of
+   that measurement, and the strategy proposes another, `inert`).
 
 Racing (`race`): every round's interleaved batch also times the strategy's `race` best configurations
 so far again (no compile while their executables are held, `trial.Evaluator`), and once more after its
@@ -40,11 +41,11 @@ from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
+from graphcost.tuning.inert import InertOptions
 from graphcost.tuning.program import absolute_reference
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import MODEL_STRATEGIES, Strategy, make_strategy
-from graphcost.tuning.inert import InertOptions
 from graphcost.tuning.trial import COPY, MEASURED, OK, RETIMED, Evaluator, Trial, same_executable
 
 log = logging.getLogger(__name__)
@@ -83,6 +84,11 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
                  explore: float | None = None, explore_when: str | None = None,
                  inert: InertOptions | None = None, **strategy_options: Any) -> list[Trial]:
     """Run (or resume) one strategy until its study holds `budget` finished trials; all its trials.
+
+    Copies of an executable timed before (status COPY) do not count; after `COPIES_MAX` x `budget` of them
+    the strategy stops. inert: what is known of the options that change nothing (`InertOptions`): a
+    configuration it shows to be a copy is not compiled, and it learns from every round's compiles.
+    strategy_options: further keywords of the model strategies (``hedged``: weight_start, weight_max, partner).
 
     fingerprint: `study.program_fingerprint` of the program and space; a stored study of another
     fingerprint is refused (ValueError) instead of resumed. probes: the effects learner's first-round
@@ -399,7 +405,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
             def on_round(results, so_far, bar=bar, failed=failed):
                 bar.update(sum(t.status != COPY for t in results))  # copies use no budget
                 measured[0] += len(results)
-                failed[0] += sum(t.status != OK for t in results)
+                failed[0] += sum(t.status not in MEASURED for t in results)
                 bar.set_postfix_str(f"in-search estimate: best {in_search_best(so_far):.3f}x"
                                     + (f", {failed[0]} failed" if failed[0] else ""))
 
