@@ -221,7 +221,7 @@ def summary(args) -> None:
     if args.summary is not None:
         whole = json.loads(args.summary.read_text()) if args.summary.exists() else {}
         whole[args.section] = live
-        atomic_write_json(whole, args.summary)
+        atomic_write_json(whole, args.summary, indent=1)
     print(f"live, {live['space']}, {len(live['programs'])} programs; geometric-mean final-check speedup over the "
           "programs (mean over seeds [min-max]); in-search; wins vs TPE / random")
     for strat, row in live["strategies"].items():

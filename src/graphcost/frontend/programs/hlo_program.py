@@ -241,6 +241,30 @@ def module_function(path: Path, proto: bytes, ins: list, outs: list, name: str) 
     return exported.call
 
 
+ARGUMENTS_MEMORY_FACTOR = 4  # generated arguments, the program's outputs and XLA's buffers: about 4x the parameters
+HEADER_SLACK = 1 << 16  # bytes of an .npy member beyond its array: the header
+
+
+def parameter_bytes(a) -> int:
+    """Bytes of one parameter (an abstract value with ``shape`` and ``dtype``)."""
+    return int(np.prod(a.shape, dtype=object)) * np.dtype(a.dtype).itemsize
+
+
+def check_arguments_fit(path: Path, ins: list) -> None:
+    """HloProgramError (one line) when the parameters of `path` could not be held: their bytes times
+    `ARGUMENTS_MEMORY_FACTOR` past the memory this process can take now (`bounds.available_memory_bytes`)."""
+    from graphcost.bounds import available_memory_bytes
+
+    need = sum(parameter_bytes(a) for a in ins)
+    free = available_memory_bytes()
+    if free is not None and need * ARGUMENTS_MEMORY_FACTOR > free:
+        big = max(range(len(ins)), key=lambda i: parameter_bytes(ins[i]))
+        raise HloProgramError(f"{path}: its {len(ins)} parameter(s) take {need / 1e9:.3g} GB (parameter {big}: "
+                              f"{np.dtype(ins[big].dtype)}{list(ins[big].shape)}); with its outputs and buffers the "
+                              f"program needs about {ARGUMENTS_MEMORY_FACTOR}x that, more than the "
+                              f"{free / 1e9:.3g} GB of memory available")
+
+
 def generated_inputs(ins: list, seed: int = 0) -> tuple:
     """Seeded arguments for parameters `ins` (module docstring)."""
     rng = np.random.default_rng(seed)
@@ -261,27 +285,65 @@ def generated_inputs(ins: list, seed: int = 0) -> tuple:
     return tuple(args)
 
 
+def _member_header(member) -> tuple[tuple, np.dtype]:
+    """(shape, dtype) from the header of an open .npy stream, nothing else read."""
+    version = np.lib.format.read_magic(member)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+    return tuple(shape), np.dtype(dtype)
+
+
 def read_inputs(path: Path, ins: list, inputs: str) -> tuple:
-    """The arguments of npz file `inputs` (module docstring), checked against parameters `ins`."""
+    """The arguments of npz file `inputs` (module docstring), checked against parameters `ins` before anything
+    is loaded: a regular file, an npz archive, one member per parameter whose declared shape, dtype and size
+    are the parameter's (so neither a zip bomb nor a header that declares a huge array is ever read)."""
+    import stat
+    import zipfile
+
     where = Path(inputs).expanduser()
     try:
-        with np.load(where, allow_pickle=False) as npz:
-            keys = list(npz.files)
+        mode = where.stat().st_mode
+    except FileNotFoundError:
+        raise HloProgramError(f"--inputs {inputs}: no such file") from None
+    except OSError as exc:
+        raise HloProgramError(f"--inputs {inputs}: cannot be read: {_one_line(exc)}") from None
+    if not stat.S_ISREG(mode):
+        raise HloProgramError(f"--inputs {inputs}: not a regular file (a directory, FIFO or device); give an .npz "
+                              "file written by np.savez")
+    try:
+        if not zipfile.is_zipfile(where):
+            raise HloProgramError(f"--inputs {inputs}: not an npz archive (np.savez(path, *arrays) writes one; a bare "
+                                  ".npy array is not)")
+        with zipfile.ZipFile(where) as archive:
+            members = {i.filename[:-4]: i for i in archive.infolist() if i.filename.endswith(".npy")}
+            keys = list(members)
             names = next((ns for ns in ([f"arg{i}" for i in range(len(ins))], [f"arr_{i}" for i in range(len(ins))])
                           if sorted(ns) == sorted(keys)), None)
             if names is None:
                 raise HloProgramError(f"--inputs {inputs}: expected {len(ins)} arrays named arg0..arg{len(ins) - 1} "
                                       f"(or arr_0.., np.savez(path, *arrays)) for the {len(ins)} parameters of "
                                       f"{path.name}, got {', '.join(keys) or 'none'}")
+            for i, (n, a) in enumerate(zip(names, ins)):
+                want = parameter_bytes(a)
+                if members[n].file_size > want + HEADER_SLACK:
+                    raise HloProgramError(f"--inputs {inputs}: array {n} holds {members[n].file_size} bytes "
+                                          f"uncompressed, but parameter {i} of {path.name} ({np.dtype(a.dtype)}"
+                                          f"{list(a.shape)}) takes {want}")
+                with archive.open(members[n]) as member:
+                    shape, dtype = _member_header(member)
+                if shape != tuple(a.shape) or dtype != np.dtype(a.dtype):
+                    raise HloProgramError(f"--inputs {inputs}: array {n} is {dtype}{list(shape)}, but parameter "
+                                          f"{i} of {path.name} is {np.dtype(a.dtype)}{list(a.shape)}")
+        with np.load(where, allow_pickle=False) as npz:
             arrays = [npz[n] for n in names]
     except HloProgramError:
         raise
-    except FileNotFoundError:
-        raise HloProgramError(f"--inputs {inputs}: no such file") from None
-    except (OSError, ValueError, EOFError) as exc:  # not an npz, or an object array (pickles are refused)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, MemoryError) as exc:  # damaged; pickles refused
         raise HloProgramError(f"--inputs {inputs}: not a readable npz file of arrays: {_one_line(exc)}") from None
-    for n, x, a in zip(names, arrays, ins):
-        if x.shape != a.shape or x.dtype != a.dtype:
+    for n, x, a in zip(names, arrays, ins):  # (the headers said so; the data must agree)
+        if x.shape != tuple(a.shape) or x.dtype != np.dtype(a.dtype):
             raise HloProgramError(f"--inputs {inputs}: array {n} is {x.dtype}{list(x.shape)}, but parameter "
                                   f"{names.index(n)} of {path.name} is {np.dtype(a.dtype)}{list(a.shape)}")
     return tuple(arrays)
@@ -297,6 +359,7 @@ def load_hlo_program(ref: str) -> tuple[Callable, tuple, str]:
     proto = module_proto(path)
     ins, outs, name = entry_avals(path, proto)
     fn = module_function(path, proto, ins, outs, name)
+    check_arguments_fit(path, ins)
     args = read_inputs(path, ins, inputs) if inputs is not None else generated_inputs(ins)
     return fn, args, name
 
