@@ -279,3 +279,15 @@ def test_a_declared_huge_parameter_is_refused_before_its_arguments_are_generated
                                         "  ROOT n = f32[100000,100000] negate(p)\n}\n")
     with pytest.raises(ProgramError, match=r"take 40 GB \(parameter 0: float32\[100000, 100000\]\)"):
         load_program(str(path))
+
+
+@pytest.mark.parametrize("case", ["fifo", "dev_zero"])
+def test_a_module_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path, case):
+    """A FIFO (a hang) or a link to /dev/zero (an endless read) as the module: one line (issue 81)."""
+    path = tmp_path / "m.pb"
+    if case == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(ProgramError, match="not a regular file"):
+        load_program(str(path))

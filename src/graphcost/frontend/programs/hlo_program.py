@@ -42,6 +42,7 @@ SHOWN = 4  # candidates named in an ambiguity error
 FLOAT_SCALE = 0.1
 INT_HIGH = 8  # generated integers stay below this (and below every dimension)
 ELIDED = re.compile(r"constant\(\{\.\.\.\}\)")
+MODULE_BYTES_MAX = 2 * 1024**3  # an HLO module file read whole: 2 GiB at most
 
 
 class HloProgramError(GraphcostError, ValueError):
@@ -96,10 +97,21 @@ def pick_module(path: Path) -> tuple[Path, str | None]:
 def module_proto(path: Path) -> bytes:
     """The serialized HloModuleProto of file `path` (a proto as is, or unwrapped from the ``xla.HloProto``
     that ``--xla_dump_hlo_as_proto`` writes; HLO text parsed by jaxlib), checked by `_module_problem`."""
+    import stat
+
     try:
-        data = path.read_bytes()
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise HloProgramError(f"{path}: not a regular file (a FIFO, device or socket), not an HLO module")
+        if info.st_size > MODULE_BYTES_MAX:
+            raise HloProgramError(f"{path}: {info.st_size / 1e9:.3g} GB, past the {MODULE_BYTES_MAX / 1e9:.3g} GB an "
+                                  "HLO module file may have here (the largest real modules are a few hundred MB)")
+        with open(path, "rb") as fh:
+            data = fh.read(MODULE_BYTES_MAX + 1)  # bounded, whatever the file says its size is
     except OSError as exc:
         raise HloProgramError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MODULE_BYTES_MAX:
+        raise HloProgramError(f"{path}: more than {MODULE_BYTES_MAX / 1e9:.3g} GB read, not an HLO module file")
     if not data:
         raise HloProgramError(f"{path}: empty file, not an HLO module")
     if path.suffix in TEXT_SUFFIXES:
