@@ -37,7 +37,9 @@ def _run(tmp_path, claimed=(1.0, 1.0), program=True):
     (run / "best.json").write_text(json.dumps(TunedConfig.of(space, tuple(codes)).to_json()))
     result = {"speedup": sum(claimed) / 2, "speedup_range": list(claimed), "beats_default": True}
     if program:
-        result["program"] = f"{prog}:make"
+        from graphcost.tuning.program import program_sha256
+
+        result["program"], result["program_sha256"] = f"{prog}:make", program_sha256(f"{prog}:make")
     (run / "result.json").write_text(json.dumps(result))
     return run
 
@@ -108,3 +110,28 @@ def test_not_a_run_directory(tmp_path):
     one_line_error(invoke("verify", tmp_path / "half"), "best.json", "missing")
     (tmp_path / "half" / "best.json").write_text("{}")
     one_line_error(invoke("verify", tmp_path / "half"), "result.json", "'speedup'")
+
+
+def test_verify_runs_only_the_program_that_was_tuned(tmp_path):
+    """A result.json edited to name another program, a program file changed since the tune, or a run with no
+    hash of its program: refused in one line before anything runs (issue 81); --program runs the user's choice."""
+    run = _run(tmp_path)
+    other = tmp_path / "other.py"
+    other.write_text(PROGRAM + "\nopen(__file__ + '.ran', 'w').close()\n")
+    result = json.loads((run / "result.json").read_text())
+    (run / "result.json").write_text(json.dumps({**result, "program": f"{other}:make"}))
+    one_line_error(invoke("verify", run), "result.json", str(other), "SHA-256 differs", "--program")
+    assert not (tmp_path / "other.py.ran").exists()
+    (run / "result.json").write_text(json.dumps({k: v for k, v in result.items() if k != "program_sha256"}))
+    one_line_error(invoke("verify", run), "result.json", "'program_sha256' is missing", "--program")
+    (tmp_path / "prog.py").write_text(PROGRAM + "\n# edited\n")
+    (run / "result.json").write_text(json.dumps(result))
+    one_line_error(invoke("verify", run), "result.json", "SHA-256 differs")
+
+
+def test_a_non_finite_claimed_range_is_refused(tmp_path):
+    run = _run(tmp_path)
+    result = json.loads((run / "result.json").read_text())
+    for bad in ([float("nan"), 1.2], [1.0, float("inf")], [1.2, 1.1], [0.0, 1.0]):
+        (run / "result.json").write_text(json.dumps({**result, "speedup_range": bad}))
+        one_line_error(invoke("verify", run), "result.json", "'speedup_range'", "finite positive")

@@ -35,14 +35,16 @@ def verify(
     from graphcost.tuning.verify import VerifyProtocol, read_run, verify_run
 
     try:
-        read_run(run, program)  # the run's files first: a wrong RUN is refused before JAX is imported
+        _, ref = read_run(run, program)  # the run's files first: a wrong RUN is refused before JAX is imported
     except ValueError as exc:
         fail(str(exc))
     try:
         require_jax()
     except ImportError as exc:
         fail(str(exc), code=2)
-    typer.echo(f"verifying {run}: {processes} fresh process(es), {rounds} rounds each", err=True)
+    typer.echo(f"verifying {run}: the program {ref}" + (" (as given by --program)" if program else
+               " (the file that was tuned: its SHA-256 matches)") + f", {processes} fresh process(es), {rounds} rounds "
+               "each", err=True)
     try:
         report = verify_run(run, processes, VerifyProtocol(rounds=rounds, visit_ms=visit_ms), program, tolerance,
                             progress=lambda p: typer.echo(f"  process {p}/{processes} done", err=True))

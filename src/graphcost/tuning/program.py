@@ -116,6 +116,21 @@ def absolute_reference(ref: str) -> str:
     return f"{Path(target).expanduser().resolve()}:{attr}" if target.endswith(".py") else ref
 
 
+def program_sha256(ref: str) -> str | None:
+    """Hex SHA-256 of the file that holds the program of `ref` (the ``.py`` file, or the HLO module file, the one a
+    dump directory's reference picks), None for a ``MODULE:FUNCTION`` reference or a file that cannot be read:
+    what result.json records so that `graphcost verify` runs only the program that was tuned."""
+    import hashlib
+
+    path = program_file(ref)
+    try:
+        if path is not None and path.is_dir():
+            path = hlo_program.pick_module(path)[0]
+        return None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
+    except (OSError, hlo_program.HloProgramError):
+        return None
+
+
 def check_in_child(ref: str, timeout_s: float) -> None:
     """Prepare the program of `ref` in a fresh process: import, ``make()``, trace, compile the default
     and call it once, within `timeout_s` seconds. ProgramError, in one line naming `ref`, when that

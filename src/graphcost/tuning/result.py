@@ -78,6 +78,8 @@ class TuneResult:
             (`ablation.ablation_report`); None when the default was kept or ablation was off.
         program: the program's reference (`file.py:make`, an XLA module) when it has one, so the run can be
             reproduced (`graphcost verify`); None for a program given as a Python object.
+        program_sha256: the SHA-256 of the program's file when the run was made (`verify` runs the program only
+            while its file still has it).
         kernel_profile: the final profile of the default and the kept configuration (kernels.png).
     """
 
@@ -95,6 +97,7 @@ class TuneResult:
     kernels: dict[str, Any] | None = None
     ablation: dict[str, Any] | None = None
     program: str | None = None
+    program_sha256: str | None = None
     kernel_profile: Any = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -105,7 +108,7 @@ class TuneResult:
                 "strategy": self.strategies[0] if len(self.strategies) == 1 else self.strategies,
                 "in_search_best": round(max([1.0] + [1.0 / t.ratio for t in self.trials if t.status == OK and t.ratio]), 4),
                 "model": self.model, "search_vs_final": self.search_vs_final, "kernels": self.kernels,
-                "ablation": self.ablation, "program": self.program}
+                "ablation": self.ablation, "program": self.program, "program_sha256": self.program_sha256}
 
 
 TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "timings", "runtime_ns", "default_ns")

@@ -42,7 +42,7 @@ from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.inert import InertOptions
-from graphcost.tuning.program import absolute_reference
+from graphcost.tuning.program import absolute_reference, program_sha256
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
 from graphcost.tuning.strategies import MODEL_STRATEGIES, Strategy, make_strategy
@@ -420,6 +420,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
                         cfg.program_ref, cfg.allow_fast_math, out, cfg.progress)
         result.strategies, result.model, result.program = (list(strategies), model_label,
                                                         absolute_reference(cfg.program_ref) if cfg.program_ref else None)
+        result.program_sha256 = program_sha256(cfg.program_ref) if cfg.program_ref else None
         explain(result, program, sp, evaluator, protocol, cfg, before, out)
         announce(result, trials)
         if out is not None:

@@ -76,17 +76,34 @@ def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
         raise ValueError(f"{result_path}: unreadable ({type(exc).__name__}: {exc})") from None
     if not isinstance(result, dict):
         raise ValueError(f"{result_path}: expected a JSON object, got {type(result).__name__}")
+    def positive(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
     for key in ("speedup", "speedup_range"):
         value = result.get(key)
-        ok = (isinstance(value, (int, float)) and not isinstance(value, bool) if key == "speedup" else
-              isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value))
+        ok = positive(value) if key == "speedup" else (isinstance(value, list) and len(value) == 2
+                                                      and all(positive(v) for v in value) and value[0] <= value[1])
         if not ok:
-            raise ValueError(f"{result_path}: field {key!r} is missing or not a number" +
-                             (" pair" if key == "speedup_range" else ""))
-    ref = program or result.get("program")
+            raise ValueError(f"{result_path}: field {key!r} is missing or not a " +
+                             ("finite positive number" if key == "speedup" else "finite positive (low, high) pair"))
+    if program is not None:  # the user's own choice, run as given
+        return result, program
+    ref = result.get("program")
     if not isinstance(ref, str) or not ref:
         raise ValueError(f"{result_path}: field 'program' is missing (a run of graphcost.tune(fn, ...) from Python, "
                          "or of an older graphcost): give the program with --program FILE.py:FUNCTION")
+    recorded = result.get("program_sha256")
+    if not isinstance(recorded, str):
+        raise ValueError(f"{result_path}: field 'program_sha256' is missing (a run of an older graphcost, or an edited "
+                         f"file), so nothing shows that {ref} is the program that was tuned; give it with --program "
+                         "to run it")
+    from graphcost.tuning.program import program_sha256
+
+    now = program_sha256(ref)
+    if now != recorded:
+        raise ValueError(f"{result_path}: the program it names, {ref}, "
+                         + ("cannot be read" if now is None else "is not the file that was tuned (its SHA-256 differs)")
+                         + "; give the program with --program to run it anyway")
     return result, ref
 
 
