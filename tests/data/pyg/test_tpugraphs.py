@@ -170,3 +170,13 @@ def test_standard_pyg_loader_refuses_graphs_with_different_sample_sizes(synth_ro
     with pytest.raises(RuntimeError, match="Sizes of tensors must match|stack expects each tensor to be equal size"):
         next(iter(PyGLoader(ds, batch_size=len(ds))))
     assert next(iter(PyGLoader(ds, batch_size=1))).runtime.shape == (1, ds.prepared(0).num_configs)
+
+
+def test_a_cache_inside_its_own_input_is_refused(synth_root):
+    """TpuGraphsDataset(DATA/train, cache_dir=DATA/train/pc) wrote its cache into its input (issue 81)."""
+    from graphcost.output_guard import OutputPathError
+
+    split = _split(synth_root, "layout:xla:random")
+    with pytest.raises(OutputPathError, match="cache_dir .*lies inside the input raw"):
+        TpuGraphsDataset(split, Path(split) / "pc")
+    assert not (Path(split) / "pc").exists()

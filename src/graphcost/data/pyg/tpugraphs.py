@@ -194,6 +194,10 @@ class TpuGraphsDataset(Dataset):
             raise ValueError(f"batch_configs must be >= 1, got {batch_configs}")
         self._files = _npz_files(raw)
         self._cache_dir = Path(cache_dir).expanduser()
+        from graphcost.output_guard import check_outside_inputs
+
+        inputs = [raw] if isinstance(raw, (str, Path)) else list(raw)
+        check_outside_inputs(self._cache_dir, "cache_dir", data=[("raw", Path(r).expanduser()) for r in inputs])
         self._options = {"prune": True, "dedup": bool(dedup)}  # the key prepare_graph writes under
         self._graphs: Sequence | None = None  # set by from_prepared: graphs already in memory
         self.batch_configs, self.seed, self.epoch = int(batch_configs), int(seed), 0
