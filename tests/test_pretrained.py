@@ -104,3 +104,30 @@ def test_the_shipped_kernel_model_loads_with_its_flag_trees():
     assert model.meta["programs"] >= 300 and model.meta["families"] >= 25
     scores = model.rank_scores(np.asarray([1e-3, 2e-3, 4e-3]), np.zeros((3, 24), np.float32))
     assert np.argsort(scores).tolist() == [0, 1, 2]  # equal flags: the kernel sum's order
+
+
+@pytest.mark.parametrize("damage", ["huge_overhead", "zero_scale", "sparse_meta"])
+def test_a_damaged_kernel_model_is_refused_before_it_ranks(tmp_path, damage):
+    """A copy of the shipped kernel model with a sum rule no timing could fit, or a sparse 3 GB kernel_model.json,
+    is one line naming the file and field (issue 81: the first was accepted and changed the ranking, the second
+    read whole)."""
+    import json
+    import shutil
+
+    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.pretrained import shipped_kernel_model_dir
+
+    copy = tmp_path / "kernels"
+    shutil.copytree(shipped_kernel_model_dir(), copy)
+    meta = json.loads((copy / "kernel_model.json").read_text())
+    if damage == "sparse_meta":
+        with open(copy / "kernel_model.json", "r+b") as fh:
+            fh.truncate(3 * 1024**3)
+        expect = "kernel_model.json: 3221225472 bytes"
+    else:
+        meta["sum_rule"].update({"b": 1e6} if damage == "huge_overhead" else {"a": 0.0})
+        (copy / "kernel_model.json").write_text(json.dumps(meta))
+        expect = "key 'sum_rule' field " + ("'b' is 1000000.0" if damage == "huge_overhead" else "'a' is 0.0")
+    with pytest.raises(ValueError) as err:
+        KernelCostModel.load(copy)
+    assert expect in str(err.value) and "\n" not in str(err.value)

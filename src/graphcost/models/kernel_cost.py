@@ -167,6 +167,7 @@ def _load_booster(path: Path, columns: int) -> Any:
     from graphcost.models.lightgbm_text import check_model_text
 
     try:
+        _check_size(path, TREES_BYTES_MAX)
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read the trees ({exc})") from None
@@ -256,6 +257,23 @@ def save_kernel_model(out: Path, trees: KernelTrees, rule: SumRule, meta: dict, 
                       indent=1)
 
 
+META_BYTES_MAX = 1 << 20  # kernel_model.json: a few hundred bytes when written
+TREES_BYTES_MAX = 512 << 20  # a trees file (the shipped one: a few MB)
+# what a sum rule's terms may be (`SumRule`): the kernels' scale a, seconds per thunk b, seconds per call d; a fit
+# outside these did not come from real timings
+SUM_RULE_RANGES = {"a": (0.0, 100.0), "b": (0.0, 1e-2), "d": (0.0, 10.0)}
+
+
+def _check_size(path: Path, limit: int) -> None:
+    """ValueError naming `path` when it is not a regular file of at most `limit` bytes (read whole afterwards)."""
+    import stat
+
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        raise ValueError(f"{path}: {'not a regular file' if not stat.S_ISREG(info.st_mode) else f'{info.st_size} bytes'}"
+                         f", a kernel model's file is a regular file of at most {limit} bytes")
+
+
 def load_kernel_model(path: Path, featurizer_version: int) -> KernelModelFiles:
     """Load a kernel model directory; ValueError in one line when a file is missing or damaged, or
     its featurizer version or row width is not this graphcost's."""
@@ -264,6 +282,7 @@ def load_kernel_model(path: Path, featurizer_version: int) -> KernelModelFiles:
     for p in (meta_path, trees_path):
         if not p.is_file():
             raise ValueError(f"{p}: missing; a kernel model is kernel_model.json with kernel_trees.txt")
+    _check_size(meta_path, META_BYTES_MAX)
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, RecursionError, UnicodeDecodeError) as exc:
@@ -281,8 +300,11 @@ def load_kernel_model(path: Path, featurizer_version: int) -> KernelModelFiles:
         sum_rule = SumRule(float(rule["a"]), float(rule["b"]), float(rule["d"]))
     except (KeyError, TypeError, ValueError):
         raise ValueError(f"{meta_path}: key 'sum_rule' must hold numbers a, b, d") from None
-    if not all(np.isfinite([sum_rule.a, sum_rule.b, sum_rule.d])) or min(sum_rule.a, sum_rule.b, sum_rule.d) < 0:
-        raise ValueError(f"{meta_path}: key 'sum_rule' must hold finite non-negative numbers")
+    for name, value in (("a", sum_rule.a), ("b", sum_rule.b), ("d", sum_rule.d)):
+        lo, hi = SUM_RULE_RANGES[name]
+        if not (np.isfinite(value) and lo <= value <= hi) or (name == "a" and value == 0):
+            raise ValueError(f"{meta_path}: key 'sum_rule' field {name!r} is {value!r}, outside [{lo:g}, {hi:g}]"
+                             + (" (and above 0)" if name == "a" else "") + "; the file is damaged")
     files = KernelModelFiles(KernelTrees.load(trees_path), sum_rule, meta)
     blend = meta.get("flag_blend")
     if blend is not None:
