@@ -33,3 +33,15 @@ def test_split_configs_refuses_the_bomb_too(layout_arrays, write_npz, tmp_path, 
     with pytest.raises(ConfigSplitError, match=r"bomb\.npz.*node_feat.*more than the"):
         split_by_configuration(path, tmp_path / "out", 0.6, 0.2)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_bomb_that_fits_the_machine_is_refused_by_what_one_graph_can_need(layout_arrays, write_npz, monkeypatch):
+    """The bound is what one graph's arrays can need (`npz_stream.DECLARED_BYTES_MAX`), not the machine's memory: a
+    declaration past it is refused on a machine with 64 GiB free (issue 81: a 6 GB bomb passed a 21 GB bound)."""
+    from graphcost.data.io import npz_stream
+
+    monkeypatch.setattr(npz_stream, "DECLARED_BYTES_MAX", 50 * 2**20)  # the same rule, at a size a test can write
+    path = write_npz(dict(layout_arrays, node_feat=np.zeros((200_000, 140), np.float32)), "bomb.npz", compressed=True)
+    monkeypatch.setattr(bounds, "available_memory_bytes", lambda: 64 * 2**30)
+    with pytest.raises(SchemaError, match=r"bomb\.npz.*node_feat.*of the most one graph's arrays can need"):
+        load_graph(path)

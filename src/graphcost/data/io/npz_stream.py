@@ -157,24 +157,31 @@ def header_from_zip(zf: zipfile.ZipFile, path, key: str) -> NpyHeader:
     return header
 
 
+# What the arrays of one graph read whole may declare. The largest official TpuGraphs file (an NLP layout graph)
+# holds about 0.7 GB, nearly all of it node_config_feat, which is read lazily; a graph's other arrays take
+# tens of MB. A declaration past this is a damaged or hostile file, whatever memory the machine has.
+DECLARED_BYTES_MAX = 2 * 2**30
+
+
 def check_declared_memory(zf: zipfile.ZipFile, path, keys) -> None:
     """SchemaError when the arrays `keys` of the open npz `zf` declare (shape x dtype, read from their headers only) more
-    bytes than this machine has available: a small file whose compressed members decompress to gigabytes
-    is refused before anything is allocated (issue 65: a 27 MB npz declaring a 6 GB ``node_feat``)."""
+    bytes than one graph can need (`DECLARED_BYTES_MAX`) or than this machine has available: a small file whose
+    compressed members decompress to gigabytes is refused before anything is allocated (a 27 MB npz declaring a
+    6 GB ``node_feat``)."""
     from graphcost.bounds import available_memory_bytes
 
     free = available_memory_bytes()
-    if free is None:
-        return
+    limit, why = ((DECLARED_BYTES_MAX, "the most one graph's arrays can need")
+                  if free is None or free > DECLARED_BYTES_MAX else (free, "the memory available"))
     sizes = {}
     for key in keys:
         h = header_from_zip(zf, path, key)
         sizes[key] = int(np.prod(h.shape, dtype=object)) * h.dtype.itemsize
-    if sum(sizes.values()) > free:
+    if sum(sizes.values()) > limit:
         big = max(sizes, key=sizes.__getitem__)
         h = header_from_zip(zf, path, big)
         raise SchemaError(path, big, f"the arrays declare {sum(sizes.values()) / 2**30:.3g} GiB ({big}: shape "
-                                     f"{h.shape} {h.dtype}), more than the {free / 2**30:.3g} GiB of memory available")
+                                     f"{h.shape} {h.dtype}), more than the {limit / 2**30:.3g} GiB of {why}")
 
 
 def read_member_header(path: str | Path, key: str) -> NpyHeader:
