@@ -63,3 +63,11 @@ def test_profile_beside_a_tuned_configuration(program, tmp_path):
 def test_profile_bad_program_is_one_line(tmp_path):
     res = CliRunner().invoke(app, ["profile", str(tmp_path / "nope.py") + ":make"])
     assert res.exit_code == 1 and "no such file" in res.output and "Traceback" not in res.output
+
+
+def test_profile_json_and_plot_on_one_file_is_refused_before_the_program_runs(program, tmp_path):
+    """`--json X --plot X` printed "wrote X" twice and the PNG replaced the JSON (issue 81)."""
+    same = tmp_path / "out.json"
+    res = CliRunner().invoke(app, ["profile", program, "--json", str(same), "--plot", str(same)])
+    assert res.exit_code == 1 and "--plot" in res.output and "the same file as --json" in res.output
+    assert "Traceback" not in res.output and not same.exists()

@@ -42,6 +42,7 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     the argument (`names` maps ``json_out`` / ``plot`` / ``best`` to the names messages use: ``--json`` / ``--plot`` /
     ``--config``). A `best` path that is no file is a ValueError, after those checks."""
     from graphcost.atomic import check_output_path
+    from graphcost.bounds import ArgumentError
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
     from graphcost.tuning.program import load_program, prepare_program
@@ -51,6 +52,9 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     for key, path in outputs.items():
         if path is not None:
             check_output_path(path, (names or {}).get(key, key), overwrite)
+    if json_out is not None and plot is not None and Path(json_out).resolve() == Path(plot).resolve():
+        raise ArgumentError(f"{(names or {}).get('plot', 'plot')} {plot}: the same file as "
+                            f"{(names or {}).get('json_out', 'json_out')}; the plot would replace the JSON")
     if isinstance(best, (str, Path)) and not Path(best).is_file():
         raise ValueError(f"{(names or {}).get('best', 'best')} {best}: no such file (a best.json written by "
                          "graphcost tune)")
