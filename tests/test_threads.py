@@ -54,6 +54,20 @@ def test_busy_cores_are_measured_now_from_proc_stat(monkeypatch, tmp_path):
 
 
 
+def test_bursty_work_counts_through_the_load_average(monkeypatch):
+    """A quarter of a second between two bursts of other work read 0.04 busy cores while `uptime` said 2.36, and
+    two threads were taken (issue 80): the larger figure decides, and the line says which."""
+    monkeypatch.setattr(threads, "busy_cores", lambda window_s=0.25, machine_cores=None: 0.04)
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.36, 1.0, 0.5))
+    choice = auto_threads(cores=2, machine_cores=2)
+    assert choice.threads == 1 and choice.load == pytest.approx(2.36)
+    assert "load 2.36 on 2 cores, the 1-minute load average" in choice.describe()
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.1, 0.1, 0.1))
+    monkeypatch.setattr(threads, "busy_cores", lambda window_s=0.25, machine_cores=None: 1.9)  # a job just started
+    choice = auto_threads(cores=2, machine_cores=2)
+    assert choice.threads == 1 and "busy over the last 0.25 s" in choice.describe()
+
+
 def test_cli_option_accepts_auto_or_a_count(monkeypatch, capsys):
     import torch
 
