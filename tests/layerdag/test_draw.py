@@ -54,3 +54,10 @@ def test_draw_dags_png(tmp_path):
     out = draw.draw_dags(dags, tmp_path / "d.png", title="t", **draw.describe_dataset("nasbench201"))
     assert out.stat().st_size > 1000 and out.read_bytes()[:4] == b"\x89PNG"
     assert draw.describe_dataset("unknown") == {}
+
+
+def test_titles_count_in_the_singular_and_the_plural():
+    """samples.png's titles said "1 nodes ... 1 layers" (issue 80)."""
+    from graphcost.layerdag.draw import counted
+
+    assert [counted(1, "node"), counted(0, "edge"), counted(3, "layer")] == ["1 node", "0 edges", "3 layers"]

@@ -77,3 +77,10 @@ def test_run_title_names_model_and_collection(tmp_path):
     assert plots.run_title(tmp_path, "sage", "layout") == "sage on layout"
     (tmp_path / "run.json").write_text(json.dumps({"collection": "layout:nlp:random"}))
     assert plots.run_title(tmp_path / "fold0", "tgraph", "layout") == "tgraph on layout:nlp:random"
+
+
+def test_a_top_k_that_holds_every_configuration_is_not_shown():
+    """valid_ranks.png said "top-100 0.0%" for a graph of 64 configurations (issue 80)."""
+    row = {"kendall_tau": 0.5, "top1_slowdown": 0.1, "top10_slowdown": 0.02, "top100_slowdown": 0.0}
+    assert "top-100" not in plots._metric_text(row, 64) and "top-10 2.0%" in plots._metric_text(row, 64)
+    assert "top-100 0.0%" in plots._metric_text(row, 1000)

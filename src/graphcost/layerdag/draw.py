@@ -152,8 +152,9 @@ def draw_dags(
                 ax.scatter(pos[mask, 0], pos[mask, 1], color=colour, marker=marker, s=28, zorder=3, edgecolors="k",
                            linewidths=0.3)  # fmt: skip
         label = "" if dag.label is None else f"\n{label_name} = {dag.label:.4g}"
-        ax.set_title(f"{dag.num_nodes} nodes, {dag.num_edges} edges, {len(np.unique(pos[:, 1]))} layers{label}",
-                     fontsize=8)  # fmt: skip
+        layers = len(np.unique(pos[:, 1]))
+        ax.set_title(f"{counted(dag.num_nodes, 'node')}, {counted(dag.num_edges, 'edge')}, {counted(layers, 'layer')}"
+                     f"{label}", fontsize=8)
         ax.margins(0.08)
         ax.axis("off")
     names = {int(c): (categories[c] if categories is not None and 0 <= c < len(categories) else str(c)) for c in styles}
@@ -170,3 +171,8 @@ def draw_dags(
     finally:
         plt.close(fig)
     return path
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 node``, ``2 nodes``: a count with its noun in the singular or the plural."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

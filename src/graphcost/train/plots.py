@@ -127,11 +127,14 @@ def representative_graphs(rows: Sequence[Mapping], key: str = "kendall_tau") -> 
     return [(role, scored[i][1]) for role, i in picks]
 
 
-def _metric_text(row: Mapping) -> str:
-    """Two lines: τ / OPA (/ tile score), then the top-K slowdowns of one graph's metric row."""
+def _metric_text(row: Mapping, num_configs: int | None = None) -> str:
+    """Two lines: τ / OPA (/ tile score), then the top-K slowdowns of one graph's metric row; a top-K of a graph
+    of at most K configurations (`num_configs`) is left out: it holds every configuration, so it is 0% by
+    construction."""
     named = (("kendall_tau", "τ"), ("opa", "OPA"), ("tile_score", "tile score"))
     head = [f"{label} {row[key]:.3f}" for key, label in named if _finite(row.get(key))]
-    tops = sorted((k for k in row if k.startswith("top") and k.endswith("_slowdown")), key=lambda k: int(k[3:-9]))
+    tops = sorted((k for k in row if k.startswith("top") and k.endswith("_slowdown")
+                   and (num_configs is None or int(k[3:-9]) < num_configs)), key=lambda k: int(k[3:-9]))
     slow = [f"top-{k[3:-9]} {100 * row[k]:.1f}%" for k in tops if _finite(row[k])]
     return "   ".join(head) + ("\nslowdown " + "  ".join(slow) if slow else "")
 
@@ -173,7 +176,7 @@ def plot_valid_ranks(
                    label=f"predicted top-{k}")  # fmt: skip
         ax.plot([0, n - 1], [0, n - 1], color="grey", lw=0.8)
         short = name if len(name) <= 34 else name[:31] + "..."
-        ax.set_title(f"{role + ' τ: ' if role else ''}{short} ({n} configurations)\n{_metric_text(by_name[name])}",
+        ax.set_title(f"{role + ' τ: ' if role else ''}{short} ({n} configurations)\n{_metric_text(by_name[name], n)}",
                      fontsize=8)  # fmt: skip
         ax.set_xlabel("true rank (0 = fastest)")
         ax.set_ylabel("predicted rank")
