@@ -35,3 +35,13 @@ def test_every_trial_failures_and_the_final_range_are_drawn(tmp_path):
     plt.close(fig)
     path = plot_progress(_trials(), tmp_path / "progress.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_legend_stays_inside_the_figure_when_the_default_is_kept(tmp_path):
+    """progress.png's legend was cut off at both edges ("odel+online: each trial", "not kept: the defa"; issue 80)."""
+    trials = [Trial((i,), OK, ratio=r, strategy="model+online", number=i) for i, r in enumerate([1.01, 0.99, 1.2])]
+    fig = progress_figure(trials, {"median": 1.0031, "min": 0.9894, "max": 1.0187, "kept": False})
+    fig.canvas.draw()
+    inside, box = fig.legends[0].get_window_extent(), fig.bbox
+    assert box.x0 <= inside.x0 and inside.x1 <= box.x1 and box.y0 <= inside.y0, (inside, box)
+    plt.close(fig)

@@ -97,7 +97,7 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
     ax.set_xlabel("configurations measured")
     ax.set_ylabel("speedup over the XLA default (x)")
     ax.set_title("graphcost tune: every measured configuration, and the best so far", fontsize=10)
-    fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    fig.legend(loc="outside lower center", ncols=1, fontsize=8, frameon=False)  # one column: long labels stay inside
     ax.grid(alpha=0.3)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return fig
