@@ -1,5 +1,5 @@
-"""Bounds of every number graphcost takes from a user, and the one typed error of a bad argument
-(issue 36). The CLI declares them where it declares its options (`graphcost.commands.common`); the
+"""Bounds of every number graphcost takes from a user, and the one typed error of a bad argument.
+The CLI declares them where it declares its options (`graphcost.commands.common`); the
 Python API (`graphcost.tune`, `TuneConfig`, `compile_with`) runs the same checks.
 
 * Counts that start threads or processes are bounded by this machine: threads by

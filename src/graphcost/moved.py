@@ -1,4 +1,4 @@
-"""Old import paths of moved packages, modules and names, kept for one release with a DeprecationWarning (issue 66).
+"""Old import paths of moved packages, modules and names, kept for one release with a DeprecationWarning.
 
 `import graphcost.dag.train` (or `from graphcost.frontend.measure import cross_process`) still works: an import
 hook hands back the module at its new path, the same module object, so classes and exceptions compare equal

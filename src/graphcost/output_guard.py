@@ -1,4 +1,4 @@
-"""The one guard of every path graphcost writes (issue 36): checks that run before any work, so a
+"""The one guard of every path graphcost writes: checks that run before any work, so a
 wrong output costs nothing and never damages what is already there.
 
 Three classes of output path are refused, each with one line naming the option:

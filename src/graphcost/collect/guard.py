@@ -1,4 +1,4 @@
-"""The output of every collection verb, checked before anything is measured or written (issue 65: the checks
+"""The output of every collection verb, checked before anything is measured or written (the checks
 lived in `graphcost collect`, so a Python caller of `collect`, `collect_ray`, `repeat_collection`,
 `add_processes_collection`, `annotate_collection` or `relabel_collection` got none of them).
 
@@ -7,7 +7,7 @@ API; the command passes ``--out`` / ``--cache-dir`` through `names`):
 
 * an output or cache directory that is a file or lies below one, a device, a virtual or read-only file system
   (`graphcost.atomic.check_dir_option`, an OutputPathError);
-* an output directory that holds a training or tuning run, or other files than a collection's (issue 36: a
+* an output directory that holds a training or tuning run, or other files than a collection's (a
   training run directory got a manifest and split directories written into it), an OutputExistsError.
 
 `open_collection` is that check followed by the directory's lock (`graphcost.atomic.lock_dir`);

@@ -1,6 +1,6 @@
 """What the command modules share: the one-line error (`fail`), --device and --threads, and the run helpers
 of train / evaluate / rank / predict. The output, lock and bound checks live in the library verbs the
-commands call (issue 65); a command maps their typed errors to `fail`.
+commands call; a command maps their typed errors to `fail`.
 
 Errors are one red line on stderr, ``error: <message>``, and exit code 1 (2 for a missing
 optional dependency). The checks run before any work, so a wrong option never costs a minute of

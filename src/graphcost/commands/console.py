@@ -5,8 +5,8 @@ print above a running progress bar, not through it. An application using the lib
 own handlers (or none, and the library stays silent) instead.
 
 Progress bars redraw with a carriage return several times a second: on a terminal that is one
-line, but in a redirected log it is thousands of updates that bury the lines that matter (issue 67:
-about 1,200 around `train`'s ``run:`` and ``estimate:`` lines). When stderr is not a terminal, the
+line, but in a redirected log it is thousands of updates that bury the lines that matter (about 1,200
+around `train`'s ``run:`` and ``estimate:`` lines). When stderr is not a terminal, the
 bars update at most every `REDIRECTED_INTERVAL_S` seconds (a ``TQDM_MININTERVAL`` the user set is
 kept)."""
 

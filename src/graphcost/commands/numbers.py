@@ -1,4 +1,4 @@
-"""Every number the CLI parses is bounded (issue 36): the rule for all options, and the callbacks
+"""Every number the CLI parses is bounded: the rule for all options, and the callbacks
 that bound the options which start threads or processes by this machine.
 
 `GuardedGroup` is the group class of the `graphcost` app and its sub-apps. Before a command runs,

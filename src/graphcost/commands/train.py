@@ -91,7 +91,7 @@ def train(
     set_threads(threads)  # once the options and data are known to be usable
     try:
         ctx = init_from_env(device, timeout_s=dist_timeout)
-    except ValueError as exc:  # WORLD_SIZE / RANK / LOCAL_RANK unusable (issue 65)
+    except ValueError as exc:  # WORLD_SIZE / RANK / LOCAL_RANK unusable
         fail(str(exc))
     except RuntimeError as exc:  # a peer never joined the rendezvous
         fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)

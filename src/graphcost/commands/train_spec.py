@@ -138,7 +138,7 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
                                          progress=progress, loader_workers=loader_workers)
             why = contradiction(recorded, s, _options_given(cli), run_dir / RUN_INFO,
                                 _parse_opts(model_opt) if model_opt else None)
-            if why is not None:  # issue 36: a contradicting --collection / --epochs was silently ignored
+            if why is not None:  # a contradicting --collection / --epochs was silently ignored
                 fail(why)
             s, model_config = recorded, recorded.config.model_config
             typer.echo(f"resuming {run_dir} with its recorded data and settings ({RUN_INFO})")

@@ -1,4 +1,4 @@
-"""`graphcost verify RUN`: reproduce a tuning run's kept speedup as its user would (issue 67).
+"""`graphcost verify RUN`: reproduce a tuning run's kept speedup as its user would.
 
 Thin: calls `graphcost.tuning.verify.verify_run` and prints its figures.
 """

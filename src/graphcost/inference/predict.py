@@ -197,7 +197,7 @@ def read_submission(path: str | Path) -> list[tuple[str, str]]:
     try:
         with path.open(newline="") as handle:
             return _submission_rows(path, csv.reader(handle))
-    except csv.Error as exc:  # a field over the limit, a NUL byte (issue 65: a raw _csv.Error)
+    except csv.Error as exc:  # a field over the limit, a NUL byte (was: a raw _csv.Error)
         raise ValueError(f"{path}: not a readable submission CSV ({exc})") from None
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not a text CSV file ({exc.reason} at byte {exc.start})") from None

@@ -62,7 +62,7 @@ def check_run_info(data: Any, path: str | Path) -> dict:
     path = Path(path)
     if not isinstance(data, dict):
         raise RunInfoError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    if "dataset" in data and "collection" not in data and "config" not in data:  # issue 36: was "'collection' is missing"
+    if "dataset" in data and "collection" not in data and "config" not in data:  # was "'collection' is missing"
         raise RunInfoError(f"{path}: this is a LayerDAG run (graphcost dag train, dataset {data['dataset']!r}), "
                            "not a cost-model run; use graphcost dag evaluate / dag sample on it")
     check_fields(data, _top_fields(), path)

@@ -1,4 +1,4 @@
-"""The library verbs behind `graphcost evaluate` and `graphcost predict` (issue 65: the library owns its guards).
+"""The library verbs behind `graphcost evaluate` and `graphcost predict` (the library owns its guards).
 
 `evaluate_run(run, ...)` scores every configuration of a split's graphs with a trained run and returns the
 report; `predict_run(models, out, ...)` writes a Kaggle-format submission CSV (``ID,TopConfigs``) of a split's

@@ -1,5 +1,5 @@
 """The LayerDAG recipe that `graphcost dag train` and `dag sample` use with no options: the one BENCHMARKS.md
-measures ("LayerDAG (issue 5)"; `benchmarks/layerdag/layerdag_recipe.py` adds the benchmarks' data sizes and epochs).
+measures (BENCHMARKS.md, "LayerDAG"; `benchmarks/layerdag/layerdag_recipe.py` adds the benchmarks' data sizes and epochs).
 
 * AdamW at `LR` with cosine decay to 0 over the epochs (`LR_DECAY`), on both data sets;
 * on labelled data (TPU Tile), classifier-free guidance: training replaces a graph's label by the null

@@ -73,7 +73,7 @@ BEST = "best.pt"  # lowest validation loss so far (model selection against overf
 @dataclass
 class LayerDAGTrainConfig:
     """The training settings of `train_layerdag` (the recipe of `graphcost.layerdag.recipe` by default). Every field
-    is checked when the config is built (`__post_init__`, issue 65): `graphcost.bounds.ArgumentError` naming the
+    is checked when the config is built (`__post_init__`): `graphcost.bounds.ArgumentError` naming the
     first field that cannot be used, with the bounds of `graphcost dag train`'s options."""
 
     epochs: int = 40
@@ -157,7 +157,7 @@ def build_model(train_dags: list[DAG], size: str = "small", num_categories: int 
 def check_buildable(cfg: LayerDAGConfig, overrides: dict) -> None:
     """ArgumentError, naming the override to blame, when the attention's heads do not divide `dim`, or when the
     model's weights, gradients and AdamW state (16 bytes a parameter) exceed the memory this process may use. The
-    model is built on PyTorch's meta device for the count, so nothing is allocated (issue 65: `dim=8192` built
+    model is built on PyTorch's meta device for the count, so nothing is allocated (`dim=8192` built
     5.7 billion parameters, 23 GB, before anything was checked)."""
     blame = next((k for k in ("dim", "heads", "T_node", "T_edge") if k in overrides), next(iter(overrides), "size"))
     if cfg.dim % cfg.heads:

@@ -1,4 +1,4 @@
-"""The library verbs behind `graphcost dag train`, `dag sample` and `dag evaluate` (issue 65: the library owns
+"""The library verbs behind `graphcost dag train`, `dag sample` and `dag evaluate` (the library owns
 its guards).
 
 `train_dag_run(dataset, out, ...)` trains a LayerDAG on a dataset's train split into the run directory `out`
@@ -134,10 +134,10 @@ def sample_to_file(model_path: str | os.PathLike, out: str | os.PathLike, n: int
     out = Path(out)
     png = out.with_suffix(".png")
     check_final_step(final_step, name("final_step"))
-    if png == out:  # issue 65: the DAGs, then the drawing, were written to one path
+    if png == out:  # the DAGs, then the drawing, were written to one path
         raise ValueError(f"{name('out')} {out}: the DAGs are written there as .npz and their drawing beside it as "
                          f"{png.name}; give a .npz path (e.g. {out.with_suffix('.npz')})")
-    check_output_path(out, name("out"), overwrite)  # the outputs first (issue 36)
+    check_output_path(out, name("out"), overwrite)  # the outputs first
     check_output_path(png, name("out"), overwrite)  # the drawing written beside it
     for written in (out, png):
         check_outside_inputs(written, name("out"), files=[(name("model_path"), model_path)])
@@ -297,7 +297,7 @@ def evaluate_dag_run(model_path: str | os.PathLike, dataset: str | None = None,
 
     name = _namer(names)
     check_final_step(final_step, name("final_step"))
-    if json_out is not None:  # the output first (issue 36)
+    if json_out is not None:  # the output first
         check_output_path(json_out, name("json_out"), overwrite)
         check_outside_inputs(json_out, name("json_out"), data=[(name("data_dir"), data_dir)],
                              files=[(name("model_path"), model_path), (name("samples"), samples)])

@@ -1,4 +1,4 @@
-"""Validation of a LightGBM text model before LightGBM parses it (issue 36).
+"""Validation of a LightGBM text model before LightGBM parses it.
 
 LightGBM's text parser trusts its input: a truncated or edited ``trees.txt`` makes it read past
 the text (it jumps by the byte counts of its ``tree_sizes=`` header) or index past a tree's arrays,

@@ -50,7 +50,7 @@ def shipped_model_dir(kind: str) -> Path:
         raise FileNotFoundError(f"the shipped {kind} model is missing: {path} holds neither best.pt nor ensemble.json "
                                 "(reinstall graphcost, or train one with `graphcost train` and pass it as the model)")
     missing = [f for f in _shipped_files(kind) if not (path / f).is_file()]
-    if missing:  # checked as a set (issue 65: without blend.json it ranked with the graph model alone, silently)
+    if missing:  # checked as a set (without blend.json it ranked with the graph model alone, silently)
         raise FileNotFoundError(f"the shipped {kind} model is incomplete: {path} lacks {', '.join(missing)} (listed in "
                                 f"{_ROOT / MANIFEST}; reinstall graphcost)")
     return path

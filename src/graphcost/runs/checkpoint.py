@@ -119,7 +119,7 @@ class CheckpointError(GraphcostError, ValueError):
 def check_weight_dtypes(model: torch.nn.Module, weights: Any, path: str | os.PathLike, key: str = "model") -> None:
     """CheckpointError naming the file and the key when a weight of `weights` (a state dict) is not a
     tensor, or holds integers (or bools) where `model` holds floating-point numbers, or the reverse:
-    `load_state_dict` would cast them silently (int64 weights truncated and used; issue 36).
+    `load_state_dict` would cast them silently (int64 weights truncated and used).
     Missing, unexpected and misshapen weights are left to `load_state_dict`, which names them."""
     if not isinstance(weights, dict):
         return

@@ -1,4 +1,4 @@
-"""One output directory's lifecycle, the same for every verb that writes one (issue 65).
+"""One output directory's lifecycle, the same for every verb that writes one.
 
 ``RunDirectory(path, name, ...)`` checks, when it is built and so before any work:
 

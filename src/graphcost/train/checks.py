@@ -1,4 +1,4 @@
-"""The training settings check themselves when they are built (issue 65): `TrainConfig` and `RunSpec`
+"""The training settings check themselves when they are built: `TrainConfig` and `RunSpec`
 refuse a value of the wrong type, NaN, or outside the bounds `graphcost train`'s options have
 (`graphcost.bounds`), with an `ArgumentError` (a `GraphcostError`, ValueError and TypeError) that
 names the field. So ``graphcost.fit`` and ``recipe_config(...)`` are as safe as the command line, whose
@@ -95,7 +95,7 @@ def check_model_memory(model: str, kind: str, model_config: dict, max_memory_gb:
                        name: str = "model_config") -> None:
     """ArgumentError when the model cannot be built with `model_config`, or its weights, gradients and AdamW
     state (16 bytes a parameter) exceed `max_memory_gb`: it is built on PyTorch's meta device, so nothing is
-    allocated (issue 65: ``model_config={"hidden": 10**9}`` tried to allocate 1 TB from the Python API)."""
+    allocated (``model_config={"hidden": 10**9}`` tried to allocate 1 TB from the Python API)."""
     from graphcost.models.registry import build_model
     from graphcost.runs.lr_schedule import adamw_training_bytes
 

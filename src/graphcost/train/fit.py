@@ -220,7 +220,7 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
 def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, cache_dir: Any, max_memory_gb: Any,
                          dist_ctx: Any, report: Any) -> None:
     """`fit`'s arguments, before anything is read or written: ArgumentError naming the first unusable one
-    (issue 65: ``fit("layout")``, ``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted)."""
+    (``fit("layout")``, ``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted)."""
     import os
 
     from graphcost.bounds import ArgumentError, check_real
@@ -247,7 +247,7 @@ def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, c
 
 def _rankable(valid_graphs: Any, say: Callable[[str], None] | None) -> Any:
     """The validation graphs that can be ranked (`inference.ranking.has_usable_labels`), the others left out with
-    a line naming them (issue 65: a split whose only validation graph had one configuration trained to "best
+    a line naming them (a split whose only validation graph had one configuration trained to "best
     valid kendall_tau -inf" under a UserWarning per epoch); a lazy split stays lazy (`LazyPrepared.subset`)."""
     from graphcost.inference.ranking import has_usable_labels
 
@@ -268,7 +268,7 @@ def _rankable(valid_graphs: Any, say: Callable[[str], None] | None) -> Any:
 def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None, data_dir: Any, overwrite: bool,
                    resume: bool, names: Mapping[str, str] | None = None) -> None:
     """The run directory and the cache: directories (not a file, not below one), not a device, not on a virtual
-    or read-only file system, not inside the data (issue 65: ``fit(cache_dir=DATA/.../train)`` wrote cache files
+    or read-only file system, not inside the data (``fit(cache_dir=DATA/.../train)`` wrote cache files
     into the training split, and every later command on that data failed); the run directory not an earlier run
     unless `overwrite` or `resume`. OutputPathError / OutputExistsError naming the argument, before anything is
     read (`choose_run_dir` checks `out` again under its lock). `names`: the names messages give ``out``,

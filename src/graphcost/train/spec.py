@@ -47,7 +47,7 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         """Every field checked (`graphcost.train.checks.check_run_spec`): ArgumentError naming the first
-        unusable one (issue 65: ``folds=2, train_folds=0`` returned best_score nan)."""
+        unusable one (``folds=2, train_folds=0`` returned best_score nan)."""
         from graphcost.train.checks import check_run_spec
 
         check_run_spec(self, TrainConfig)
@@ -89,7 +89,7 @@ class RunSpec:
         """A recorded setting by name: a field of the spec, else of its config."""
         return getattr(self, key) if key in self.__dataclass_fields__ else getattr(self.config, key)
 
-# the options of `graphcost train` that run.json records: on --resume each must agree with it (issue 36)
+# the options of `graphcost train` that run.json records: on --resume each must agree with it
 RECORDED_OPTIONS = {
     "data_dir": "--data-dir", "collection": "--collection", "max_graphs": "--max-graphs", "folds": "--folds",
     "train_folds": "--train-folds", "keep": "--keep", "seeds": "--seeds", "model": "--model", "loss": "--loss",

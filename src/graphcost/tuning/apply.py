@@ -96,7 +96,7 @@ def compile_with(fn: Callable, best: TunedConfig | str | Path | dict) -> Callabl
         A function with `fn`'s signature that runs the tuned executable (compiled once per argument
         shapes and dtypes); its `config` attribute is the `TunedConfig` applied. Without layouts it is
         ``jax.jit(fn, compiler_options=...)`` itself: a call costs what a call of plain ``jax.jit(fn)`` costs
-        (issue 67: a Python wrapper that flattened the arguments on every call made a tuned 2-layer MLP
+        (a Python wrapper that flattened the arguments on every call made a tuned 2-layer MLP
         time 1.05x where the run measured 1.20x). With layouts it runs the layout program's executable,
         kept per argument signature in its `executables` attribute.
 

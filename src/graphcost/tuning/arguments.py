@@ -1,4 +1,4 @@
-"""The checks of the Python API's arguments (issue 36): `TuneConfig` (run by its `__post_init__`, so
+"""The checks of the Python API's arguments: `TuneConfig` (run by its `__post_init__`, so
 `graphcost.tune(..., **overrides)` and `dataclasses.replace` are checked too), the `fn` of
 `graphcost.tune` and `compile_with`, and a tuned configuration before `compile_with` applies it.
 
@@ -56,14 +56,14 @@ def check_out_dir(name: str, out: Any) -> None:
     from graphcost.atomic import RUN_MARKERS
 
     held = [m for m in RUN_MARKERS if (Path(out) / m).exists()]
-    if held:  # issue 65: tune(out=A_TRAINING_RUN) wrote its study and plots into a cost-model run
+    if held:  # tune(out=A_TRAINING_RUN) wrote its study and plots into a cost-model run
         raise ArgumentError(f"{name} {out}: holds a training run ({held[0]}), not a tuning run; choose another directory")
 
 
 def check_program_ref(ref: Any) -> None:
     """`program_ref` (None, ``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module: ``MODULE.pb``,
     ``MODULE.hlo``, a dump directory): the fresh processes of the final check rebuild the program from it,
-    so its file must exist (issue 65: a missing file was recorded)."""
+    so its file must exist (a missing file was recorded)."""
     if ref is None:
         return
     from graphcost.frontend.programs.hlo_program import is_hlo_reference
@@ -139,7 +139,7 @@ def check_tuned(cfg: Any, where: object) -> None:
         return
     space = FlagSpace(allow_fast_math=True)
     domain = option_domain(space)
-    for key, value in cfg.compiler_options.items():  # no option from a file that the space does not set (issue 65)
+    for key, value in cfg.compiler_options.items():  # no option from a file that the space does not set
         if key not in domain:
             raise ArgumentError(f"{where}: field 'compiler_options.{key}' is not an option of the flag space "
                                 f"(graphcost applies only the options it searches: {', '.join(sorted(domain))})")

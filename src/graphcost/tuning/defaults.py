@@ -1,4 +1,4 @@
-"""What `graphcost tune` and `graphcost.tune` do with no options, in one place (issue 65): `TuneConfig`'s field
+"""What `graphcost tune` and `graphcost.tune` do with no options, in one place: `TuneConfig`'s field
 defaults and the command's option defaults both read these. Plain constants: importing this module costs
 nothing, so the command line's ``--help`` stays fast."""
 

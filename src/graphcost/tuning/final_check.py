@@ -51,7 +51,7 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
     for batch in (ranked[:finalists], ranked[finalists:2 * finalists]):
         if not batch or (checked and any(lo >= 1.0 + min_gain for _, _, lo, _ in checked)):
             break
-        if checked:  # every batch is announced (issue 67): the second one decides when it runs
+        if checked:  # every batch is announced: the second one decides when it runs
             log.info(f"none of the first {len(checked)} re-measured candidates beat the default by "
                      f"{min_gain:.0%} in every process: the next {len(batch)} get their own re-measurement")
         rem = _remeasure(program, space, evaluator, [default] + batch, processes, protocol, program_ref,

@@ -1,5 +1,5 @@
 """The tuner's kernel view of a run: where the default's time goes before the search, which kernels the
-kept configuration made faster, and every profiled trial's kernels (issue 64 §1-2, §7).
+kept configuration made faster, and every profiled trial's kernels.
 
 * Before the search, `profile_default` times the default configuration in the final check's P fresh
   processes and makes a profiled pass in each (`graphcost.tuning.kernel_times.profile_cross_process`;

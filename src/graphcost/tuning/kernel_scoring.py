@@ -1,4 +1,4 @@
-"""Kernel-model costs of a program's configurations in any tuning space (issue 63 §4).
+"""Kernel-model costs of a program's configurations in any tuning space.
 
     scorer = KernelModelScorer(space, trial.Evaluator(program, space))
     seconds = scorer(configs)  # (K,) predicted seconds per call, LOWER = faster; inf where it failed

@@ -1,5 +1,5 @@
 """``kernels``: a search that compiles its candidates and costs them kernel by kernel, corrected on this
-program's own profiled trials (issue 64 §3-4).
+program's own profiled trials.
 
 Each round:
 

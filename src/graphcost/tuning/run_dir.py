@@ -1,11 +1,11 @@
-"""The output directory of a tuning run, checked before the program is loaded (issue 65: these checks lived in
+"""The output directory of a tuning run, checked before the program is loaded (these checks lived in
 `graphcost tune`).
 
 `tuning_run_dir(out, program, overwrite=..., resume=...)` refuses, in one line naming the argument (``out``,
 ``resume``, ``overwrite`` for the Python API; the command maps them to ``--out``, ``--resume``, ``--overwrite``
 through `names`):
 
-* a directory of other files than a tuning run's (issue 36: the program's own source directory, say), an
+* a directory of other files than a tuning run's (the program's own source directory, say), an
   OutputExistsError naming what it holds;
 * `resume` without the study it continues (``OUT/study.db``, unless `storage` holds it), a FileNotFoundError;
 * `overwrite` of a directory that holds the program file, an OutputPathError;

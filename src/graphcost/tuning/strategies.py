@@ -76,7 +76,7 @@ ONLINE_LEARNERS = ("auto", "effects", "tree", "finetune")
 # model's top picks (kept diverse). Chosen on development programs apart from the evaluation suite
 # (the guide's "Tuning your program" page, "The first round").
 FIRST_ROUND_PROBES = 0.5
-# Random interleaving (the hedge of issue 64 §6 where the prior is weak): the share of every round of the
+# Random interleaving (a hedge where the prior is weak): the share of every round of the
 # model strategies drawn uniformly at random from the unmeasured space, as SMAC interleaves random
 # configurations with its model's picks (Hutter et al. 2011, §4.3), so a prior that points the wrong way
 # cannot confine the whole search. `EXPLORE_WHEN` says when: "always" (every round), "weak" (only once the

@@ -250,7 +250,7 @@ class Evaluator:
         self.checked: OrderedDict[Codes, Any] = OrderedDict()  # codes -> executable that passed `check`
 
     def _check_default_is_deterministic(self) -> None:
-        """The default compared with itself first (issue 36): a program whose own outputs change from call
+        """The default compared with itself first: a program whose own outputs change from call
         to call (an unseeded random source, a host callback) would make every configuration fail the
         output check as ``wrong_output``; NondeterministicProgram says so once instead."""
         again, _ = _leaves(self.call(self.default_exe))

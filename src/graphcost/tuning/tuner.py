@@ -145,7 +145,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             record_retimes(study, results[len(batch):], name, rnd)
             if inert is not None and fingerprints:
                 inert.learn(fingerprints)
-        except BaseException:  # Ctrl-C, SIGTERM, an error: no reservation of this round keeps counting (issue 36)
+        except BaseException:  # Ctrl-C, SIGTERM, an error: no reservation of this round keeps counting
             study.release_open()
             raise
         rnd += 1

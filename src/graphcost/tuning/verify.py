@@ -1,4 +1,4 @@
-"""Reproduce a tuning run as its user would: `graphcost verify RUN` (issue 67).
+"""Reproduce a tuning run as its user would: `graphcost verify RUN`.
 
 The final check of `graphcost tune` (`graphcost.tuning.crossproc`) times the compiled default against the compiled
 candidates with the collection's protocol: the MINIMUM of a visit's calls, executables called directly. A user

@@ -213,7 +213,7 @@ def download_collection(
     root.mkdir(parents=True, exist_ok=True)
     try:
         _fetch_splits(collection, root, splits, base_url, timeout, opener, keep_tar, progress)
-    except BaseException:  # offline, interrupted: leave no empty data root behind (issue 67)
+    except BaseException:  # offline, interrupted: leave no empty data root behind
         for p in made:  # deepest first
             try:
                 p.rmdir()  # only if still empty: a partial download is kept

@@ -99,7 +99,7 @@ def check_synth_sizes(collection: str, num_graphs: int, min_nodes: int | None = 
                       names: dict[str, str] | None = None) -> None:
     """ArgumentError (a ValueError) naming the argument (`names` maps num_graphs / min_nodes / ... to
     the CLI's option names) for a count past `GRAPHS_MAX` or a largest graph that cannot fit this
-    machine's memory: refused before the plan or any graph is built (issue 36: 441,620,726 graphs
+    machine's memory: refused before the plan or any graph is built (441,620,726 graphs
     took 8+ GB for the plan alone; 10**12 nodes would be 1 TB)."""
     name = {"num_graphs": "num_graphs", "min_nodes": "min_nodes", "max_nodes": "max_nodes",
             "min_configs": "min_configs", "max_configs": "max_configs", **(names or {})}  # fmt: skip
@@ -290,7 +290,7 @@ def _prepare_collection_dir(base: Path, manifest: dict, overwrite: bool) -> None
 
 
 def _check_not_a_run(root: Path) -> None:
-    """A data root is not a training or tuning run (issue 65: ``data synth -o A_TRAINING_RUN`` wrote its npz
+    """A data root is not a training or tuning run (``data synth -o A_TRAINING_RUN`` wrote its npz
     tree into the run): OutputExistsError naming the file that makes `root` a run."""
     from graphcost.atomic import RUN_MARKERS, TUNE_MARKERS, OutputExistsError
 

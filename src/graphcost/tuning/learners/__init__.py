@@ -7,7 +7,7 @@ each as a prior feature, and re-ranks the candidate pool.
   finetune   the graph model itself, fine-tuned on the measurements
 
 Every learner is an `OnlineLearner`; `make_learner` builds one by name. `kernel_residual` is of
-another kind: it corrects a kernel cost model kernel by kernel from profiled trials (issue 64 §4),
+another kind: it corrects a kernel cost model kernel by kernel from profiled trials,
 not a configuration score.
 """
 

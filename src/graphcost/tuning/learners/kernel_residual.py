@@ -1,4 +1,4 @@
-"""Per-kernel online correction of a kernel cost model on one program's own measurements (issue 64 §4).
+"""Per-kernel online correction of a kernel cost model on one program's own measurements.
 
 A few measurements move a model to new hardware (HELP, MTL-TLP); here they move it kernel by
 kernel. The shipped kernel model predicts each leaf kernel's time t̂(k, flags); its labels came
