@@ -10,7 +10,7 @@ minus the best of the predicted top 5 over the true best, a TpuGraphs tile metri
 (32 configurations each, the default among them) the tile score of every scorer is 0.96-0.98 and differs
 between weights by less than its noise, and ties go to the graph model, so w = 1 was chosen nearly always:
 the trees, which ranked unseen families better than the graph model on Kendall τ (LightGBM 0.477 against the
-default's 0.451 on `cpu_zoo_flags`, BENCHMARKS.md), were dropped. This measurement made the blend's rule
+default's 0.451 on `cpu_zoo_flags`, benchmarks/history/cost-models-2026-11-12.md), were dropped. This measurement made the blend's rule
 Kendall τ (`graphcost.inference.blend.BLEND_METRIC`). This reads each fold's members (every seed
 alone, `fold_k/seed_0s/best.pt`, and their average) and the trees the fold's run fitted, scores the
 validation and held-out families once, and reports, for each weight on the grid and for the weight each

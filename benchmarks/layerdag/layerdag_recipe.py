@@ -2,7 +2,7 @@
 
 The scripts are run as `python benchmarks/layerdag/bench_layerdag*.py`, which puts this folder on sys.path,
 so they import these constants instead of repeating them. Each value's evidence is in BENCHMARKS.md
-("LayerDAG (issue 5)").
+("LayerDAG (issue 5)") and benchmarks/history/layerdag-2026-11-23-default-cv.md.
 """
 
 import sys

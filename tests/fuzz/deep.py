@@ -1,6 +1,6 @@
 """The fuzz suite's deep mode (`pytest --deep`, or GRAPHCOST_FUZZ_DEEP=1): 5,000 generated cases per test,
 no per-test time limit, and the process's address space capped so that a case allocating without bound fails
-as that case (a MemoryError) instead of the whole run being OOM-killed (BENCHMARKS.md, "Fuzz suite, deep mode")."""
+as that case (a MemoryError) instead of the whole run being OOM-killed (benchmarks/history/fuzz-2026-11-26.md, "Before (the OOM kill)")."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ The process surviving is the check against a signal death (LightGBM's abort, lib
 
 Hypothesis draws the cases with a fixed seed (`derandomize`) and a small budget; `pytest --deep`
 (or GRAPHCOST_FUZZ_DEEP=1) draws 5,000 per test (5,581 cases in all: the file and output tests stop
-when their finite spaces are exhausted, 504 and 77 cases; about 5 minutes on one core, BENCHMARKS.md).
+when their finite spaces are exhausted, 504 and 77 cases; about 5 minutes on one core, benchmarks/history/fuzz-2026-11-26.md).
 A deep run caps its own address space (`deep.DEEP_ADDRESS_SPACE_GB`, GRAPHCOST_FUZZ_MAX_AS_GB): a case that
 allocates without bound then fails as that case with a MemoryError instead of the whole run being
 OOM-killed (it was, once, at 20.7 GB: `data synth --graphs=441620726`, now bounded).
