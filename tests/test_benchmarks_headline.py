@@ -86,12 +86,13 @@ def test_a_missing_file_or_key_is_one_line_naming_it(headline, tmp_path, capsys)
 
 
 def test_the_readme_gives_the_main_jobs_tau_of_the_headline(headline):
-    """README.md's main-job sentence names the test τ per machine that the headline row renders."""
+    """README.md's main-job sentence gives the test τ as a range across the machines measured, and that range holds
+    every machine's τ the headline row renders (to two decimals)."""
     rows = _section_rows(headline.BENCHMARKS_MD.read_text(encoding="utf-8"), headline)
     row = next(r for r in rows if r[0].startswith("The README's main job"))
     taus = dict(re.findall(r"(2-core \w+): \d+ s, test τ (\d\.\d{3})", " ".join(row[1:3])))
     assert set(taus) == {"2-core Xeon", "2-core EPYC"}, row
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    main_job = readme[readme.index("## The main job"):].split("\n## ")[0]
-    assert f"{taus['2-core EPYC']} on the AMD EPYC VM" in main_job
-    assert f"{taus['2-core Xeon']} on the Intel Xeon VM" in main_job
+    main_job = " ".join(readme[readme.index("## The main job"):].split("\n## ")[0].split())
+    lo, hi = (float(x) for x in re.search(r"test Kendall τ it prints has been (\d\.\d\d)-(\d\.\d\d)", main_job).groups())
+    assert all(lo <= round(float(t), 2) <= hi for t in taus.values()), (lo, hi, taus)
