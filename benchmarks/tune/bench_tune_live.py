@@ -114,6 +114,7 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
 
 
 def run(args) -> None:
+    args.programs = args.programs or list(LIVE_PROGRAMS)
     todo = [(s, p, b, st) for s in args.seeds for p in args.programs for b in args.budgets for st in args.strategies]
     done = sum(run_path(args.out, p, args.space, st, b, s).exists() for s, p, b, st in todo)
     print(f"{len(todo)} runs, {done} done before", flush=True)
@@ -184,6 +185,10 @@ def summarise(rows: list[dict]) -> dict:
                     "agreement": agreement([cells[strat, b, s, p] for s in complete for p in programs])}
             seconds = [cells[strat, b, s, p]["seconds"] for s in complete for p in programs]
             cell["median_seconds"] = round(float(np.median(seconds)), 1)
+            runs = [cells[strat, b, s, p] for s in complete for p in programs]
+            if all("ok_copies" in r for r in runs):  # proposals that ran an executable timed before: no budget
+                cell["copies"] = {k: int(sum(r[k] for r in runs)) for k in ("same_executable", "copies_not_compiled",
+                                                                           "ok_copies")}
             for other in ("tpe", "random"):
                 if other == strat or not all((other, b, s, p) in cells for s in complete for p in programs):
                     continue
@@ -213,6 +218,8 @@ def summarise(rows: list[dict]) -> dict:
 
 def summary(args) -> None:
     rows = [json.loads(p.read_text()) for p in sorted((args.out / "runs").glob("*.json"))]
+    if args.programs is not None:  # a subset (e.g. the programs whose largest budget finished)
+        rows = [r for r in rows if r["program"] in args.programs]
     if not rows:
         raise SystemExit(f"{args.out}/runs: no finished runs to summarise")
     live = {"command": " ".join(sys.argv), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -264,9 +271,10 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("phase", choices=("run", "summary"))
     p.add_argument("--out", type=Path, required=True, help="the directory of the runs (OUT/runs/)")
-    p.add_argument("--programs", nargs="+", default=list(LIVE_PROGRAMS), choices=[*SUITE, *HOLDOUT, *DEV_LOOP],
-                   help="programs of the suite (tune_suite.py), the held-out set (holdout_suite.py: for the final "
-                        "figures only) or the development loop programs (dev_loop_suite.py)")
+    p.add_argument("--programs", nargs="+", default=None, choices=[*SUITE, *HOLDOUT, *DEV_LOOP],
+                   help="programs of the suite (tune_suite.py; run: default the 8 of LIVE_PROGRAMS), the held-out set "
+                        "(holdout_suite.py: for the final figures only) or the development loop programs "
+                        "(dev_loop_suite.py); summary: only these (default: every program of OUT/runs)")
     p.add_argument("--space", default="flags", choices=("flags", "layout", "both"))
     p.add_argument("--strategies", nargs="+", default=list(STRATEGIES[:3]), choices=list(STRATEGIES))
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32])
