@@ -22,6 +22,7 @@ from graphcost.train.spec import RunSpec, recipe_config
     ({"batch_configs": 0}, "batch_configs must be an integer >= 1"),
     ({"model_config": [1]}, "model_config must be a dict"),
     ({"eval_tta": -2}, "eval_tta must be an integer from 0 to"),
+    ({"device": "bogus"}, "device must be auto, cpu, cuda or cuda:N, got 'bogus'"),
 ])
 def test_recipe_config_refuses_unusable_values(changes, needle):
     with pytest.raises(ArgumentError) as info:

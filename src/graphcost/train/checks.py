@@ -33,6 +33,10 @@ def check_train_config(cfg: Any) -> None:
     _type("model", cfg.model, (str,), "a model name")
     _type("loss", cfg.loss, (str,), "a loss name")
     _type("device", cfg.device, (str,), "auto, cpu, cuda or cuda:N")
+    import re
+
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", cfg.device.strip()):  # (whether CUDA is there: when training starts)
+        raise ArgumentError(f"device must be auto, cpu, cuda or cuda:N, got {cfg.device!r}")
     if not isinstance(cfg.model_config, dict):
         raise ArgumentError(f"model_config must be a dict of model options, got {type(cfg.model_config).__name__}")
     check_int("epochs", cfg.epochs, 1, INT_MAX)
