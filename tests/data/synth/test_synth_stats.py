@@ -131,14 +131,15 @@ def test_pruned_node_count_matches_definition():
 
 
 def test_stats_cli(tmp_path):
-    synth.write_synthetic_collection(tmp_path, "tile:xla", num_graphs=3, seed=0, max_configs=40, progress=False)
-    synth.write_synthetic_collection(tmp_path, "layout:xla:default", num_graphs=3, seed=0, min_nodes=150,
+    data = tmp_path / "data"  # --json goes beside the data, never into it
+    synth.write_synthetic_collection(data, "tile:xla", num_graphs=3, seed=0, max_configs=40, progress=False)
+    synth.write_synthetic_collection(data, "layout:xla:default", num_graphs=3, seed=0, min_nodes=150,
                                      max_nodes=300, min_configs=30, max_configs=60, progress=False)
-    f = find_collection_files(tmp_path, "layout:xla:default", "train")[0]
+    f = find_collection_files(data, "layout:xla:default", "train")[0]
     s = graph_stats(f)
     assert s.kind == "layout" and s.unique_configs <= s.configs and s.pruned_nodes <= s.nodes
     runner = CliRunner()
-    res = runner.invoke(app, ["data", "stats", str(tmp_path), "--json", str(tmp_path / "s.json")])
+    res = runner.invoke(app, ["data", "stats", str(data), "--json", str(tmp_path / "s.json")])
     assert res.exit_code == 0, res.output
     assert "tile:xla/train" in res.output and "layout:xla:default/valid" in res.output
     rows = json.loads((tmp_path / "s.json").read_text())
