@@ -480,7 +480,8 @@ class HedgedSearch(Strategy):
         self.weights.append((rnd, self.weight, tau, len(timed) + 1))
         picks = self.model.propose(history, min(n, int(np.floor(self.weight * n + 0.5))), busy)
         handles = study.reserve(picks) if picks else []
-        more_handles, more = [], []
+        more_handles: list = []
+        more: list[Codes] = []
         if n > len(picks) and self.partner == "tpe":
             more_handles, more = ask_new(study, n - len(picks), history, self.space, self.seed + rnd,
                                          frozenset(busy) | frozenset(picks))

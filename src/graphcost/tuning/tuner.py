@@ -139,7 +139,7 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
             origins, weight = getattr(strategy, "origins", {}), getattr(strategy, "weight", None)
             for handle, t in zip(handles, results):
                 t.strategy, t.round = name, rnd
-                if t.codes in origins:  # (hedged: who proposed it, and the model's share of the round)
+                if t.codes in origins and weight is not None:  # (hedged: who proposed it, the model's share of the round)
                     t.extra.update(proposed_by=origins[t.codes], prior_weight=round(float(weight), 4))
                 study.tell(handle, t)
             record_retimes(study, results[len(batch):], name, rnd)
@@ -177,8 +177,9 @@ def _evaluate(evaluator: Evaluator, batch: list[Codes], again: list[Codes], hist
         if twin is None:
             out.append(next(measured))
             continue
-        base = evaluator.space.default() if twin == "default" else twin.codes
-        copied = same_executable(codes, None if twin == "default" else twin, default_ns)
+        known = twin if isinstance(twin, Trial) else None  # None: the default's executable
+        base = known.codes if known is not None else evaluator.space.default()
+        copied = same_executable(codes, known, default_ns)
         copied.extra["inert_options"] = [d.name for d, a, b in zip(evaluator.space.dims, codes, base) if a != b]
         out.append(copied)
     return out + list(measured)  # then the re-timings
