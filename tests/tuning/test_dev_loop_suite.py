@@ -5,40 +5,25 @@ a training-zoo family. Only traced (make_jaxpr), never run."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import pytest
+from bench_suites import load_suite, traced
 
 from graphcost.frontend.programs.zoo import FAMILIES
-
-TUNE = Path(__file__).resolve().parents[2] / "benchmarks" / "tune"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", TUNE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def dev_loop():
-    return _load("dev_loop_suite")
+    return load_suite("dev_loop_suite")
 
 
 @pytest.fixture(scope="module")
 def jaxprs(dev_loop):
-    out = {}
-    for name, make in dev_loop.DEV_LOOP.items():
-        fn, args = make()
-        assert isinstance(args, tuple), name
-        leaves = jax.tree_util.tree_leaves(args)
+    def check(name, leaves):
         assert leaves and all(isinstance(x, jax.Array) and x.dtype == jnp.float32 for x in leaves), name
-        out[name] = str(jax.make_jaxpr(fn)(*args))
-    return out
+
+    return traced(dev_loop.DEV_LOOP, check)
 
 
 def test_dev_loop_has_five_documented_programs(dev_loop):
@@ -61,7 +46,7 @@ def test_dev_loop_programs_compute_in_float32(jaxprs):
 def test_dev_loop_names_collide_with_no_other_suite_nor_zoo(dev_loop):
     names = set(dev_loop.DEV_LOOP)
     makers = {make.__name__ for make in dev_loop.DEV_LOOP.values()}
-    for other in (_load("holdout_suite").HOLDOUT, _load("tune_suite").SUITE):
+    for other in (load_suite("holdout_suite").HOLDOUT, load_suite("tune_suite").SUITE):
         assert not names & set(other), names & set(other)
         assert not makers & {make.__name__ for make in other.values()}
     assert not names & set(FAMILIES), names & set(FAMILIES)

@@ -4,42 +4,27 @@ them loops of small kernels, float32 throughout, and no name shared with the fir
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import pytest
+from bench_suites import load_suite, traced
 
 from graphcost.frontend.programs.zoo import FAMILIES
-
-TUNE = Path(__file__).resolve().parents[2] / "benchmarks" / "tune"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", TUNE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def holdout():
-    return _load("holdout_suite")
+    return load_suite("holdout_suite")
 
 
 @pytest.fixture(scope="module")
 def jaxprs(holdout):
-    out = {}
-    for name, make in holdout.HOLDOUT.items():
-        fn, args = make()
-        assert isinstance(args, tuple), name
-        leaves = jax.tree_util.tree_leaves(args)
+    def check(name, leaves):
         assert leaves and all(isinstance(x, jax.Array) for x in leaves), name
         assert all(x.dtype in (jnp.float32, jnp.int32) for x in leaves), name
         assert any(x.dtype == jnp.float32 for x in leaves), name
-        out[name] = str(jax.make_jaxpr(fn)(*args))
-    return out
+
+    return traced(holdout.HOLDOUT, check)
 
 
 def test_holdout_has_at_least_twelve_programs(holdout):
@@ -60,7 +45,7 @@ def test_holdout_programs_compute_in_float32(jaxprs):
 
 
 def test_holdout_names_collide_with_neither_tune_suite_nor_zoo(holdout):
-    suite = _load("tune_suite")
+    suite = load_suite("tune_suite")
     names = set(holdout.HOLDOUT)
     assert not names & set(suite.SUITE), names & set(suite.SUITE)
     assert not names & set(FAMILIES), names & set(FAMILIES)
