@@ -465,7 +465,7 @@ class HedgedSearch(Strategy):
         self.partner = partner
         self.model = ModelSearch(space, scorer, seed, online=True, **model_options)
         self.tpe = TPESearch(space, seed)
-        self.random = RandomSearch(space, seed + 2)
+        self.random = RandomSearch(space, seed + 2) if partner == "random" else None
         self.origins: dict[Codes, str] = {}
         self.weight = self.start
         self.weights: list[tuple[int, float, float | None, int]] = []
@@ -485,7 +485,7 @@ class HedgedSearch(Strategy):
         if n > len(picks) and self.partner == "tpe":
             more_handles, more = ask_new(study, n - len(picks), history, self.space, self.seed + rnd,
                                          frozenset(busy) | frozenset(picks))
-        elif n > len(picks):
+        elif n > len(picks) and self.random is not None:
             more = self.random.propose(history, n - len(picks), frozenset(busy) | frozenset(picks))
             more_handles = study.reserve(more) if more else []
         self.origins = {**{c: "model" for c in picks}, **{c: self.partner for c in more}}
