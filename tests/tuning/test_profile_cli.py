@@ -31,7 +31,12 @@ def test_profile_prints_kernels_writes_json_and_plot(program, tmp_path):
     out, png = tmp_path / "p.json", tmp_path / "p.png"
     res = CliRunner().invoke(app, ["profile", program, "--processes", "2", "--json", str(out), "--plot", str(png)])
     assert res.exit_code == 0, res.output
-    assert "kernels cover" in res.output and "while" in res.output
+    assert "listed: " in res.output and "while" in res.output
+    assert "tiny.py:7: while/body" in res.output  # each kernel's source line and op name
+    rows = [line.split() for line in res.output.splitlines() if line.startswith(("while", "wrapped_", "ynn_", "copy"))]
+    shares = sum(float(r[2].rstrip("%")) for r in rows)
+    listed = res.output.split("listed: ", 1)[1].splitlines()[0]
+    assert shares == pytest.approx(float(listed.split(" = ")[1].split("%")[0]), abs=0.05 * len(rows) + 0.01)
     data = json.loads(out.read_text())
     assert data["processes"] == 2 and data["protocol"] == "cross-process"
     default = data["configs"][0]
@@ -56,7 +61,7 @@ def test_profile_beside_a_tuned_configuration(program, tmp_path):
     out = tmp_path / "p.json"
     res = CliRunner().invoke(app, ["profile", program, "--config", str(best), "--processes", "1", "--json", str(out)])
     assert res.exit_code == 0, res.output
-    assert "tuned:" in res.output and "default µs" in res.output
+    assert "tuned:" in res.output and "default µs" in res.output and "tiny.py:7" in res.output
     assert [c["label"] for c in json.loads(out.read_text())["configs"]] == ["default", "tuned"]
 
 

@@ -27,17 +27,17 @@ def profile(
     processes: int = typer.Option(3, "--processes", min=1, max=PROCESSES_MAX, help="Fresh processes timing the "
                                   "program (the per-kernel times are their level-median)."),
     top: int = typer.Option(15, "--top", min=1, max=10_000, help="Kernels shown."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write every kernel's time, share and kind here."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write every kernel's time, share, kind and "
+                                            "source lines here."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Draw the top kernels' shares here (PNG)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace existing --json / --plot files."),
 ) -> None:
-    """Per-kernel times of PROGRAM on this machine: each kernel's self time per call (loops resolved: a
-    loop's time is what it adds to its body), its share of the call, what it is (fusion kind, library
-    call, copy, loop) and how many times it runs; coverage = the share of the call inside kernels.
-    With --config, the tuned configuration beside the default."""
+    """Per-kernel times of PROGRAM on this machine: each kernel's share of the call (loops resolved: a
+    loop's time is what it adds to its body) and its time in the call shown, what it is (fusion kind,
+    library call, copy, loop), how many times it runs and the source lines and op names it came from;
+    then what the listed kernels add up to. With --config, the tuned configuration beside the default."""
     from graphcost.atomic import OutputExistsError
-    from graphcost.tuning.kernel_times import compare
-    from graphcost.tuning.profile import profile_program
+    from graphcost.tuning.profile import profile_program, profile_table
     from graphcost.tuning.program import ProgramError
 
     try:  # --json and --plot are checked by the library before the program is loaded; written after it is timed
@@ -45,24 +45,8 @@ def profile(
                                  overwrite=overwrite, names=NAMES)
     except (ProgramError, ValueError, RuntimeError, OutputExistsError) as exc:
         fail(str(exc))
-    base = result.configs[0]
-    typer.echo(f"{program}: {base.runtime_ns / 1e3:.1f} µs per call (default, median of {processes} processes); "
-               f"{len(base.kernels)} kernels cover {base.coverage:.0%} of a profiled call")
-    if len(result.configs) == 1:
-        typer.echo(f"{'kernel':40s} {'kind':22s} {'share':>6s} {'µs/call':>9s} {'runs':>5s}")
-        for k in base.kernels[:top]:
-            typer.echo(f"{k.name[:40]:40s} {k.kind[:22]:22s} {base.share(k):6.1%} {k.self_ns / 1e3:9.1f} "
-                       f"{k.executions:5d}")
-    else:
-        tuned = result.configs[1]
-        typer.echo(f"tuned: {tuned.runtime_ns / 1e3:.1f} µs per call ({base.runtime_ns / tuned.runtime_ns:.3f}x); "
-                   f"{len(tuned.kernels)} kernels cover {tuned.coverage:.0%}")
-        typer.echo(f"{'kernel (default)':36s} {'kind':18s} {'default µs':>10s} {'tuned µs':>9s} {'tuned kernel':28s}")
-        for d, t in compare(base, tuned)[:top]:
-            kind = (d.kind if d is not None else t.kind if t is not None else "?")
-            typer.echo(f"{(d.name if d else '-')[:36]:36s} {kind[:18]:18s} "
-                       f"{(f'{d.self_ns / 1e3:10.1f}' if d else '         -')} "
-                       f"{(f'{t.self_ns / 1e3:9.1f}' if t else '        -')} {(t.name if t else '-')[:28]}")
+    for line in profile_table(result, top):
+        typer.echo(line)
     for written in (json_out, plot):
         if written is not None:
             typer.echo(f"wrote {written}")

@@ -1,8 +1,13 @@
 """Per-kernel times of a program's configurations: the records and how they are measured.
 
-`KernelTime` (one kernel of one configuration: median self time per call over processes),
-`ConfigProfile` (a configuration's kernels, largest first, and its coverage: the share of the
-profiled call inside leaf kernels) and `ProgramProfile` (the configurations of one program).
+`KernelTime` (one kernel of one configuration: median self time per call over processes, and
+where in the user's code it came from), `ConfigProfile` (a configuration's kernels, largest first,
+and its coverage: the share of the call inside leaf kernels) and `ProgramProfile` (the
+configurations of one program).
+
+A profiled call is slower than a timed one (the profiler records every thunk), so each kernel is
+stated as its share of the profiled call, and as that share of the TIMED call in ns
+(`ConfigProfile.call_ns`): the call time shown, the kernels' times and their shares add up.
 
 Measured two ways, with the kernel timing of the kernel collection
 (`graphcost.measure.kernel_profile`, joined over processes by `graphcost.
@@ -27,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
+from graphcost.frontend.hlo.origins import Origin
 from graphcost.measure.interleaved import TimingProtocol
 
 @dataclass
@@ -40,9 +46,10 @@ class KernelTime:
     leaf: bool
     fingerprint: str = ""
     parent: str = ""
+    origin: Origin = field(default_factory=Origin)  # the user's op names and source lines (HLO metadata)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {**{k: v for k, v in asdict(self).items() if k != "origin"}, **self.origin.to_json()}
 
 
 @dataclass
@@ -56,16 +63,37 @@ class ConfigProfile:
 
     @property
     def coverage(self) -> float:
-        leaf = sum(k.self_ns for k in self.kernels if k.leaf)
-        return leaf / self.wall_ns if self.wall_ns > 0 else 0.0
+        """The share of the call inside leaf kernels (the rest: loop machinery, argument handling, dispatch)."""
+        return sum(self.share(k) for k in self.kernels if k.leaf)
+
+    @property
+    def kernel_share(self) -> float:
+        """The share of the call inside kernels, loops' own machinery included (Σ `share`)."""
+        return sum(self.share(k) for k in self.kernels)
+
+    @property
+    def scale(self) -> float:
+        """Timed call / profiled call: the profiler slows a call down, so a kernel's time is stated as
+        its share of the profiled call times the timed call (`call_ns`); 1 without a profiled wall time."""
+        ok = self.wall_ns > 0 and self.runtime_ns > 0 and np.isfinite(self.wall_ns) and np.isfinite(self.runtime_ns)
+        return self.runtime_ns / self.wall_ns if ok else 1.0
 
     def share(self, k: KernelTime) -> float:
-        return k.self_ns / self.wall_ns if self.wall_ns > 0 else 0.0
+        """`k`'s share of the call: its self time over the profiled call's wall time (= `call_ns` / runtime_ns)."""
+        if self.wall_ns > 0 and np.isfinite(self.wall_ns):
+            return k.self_ns / self.wall_ns
+        return k.self_ns / self.runtime_ns if self.runtime_ns > 0 else 0.0
+
+    def call_ns(self, k: KernelTime) -> float:
+        """`k`'s time in the timed call (ns): its share of the profiled call times `runtime_ns`, so kernel
+        times, shares and the call time shown beside them add up."""
+        return k.self_ns * self.scale
 
     def to_json(self) -> dict:
         return {"label": self.label, "runtime_ns": self.runtime_ns, "wall_ns": self.wall_ns,
-                "coverage": round(self.coverage, 4),
-                "kernels": [{**k.to_json(), "share": round(self.share(k), 4)} for k in self.kernels]}
+                "coverage": round(self.coverage, 4), "kernel_share": round(self.kernel_share, 4),
+                "kernels": [{**k.to_json(), "share": round(self.share(k), 4), "call_ns": round(self.call_ns(k), 1)}
+                            for k in self.kernels]}
 
 
 @dataclass
@@ -98,19 +126,22 @@ def compare(default: ConfigProfile, tuned: ConfigProfile) -> list[tuple[KernelTi
     return sorted(pairs, key=lambda p: -max(x.self_ns for x in p if x is not None))
 
 
-def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], labels: list[str]) -> list[ConfigProfile]:
+def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], labels: list[str],
+                    origins: list[dict[str, Origin]] | None = None) -> list[ConfigProfile]:
     """One `ConfigProfile` per configuration of `combine_profiles`'s `combined` rows: kernels described
     from `modules` (`optimized_kernels` of each configuration, in order), largest first; `samples`:
-    (K, P) the timed runtimes of the same processes."""
+    (K, P) the timed runtimes of the same processes; `origins`: each configuration's
+    `graphcost.frontend.hlo.origins.kernel_origins` (the user's op names and lines), when read."""
     out = []
     for c, label in enumerate(labels):
         kernels = []
+        where = origins[c] if origins else {}
         for i in np.flatnonzero(combined["occ_config"] == c):
             nm = str(combined["occ_name"][i])
             k = modules[c].get(nm)
             kernels.append(KernelTime(nm, k.kind if k else "?", float(combined["occ_runtime_ns"][i]),
                                       int(combined["occ_count"][i]), bool(combined["occ_leaf"][i]),
-                                      k.fingerprint if k else "", k.parent if k else ""))
+                                      k.fingerprint if k else "", k.parent if k else "", where.get(nm, Origin())))
         kernels.sort(key=lambda k: -k.self_ns)
         out.append(ConfigProfile(label, float(np.median(samples[c])),
                                  float(np.median(combined["profile_wall_ns"][c])), kernels))
@@ -123,19 +154,23 @@ def profile_cross_process(ref: str, space_name: str, configs: list, labels: list
     """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
     `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
     from graphcost.collect.kernel_records import optimized_kernels
+    from graphcost.frontend.hlo.origins import kernel_origins
     from graphcost.frontend.programs.jax_program import compile_lowered
     from graphcost.tuning.crossproc import lower_tune_job, remeasure_cross_process
 
     protocol = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)
     lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
                                           "configs": [list(c) for c in configs]})
-    modules = [optimized_kernels(compile_lowered(low, opt)) for low, opt in zip(lowered, options)]
+    compiled = [compile_lowered(low, opt) for low, opt in zip(lowered, options)]
+    modules = [optimized_kernels(exe) for exe in compiled]
+    origins = [kernel_origins(exe.as_text()) for exe in compiled]
     rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
                                   timeout_s, kernels=True)
-    return profile_of(rem, modules, labels, ref)
+    return profile_of(rem, modules, labels, ref, origins)
 
 
-def profile_of(rem, modules: list[dict], labels: list[str], name: str) -> ProgramProfile:
+def profile_of(rem, modules: list[dict], labels: list[str], name: str,
+               origins: list[dict[str, Origin]] | None = None) -> ProgramProfile:
     """The `ProgramProfile` of a re-measurement made with kernels (`crossproc.Remeasurement` with
     `profiles`): its processes' profiled passes joined (level-median over its timed runtimes)."""
     from graphcost.collect.kernel_records import combine_profiles
@@ -145,7 +180,8 @@ def profile_of(rem, modules: list[dict], labels: list[str], name: str) -> Progra
     # one profiled pass of several in-process passes: its level is their median
     samples = runtime.T if len(profiles) == len(runtime) else np.median(runtime, axis=0)[:, None]  # (K, P')
     combined = combine_profiles(profiles, samples)
-    return ProgramProfile(name, len(runtime), rem.protocol, config_profiles(combined, samples, modules, labels))
+    configs = config_profiles(combined, samples, modules, labels, origins)
+    return ProgramProfile(name, len(runtime), rem.protocol, configs)
 
 
 def profile_in_process(name: str, executables: list, args: list, labels: list[str], runtime_ns: list[float],

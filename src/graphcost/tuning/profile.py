@@ -77,3 +77,59 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
 
         plot_profile(result, Path(plot), top)
     return result
+
+
+WIDTH = 120  # the table fits a 120-column terminal
+
+
+def _origin(k, width: int) -> str:
+    """``prog.py:6,7: dot_general, tanh``: where a kernel came from, cut to `width` characters."""
+    lines, ops = k.origin.lines(), ", ".join(k.origin.short_ops())
+    text = f"{lines}: {ops}" if lines and ops else lines or ops or "-"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cut(text: str, width: int) -> str:
+    return f"{text if len(text) <= width else text[: width - 1] + '…':{width}s}"
+
+
+def profile_table(result: ProgramProfile, top: int = 15) -> list[str]:
+    """The lines `graphcost profile` prints: the call time, then the `top` kernels with their time in
+    that call (`ConfigProfile.call_ns`), their share of it, what they are, how often they run and
+    where they came from in the user's code; then what the listed kernels add up to (their times
+    and shares sum to it) beside all kernels. With a tuned configuration, the kernels paired side by side.
+    Every line fits `WIDTH` columns."""
+    base = result.configs[0]
+    listed = base.kernels[:top]
+    processes = f"{result.processes} process{'es' if result.processes != 1 else ''}"
+    out = [f"{result.program}: {base.runtime_ns / 1e3:.1f} µs per call (default, median of {processes})",
+           f"µs/call = share × the call above; a share is of a profiled call ({base.wall_ns / 1e3:.1f} µs under "
+           "the profiler)"]
+    if len(result.configs) == 1:
+        out.append(f"{'kernel':28s} {'kind':16s} {'share':>6s} {'µs/call':>9s} {'runs':>5s}  source: ops")
+        for k in listed:
+            out.append(f"{_cut(k.name, 28)} {_cut(k.kind, 16)} {base.share(k):6.1%} {base.call_ns(k) / 1e3:9.1f} "
+                       f"{k.executions:5d}  {_origin(k, WIDTH - 71)}")
+    else:
+        from graphcost.tuning.kernel_times import compare
+
+        tuned = result.configs[1]
+        out[1:] = [f"tuned: {tuned.runtime_ns / 1e3:.1f} µs per call ({base.runtime_ns / tuned.runtime_ns:.3f}x); "
+                   f"its kernels take {tuned.kernel_share:.1%} of it",
+                   "a kernel's µs = its share of a profiled call × its configuration's call time above"]
+        out.append(f"{'kernel (default)':26s} {'kind':14s} {'default µs':>10s} {'tuned µs':>9s} "
+                   f"{'tuned kernel':24s}  source: ops")
+        for d, t in compare(base, tuned)[:top]:
+            either = d if d is not None else t
+            kind = either.kind if either is not None else "?"
+            out.append(f"{_cut(d.name if d else '-', 26)} {_cut(kind, 14)} "
+                       f"{(f'{base.call_ns(d) / 1e3:10.1f}' if d else '         -')} "
+                       f"{(f'{tuned.call_ns(t) / 1e3:9.1f}' if t else '        -')} {_cut(t.name if t else '-', 24)}  "
+                       f"{_origin(either, WIDTH - 90) if either is not None else '-'}")
+    rest = ("kernels run side by side, so their shares add to more than the call" if base.kernel_share > 1 else
+            "the rest is argument handling and dispatch")
+    out.append(f"listed{' (default)' if len(result.configs) > 1 else ''}: {len(listed)} of {len(base.kernels)} "
+               f"kernels, {sum(base.call_ns(k) for k in listed) / 1e3:.1f} µs = "
+               f"{sum(base.share(k) for k in listed):.1%} of the call")
+    out.append(f"all kernels: {base.kernel_share:.1%} of the call (leaf kernels {base.coverage:.1%}); {rest}")
+    return out
