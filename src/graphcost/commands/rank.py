@@ -36,7 +36,13 @@ def rank(
     device: str = typer.Option("auto", "--device", help=DEVICE_HELP, autocompletion=complete_device),
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
     configs: int = typer.Option(16, "--configs", min=2, max=4096, help="PROGRAM only: flag configurations to cost "
-                                "(the default first, then a seeded sample of the XLA CPU flag space)."),
+                                "(the default first, then a seeded sample of the XLA CPU flag space graphcost tune "
+                                "searches)."),
+    allow_fast_math: bool = typer.Option(False, "--allow-fast-math", help="PROGRAM only: let the sample use the "
+                                         "fast-math family, as graphcost tune --allow-fast-math does (it may change "
+                                         "results)."),
+    wide: bool = typer.Option(False, "--wide", help="PROGRAM only: one column per XLA option, however wide (by "
+                              "default the options changed from the default, in 120 columns)."),
     measure: bool = typer.Option(False, "--measure", help="PROGRAM only: also time every costed configuration here "
                                  "(interleaved) and print the measured runtimes and Kendall tau beside the costs."),
     seed: int = typer.Option(0, "--seed", min=0, max=2**31 - 1, help="PROGRAM only: seed of the configuration sample."),
@@ -61,7 +67,7 @@ def rank(
             fail(str(exc))
         if note := hlo_program.picked(ref):
             typer.echo(note, err=True)
-        _rank_program(ref, configs, seed, top, measure, fmt)
+        _rank_program(ref, configs, seed, top, measure, fmt, allow_fast_math, wide)
         return
     if len(graph) > 2:
         fail(f"rank takes [MODEL] GRAPH, got {len(graph)} paths: {' '.join(map(str, graph))}", code=2)
@@ -109,9 +115,11 @@ def _is_program(text: str) -> bool:
     return bool(sep and target and attr.isidentifier() and not text.endswith(".npz"))
 
 
-def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: bool, fmt) -> None:
-    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`tuning.kernel_rank`)."""
-    from graphcost.frontend.programs.flags import DEFAULT, FLAG_COLUMNS
+def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: bool, fmt,
+                  allow_fast_math: bool = False, wide: bool = False) -> None:
+    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`tuning.kernel_rank`), each
+    named by the XLA options it changes, as `graphcost tune` prints them."""
+    from graphcost.frontend.programs.flags import known_options
     from graphcost.inference.kernel_model import KernelCostModel
     from graphcost.tuning.kernel_rank import rank_program
     from graphcost.tuning.program import ProgramError
@@ -124,10 +132,13 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
     typer.echo(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
                f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}", err=True)
     try:
-        ranking = rank_program(ref, configs=configs, seed=seed, model=model)
+        ranking = rank_program(ref, configs=configs, seed=seed, model=model, allow_fast_math=allow_fast_math)
     except (ProgramError, ValueError, RuntimeError) as exc:
         fail(str(exc))
     costed, flags, program = ranking.costed, ranking.flags, ranking.program
+    typer.echo(f"{len(flags)} configurations drawn as graphcost tune draws its candidates, the fast-math family "
+               + ("included" if allow_fast_math else "at its default (--allow-fast-math to include it)")
+               + "; score: lower = predicted faster", err=True)
     default = costed[0]
     typer.echo("kernels that dominate the default (predicted share of the call):", err=True)
     for name, kind, t in default.kernels[:5]:
@@ -140,11 +151,13 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
                                        TimingProtocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
     seconds, scores, order = ranking.seconds, ranking.scores, ranking.order
     shown = order[:top] if top else order
+    names = [o.candidate.option for o in known_options() if allow_fast_math or not o.candidate.fast_math]
     rows = [{"rank": r, "config": int(i), "score": float(scores[i]), "predicted_us": float(seconds[i] * 1e6),
-             "changed": ",".join(f"{FLAG_COLUMNS[c]}={v}" for c, (v, d) in enumerate(zip(flags[i].values, DEFAULT))
-                                 if v != d) or "(default)",
-             "runtime_us": None if measured is None else float(measured[i] / 1e3)} for r, i in enumerate(shown)]
-    columns = [Column("rank"), Column("config"), Column("score", "score (lower = faster)", show=lambda v: f"{v:+.2f}"),
+             "runtime_us": None if measured is None else float(measured[i] / 1e3),
+             "changed": ranking.changed_options(int(i)),
+             **({k: v for k, v in ranking.options(int(i)).items() if k in names} if wide else {})}
+            for r, i in enumerate(shown)]
+    columns = [Column("rank"), Column("config"), Column("score", show=lambda v: f"{v:+.2f}"),
                Column("predicted_us", "kernel sum µs", show=lambda v: f"{v:.1f}")]
     caption = None
     if measured is not None:
@@ -153,10 +166,42 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
         columns.append(Column("runtime_us", "measured µs", show=lambda v: f"{v:.1f}"))
         caption = (f"measured here (interleaved, 5 rounds); Kendall tau of the ranking against them "
                    f"{kendall_tau(scores, measured):.3f} over {len(seconds)} configurations")
-    columns.append(Column("changed", "flags changed from the default"))
-    print_table(rows, columns, value(fmt), caption=caption)
+    if wide:
+        columns += [Column(name, show=repr) for name in names]
+    else:
+        width = OPTIONS_WIDTH - (MEASURED_WIDTH if measured is not None else 0)
+        columns.append(Column("changed", "XLA options changed from the default", right=False,
+                              show=lambda v: packed(v, width)))
+    print_table(rows, columns, value(fmt), caption=caption, whole=wide)
     if caption and value(fmt) != "table":  # json / csv stay machine-readable on stdout; the check goes to stderr
         typer.echo(caption, err=True)
+
+
+OPTIONS_WIDTH = 80  # the options column, so that the table fits 120 columns beside rank, config, score, kernel sum
+MEASURED_WIDTH = 14  # what the measured column takes from it
+
+
+def packed(options: dict, width: int) -> str:
+    """`options` (XLA names and values) as ``name: value`` items, the way `graphcost tune` prints a configuration,
+    packed into lines of at most `width` characters, commas included (an item longer than a line puts its
+    value on the next line, indented; a value longer than that is cut over lines)."""
+    if not options:
+        return "(default)"
+    room = width - 1  # the comma that ends a line
+    lines: list[str] = []
+    for name, v in options.items():
+        item = f"{name}: {v!r}"
+        if lines and len(lines[-1]) + 2 + len(item) <= room:
+            lines[-1] += f", {item}"
+            continue
+        if lines:
+            lines[-1] += ","
+        if len(item) <= room:
+            lines.append(item)
+        else:
+            rest = f"  {v!r}"
+            lines += [f"{name}:"[:room]] + [rest[j:j + room] for j in range(0, len(rest), room)]
+    return "\n".join(lines)
 
 
 def shipped_model(kind: str) -> Path:

@@ -40,7 +40,8 @@ def note(message: str, fmt: str) -> None:
 
 
 def print_table(rows: list[dict], columns: list[Column], fmt: str, *, data: Any = None,
-                footer: dict | None = None, caption: str | None = None, csv_keys: list[str] | None = None) -> None:
+                footer: dict | None = None, caption: str | None = None, csv_keys: list[str] | None = None,
+                whole: bool = False) -> None:
     """Print `rows` as `fmt` (table | json | csv) on stdout.
 
     Args:
@@ -51,6 +52,7 @@ def print_table(rows: list[dict], columns: list[Column], fmt: str, *, data: Any 
         footer: a last row set apart (a mean); CSV writes it as a last row too.
         caption: a line under the table (table format only).
         csv_keys: the CSV's columns (default: the columns' keys).
+        whole: every column whole even on a terminal narrower than the table (a table asked for wide).
     """
     every = rows + ([footer] if footer else [])
     if fmt == "json":
@@ -77,7 +79,7 @@ def print_table(rows: list[dict], columns: list[Column], fmt: str, *, data: Any 
         table.add_section()
         table.add_row(*(_cell(c, footer) for c in columns))
     console = Console(file=sys.stdout, highlight=False)
-    if not console.is_terminal:  # a pipe or a file: every column whole, however wide
+    if whole or not console.is_terminal:  # a pipe or a file: every column whole, however wide
         wide = Measurement.get(console, console.options.update_width(100_000), table).maximum
         console = Console(file=sys.stdout, highlight=False, width=max(80, wide))
     console.print(table)

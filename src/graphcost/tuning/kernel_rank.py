@@ -5,12 +5,12 @@
     best = ranking.flags[ranking.order[0]]               # the FlagConfig predicted fastest
     jax.jit(fn, compiler_options=best.compiler_options())
 
-For each configuration (the flag space's `graphcost.frontend.programs.flags.flag_configs`; row 0 the
-default), the program is compiled (threads over the cores; configurations whose optimized modules
-are identical are split into kernels once), its optimized module split into kernels
-(`graphcost.frontend.hlo.kernels`, loop trip counts read off the module), costed by the kernel
-model (`graphcost.inference.kernel_model.KernelCostModel`) and ranked by its blend with the flag
-trees (`KernelCostModel.rank_scores`).
+For each configuration (`rank_flag_configs`: drawn as `graphcost tune` draws its candidates, over the
+same flag space, the fast-math family only when allowed; row 0 the default), the program is compiled
+(threads over the cores; configurations whose optimized modules are identical are split into kernels
+once), its optimized module split into kernels (`graphcost.frontend.hlo.kernels`, loop trip counts read
+off the module), costed by the kernel model (`graphcost.inference.kernel_model.KernelCostModel`) and
+ranked by its blend with the flag trees (`KernelCostModel.rank_scores`).
 """
 
 from __future__ import annotations
@@ -51,15 +51,29 @@ class KernelRanking:
         """(K,) the kernel sum's predicted seconds per call."""
         return np.asarray([c.seconds for c in self.costed], np.float64)
 
+    def changed_options(self, i: int) -> dict[str, Any]:
+        """Configuration `i`'s XLA options that differ from the default's (row 0), by XLA's names and values as
+        `FlagConfig.compiler_options` gives them: what `graphcost tune` prints and best.json stores."""
+        default = self.flags[0].compiler_options()
+        return {k: v for k, v in self.flags[i].compiler_options().items() if k not in default or default[k] != v}
+
+    def options(self, i: int) -> dict[str, Any]:
+        """Every XLA option the installed jaxlib knows, at configuration `i`'s value (XLA's names and values)."""
+        from graphcost.frontend.programs.flags import known_options
+
+        values = self.flags[i].values
+        return {o.candidate.option: o.value(values[o.candidate.column]) for o in known_options()}
+
 
 def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
-                 workers: int = 2, name: str | None = None) -> KernelRanking:
+                 workers: int = 2, name: str | None = None, allow_fast_math: bool = False) -> KernelRanking:
     """Cost `configs` flag configurations of ``fn(*args)`` (the default first, then a seeded sample of
-    the flag space) with the kernel model (default: the shipped one) and rank them.
+    the flag space `graphcost.tune` searches, `rank_flag_configs`) with the kernel model (default: the
+    shipped one) and rank them. `allow_fast_math`: the fast-math family too, as ``tune --allow-fast-math``.
 
     Raises:
         graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable, a `name`
-            that is not a string, a `model` that is not a KernelCostModel.
+            that is not a string, a `model` that is not a KernelCostModel, an `allow_fast_math` that is not a bool.
         graphcost.tuning.program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
     from graphcost.bounds import ArgumentError, check_int, check_seed
     from graphcost.tuning.arguments import check_fn
@@ -73,29 +87,44 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
         raise ArgumentError(f"name must be a string or None, got {name!r} ({type(name).__name__})")
     if model is not None and not isinstance(model, KernelCostModel):
         raise ArgumentError(f"model must be a KernelCostModel (KernelCostModel.load()) or None, got {type(model).__name__}")
+    if not isinstance(allow_fast_math, bool):
+        raise ArgumentError(f"allow_fast_math must be True or False, got {allow_fast_math!r}")
     program = prepare_program(fn, args, str(name or getattr(fn, "__name__", "program")))
-    return _rank(program, configs, seed, model or KernelCostModel.load(), workers)
+    return _rank(program, configs, seed, model or KernelCostModel.load(), workers, allow_fast_math)
 
 
 def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
-                 workers: int = 2) -> KernelRanking:
+                 workers: int = 2, allow_fast_math: bool = False) -> KernelRanking:
     """`rank_configs` of the program `ref` (``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module;
     `graphcost.tuning.program.load_program`)."""
     from graphcost.tuning.program import load_program, prepare_program
 
     model = model or KernelCostModel.load()
     fn, args, name = load_program(ref)
-    return _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers)
+    return _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers, allow_fast_math)
 
 
-def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int) -> KernelRanking:
+def rank_flag_configs(configs: int, seed: int = 0, allow_fast_math: bool = False) -> list:
+    """The `FlagConfig`s a ranking costs: the default first, then up to ``configs - 1`` drawn as `graphcost tune`
+    draws its candidates over its flag space (`graphcost.tuning.space.sample_pool` of
+    `FlagSpace(allow_fast_math)`), so that what a ranking puts first is a configuration tune could keep: the
+    fast-math family, which may change results, stays at its default unless `allow_fast_math`."""
+    from graphcost.tuning.space import FlagSpace, sample_pool
+
+    space = FlagSpace(allow_fast_math)
+    pool, _ = sample_pool(space, configs - 1, seed)
+    return [space.config(space.default()), *(space.config(c) for c in pool)]
+
+
+def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int,
+          allow_fast_math: bool = False) -> KernelRanking:
     from concurrent.futures import ThreadPoolExecutor
 
     from graphcost.collect.kernel_records import optimized_kernels
-    from graphcost.frontend.programs.flags import flag_configs, flag_features
+    from graphcost.frontend.programs.flags import flag_features
 
     lowered = program.lower()
-    flag_list = flag_configs(configs, seed=seed)
+    flag_list = rank_flag_configs(configs, seed, allow_fast_math)
     feats = flag_features(flag_list)
 
     def compile_one(i: int):
