@@ -329,8 +329,8 @@ def exits_hard():
 
 
 @pytest.mark.parametrize("function, needle", [
-    ("aborts_in_make", "killed its process with SIGABRT"),
-    ("aborts_in_fn", "killed its process with SIGABRT"),
+    ("aborts_in_make", "the program aborted (signal 6, SIGABRT"),
+    ("aborts_in_fn", "the program aborted (signal 6, SIGABRT"),
     ("loops_in_make", "longer than --prepare-timeout 3 s"),
     ("loops_in_tracing", "longer than --prepare-timeout 3 s"),
     ("exits_hard", "exit status 5"),

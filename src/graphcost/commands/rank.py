@@ -132,10 +132,11 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
     typer.echo(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
                f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}", err=True)
     try:
-        ranking = rank_program(ref, configs=configs, seed=seed, model=model, allow_fast_math=allow_fast_math)
+        ranking = rank_program(ref, configs=configs, seed=seed, model=model, call=measure,
+                               allow_fast_math=allow_fast_math)
     except (ProgramError, ValueError, RuntimeError) as exc:
         fail(str(exc))
-    costed, flags, program = ranking.costed, ranking.flags, ranking.program
+    costed, flags = ranking.costed, ranking.flags
     typer.echo(f"{len(flags)} configurations drawn as graphcost tune draws its candidates, the fast-math family "
                + ("included" if allow_fast_math else "at its default (--allow-fast-math to include it)")
                + "; score: lower = predicted faster", err=True)
@@ -144,11 +145,13 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
     for name, kind, t in default.kernels[:5]:
         typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
     measured = None
-    if measure:
-        from graphcost.measure.interleaved import TimingProtocol, measure_executables
+    if measure:  # in a fresh process, under a deadline scaled from the program's check
+        from graphcost.tuning.kernel_rank import measure_ranking
 
-        measured = measure_executables([c.executable for c in costed], program.flat_args,
-                                       TimingProtocol(rounds=5, calls=5, warmup=2, seed=seed)).runtime_ns
+        try:
+            measured = measure_ranking(ref, configs, seed, ranking.check, allow_fast_math=allow_fast_math)
+        except RuntimeError as exc:
+            fail(str(exc))
     seconds, scores, order = ranking.seconds, ranking.scores, ranking.order
     shown = order[:top] if top else order
     names = [o.candidate.option for o in known_options() if allow_fast_math or not o.candidate.fast_math]

@@ -131,7 +131,8 @@ def register(app: typer.Typer) -> None:
         except ImportError as exc:
             _fail(str(exc), code=2)
         from graphcost.measure.interleaved import TimingProtocol
-        from graphcost.tuning.program import ProgramError, check_in_child, load_program, prepare_program
+        from graphcost.tuning.program import ProgramError, load_program, prepare_program
+        from graphcost.tuning.program_check import check_in_child
         from graphcost.tuning.study import open_storage
         from graphcost.tuning.tuner import TuneConfig, TuneInterrupted, tune
 

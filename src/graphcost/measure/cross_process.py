@@ -51,6 +51,7 @@ import hashlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -168,22 +169,44 @@ def run_child(cmd: list[str], timeout_s: float, env: dict | None = None) -> subp
                               preexec_fn=die_with_parent())
 
 
+def describe_signal(number: int) -> str:
+    """What a process killed by signal `number` went through, in words a user can act on."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"the process was killed by signal {number}"
+    what = {signal.SIGABRT: "the program aborted", signal.SIGSEGV: "the program crashed",
+            signal.SIGBUS: "the program crashed", signal.SIGFPE: "the program crashed",
+            signal.SIGILL: "the program crashed", signal.SIGKILL: "the process was killed"}.get(number,
+                                                                                                "the process ended")
+    why = {signal.SIGABRT: ": os.abort() or a failed check", signal.SIGKILL: ": out of memory?"}.get(number, "")
+    return f"{what} (signal {number}, {name}{why})"
+
+
 def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
-               env: dict | None = None) -> None:
+               env: dict | None = None, label: str | None = None, deadline_note: str = "") -> None:
     """Run one fresh measuring process (``python -m graphcost.measure.worker``); it is
     killed with its parent (`die_with_parent`).
 
-    Raises RuntimeError with the worker's last stderr line when it fails or writes nothing.
+    Raises RuntimeError with the worker's last stderr line when it fails or writes nothing, and says which
+    signal ended it; messages name `label` (default: the job file) and, when it ran past `timeout_s`,
+    `deadline_note` (how that deadline was chosen).
     """
     cmd = [sys.executable, "-m", "graphcost.measure.worker", str(job_path), str(process), str(out_path),
            str(-1 if core is None else core), "0"]  # worker.main's five arguments
+    who = label or str(job_path)
     try:
         proc = run_child(cmd, timeout_s, env)
     except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"{job_path}: measuring process {process} ran past {timeout_s:.0f}s") from exc
+        raise RuntimeError(f"{who}: measuring process {process} timed out after {timeout_s:.0f} s"
+                           + (f" ({deadline_note})" if deadline_note else "")) from exc
+    if proc.returncode is not None and proc.returncode < 0:
+        raise RuntimeError(f"{who}: measuring process {process}: {describe_signal(-proc.returncode)}")
     if proc.returncode != 0 or not out_path.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"{job_path}: measuring process {process} failed (exit {proc.returncode}): {last}")
+        if last.startswith("error: "):
+            raise RuntimeError(last[len("error: "):])
+        raise RuntimeError(f"{who}: measuring process {process} failed (exit {proc.returncode}): {last}")
 
 
 # --- the driver side: the P measuring processes of one graph ----------------------------------

@@ -49,9 +49,11 @@ class Remeasurement:
 
 def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], processes: int, protocol: TimingProtocol,
                             allow_fast_math: bool = False, cache_dir: str | Path | None = None,
-                            timeout: float = 900.0, kernels: bool = False) -> Remeasurement:
+                            timeout: float = 900.0, kernels: bool = False, timeout_note: str = "") -> Remeasurement:
     """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after
-    another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`)."""
+    another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`). A process
+    that runs past `timeout` seconds (chosen as `timeout_note` says), aborts or crashes is a RuntimeError
+    naming the program."""
     from graphcost.collect.kernel_records import read_process_profiles
     from graphcost.measure.cross_process import run_worker
 
@@ -65,7 +67,7 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
         for p in range(processes):
             out = Path(tmp) / f"res{p}.npz"
             # killed with the tune (a killed tune leaves no worker behind); not pinned: a user's machine
-            run_worker(job, p, out, core=None, timeout_s=timeout)
+            run_worker(job, p, out, core=None, timeout_s=timeout, label=program_ref, deadline_note=timeout_note)
             with np.load(out, allow_pickle=False) as res:
                 rows.append(np.asarray(res["runtime_ns"], np.float64))
                 compile_s.append(round(float(res["compile_s"]), 3))

@@ -40,6 +40,7 @@ class KernelRanking:
     scores: np.ndarray  # (K,) what the ranking orders by, lower = predicted faster (`KernelCostModel.rank_scores`)
     program: Any  # the prepared `TuneProgram`
     model: KernelCostModel
+    check: Any = None  # a program by reference: what its check in a child process measured (`ProgramCheck`)
 
     @property
     def order(self) -> np.ndarray:
@@ -94,14 +95,63 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
 
 
 def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
-                 workers: int = 2, allow_fast_math: bool = False) -> KernelRanking:
+                 workers: int = 2, call: bool = False, allow_fast_math: bool = False) -> KernelRanking:
     """`rank_configs` of the program `ref` (``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module;
-    `graphcost.tuning.program.load_program`)."""
+    `graphcost.tuning.program.load_program`).
+
+    The program is someone else's code: it is first prepared (and with `call`, called once: what a caller
+    that then times it with `measure_ranking` needs) in a child process under deadlines
+    (`graphcost.tuning.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
+    a hang or the end of this process; only then is it loaded here to be compiled and costed."""
     from graphcost.tuning.program import load_program, prepare_program
+    from graphcost.tuning.program_check import check_program
 
     model = model or KernelCostModel.load()
+    check = check_program(ref, run=call)
     fn, args, name = load_program(ref)
-    return _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers, allow_fast_math)
+    ranking = _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers, allow_fast_math)
+    ranking.check = check
+    return ranking
+
+
+def measure_ranking(ref: str, configs: int, seed: int = 0, check=None, rounds: int = 5, calls: int = 5,
+                    warmup: int = 2, allow_fast_math: bool = False) -> np.ndarray:
+    """(K,) runtimes in ns of the `configs` flag configurations `rank_program(ref, configs, seed)` costed, timed
+    interleaved in ONE fresh measuring process (`graphcost.measure.worker`, its job built by `lower_rank_job`)
+    under a deadline scaled from `check` (`ProgramCheck.worker_timeout`; `WORKER_CAP_S` without one): a
+    configuration that hangs, aborts or crashes is a RuntimeError naming `ref`, not the end of this process."""
+    import tempfile
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from graphcost.atomic import atomic_write_json
+    from graphcost.measure.cross_process import run_worker
+    from graphcost.measure.interleaved import TimingProtocol
+    from graphcost.tuning.program_check import WORKER_CAP_S
+
+    protocol = TimingProtocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed)
+    timeout, why = (check.worker_timeout(configs, configs * (rounds * calls + warmup)) if check is not None
+                    else (WORKER_CAP_S, "the cap of a measuring process"))
+    with tempfile.TemporaryDirectory(prefix="graphcost-rank-") as tmp:
+        job, out = Path(tmp) / "job.json", Path(tmp) / "res0.npz"
+        atomic_write_json({"builder": "graphcost.tuning.kernel_rank:lower_rank_job", "space": "rank", "program": ref,
+                           "configs": configs, "seed": seed, "allow_fast_math": allow_fast_math,
+                           "protocol": asdict(protocol)}, job)
+        run_worker(job, 0, out, core=None, timeout_s=timeout, label=ref, deadline_note=why)
+        with np.load(out, allow_pickle=False) as res:
+            return np.asarray(res["runtime_ns"], np.float64)
+
+
+def lower_rank_job(job: dict) -> tuple[list, list, list]:
+    """The measuring worker's builder for `measure_ranking` (`graphcost.measure.worker.lower_job`): the program
+    `job["program"]` lowered once, under the compiler options of each of `rank_program`'s configurations."""
+    from graphcost.tuning.program import load_program
+    from graphcost.tuning.space import TuneProgram
+
+    fn, args, name = load_program(job["program"])
+    program = TuneProgram(fn, args, name)
+    flags = rank_flag_configs(int(job["configs"]), int(job["seed"]), bool(job.get("allow_fast_math", False)))
+    return [program.lower()] * len(flags), [f.compiler_options() for f in flags], program.flat_args
 
 
 def rank_flag_configs(configs: int, seed: int = 0, allow_fast_math: bool = False) -> list:

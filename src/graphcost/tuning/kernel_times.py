@@ -150,7 +150,8 @@ def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], la
 
 def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
                           protocol: TimingProtocol | None = None, allow_fast_math: bool = True,
-                          cache_dir: str | Path | None = None, timeout_s: float = 900.0) -> ProgramProfile:
+                          cache_dir: str | Path | None = None, timeout_s: float = 900.0,
+                          timeout_note: str = "") -> ProgramProfile:
     """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
     `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
     from graphcost.collect.kernel_records import optimized_kernels
@@ -165,7 +166,7 @@ def profile_cross_process(ref: str, space_name: str, configs: list, labels: list
     modules = [optimized_kernels(exe) for exe in compiled]
     origins = [kernel_origins(exe.as_text()) for exe in compiled]
     rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
-                                  timeout_s, kernels=True)
+                                  timeout_s, kernels=True, timeout_note=timeout_note)
     return profile_of(rem, modules, labels, ref, origins)
 
 

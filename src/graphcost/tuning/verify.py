@@ -108,16 +108,28 @@ def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
 
 
 def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = VerifyProtocol(),
-               program: str | None = None, tolerance: float = 0.02, timeout_s: float = 900.0,
+               program: str | None = None, tolerance: float = 0.02, timeout_s: float | None = None,
                progress=None) -> dict[str, Any]:
     """Time the run's kept configuration as a user would (module docstring) in `processes` fresh processes and
-    compare with the run's claim; writes RUN/verify.json atomically and returns its data."""
-    from graphcost.measure.cross_process import run_child
+    compare with the run's claim; writes RUN/verify.json atomically and returns its data.
+
+    The program is first prepared and called once in a child process under deadlines
+    (`graphcost.tuning.program_check.check_program`: a hang, an abort or a crash is a ProgramError naming it);
+    each verifying process then gets `timeout_s` seconds, or with None a deadline scaled from what that check
+    measured (`ProgramCheck.worker_timeout`)."""
+    from graphcost.measure.cross_process import describe_signal, run_child
+    from graphcost.tuning.program_check import check_program
     from graphcost.tuning.result import load_best
 
     run = Path(run)
     result, ref = read_run(run, program)
     load_best(run / "best.json")  # checked field by field before any process starts
+    check = check_program(ref, run=True)
+    visits = protocol.rounds * len(CALLABLES)
+    scaled, note = check.worker_timeout(len(CALLABLES), (protocol.warmup + 1) * len(CALLABLES)
+                                        + visits * protocol.min_calls, wall_s=visits * protocol.visit_ms / 1e3)
+    if timeout_s is not None:
+        scaled, note = timeout_s, ""
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="graphcost-verify-") as tmp:
         job = Path(tmp) / "job.json"
@@ -127,9 +139,12 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
             out = Path(tmp) / f"p{p}.json"
             cmd = [sys.executable, "-m", "graphcost.tuning.verify", str(job), str(out), str(p)]
             try:
-                proc = run_child(cmd, timeout_s)
+                proc = run_child(cmd, scaled)
             except Exception as exc:  # noqa: BLE001 - subprocess.TimeoutExpired: say which process
-                raise RuntimeError(f"{run}: verifying process {p} ran past {timeout_s:.0f} s") from exc
+                raise RuntimeError(f"{ref}: verifying process {p} timed out after {scaled:.0f} s"
+                                   + (f" ({note})" if note else "")) from exc
+            if proc.returncode is not None and proc.returncode < 0:
+                raise RuntimeError(f"{ref}: verifying process {p}: {describe_signal(-proc.returncode)}")
             if proc.returncode != 0 or not out.exists():
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
                 raise RuntimeError(f"{run}: verifying process {p} failed (exit {proc.returncode}): {last}")

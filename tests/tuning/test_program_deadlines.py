@@ -1,0 +1,208 @@
+"""Every run of a user's program has a deadline, in a child process (`graphcost.tuning.program_check`).
+
+`rank`, `rank --measure`, `profile` and `verify` prepare the program (import, make(), trace, compile) and call its
+default once in a fresh process, each step under a deadline; a make() that hangs, an os.abort(), a segfault, an
+endless `while`, an infeed nothing feeds and XLA's RESOURCE_EXHAUSTED are one `error:` line naming the program and
+the step, not a hang or the end of the command. The deadlines are short here through GRAPHCOST_PROGRAM_TIMEOUT_S.
+"""
+
+import json
+import math
+
+import pytest
+
+from cli_asserts import invoke, one_line_error
+from graphcost.tuning.program_check import ENV, Deadlines, ProgramCheck, check_program, memory_message
+
+HOSTILE = '''
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+
+
+def ok():
+    return (lambda a: jnp.sin(a) * 2), (jnp.ones(3),)
+
+
+def hangs_in_make():
+    time.sleep(10**6)
+
+
+def aborts_in_make():
+    os.abort()
+
+
+def segfaults_in_make():
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def loops_in_tracing():
+    def fn(a):
+        while True:
+            pass
+    return fn, (jnp.ones(3),)
+
+
+def aborts_when_called():
+    def fn(a):
+        return jax.pure_callback(lambda x: os.abort(), jax.ShapeDtypeStruct((3,), jnp.float32), a)
+    return fn, (jnp.ones(3),)
+'''
+
+ENDLESS_WHILE = """HloModule endless
+
+cond {
+  p = (s32[], f32[4]) parameter(0)
+  ROOT t = pred[] constant(true)
+}
+
+body {
+  p = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[4] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  n = s32[] add(i, one)
+  y = f32[4] sine(x)
+  ROOT r = (s32[], f32[4]) tuple(n, y)
+}
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  z = s32[] constant(0)
+  t = (s32[], f32[4]) tuple(z, x)
+  w = (s32[], f32[4]) while(t), condition=cond, body=body
+  ROOT y = f32[4] get-tuple-element(w), index=1
+}
+"""
+
+WAITS_ON_INFEED = """HloModule waits
+
+ENTRY main {
+  x = f32[4] parameter(0)
+  tok = token[] after-all()
+  feed = (f32[4], token[]) infeed(tok)
+  d = f32[4] get-tuple-element(feed), index=0
+  ROOT r = f32[4] add(x, d)
+}
+"""
+
+# 4 * 10^14 bytes: more than any machine has, so XLA refuses the buffer everywhere (no machine tries to fill it)
+HUGE_BROADCAST = """HloModule huge
+
+ENTRY main {
+  x = f32[] parameter(0)
+  b = f32[10000000,10000000] broadcast(x), dimensions={}
+  ROOT r = f32[10000000,10000000] sine(b)
+}
+"""
+
+
+@pytest.fixture()
+def hostile(tmp_path, monkeypatch, request):
+    """The hostile programs' file, with short deadlines where a test waits for one to pass (3 s) and room
+    elsewhere: on a loaded machine importing and tracing the good part of a program took over 3 s."""
+    needles = getattr(request.node, "callspec", None) and request.node.callspec.params.get("needles")
+    monkeypatch.setenv(ENV, "3" if needles and any(TIMED_OUT in n for n in needles) else "60")
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE)
+    return path
+
+
+TIMED_OUT = "timed out after 3 s"
+ABORTED = "the program aborted (signal 6, SIGABRT"
+
+
+@pytest.mark.parametrize("command", ["rank", "profile"])
+@pytest.mark.parametrize("function, needles", [
+    ("hangs_in_make", ["make()", TIMED_OUT, ENV]),
+    ("aborts_in_make", [ABORTED, "in make()"]),
+    ("segfaults_in_make", ["the program crashed (signal 11, SIGSEGV)", "in make()"]),
+    ("loops_in_tracing", ["tracing the function", TIMED_OUT]),
+])
+def test_a_program_that_hangs_or_dies_is_one_line(hostile, command, function, needles):
+    """Was: rank and profile hung forever on a make() or a trace that never returns, and an os.abort() or a
+    segfault in make() ended the command with no message."""
+    ref = f"{hostile}:{function}"
+    one_line_error(invoke(command, ref, *(["--configs", 2] if command == "rank" else ["--processes", 1])), ref,
+                   *needles)
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("aborts_when_called", [ABORTED, "one call of the default configuration"]),
+    ("endless_while", ["one call of the default configuration", TIMED_OUT, "endless while loop"]),
+    ("waits_on_infeed", ["one call of the default configuration", TIMED_OUT, "infeed"]),
+    ("huge_broadcast", ["XLA ran out of memory", "363.8 TiB", "400000000000000 bytes"]),
+])
+def test_rank_measure_of_a_program_that_never_ends_or_dies_is_one_line(hostile, tmp_path, case, needles):
+    """Was: `rank --measure` of a module whose while never ends, or that waits on an infeed, hung; an abort in the
+    measured function ended the command; a 40 GB broadcast was a JaxRuntimeError traceback."""
+    if case == "aborts_when_called":
+        ref = f"{hostile}:{case}"
+    else:
+        ref = str(tmp_path / f"{case}.hlo")
+        (tmp_path / f"{case}.hlo").write_text({"endless_while": ENDLESS_WHILE, "waits_on_infeed": WAITS_ON_INFEED,
+                                               "huge_broadcast": HUGE_BROADCAST}[case])
+    one_line_error(invoke("rank", ref, "--configs", 2, "--measure"), ref, *needles)
+
+
+def test_profile_of_an_endless_while_is_one_line(hostile, tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV, "3")
+    module = tmp_path / "endless.hlo"
+    module.write_text(ENDLESS_WHILE)
+    one_line_error(invoke("profile", module, "--processes", 1), module, TIMED_OUT, "endless while loop")
+
+
+def test_verify_checks_the_program_before_its_processes(hostile, tmp_path):
+    """`verify RUN --program REF` runs REF: an abort in make() is one line, before any verifying process."""
+    from graphcost.tuning.result import TunedConfig
+    from graphcost.tuning.space import make_space
+
+    run = tmp_path / "run"
+    run.mkdir()
+    space = make_space("flags", None)
+    (run / "best.json").write_text(json.dumps(TunedConfig.of(space, tuple([0] * len(space.dims))).to_json()))
+    (run / "result.json").write_text(json.dumps({"speedup": 1.1, "speedup_range": [1.0, 1.2]}))
+    ref = f"{hostile}:aborts_in_make"
+    one_line_error(invoke("verify", run, "--program", ref, "--processes", 1), ref, ABORTED)
+    assert not (run / "verify.json").exists()
+
+
+def test_the_check_measures_what_the_later_deadlines_scale_from(hostile):
+    check = check_program(f"{hostile}:ok")
+    assert check.compile_s > 0 and check.call_s is not None and check.call_s > 0 and check.estimate_s >= 0
+    assert check_program(f"{hostile}:ok", run=False).call_s is None
+    seconds, why = check.worker_timeout(compiles=2, calls=100)
+    assert 60 <= seconds <= 3600 and "scaled from the check" in why
+    slow = ProgramCheck("p", prepare_s=100.0, compile_s=200.0, estimate_s=0.0, call_s=1.0)
+    assert slow.worker_timeout(4, 10)[0] == pytest.approx(30 + 3 * (100 + 800 + 10))
+    assert slow.worker_timeout(100, 10**6)[0] == 3600  # capped
+
+
+def test_deadlines_from_the_environment(monkeypatch):
+    from graphcost.errors import GraphcostError
+
+    monkeypatch.delenv(ENV, raising=False)
+    default = Deadlines.from_env()
+    assert default.make_s == 30 and default.run_s(0.0) == default.run_floor_s
+    assert default.run_s(1e9) == default.run_cap_s
+    assert default.run_s(1.0) == 50.0  # RUN_SCALE x the estimate between the floor and the cap
+    monkeypatch.setenv(ENV, "7")
+    assert Deadlines.from_env().make_s == 7 and Deadlines.from_env().run_s(0.0) == 7
+    for bad in ("soon", "-1", "0", "nan", "inf", "1e99"):
+        monkeypatch.setenv(ENV, bad)
+        with pytest.raises(GraphcostError, match=ENV):
+            Deadlines.from_env()
+    total = Deadlines.total(5, "--prepare-timeout")
+    assert total.total_s == 5 and total.make_s is None and math.isinf(total.run_s(1.0))
+
+
+def test_memory_message_names_the_buffer():
+    text = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory allocating 40000000000 bytes."
+    assert memory_message(text) == ("XLA ran out of memory: a buffer of 37.3 GiB (40000000000 bytes) does not fit "
+                                    "(RESOURCE_EXHAUSTED)")
+    assert memory_message("RESOURCE_EXHAUSTED: something") == "XLA ran out of memory (RESOURCE_EXHAUSTED)"
+    assert memory_message("INVALID_ARGUMENT: 12 bytes") is None
