@@ -31,8 +31,9 @@ from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.kernel_times import ProgramProfile, profile_cross_process
 
 def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingProtocol | None = None,
-                    timeout_s: float = 900.0, *, json_out: str | Path | None = None, plot: str | Path | None = None,
-                    top: int = 15, overwrite: bool = False, names: Mapping[str, str] | None = None) -> ProgramProfile:
+                    timeout_s: float | None = None, *, json_out: str | Path | None = None,
+                    plot: str | Path | None = None, top: int = 15, overwrite: bool = False,
+                    names: Mapping[str, str] | None = None) -> ProgramProfile:
     """The per-kernel profile of the program `ref`, and of `best` beside its default (module docstring).
 
     `json_out`: also write the profile there as JSON (`ProgramProfile.save`); `plot`: draw its `top` kernels'
@@ -40,12 +41,18 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     (`graphcost.atomic.check_output_path`): an existing file without `overwrite` is an OutputExistsError; a
     directory, a path below a file, a device, a virtual or read-only file system an OutputPathError, each naming
     the argument (`names` maps ``json_out`` / ``plot`` / ``best`` to the names messages use: ``--json`` / ``--plot`` /
-    ``--config``). A `best` path that is no file is a ValueError, after those checks."""
+    ``--config``). A `best` path that is no file is a ValueError, after those checks.
+
+    The program is first prepared and called once in a child process under deadlines
+    (`graphcost.tuning.program_check.check_program`): a ``make()`` that hangs or aborts, an endless loop, an
+    out-of-memory is a ProgramError naming `ref`. Each measuring process then gets `timeout_s` seconds, or
+    with None a deadline scaled from what that check measured (`ProgramCheck.worker_timeout`)."""
     from graphcost.atomic import check_output_path
     from graphcost.bounds import ArgumentError
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
     from graphcost.tuning.program import load_program, prepare_program
+    from graphcost.tuning.program_check import check_program
     from graphcost.tuning.space import make_space
 
     outputs = {"json_out": json_out, "plot": plot}
@@ -58,6 +65,8 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     if isinstance(best, (str, Path)) and not Path(best).is_file():
         raise ValueError(f"{(names or {}).get('best', 'best')} {best}: no such file (a best.json written by "
                          "graphcost tune)")
+    # someone else's code: prepared and called once in a child process under deadlines before it is loaded here
+    check = check_program(ref, run=True)
     fn, args, name = load_program(ref)
     program = prepare_program(fn, args, name, ref)
     space_name, labels, codes = "flags", ["default"], []
@@ -69,7 +78,12 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
         space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
     space = make_space(space_name, program)
     configs = [[0] * len(space.dims), *codes]
-    result = profile_cross_process(ref, space_name, configs, labels, processes, protocol, True, None, timeout_s)
+    timing = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)  # profile_cross_process's default
+    calls = len(configs) * (timing.rounds * timing.calls + timing.warmup + 20)  # 20: the profiled pass's most
+    scaled, note = check.worker_timeout(len(configs), calls)
+    result = profile_cross_process(ref, space_name, configs, labels, processes, protocol, True, None,
+                                   scaled if timeout_s is None else timeout_s,
+                                   timeout_note=note if timeout_s is None else "")
     if json_out is not None:
         result.save(Path(json_out))
     if plot is not None:
