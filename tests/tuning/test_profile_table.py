@@ -75,6 +75,12 @@ def test_beside_a_tuned_configuration_each_side_is_stated_at_its_own_call():
     default_us, tuned_us = map(float, re.findall(r"\s(\d+\.\d)\s", row)[:2])
     assert default_us == pytest.approx(1249.3 * 3196.7 / 4278.0, abs=0.1)
     assert tuned_us == pytest.approx(0.8 * 1249.3 * 3196.7 / 4278.0, abs=0.1)
+    header = next(i for i, line in enumerate(lines) if line.startswith("kernel (default)"))
+    rows = lines[header + 1:header + 6]
+    for label, cut in (("default", slice(42, 52)), ("tuned", slice(53, 62))):
+        shown = [float(r[cut]) for r in rows if r[cut].strip() != "-"]
+        m = re.search(rf"listed, {label}: (\d+) of \d+ kernels, ([\d.]+) µs", "\n".join(lines))
+        assert m and int(m.group(1)) == len(shown) and float(m.group(2)) == pytest.approx(sum(shown), abs=0.3)
 
 
 def test_the_json_states_the_table_s_numbers():
@@ -145,5 +151,6 @@ def test_kernel_origins_read_op_names_and_lines_from_the_optimized_module():
     assert fusion.lines() == "prog.py:6,7" and fusion.short_ops() == ["tanh", "exp"]
     assert origins["negate.1"].sources == (("/old/jax.py", 9),)  # inline source_file / source_line
     assert origins["copy.1"] == Origin()  # no metadata
+    assert Origin(("jit(block)/jit(relu)/max", "jit(block)/add")).short_ops() == ["relu/max", "add"]
     assert kernel_origins("HloModule m\n\nENTRY %e (p: f32[]) -> f32[] {\n  ROOT %p = f32[] parameter(0)\n}\n") == {
         "p": Origin()}

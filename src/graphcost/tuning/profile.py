@@ -107,43 +107,57 @@ def _cut(text: str, width: int) -> str:
     return f"{text if len(text) <= width else text[: width - 1] + '…':{width}s}"
 
 
+def _sums(config, listed: list, total: int, label: str) -> str:
+    """``default: 3 of 7 kernels, 652.2 µs = 69.2% of its call``: what the listed kernels add up to."""
+    return (f"{label}{len(listed)} of {total} kernels, {sum(config.call_ns(k) for k in listed) / 1e3:.1f} µs = "
+            f"{sum(config.share(k) for k in listed):.1%} of {'its' if label else 'the'} call")
+
+
+def _rest(configs) -> str:
+    if any(c.kernel_share > 1 for c in configs):
+        return "kernels running side by side add to more than the call"
+    return "the rest is argument handling and dispatch"
+
+
 def profile_table(result: ProgramProfile, top: int = 15) -> list[str]:
     """The lines `graphcost profile` prints: the call time, then the `top` kernels with their time in
     that call (`ConfigProfile.call_ns`), their share of it, what they are, how often they run and
     where they came from in the user's code; then what the listed kernels add up to (their times
-    and shares sum to it) beside all kernels. With a tuned configuration, the kernels paired side by side.
-    Every line fits `WIDTH` columns."""
+    and shares sum to it) beside all kernels. With a tuned configuration, the kernels paired side by
+    side, each stated in its own configuration's call. Every line fits `WIDTH` columns."""
     base = result.configs[0]
-    listed = base.kernels[:top]
     processes = f"{result.processes} process{'es' if result.processes != 1 else ''}"
-    out = [f"{result.program}: {base.runtime_ns / 1e3:.1f} µs per call (default, median of {processes})",
-           f"µs/call = share × the call above; a share is of a profiled call ({base.wall_ns / 1e3:.1f} µs under "
-           "the profiler)"]
+    out = [f"{result.program}: {base.runtime_ns / 1e3:.1f} µs per call (default, median of {processes})"]
     if len(result.configs) == 1:
-        out.append(f"{'kernel':28s} {'kind':16s} {'share':>6s} {'µs/call':>9s} {'runs':>5s}  source: ops")
+        listed = base.kernels[:top]
+        out += [f"µs/call = share × the call above; a share is of a profiled call ({base.wall_ns / 1e3:.1f} µs "
+                "under the profiler)",
+                f"{'kernel':28s} {'kind':16s} {'share':>6s} {'µs/call':>9s} {'runs':>5s}  source: ops"]
         for k in listed:
             out.append(f"{_cut(k.name, 28)} {_cut(k.kind, 16)} {base.share(k):6.1%} {base.call_ns(k) / 1e3:9.1f} "
                        f"{k.executions:5d}  {_origin(k, WIDTH - 71)}")
-    else:
-        from graphcost.tuning.kernel_times import compare
+        out += [f"listed: {_sums(base, listed, len(base.kernels), '')}",
+                f"all kernels: {base.kernel_share:.1%} of the call (leaf kernels {base.coverage:.1%}); "
+                f"{_rest([base])}"]
+        return out
+    from graphcost.tuning.kernel_times import compare
 
-        tuned = result.configs[1]
-        out[1:] = [f"tuned: {tuned.runtime_ns / 1e3:.1f} µs per call ({base.runtime_ns / tuned.runtime_ns:.3f}x); "
-                   f"its kernels take {tuned.kernel_share:.1%} of it",
-                   "a kernel's µs = its share of a profiled call × its configuration's call time above"]
-        out.append(f"{'kernel (default)':26s} {'kind':14s} {'default µs':>10s} {'tuned µs':>9s} "
-                   f"{'tuned kernel':24s}  source: ops")
-        for d, t in compare(base, tuned)[:top]:
-            either = d if d is not None else t
-            kind = either.kind if either is not None else "?"
-            out.append(f"{_cut(d.name if d else '-', 26)} {_cut(kind, 14)} "
-                       f"{(f'{base.call_ns(d) / 1e3:10.1f}' if d else '         -')} "
-                       f"{(f'{tuned.call_ns(t) / 1e3:9.1f}' if t else '        -')} {_cut(t.name if t else '-', 24)}  "
-                       f"{_origin(either, WIDTH - 90) if either is not None else '-'}")
-    rest = ("kernels run side by side, so their shares add to more than the call" if base.kernel_share > 1 else
-            "the rest is argument handling and dispatch")
-    out.append(f"listed{' (default)' if len(result.configs) > 1 else ''}: {len(listed)} of {len(base.kernels)} "
-               f"kernels, {sum(base.call_ns(k) for k in listed) / 1e3:.1f} µs = "
-               f"{sum(base.share(k) for k in listed):.1%} of the call")
-    out.append(f"all kernels: {base.kernel_share:.1%} of the call (leaf kernels {base.coverage:.1%}); {rest}")
+    tuned = result.configs[1]
+    pairs = compare(base, tuned)[:top]
+    out += [f"tuned: {tuned.runtime_ns / 1e3:.1f} µs per call ({base.runtime_ns / tuned.runtime_ns:.3f}x)",
+            "a kernel's µs = its share of a profiled call × its configuration's call time above",
+            f"{'kernel (default)':26s} {'kind':14s} {'default µs':>10s} {'tuned µs':>9s} {'tuned kernel':24s}  "
+            "source: ops"]
+    for d, t in pairs:
+        either = d if d is not None else t
+        out.append(f"{_cut(d.name if d else '-', 26)} {_cut(either.kind if either else '?', 14)} "
+                   f"{(f'{base.call_ns(d) / 1e3:10.1f}' if d else '         -')} "
+                   f"{(f'{tuned.call_ns(t) / 1e3:9.1f}' if t else '        -')} {_cut(t.name if t else '-', 24)}  "
+                   f"{_origin(either, WIDTH - 90) if either is not None else '-'}")
+    listed_d, listed_t = [d for d, _ in pairs if d is not None], [t for _, t in pairs if t is not None]
+    out += [f"listed, {_sums(base, listed_d, len(base.kernels), 'default: ')}",
+            f"listed, {_sums(tuned, listed_t, len(tuned.kernels), 'tuned: ')}",
+            f"all kernels: default {base.kernel_share:.1%} (leaf {base.coverage:.1%}), tuned {tuned.kernel_share:.1%} "
+            f"(leaf {tuned.coverage:.1%}) of their calls",
+            _rest([base, tuned])]
     return out

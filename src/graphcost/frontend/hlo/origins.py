@@ -33,6 +33,7 @@ _FRAME = re.compile(r"\bstack_frame_id=(\d+)")
 _TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
 _FIELD = re.compile(r"(\w+)=(\d+)")
 _OUTER_JIT = re.compile(r"^jit\([^/]*\)/")
+_INNER_JIT = re.compile(r"\bjit\(([^()/]*)\)")
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
@@ -45,8 +46,9 @@ class Origin:
     sources: tuple[tuple[str, int], ...] = ()
 
     def short_ops(self) -> list[str]:
-        """The op names without the outer ``jit(NAME)/`` every one of them starts with."""
-        return list(dict.fromkeys(_OUTER_JIT.sub("", op) for op in self.ops))
+        """The op names without the outer ``jit(NAME)/`` every one of them starts with, an inner jitted
+        function by its name (``jit(block)/jit(relu)/max`` -> ``relu/max``)."""
+        return list(dict.fromkeys(_INNER_JIT.sub(r"\1", _OUTER_JIT.sub("", op)) for op in self.ops))
 
     def lines(self) -> str:
         """``prog.py:6,7; layers.py:30``: the source lines by file (file names without their folder)."""
