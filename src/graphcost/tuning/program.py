@@ -23,6 +23,24 @@ class ProgramError(GraphcostError, ValueError):
     """The program reference cannot be loaded (one line: which reference, what is wrong)."""
 
 
+def check_reference(ref: str) -> None:
+    """What can be told of `ref` without running any of it: its form, and that the file or module (or dump
+    directory) it names exists; ProgramError in one line otherwise. So a mistyped reference is refused at once,
+    before a child process is started to run the program (`graphcost.tuning.program_check`)."""
+    if hlo_program.is_hlo_reference(ref):
+        try:
+            hlo_program.pick_module(Path(hlo_program.split_reference(ref)[0]).expanduser())
+        except hlo_program.HloProgramError as exc:
+            raise ProgramError(str(exc)) from None
+        return
+    target, sep, attr = ref.rpartition(":")
+    if not sep or not target or not attr.isidentifier():
+        raise ProgramError(f"{ref}: expected FILE.py:FUNCTION, MODULE:FUNCTION (e.g. my_model.py:make) or an XLA "
+                           "module MODULE.pb / MODULE.hlo / dump directory")
+    if target.endswith(".py") and not Path(target).expanduser().resolve().is_file():
+        raise ProgramError(f"{ref}: no such file {Path(target).expanduser().resolve()}")
+
+
 def load_program(ref: str) -> tuple[Callable, tuple, str]:
     """``(fn, args, name)`` from `ref` (module docstring); ProgramError on any problem."""
     if hlo_program.is_hlo_reference(ref):
@@ -30,14 +48,10 @@ def load_program(ref: str) -> tuple[Callable, tuple, str]:
             return hlo_program.load_hlo_program(ref)
         except hlo_program.HloProgramError as exc:
             raise ProgramError(str(exc)) from None
-    target, sep, attr = ref.rpartition(":")
-    if not sep or not target or not attr.isidentifier():
-        raise ProgramError(f"{ref}: expected FILE.py:FUNCTION, MODULE:FUNCTION (e.g. my_model.py:make) or an XLA "
-                           "module MODULE.pb / MODULE.hlo / dump directory")
+    check_reference(ref)
+    target, _, attr = ref.rpartition(":")
     if target.endswith(".py"):
         path = Path(target).expanduser().resolve()
-        if not path.is_file():
-            raise ProgramError(f"{ref}: no such file {path}")
         name = path.stem
         mod_name = f"_graphcost_program_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(mod_name, path)

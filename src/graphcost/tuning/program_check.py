@@ -43,7 +43,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 
-from graphcost.tuning.program import ProgramError, _why
+from graphcost.tuning.program import ProgramError, _why, check_reference
 
 ENV = "GRAPHCOST_PROGRAM_TIMEOUT_S"
 CHANNEL_ENV = "GRAPHCOST_CHECK_CHANNEL_FD"  # the child's end of the step pipe
@@ -137,6 +137,7 @@ def check_program(ref: str, run: bool = True, deadlines: Deadlines | None = None
     signal (``os.abort()``, a crash), runs out of memory, or a step runs past its deadline (`deadlines`,
     default `Deadlines.from_env`)."""
     deadlines = deadlines or Deadlines.from_env()
+    check_reference(ref)  # a mistyped reference is refused here, before a process is started
     cmd = [sys.executable, "-m", "graphcost.tuning.program_check", ref, "1" if run else "0"]
     read_end, write_end = os.pipe()
     with tempfile.TemporaryFile() as log:
