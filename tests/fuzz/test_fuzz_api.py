@@ -254,7 +254,7 @@ def test_compile_with_takes_no_option_outside_the_space(option, value):
 
 
 @FUZZ
-@given(name=st.sampled_from(["configs", "seed", "workers", "name"]), value=VALUES)
+@given(name=st.sampled_from(["configs", "seed", "workers", "name", "allow_fast_math"]), value=VALUES)
 def test_rank_configs_arguments(name, value):
     """Every argument is checked before the program is traced: the tracing, the model's loading and the compiling
     and costing (`_rank`) are replaced here, so an accepted value ends at once (the real ranking:
