@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import os
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Any
 
 from graphcost.errors import GraphcostError
@@ -118,6 +119,17 @@ def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = Non
         span = f">= {lo}" if hi == INT_MAX else f"<= {hi}" if lo == -INT_MAX else f"from {lo} to {hi}"
         raise ArgumentError(f"{name} must be an integer {span}{why}, got {value}")
     return value
+
+
+def check_path(name: str, value: Any) -> Path:
+    """`value` as a `pathlib.Path` when it is a path (a str or an ``os.PathLike``, not empty); ArgumentError
+    naming `name` otherwise (None, a number, a list)."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise ArgumentError(f"{name} must be a path (a str or a pathlib.Path), got {value!r} ({type(value).__name__})")
+    try:
+        return Path(value)
+    except TypeError:  # an os.PathLike whose __fspath__ returns bytes
+        raise ArgumentError(f"{name} must be a path (a str or a pathlib.Path), got {value!r}") from None
 
 
 def check_seed(name: str, value: Any) -> int:

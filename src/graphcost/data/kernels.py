@@ -43,6 +43,8 @@ from graphcost.data.io.npz_stream import check_declared_memory
 from graphcost.data.io.schema import SchemaError
 from graphcost.errors import GraphcostError
 
+FLAG_VECTOR_DIM = 24  # a configuration's flag vector (`graphcost.frontend.programs.flags.FLAG_COLUMNS`)
+
 KERNELS_DIR = "kernels"
 MANIFEST_MAX_BYTES = 256 * 2**20  # a collection of 100,000 programs has a manifest of about 100 MB
 GRAPH_KEYS = ("config_runtime", "config_feat", "config_runtime_samples", "config_compiled_stats")  # what is read
@@ -129,8 +131,12 @@ class KernelTable:
         """The table of the kernel collection in `root` (its manifest's finished graphs that have a
         kernel record); KernelDataError (a ValueError) naming the file and the key when a record or graph is
         damaged. `default_flags`: (24,) the flag vector a LAYOUT collection's kernels ran under
-        (`graphcost.frontend.programs.flags.default_flag_vector()`); a layout graph needs it."""
-        root = Path(root)
+        (`graphcost.frontend.programs.flags.default_flag_vector()`); a layout graph needs it. An argument of
+        the wrong type is an ArgumentError naming it."""
+        from graphcost.bounds import check_path
+
+        root = check_path("root", root)
+        default_flags = _check_flags(default_flags)
         manifest_path = root / "manifest.json"
         try:
             manifest = json.loads(_read_manifest(manifest_path))
@@ -297,9 +303,15 @@ def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overw
     (`graphcost.frontend.programs.flags.default_flag_vector`), whose row's time is each kernel's normaliser
     (None: the median of its rows)."""
     from graphcost.atomic import OutputExistsError, check_dir_option, clear_dir, lock_dir
+    from graphcost.bounds import ArgumentError, check_path
     from graphcost.output_guard import check_outside_inputs
 
-    out = check_dir_option(out, option)
+    if not isinstance(table, KernelTable):
+        table = check_path(input_name, table)
+    if not isinstance(overwrite, bool):
+        raise ArgumentError(f"overwrite must be True or False, got {overwrite!r}")
+    default_flags = _check_flags(default_flags)
+    out = check_dir_option(check_path(option, out), option)
     if not isinstance(table, KernelTable):  # not the collection, inside it, nor a directory holding it
         check_outside_inputs(out, option, data=[(input_name, table)], around=[(input_name, table)])
     if _holds_files(out) and not overwrite:
@@ -312,6 +324,23 @@ def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overw
                 raise OutputExistsError(f"{out}: exists and is not empty; pass overwrite to replace it")
             clear_dir(out)  # the lock file stays
         return _write_dataset(table, out, default_flags)
+
+
+def _check_flags(default_flags) -> np.ndarray | None:
+    """`default_flags` as a (24,) float32 vector of finite values, or None; ArgumentError naming it otherwise."""
+    from graphcost.bounds import ArgumentError
+
+    if default_flags is None:
+        return None
+    try:
+        flags = np.asarray(default_flags, np.float32)
+    except (TypeError, ValueError):
+        flags = None
+    if flags is None or flags.shape != (FLAG_VECTOR_DIM,) or not np.isfinite(flags).all():
+        raise ArgumentError(f"default_flags must be a ({FLAG_VECTOR_DIM},) vector of finite numbers (the default "
+                            f"flag vector) or None, got {type(default_flags).__name__}"
+                            + (f" of shape {flags.shape}" if flags is not None else ""))
+    return flags
 
 
 def _holds_files(out: Path) -> bool:

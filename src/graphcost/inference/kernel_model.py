@@ -23,10 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from graphcost.errors import GraphcostError
 from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, SumRule, blend_scores, kernel_graph_features,
                                           load_kernel_model)
 
 FEATURIZER_VERSION = 1  # kernel rows: models/kernel_cost.kernel_graph_features + the 24 flag columns
+
+
+class KernelModelError(GraphcostError, ValueError):
+    """A kernel model's files are missing, damaged or of another featurizer version (one line: the file and key)."""
 
 
 @dataclass
@@ -52,12 +57,18 @@ class KernelCostModel:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> "KernelCostModel":
-        """The kernel model in `path`, or the shipped one; ValueError in one line when it is damaged or
-        of another featurizer version."""
+        """The kernel model in `path`, or the shipped one; KernelModelError (a ValueError) in one line when it is
+        missing, damaged or of another featurizer version; ArgumentError when `path` is not a path."""
+        from graphcost.bounds import check_path
         from graphcost.pretrained import shipped_kernel_model_dir
 
-        where = Path(path) if path is not None else shipped_kernel_model_dir()
-        files = load_kernel_model(where, FEATURIZER_VERSION)
+        where = check_path("path", path) if path is not None else shipped_kernel_model_dir()
+        try:
+            files = load_kernel_model(where, FEATURIZER_VERSION)
+        except GraphcostError:
+            raise
+        except (ValueError, OSError) as exc:  # the files' own checks, in one line naming the file and key
+            raise KernelModelError(" ".join(str(exc).split())) from None
         return cls(files.trees, files.rule, files.meta, str(where), files.flag_trees, files.flag_weight)
 
     @property

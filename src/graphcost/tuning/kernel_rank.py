@@ -76,20 +76,14 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
         graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable, a `name`
             that is not a string, a `model` that is not a KernelCostModel, an `allow_fast_math` that is not a bool.
         graphcost.tuning.program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
-    from graphcost.bounds import ArgumentError, check_int, check_seed
+    from graphcost.bounds import ArgumentError
     from graphcost.tuning.arguments import check_fn
     from graphcost.tuning.program import prepare_program
 
     check_fn(fn)
-    configs = check_int("configs", configs, 2, 4096)
-    seed = check_seed("seed", seed)
-    workers = check_int("workers", workers, 1, 256)
+    configs, seed, workers = _check_arguments(configs, seed, workers, model, allow_fast_math)
     if name is not None and not isinstance(name, str):
         raise ArgumentError(f"name must be a string or None, got {name!r} ({type(name).__name__})")
-    if model is not None and not isinstance(model, KernelCostModel):
-        raise ArgumentError(f"model must be a KernelCostModel (KernelCostModel.load()) or None, got {type(model).__name__}")
-    if not isinstance(allow_fast_math, bool):
-        raise ArgumentError(f"allow_fast_math must be True or False, got {allow_fast_math!r}")
     program = prepare_program(fn, args, str(name or getattr(fn, "__name__", "program")))
     return _rank(program, configs, seed, model or KernelCostModel.load(), workers, allow_fast_math)
 
@@ -103,15 +97,34 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
     that then times it with `measure_ranking` needs) in a child process under deadlines
     (`graphcost.tuning.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
     a hang or the end of this process; only then is it loaded here to be compiled and costed."""
+    from graphcost.bounds import ArgumentError
     from graphcost.tuning.program import load_program, prepare_program
     from graphcost.tuning.program_check import check_program
 
+    configs, seed, workers = _check_arguments(configs, seed, workers, model, allow_fast_math)
+    if not isinstance(call, bool):
+        raise ArgumentError(f"call must be True or False, got {call!r}")
     model = model or KernelCostModel.load()
     check = check_program(ref, run=call)
     fn, args, name = load_program(ref)
     ranking = _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers, allow_fast_math)
     ranking.check = check
     return ranking
+
+
+def _check_arguments(configs: Any, seed: Any, workers: Any, model: Any, allow_fast_math: Any) -> tuple[int, int, int]:
+    """`configs`, `seed` and `workers` as ints in range, `model` a KernelCostModel or None, `allow_fast_math` a bool;
+    ArgumentError naming the argument otherwise."""
+    from graphcost.bounds import ArgumentError, check_int, check_seed
+
+    configs = check_int("configs", configs, 2, 4096)
+    seed = check_seed("seed", seed)
+    workers = check_int("workers", workers, 1, 256)
+    if model is not None and not isinstance(model, KernelCostModel):
+        raise ArgumentError(f"model must be a KernelCostModel (KernelCostModel.load()) or None, got {type(model).__name__}")
+    if not isinstance(allow_fast_math, bool):
+        raise ArgumentError(f"allow_fast_math must be True or False, got {allow_fast_math!r}")
+    return configs, seed, workers
 
 
 def measure_ranking(ref: str, configs: int, seed: int = 0, check=None, rounds: int = 5, calls: int = 5,

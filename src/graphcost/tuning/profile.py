@@ -48,35 +48,41 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     out-of-memory is a ProgramError naming `ref`. Each measuring process then gets `timeout_s` seconds, or
     with None a deadline scaled from what that check measured (`ProgramCheck.worker_timeout`)."""
     from graphcost.atomic import check_output_path
-    from graphcost.bounds import ArgumentError
+    from graphcost.bounds import ArgumentError, check_path
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
     from graphcost.tuning.program import load_program, prepare_program
     from graphcost.tuning.program_check import check_program
     from graphcost.tuning.space import make_space
 
+    _check_arguments(processes, protocol, timeout_s, top, overwrite, names)
     outputs = {"json_out": json_out, "plot": plot}
     for key, path in outputs.items():
         if path is not None:
-            check_output_path(path, (names or {}).get(key, key), overwrite)
+            check_output_path(check_path((names or {}).get(key, key), path), (names or {}).get(key, key), overwrite)
     if json_out is not None and plot is not None and Path(json_out).resolve() == Path(plot).resolve():
         raise ArgumentError(f"{(names or {}).get('plot', 'plot')} {plot}: the same file as "
                             f"{(names or {}).get('json_out', 'json_out')}; the plot would replace the JSON")
     if isinstance(best, (str, Path)) and not Path(best).is_file():
-        raise ValueError(f"{(names or {}).get('best', 'best')} {best}: no such file (a best.json written by "
+        raise ArgumentError(f"{(names or {}).get('best', 'best')} {best}: no such file (a best.json written by "
                          "graphcost tune)")
-    # someone else's code: prepared and called once in a child process under deadlines before it is loaded here
-    check = check_program(ref, run=True)
-    fn, args, name = load_program(ref)
-    program = prepare_program(fn, args, name, ref)
     space_name, labels, codes = "flags", ["default"], []
-    if best is not None:
+    if best is not None:  # checked before the program runs
         cfg = _as_config(best)
         where = best if isinstance(best, (str, Path)) else "the tuned configuration"
         check_tuned(cfg, where)
         check_options(cfg.compiler_options, where)
         space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
+    # someone else's code: prepared and called once in a child process under deadlines before it is loaded here
+    check = check_program(ref, run=True)
+    fn, args, name = load_program(ref)
+    program = prepare_program(fn, args, name, ref)
     space = make_space(space_name, program)
+    for c in codes:
+        try:
+            space.check(c)
+        except ValueError as exc:  # a best.json of another program, or a dict filled in by hand
+            raise ArgumentError(f"{where}: {exc}") from None
     configs = [[0] * len(space.dims), *codes]
     timing = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)  # profile_cross_process's default
     calls = len(configs) * (timing.rounds * timing.calls + timing.warmup + 20)  # 20: the profiled pass's most
@@ -91,6 +97,22 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
 
         plot_profile(result, Path(plot), top)
     return result
+
+
+def _check_arguments(processes, protocol, timeout_s, top, overwrite, names) -> None:
+    """`profile_program`'s counts, protocol, timeout and switches; ArgumentError naming the argument."""
+    from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_real
+
+    check_int("processes", processes, 1, PROCESSES_MAX)
+    check_int("top", top, 1, 10_000)
+    if timeout_s is not None:
+        check_real("timeout_s", timeout_s, 0.0, SECONDS_MAX, lo_open=True)
+    if protocol is not None and not isinstance(protocol, TimingProtocol):
+        raise ArgumentError(f"protocol must be a TimingProtocol or None, got {type(protocol).__name__}")
+    if not isinstance(overwrite, bool):
+        raise ArgumentError(f"overwrite must be True or False, got {overwrite!r}")
+    if names is not None and not isinstance(names, Mapping):
+        raise ArgumentError(f"names must be a mapping of argument names or None, got {type(names).__name__}")
 
 
 WIDTH = 120  # the table fits a 120-column terminal

@@ -26,7 +26,13 @@ class ProgramError(GraphcostError, ValueError):
 def check_reference(ref: str) -> None:
     """What can be told of `ref` without running any of it: its form, and that the file or module (or dump
     directory) it names exists; ProgramError in one line otherwise. So a mistyped reference is refused at once,
-    before a child process is started to run the program (`graphcost.tuning.program_check`)."""
+    before a child process is started to run the program (`graphcost.tuning.program_check`). A `ref` that is not
+    a string is an ArgumentError."""
+    if not isinstance(ref, str) or not ref.strip():
+        from graphcost.bounds import ArgumentError
+
+        raise ArgumentError(f"program reference must be a string such as prog.py:make or module.hlo, got {ref!r} "
+                            f"({type(ref).__name__})")
     if hlo_program.is_hlo_reference(ref):
         try:
             hlo_program.pick_module(Path(hlo_program.split_reference(ref)[0]).expanduser())
@@ -43,7 +49,7 @@ def check_reference(ref: str) -> None:
 
 def load_program(ref: str) -> tuple[Callable, tuple, str]:
     """``(fn, args, name)`` from `ref` (module docstring); ProgramError on any problem."""
-    if hlo_program.is_hlo_reference(ref):
+    if isinstance(ref, str) and hlo_program.is_hlo_reference(ref):
         try:
             return hlo_program.load_hlo_program(ref)
         except hlo_program.HloProgramError as exc:

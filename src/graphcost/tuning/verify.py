@@ -41,12 +41,18 @@ from typing import Any
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
+from graphcost.errors import GraphcostError
 
 # the callables of one process, in the order the worker times them
 NOISE_CAP = 0.2  # the null pair's largest deviation beyond which a verification is inconclusive
 CALLABLES = ("jit", "jit_again", "compile_with", "default_executable", "kept_executable")
 PAIRS = {"user": ("jit", "compile_with"), "executables": ("default_executable", "kept_executable"),
          "null": ("jit", "jit_again")}  # null: plain jax.jit(fn) against a second jax.jit(fn): the timing's own noise
+
+
+class VerifyError(GraphcostError, ValueError):
+    """A tuning run that cannot be verified: its directory or one of its files is missing or wrong (one line naming
+    the file and the field)."""
 
 
 @dataclass(frozen=True)
@@ -66,16 +72,16 @@ def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
     field that is missing or wrong. `program` overrides the reference result.json records."""
     result_path = run / "result.json"
     if not run.is_dir():
-        raise ValueError(f"{run}: no such tuning run directory")
+        raise VerifyError(f"{run}: no such tuning run directory")
     for name in ("result.json", "best.json"):
         if not (run / name).is_file():
-            raise ValueError(f"{run / name}: missing; RUN must be the --out directory of a finished `graphcost tune`")
+            raise VerifyError(f"{run / name}: missing; RUN must be the --out directory of a finished `graphcost tune`")
     try:
         result = json.loads(result_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(f"{result_path}: unreadable ({type(exc).__name__}: {exc})") from None
+        raise VerifyError(f"{result_path}: unreadable ({type(exc).__name__}: {exc})") from None
     if not isinstance(result, dict):
-        raise ValueError(f"{result_path}: expected a JSON object, got {type(result).__name__}")
+        raise VerifyError(f"{result_path}: expected a JSON object, got {type(result).__name__}")
     def positive(v) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
@@ -84,24 +90,24 @@ def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
         ok = positive(value) if key == "speedup" else (isinstance(value, list) and len(value) == 2
                                                       and all(positive(v) for v in value) and value[0] <= value[1])
         if not ok:
-            raise ValueError(f"{result_path}: field {key!r} is missing or not a " +
+            raise VerifyError(f"{result_path}: field {key!r} is missing or not a " +
                              ("finite positive number" if key == "speedup" else "finite positive (low, high) pair"))
     if program is not None:  # the user's own choice, run as given
         return result, program
     ref = result.get("program")
     if not isinstance(ref, str) or not ref:
-        raise ValueError(f"{result_path}: field 'program' is missing (a run of graphcost.tune(fn, ...) from Python, "
+        raise VerifyError(f"{result_path}: field 'program' is missing (a run of graphcost.tune(fn, ...) from Python, "
                          "or of an older graphcost): give the program with --program FILE.py:FUNCTION")
     recorded = result.get("program_sha256")
     if not isinstance(recorded, str):
-        raise ValueError(f"{result_path}: field 'program_sha256' is missing (a run of an older graphcost, or an edited "
-                         f"file), so nothing shows that {ref} is the program that was tuned; give it with --program "
-                         "to run it")
+        raise VerifyError(f"{result_path}: field 'program_sha256' is missing (a run of an older graphcost, or an "
+                          f"edited file), so nothing shows that {ref} is the program that was tuned; give it with "
+                          "--program to run it")
     from graphcost.tuning.program import program_sha256
 
     now = program_sha256(ref)
     if now != recorded:
-        raise ValueError(f"{result_path}: the program it names, {ref}, "
+        raise VerifyError(f"{result_path}: the program it names, {ref}, "
                          + ("cannot be read" if now is None else "is not the file that was tuned (its SHA-256 differs)")
                          + "; give the program with --program to run it anyway")
     return result, ref
@@ -121,7 +127,7 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
     from graphcost.tuning.program_check import check_program
     from graphcost.tuning.result import load_best
 
-    run = Path(run)
+    run = _check_arguments(run, processes, protocol, program, tolerance, timeout_s)
     result, ref = read_run(run, program)
     load_best(run / "best.json")  # checked field by field before any process starts
     check = check_program(ref, run=True)
@@ -154,6 +160,22 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
     report = summarise(rows, result, ref, tolerance, processes, protocol)
     atomic_write_json(report, run / "verify.json")
     return report
+
+
+def _check_arguments(run, processes, protocol, program, tolerance, timeout_s) -> Path:
+    """`verify_run`'s arguments checked before anything is read; ArgumentError naming the argument. `run` as a Path."""
+    from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_path, check_real
+
+    run = check_path("run", run)
+    check_int("processes", processes, 1, PROCESSES_MAX)
+    if not isinstance(protocol, VerifyProtocol):
+        raise ArgumentError(f"protocol must be a VerifyProtocol, got {type(protocol).__name__}")
+    if program is not None and not isinstance(program, str):
+        raise ArgumentError(f"program must be a program reference (a string) or None, got {type(program).__name__}")
+    check_real("tolerance", tolerance, 0.0, 1.0)
+    if timeout_s is not None:
+        check_real("timeout_s", timeout_s, 0.0, SECONDS_MAX, lo_open=True)
+    return run
 
 
 def summarise(rows: list[dict], result: dict, ref: str, tolerance: float, processes: int,

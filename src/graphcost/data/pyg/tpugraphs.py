@@ -142,18 +142,21 @@ def data_to_batch(data: Data) -> GraphBatch:
 
 
 def _npz_files(raw: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The npz files of `raw`; DataNotFoundError (a FileNotFoundError) naming the path that is missing."""
+    from graphcost.data.io.discover import DataNotFoundError
+
     if isinstance(raw, (str, Path)):
         root = Path(raw).expanduser()
         if not root.is_dir():
-            raise FileNotFoundError(f"{root}: no such directory of npz files")
+            raise DataNotFoundError(f"{root}: no such directory of npz files")
         files = sorted(root.glob("*.npz"))
         if not files:
-            raise FileNotFoundError(f"{root}: no *.npz graphs in this directory")
+            raise DataNotFoundError(f"{root}: no *.npz graphs in this directory")
         return files
     files = [Path(f).expanduser() for f in raw]
     for f in files:
         if not f.is_file():
-            raise FileNotFoundError(f"{f}: no such graph file")
+            raise DataNotFoundError(f"{f}: no such graph file")
     return files
 
 
@@ -190,8 +193,21 @@ class TpuGraphsDataset(Dataset):
         transform: Callable[[Data], Data] | None = None,
         log: bool = False,
     ) -> None:
-        if batch_configs < 1:
-            raise ValueError(f"batch_configs must be >= 1, got {batch_configs}")
+        from graphcost.bounds import ArgumentError, check_int, check_path, check_seed
+
+        check_int("batch_configs", batch_configs, 1)
+        check_seed("seed", seed)
+        check_path("cache_dir", cache_dir)
+        if not (isinstance(raw, (str, Path)) or (isinstance(raw, Sequence) and raw)):
+            raise ArgumentError(f"raw must be a directory of npz files or a non-empty list of npz paths, got "
+                                f"{raw!r} ({type(raw).__name__})")
+        if not isinstance(raw, (str, Path)):
+            for i, r in enumerate(raw):
+                check_path(f"raw[{i}]", r)
+        if not (scaler is None or isinstance(scaler, FeatureScaler) or (isinstance(scaler, str) and scaler == "fit")):
+            raise ArgumentError(f"scaler must be a FeatureScaler, 'fit' or None, got {scaler!r}")
+        if transform is not None and not callable(transform):
+            raise ArgumentError(f"transform must be callable or None, got {type(transform).__name__}")
         self._files = _npz_files(raw)
         self._cache_dir = Path(cache_dir).expanduser()
         from graphcost.output_guard import check_outside_inputs
