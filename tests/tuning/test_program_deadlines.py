@@ -206,3 +206,30 @@ def test_memory_message_names_the_buffer():
                                     "(RESOURCE_EXHAUSTED)")
     assert memory_message("RESOURCE_EXHAUSTED: something") == "XLA ran out of memory (RESOURCE_EXHAUSTED)"
     assert memory_message("INVALID_ARGUMENT: 12 bytes") is None
+
+
+@pytest.mark.parametrize("outcome, needles", [
+    ("timeout", ["prog.py:make: measuring process 0 timed out after 75 s", "scaled from the check"]),
+    (-6, ["prog.py:make: measuring process 0: the program aborted (signal 6, SIGABRT"]),
+    (-11, ["the program crashed (signal 11, SIGSEGV)"]),
+    (-9, ["the process was killed (signal 9, SIGKILL: out of memory?)"]),
+])
+def test_a_measuring_process_that_runs_past_its_deadline_or_dies_says_so(tmp_path, monkeypatch, outcome, needles):
+    """The processes after the check (rank --measure, profile, the final check) name the program, the deadline
+    and how it was chosen, or the signal that ended them (was: "JOB.json: measuring process 0 failed (exit -6)")."""
+    import subprocess
+
+    from graphcost.measure import cross_process
+
+    def fake_run_child(cmd, timeout_s, env=None):
+        if outcome == "timeout":
+            raise subprocess.TimeoutExpired(cmd, timeout_s)
+        return subprocess.CompletedProcess(cmd, outcome, "", "")
+
+    monkeypatch.setattr(cross_process, "run_child", fake_run_child)
+    why = ProgramCheck("prog.py:make", 1.0, 2.0, 0.0, 0.001).worker_timeout(2, 100)[1]
+    with pytest.raises(RuntimeError) as info:
+        cross_process.run_worker(tmp_path / "job.json", 0, tmp_path / "out.npz", None, 75.0, label="prog.py:make",
+                                 deadline_note=why)
+    for needle in needles:
+        assert needle in str(info.value), str(info.value)
