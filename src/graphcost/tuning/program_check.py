@@ -203,6 +203,8 @@ def _follow(proc: subprocess.Popen, fd: int, deadlines: Deadlines) -> dict:
                 step_started = time.monotonic()
             else:
                 state.update(msg)
+        if "done" in state or "error" in state:  # its last word (a process it forked may hold the pipe open)
+            break
     try:
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:  # closed its report pipe yet went on running
@@ -302,7 +304,9 @@ def cost_estimate(compiled) -> float:
 def _child(ref: str, run: bool) -> int:
     """The child of `check_program`: reports each step on the pipe `CHANNEL_ENV` names, then "done" with its
     figures (exit 0) or "error" with one line (exit 3)."""
-    channel = os.fdopen(int(os.environ.pop(CHANNEL_ENV)), "w", buffering=1)
+    fd = int(os.environ.pop(CHANNEL_ENV))
+    os.set_inheritable(fd, False)  # not passed on to a process the program starts
+    channel = os.fdopen(fd, "w", buffering=1)
 
     def say(**msg) -> None:
         channel.write(json.dumps(msg) + "\n")
