@@ -322,6 +322,7 @@ def replay(args) -> None:
             strategy_, _, weights = strategy_.partition("@w")  # @wSTART/MAX: hedged's weights of the prior
             weight_start, _, weight_max = weights.partition("/")
             weight_max, _, partner = weight_max.partition("/")
+            partner, _, evidence = partner.partition("/")
             strategy_, _, explore = strategy_.partition("@x")  # @xWHEN:SHARE: random interleaving
             explore_when, _, explore_share = explore.partition(":")
             strategy_, _, probes = strategy_.partition("@p")
@@ -332,7 +333,8 @@ def replay(args) -> None:
                 for seed in args.finetune_seeds if fine else args.seeds:
                     ev = ReplayEvaluator(space, table)
                     extra = ({"weight_start": float(weight_start), "weight_max": float(weight_max),
-                              "partner": partner or "tpe"} if weight_start else {})
+                              "partner": partner or "tpe", **({"evidence": evidence} if evidence else {})}
+                             if weight_start else {})
                     trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}",
                                           wrong_prior(scorer, prior, seed) if prior else scorer, seed,
                                           round_size=args.round_size, pool_kwargs=None, learner=learner,
@@ -593,9 +595,9 @@ def main(argv=None) -> None:
     p.add_argument("--strategies", nargs="+", help="replay: only these strategies (and their variants)")
     p.add_argument("--priors", nargs="+", default=["real"], choices=("real", *WRONG_PRIORS),
                    help="replay: the model strategies again with a wrong prior (name~negated, name~random)")
-    p.add_argument("--weights", nargs="+", default=[], metavar="START/MAX[/PARTNER]",
-                   help="replay: hedged with these weights of the prior and model-free partner, tpe or random "
-                        "(hedged@wSTART/MAX/PARTNER)")
+    p.add_argument("--weights", nargs="+", default=[], metavar="START/MAX[/PARTNER[/EVIDENCE]]",
+                   help="replay: hedged with these weights of the prior, model-free partner (tpe or random) and "
+                        "evidence the weight is earned on (tau, top or both) (hedged@wSTART/MAX/PARTNER/EVIDENCE)")
     p.add_argument("--wrong-prior-summary", type=Path,
                    help="replay: write replay_wrong_prior (the default and TPE, geometric means) into this summary.json")
     p.add_argument("--rounds", type=int, default=5)

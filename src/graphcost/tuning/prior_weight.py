@@ -17,8 +17,19 @@ Before any evidence (fewer than `MIN_MEASURED` configurations, or z = 0) the mod
 round; the weight rises towards `w_max` as the agreement becomes certain and falls towards 0 as the
 disagreement does. The rest of every round is model-free (TPE, which also learns from the model's
 measurements), so a prior that points the wrong way cannot confine the search, and the model keeps no more
-than `w_max` of a round even when it has earned it: a prior can rank the bulk of a space well (it knows
-that optimisation level 0 is slow) and still miss the few large wins.
+than `w_max` of a round even when it has earned it.
+
+What the agreement is measured on (`EVIDENCE`). Kendall's tau over every measured configuration (``tau``)
+rewards a prior for ranking the slow bulk of a space (it knows that optimisation level 0 is slow) even when
+it misses the few large wins, and those are what a search keeps. ``top`` asks instead whether the model's
+own proposals are among the best measured: of the m configurations proposed so far (K of them by the
+model), the k = ceil(m / 4) fastest hold X of the model's. Were the model's proposals no better than its
+partner's, X would be hypergeometric (k draws from m, K marked), so
+
+    z = (X - k K / m) / sqrt(k (K / m) (1 - K / m) (m - k) / (m - 1))
+
+is the evidence, in standard errors, that the model finds the fast configurations (ties at the k-th time
+are shared fractionally). ``both`` averages the two: z = (z_tau + z_top) / sqrt(2).
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ from graphcost.bounds import ArgumentError
 PRIOR_WEIGHT_START = 0.5  # the model's share of a round before any measurement
 PRIOR_WEIGHT_MAX = 0.75  # the most it can earn: a quarter of every round stays model-free
 MIN_MEASURED = 3  # configurations (the default included) before the agreement counts
+EVIDENCE = ("tau", "top", "both")  # what the weight is earned on (module docstring)
+PRIOR_EVIDENCE = "top"  # chosen on the development tables (BENCHMARKS.md, "graphcost tune with no options")
 
 
 def check_weights(start: float | None, most: float | None) -> tuple[float, float]:
@@ -50,11 +63,52 @@ def earned_weight(tau: float | None, n: int, start: float = PRIOR_WEIGHT_START,
                   most: float = PRIOR_WEIGHT_MAX) -> float:
     """The model's share of the next round (module docstring) given Kendall's `tau` between the prior and
     the measurements of `n` configurations; `start` when tau is None or n < `MIN_MEASURED`."""
-    if tau is None or not math.isfinite(tau) or n < MIN_MEASURED:
+    return weight_from_z(evidence_z(tau, n, [], [], "tau"), start, most)
+
+
+def top_share_z(model_ratios: list[float], partner_ratios: list[float]) -> float | None:
+    """The evidence that the model's proposals are among the fastest measured (module docstring, ``top``):
+    the count of the model's configurations among the ceil(m / 4) smallest time ratios, standardised by its
+    hypergeometric mean and deviation; None unless both sides have a measured proposal."""
+    K, m = len(model_ratios), len(model_ratios) + len(partner_ratios)
+    if K == 0 or K == m:
+        return None
+    k = math.ceil(m / 4)
+    ratios = sorted(model_ratios + partner_ratios)
+    cut = ratios[k - 1]
+    below_all = sum(r < cut for r in ratios)
+    at_all = sum(r == cut for r in ratios)
+    below = sum(r < cut for r in model_ratios)
+    at = sum(r == cut for r in model_ratios)
+    x = below + (k - below_all) * at / at_all  # ties at the k-th time share its remaining places
+    p = K / m
+    var = k * p * (1.0 - p) * (m - k) / (m - 1)
+    return (x - k * p) / math.sqrt(var) if var > 0 else None
+
+
+def evidence_z(tau: float | None, n: int, model_ratios: list[float], partner_ratios: list[float],
+               evidence: str = "top") -> float | None:
+    """z of `EVIDENCE` `evidence`: Kendall's `tau` over `n` configurations in its null standard errors, the
+    top share of the model's proposals (`top_share_z`), or their mean times sqrt(2); None without evidence."""
+    z_tau = tau / null_se(n) if tau is not None and math.isfinite(tau) and n >= MIN_MEASURED else None
+    if evidence == "tau":
+        return z_tau
+    z_top = top_share_z(model_ratios, partner_ratios)
+    if evidence == "top":
+        return z_top
+    if evidence != "both":
+        raise ArgumentError(f"the prior's evidence must be one of {', '.join(EVIDENCE)}, got {evidence!r}")
+    if z_tau is None or z_top is None:
+        return z_top if z_tau is None else z_tau
+    return (z_tau + z_top) / math.sqrt(2.0)
+
+
+def weight_from_z(z: float | None, start: float = PRIOR_WEIGHT_START, most: float = PRIOR_WEIGHT_MAX) -> float:
+    """w = most * Phi(z + Phi^-1(start / most)); `start` when there is no evidence (z None)."""
+    if z is None:
         return start
     if start >= most:
         return most
     from scipy.special import ndtr, ndtri  # the standard normal distribution function and its inverse
 
-    z = tau / null_se(n)
     return float(most * ndtr(z + ndtri(start / most)))

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 
-from graphcost.tuning.prior_weight import check_weights, earned_weight
+from graphcost.tuning.prior_weight import EVIDENCE, PRIOR_EVIDENCE, check_weights, evidence_z, weight_from_z
 from graphcost.tuning.trial import MEASURED, OK, Trial
 from graphcost.tuning.space import Codes, Space
 
@@ -457,16 +457,20 @@ class HedgedSearch(Strategy):
     name = "hedged"
 
     def __init__(self, space: Space, scorer: GraphModelScorer, seed: int = 0, weight_start: float | None = None,
-                 weight_max: float | None = None, partner: str = "tpe", **model_options: Any):
+                 weight_max: float | None = None, partner: str = "tpe", evidence: str = PRIOR_EVIDENCE,
+                 **model_options: Any):
         super().__init__(space, seed)
         self.start, self.most = check_weights(weight_start, weight_max)
         if partner not in ("tpe", "random"):
             raise ValueError(f"the model-free partner of hedged must be tpe or random, got {partner!r}")
-        self.partner = partner
+        if evidence not in EVIDENCE:
+            raise ValueError(f"hedged's evidence must be one of {', '.join(EVIDENCE)}, got {evidence!r}")
+        self.partner, self.evidence = partner, evidence
         self.model = ModelSearch(space, scorer, seed, online=True, **model_options)
         self.tpe = TPESearch(space, seed)
         self.random = RandomSearch(space, seed + 2) if partner == "random" else None
         self.origins: dict[Codes, str] = {}
+        self.proposed: dict[Codes, str] = {}  # every round's origins
         self.weight = self.start
         self.weights: list[tuple[int, float, float | None, int]] = []
 
@@ -475,8 +479,12 @@ class HedgedSearch(Strategy):
 
     def ask(self, study: Study, history: list[Trial], n: int, busy: frozenset, rnd: int) -> tuple[list, list[Codes]]:
         timed = [t for t in history if t.status == OK]
-        tau = self.model.agreement(timed)
-        self.weight = earned_weight(tau, len(timed) + 1, self.start, self.most)
+        tau = self.model.agreement(timed) if self.evidence != "top" else None
+        by = {t.codes: t.extra.get("proposed_by", self.proposed.get(t.codes)) for t in timed}  # (a resumed study's
+        mine = [cast(float, t.ratio) for t in timed if by[t.codes] == "model"]  # trials say it in extra)
+        theirs = [cast(float, t.ratio) for t in timed if by[t.codes] == self.partner]
+        z = evidence_z(tau, len(timed) + 1, mine, theirs, self.evidence)
+        self.weight = weight_from_z(z, self.start, self.most)
         self.weights.append((rnd, self.weight, tau, len(timed) + 1))
         picks = self.model.propose(history, min(n, int(np.floor(self.weight * n + 0.5))), busy)
         handles = study.reserve(picks) if picks else []
@@ -489,4 +497,5 @@ class HedgedSearch(Strategy):
             more = self.random.propose(history, n - len(picks), frozenset(busy) | frozenset(picks))
             more_handles = study.reserve(more) if more else []
         self.origins = {**{c: "model" for c in picks}, **{c: self.partner for c in more}}
+        self.proposed.update(self.origins)
         return handles + more_handles, picks + more
