@@ -1,35 +1,39 @@
-"""How much of a round the learned prior earns: its weight from its agreement with this program's measurements.
+"""How much of a round the learned prior earns: its weight from how its picks fare on this program.
 
 A cost model trained on other programs is a guess about this one. Prior-guided Bayesian optimisation lets
 such a guess speed a search up where it is right and cost little where it is wrong: piBO (Hvarfner et al.,
 "piBO: Augmenting Acquisition Functions with User Beliefs for Bayesian Optimization", ICLR 2022,
 https://arxiv.org/abs/2204.11051) multiplies the acquisition by the prior raised to beta / n, so its pull
 fades as measurements accumulate, whatever the prior says. Here the pull is not decayed on a schedule but
-earned: after every round, the prior's scores of the configurations measured so far (the default included,
-at ratio 1) are compared with their measured ratios by Kendall's tau, and the share of the next round the
-model proposes is
+earned: after every round, the evidence z (below) that the model's proposals beat its model-free partner's
+on this program sets the share of the next round the model proposes,
 
-    w = w_max * Phi(z + Phi^-1(w_start / w_max)),    z = tau / se_0(n),    se_0(n)^2 = 2 (2n + 5) / (9 n (n - 1)),
+    w = w_max * Phi(z + Phi^-1(w_start / w_max)).
 
-where se_0 is tau's standard deviation over n configurations under no association (Kendall 1938), so z is
-the evidence that the prior ranks this program's configurations the right way round, in standard errors.
-Before any evidence (fewer than `MIN_MEASURED` configurations, or z = 0) the model proposes `w_start` of a
-round; the weight rises towards `w_max` as the agreement becomes certain and falls towards 0 as the
-disagreement does. The rest of every round is model-free (TPE, which also learns from the model's
-measurements), so a prior that points the wrong way cannot confine the search, and the model keeps no more
-than `w_max` of a round even when it has earned it.
+Before any evidence (z None or 0) the model proposes `w_start` of a round; the weight rises towards `w_max`
+as the evidence for the model becomes certain and falls towards 0 as the evidence against it does. The rest
+of every round is model-free (TPE, which also learns from the model's measurements), so a prior that points
+the wrong way cannot confine the search, and the model keeps no more than `w_max` of a round even when it
+has earned it.
 
-What the agreement is measured on (`EVIDENCE`). Kendall's tau over every measured configuration (``tau``)
-rewards a prior for ranking the slow bulk of a space (it knows that optimisation level 0 is slow) even when
-it misses the few large wins, and those are what a search keeps. ``top`` asks instead whether the model's
-own proposals are among the best measured: of the m configurations proposed so far (K of them by the
-model), the k = ceil(m / 4) fastest hold X of the model's. Were the model's proposals no better than its
-partner's, X would be hypergeometric (k draws from m, K marked), so
+The evidence (`EVIDENCE`; `PRIOR_EVIDENCE` is the default):
 
-    z = (X - k K / m) / sqrt(k (K / m) (1 - K / m) (m - k) / (m - 1))
+* ``top``: are the model's own proposals among the fastest measured? Of the m configurations proposed so far
+  (K of them by the model), the k = ceil(m / 4) fastest hold X of the model's. Were the model's proposals no
+  better than its partner's, X would be hypergeometric (k draws from m, K marked), so
 
-is the evidence, in standard errors, that the model finds the fast configurations (ties at the k-th time
-are shared fractionally). ``both`` averages the two: z = (z_tau + z_top) / sqrt(2).
+      z = (X - k K / m) / sqrt(k (K / m) (1 - K / m) (m - k) / (m - 1))
+
+  (ties at the k-th time shared fractionally). It credits the model (with its online learner) for finding
+  fast configurations, which is what a search keeps.
+* ``tau``: Kendall's tau between the prior's scores and the measured ratios of every configuration measured
+  (the default included, at ratio 1), in standard errors under no association (Kendall 1938):
+  z = tau / se_0(n), se_0(n)^2 = 2 (2n + 5) / (9 n (n - 1)). It rewards a prior for ranking the slow bulk of
+  a space (it knows that optimisation level 0 is slow) even when it misses the few large wins.
+* ``both``: z = (z_tau + z_top) / sqrt(2).
+
+``top`` is the default: on the development tables it matched ``tau`` with the real prior and did better with
+a negated or random one (BENCHMARKS.md, "graphcost tune with no options").
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ PRIOR_WEIGHT_START = 0.5  # the model's share of a round before any measurement
 PRIOR_WEIGHT_MAX = 0.75  # the most it can earn: a quarter of every round stays model-free
 MIN_MEASURED = 3  # configurations (the default included) before the agreement counts
 EVIDENCE = ("tau", "top", "both")  # what the weight is earned on (module docstring)
-PRIOR_EVIDENCE = "top"  # chosen on the development tables (BENCHMARKS.md, "graphcost tune with no options")
+PRIOR_EVIDENCE = "top"
 
 
 def check_weights(start: float | None, most: float | None) -> tuple[float, float]:

@@ -28,8 +28,8 @@
   `EXPLORE_WHEN`; off by default, as chosen on development programs).
 
 * ``hedged`` (the default with a model): each round, ``model+online`` proposes a share of the configurations
-  and TPE the rest; the model's share is earned from how well its prior has ranked this program's
-  measurements so far (`graphcost.tuning.prior_weight`), so a prior that points the wrong way costs little
+  and TPE the rest; the model's share is earned from how often its own proposals have been among this
+  program's fastest so far (`graphcost.tuning.prior_weight`), so a prior that points the wrong way costs little
   against TPE (`HedgedSearch`).
 
 A strategy proposes; the tuner measures and records. Every strategy is a `Strategy`:
@@ -449,10 +449,10 @@ class ModelSearch(ProposingStrategy):
 
 class HedgedSearch(Strategy):
     """``hedged``, the default: every round split between the cost model (``model+online``) and TPE, the model's
-    share earned from how well its prior has ranked this program's measurements so far
-    (`graphcost.tuning.prior_weight`). Both halves see every measurement: TPE's study holds the model's trials,
+    share earned from how its proposals have fared among this program's measurements so far (`evidence`,
+    `graphcost.tuning.prior_weight`). Both halves see every measurement: TPE's study holds the model's trials,
     and the model's online learner fits TPE's. ``origins`` says who proposed each configuration of the last
-    round, ``weight`` the model's share of it and ``weights`` every round's (round, share, tau, n)."""
+    round, ``weight`` the model's share of it and ``weights`` every round's (round, share, z, n)."""
 
     name = "hedged"
 
@@ -472,7 +472,7 @@ class HedgedSearch(Strategy):
         self.origins: dict[Codes, str] = {}
         self.proposed: dict[Codes, str] = {}  # every round's origins
         self.weight = self.start
-        self.weights: list[tuple[int, float, float | None, int]] = []
+        self.weights: list[tuple[int, float, float | None, int]] = []  # (round, share, evidence z, configurations)
 
     def sampler(self, budget: int) -> Any:
         return self.tpe.sampler(budget) if self.partner == "tpe" else None
@@ -485,7 +485,7 @@ class HedgedSearch(Strategy):
         theirs = [cast(float, t.ratio) for t in timed if by[t.codes] == self.partner]
         z = evidence_z(tau, len(timed) + 1, mine, theirs, self.evidence)
         self.weight = weight_from_z(z, self.start, self.most)
-        self.weights.append((rnd, self.weight, tau, len(timed) + 1))
+        self.weights.append((rnd, self.weight, z, len(timed) + 1))
         picks = self.model.propose(history, min(n, int(np.floor(self.weight * n + 0.5))), busy)
         handles = study.reserve(picks) if picks else []
         more_handles: list = []

@@ -239,8 +239,8 @@ class TuneConfig:
         space: flags (XLA CPU compiler options), layout (per-node layouts) or both.
         budget: configurations each strategy measures (failed ones count: they cost a compile).
         model: trained graphcost run(s): a tile model for flags, a layout model for layouts.
-        strategies: default `["hedged"]` with a model (its share of each round earned by its
-            agreement with the measurements, the rest TPE's), `["tpe"]` without; each gets `budget`.
+        strategies: default `["hedged"]` with a model (its share of each round earned by how its
+            proposals fare in the measurements, the rest TPE's), `["tpe"]` without; each gets `budget`.
         out: directory for the study, trials, best configuration and plot (None: nothing written,
             an in-memory study unless `storage`).
         storage: an Optuna storage URL shared by several workers (default: `out`/study.db).
