@@ -213,6 +213,7 @@ def test_memory_message_names_the_buffer():
     (-6, ["prog.py:make: measuring process 0: the program aborted (signal 6, SIGABRT"]),
     (-11, ["the program crashed (signal 11, SIGSEGV)"]),
     (-9, ["the process was killed (signal 9, SIGKILL: out of memory?)"]),
+    ("oom", ["prog.py:make: measuring process 0: XLA ran out of memory: a buffer of 37.3 GiB (40000000000 bytes)"]),
 ])
 def test_a_measuring_process_that_runs_past_its_deadline_or_dies_says_so(tmp_path, monkeypatch, outcome, needles):
     """The processes after the check (rank --measure, profile, the final check) name the program, the deadline
@@ -224,6 +225,10 @@ def test_a_measuring_process_that_runs_past_its_deadline_or_dies_says_so(tmp_pat
     def fake_run_child(cmd, timeout_s, env=None):
         if outcome == "timeout":
             raise subprocess.TimeoutExpired(cmd, timeout_s)
+        if outcome == "oom":  # a configuration's buffers past memory: XLA's error, as the worker's traceback ends
+            return subprocess.CompletedProcess(cmd, 1, "", "Traceback (most recent call last):\n  ...\n"
+                                               "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory "
+                                               "allocating 40000000000 bytes.\n")
         return subprocess.CompletedProcess(cmd, outcome, "", "")
 
     monkeypatch.setattr(cross_process, "run_child", fake_run_child)

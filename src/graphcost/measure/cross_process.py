@@ -51,6 +51,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -172,15 +173,34 @@ def run_child(cmd: list[str], timeout_s: float, env: dict | None = None) -> subp
 def describe_signal(number: int) -> str:
     """What a process killed by signal `number` went through, in words a user can act on."""
     try:
-        name = signal.Signals(number).name
+        sig = signal.Signals(number)
     except ValueError:
         return f"the process was killed by signal {number}"
-    what = {signal.SIGABRT: "the program aborted", signal.SIGSEGV: "the program crashed",
-            signal.SIGBUS: "the program crashed", signal.SIGFPE: "the program crashed",
-            signal.SIGILL: "the program crashed", signal.SIGKILL: "the process was killed"}.get(number,
-                                                                                                "the process ended")
-    why = {signal.SIGABRT: ": os.abort() or a failed check", signal.SIGKILL: ": out of memory?"}.get(number, "")
+    crashed = (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL)
+    what = ("the program aborted" if sig == signal.SIGABRT else "the program crashed" if sig in crashed
+            else "the process was killed" if sig == signal.SIGKILL else "the process ended")
+    why = {signal.SIGABRT: ": os.abort() or a failed check", signal.SIGKILL: ": out of memory?"}.get(sig, "")
+    name = sig.name
     return f"{what} (signal {number}, {name}{why})"
+
+
+def memory_message(text: str) -> str | None:
+    """XLA's ``RESOURCE_EXHAUSTED`` in one line naming the buffer's size; None for any other error."""
+    if "RESOURCE_EXHAUSTED" not in text:
+        return None
+    size = re.search(r"(\d+) bytes", text[text.rindex("RESOURCE_EXHAUSTED"):])
+    if size is None:
+        return "XLA ran out of memory (RESOURCE_EXHAUSTED)"
+    n = int(size.group(1))
+    return f"XLA ran out of memory: a buffer of {_bytes(n)} ({n} bytes) does not fit (RESOURCE_EXHAUSTED)"
+
+
+def _bytes(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "bytes" else f"{int(n)} bytes"
+        n /= 1024
+    return f"{n:.1f} TiB"
 
 
 def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
@@ -206,6 +226,8 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         if last.startswith("error: "):
             raise RuntimeError(last[len("error: "):])
+        if (oom := memory_message(proc.stderr[-4000:])) is not None:
+            raise RuntimeError(f"{who}: measuring process {process}: {oom}")
         raise RuntimeError(f"{who}: measuring process {process} failed (exit {proc.returncode}): {last}")
 
 

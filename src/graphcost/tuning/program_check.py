@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass
 
+from graphcost.measure.cross_process import describe_signal, memory_message
 from graphcost.tuning.program import ProgramError, _why, check_reference
 
 ENV = "GRAPHCOST_PROGRAM_TIMEOUT_S"
@@ -248,32 +248,6 @@ def _result(ref: str, returncode: int | None, outcome: dict, tail: str, deadline
     last = (tail.strip().splitlines() or ["no output"])[-1]
     raise ProgramError(f"{ref}: preparing the program ended its process with exit status {returncode} (os._exit()?) "
                        f"in {where}: {_clip(last)}")
-
-
-def describe_signal(number: int) -> str:
-    """What a child killed by signal `number` went through, in words a user can act on."""
-    from graphcost.measure.cross_process import describe_signal as describe
-
-    return describe(number)
-
-
-def memory_message(text: str) -> str | None:
-    """XLA's ``RESOURCE_EXHAUSTED`` in one line naming the buffer's size; None for any other error."""
-    if "RESOURCE_EXHAUSTED" not in text:
-        return None
-    size = re.search(r"(\d+) bytes", text)
-    if size is None:
-        return "XLA ran out of memory (RESOURCE_EXHAUSTED)"
-    n = int(size.group(1))
-    return f"XLA ran out of memory: a buffer of {_bytes(n)} ({n} bytes) does not fit (RESOURCE_EXHAUSTED)"
-
-
-def _bytes(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "bytes" else f"{int(n)} bytes"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def _seconds(s: float) -> str:
