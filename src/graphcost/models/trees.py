@@ -27,6 +27,27 @@ default recipe", item 3).
 Trees fitted this way record the program's signature in trees.txt and refuse to score another
 program (`ProgramMismatch`; the blend then falls back to the graph model and says so).
 
+A user's own small measurement set (one program, at most `FEW_PROGRAM_VALID` validation configurations:
+`_fit_one_program`). With 30-300 training and 30-150 validation configurations the trees above fell far
+behind five lines of LightGBM on the flattened per-node layouts (num_leaves 15, min_data_in_leaf 3, learning
+rate 0.05, 200 rounds). Each setting of theirs cost little alone; what they add up to is trees fitted on
+fewer rows than the user measured, whose length was chosen on a handful of rows: early stopping (or
+cross-validated rounds) on 50-150 noisy rows, bagging and feature fractions that leave each tree 80% of 30
+rows, and a ``min_data_in_leaf`` that grows to 15. So, for one program:
+
+* the validation configurations are training data too: every validation configuration is scored by
+  trees that never saw it (`PROGRAM_FOLDS` folds of the validation rows, each fitted on every training row
+  and the other folds' validation rows), and those held-out scores are what the blend is chosen on
+  (`TreeRanker.held_out_scores`); the trees kept are then fitted on every row. At 30 training
+  configurations this doubles what the trees learn from;
+* the plain settings (`PROGRAM_PARAMS`, `PROGRAM_ROUNDS`): no early stopping, no bagging, no feature
+  fraction, leaves of three rows;
+* the table's columns stay beside the raw layouts: on `cpu_layout_1k` they are worth +0.08-0.11 τ (the
+  moved counts say much where half the configurations sit near the compiler's default), and on a graph with
+  no default configuration they cost nothing measurable.
+
+Measured (`benchmarks/bench_few_shot.py`; BENCHMARKS.md, "Few-shot: a user's own small measurement set").
+
 The blend of the trees with a graph model and a prior is `graphcost.inference.blend`.
 """
 
@@ -144,6 +165,11 @@ def _stack(graphs: Sequence, max_rows: int, seed: int, program: str | None = Non
 FEW_VALID_ROWS = 100  # below this many validation rows the rounds are chosen by cross-validation on train
 CV_FOLDS = 5
 MIN_ROUNDS = 20
+# one program's own small measurement set (module docstring): the plain settings, on train + valid
+FEW_PROGRAM_VALID = 2000  # at most this many validation configurations of one program: `_fit_one_program`
+PROGRAM_PARAMS = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 3}
+PROGRAM_ROUNDS = 200
+PROGRAM_FOLDS = 5  # folds of the validation configurations, each scored by trees that never saw it
 
 
 def cv_rounds(params: dict, x: np.ndarray, y: np.ndarray, seed: int) -> int:
@@ -165,6 +191,13 @@ class TreeRanker:
 
     def __init__(self, booster, kind: str, program: str | None = None):
         self.booster, self.kind, self.program = booster, kind, program
+        self._held_out: dict[int, np.ndarray] = {}  # id(valid graph) -> scores by trees that never saw it
+
+    def held_out_scores(self, prepared, table: np.ndarray | None = None) -> np.ndarray:
+        """(K,) scores of a validation graph this ranker was fitted with, each configuration scored by
+        trees that did not see it (`_fit_one_program`); `score` for any other graph."""
+        held = self._held_out.get(id(prepared))
+        return held.copy() if held is not None else self.score(prepared, table)
 
     @classmethod
     def fit(cls, train: Sequence, valid: Sequence = (), seed: int = 0, max_rows_per_graph: int = 4096,
@@ -176,6 +209,8 @@ class TreeRanker:
             raise ValueError(f"trees need graphs of one kind, got {sorted(kinds)}")
         valid = [g for g in valid if g.num_configs >= 2]
         program = one_program([*train, *valid])
+        if program is not None and valid and sum(g.num_configs for g in valid) <= FEW_PROGRAM_VALID:
+            return cls._fit_one_program(train, valid, seed, max_rows_per_graph, threads, kinds.pop(), program)
         x, y = _stack(train, max_rows_per_graph, seed, program)
         params = {"objective": "regression", "learning_rate": 0.05, "num_leaves": 31,
                   "min_data_in_leaf": max(2, min(20, len(y) // 20)), "feature_fraction": 0.8,
@@ -188,6 +223,50 @@ class TreeRanker:
         else:  # too few validation rows to stop on (module docstring): rounds from cross-validation on train
             booster = lgb.train(params, lgb.Dataset(x, y), num_boost_round=cv_rounds(params, x, y, seed))
         return cls(booster, kinds.pop(), program)
+
+    @classmethod
+    def _fit_one_program(cls, train: Sequence, valid: Sequence, seed: int, max_rows: int, threads: int, kind: str,
+                         program: str) -> "TreeRanker":
+        """One program's own small measurement set (module docstring): `PROGRAM_PARAMS` for `PROGRAM_ROUNDS`
+        rounds on every training and validation configuration; each validation configuration also scored by
+        the trees of the fold that held it out (`held_out_scores`), for the blend to be chosen on."""
+        import lightgbm as lgb
+
+        params = {**PROGRAM_PARAMS, "seed": seed, "verbose": -1, "num_threads": threads, "deterministic": True,
+                  "force_row_wise": True}
+        x, y = _stack(train, max_rows, seed, program)
+        xv = [_features(g, None, program) for g in valid]  # every configuration: each one is scored
+        yv = [_standardised_log(g.runtime) for g in valid]
+        rng = np.random.default_rng([seed, 0xF01D])
+        folds = [rng.permutation(len(v)) % PROGRAM_FOLDS for v in yv]  # each validation row's fold
+
+        def rows(mask: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            """The training rows and the validation rows `mask` picks; as `_stack`, a graph with compiled
+            statistics also comes with them masked."""
+            xs, ys = [x], [y]
+            for g, xi, yi, m in zip(valid, xv, yv, mask):
+                xs.append(xi[m])
+                ys.append(yi[m])
+                if getattr(g, "compiled", None) is not None:
+                    masked = xi[m].copy()
+                    masked[:, COMPILED_SLICE[kind]] = np.nan
+                    xs.append(masked)
+                    ys.append(yi[m])
+            return np.vstack(xs), np.concatenate(ys)
+
+        held = [np.empty(len(v), dtype=np.float64) for v in yv]
+        for f in range(PROGRAM_FOLDS):
+            if not any((fi == f).any() for fi in folds):
+                continue
+            xf, yf = rows([fi != f for fi in folds])
+            booster = lgb.train(params, lgb.Dataset(xf, yf), num_boost_round=PROGRAM_ROUNDS)
+            for h, xi, fi in zip(held, xv, folds):
+                if (fi == f).any():
+                    h[fi == f] = booster.predict(xi[fi == f])
+        x_all, y_all = rows([np.ones(len(v), dtype=bool) for v in yv])
+        ranker = cls(lgb.train(params, lgb.Dataset(x_all, y_all), num_boost_round=PROGRAM_ROUNDS), kind, program)
+        ranker._held_out = {id(g): h for g, h in zip(valid, held)}
+        return ranker
 
     def score(self, prepared, table: np.ndarray | None = None) -> np.ndarray:
         """(K,) float64 predicted standardised log runtime of every configuration of `prepared`
