@@ -216,7 +216,7 @@ def _kill(proc: subprocess.Popen) -> None:
     """SIGKILL the child's process group (it runs in a session of its own: whatever the program started)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    except (OSError, AttributeError):  # gone already, or a platform without process groups
         proc.kill()
     proc.wait()
 
