@@ -50,7 +50,7 @@ CHANNEL_ENV = "GRAPHCOST_CHECK_CHANNEL_FD"  # the child's end of the step pipe
 RUN_SCALE = 50.0  # the call's deadline: this many times the compile's cost estimate
 FLOPS_PER_S = 1e9  # the cost estimate's rates: slower than any CPU XLA targets, so the estimate is an upper end
 BYTES_PER_S = 1e9
-WORKER_FLOOR_S = 60.0  # a measuring process imports JAX and rebuilds the program before it times anything
+WORKER_FLOOR_S = 120.0  # a measuring process imports JAX and rebuilds the program first: slow on a loaded machine
 WORKER_CAP_S = 3600.0
 STEPS = {"start": "starting the process (importing JAX)", "make": "make() (importing the program and building it)",
          "trace": "tracing the function", "compile": "compiling the default configuration",
