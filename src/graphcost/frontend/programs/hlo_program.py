@@ -144,6 +144,10 @@ def _text_to_proto(path: Path, data: bytes) -> bytes:
     if ELIDED.search(text):
         raise HloProgramError(f"{path}: the text elides constants ('constant({{...}})'), so their values are lost; "
                               "dump the module as a proto instead: XLA_FLAGS=\"--xla_dump_to=DIR --xla_dump_hlo_as_proto\"")
+    from graphcost.frontend.hlo.module_limits import text_nesting_problem
+
+    if nested := text_nesting_problem(text):  # before XLA's parser, which would crash on it
+        raise HloProgramError(f"{path}: {nested}")
     parse = getattr(getattr(xc, "hlo", None), "hlo_module_from_text", None)
     if parse is None:
         raise HloProgramError(f"{path}: this jaxlib cannot parse HLO text; dump the module as a proto instead: "
@@ -175,6 +179,7 @@ def _hlo_module_field(data: bytes) -> bytes | None:
 def _module_problem(data: bytes) -> str | None:
     """What keeps `data` from being a usable HloModuleProto, or None."""
     from graphcost.frontend.hlo.hlo_proto import parse_hlo_module, wire_entry_missing
+    from graphcost.frontend.hlo.module_limits import fusible_chain_problem
 
     try:
         module = parse_hlo_module(data)
@@ -188,7 +193,7 @@ def _module_problem(data: bytes) -> str | None:
     if any(i.opcode == "fusion" for c in module.computations for i in c.instructions):
         return ("it is a module after XLA's optimizations (it has fusion instructions), which XLA does not compile "
                 f"again; give the module before optimizations (*{BEFORE}.hlo.pb)")
-    return None
+    return fusible_chain_problem(module)  # before XLA's compiler, which would crash on it
 
 
 def entry_avals(path: Path, proto: bytes) -> tuple[list, list, str]:
