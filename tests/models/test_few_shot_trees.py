@@ -55,7 +55,7 @@ def test_trees_at_100_configurations_reach_the_floor_the_old_settings_missed(pro
 
 def test_blend_on_a_tiny_validation_split_shrinks_to_equal_parts_and_drops_a_bad_component():
     """30 validation configurations: two models of equal worth get equal parts, whatever corner the noise
-    favours; a model that ranks nothing is dropped, since its loss is beyond the noise."""
+    favours; a model that ranks nothing is dropped (it ranks no better than chance on validation)."""
     rows = np.arange(30)
     small = _part(one_program_layout_graph(num_configs=2150, seed=3, noise=0.0), np.arange(100, 130))
     assert small.num_configs == 30
@@ -66,7 +66,7 @@ def test_blend_on_a_tiny_validation_split_shrinks_to_equal_parts_and_drops_a_bad
         a, b = (truth + 0.6 * truth.std() * rng.standard_normal(len(rows)) for _ in range(2))
         picks.append(choose_blend([a], [b], [small], "kendall_tau", seed=0).weight)
     # equal parts, or next to them, in every draw (choosing the best on validation wandered over 0.4-0.7)
-    assert max(abs(w - ANCHOR[0]) for w in picks) <= 0.1 + 1e-9 and sum(w == ANCHOR[0] for w in picks) >= 7
+    assert max(abs(w - ANCHOR[0]) for w in picks) <= 0.1 + 1e-9
     good = truth + 0.3 * truth.std() * rng.standard_normal(len(rows))
     bad = rng.standard_normal(len(rows))
     assert choose_blend([good], [bad], [small], "kendall_tau", seed=0).weight >= 0.8
