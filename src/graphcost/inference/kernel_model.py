@@ -42,7 +42,7 @@ class CostedConfig:
     seconds: float
     kernels: list[tuple[str, str, float]] = field(default_factory=list)  # (name, kind, seconds per call), largest first
     compile_s: float = 0.0
-    executable: object = field(default=None, repr=False)  # the compiled configuration (for a measured check)
+    executable: object = field(default=None, repr=False)  # the compiled configuration; None from a ranking (dropped once costed)
 
 
 class KernelCostModel:

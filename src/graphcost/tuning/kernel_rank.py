@@ -179,8 +179,22 @@ def rank_flag_configs(configs: int, seed: int = 0, allow_fast_math: bool = False
     return [space.config(space.default()), *(space.config(c) for c in pool)]
 
 
+def _forget_compiled() -> None:
+    """Drop the executables jax keeps for a lowering (`pxla._cached_compilation`, a cache keyed weakly on the
+    lowered module, so it holds every configuration compiled from one `Lowered` while that lives). A private
+    cache: where this jax has none, nothing is done (the executables then live until the ranking ends)."""
+    try:
+        from jax._src.interpreters import pxla
+    except ImportError:
+        return
+    clear = getattr(getattr(pxla, "_cached_compilation", None), "cache_clear", None)
+    if callable(clear):
+        clear()
+
+
 def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int,
           allow_fast_math: bool = False) -> KernelRanking:
+    from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
     from graphcost.collect.kernel_records import optimized_kernels
@@ -195,15 +209,26 @@ def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int
         exe = lowered.compile(compiler_options=flag_list[i].compiler_options())
         return exe, time.perf_counter() - t0
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        compiled = list(pool.map(compile_one, range(len(flag_list))))
+    # Each executable is costed as soon as it is compiled, then dropped: at most `workers` + 1 are alive
+    # (an executable takes a few KiB per instruction: 16 of a 100,000-instruction module held over 5 GB).
     kernels_by_digest: dict[str, dict] = {}
-    out = []
-    for i, (exe, compile_s) in enumerate(compiled):
+    out: list[CostedConfig] = []
+
+    def cost(future) -> None:
+        exe, compile_s = future.result()
+        k = len(out)
         digest = module_digest(exe)
         if digest not in kernels_by_digest:
             kernels_by_digest[digest] = optimized_kernels(exe)
-        seconds, shares = model.cost(kernels_by_digest[digest], feats[i])
-        out.append(CostedConfig(i, seconds, shares, compile_s, exe))
+        seconds, shares = model.cost(kernels_by_digest[digest], feats[k])
+        out.append(CostedConfig(k, seconds, shares, compile_s))
+        _forget_compiled()
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        pending: deque = deque()
+        for i in range(len(flag_list)):
+            pending.append(pool.submit(compile_one, i))
+            while len(pending) > workers or (i == len(flag_list) - 1 and pending):
+                cost(pending.popleft())
     scores = model.rank_scores(np.asarray([c.seconds for c in out]), feats)
     return KernelRanking(out, flag_list, scores, program, model)
