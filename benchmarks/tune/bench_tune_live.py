@@ -1,5 +1,5 @@
 """`graphcost tune` live, on whole spaces: every strategy with its real proposals, judged by what the
-final check keeps (issue 34, item 4). The pool replay (`bench_tune.py replay`) is the wide sweep;
+final check keeps. The pool replay (`bench_tune.py replay`) is the wide sweep;
 this is the check that its verdicts hold when the tuner measures for real.
 
 ``run``: for each seed, program, budget and strategy (in that order, so a partial run covers
@@ -9,7 +9,8 @@ the final check in ``--processes`` fresh processes (``program_ref`` = this suite
 default strategy is run with no model argument, i.e. the shipped model and the strategy
 ``graphcost tune`` picks by itself (result.json's ``strategy`` and ``model`` are recorded). One
 JSON per run in OUT/runs/ (resumable: finished runs are kept), with the final-check speedup (1.0
-when the default was kept), the best in-search speedup, the final check's in-search vs final
+when the default was kept; the figure that chose the kept configuration, comparable with runs made before
+the confirmation batch), the confirmation's (``confirmed_speedup``: what `tune` reports), the best in-search speedup, the final check's in-search vs final
 pairs, the load average before and after, and the wall time.
 
 Racing (`graphcost.tuning.tuner`: the best configurations so far timed again every round) is on as
@@ -99,8 +100,12 @@ def run_one(program: str, space: str, strategy: str, budget: int, seed: int, pro
     return {"program": program, "space": space, "strategy": strategy, "budget": budget, "seed": seed,
             "race": race,
             "strategy_used": result.strategies, "model": result.model,
-            "final_speedup": float(result.speedup) if result.beats_default else 1.0,
-            "final_range": list(result.speedup_range), "beats_default": result.beats_default,
+            # the final check's figure (what chose the kept configuration; comparable with the runs made before
+            # the confirmation batch existed) and the confirmation's (the one `tune` reports since)
+            "final_speedup": float(result.selected_speedup or result.speedup) if result.beats_default else 1.0,
+            "final_range": list(result.selected_range or result.speedup_range), "beats_default": result.beats_default,
+            "confirmed_speedup": float(result.speedup) if result.beats_default else 1.0,
+            "confirmed_range": list(result.speedup_range),
             "best": result.best.to_json(), "in_search_best": max([1.0] + [1.0 / t.ratio for t in ok]),
             "measured": sum(t.status != COPY for t in result.trials),
             "failed": sum(t.status not in (OK, COPY) for t in result.trials),
@@ -185,6 +190,9 @@ def summarise(rows: list[dict]) -> dict:
                     "agreement": agreement([cells[strat, b, s, p] for s in complete for p in programs])}
             seconds = [cells[strat, b, s, p]["seconds"] for s in complete for p in programs]
             cell["median_seconds"] = round(float(np.median(seconds)), 1)
+            if all("confirmed_speedup" in cells[strat, b, s, p] for s in complete for p in programs):
+                cell["geomean_confirmed"] = round(float(np.mean(  # the figure `tune` reports: timed after the choice
+                    [_geomean([cells[strat, b, s, p]["confirmed_speedup"] for p in programs]) for s in complete])), 4)
             runs = [cells[strat, b, s, p] for s in complete for p in programs]
             if all("ok_copies" in r for r in runs):  # proposals that ran an executable timed before: no budget
                 cell["copies"] = {k: int(sum(r[k] for r in runs)) for k in ("same_executable", "copies_not_compiled",

@@ -61,21 +61,31 @@ def test_ablate_kept_measures_default_kept_and_each_ablation_together(monkeypatc
         return Remeasurement(times, "in-process", [0.0] * processes)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
-    report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None, ablation=True,
-                                           kernels=False)
+    confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None,
+                                                      ablation=True, kernels=False)
     assert len(calls) == 1 and calls[0] == ([space.default(), kept, first, second], False)
     assert profile is None and report["kept_speedup"] == 2.0
+    assert confirmed == {"speedup": 2.0, "range": [2.0, 2.0], "processes": 3, "protocol": "in-process"}
     rows = {r["dimension"]: r for r in report["changes"]}
     assert rows[space.dims[moved[0]].param_name]["carries"]
     assert not rows[space.dims[moved[1]].param_name]["carries"]
     assert abs(rows[space.dims[moved[1]].param_name]["speedup_without"] - 1000 / 505) < 1e-3
 
 
-def test_too_many_changes_are_not_ablated_and_nothing_runs_without_kernels(monkeypatch):
+def test_too_many_changes_are_not_ablated_but_the_kept_one_is_still_confirmed(monkeypatch):
     space = FlagSpace()
+    kept = _kept(space, _movable(space, 2))
     monkeypatch.setattr(ablation, "ABLATION_MAX", 1)
-    monkeypatch.setattr(final_check, "_remeasure", lambda *a, **k: (_ for _ in ()).throw(AssertionError("measured")))
-    report, profile = ablation.ablate_kept(None, space, None, _kept(space, _movable(space, 2)), 3, None, None, False,
-                                           None, ablation=True, kernels=False)
+    calls = []
+
+    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False):
+        calls.append(list(configs))
+        return Remeasurement(np.array([[1000.0, 800.0], [1000.0, 900.0], [1000.0, 850.0]]), "cross-process", [0.0] * 3)
+
+    monkeypatch.setattr(final_check, "_remeasure", remeasure)
+    confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None,
+                                                      ablation=True, kernels=False)
+    assert calls == [[space.default(), kept]]  # the confirmation alone
+    assert confirmed["speedup"] == round(1000 / 850, 4) and confirmed["range"] == [round(1000 / 900, 4), 1.25]
     assert "more than the 1 ablated" in report["skipped"] and profile is None
     assert ablation.summary_line(report).startswith("ablation: 2 changes")

@@ -106,16 +106,25 @@ def test_progress_marks_the_kept_candidate_not_the_best_median(monkeypatch):
     assert result.to_json()["in_search_best"] == 1.25  # the figure the bar and the plot call the in-search estimate
 
 
-def test_a_kept_win_its_confirmation_does_not_reproduce_is_said():
-    """Issue 67: on the suite's recsys the final check kept 1.137x (1.124-1.138) and the ablation batch, timing it
-    again in 3 more processes, read 0.969x (0.952-1.089): the summary says so."""
+def test_the_reported_speedup_is_the_confirmations_not_the_final_checks_that_chose_it():
+    """The final check keeps the best of noisy candidates, so its figure of the kept one is biased up; the run
+    reports the confirmation batch's (timings that did not choose it), and says the other as what chose it. On
+    the suite's recsys the final check kept 1.137x (1.124-1.138) and a second batch read 0.969x (0.952-1.089)."""
+    from graphcost.tuning.result import final_point
     from graphcost.tuning.tuner import summary_lines
 
     space = FlagSpace()
     codes = tuple(1 if i == 0 else 0 for i in range(len(space.dims)))
-    res = TuneResult(TunedConfig.of(space, codes), 1.137, (1.124, 1.138), True, 1.0, [], {}, "m",
-                     ablation={"kept_speedup": 0.969, "kept_range": [0.952, 1.089], "processes": 3, "changes": []})
+    res = TuneResult(TunedConfig.of(space, codes), 1.137, (1.124, 1.138), True, 1.0, [], {}, "m")
+    res.confirm({"speedup": 0.969, "range": [0.952, 1.089], "processes": 3, "protocol": "cross-process"})
+    assert res.speedup == 0.969 and res.speedup_range == (0.952, 1.089) and res.selected_speedup == 1.137
+    assert res.message.startswith("0.969x faster than the default (range 0.952-1.089x over 3 processes, timed after")
+    assert "1.137x in the final check that chose it" in res.message
+    saved = res.to_json()
+    assert saved["speedup"] == 0.969 and saved["selected_speedup"] == 1.137 and saved["selected_range"] == [1.124, 1.138]
+    assert final_point(res) == {"median": 0.969, "min": 0.952, "max": 1.089, "kept": True, "confirmed": True}
     (line,) = [x for x in summary_lines(res) if x.startswith("warning: timed again")]
-    assert "0.969x (range 0.952-1.089x)" in line and "1.137x" in line
-    res.ablation["kept_range"] = [1.05, 1.2]  # reproduced: nothing to warn about
-    assert not [x for x in summary_lines(res) if x.startswith("warning: timed again")]
+    assert "range 0.952-1.089x" in line
+    res = TuneResult(TunedConfig.of(space, codes), 1.137, (1.124, 1.138), True, 1.0, [], {}, "m")
+    res.confirm({"speedup": 1.10, "range": [1.05, 1.2], "processes": 3, "protocol": "cross-process"})
+    assert not [x for x in summary_lines(res) if x.startswith("warning: timed again")]  # reproduced

@@ -49,9 +49,9 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
 
     Args:
         trials: every trial, all strategies (`Trial.strategy`, `Trial.number` order them).
-        final: the final check against the default in fresh processes, ``{"median", "min", "max",
-            "kept"}`` (`result.final_point`: the kept configuration's speedups, or the best candidate's
-            when the default was kept).
+        final: the kept configuration's speedups against the default in fresh processes, ``{"median", "min",
+            "max", "kept", "confirmed"}`` (`result.final_point`: the confirmation batch's when ``confirmed``, else
+            the final check's; the best candidate's when the default was kept).
 
     Returns:
         The Figure (close it with ``plt.close(fig)``).
@@ -91,7 +91,8 @@ def progress_figure(trials: list[Trial], final: dict | None = None):
         x = max((len(v) for v in by.values()), default=0) + 1
         ax.errorbar([x], [final["median"]], yerr=[[final["median"] - final["min"]], [final["max"] - final["median"]]],
                     fmt="D", color="black", capsize=4,
-                    label=(f"final check: kept {final['median']:.3f}x ({final['min']:.3f}-{final['max']:.3f})"
+                    label=(f"{'kept, timed after it was chosen' if final.get('confirmed') else 'final check: kept'} "
+                           f"{final['median']:.3f}x ({final['min']:.3f}-{final['max']:.3f})"
                            if final["kept"] else f"final check: best candidate {final['median']:.3f}x "
                            f"({final['min']:.3f}-{final['max']:.3f}); not kept: the default stays"))
     ax.set_xlabel("configurations measured")

@@ -57,9 +57,12 @@ class TuneResult:
 
     Attributes:
         best: the configuration to use (the default itself when nothing beat it beyond the noise).
-        speedup: median over the final check's processes of default runtime / best runtime (1.0 for
-            the default).
-        speedup_range: (min, max) of that speedup over the processes.
+        speedup: THE speedup of the run: the median over processes of default runtime / best runtime on the
+            confirmation batch, timings made after `best` was chosen and not used to choose it
+            (`ablation.confirmation`); 1.0 for the default.
+        speedup_range: (min, max) of that speedup over the confirmation batch's processes.
+        selected_speedup, selected_range: the final check's figure of `best`, the one that chose it (biased up:
+            the best of several noisy candidates); None when the default was kept.
         beats_default: whether `best` was faster than the default in every process by `min_gain`.
         default_runtime_ns: the default configuration's runtime in nanoseconds.
         trials: every measured or failed configuration, all strategies, in order.
@@ -71,7 +74,7 @@ class TuneResult:
         search_vs_final: each re-measured candidate's in-search estimate beside its final-check
             median, and their Spearman correlation (None below two candidates).
             result.json also gives ``in_search_best``, the best in-search estimate (what the bar and
-            progress.png show); ``speedup`` is the final check's figure of the kept configuration.
+            progress.png show); ``speedup`` is the confirmation's figure of the kept configuration.
         kernels: the default's top kernels before the search and, when a configuration was kept,
             the same kernels in it (`kernel_report.kernels_summary`); None when not profiled.
         ablation: per change of the kept configuration, the speedup kept without it
@@ -99,9 +102,23 @@ class TuneResult:
     program: str | None = None
     program_sha256: str | None = None
     kernel_profile: Any = field(default=None, repr=False)
+    selected_speedup: float | None = None
+    selected_range: tuple[float, float] | None = None
+
+    def confirm(self, confirmed: dict[str, Any]) -> None:
+        """Report the confirmation batch's figure (`ablation.confirmation`) of the kept configuration as the
+        run's speedup; the final check's, which chose it, is kept as ``selected_speedup``."""
+        self.selected_speedup, self.selected_range = self.speedup, self.speedup_range
+        self.speedup, self.speedup_range = confirmed["speedup"], (confirmed["range"][0], confirmed["range"][1])
+        what = "processes" if confirmed["protocol"] == "cross-process" else "in-process passes"
+        self.message = (f"{self.speedup:.3f}x faster than the default (range {self.speedup_range[0]:.3f}-"
+                        f"{self.speedup_range[1]:.3f}x over {confirmed['processes']} {what}, timed after it was "
+                        f"chosen; {self.selected_speedup:.3f}x in the final check that chose it)")
 
     def to_json(self) -> dict[str, Any]:
         return {"best": self.best.to_json(), "speedup": self.speedup, "speedup_range": list(self.speedup_range),
+                "selected_speedup": self.selected_speedup,
+                "selected_range": list(self.selected_range) if self.selected_range else None,
                 "beats_default": self.beats_default, "default_runtime_ns": self.default_runtime_ns,
                 "message": self.message, "remeasure": self.remeasure,
                 "num_trials": len(self.trials), "num_failed": sum(t.status != OK for t in self.trials),
@@ -158,11 +175,12 @@ def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
 
 
 def final_point(result: TuneResult) -> dict[str, Any] | None:
-    """The final check as progress.png marks it: the KEPT configuration's speedup and range when one was
-    kept, else the best re-measured candidate's (``kept`` False: the default was kept); None without a
+    """The final figure as progress.png marks it: the KEPT configuration's speedup and range when one was
+    kept (the confirmation batch's once confirmed), else the best re-measured candidate's (``kept`` False: the default was kept); None without a
     final check."""
     if result.beats_default:
-        return {"median": result.speedup, "min": result.speedup_range[0], "max": result.speedup_range[1], "kept": True}
+        return {"median": result.speedup, "min": result.speedup_range[0], "max": result.speedup_range[1], "kept": True,
+                "confirmed": result.selected_speedup is not None}
     if not result.remeasure:
         return None
     k = int(np.argmax(result.remeasure["speedup_median"]))
