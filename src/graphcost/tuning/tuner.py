@@ -413,9 +413,12 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
                                     + (f", {failed[0]} failed" if failed[0] else ""))
 
             try:
-                trials += run_strategy(strat, sp, evaluator, cfg.budget, storage, f"{name}:{cfg.space}", scorer,
-                                       cfg.seed, cfg.round_size, cfg.pool_kwargs, on_round, cfg.learner, fingerprint,
-                                       race=cfg.race, inert=inert)
+                mine = run_strategy(strat, sp, evaluator, cfg.budget, storage, f"{name}:{cfg.space}", scorer,
+                                    cfg.seed, cfg.round_size, cfg.pool_kwargs, on_round, cfg.learner, fingerprint,
+                                    race=cfg.race, inert=inert)
+                trials += mine  # the last contenders' re-timings came after the last round: the bar says them too
+                bar.set_postfix_str(f"in-search estimate: best {in_search_best(mine):.3f}x"
+                                    + (f", {failed[0]} failed" if failed[0] else ""))
             finally:
                 bar.close()  # also on an error, so its message starts on a line of its own
 
