@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
         label: str = typer.Option("level-median", help="How the processes' runtimes combine into a label: level-median "
                                   "(each process's runtimes divided by its median runtime first, so one process that ran "
                                   "slower throughout does not reorder close configurations; then the median over processes) "
-                                  "or median (the plain median over processes; collections made before 2026-11-26)."),
+                                  "or median (the plain median over processes, as the oldest collections were labelled)."),
         action: str = typer.Option("measure", help="What to do with OUT. measure: collect the selected programs "
                                    "(resumes: finished graphs and processes are kept). The rest work on OUT's finished "
                                    "graphs, with the parameters of OUT's collection, then stop: repeat (measure them "

@@ -46,9 +46,11 @@ def register(app: typer.Typer) -> None:
         model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
                                          "flags, a layout model for layouts); default: the models that ship with "
                                          "graphcost."),
-        strategy: list[str] = typer.Option([], "--strategy", help="model+online | model | tpe | random | kernels "
-                                           "(repeatable; default model+online, guided by --model or the shipped "
-                                           "models; tpe and random use no model; kernels compiles candidates and "
+        strategy: list[str] = typer.Option([], "--strategy", help="hedged | model+online | model | tpe | "
+                                           "random | kernels (repeatable; default hedged: each round split between "
+                                           "the model, guided by --model or the shipped models, and TPE, the "
+                                           "model's share earned on this program; tpe and random use no model; "
+                                           "model+online the model alone; kernels compiles candidates and "
                                            "costs them with the shipped kernel model, corrected on each trial's "
                                            "kernels)."),
         online: str = typer.Option(D.LEARNER, help="model+online's per-program model: auto (effects for --space "
