@@ -27,7 +27,7 @@ on a CPU, shipped with graphcost).
 
 The graph model is the expensive part; its scores (validation: as `graphcost train` scores them to choose
 the blend, TTA 0; test: as `graphcost evaluate` does, TTA 10) are kept in ``--work`` per split, so a rerun
-(``--reblend``) refits only the trees and the blend with the library as it is now, exactly as `graphcost
+(without ``--graph-only``) refits only the trees and the blend with the library as it is now, exactly as `graphcost
 train` would after the same graph model (its training does not depend on the trees), and writes them into
 the run directory. Results: benchmarks/results/bench_real.json keys ``few_shot`` ({dataset: {N: {row: τ}}},
 means and ``_std`` over the splits) and ``few_shot_about`` (protocol, data, date, load), read-modify-write,
