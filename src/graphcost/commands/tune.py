@@ -149,17 +149,12 @@ def register(app: typer.Typer) -> None:
             from graphcost.tuning.tuner import resolve_models
 
             sp = make_space(space, prepared, allow_fast_math)
-            runs, label, chosen = resolve_models(TuneConfig(model=[str(m) for m in model],
-                                                            strategies=list(strategy) or None), sp, say=False)
+            runs, _, _ = resolve_models(TuneConfig(model=[str(m) for m in model],
+                                                      strategies=list(strategy) or None), sp)
             if runs:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
                 from graphcost.tuning.scoring import GraphModelScorer
 
                 GraphModelScorer(runs, prepared, sp)
-            import graphcost.pretrained as pretrained
-
-            shown = ("; ".join(pretrained.describe(kind) for kind in sp.kinds) if label == pretrained.SHIPPED
-                     else ", ".join(runs) or "none")
-            typer.echo(f"strategy: {', '.join(chosen)}; model: {shown}", err=True)
         except (ProgramError, ValueError, OSError) as exc:  # OSError: a --model run without a checkpoint
             _fail(str(exc))
         except KeyboardInterrupt:

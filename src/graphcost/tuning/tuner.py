@@ -353,6 +353,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
         program = TuneProgram(fn, args, name)
     sp = make_space(cfg.space, program, cfg.allow_fast_math)
     runs, model_label, strategies = resolve_models(cfg, sp)
+    log.info(models_line(runs, model_label, strategies, sp))  # said once, before anything is measured
     out = Path(cfg.out) if cfg.out is not None else None
     storage = cfg.storage
     run_dir: contextlib.AbstractContextManager = contextlib.nullcontext()
@@ -500,12 +501,21 @@ def announce(result: TuneResult, budget_trials: list[Trial]) -> None:
         (log.warning if line.startswith("warning:") else log.info)(line)
 
 
-def resolve_models(cfg: TuneConfig, space: Space, say: bool = True) -> tuple[list[str], str | list[str] | None, list[str]]:
+def models_line(runs: list[str], label: str | list[str] | None, strategies: list[str], space: Space) -> str:
+    """The one line that says which strategy searches and which cost model guides it."""
+    import graphcost.pretrained as pretrained
+
+    shown = ("; ".join(pretrained.describe(kind) for kind in space.kinds) if label == pretrained.SHIPPED
+             else ", ".join(runs) or "none")
+    return f"strategy: {', '.join(strategies)}; model: {shown}"
+
+
+def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list[str] | None, list[str]]:
     """(model runs, what result.json records as the model, strategies) of a run.
 
     Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
-    one) uses the cost models that ship with graphcost for the space's kinds (`graphcost.pretrained`)
-    and logs which; the default strategy is then ``model+online``. Only when no shipped model is
+    one) uses the cost models that ship with graphcost for the space's kinds (`graphcost.pretrained`);
+    the default strategy is then ``hedged`` (`models_line` says which, once). Only when no shipped model is
     installed does the default fall back to TPE (said in the log). The ``kernels`` strategy costs with
     the shipped kernel model (recorded as ``"kernels:shipped"``)."""
     runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
@@ -525,8 +535,6 @@ def resolve_models(cfg: TuneConfig, space: Space, say: bool = True) -> tuple[lis
             raise ValueError(f"strategy {cfg.strategies} needs a cost model and none was given: {exc}") from None
         log.warning(f"{exc}; searching with TPE, model-free")
         return [], None, ["tpe"]
-    if say:  # (the CLI's check before the run says it in its own line)
-        log.info("no model given: guiding the search with " + "; ".join(pretrained.describe(k) for k in space.kinds))
     return runs, pretrained.SHIPPED, list(cfg.strategies or [DEFAULT_STRATEGY])
 
 
