@@ -124,7 +124,10 @@ def test_tune_api_end_to_end(runs, tmp_path):
                             strategies=["model"], out=tmp_path / "o", processes=1,
                             protocol=TimingProtocol(rounds=1, calls=1, warmup=1), progress=False)
     assert len(result.trials) == 3 and (tmp_path / "o" / "best.json").is_file()
-    assert result.speedup >= 1.0 and (result.beats_default or result.best.is_default)
+    # kept: the final check's figure beat the default; the reported one is the confirmation's (timed after the
+    # choice, so with one round of one call it may fall either side of 1)
+    assert (result.selected_speedup or result.speedup) >= 1.0 and (result.beats_default or result.best.is_default)
+    assert result.beats_default == (result.selected_speedup is not None)
     # in-process kernel profiles (no file reference): the default's before the search, every trial's
     assert result.kernels["default"]["top"][0]["self_ns"] > 0
     assert all(t.extra.get("kernels") for t in result.trials if t.status == "ok")
