@@ -68,6 +68,7 @@ def write_one_program_layout(path: str | Path, **kwargs) -> Path:
     from graphcost.atomic import atomic_write
 
     g = one_program_layout_graph(**kwargs)
+    assert g.node_splits is not None  # (one_program_layout_graph always sets them)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as f:
