@@ -10,12 +10,18 @@ from tune_fakes import FakeEvaluator, fake_scorer
 
 from graphcost.frontend.programs.flags import FLAG_COLUMNS
 from graphcost.tuning.inert import InertOptions
-from graphcost.tuning.prior_weight import PRIOR_WEIGHT_MAX, PRIOR_WEIGHT_START, earned_weight, top_share_z
+from graphcost.tuning.prior_weight import (PRIOR_WEIGHT_MAX, PRIOR_WEIGHT_START, evidence_z, top_share_z,
+                                          weight_from_z)
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import HedgedSearch
 from graphcost.tuning.study import Study
 from graphcost.tuning.trial import COPY, OK, Trial
 from graphcost.tuning.tuner import run_strategy
+
+
+def earned_weight(tau, n):
+    """The weight earned on Kendall's tau alone (the ``tau`` evidence)."""
+    return weight_from_z(evidence_z(tau, n, [], [], "tau"))
 
 
 def test_the_weight_starts_at_its_start_rises_with_agreement_and_falls_with_disagreement():

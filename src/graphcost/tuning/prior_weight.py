@@ -63,13 +63,6 @@ def null_se(n: int) -> float:
     return math.sqrt(2.0 * (2 * n + 5) / (9.0 * n * (n - 1)))
 
 
-def earned_weight(tau: float | None, n: int, start: float = PRIOR_WEIGHT_START,
-                  most: float = PRIOR_WEIGHT_MAX) -> float:
-    """The model's share of the next round (module docstring) given Kendall's `tau` between the prior and
-    the measurements of `n` configurations; `start` when tau is None or n < `MIN_MEASURED`."""
-    return weight_from_z(evidence_z(tau, n, [], [], "tau"), start, most)
-
-
 def top_share_z(model_ratios: list[float], partner_ratios: list[float]) -> float | None:
     """The evidence that the model's proposals are among the fastest measured (module docstring, ``top``):
     the count of the model's configurations among the ceil(m / 4) smallest time ratios, standardised by its
