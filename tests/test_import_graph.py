@@ -18,7 +18,7 @@ FRONTEND = "graphcost.frontend"  # its sub-packages named through this, so tree-
 FLOORS = {
     "graphcost.errors": -2,  # the root of every error class, below everything that raises one
     "graphcost.output_guard": -1,  # below atomic, which runs its checks
-    "graphcost.moved": -2, "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
+    "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
     "graphcost.datasets": 0,
     "graphcost.pretrained": 0,
     "graphcost.data": 1,

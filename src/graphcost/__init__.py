@@ -45,10 +45,7 @@ References:
 
 from typing import TYPE_CHECKING
 
-from graphcost import moved as _moved
-
 __version__ = "0.1.0"
-_moved.install()  # the old import paths of moved packages and modules (graphcost.moved.MOVED), deprecated
 
 if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run time __getattr__ imports them
     from graphcost.errors import GraphcostError

@@ -75,11 +75,8 @@ from graphcost.models.config_table import (
     decoded_layouts,
 )
 from graphcost.models.lightgbm_text import check_model_text
-from graphcost.moved import moved_names
 
 TREES_FILE = "trees.txt"
-# the blend's names that lived here until 2026-12-05 (`graphcost.inference.blend`), for one more release
-__getattr__ = moved_names(__name__)
 
 
 class TreeError(GraphcostError, ValueError):
