@@ -17,7 +17,7 @@ import pytest
 import graphcost
 from graphcost.atomic import OutputExistsError
 from graphcost.errors import GraphcostError
-from graphcost.runs.run_info import RunInfoError
+from graphcost.runs.run_json import RunInfoError
 
 ROOT = Path(graphcost.__file__).resolve().parent
 BUILTIN_EXCEPTIONS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}

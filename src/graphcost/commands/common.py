@@ -96,7 +96,7 @@ def run_info_of(path: Path) -> dict:
     """The checked run.json behind a run directory or checkpoint ({} when there is none); a broken one
     is a one-line error."""
     from graphcost.inference.run_info import read_run_info
-    from graphcost.runs.run_info import RunInfoError
+    from graphcost.runs.run_json import RunInfoError
 
     try:
         return read_run_info(path)

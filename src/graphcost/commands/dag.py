@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
         """Sample DAGs from a trained LayerDAG."""
         dev = check_device_option(device, resolve=True)
         from graphcost.layerdag.verbs import sample_to_file
-        from graphcost.runs.run_info import RunInfoError
+        from graphcost.runs.run_json import RunInfoError
 
         try:  # the library checks --final-step, --out (and its drawing) and MODEL before the model is loaded
             result = sample_to_file(model_path, out, n, label, schedule, tmin, tmax, seed, last, final_step, guidance,
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         dev = check_device_option(device, resolve=True)
         from graphcost.layerdag.verbs import evaluate_dag_run
-        from graphcost.runs.run_info import RunInfoError
+        from graphcost.runs.run_json import RunInfoError
 
         try:  # the library checks --final-step, --json and MODEL before anything is loaded
             res = evaluate_dag_run(model_path, dataset, data_dir, samples, schedule, tmin, tmax, num_samples, seed,

@@ -53,7 +53,7 @@ def evaluate(
     from graphcost.atomic import OutputExistsError, OutputWriteError
     from graphcost.data.io.locate import DatasetError
     from graphcost.inference.verbs import evaluate_run
-    from graphcost.runs.run_info import RunInfoError
+    from graphcost.runs.run_json import RunInfoError
 
     if split is not None and split not in ("train", "valid", "test"):
         fail(f"--split must be train, valid or test, got {split!r}")

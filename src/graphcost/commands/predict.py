@@ -50,7 +50,7 @@ def predict(
     from graphcost.atomic import OutputExistsError, OutputWriteError
     from graphcost.data.io.locate import DatasetError
     from graphcost.inference.verbs import predict_run
-    from graphcost.runs.run_info import RunInfoError
+    from graphcost.runs.run_json import RunInfoError
 
     def load(paths: list[Path]):
         return open_predictor(paths, tta, batch, check_device_option(device), precision, threads)

@@ -99,7 +99,7 @@ def spec_from_options(cli: typer.Context, *, model: Any, loss: Any, collection: 
     from graphcost.models.losses import get_loss
     from graphcost.models.registry import MODEL_NAMES, coerce_config, model_kinds
     from graphcost.runs.run_dir import LATEST, RunDirError, check_resumable
-    from graphcost.runs.run_info import RUN_INFO
+    from graphcost.runs.run_json import RUN_INFO
     from graphcost.train.fit import check_model_kind
     from graphcost.train.spec import RunSpec, contradiction
     from graphcost.train.trainer import TrainConfig

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from graphcost.runs.run_info import RunInfoError, check_fields, find_run_info_file, is_int, is_number, read_run_json
+from graphcost.runs.run_json import RunInfoError, check_fields, find_run_info_file, is_int, is_number, read_run_json
 
 
 def _top_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:

@@ -74,7 +74,7 @@ def _check_outside_data(outputs: Mapping[str, str | os.PathLike | None], root: P
 
 def _run_data(data_dir: str | os.PathLike | None, info: dict, run: str | os.PathLike) -> tuple[Any, Path | None]:
     """(data dir, the run.json it was recorded in or None): `data_dir` wins over the run's record."""
-    from graphcost.runs.run_info import find_run_info_file
+    from graphcost.runs.run_json import find_run_info_file
 
     if data_dir is not None or not info.get("data_dir"):
         return data_dir, None

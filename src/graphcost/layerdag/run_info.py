@@ -12,7 +12,7 @@ must be right, else one error names the file and the field:
     train_labels  a list of finite numbers
     data_dir      null or a directory path
 
-The checks reuse those of the cost models' run.json (`graphcost.runs.run_info`).
+The checks reuse those of the cost models' run.json (`graphcost.runs.run_json`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from graphcost.layerdag.datasets import DATASET_NAMES
-from graphcost.runs.run_info import RUN_INFO, RunInfoError, check_fields, is_int, is_number
+from graphcost.runs.run_json import RUN_INFO, RunInfoError, check_fields, is_int, is_number
 
 DAG_RUN_FIELDS = {  # run.json field: (check, what it must be); 'fold' is checked in read_dag_run_info
     "dataset": (lambda v: v in DATASET_NAMES, f"one of {', '.join(DATASET_NAMES)}"),

@@ -3,7 +3,7 @@ LayerDAG (`graphcost dag train`) alike.
 
 Modules, lowest first (a module imports only those above it, never below):
 
-  run_info      run.json: its name, RunInfoError, the field checks each kind of run builds its own
+  run_json      run.json: its name, RunInfoError, the field checks each kind of run builds its own
                 schema from, and finding it from a run directory, checkpoint or fold
   lr_schedule   AdamW parameter groups and training memory, warm-up + cosine learning rate, gradient clipping
   checkpoint    atomic, pickle-free checkpoints (torch.load(weights_only=True))

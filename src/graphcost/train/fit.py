@@ -86,7 +86,7 @@ def fit(
     from graphcost.data.transforms.pool import graph_kinds, load_prepared
     from graphcost.frontend.programs.flags import trained_flag_columns
     from graphcost.runs.run_dir import choose_run_dir
-    from graphcost.runs.run_info import RUN_INFO
+    from graphcost.runs.run_json import RUN_INFO
     from graphcost.train.checks import check_model_memory, check_model_sizes
     from graphcost.train.trainer import default_batch_configs
 

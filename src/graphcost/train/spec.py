@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from graphcost.runs.run_info import RUN_INFO
+from graphcost.runs.run_json import RUN_INFO
 from graphcost.train import recipe
 from graphcost.train.trainer import TrainConfig
 

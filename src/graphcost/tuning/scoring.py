@@ -92,7 +92,7 @@ def ignored_flags(run: str | Path, space: Space) -> tuple[str, ...]:
 
     from graphcost.frontend.programs import flags as flagspace
     from graphcost.inference.run_info import read_run_info
-    from graphcost.runs.run_info import RunInfoError, find_run_info_file
+    from graphcost.runs.run_json import RunInfoError, find_run_info_file
 
     log = logging.getLogger(__name__)
     info = find_run_info_file(run)
