@@ -195,7 +195,7 @@ def test_evaluate_run_and_predict_run_check_their_outputs_before_reading_the_run
 
 
 def test_dag_verbs_check_their_outputs_before_loading_anything(ws):
-    from graphcost.layerdag.verbs import evaluate_dag_run, sample_to_file, train_dag_run
+    from graphcost.layerdag.dag_verbs import evaluate_dag_run, sample_to_file, train_dag_run
 
     model = ws / "no-such-model"  # never loaded: every call below is refused first
     before = _tree(ws)

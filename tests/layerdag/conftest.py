@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphcost.layerdag.graph import DAG
+from graphcost.layerdag.dag import DAG
 
 
 def load_flat(path) -> list[DAG]:

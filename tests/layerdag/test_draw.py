@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphcost.layerdag import draw
-from graphcost.layerdag.graph import DAG
+from graphcost.layerdag.dag import DAG
 
 
 def _dag(n, edges, attr=None, label=None):

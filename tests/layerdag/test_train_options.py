@@ -45,18 +45,18 @@ def test_cosine_decay_resumes_exactly_after_interruption(tmp_path, monkeypatch):
 
 
 def test_the_defaults_are_the_benchmarked_recipe_and_resume_keeps_its_schedule(tmp_path):
-    """Issues 65/66: `dag train` with no options is the recipe BENCHMARKS.md measures (graphcost.layerdag.recipe); a run
+    """Issues 65/66: `dag train` with no options is the recipe BENCHMARKS.md measures (graphcost.layerdag.dag_recipe); a run
     resumed with another --lr-decay is refused (the schedule is a function of the step)."""
-    from graphcost.layerdag import recipe
+    from graphcost.layerdag import dag_recipe
     from graphcost.runs.checkpoint import CheckpointError
 
     cfg = LayerDAGTrainConfig()
-    assert (cfg.lr, cfg.lr_decay) == (recipe.LR, recipe.LR_DECAY) == (3e-3, "cosine")
-    assert recipe.label_dropout_for(True) == 0.1 and recipe.label_dropout_for(False) == 0.0
+    assert (cfg.lr, cfg.lr_decay) == (dag_recipe.LR, dag_recipe.LR_DECAY) == (3e-3, "cosine")
+    assert dag_recipe.label_dropout_for(True) == 0.1 and dag_recipe.label_dropout_for(False) == 0.0
     for conditional, dropout, weight in ((True, 0.1, 0.75), (True, 0.0, 0.0), (False, 0.0, 0.0)):
         config = LayerDAGConfig(num_categories=3, max_layer_size=4, max_layers=4, max_nodes=16, conditional=conditional,
                                 label_dropout=dropout)
-        assert recipe.guidance_for(config) == weight
+        assert dag_recipe.guidance_for(config) == weight
     data = tiny_dags(8, 0)
     train_layerdag(data, tmp_path / "r", LayerDAGTrainConfig(device="cpu", epochs=1, batch_size=4), progress=False,
                    **TINY)

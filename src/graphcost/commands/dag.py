@@ -23,7 +23,7 @@ from graphcost.commands.common import (
     set_threads,
     threads_option,
 )
-from graphcost.layerdag import recipe
+from graphcost.layerdag import dag_recipe
 
 DATA_DIR_HELP = ("directory of the real datasets (tpu_tile_graphs/, nasbench201/; not needed for lp); "
                  "default: $GRAPHCOST_DAG_DATA; where to get them: docs/layerdag.md")
@@ -32,11 +32,11 @@ FINAL_HELP = ("last reverse diffusion step: sample (draw it, as every other step
               "node attribute / edge state)")
 GUIDANCE_HELP = ("classifier-free guidance weight w >= 0 for a model trained with --label-dropout: logits "
                  "l(y) + w (l(y) - l(null)); larger w follows the label more closely at twice the sampling cost "
-                 f"(0 = plain conditional sampling); default: the recipe's {recipe.GUIDANCE:g} for a model trained "
+                 f"(0 = plain conditional sampling); default: the recipe's {dag_recipe.GUIDANCE:g} for a model trained "
                  "with label dropout, else 0")
 
 
-# the names of the library verbs' arguments (`graphcost.layerdag.verbs`) in this group's messages
+# the names of the library verbs' arguments (`graphcost.layerdag.dag_verbs`) in this group's messages
 TRAIN_NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite", "fold": "--fold", "folds": "--folds",
                "dataset": "--dataset", "label_balance": "--label-balance"}
 SAMPLE_NAMES = {"out": "--out", "model_path": "MODEL", "labels": "--label", "n": "-n", "final_step": "--final-step",
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
         overwrite: bool = typer.Option(False, "--overwrite", help="replace the run already in --out (default: refuse)"),
         size: str = typer.Option("small", help="small (CPU default) | paper (LayerDAG widths/depths/steps)"),
         batch_size: int = typer.Option(32, min=1, help="graphs per step (each with all its layers)"),
-        lr: float = typer.Option(recipe.LR, help="AdamW learning rate (the benchmarked recipe's)"),
+        lr: float = typer.Option(dag_recipe.LR, help="AdamW learning rate (the benchmarked recipe's)"),
         seed: int = typer.Option(0, min=0, max=SEED_MAX, help="seed for data split, init, noise"),
         num_graphs: Optional[int] = typer.Option(None, min=1, max=GRAPHS_MAX, help="LP / NAS-Bench-201: graphs to generate / draw"),
         folds: int = typer.Option(0, min=0, help="k-fold cross-validation: split the graphs into K seeded parts and "
@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         threads: str = threads_option(),
         select: str = typer.Option("module", help="best.pt selection: module (each module's own best validation "
                                    "epoch) | total (epoch with the best summed validation loss)"),
-        lr_decay: str = typer.Option(recipe.LR_DECAY, help="none | cosine (to 0 over --epochs; keep --epochs and "
+        lr_decay: str = typer.Option(dag_recipe.LR_DECAY, help="none | cosine (to 0 over --epochs; keep --epochs and "
                                      "--lr-decay when resuming)"),
         device: str = typer.Option("auto", help=DEVICE_HELP + " (may change between resumes)", autocompletion=complete_device),
         diffusion_steps: Optional[int] = typer.Option(None, min=1, max=DIFFUSION_STEPS_MAX, help="T_node = T_edge, the diffusion steps trained "
@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
         label_dropout: Optional[float] = typer.Option(None, help="labelled datasets: chance of training a graph with "
                                                       "the null label, so `sample --guidance` can steer harder towards "
                                                       "the label (classifier-free guidance); default: the recipe's "
-                                                      f"{recipe.LABEL_DROPOUT:g} on labelled data, 0 on lp; 0 = off"),
+                                                      f"{dag_recipe.LABEL_DROPOUT:g} on labelled data, 0 on lp; 0 = off"),
         ema_decay: float = typer.Option(0.0, help="exponential moving average of the weights, decay per step (e.g. "
                                         "0.995); validation, best.pt and sampling use the average; keep it when resuming "
                                         "(0 = off)"),
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train LayerDAG on a dataset's train split (teacher forcing over all layers)."""
         from graphcost.layerdag.train import LayerDAGTrainConfig
-        from graphcost.layerdag.verbs import train_dag_run
+        from graphcost.layerdag.dag_verbs import train_dag_run
 
         check_device_option(device, resolve=True)
         try:  # the settings check themselves (graphcost.layerdag.train.LayerDAGTrainConfig); the error names the option
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Sample DAGs from a trained LayerDAG."""
         dev = check_device_option(device, resolve=True)
-        from graphcost.layerdag.verbs import sample_to_file
+        from graphcost.layerdag.dag_verbs import sample_to_file
         from graphcost.runs.run_json import RunInfoError
 
         try:  # the library checks --final-step, --out (and its drawing) and MODEL before the model is loaded
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate and score: validity (LP), MMD table, uniqueness/novelty, surrogate Pearson (labelled data)."""
         dev = check_device_option(device, resolve=True)
-        from graphcost.layerdag.verbs import evaluate_dag_run
+        from graphcost.layerdag.dag_verbs import evaluate_dag_run
         from graphcost.runs.run_json import RunInfoError
 
         try:  # the library checks --final-step, --json and MODEL before anything is loaded

@@ -3,7 +3,7 @@ Directed Acyclic Graphs for System"), a generator of directed acyclic graphs (`g
 
 Modules, in the order a DAG goes through them:
 
-  graph, io       the DAG record and the flat npz format of DAG collections
+  dag, io         the DAG record and the flat npz format of DAG collections
   tokenise        the layerwise partition of a DAG into node layers (§III-A)
   batch           teacher-forced training batches over all layers of all graphs (§III-D)
   encoder         the DAG encoder: bidirectional MPNN, set pooling, sinusoidal embeddings (§III-D)
@@ -19,7 +19,7 @@ Modules, in the order a DAG goes through them:
   draw            PNG drawings of a few DAGs
   datasets/       the LP (synthetic), TPU Tile and NAS-Bench-201 datasets and their split policy
 
-A run directory's run.json is read by `graphcost.layerdag.run_info`.
+A run directory's run.json is read by `graphcost.layerdag.dag_run_info`.
 
 References:
     [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph

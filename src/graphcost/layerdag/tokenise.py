@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphcost.errors import GraphcostError
-from graphcost.layerdag.graph import DAG
+from graphcost.layerdag.dag import DAG
 
 
 class NotADAGError(GraphcostError, ValueError):

@@ -55,9 +55,9 @@ from tqdm import tqdm
 
 from graphcost.atomic import remove_stale_temps
 from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, ArgumentError, check_fits_memory, check_int, check_real, check_seed
-from graphcost.layerdag import recipe
+from graphcost.layerdag import dag_recipe
 from graphcost.layerdag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
-from graphcost.layerdag.graph import DAG
+from graphcost.layerdag.dag import DAG
 from graphcost.layerdag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 from graphcost.memory import release_free_memory
 from graphcost.runs import checkpoint as ckpt
@@ -72,19 +72,19 @@ BEST = "best.pt"  # lowest validation loss so far (model selection against overf
 
 @dataclass
 class LayerDAGTrainConfig:
-    """The training settings of `train_layerdag` (the recipe of `graphcost.layerdag.recipe` by default). Every field
+    """The training settings of `train_layerdag` (the recipe of `graphcost.layerdag.dag_recipe` by default). Every field
     is checked when the config is built (`__post_init__`): `graphcost.bounds.ArgumentError` naming the
     first field that cannot be used, with the bounds of `graphcost dag train`'s options."""
 
     epochs: int = 40
     batch_size: int = 32  # graphs per step (each expands to all its layers)
-    lr: float = recipe.LR  # graphcost.layerdag.recipe: the benchmarked recipe
+    lr: float = dag_recipe.LR  # graphcost.layerdag.dag_recipe: the benchmarked recipe
     weight_decay: float = 1e-4
     grad_clip: float = 1.0
     seed: int = 0
     size: str = "small"
     select: str = "module"  # best.pt: 'module' = per-module best validation loss; 'total' = best summed loss
-    lr_decay: str = recipe.LR_DECAY  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
+    lr_decay: str = dag_recipe.LR_DECAY  # 'cosine': lr · ½(1 + cos(π · step / total steps)) over cfg.epochs (a function of the step, so resume is exact)
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N; may change between resumes
     ema_decay: float = 0.0  # > 0: validate, select and sample with an EMA of the weights (decay per step); 0 = off
     label_balance: float = 0.0  # α > 0: draw graphs ∝ label density^-α (rare labels more often; see label_balance_weights)

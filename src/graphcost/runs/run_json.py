@@ -2,7 +2,7 @@
 and where to find it from a run directory, a checkpoint or a fold.
 
 Each kind of run checks its own fields with these: a cost-model run (`graphcost.inference.run_info`,
-written by `graphcost train`) and a LayerDAG run (`graphcost.layerdag.run_info`, by `graphcost dag train`).
+written by `graphcost train`) and a LayerDAG run (`graphcost.layerdag.dag_run_info`, by `graphcost dag train`).
 A hand-edited or damaged run.json gives one error naming the file and the field, never a traceback.
 """
 

@@ -20,7 +20,7 @@ import hashlib
 
 import numpy as np
 
-from graphcost.layerdag.graph import DAG
+from graphcost.layerdag.dag import DAG
 
 
 def wl_hash(dag: DAG, rounds: int = 3) -> str:

@@ -67,13 +67,13 @@ def check_model_path(path: str | os.PathLike, option: str = "model_path") -> Pat
 
 
 def guidance_of(model: Any, guidance: float | None, option: str = "guidance") -> float:
-    """The guidance weight for `model`: the recipe's when None (`graphcost.layerdag.recipe.guidance_for`), else
+    """The guidance weight for `model`: the recipe's when None (`graphcost.layerdag.dag_recipe.guidance_for`), else
     `guidance` checked (`graphcost.layerdag.sample.check_guidance`; a ValueError naming `option`)."""
-    from graphcost.layerdag import recipe
+    from graphcost.layerdag import dag_recipe
     from graphcost.layerdag.sample import check_guidance
 
     if guidance is None:
-        return recipe.guidance_for(model.config)
+        return dag_recipe.guidance_for(model.config)
     try:
         check_guidance(model.config, guidance)
     except ValueError as exc:
@@ -126,7 +126,7 @@ def sample_to_file(model_path: str | os.PathLike, out: str | os.PathLike, n: int
     from graphcost.atomic import check_output_path
     from graphcost.layerdag.draw import describe_dataset, draw_dags
     from graphcost.layerdag.io import save_dags
-    from graphcost.layerdag.run_info import read_dag_run_info
+    from graphcost.layerdag.dag_run_info import read_dag_run_info
     from graphcost.layerdag.sample import sample_dags
     from graphcost.output_guard import check_outside_inputs
 
@@ -206,10 +206,10 @@ def train_dag_run(dataset: str, out: str | os.PathLike, config: Any = None, *, n
     import torch
 
     from graphcost.atomic import OutputExistsError, atomic_write_json
-    from graphcost.layerdag import recipe
+    from graphcost.layerdag import dag_recipe
     from graphcost.layerdag.datasets.locate import dag_data_dir
     from graphcost.layerdag.experiment import num_categories
-    from graphcost.layerdag.run_info import RUN_INFO
+    from graphcost.layerdag.dag_run_info import RUN_INFO
     from graphcost.layerdag.train import CHECKPOINT, LayerDAGTrainConfig, train_layerdag
     from graphcost.runs.lifecycle import RunDirectory
 
@@ -237,7 +237,7 @@ def train_dag_run(dataset: str, out: str | os.PathLike, config: Any = None, *, n
         raise ValueError(f"{name('label_balance')} needs labelled training graphs; {name('dataset')} {dataset} has "
                          "unlabelled ones")
     labelled = bool(splits["train"]) and all(d.label is not None for d in splits["train"])
-    overrides["label_dropout"] = recipe.label_dropout_for(labelled) if label_dropout is None else label_dropout
+    overrides["label_dropout"] = dag_recipe.label_dropout_for(labelled) if label_dropout is None else label_dropout
     found = dag_data_dir(None if data_dir is None else Path(data_dir)) if dataset != "lp" else None  # recorded: `dag evaluate` reads the same data
     info = {"dataset": dataset, "seed": cfg.seed, "num_graphs": num_graphs, "fold": cv_fold,
             "data_dir": str(found.resolve()) if found is not None else None,
@@ -292,7 +292,7 @@ def evaluate_dag_run(model_path: str | os.PathLike, dataset: str | None = None,
     from graphcost.layerdag.experiment import describe_samples, evaluate_model
     from graphcost.layerdag.io import load_dags
     from graphcost.layerdag.quality.surrogate import SurrogateConfig
-    from graphcost.layerdag.run_info import read_dag_run_info
+    from graphcost.layerdag.dag_run_info import read_dag_run_info
     from graphcost.output_guard import check_outside_inputs
 
     name = _namer(names)
