@@ -44,7 +44,7 @@ def test_layout_graph_valid_and_realistic(source, search):
 
 def test_layout_runtime_has_learnable_structure():
     """Noise-free runtime: mismatching a producer's layout costs a copy (simulator eq. 1)."""
-    from graphcost.data.synth.graph import synth_program
+    from graphcost.data.synth.programs import synth_program
     from graphcost.data.synth.layout import LayoutSimulator
 
     sim = LayoutSimulator(synth_program(800, np.random.default_rng(3), "xla", 0.03))

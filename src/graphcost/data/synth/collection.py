@@ -30,7 +30,7 @@ from graphcost.bounds import GRAPHS_MAX, check_fits_memory, check_int
 from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.npz_stream import NpzWriter
-from graphcost.data.synth.graph import node_features, synth_program
+from graphcost.data.synth.programs import node_features, synth_program
 from graphcost.data.synth.layout import LayoutSimulator
 from graphcost.data.synth.tile import TileSimulator
 

@@ -46,7 +46,7 @@ import itertools
 import numpy as np
 
 from graphcost.data.io.schema import OPCODES
-from graphcost.data.synth.graph import Program, default_layout
+from graphcost.data.synth.programs import Program, default_layout
 
 __all__ = ["LayoutSimulator"]
 

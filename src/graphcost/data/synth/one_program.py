@@ -37,7 +37,7 @@ def one_program_layout_graph(num_configs: int = 30_000, num_nodes: int = 372, se
     """SYNTHETIC: one program (`synth_program` of `num_nodes` nodes, about `config_fraction` of them
     configurable) at `num_configs` random layout configurations, none of them the default; runtimes
     in ns from the layout simulator times lognormal noise of σ `noise`. Deterministic in `seed`."""
-    from graphcost.data.synth.graph import node_features, synth_program
+    from graphcost.data.synth.programs import node_features, synth_program
     from graphcost.data.synth.layout import LayoutSimulator
 
     if not (np.isfinite(noise) and noise >= 0):
