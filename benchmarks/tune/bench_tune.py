@@ -74,9 +74,10 @@ from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
 from graphcost.tuning.space import TuneProgram, make_space, sample_pool  # noqa: E402
-from graphcost.tuning.strategies import MODEL_STRATEGIES  # noqa: E402
+from graphcost.tuning.strategies import strategy_names, strategy_entry  # noqa: E402
 
 SPACES = ("flags", "layout", "both")
+MODEL_STRATEGIES = tuple(s for s in strategy_names() if strategy_entry(s).graph_model)  # guided by the graph model
 
 
 def build(name: str) -> tuple:

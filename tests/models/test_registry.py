@@ -98,3 +98,20 @@ def test_config_values_are_type_checked_and_converted():
         key = next(iter(bad))
         with pytest.raises(ValueError, match=f"option {key}=.* must be of type"):
             build_model("tgraph", "layout", **bad)
+
+
+def test_a_registered_model_is_found_built_and_rebuilt_from_its_spec(monkeypatch):
+    """`registry.register`: a new model is known by name, built for its kinds, and rebuilt from its spec."""
+    from graphcost.models import registry
+    from graphcost.models.tpugraphs_baselines import BaselineConfig, TileMLP
+
+    monkeypatch.setattr(registry, "_MODELS", dict(registry._MODELS))
+    registry.register("my-mlp", BaselineConfig, ("tile",), lambda kind, config: TileMLP(kind, config))
+    assert "my-mlp" in registry.model_names() and "my-mlp" not in MODEL_NAMES
+    assert model_kinds("my-mlp") == ("tile",)
+    model = build_model("my-mlp", "tile")
+    assert model.name == "my-mlp" and type(model_from_spec(model_spec(model))) is TileMLP
+    with pytest.raises(ValueError, match="does not support kind 'layout'"):
+        build_model("my-mlp", "layout")
+    with pytest.raises(ValueError, match="kinds must be"):
+        registry.register("bad", BaselineConfig, ("graph",), lambda kind, config: None)

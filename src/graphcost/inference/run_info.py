@@ -40,11 +40,11 @@ def _top_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:
 
 
 def _config_fields() -> dict[str, tuple[Callable[[Any], bool], str]]:
-    from graphcost.models.registry import MODEL_NAMES
+    from graphcost.models.registry import model_names
     from graphcost.models.losses import LOSS_NAMES
 
     return {
-        "model": (lambda v: v in MODEL_NAMES, f"one of {', '.join(MODEL_NAMES)}"),
+        "model": (lambda v: v in model_names(), f"one of {', '.join(model_names())}"),
         "model_config": (lambda v: isinstance(v, dict), "a JSON object"),
         "loss": (lambda v: v in LOSS_NAMES, f"one of {', '.join(LOSS_NAMES)}"),
         "epochs": (lambda v: is_int(v) and v >= 1, "an integer >= 1"),

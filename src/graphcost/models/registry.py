@@ -1,6 +1,7 @@
 """Model names -> constructors, and rebuilding a model from a saved spec.
 
     model = build_model("tgraph", "layout", hidden=128)
+    register("my-gnn", MyConfig, ("layout",), lambda kind, config: MyGNN(kind, config))  # a new model
     spec = model_spec(model)          # {"name": ..., "kind": ..., "config": {...}} (JSON-able)
     same = model_from_spec(spec)      # same architecture (load the state_dict separately)
 
@@ -31,11 +32,31 @@ _MODELS: dict[str, tuple[type, tuple[str, ...], Callable[[str, Any], nn.Module]]
     "late-gcn": (BaselineConfig, ("tile",), lambda k, c: TileGNN(k, c, "gcn", "late")),
     "kaufman": (KaufmanConfig, ("layout", "tile"), lambda k, c: Kaufman(k, c)),
 }
-MODEL_NAMES: tuple[str, ...] = tuple(_MODELS)
+MODEL_NAMES: tuple[str, ...] = tuple(_MODELS)  # the models graphcost ships (`model_names`: with registered ones)
 # config fields added after models were first saved: a saved spec without one means the old behaviour
 LEGACY_DEFAULTS: dict[str, dict[str, Any]] = {
     "tgraph": {"cross_scale": "softmax", "change_features": False, "readout": "mean"},
 }
+
+
+def register(name: str, config_cls: type, kinds: tuple[str, ...], make: Callable[[str, Any], nn.Module]) -> None:
+    """Make model `name` known to `build_model`, `model_from_spec` and training: `make(kind, config)` builds it
+    for one of `kinds` ("layout", "tile") from an instance of the dataclass `config_cls`; a name registered
+    before is replaced."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a model's name must be a non-empty string, got {name!r}")
+    if not dataclasses.is_dataclass(config_cls) or not isinstance(config_cls, type):
+        raise ValueError(f"model {name!r}: config_cls must be a dataclass, got {config_cls!r}")
+    if isinstance(kinds, str) or not kinds or not set(kinds) <= {"layout", "tile"}:
+        raise ValueError(f"model {name!r}: kinds must be a non-empty tuple of 'layout' / 'tile', got {kinds!r}")
+    if not callable(make):
+        raise ValueError(f"model {name!r}: make must be callable, got {make!r}")
+    _MODELS[name] = (config_cls, tuple(kinds), make)
+
+
+def model_names() -> tuple[str, ...]:
+    """Every known model: the shipped ones (`MODEL_NAMES`), then the registered ones."""
+    return tuple(_MODELS)
 
 
 def model_kinds(name: str) -> tuple[str, ...]:
@@ -45,7 +66,7 @@ def model_kinds(name: str) -> tuple[str, ...]:
 
 def _entry(name: str):
     if name not in _MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODEL_NAMES)}")
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(_MODELS)}")
     return _MODELS[name]
 
 

@@ -86,7 +86,7 @@ def check_tune_config(cfg: Any) -> None:
     """Every field of a `TuneConfig`; ArgumentError naming the first one that cannot be used."""
     from graphcost.measure.interleaved import TimingProtocol
     from graphcost.tuning.space import SPACES
-    from graphcost.tuning.strategies import ONLINE_LEARNERS, STRATEGIES
+    from graphcost.tuning.strategies import ONLINE_LEARNERS, strategy_names
 
     _one_of("space", cfg.space, SPACES)
     for name in ("budget", "round_size", "finalists"):
@@ -100,7 +100,7 @@ def check_tune_config(cfg: Any) -> None:
     models = cfg.model if isinstance(cfg.model, (list, tuple)) else [cfg.model]
     for model in models:
         _optional("model", model, (str, os.PathLike), "a run directory or checkpoint path (or a list of them)")
-    _check_names("strategies", cfg.strategies, STRATEGIES)
+    _check_names("strategies", cfg.strategies, strategy_names())
     check_out_dir("out", cfg.out)
     for name in ("storage", "program_ref", "name"):
         _optional(name, getattr(cfg, name), (str,), "a string")

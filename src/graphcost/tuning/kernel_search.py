@@ -34,7 +34,7 @@ import numpy as np
 from graphcost.tuning.kernel_scoring import KernelModelScorer
 from graphcost.tuning.learners.kernel_residual import KernelObservation, KernelResidualLearner
 from graphcost.tuning.space import Codes, Space, sample_pool
-from graphcost.tuning.strategies import FIRST_ROUND_PROBES, ProposingStrategy, diverse_top
+from graphcost.tuning.strategies import FIRST_ROUND_PROBES, ProposingStrategy, Strategy, diverse_top, register_strategy
 from graphcost.tuning.trial import OK, Trial
 
 
@@ -121,3 +121,21 @@ class KernelSearch(ProposingStrategy):
         costed = self.scorer.costed
         return {"compiled": len(costed), "costed": sum(1 for k in costed.values() if k),
                 "distinct_modules": self.scorer.distinct_modules, "observations": self.learner.observations}
+
+
+def kernel_strategy(space: Space, seed: int, *, evaluator: Any = None, **_: Any) -> Strategy:
+    """The factory of the registered strategy ``kernels`` (`strategies.make_strategy`): it compiles its
+    candidates with the tuner's `evaluator`."""
+    if evaluator is None:
+        raise ValueError("strategy 'kernels' compiles its candidates: build it from the tuner's evaluator "
+                         "(make_strategy('kernels', space, seed, evaluator=evaluator))")
+    return KernelSearch(space, evaluator, seed)
+
+
+def _register() -> None:
+    from graphcost.pretrained import SHIPPED
+
+    register_strategy("kernels", kernel_strategy, model_label="kernels:" + SHIPPED)  # the shipped kernel model
+
+
+_register()

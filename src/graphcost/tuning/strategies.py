@@ -41,7 +41,8 @@ them, and `sampler(budget)` is the Optuna sampler its study asks with (TPE's; No
 
 `random` and `model` are `ProposingStrategy`s: `propose(history, n)` returns `n` distinct configurations
 not in `history` (fewer only when the space is exhausted), reserved as proposed; `tpe` asks Optuna.
-`make_strategy(name, ...)` builds one by its name in `STRATEGIES`.
+`make_strategy(name, ...)` builds one by its registered name (`strategy_names`); `register_strategy`
+adds one.
 
 References:
     [TpuGraphs] P. M. Phothilimthana et al. TpuGraphs: A Performance Prediction Dataset on Large Tensor
@@ -53,6 +54,7 @@ References:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
@@ -65,8 +67,6 @@ if TYPE_CHECKING:
     from graphcost.tuning.scoring import GraphModelScorer
     from graphcost.tuning.study import Study
 
-STRATEGIES = ("hedged", "model+online", "model", "tpe", "random", "kernels")
-MODEL_STRATEGIES = ("hedged", "model+online", "model")  # the strategies guided by the graph cost model
 # model+online's per-program learner: Bayesian option effects with probes and Thompson sampling
 # (`learners.effects.EffectsModel`), trees with the graph model's score as a feature, or fine-tuning. "auto" (the
 # default) is effects in the flag space and trees in the layout and joint spaces, the winners of the
@@ -117,7 +117,7 @@ EXHAUSTIVE_LIMIT = 4096  # spaces up to this size are enumerated instead of sear
 class Strategy(ABC):
     """A search strategy of `graphcost tune` over `space` (module docstring)."""
 
-    name: str = "strategy"  # its name in STRATEGIES
+    name: str = "strategy"  # its registered name (`strategy_names`)
 
     def __init__(self, space: Space, seed: int = 0):
         self.space, self.seed = space, seed
@@ -224,26 +224,77 @@ def ask_new(study: Study, n: int, history: list[Trial], space: Space, seed: int,
     return handles, batch
 
 
-def make_strategy(name: str, space: Space, seed: int = 0, scorer: GraphModelScorer | None = None,
-                  **model_options: Any) -> Strategy:
-    """The strategy `name` (one of `STRATEGIES`) over `space`; the ``model`` ones score with `scorer`
-    and take `model_options` (`ModelSearch`: pool_kwargs, learner, probes, compiled). ``kernels``
-    compiles its candidates, so it is built from the tuner's evaluator:
-    `graphcost.tuning.kernel_search.KernelSearch(space, evaluator, seed)` (`tuner.run_strategy` does)."""
-    if name not in STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
-    if name == "random":
-        return RandomSearch(space, seed)
-    if name == "tpe":
-        return TPESearch(space, seed)
-    if name == "kernels":
-        raise ValueError("strategy 'kernels' compiles its candidates: build it from the tuner's evaluator "
-                         "(graphcost.tuning.kernel_search.KernelSearch(space, evaluator, seed))")
+@dataclass(frozen=True)
+class StrategyEntry:
+    """A registered strategy: its factory, called as ``factory(space, seed, scorer=..., evaluator=...,
+    **model_options)`` (the one keyword set every factory gets; it takes what it needs), and what it needs.
+
+    graph_model: guided by the graph cost model: the tuner gives it a scorer (the shipped models when none
+    is given) and `ModelSearch`'s options. model_label: what result.json records as the model of a run of
+    it without a graph model (``kernels``: the shipped kernel model)."""
+
+    factory: Callable[..., Strategy]
+    graph_model: bool = False
+    model_label: str | None = None
+
+
+_REGISTRY: dict[str, StrategyEntry] = {}
+
+
+def register_strategy(name: str, factory: Callable[..., Strategy], *, graph_model: bool = False,
+                      model_label: str | None = None) -> None:
+    """Make `name` a strategy `make_strategy`, `graphcost.tune` and ``graphcost tune --strategy`` accept
+    (`StrategyEntry`); a name registered before is replaced."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a strategy's name must be a non-empty string, got {name!r}")
+    if not callable(factory):
+        raise ValueError(f"strategy {name!r}: the factory must be callable, got {factory!r}")
+    _REGISTRY[name] = StrategyEntry(factory, graph_model, model_label)
+
+
+def strategy_names() -> tuple[str, ...]:
+    """The registered strategies' names, in the order they were registered (the built-in ones first)."""
+    return tuple(_REGISTRY)
+
+
+def strategy_entry(name: str) -> StrategyEntry:
+    """The registered strategy `name`; ValueError naming the known ones."""
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown strategy {name!r}; expected one of {', '.join(_REGISTRY)}")
+    return _REGISTRY[name]
+
+
+def make_strategy(name: str, space: Space, seed: int = 0, scorer: GraphModelScorer | None = None, *,
+                  evaluator: Any = None, **model_options: Any) -> Strategy:
+    """The registered strategy `name` (`strategy_names`) over `space`, from its factory given the one keyword
+    set: the ``model`` ones score with `scorer` and take `model_options` (`ModelSearch`: pool_kwargs, learner,
+    probes, compiled); ``kernels`` compiles its candidates with the tuner's `evaluator`
+    (`graphcost.tuning.kernel_search`, registered when it is imported, as the tuner does)."""
+    return strategy_entry(name).factory(space, seed, scorer=scorer, evaluator=evaluator, **model_options)
+
+
+def _needs_scorer(name: str, scorer: GraphModelScorer | None) -> GraphModelScorer:
     if scorer is None:
         raise ValueError(f"strategy {name!r} needs a cost model")
-    if name == "hedged":
-        return HedgedSearch(space, scorer, seed, **model_options)
-    return ModelSearch(space, scorer, seed, online=name == "model+online", **model_options)
+    return scorer
+
+
+def _model_search(name: str, online: bool) -> Callable[..., Strategy]:
+    def factory(space: Space, seed: int, *, scorer: GraphModelScorer | None = None, evaluator: Any = None,
+                **options: Any) -> Strategy:
+        return ModelSearch(space, _needs_scorer(name, scorer), seed, online=online, **options)
+
+    return factory
+
+
+def _register_builtin() -> None:
+    """The strategies of this module (``kernels`` registers itself: `graphcost.tuning.kernel_search`)."""
+    register_strategy("hedged", lambda space, seed, *, scorer=None, evaluator=None, **options: HedgedSearch(
+        space, _needs_scorer("hedged", scorer), seed, **options), graph_model=True)
+    register_strategy("model+online", _model_search("model+online", online=True), graph_model=True)
+    register_strategy("model", _model_search("model", online=False), graph_model=True)
+    register_strategy("tpe", lambda space, seed, **_: TPESearch(space, seed))
+    register_strategy("random", lambda space, seed, **_: RandomSearch(space, seed))
 
 
 def diverse_top(order: np.ndarray, pool: list[Codes], n: int, exclude: set, min_distance: int = 2) -> list[Codes]:
@@ -499,3 +550,6 @@ class HedgedSearch(Strategy):
         self.origins = {**{c: "model" for c in picks}, **{c: self.partner for c in more}}
         self.proposed.update(self.origins)
         return handles + more_handles, picks + more
+
+
+_register_builtin()

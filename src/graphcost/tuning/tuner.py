@@ -47,7 +47,8 @@ from graphcost.tuning.inert import InertOptions
 from graphcost.tuning.program import absolute_reference, program_sha256
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
-from graphcost.tuning.strategies import MODEL_STRATEGIES, Strategy, make_strategy
+from graphcost.tuning.strategies import make_strategy, strategy_entry
+from graphcost.tuning import kernel_search  # noqa: F401  (registers the strategy ``kernels``)
 from graphcost.tuning.trial import COPY, MEASURED, OK, RETIMED, Evaluator, Trial, same_executable
 
 log = logging.getLogger(__name__)
@@ -105,13 +106,8 @@ def run_strategy(name: str, space: Space, evaluator: Evaluator, budget: int, sto
     model_options: dict[str, Any] = {"pool_kwargs": pool_kwargs, "learner": learner, "probes": probes,
                                      "compiled": getattr(evaluator, "compiled_stats", None),
                                      "explore": explore, "explore_when": explore_when,
-                                     **strategy_options} if name in MODEL_STRATEGIES else {}
-    if name == "kernels":  # compiled candidates costed by the kernel model, corrected online
-        from graphcost.tuning.kernel_search import KernelSearch
-
-        strategy: Strategy = KernelSearch(space, evaluator, seed)
-    else:
-        strategy = make_strategy(name, space, seed, scorer, **model_options)
+                                     **strategy_options} if strategy_entry(name).graph_model else {}
+    strategy = make_strategy(name, space, seed, scorer, evaluator=evaluator, **model_options)
     fingerprints = getattr(evaluator, "fingerprints", None)  # (a replay's evaluator has none)
     study = Study(storage, f"{study_name}:{name}", space, sampler=strategy.sampler(budget), fingerprint=fingerprint)
     rnd = max((t.round for t in study.trials()), default=-1) + 1
@@ -516,17 +512,17 @@ def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list
     Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
     one) uses the cost models that ship with graphcost for the space's kinds (`graphcost.pretrained`);
     the default strategy is then ``hedged`` (`models_line` says which, once). Only when no shipped model is
-    installed does the default fall back to TPE (said in the log). The ``kernels`` strategy costs with
-    the shipped kernel model (recorded as ``"kernels:shipped"``)."""
+    installed does the default fall back to TPE (said in the log). A strategy with a model of its own records
+    its `StrategyEntry.model_label` (``kernels``: ``"kernels:shipped"``, the shipped kernel model)."""
     runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
-    wants_model = cfg.strategies is None or any(s in MODEL_STRATEGIES for s in cfg.strategies)
+    wants_model = cfg.strategies is None or any(strategy_entry(s).graph_model for s in cfg.strategies)
     if runs:
         return runs, runs, list(cfg.strategies or [DEFAULT_STRATEGY])
     import graphcost.pretrained as pretrained
 
-    if not wants_model:  # model-free, or ``kernels`` (the shipped kernel model, `kernel_search`)
-        kernels = "kernels" in (cfg.strategies or [])
-        return [], "kernels:" + pretrained.SHIPPED if kernels else None, list(cfg.strategies or [])
+    if not wants_model:  # model-free, or a strategy with a model of its own (``kernels``: `StrategyEntry.model_label`)
+        labels = [strategy_entry(s).model_label for s in cfg.strategies or []]
+        return [], next((label for label in labels if label), None), list(cfg.strategies or [])
 
     try:
         runs = [str(pretrained.shipped_model_dir(kind)) for kind in space.kinds]
