@@ -9,7 +9,7 @@
 PYTHON ?= python
 TORCH ?= torch==2.13.0
 MIN_VENV ?= .venv-min
-MIN_TESTS ?= tests
+MIN_TESTS ?= tests benchmarks/tests
 
 .PHONY: install test test-min
 install:

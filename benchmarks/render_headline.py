@@ -20,7 +20,7 @@ Key segments are `/`-separated: a dict key, a list index, `*` (every value: redu
     {"label": "default", "value": ref, "std": ref, "digits": 3, "unit": "x"}   # "default 1.182x ± 0.009"
     {"best_of": [cell, ...], "best": "max"}                                  # the cell with the highest value
     {"text": "2-core Xeon: {0:.0f} s, τ {1:.3f}", "values": [ref, ref]}      # or plain text, "source" marking †
-Stdlib only: tests/test_benchmarks_headline.py loads this file alone.
+Stdlib only: benchmarks/tests/test_benchmarks_headline.py loads this file alone.
 """
 
 from __future__ import annotations

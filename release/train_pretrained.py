@@ -25,11 +25,10 @@ import sys
 import time
 from pathlib import Path
 
+from merge_collections import merge  # beside this script (run as `python release/train_pretrained.py`)
+
 from graphcost.atomic import atomic_write_json
 from graphcost.data.io.packed import shipped_data_dir
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from merge_collections import merge  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEST = ROOT / "src" / "graphcost" / "pretrained"

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # shared helpers: from cli_asserts import ...
-
 # ../shared/data beside the checkout, or $GRAPHCOST_SHARED_DATA (the variable the dataset loaders read too)
 SHARED_DATA = Path(os.environ.get("GRAPHCOST_SHARED_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
 

@@ -5,7 +5,6 @@ file becomes a path (issue 81 items 4 and 5): `data split-configs`, `data stats 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -109,8 +108,7 @@ def test_kernels_out_that_holds_the_collection_is_refused_and_overwrite_keeps_th
 
 
 def test_from_proto_never_replaces_an_input(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bad_input"))
-    from bad_proto_cases import layout_record
+    from bad_input.bad_proto_cases import layout_record  # tests/bad_input's helpers (tests/ is on pythonpath)
 
     proto = tmp_path / "m.npz"  # a layout protobuf under an .npz name: its output <stem>.npz in --out is itself
     proto.write_bytes(layout_record())

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[1]
 
 
 def load_benchmark(script: str) -> Iterator[ModuleType]:

@@ -3,20 +3,15 @@ for an unmeasured configuration."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
+from tune_replay import PoolSpace, ReplayEvaluator, best_known
 
 from graphcost.frontend.programs.flags import FLAG_COLUMNS
 from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.strategies import STRATEGIES
 from graphcost.tuning.tuner import run_strategy
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks" / "tune"))  # the replay is a benchmark's module
-from tune_replay import PoolSpace, ReplayEvaluator, best_known  # noqa: E402
 
 
 @pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "kernels"])  # it compiles

@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 from typing import Callable
 
-TUNE = Path(__file__).resolve().parents[2] / "benchmarks" / "tune"
+TUNE = Path(__file__).resolve().parents[2] / "tune"
 
 
 def load_suite(name: str):

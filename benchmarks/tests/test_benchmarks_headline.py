@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from bench_modules import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
