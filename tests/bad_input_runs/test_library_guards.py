@@ -227,7 +227,7 @@ def test_dag_verbs_check_their_outputs_before_loading_anything(ws):
 
 
 def test_tuning_run_dir_refuses_what_is_no_tuning_run(ws):
-    from graphcost.tuning.run_dir import tuning_run_dir
+    from graphcost.tuning.tuning_run_dir import tuning_run_dir
 
     (ws / "prog").mkdir()
     (ws / "prog" / "make.py").write_text("def make():\n    pass\n")

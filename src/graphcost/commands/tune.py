@@ -1,7 +1,7 @@
 """`graphcost tune`: make a user's JAX program faster with a cost model and a measurement budget.
 
 Thin: checks the options, the program and the storage before anything in --out is touched (--out itself by
-`graphcost.tuning.run_dir.tuning_run_dir`), then calls `graphcost.tuning.tune` with a `TuneConfig`. Error
+`graphcost.tuning.tuning_run_dir.tuning_run_dir`), then calls `graphcost.tuning.tune` with a `TuneConfig`. Error
 messages never show a storage password.
 """
 
@@ -18,7 +18,7 @@ from graphcost.commands.common import fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
 from graphcost.tuning import defaults as D
 
-# the names of `graphcost.tuning.run_dir.tuning_run_dir`'s arguments in this command's messages
+# the names of `graphcost.tuning.tuning_run_dir.tuning_run_dir`'s arguments in this command's messages
 NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite"}
 
 
@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
             _fail(str(exc))
         if note := hlo_program.picked(program):
             typer.echo(note, err=True)
-        from graphcost.tuning.run_dir import tuning_run_dir
+        from graphcost.tuning.tuning_run_dir import tuning_run_dir
 
         try:  # the library checks --out (a tuning run, or new or empty; --overwrite replaces only a tuning run)
             run_dir = tuning_run_dir(out, program, overwrite=overwrite, resume=resume, storage=storage, names=NAMES)
