@@ -65,7 +65,8 @@ def test_ablate_kept_measures_default_kept_and_each_ablation_together(monkeypatc
                                                       ablation=True, kernels=False)
     assert len(calls) == 1 and calls[0] == ([space.default(), kept, first, second], False)
     assert profile is None and report["kept_speedup"] == 2.0
-    assert confirmed == {"speedup": 2.0, "range": [2.0, 2.0], "processes": 3, "protocol": "in-process"}
+    assert confirmed == {"speedup": 2.0, "range": [2.0, 2.0], "processes": 3, "protocol": "in-process",
+                         "per_process": [2.0, 2.0, 2.0]}  # processes that agree: no more are timed
     rows = {r["dimension"]: r for r in report["changes"]}
     assert rows[space.dims[moved[0]].param_name]["carries"]
     assert not rows[space.dims[moved[1]].param_name]["carries"]
@@ -80,12 +81,29 @@ def test_too_many_changes_are_not_ablated_but_the_kept_one_is_still_confirmed(mo
 
     def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False):
         calls.append(list(configs))
-        return Remeasurement(np.array([[1000.0, 800.0], [1000.0, 900.0], [1000.0, 850.0]]), "cross-process", [0.0] * 3)
+        kept_ns = np.resize([800.0, 900.0, 850.0], processes)  # processes that disagree by 12%
+        return Remeasurement(np.stack([np.full(processes, 1000.0), kept_ns], 1), "cross-process", [0.0] * processes)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
     confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None,
                                                       ablation=True, kernels=False)
-    assert calls == [[space.default(), kept]]  # the confirmation alone
-    assert confirmed["speedup"] == round(1000 / 850, 4) and confirmed["range"] == [round(1000 / 900, 4), 1.25]
+    # the confirmation alone, then more processes (2, 2, 2) while the median's standard error is above 1.5%
+    assert calls == [[space.default(), kept]] * 4 and confirmed["processes"] == ablation.CONFIRM_MAX
+    sp = 1000 / np.resize([800.0, 900.0, 850.0], 9)
+    assert confirmed["speedup"] == round(float(np.median(sp)), 4)
+    lo, hi = confirmed["range"]  # a 95% prediction interval of one more process: wider than the processes' spread
+    assert lo < sp.min() and hi > sp.max() and abs(np.log(hi) + np.log(lo) - 2 * np.log(np.median(sp))) < 1e-3
     assert "more than the 1 ablated" in report["skipped"] and profile is None
     assert ablation.summary_line(report).startswith("ablation: 2 changes")
+
+
+def test_the_confirmation_interval_is_a_prediction_interval_and_more_processes_narrow_it():
+    """Three processes that agree within 1% need no more; the interval of a fresh process's speedup is
+    Student's t on the logs (t(0.975, 2) = 4.303), so it is wider than their min..max."""
+    sp = np.array([1.40, 1.41, 1.42])
+    assert ablation.median_standard_error(sp) < ablation.CONFIRM_SE
+    c = ablation.confirmation(sp, "cross-process")
+    half = 4.3027 * np.log(sp).std(ddof=1) * np.sqrt(4 / 3)
+    assert abs(c["range"][0] - 1.41 * np.exp(-half)) < 1e-3 and abs(c["range"][1] - 1.41 * np.exp(half)) < 1e-3
+    noisy = np.array([1.04, 1.40, 1.52])  # processes 40% apart: more of them are worth timing
+    assert ablation.median_standard_error(noisy) > ablation.CONFIRM_SE

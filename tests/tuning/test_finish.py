@@ -118,7 +118,7 @@ def test_the_reported_speedup_is_the_confirmations_not_the_final_checks_that_cho
     res = TuneResult(TunedConfig.of(space, codes), 1.137, (1.124, 1.138), True, 1.0, [], {}, "m")
     res.confirm({"speedup": 0.969, "range": [0.952, 1.089], "processes": 3, "protocol": "cross-process"})
     assert res.speedup == 0.969 and res.speedup_range == (0.952, 1.089) and res.selected_speedup == 1.137
-    assert res.message.startswith("0.969x faster than the default (range 0.952-1.089x over 3 processes, timed after")
+    assert res.message.startswith("0.969x faster than the default (95% interval 0.952-1.089x from 3 processes, timed after")
     assert "1.137x in the final check that chose it" in res.message
     saved = res.to_json()
     assert saved["speedup"] == 0.969 and saved["selected_speedup"] == 1.137 and saved["selected_range"] == [1.124, 1.138]

@@ -111,8 +111,8 @@ class TuneResult:
         self.selected_speedup, self.selected_range = self.speedup, self.speedup_range
         self.speedup, self.speedup_range = confirmed["speedup"], (confirmed["range"][0], confirmed["range"][1])
         what = "processes" if confirmed["protocol"] == "cross-process" else "in-process passes"
-        self.message = (f"{self.speedup:.3f}x faster than the default (range {self.speedup_range[0]:.3f}-"
-                        f"{self.speedup_range[1]:.3f}x over {confirmed['processes']} {what}, timed after it was "
+        self.message = (f"{self.speedup:.3f}x faster than the default (95% interval {self.speedup_range[0]:.3f}-"
+                        f"{self.speedup_range[1]:.3f}x from {confirmed['processes']} {what}, timed after it was "
                         f"chosen; {self.selected_speedup:.3f}x in the final check that chose it)")
 
     def to_json(self) -> dict[str, Any]:
