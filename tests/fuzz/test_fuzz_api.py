@@ -287,7 +287,7 @@ def test_layerdag_train_config_fields(name, value):
 def tiny_dags():
     import numpy as np
 
-    from graphcost.layerdag.dag import DAG
+    from graphcost.layerdag.dag_record import DAG
 
     return [DAG(np.array([0, 1, 1]), np.array([0, 0]), np.array([1, 2])) for _ in range(3)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 def load_flat(path) -> list[DAG]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 TINY = {"dim": 16, "T_node": 6, "T_edge": 4, "heads": 2}  # LayerDAG overrides small enough for unit tests

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from graphcost.bounds import ArgumentError
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.train import build_model
 
 

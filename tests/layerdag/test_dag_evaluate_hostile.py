@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from graphcost.cli import app
 from graphcost.layerdag.datasets import load_dataset
 from graphcost.layerdag.experiment import describe_samples
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.io import load_dags, save_dags
 
 

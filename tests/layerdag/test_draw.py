@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphcost.layerdag import draw
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 def _dag(n, edges, attr=None, label=None):

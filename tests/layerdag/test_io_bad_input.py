@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.io import DAGFileError, dags_to_arrays, load_dags, save_dags
 
 

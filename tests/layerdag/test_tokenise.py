@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from dag_fixtures import random_dag
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.tokenise import NotADAGError, canonicalise, dags_equal, reconstruct, tokenise
 
 

@@ -88,7 +88,7 @@ def test_tune_from_python_refuses_an_out_another_process_holds(tmp_path):
 def test_train_layerdag_refuses_an_out_dir_another_process_holds(tmp_path):
     import numpy as np
 
-    from graphcost.layerdag.dag import DAG
+    from graphcost.layerdag.dag_record import DAG
     from graphcost.layerdag.train import LayerDAGTrainConfig, train_layerdag
 
     dags = [DAG(np.array([0, 1, 1]), np.array([0, 0]), np.array([1, 2])) for _ in range(4)]

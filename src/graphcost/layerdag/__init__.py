@@ -3,7 +3,7 @@ Directed Acyclic Graphs for System"), a generator of directed acyclic graphs (`g
 
 Modules, in the order a DAG goes through them:
 
-  dag, io         the DAG record and the flat npz format of DAG collections
+  dag_record, io  the DAG record and the flat npz format of DAG collections
   tokenise        the layerwise partition of a DAG into node layers (§III-A)
   batch           teacher-forced training batches over all layers of all graphs (§III-D)
   encoder         the DAG encoder: bidirectional MPNN, set pooling, sinusoidal embeddings (§III-D)

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from graphcost.atomic import atomic_write
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.tokenise import layer_index
 
 MARKERS = "os^Dv<>PXph*"  # with tab10: 120 distinct (colour, marker) pairs before any repeats

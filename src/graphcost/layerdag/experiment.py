@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 NUM_CATEGORIES = {"lp": 2, "tpu-tile": 47, "nasbench201": 14}
 

@@ -14,7 +14,7 @@ import numpy as np
 from graphcost.atomic import atomic_write
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.errors import GraphcostError
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 FLAT_KEYS = ("node_offsets", "edge_offsets", "node_cat", "src", "dst", "y")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphcost.errors import GraphcostError
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 class NotADAGError(GraphcostError, ValueError):

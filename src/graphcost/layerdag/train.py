@@ -57,7 +57,7 @@ from graphcost.atomic import remove_stale_temps
 from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, ArgumentError, check_fits_memory, check_int, check_real, check_seed
 from graphcost.layerdag import dag_recipe
 from graphcost.layerdag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.model import MODULES, LayerDAG, LayerDAGConfig, label_normalisation
 from graphcost.memory import release_free_memory
 from graphcost.runs import checkpoint as ckpt

@@ -7,7 +7,7 @@ from graphcost.data.splits import kfold_train_valid_test, train_valid_test_split
 from graphcost.layerdag.datasets import load_dataset
 from graphcost.layerdag.datasets.lp import generate_lp_dataset, is_valid_lp, lp_validity, lp_violations
 from graphcost.layerdag.datasets.nasbench201 import CAT, expand_architecture, parse_cell
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.io import DAGFileError, load_dags, save_dags
 
 

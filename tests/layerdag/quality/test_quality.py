@@ -17,7 +17,7 @@ from graphcost.layerdag.quality.surrogate import (
     score_predictions,
     surrogate_pearson,
 )
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 def chain(n, attr=0):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphcost.bounds import GRAPHS_MAX
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 DATASET_NAMES = ("lp", "tpu-tile", "nasbench201")
 MIN_GRAPHS = 8  # smallest count whose seeded 80/10/10 split (graphcost.data.splits.train_valid_test_split) leaves no split empty

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.tokenise import NotADAGError, layer_index
 
 

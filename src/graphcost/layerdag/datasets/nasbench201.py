@@ -23,7 +23,7 @@ import numpy as np
 
 from graphcost.layerdag.datasets.locate import dag_data_dir, missing
 from graphcost.layerdag.datasets.splits import split_graphs
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 CATEGORIES = (
     "input", "stem_conv3x3", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3", "skip_connect", "cell_sum",

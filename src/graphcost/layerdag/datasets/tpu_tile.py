@@ -11,7 +11,7 @@ from pathlib import Path
 
 from graphcost.layerdag.datasets.locate import dag_data_dir, missing
 from graphcost.layerdag.datasets.splits import split_graphs
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.io import load_dags
 
 NUM_CATEGORIES = 47  # remapped opcode ids 0..46

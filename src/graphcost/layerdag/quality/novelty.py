@@ -20,7 +20,7 @@ import hashlib
 
 import numpy as np
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 def wl_hash(dag: DAG, rounds: int = 3) -> str:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.tokenise import layer_index
 
 STATISTICS = ("in_degree", "out_degree", "layer_size", "num_layers")

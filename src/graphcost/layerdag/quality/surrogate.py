@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from graphcost.layerdag.encoder import BiMPNN
-from graphcost.layerdag.dag import DAG
+from graphcost.layerdag.dag_record import DAG
 
 
 @dataclass(frozen=True)
