@@ -1,6 +1,6 @@
 """Ship the kernel dataset of a kernel collection inside the package, packed into one file.
 
-    python release/ship_kernel_dataset.py benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
+    python release/ship_kernel_dataset.py collections/cpu_zoo_kernels_flags_xeon \\
         cpu_zoo_kernels_flags [--overwrite]
 
 SRC is a collection written by `graphcost collect --kernels`; NAME one of `graphcost.datasets.PACKED`. The

@@ -1,6 +1,6 @@
 """Train the shipped kernel model (graphcost/pretrained/kernels) on a kernel collection.
 
-    python release/train_kernel_model.py --data benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
+    python release/train_kernel_model.py --data collections/cpu_zoo_kernels_flags_xeon \\
         --out src/graphcost/pretrained/kernels
 
 The kernel trees (`graphcost.models.kernel_cost.KernelTrees`) fit every program's leaf kernels,

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
-OUT=${OUT:-benchmarks/collections}
+OUT=${OUT:-collections}
 COMMON=(--limit 0 --configs 64 --rounds 7 --calls 5 --warmup 2 --seed 0 --processes 3 --compile-workers 2
         --max-load "${MAX_LOAD:-1.5}" --max-wait "${MAX_WAIT:-300}")
 LAYOUT=(--space layout --mode both --programs "$(paste -sd, benchmarks/collections/layout_programs.txt)")

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 GC=${GC:-graphcost}
 SPACE=${SPACE:-flags}
 case $SPACE in flags|layout) ;; *) echo "SPACE must be flags or layout" >&2; exit 2 ;; esac
-OUT=${OUT:-benchmarks/collections/cpu_zoo_kernels_${SPACE}_xeon}
+OUT=${OUT:-collections/cpu_zoo_kernels_${SPACE}_xeon}
 $GC collect --kernels --space "$SPACE" --mode both --single-thread --limit 0 --configs 16 --rounds 5 --calls 5 --warmup 2 \
   --seed 0 --processes 3 --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}" \
   --programs "$(paste -sd, "${PROGRAMS:-benchmarks/collections/zoo_layout_programs.txt}")" \

@@ -30,7 +30,7 @@ case ${REGIME:-single} in  # single: pinned, XLA single-threaded (the shipped co
   *) echo "REGIME must be single or multi" >&2; exit 2 ;;
 esac
 [ "${MODE:-both}" = both ] || SUFFIX=_${MODE}$SUFFIX
-OUT=${OUT:-benchmarks/collections/cpu_zoo_$SPACE$SUFFIX}
+OUT=${OUT:-collections/cpu_zoo_$SPACE$SUFFIX}
 COMMON=("${SPACE_ARGS[@]}" "${REGIME_ARGS[@]}" --limit 0 --configs 32 --rounds 5 --calls 5 --warmup 2 --seed 0 --processes "$PROCESSES"
         --compile-workers 2 --max-load "${MAX_LOAD:-2.0}" --max-wait "${MAX_WAIT:-60}"
         --programs "$(paste -sd, "${PROGRAMS:-benchmarks/collections/zoo_layout_programs.txt}")"

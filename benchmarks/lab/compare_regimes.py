@@ -1,7 +1,7 @@
 """Does the flag model learn the regime `graphcost tune` measures in? Labels of the same programs and
 configurations measured two ways, and models trained on each (issues 33 and 34).
 
-    python benchmarks/lab/compare_regimes.py --multi benchmarks/collections/cpu_zoo_flags_mt \\
+    python benchmarks/lab/compare_regimes.py --multi collections/cpu_zoo_flags_mt \\
         [--single cpu_zoo_flags] [--seeds 3] [--work runs/regimes] [--json benchmarks/results/regimes.json]
 
 The shipped flag collection (``--single``, `cpu_zoo_flags`) measures each process pinned to one core

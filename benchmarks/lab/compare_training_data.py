@@ -2,7 +2,7 @@
 way the tuner samples them? Models trained on the flag zoo, on a second collection of the same
 programs, on both, and on the zoo cut to the second's programs (issues 33 and 34).
 
-    python benchmarks/lab/compare_training_data.py --add benchmarks/collections/cpu_zoo_flags_tuner \\
+    python benchmarks/lab/compare_training_data.py --add collections/cpu_zoo_flags_tuner \\
         [--base cpu_zoo_flags] [--seeds 3] [--work runs/training_data] [--json benchmarks/results/training_data.json]
 
 The shipped flag zoo (``--base``, `cpu_zoo_flags`) samples half its configurations with EVERY option

@@ -127,7 +127,7 @@ def fit_lgbm(xs, ys, groups=None, seed: int = 0):
 def main() -> None:
     from graphcost import metrics
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / "collections" / "cpu_zoo_layout")
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "collections" / "cpu_zoo_layout")
     parser.add_argument("--extra", type=Path, default=None, help="collection added to every fold's training side")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """Kernel-level cost models at PROGRAM level, leave-family-out, on a kernel collection (issue 63).
 
-    python benchmarks/models/bench_kernels.py --data benchmarks/collections/cpu_zoo_kernels_flags_xeon \\
-        --peaks benchmarks/collections/cpu_zoo_kernels_flags_xeon/peaks.json --folds 5 --seeds 3 \\
+    python benchmarks/models/bench_kernels.py --data collections/cpu_zoo_kernels_flags_xeon \\
+        --peaks collections/cpu_zoo_kernels_flags_xeon/peaks.json --folds 5 --seeds 3 \\
         --out benchmarks/results/kernels/lofo_flags.json [--into benchmarks/results/bench_real.json]
 
 The families of the collection are held out in `--folds` groups (bench_real's `family_folds`: about

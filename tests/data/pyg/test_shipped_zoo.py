@@ -17,7 +17,7 @@ from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
 
 ZOOS = ("cpu_zoo_layout", "cpu_zoo_flags")
 # Median repeat Spearman each collection reaches (its CARD.md). The target is 0.9; the flag zoo
-# measured 0.877 on its repeated 38 of 340 graphs (CARD.md, benchmarks/collections/cpu_zoo_flags_notes.md),
+# measured 0.877 on its repeated 38 of 340 graphs (CARD.md, collections/cpu_zoo_flags_notes.md),
 # so its floor here is what it holds, not the target.
 REPEAT_MEDIAN_FLOOR = {"cpu_zoo_layout": 0.9, "cpu_zoo_flags": 0.85}
 
