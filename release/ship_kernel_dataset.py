@@ -4,7 +4,7 @@
         cpu_zoo_kernels_flags [--overwrite]
 
 SRC is a collection written by `graphcost collect --kernels`; NAME one of `graphcost.datasets.PACKED`. The
-kernel dataset (`graphcost.data.kernels.write_kernel_dataset`: one TILE-schema graph per distinct leaf
+kernel dataset (`graphcost.kernels.table.write_kernel_dataset`: one TILE-schema graph per distinct leaf
 kernel) is written to a temporary directory, packed (`graphcost.data.io.packed.pack_dataset`) into
 ``src/graphcost/datasets/NAME/<PACKED[NAME]>`` with a CARD.md (the dataset's counts, then the collection's
 own card), and the old copy replaced only with ``--overwrite``, once the new one is complete.
@@ -70,7 +70,7 @@ def card(name: str, src: Path, manifest: dict, packed: Path) -> str:
 
 def main() -> None:
     from graphcost.data.io.packed import pack_dataset
-    from graphcost.data.kernels import KernelTable, write_kernel_dataset
+    from graphcost.kernels.table import KernelTable, write_kernel_dataset
     from graphcost.datasets import PACKED
     from graphcost.frontend.programs.flags import default_flag_vector
 

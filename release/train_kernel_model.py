@@ -3,7 +3,7 @@
     python release/train_kernel_model.py --data collections/cpu_zoo_kernels_flags_xeon \\
         --out src/graphcost/pretrained/kernels
 
-The kernel trees (`graphcost.models.kernel_cost.KernelTrees`) fit every program's leaf kernels,
+The kernel trees (`graphcost.kernels.trees.KernelTrees`) fit every program's leaf kernels,
 early-stopped on the kernels of a held-back sixth of the families (seeded), then the sum rule on
 every program's configurations, and the flag trees (`FlagTrees`) on every program's flag
 configurations, blended at the kernel sum's weight `--flag-weight` (0.5: the weight bench_kernels.py's
@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "models"))  # bench_kernels: the pe
 
 from bench_kernels import executions, fit_rule, per_program  # noqa: E402
 
-from graphcost.data.kernels import KernelTable  # noqa: E402
+from graphcost.kernels.table import KernelTable  # noqa: E402
 from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
-from graphcost.inference.kernel_model import FEATURIZER_VERSION  # noqa: E402
-from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, kernel_graph_features, kernel_rows,  # noqa: E402
+from graphcost.kernels.model import FEATURIZER_VERSION  # noqa: E402
+from graphcost.kernels.trees import (FlagTrees, KernelTrees, kernel_graph_features, kernel_rows,  # noqa: E402
                                           save_kernel_model)
 
 

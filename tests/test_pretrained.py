@@ -97,7 +97,7 @@ def test_rank_takes_at_most_model_and_graph(tmp_path):
 def test_the_shipped_kernel_model_loads_with_its_flag_trees():
     """The shipped kernel model (graphcost/pretrained/kernels) loads as `rank PROGRAM` loads it, and ranks
     by the kernel sum blended with its flag trees (issue 63: the blend led both on unseen families)."""
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
 
     model = KernelCostModel.load()
     assert model.blended and 0.0 < model.flag_weight < 1.0
@@ -114,7 +114,7 @@ def test_a_damaged_kernel_model_is_refused_before_it_ranks(tmp_path, damage):
     import json
     import shutil
 
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
     from graphcost.pretrained import shipped_kernel_model_dir
 
     copy = tmp_path / "kernels"

@@ -57,10 +57,10 @@ sys.path[:0] = [str(ROOT / "benchmarks" / group) for group in ("models", "tune")
 
 from bench_real import family_groups  # noqa: E402
 
-from graphcost.data.kernels import KernelTable  # noqa: E402
+from graphcost.kernels.table import KernelTable  # noqa: E402
 from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
 from graphcost.metrics import kendall_tau  # noqa: E402
-from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, Roofline, SumRule, blend_scores,  # noqa: E402
+from graphcost.kernels.trees import (FlagTrees, KernelTrees, Roofline, SumRule, blend_scores,  # noqa: E402
                                           kernel_graph_features, kernel_rows, program_sums)
 
 

@@ -94,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import graphcost.pretrained as pretrained
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
 
     kernel_model = KernelCostModel.load(args.kernel_model)
     runs = {k: pretrained.shipped_model_dir(k) for k in ("layout", "tile")}

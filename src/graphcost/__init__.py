@@ -6,13 +6,15 @@ module listing the ones it cites, and the guide's References page.
 Packages by floor: a module imports its own package or a package on a LOWER floor, never one above
 (the test suite checks it on every import, function-level ones included).
 
-  9  __main__    `python -m graphcost`
-  8  cli         the typer app
-  7  commands/   one thin module per command (train, evaluate, rank, predict, data, collect, tune, dag);
+ 10  __main__    `python -m graphcost`
+  9  cli         the typer app
+  8  commands/   one thin module per command (train, evaluate, rank, predict, data, collect, tune, dag);
                  common (errors, option checks, --threads), choices, tables, console.
                  This file (graphcost/__init__) sits on this floor too: its lazy names come from tuning
-  6  tuning/     graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
-  5  collect/    `graphcost collect`: data collection on this machine or a Ray cluster, and its data card
+  7  tuning/     graphcost.tune / compile_with: a cost model + a measurement budget make a program faster
+  6  collect/    `graphcost collect`: data collection on this machine or a Ray cluster, and its data card
+  5  kernels/    the kernel path: kernel records -> KernelTable -> kernel trees -> the kernel cost model,
+                 its training recipe, per-kernel times
   4  train/      graphcost.fit and its RunSpec, the training loop (TrainConfig, Trainer), cross-validation, plots;
      layerdag/   LayerDAG generator of DAGs and its quality metrics (`graphcost dag`);
      measure/    timing, the cross-process measurement protocol and its worker, kernel profiles

@@ -29,19 +29,19 @@ def _rank(ws, **kw):
 
 
 def _table(ws, **kw):
-    from graphcost.data.kernels import KernelTable
+    from graphcost.kernels.table import KernelTable
 
     return KernelTable.read(kw.pop("root", ws), **kw)
 
 
 def _write(ws, **kw):
-    from graphcost.data.kernels import write_kernel_dataset
+    from graphcost.kernels.table import write_kernel_dataset
 
     return write_kernel_dataset(kw.pop("table", ws / "nope"), kw.pop("out", ws / "out"), **kw)
 
 
 def _kernel_model(ws, **kw):
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
 
     return KernelCostModel.load(kw.pop("path", ws))
 

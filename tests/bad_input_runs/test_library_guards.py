@@ -106,7 +106,7 @@ def test_split_by_configuration_checks_its_out_dir_before_reading(ws):
 
 
 def test_write_kernel_dataset_checks_out_before_reading_the_collection(ws):
-    from graphcost.data.kernels import write_kernel_dataset
+    from graphcost.kernels.table import write_kernel_dataset
 
     root = ws / "collection"  # never read: every call below is refused first
     root.mkdir()

@@ -35,7 +35,7 @@ def _record(collection, name):
 
 
 def test_every_configuration_has_its_kernels_timed_and_identified(collection):
-    from graphcost.collect.kernel_records import coverage
+    from graphcost.kernels.records import coverage
 
     for name in PROGRAMS:
         r, manifest = _record(collection, name)
@@ -85,9 +85,9 @@ def test_kernel_dataset_loads_as_tile_data_through_the_loaders_and_pyg(collectio
 
 
 def _train_model(collection, out, flag_weight=1.0):
-    from graphcost.data.kernels import KernelTable
-    from graphcost.inference.kernel_model import FEATURIZER_VERSION
-    from graphcost.models.kernel_cost import (KernelTrees, SumRule, kernel_graph_features, kernel_rows,
+    from graphcost.kernels.table import KernelTable
+    from graphcost.kernels.model import FEATURIZER_VERSION
+    from graphcost.kernels.trees import (KernelTrees, SumRule, kernel_graph_features, kernel_rows,
                                               program_sums, save_kernel_model)
 
     t = KernelTable.read(collection)
@@ -102,7 +102,7 @@ def _train_model(collection, out, flag_weight=1.0):
                        np.concatenate([t.programs[p]["label"] for p in PROGRAMS]) * 1e-9)
     flag_trees = None
     if flag_weight < 1.0:
-        from graphcost.models.kernel_cost import FlagTrees
+        from graphcost.kernels.trees import FlagTrees
 
         flag_trees = FlagTrees.fit([t.programs[p]["config_feat"] for p in PROGRAMS],
                                    [t.programs[p]["label"] for p in PROGRAMS], rounds=5)
@@ -134,8 +134,8 @@ def test_rank_of_a_program_through_its_kernels(collection, tmp_path, monkeypatch
 
 
 def test_the_ranking_blends_the_kernel_sum_with_the_flag_trees(collection, tmp_path):
-    from graphcost.inference.kernel_model import KernelCostModel
-    from graphcost.models.kernel_cost import standardised
+    from graphcost.kernels.model import KernelCostModel
+    from graphcost.kernels.trees import standardised
 
     model = KernelCostModel.load(_train_model(collection, tmp_path / "model", flag_weight=0.25))
     assert model.blended and model.flag_weight == 0.25
@@ -167,7 +167,7 @@ def test_a_kernel_model_of_another_featurizer_version_is_refused_in_one_line(col
 
 
 def test_level_median_of_kernel_samples_follows_the_program_levels():
-    from graphcost.collect.kernel_records import combine_profiles
+    from graphcost.kernels.records import combine_profiles
 
     def proc(scale):
         return {"kernel_config": np.array([0, 0, 1]), "kernel_name": np.array(["a", "b", "a"]),
@@ -185,7 +185,7 @@ def test_level_median_of_kernel_samples_follows_the_program_levels():
 
 
 def test_sum_rule_recovers_a_known_overhead():
-    from graphcost.models.kernel_cost import SumRule
+    from graphcost.kernels.trees import SumRule
 
     rng = np.random.default_rng(0)
     ks, th = rng.uniform(1e-4, 1e-3, 50), rng.integers(10, 100, 50).astype(float)
@@ -196,9 +196,9 @@ def test_sum_rule_recovers_a_known_overhead():
 
 def test_the_kernel_rows_histogram_covers_every_tpugraphs_opcode():
     from graphcost.frontend.hlo.opcodes import NUM_OPCODE_IDS
-    from graphcost.models import kernel_cost
+    from graphcost.kernels import trees
 
-    assert kernel_cost.NUM_OPCODE_IDS == NUM_OPCODE_IDS
+    assert trees.NUM_OPCODE_IDS == NUM_OPCODE_IDS
 
 
 def test_a_broken_kernel_collection_is_a_one_line_error(tmp_path):
@@ -216,7 +216,7 @@ def test_a_layout_graphs_kernels_ran_under_the_default_flags(collection, tmp_pat
     (the layouts are in the kernels' own graphs and fingerprints)."""
     import shutil
 
-    from graphcost.data.kernels import KernelTable
+    from graphcost.kernels.table import KernelTable
     from graphcost.frontend.programs.flags import default_flag_vector
 
     col = tmp_path / "col"
@@ -239,7 +239,7 @@ def test_a_layout_graphs_kernels_ran_under_the_default_flags(collection, tmp_pat
 def test_a_kernel_record_is_lzma_compressed_and_reads_back_as_any_npz(tmp_path):
     import zipfile
 
-    from graphcost.collect.kernel_records import save_kernel_record
+    from graphcost.kernels.records import save_kernel_record
 
     text = np.asarray(["fused_computation { add(f32[8,8] p0, f32[8,8] p1) }"] * 50 + ["x"], dtype=str)
     arrays = {"kernel_text": text, "node_feat": np.tile(np.arange(140, dtype=np.float32), (300, 1)),
@@ -262,7 +262,7 @@ def test_rank_configs_from_python_ranks_a_function_through_its_kernels(collectio
     import graphcost
     from graphcost.bounds import ArgumentError
     from graphcost.frontend.programs.flags import default_flag_vector, flag_features
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
 
     model = KernelCostModel.load(_train_model(collection, tmp_path / "model", flag_weight=0.5))
     fn, x, w = (lambda x, w: jnp.tanh(x @ w).sum(0)), jnp.ones((32, 64)), jnp.ones((64, 64))

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from graphcost.cli import app
 from graphcost.commands.rank import packed
 from graphcost.frontend.programs.flags import CANDIDATES, FLAG_COLUMNS, known_options
-from graphcost.inference.kernel_model import CostedConfig
+from graphcost.kernels.model import CostedConfig
 from graphcost.tuning import kernel_rank
 from graphcost.tuning.kernel_rank import KernelRanking, rank_flag_configs
 
@@ -48,7 +48,7 @@ def test_packed_options_keep_each_name_whole_within_the_width():
 @pytest.fixture()
 def fake_rank(monkeypatch):
     """`rank_program` without compiling: 16 configurations of the default space, the last predicted fastest."""
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
 
     asked = {}
 

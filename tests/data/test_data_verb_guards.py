@@ -206,7 +206,7 @@ def test_a_damaged_kernel_record_is_one_line_naming_the_field(tmp_path, damage):
 def test_a_fifo_record_or_a_huge_manifest_is_refused_without_reading_it(tmp_path):
     import os
 
-    from graphcost.data.kernels import MANIFEST_MAX_BYTES, KernelTable
+    from graphcost.kernels.table import MANIFEST_MAX_BYTES, KernelTable
     from graphcost.errors import GraphcostError
 
     root = _collection(tmp_path / "coll")

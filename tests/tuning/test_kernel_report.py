@@ -6,7 +6,7 @@ import csv
 import io
 
 from graphcost.tuning.kernel_report import faster_kernels_line, kernels_csv, kernels_summary
-from graphcost.tuning.kernel_times import ConfigProfile, KernelTime, ProgramProfile
+from graphcost.kernels.times import ConfigProfile, KernelTime, ProgramProfile
 from graphcost.tuning.trial import KERNEL_ROW, OK, Trial, kernel_rows
 
 

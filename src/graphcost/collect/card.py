@@ -218,7 +218,7 @@ def render(root: Path, title: str, command: str, notes: str = "", name: str | No
                      f"{_f(e['noise_ratio'])} | {_f(e['process_spearman_mean'])} | {_f(rep)}{mark} | "
                      f"{'yes' if e.get('flagged') else ''} | {e.get('total_s', 0):.0f} |")
     if col.get("kernels"):
-        from graphcost.collect.kernel_card import kernel_card_lines
+        from graphcost.kernels.card import kernel_card_lines
 
         repeat = root.parent / f"{root.name}_repeat"
         lines += ["", *kernel_card_lines(root, repeat if repeat.is_dir() else None)]

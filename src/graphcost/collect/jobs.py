@@ -36,7 +36,7 @@ class CollectOptions:
     cross: CrossProcess = field(default_factory=CrossProcess)
     split_fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
     label: str = "level-median"  # how processes combine into a label (cross_process.LABEL_STATISTICS)
-    kernels: bool = False  # a profiled pass per process and a kernel record per program (collect/kernel_records.py)
+    kernels: bool = False  # a profiled pass per process and a kernel record per program (graphcost/kernels/records.py)
     # not part of the collection key: they do not change what is measured
     compile_workers: int = 2
     cache_dir: Path | None = None  # None: OUT/.work/jax-cache

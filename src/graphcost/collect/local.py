@@ -214,7 +214,7 @@ def compiled_config_facts(gj: GraphJob, workers: int, kernels: list | None = Non
     len(COMPILED_STATS)) float64 (`graphcost.frontend.hlo.compiled_stats`) and
     ``config_executable_ids`` (K,) int64 (`executable_fingerprint.executable_ids` of the cache
     entries' fingerprints). `kernels`, when given, gets each configuration's kernels
-    (`kernel_records.optimized_kernels`) in configuration order."""
+    (`graphcost.frontend.programs.jax_program.optimized_kernels`) in configuration order."""
     from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
     from graphcost.frontend.programs.executable_fingerprint import (cached_fingerprint, executable_ids,
                                                                     recording_cache_keys)
@@ -229,7 +229,7 @@ def compiled_config_facts(gj: GraphJob, workers: int, kernels: list | None = Non
         fingerprints[i] = cached_fingerprint()  # first: the key this thread's compile looked up
         stats[i] = executable_stats(exe)
         if kernels is not None:
-            from graphcost.collect.kernel_records import optimized_kernels
+            from graphcost.frontend.programs.jax_program import optimized_kernels
 
             found[i] = optimized_kernels(exe)
 
@@ -254,10 +254,10 @@ def add_compiled_stats(gj: GraphJob, workers: int) -> str | None:
 
 def write_kernel_record(gj: GraphJob, out_dir: Path, split: str, work: Path, samples: np.ndarray,
                         options: CollectOptions) -> None:
-    """``OUT/kernels/<split>/<program>.npz`` (`collect/kernel_records.py`) from the measuring processes'
+    """``OUT/kernels/<split>/<program>.npz`` (`graphcost/kernels/records.py`) from the measuring processes'
     profiled passes and each configuration's optimized module; the compiled statistics and
     executable ids go into `gj.arrays` on the way (one compile through the cache serves both)."""
-    from graphcost.collect.kernel_records import (KERNELS_DIR, combine_profiles, kernel_record,
+    from graphcost.kernels.records import (KERNELS_DIR, combine_profiles, kernel_record,
                                                            read_process_profiles, save_kernel_record)
 
     kernels: list = []

@@ -202,7 +202,7 @@ def kernels(
     """The kernel dataset of a kernel collection, in the TpuGraphs TILE schema: one npz per distinct leaf kernel
     (its graph; config_feat = the flag vectors it ran under; config_runtime = ns per execution), identical
     kernels of several programs merged. Readable by `graphcost train --data-dir OUT` and the PyG dataset."""
-    from graphcost.data.kernels import write_kernel_dataset
+    from graphcost.kernels.table import write_kernel_dataset
     from graphcost.frontend.programs.flags import default_flag_vector
 
     try:  # --out is checked by the library before the collection is read

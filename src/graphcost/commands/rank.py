@@ -120,7 +120,7 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
     """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`tuning.kernel_rank`), each
     named by the XLA options it changes, as `graphcost tune` prints them."""
     from graphcost.frontend.programs.flags import known_options
-    from graphcost.inference.kernel_model import KernelCostModel
+    from graphcost.kernels.model import KernelCostModel
     from graphcost.tuning.kernel_rank import rank_program
     from graphcost.tuning.program import ProgramError
 

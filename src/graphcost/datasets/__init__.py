@@ -31,7 +31,7 @@ candidates (``graphcost collect --space flags --mode tuner``: a random share of 
 flag model trains on both.
 
 ``cpu_zoo_kernels_flags``: every distinct leaf kernel of the zoo's programs under their flag
-configurations, one TILE-schema graph per kernel (`graphcost.data.kernels`: ``config_feat`` the 24
+configurations, one TILE-schema graph per kernel (`graphcost.kernels.table`: ``config_feat`` the 24
 flag columns, ``config_runtime`` ns per execution), measured on the Intel Xeon VM (its CARD.md).
 
 The four zoo datasets ship PACKED (`PACKED`): each is one LZMA file beside its CARD.md (the zoo's graphs

@@ -28,7 +28,7 @@ MANIFEST = "MODELS.json"
 SHIPPED = "shipped"  # how a run records that it used a shipped model (result.json's "model")
 
 
-KERNELS = "kernels"  # the kernel model (graphcost.models.kernel_cost): kernel trees + the sum rule
+KERNELS = "kernels"  # the kernel model (graphcost.kernels.trees): kernel trees + the sum rule
 
 
 def shipped_kernel_model_dir() -> Path:

@@ -11,7 +11,8 @@ protocol (`graphcost.measure.interleaved`). Per process p and candidate k the sp
 ``default runtime / candidate runtime``; the reported speedup is the median over processes and the
 spread their min..max. A program given as a Python object (the API's ``graphcost.tune(fn, *args)``)
 cannot be rebuilt in another process: it is timed in P independent passes in this process instead,
-and the result says so.
+and the result says so. `profile_cross_process` times configurations in the same processes, each then
+making a profiled pass: their per-kernel times (`graphcost.kernels.times`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.atomic import atomic_write_json
+from graphcost.kernels.times import ProgramProfile, profile_of
 from graphcost.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes
 
@@ -54,7 +56,7 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
     another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`). A process
     that runs past `timeout` seconds (chosen as `timeout_note` says), aborts or crashes is a RuntimeError
     naming the program."""
-    from graphcost.collect.kernel_records import read_process_profiles
+    from graphcost.kernels.records import read_process_profiles
     from graphcost.measure.cross_process import run_worker
 
     rows, compile_s, files = [], [], []
@@ -107,3 +109,23 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
 
         profiles = [profiled_pass(exes, evaluator.program.flat_args, np.median(rows, axis=0))]
     return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles)
+
+
+def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
+                          protocol: TimingProtocol | None = None, allow_fast_math: bool = True,
+                          cache_dir: str | Path | None = None, timeout_s: float = 900.0,
+                          timeout_note: str = "") -> ProgramProfile:
+    """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
+    `processes` fresh processes timing them together and then making a profiled pass (`graphcost.kernels.times`)."""
+    from graphcost.frontend.hlo.origins import kernel_origins
+    from graphcost.frontend.programs.jax_program import compile_lowered, optimized_kernels
+
+    protocol = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)
+    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
+                                          "configs": [list(c) for c in configs]})
+    compiled = [compile_lowered(low, opt) for low, opt in zip(lowered, options)]
+    modules = [optimized_kernels(exe) for exe in compiled]
+    origins = [kernel_origins(exe.as_text()) for exe in compiled]
+    rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
+                                  timeout_s, kernels=True, timeout_note=timeout_note)
+    return profile_of(rem, modules, labels, ref, origins)

@@ -9,7 +9,7 @@ For each configuration (`rank_flag_configs`: drawn as `graphcost tune` draws its
 same flag space, the fast-math family only when allowed; row 0 the default), the program is compiled
 (threads over the cores; configurations whose optimized modules are identical are split into kernels
 once), its optimized module split into kernels (`graphcost.frontend.hlo.kernels`, loop trip counts read
-off the module), costed by the kernel model (`graphcost.inference.kernel_model.KernelCostModel`) and
+off the module), costed by the kernel model (`graphcost.kernels.model.KernelCostModel`) and
 ranked by its blend with the flag trees (`KernelCostModel.rank_scores`).
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.inference.kernel_model import CostedConfig, KernelCostModel
+from graphcost.kernels.model import CostedConfig, KernelCostModel
 
 
 def module_digest(compiled) -> str:
@@ -206,7 +206,7 @@ def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    from graphcost.collect.kernel_records import optimized_kernels
+    from graphcost.frontend.programs.jax_program import optimized_kernels
     from graphcost.frontend.programs.flags import flag_features
 
     lowered = program.lower()

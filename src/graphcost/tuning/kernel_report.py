@@ -2,7 +2,7 @@
 kept configuration made faster, and every profiled trial's kernels.
 
 * Before the search, `profile_default` times the default configuration in the final check's P fresh
-  processes and makes a profiled pass in each (`graphcost.tuning.kernel_times.profile_cross_process`;
+  processes and makes a profiled pass in each (`graphcost.tuning.crossproc.profile_cross_process`;
   in this process when the program has no file reference), and the run logs its top kernels
   with their share of the call.
 * After the final check, the default, the kept configuration and its ablations are timed again
@@ -19,7 +19,7 @@ import io
 import logging
 from typing import Any
 
-from graphcost.tuning.kernel_times import ConfigProfile, ProgramProfile, compare, top_kernels
+from graphcost.kernels.times import ConfigProfile, ProgramProfile, compare, top_kernels
 from graphcost.tuning.trial import KERNEL_ROW, Trial
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,8 @@ def profile_default(program, evaluator, space, processes: int, program_ref: str 
     """The default configuration's kernels before the search (module docstring), logged; None (said
     in the log) when the profiler fails: the search does not depend on it."""
     from graphcost.measure.interleaved import TimingProtocol
-    from graphcost.tuning.kernel_times import profile_cross_process, profile_in_process
+    from graphcost.kernels.times import profile_in_process
+    from graphcost.tuning.crossproc import profile_cross_process
 
     try:
         if program_ref:

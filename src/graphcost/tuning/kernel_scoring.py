@@ -6,7 +6,7 @@
 Each configuration is compiled (`trial.Evaluator.compile_many`: threads over the cores, nothing run),
 its optimized module split into kernels once per distinct module (`kernel_rank.module_digest`,
 `graphcost.frontend.hlo.kernels`) and costed by the kernel model
-(`graphcost.inference.kernel_model.KernelCostModel.cost`): T̂ = a · Σ_k n_k t̂_k + b · Σ_k n_k + d, each
+(`graphcost.kernels.model.KernelCostModel.cost`): T̂ = a · Σ_k n_k t̂_k + b · Σ_k n_k + d, each
 leaf kernel's t̂_k predicted under the configuration's flag vector (the default's in a layout-only
 space: there the layouts XLA assigned are in the kernels' own graphs). Results are kept per
 configuration, so the ``kernels`` search (`kernel_search`) and the zero-shot benchmark
@@ -40,7 +40,7 @@ class KernelModelScorer:
     evaluator: a `trial.Evaluator` (it compiles); model: a `KernelCostModel` (default: the shipped one)."""
 
     def __init__(self, space: Space, evaluator, model=None):
-        from graphcost.inference.kernel_model import KernelCostModel
+        from graphcost.kernels.model import KernelCostModel
 
         self.space, self.evaluator = space, evaluator
         self.model = model or KernelCostModel.load()
@@ -63,7 +63,7 @@ class KernelModelScorer:
 
     def compile(self, batch: Sequence[Codes]) -> None:
         """Compile and cost the configurations of `batch` not seen yet."""
-        from graphcost.collect.kernel_records import optimized_kernels
+        from graphcost.frontend.programs.jax_program import optimized_kernels
         from graphcost.tuning.kernel_rank import module_digest
 
         new = [c for c in dict.fromkeys(batch) if c not in self.costed]

@@ -10,7 +10,7 @@ Each round:
    module_digest`) are split into kernels once.
 2. **A cost per candidate** from its kernels (`graphcost.frontend.hlo.kernels`): the shipped kernel
    model predicts each leaf kernel's time under the candidate's flags
-   (`graphcost.inference.kernel_model.KernelCostModel`), and the per-kernel online learner
+   (`graphcost.kernels.model.KernelCostModel`), and the per-kernel online learner
    (`learners.kernel_residual.KernelResidualLearner`) corrects it with what this program's measured
    kernels said: T̃ = Σ_k t̂_k exp(r̂_k) + d_program.
 3. **What is measured:** the lowest T̃ not yet measured, kept diverse (`strategies.diverse_top`). In

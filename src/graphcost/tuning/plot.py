@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.tuning.kernel_times import KernelTime, ProgramProfile, compare
+from graphcost.kernels.times import KernelTime, ProgramProfile, compare
 from graphcost.tuning.trial import COPY, OK, Trial
 
 

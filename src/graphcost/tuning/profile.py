@@ -5,8 +5,8 @@
 worker of `graphcost.measure.worker`, its job built by `graphcost.tuning.crossproc.
 lower_tune_job`): each process times the configurations with the interleaved protocol, then makes a
 profiled pass (`graphcost.measure.kernel_profile`). Kernels of one configuration are
-joined over processes as the collection's kernel labels are (`graphcost.collect.
-kernel_records.combine_profiles`, level-median), and described from the configuration's optimized
+joined over processes as the collection's kernel labels are (`graphcost.kernels.records.
+combine_profiles`, level-median), and described from the configuration's optimized
 module compiled here (`graphcost.frontend.hlo.kernels`): what each is (fusion kind, library call,
 copy, loop) and its executions per call.
 
@@ -14,8 +14,8 @@ With `best` (a tuned configuration: `TunedConfig`, best.json or its dict), the d
 configuration are profiled side by side; `compare` pairs their kernels by fingerprint (the same
 computation on the same layout), then by name.
 
-The records and the measurement are `graphcost.tuning.kernel_times`'s (the tuner uses them too:
-`profile_cross_process` for the default before its search, `profile_in_process` for each round's
+The records are `graphcost.kernels.times`'s, the measurement `graphcost.tuning.crossproc`'s (the tuner
+uses them too: `profile_cross_process` for the default before its search, `profile_in_process` for each round's
 trials).
 
 Coverage = the share of the profiled call's wall time inside leaf kernels; the rest is the
@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from graphcost.kernels.times import ProgramProfile
 from graphcost.measure.interleaved import TimingProtocol
-from graphcost.tuning.kernel_times import ProgramProfile, profile_cross_process
+from graphcost.tuning.crossproc import profile_cross_process
 
 def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingProtocol | None = None,
                     timeout_s: float | None = None, *, json_out: str | Path | None = None,
@@ -162,7 +163,7 @@ def profile_table(result: ProgramProfile, top: int = 15) -> list[str]:
                 f"all kernels: {base.kernel_share:.1%} of the call (leaf kernels {base.coverage:.1%}); "
                 f"{_rest([base])}"]
         return out
-    from graphcost.tuning.kernel_times import compare
+    from graphcost.kernels.times import compare
 
     tuned = result.configs[1]
     pairs = compare(base, tuned)[:top]

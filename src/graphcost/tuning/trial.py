@@ -417,7 +417,7 @@ class Evaluator:
         profiler failure costs the kernel times, never the measurement."""
         if not new:
             return
-        from graphcost.tuning.kernel_times import profile_in_process
+        from graphcost.kernels.times import profile_in_process
 
         try:
             prof = profile_in_process(self.program.name, [e for _, e in new], list(self.program.flat_args),

@@ -439,7 +439,7 @@ def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: E
     `TuneResult.confirm`), its ablation (`ablation`) and its kernels beside the default's (`kernel_report`),
     into `result` (`summary_lines` words them)."""
     from graphcost.tuning.kernel_report import kernels_summary
-    from graphcost.tuning.kernel_times import ProgramProfile
+    from graphcost.kernels.times import ProgramProfile
 
     final = None
     if result.beats_default:  # the one figure reported: timed after the choice (`ablation.confirmation`)

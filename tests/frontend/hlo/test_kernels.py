@@ -5,7 +5,7 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from graphcost.collect.kernel_records import optimized_kernels  # noqa: E402
+from graphcost.frontend.programs.jax_program import optimized_kernels  # noqa: E402
 from graphcost.frontend.hlo.featurizer import NODE_FEAT_DIM, featurize_module  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """A whole dataset directory in one file: many small graphs packed, unpacked where they are used.
 
-A kernel dataset (`graphcost.data.kernels.write_kernel_dataset`) holds one TILE-schema npz per
+A kernel dataset (`graphcost.kernels.table.write_kernel_dataset`) holds one TILE-schema npz per
 distinct kernel: about 18,600 files for the zoo's flag kernels, 45 MB on disk, too many files and
 bytes to ship with the package. `pack_dataset` writes the directory as one npz whose members are the
 graphs' arrays of each key concatenated along their first axis, with the graphs' offsets,

@@ -12,7 +12,7 @@ profiler names each thunk after its instruction (`graphcost.measure.kernel_profi
   instructions of every computation it calls, with names replaced by positions. Two kernels of
   different programs (or configurations) with equal fingerprints are the same computation on the
   same data layout; what still tells their machine code apart are the flags, which a kernel
-  dataset keeps as its configuration (`graphcost.data.kernels`).
+  dataset keeps as its configuration (`graphcost.kernels.table`).
 * ``graph``: a self-contained module whose entry computation is the kernel alone: one parameter per
   operand (its shape) and the instruction, its called computations beside it. The featurizer turns
   it into a TpuGraphs TILE graph, as the TpuGraphs tile collection holds one fused kernel per graph.

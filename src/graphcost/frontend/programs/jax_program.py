@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 if TYPE_CHECKING:
     from graphcost.frontend.hlo.featurizer import FeaturizedModule
+    from graphcost.frontend.hlo.kernels import Kernel
 
 Stage = Literal["optimized", "unoptimized"]
 
@@ -74,6 +75,15 @@ def executable_stats(compiled):
     from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
 
     return compiled_stats(parse_hlo_module(optimized_hlo_bytes(compiled), "optimized HloModuleProto"))
+
+
+def optimized_kernels(compiled) -> dict[str, Kernel]:
+    """`graphcost.frontend.hlo.kernels.module_kernels` of a compiled executable's optimized module."""
+    from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
+    from graphcost.frontend.hlo.kernels import module_kernels, trip_counts
+
+    module = parse_hlo_module(optimized_hlo_bytes(compiled), "optimized HloModuleProto")
+    return module_kernels(module, trip_counts(compiled.as_text()))
 
 
 def unoptimized_hlo_bytes(lowered) -> bytes:

@@ -3,7 +3,7 @@
 For a collection made with ``graphcost collect --kernels`` (records in ``OUT/kernels/``):
 
 * **coverage**: per program, the median over its configurations of the share of a profiled call's
-  wall time inside leaf kernels (`kernel_records.coverage`);
+  wall time inside leaf kernels (`graphcost.kernels.records.coverage`);
 * **profiler overhead**: per program, the median over configurations of the profiled call's wall
   time over the timed (unprofiled) runtime, both medians over processes;
 * **per-kernel agreement between processes**: per (program, configuration), the mean pairwise
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.collect.kernel_records import coverage
-from graphcost.data.kernels import kernel_record_path
+from graphcost.kernels.records import coverage
+from graphcost.kernels.table import kernel_record_path
 from graphcost.measure.interleaved import spearman
 
 
@@ -96,7 +96,7 @@ def kernel_card_lines(root: Path, repeat: Path | None = None) -> list[str]:
              "Every configuration's compiled kernels were timed too: each measuring process made a profiled pass "
              "after its timed calls (JAX's profiler: one event per executed thunk; loops resolved so a loop keeps "
              "only what it adds to its body; `graphcost.measure.kernel_profile`), and each program has a "
-             "kernel record `kernels/SPLIT/PROGRAM.npz` (`graphcost.collect.kernel_records`). "
+             "kernel record `kernels/SPLIT/PROGRAM.npz` (`graphcost.kernels.records`). "
              "`graphcost data kernels` builds the TILE-schema kernel dataset from them.", "",
              f"* programs with a kernel record: {s['programs']}",
              f"* coverage (share of a profiled call inside leaf kernels, median over configurations): median "

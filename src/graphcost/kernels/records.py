@@ -43,26 +43,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from graphcost.data.kernels import KERNELS_DIR
+from graphcost.kernels.table import KERNELS_DIR
 from graphcost.frontend.hlo.kernels import Kernel
 from graphcost.measure.kernel_profile import PROFILE_KEYS
 
-__all__ = ["KERNELS_DIR", "combine_profiles", "coverage", "kernel_record", "optimized_kernels", "read_process_profiles",
-           "save_kernel_record"]
-
-
-def optimized_kernels(compiled: Any) -> dict[str, Kernel]:
-    """`module_kernels` of a compiled executable's optimized module."""
-    from graphcost.frontend.hlo.hlo_proto import parse_hlo_module
-    from graphcost.frontend.hlo.kernels import module_kernels, trip_counts
-    from graphcost.frontend.programs.jax_program import optimized_hlo_bytes
-
-    module = parse_hlo_module(optimized_hlo_bytes(compiled), "optimized HloModuleProto")
-    return module_kernels(module, trip_counts(compiled.as_text()))
+__all__ = ["KERNELS_DIR", "combine_profiles", "coverage", "kernel_record", "read_process_profiles", "save_kernel_record"]
 
 
 def read_process_profiles(files: list[Path]) -> list[dict[str, np.ndarray]]:
@@ -119,7 +107,7 @@ def combine_profiles(profiles: list[dict[str, np.ndarray]], samples: np.ndarray,
 
 def kernel_record(combined: dict[str, np.ndarray], kernels: list[dict[str, Kernel]]) -> dict[str, np.ndarray]:
     """The record's arrays: `combined` (`combine_profiles`) joined with each configuration's
-    kernels (``kernels[k]``: `optimized_kernels` of configuration k). A profiled name that the
+    kernels (``kernels[k]``: `graphcost.frontend.programs.jax_program.optimized_kernels` of configuration k). A profiled name that the
     configuration's module lacks is a ValueError (the profile and the module disagree)."""
     from graphcost.frontend.hlo.featurizer import featurize_module
 

@@ -10,11 +10,11 @@ stated as its share of the profiled call, and as that share of the TIMED call in
 (`ConfigProfile.call_ns`): the call time shown, the kernels' times and their shares add up.
 
 Measured two ways, with the kernel timing of the kernel collection
-(`graphcost.measure.kernel_profile`, joined over processes by `graphcost.
-collect.kernel_records.combine_profiles`, level-median):
+(`graphcost.measure.kernel_profile`, joined over processes by `graphcost.kernels.records.combine_profiles`,
+level-median):
 
-* `profile_cross_process`: P fresh processes time the configurations together, as the tuner's
-  final check does (`graphcost.tuning.crossproc`), then each makes a profiled pass;
+* `graphcost.tuning.crossproc.profile_cross_process`: P fresh processes time the configurations together,
+  as the tuner's final check does, then each makes a profiled pass (`profile_of` joins them);
 * `profile_in_process`: one profiled pass of compiled executables in THIS process (the tuner's
   trials, a program without a file reference).
 
@@ -33,7 +33,6 @@ import numpy as np
 
 from graphcost.atomic import atomic_write_json
 from graphcost.frontend.hlo.origins import Origin
-from graphcost.measure.interleaved import TimingProtocol
 
 @dataclass
 class KernelTime:
@@ -148,33 +147,11 @@ def config_profiles(combined: dict, samples: np.ndarray, modules: list[dict], la
     return out
 
 
-def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
-                          protocol: TimingProtocol | None = None, allow_fast_math: bool = True,
-                          cache_dir: str | Path | None = None, timeout_s: float = 900.0,
-                          timeout_note: str = "") -> ProgramProfile:
-    """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
-    `processes` fresh processes timing them together and then making a profiled pass (module docstring)."""
-    from graphcost.collect.kernel_records import optimized_kernels
-    from graphcost.frontend.hlo.origins import kernel_origins
-    from graphcost.frontend.programs.jax_program import compile_lowered
-    from graphcost.tuning.crossproc import lower_tune_job, remeasure_cross_process
-
-    protocol = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)
-    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
-                                          "configs": [list(c) for c in configs]})
-    compiled = [compile_lowered(low, opt) for low, opt in zip(lowered, options)]
-    modules = [optimized_kernels(exe) for exe in compiled]
-    origins = [kernel_origins(exe.as_text()) for exe in compiled]
-    rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
-                                  timeout_s, kernels=True, timeout_note=timeout_note)
-    return profile_of(rem, modules, labels, ref, origins)
-
-
 def profile_of(rem, modules: list[dict], labels: list[str], name: str,
                origins: list[dict[str, Origin]] | None = None) -> ProgramProfile:
     """The `ProgramProfile` of a re-measurement made with kernels (`crossproc.Remeasurement` with
     `profiles`): its processes' profiled passes joined (level-median over its timed runtimes)."""
-    from graphcost.collect.kernel_records import combine_profiles
+    from graphcost.kernels.records import combine_profiles
 
     profiles = rem.profiles or []
     runtime = np.asarray(rem.runtime_ns, np.float64)  # (P, K)
@@ -190,7 +167,8 @@ def profile_in_process(name: str, executables: list, args: list, labels: list[st
     """Profiles of compiled `executables` called on `args` in THIS process (a program without a file
     reference, the tuner's trials): one profiled pass; `runtime_ns` their timed runtimes (it sets
     how many calls are profiled, `kernel_profile.repeats_for`)."""
-    from graphcost.collect.kernel_records import combine_profiles, optimized_kernels
+    from graphcost.frontend.programs.jax_program import optimized_kernels
+    from graphcost.kernels.records import combine_profiles
     from graphcost.measure.kernel_profile import profiled_pass
 
     arrays = profiled_pass(executables, args, runtime_ns, target_ns)

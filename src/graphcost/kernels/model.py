@@ -1,4 +1,4 @@
-"""The kernel cost model: a compiled configuration's cost as the sum of its kernels (`graphcost.models.kernel_cost`).
+"""The kernel cost model: a compiled configuration's cost as the sum of its kernels (`graphcost.kernels.trees`).
 
     model = KernelCostModel.load()                 # the shipped kernel model (graphcost/pretrained/kernels)
     seconds, shares = model.cost(kernels, flags)   # kernels: graphcost.frontend.hlo.kernels.module_kernels
@@ -9,7 +9,7 @@ joined with the configuration's 24 flag columns, timed by the kernel trees, and
     T̂ = a · Σ_leaf n_k · t̂(k, flags) + b · Σ n_k + d
 
 with (a, b, d) the sum rule stored with the model. A program's configurations are ranked by the
-blend of that cost with the flag trees (`rank_scores`; `models.kernel_cost`, "blend").
+blend of that cost with the flag trees (`rank_scores`; `graphcost.kernels.trees`, "blend").
 `graphcost.tuning.kernel_rank` compiles a program's configurations and costs them with it. Only what
 can be compiled is costed this way: a TpuGraphs npz holds no program to compile and keeps the graph
 models.
@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from graphcost.errors import GraphcostError
-from graphcost.models.kernel_cost import (FlagTrees, KernelTrees, SumRule, blend_scores, kernel_graph_features,
+from graphcost.kernels.trees import (FlagTrees, KernelTrees, SumRule, blend_scores, kernel_graph_features,
                                           load_kernel_model)
 
-FEATURIZER_VERSION = 1  # kernel rows: models/kernel_cost.kernel_graph_features + the 24 flag columns
+FEATURIZER_VERSION = 1  # kernel rows: kernels/trees.kernel_graph_features + the 24 flag columns
 
 
 class KernelModelError(GraphcostError, ValueError):
@@ -47,7 +47,7 @@ class CostedConfig:
 
 class KernelCostModel:
     """Kernel trees + sum rule, and the flag trees the ranking blends with them (a kernel model
-    directory, `models.kernel_cost.save_kernel_model`)."""
+    directory, `graphcost.kernels.trees.save_kernel_model`)."""
 
     def __init__(self, trees: KernelTrees, rule: SumRule, meta: dict, source: str, flag_trees: FlagTrees | None = None,
                  flag_weight: float = 1.0):
@@ -78,7 +78,7 @@ class KernelCostModel:
 
     def rank_scores(self, seconds: np.ndarray, flags: np.ndarray) -> np.ndarray:
         """(K,) scores of one program's K configurations, lower = predicted faster: the blend of the
-        kernel sum `seconds` (K,) with the flag trees on `flags` (K, 24) (`models.kernel_cost.blend_scores`);
+        kernel sum `seconds` (K,) with the flag trees on `flags` (K, 24) (`graphcost.kernels.trees.blend_scores`);
         the kernel sum's order when the model has no flag trees. Non-finite seconds (a failed
         compile) score +inf."""
         seconds = np.asarray(seconds, np.float64)

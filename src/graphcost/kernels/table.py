@@ -3,7 +3,7 @@
 A collection made with ``graphcost collect --kernels`` holds, per program, its graph file
 (``OUT/<split>/<program>.npz``: ``config_feat`` (K, 24) flag vectors, or a layout graph, whose kernels
 all ran under the default flags the caller gives; ``config_runtime`` (K,) the program's label) and its kernel record (``OUT/kernels/<split>/<program>.npz``,
-`graphcost.collect.kernel_records`). `KernelTable.read` joins them: one row per
+`graphcost.kernels.records`). `KernelTable.read` joins them: one row per
 (program, configuration, kernel), with the configuration's flags, the kernel's analytical cost and
 an index into the distinct kernel graphs (one per fingerprint over the whole collection).
 
