@@ -57,33 +57,12 @@ sys.path[:0] = [str(ROOT / "benchmarks" / group) for group in ("models", "tune")
 
 from bench_real import family_groups  # noqa: E402
 
-from graphcost.kernels.table import KernelTable  # noqa: E402
 from graphcost.frontend.programs.flags import default_flag_vector  # noqa: E402
-from graphcost.metrics import kendall_tau  # noqa: E402
+from graphcost.kernels.fit import executions, fit_rule, per_program  # noqa: E402
+from graphcost.kernels.table import KernelTable  # noqa: E402
 from graphcost.kernels.trees import (FlagTrees, KernelTrees, Roofline, SumRule, blend_scores,  # noqa: E402
-                                          kernel_graph_features, kernel_rows, program_sums)
-
-
-def executions(table: KernelTable, executions_read: np.ndarray) -> np.ndarray:
-    """Executions per call as the module says, the profiled count where it does not."""
-    return np.where(np.isfinite(executions_read), executions_read, table.count)
-
-
-def per_program(table: KernelTable, names: list[str], per_exec: np.ndarray, n: np.ndarray
-                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    for name in names:
-        rows = table.program == name
-        k = len(table.programs[name]["label"])
-        out[name] = program_sums(table.config[rows], per_exec[rows], n[rows], table.leaf[rows], k)
-    return out
-
-
-def fit_rule(sums: dict, table: KernelTable) -> SumRule:
-    ks = np.concatenate([s[0] for s in sums.values()])
-    th = np.concatenate([s[1] for s in sums.values()])
-    t = np.concatenate([table.programs[p]["label"] for p in sums]) * 1e-9
-    return SumRule.fit(ks, th, t)
+                                     kernel_graph_features, kernel_rows)
+from graphcost.metrics import kendall_tau  # noqa: E402
 
 
 def taus(sums: dict, rule: SumRule, table: KernelTable) -> dict[str, float]:

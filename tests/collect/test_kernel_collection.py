@@ -111,6 +111,17 @@ def _train_model(collection, out, flag_weight=1.0):
     return out
 
 
+def test_the_shipped_models_recipe_fits_on_the_collection(collection):
+    """`graphcost.kernels.fit.fit_kernel_model` (release/train_kernel_model.py): kernel trees early-stopped on a
+    held-back family, the sum rule, and the flag trees unless the blend's weight is 1."""
+    from graphcost.kernels.fit import fit_kernel_model
+
+    fitted = fit_kernel_model(collection, rounds=20, threads=1)
+    assert (fitted.programs, fitted.families) == (2, 2) and fitted.leaf_occurrences > 0
+    assert 1 <= fitted.trees.rounds <= 20 and fitted.flag_trees is not None
+    assert fit_kernel_model(collection, rounds=20, threads=1, flag_weight=1.0).flag_trees is None
+
+
 def test_rank_of_a_program_through_its_kernels(collection, tmp_path, monkeypatch):
     import graphcost.pretrained as pretrained
 

@@ -1,13 +1,9 @@
-"""The kernel rows of bench_real.json (issue 63 "Done means"): benchmarks/models/bench_kernels.py puts its ``kernels`` and
+"""The kernel rows of bench_real.json: benchmarks/models/bench_kernels.py puts its ``kernels`` and
 ``roofline`` rows into a protocol in bench_real's row shape, and a later bench_real run of that protocol keeps them."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "models"))
 
 
 def _kernel_run() -> dict:
