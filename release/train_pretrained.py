@@ -5,7 +5,7 @@
 
 Each is ``graphcost train`` with its defaults on shipped data (``cpu_layout`` for the layout model, the
 flag zoos ``cpu_zoo_flags`` + ``cpu_zoo_flags_tuner`` for the flag model, laid out together by
-``merge_collections.py``, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``
+`graphcost.collect.merge`, unless ``--layout-data`` / ``--flags-data`` name others); the run's ``best.pt``
 (with ``--seeds N``: its ``ensemble.json`` and every member's ``seed_*/best.pt``), ``blend.json``,
 ``trees.txt`` and ``run.json`` are copied to ``src/graphcost/pretrained/<kind>/`` (or
 ``--dest``/<kind>/, to try a candidate without replacing the shipped one) and ``MODELS.json`` there
@@ -25,9 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from merge_collections import merge  # beside this script (run as `python release/train_pretrained.py`)
-
 from graphcost.atomic import atomic_write_json
+from graphcost.collect.merge import merge
 from graphcost.data.io.packed import shipped_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,7 +38,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks" / group) for group in ("models", "tune")]  # bench_real, bench_tune, tune_suite
-sys.path.insert(0, str(ROOT / "release"))  # merge_collections
 
 
 def shared_graphs(multi: Path, single: Path) -> dict[str, tuple[str, str, Path, Path]]:
@@ -79,7 +78,7 @@ def paired_data(graphs: dict, sources: dict[str, Path], work: Path) -> dict[str,
     """Two data directories of the same graphs in the same splits, one per regime (copies), each with
     its source's manifest cut to those graphs (what the collection varied: `trained_flag_columns`)."""
     import bench_real as br
-    from merge_collections import lay_out
+    from graphcost.collect.merge import lay_out
 
     dirs = {}
     for regime, col in (("multi", 2), ("single", 3)):
@@ -130,7 +129,7 @@ def zero_shot(runs: list[Path], tables: Path) -> dict:
 
 
 def main() -> None:
-    from merge_collections import resolve
+    from graphcost.collect.merge import resolve
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--multi", type=Path, required=True, help="collection measured as graphcost tune measures")

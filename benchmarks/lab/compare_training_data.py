@@ -41,7 +41,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks" / group) for group in ("models", "tune")]  # bench_real, bench_tune, tune_suite
-sys.path.insert(0, str(ROOT / "release"))  # merge_collections
 
 ADDED_SUFFIX = "__add"  # file-name suffix of the added collection's graphs in the `base + add` data
 
@@ -49,7 +48,7 @@ ADDED_SUFFIX = "__add"  # file-name suffix of the added collection's graphs in t
 def variants(base: Path, add: Path, work: Path) -> tuple[dict[str, Path], dict[str, Path], dict]:
     """(training data per variant, evaluation data per label source, graphs per variant and split)."""
     import bench_real as br
-    from merge_collections import lay_out
+    from graphcost.collect.merge import lay_out
 
     bm, am = br.read_manifest(base), br.read_manifest(add)
     if am.get("collection", {}).get("space") != "flags":
@@ -76,7 +75,7 @@ def variants(base: Path, add: Path, work: Path) -> tuple[dict[str, Path], dict[s
 def main() -> None:
     import compare_regimes as cr
     import diagnose_zero_shot_subsets as zs
-    from merge_collections import resolve
+    from graphcost.collect.merge import resolve
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--add", type=Path, required=True, help="flag collection of the zoo's programs in another "

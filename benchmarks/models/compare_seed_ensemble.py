@@ -11,7 +11,7 @@ choose noise. This asks the question on more families: the development families 
 collection's split puts in train or valid) are dealt into ``--folds`` groups of about equal graph counts
 (`bench_real.family_folds`); fold k holds group k out (its "held-out" families), validates on group k+1
 (early stopping, the blend) and trains on the rest, every graph of every collection on its family's side
-(`merge_collections.lay_out`; labels of different collections stay different graphs). Each fold is
+(`graphcost.collect.merge.lay_out`; labels of different collections stay different graphs). Each fold is
 `graphcost train --data-dir FOLD --seeds n` (a seed ensemble, `graphcost.train.seeds`), and then, by
 `graphcost evaluate` on the validation and held-out families (mean Kendall τ over all their graphs, TTA as
 the command's default):
@@ -44,13 +44,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks" / group) for group in ("models", "tune")]  # bench_real, bench_tune, tune_suite
-sys.path.insert(0, str(ROOT / "release"))  # merge_collections
 
 
 def development_graphs(collections: list[Path]) -> tuple[dict, dict[str, tuple[str, Path, dict]]]:
-    """The collections laid out together as `merge_collections.merged_entries` lays them out (its manifest, name
+    """The collections laid out together as `graphcost.collect.merge.merged_entries` lays them out (its manifest, name
     -> (split, npz, manifest entry)), kept to the development graphs: train or valid in the merged split."""
-    from merge_collections import merged_entries
+    from graphcost.collect.merge import merged_entries
 
     manifest, entries = merged_entries(collections)
     for name, (_, src, entry) in entries.items():
@@ -62,7 +61,7 @@ def development_graphs(collections: list[Path]) -> tuple[dict, dict[str, tuple[s
 
 def fold_layout(manifest: dict, graphs: dict, held_out: list[str], valid: list[str], out: Path) -> Path:
     """Fold data at `out`: `held_out` families as its test split, `valid` as valid, the rest train."""
-    from merge_collections import lay_out
+    from graphcost.collect.merge import lay_out
 
     def side(family: str) -> str:
         return "test" if family in held_out else "valid" if family in valid else "train"
