@@ -40,10 +40,11 @@ class Interrupt:
 
 
 @contextmanager
-def terminate_as_interrupt() -> Iterator[Interrupt]:
+def terminate_as_interrupt(seen: Interrupt | None = None) -> Iterator[Interrupt]:
     """While the block runs, SIGTERM raises `Terminated` in the main thread (outside it, or off the main
-    thread, nothing changes); the previous handler is restored afterwards."""
-    seen = Interrupt()
+    thread, nothing changes); the previous handler is restored afterwards. `seen` (default a new one) is
+    the `Interrupt` it yields, for a caller that enters the block through a library verb."""
+    seen = seen if seen is not None else Interrupt()
     if threading.current_thread() is not threading.main_thread():
         yield seen
         return

@@ -1,8 +1,8 @@
 """`graphcost tune`: make a user's JAX program faster with a cost model and a measurement budget.
 
-Thin: checks the options, the program and the storage before anything in --out is touched (--out itself by
-`graphcost.tuning.tuning_run_dir.tuning_run_dir`), then calls `graphcost.tuning.tune` with a `TuneConfig`. Error
-messages never show a storage password.
+Thin: the options go to one library verb, `graphcost.tuning.tune_program.tune_program`, which checks them, the
+program and the storage once, before anything in --out is touched, and tunes; its errors become one-line
+messages naming the options (`NAMES`), never showing a storage password.
 """
 
 from __future__ import annotations
@@ -12,14 +12,26 @@ from typing import NoReturn, Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, OutputPathError
 from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import fail
 from graphcost.commands.interrupts import interrupt_says, terminate_as_interrupt
 from graphcost.tuning import defaults as D
 
-# the names of `graphcost.tuning.tuning_run_dir.tuning_run_dir`'s arguments in this command's messages
-NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite"}
+# the names of `tune_program`'s arguments (the `TuneConfig` fields among them) in this command's messages
+NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite", "space": "--space", "budget": "--budget",
+         "model": "--model", "strategies entry": "--strategy", "strategies": "--strategy", "storage": "--storage",
+         "name": "--study", "seed": "--seed", "round_size": "--round-size", "race": "--race", "processes": "--processes",
+         "protocol.rounds": "--rounds", "protocol.calls": "--calls", "rtol": "--rtol", "atol": "--atol",
+         "min_gain": "--min-gain", "allow_fast_math": "--allow-fast-math", "learner": "--online",
+         "kernels": "--kernels", "ablation": "--ablation"}
+
+
+def _strategy_names(incomplete: str) -> list[str]:
+    """--strategy's completions: the registered strategies (`graphcost.tuning.strategies.register_strategy`)."""
+    import graphcost.tuning.tuner  # noqa: F401  (registers the built-in strategies, ``kernels`` too)
+    from graphcost.tuning.strategies import strategy_names
+
+    return [s for s in strategy_names() if s.startswith(incomplete)]
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -52,7 +64,7 @@ def register(app: typer.Typer) -> None:
                                            "model's share earned on this program; tpe and random use no model; "
                                            "model+online the model alone; kernels compiles candidates and "
                                            "costs them with the shipped kernel model, corrected on each trial's "
-                                           "kernels)."),
+                                           "kernels).", autocompletion=_strategy_names),
         online: str = typer.Option(D.LEARNER, help="model+online's per-program model: auto (effects for --space "
                                    "flags, tree for layout and both) | effects (Bayesian "
                                    "effects of each option and their interactions, the cost model's score as a "
@@ -96,81 +108,23 @@ def register(app: typer.Typer) -> None:
         against the default. The best is re-measured in fresh processes and kept only if it
         beats the default beyond the noise. Apply it with graphcost.compile_with(fn, "OUT/best.json").
         """
-        from graphcost.tuning.space import SPACES
-        from graphcost.tuning.strategies import ONLINE_LEARNERS, STRATEGIES
-
-        if online not in ONLINE_LEARNERS:
-            _fail(f"--online must be one of {', '.join(ONLINE_LEARNERS)}, got {online!r}")
-        if space not in SPACES:
-            _fail(f"--space must be one of {', '.join(SPACES)}, got {space!r}")
-        for s in strategy:
-            if s not in STRATEGIES:
-                _fail(f"--strategy must be one of {', '.join(STRATEGIES)}, got {s!r}")
-        for run in model:
-            if not run.exists():
-                _fail(f"--model {run}: no such run directory or checkpoint")
-        if study is not None and not study.strip():
-            _fail("--study must be a non-empty name")
-        from graphcost.frontend.programs import hlo_program
-
-        try:
-            program = hlo_program.with_inputs(program, inputs)
-        except ValueError as exc:
-            _fail(str(exc))
-        if note := hlo_program.picked(program):
-            typer.echo(note, err=True)
-        from graphcost.tuning.tuning_run_dir import tuning_run_dir
-
-        try:  # the library checks --out (a tuning run, or new or empty; --overwrite replaces only a tuning run)
-            run_dir = tuning_run_dir(out, program, overwrite=overwrite, resume=resume, storage=storage, names=NAMES)
-        except (OutputExistsError, OutputPathError, FileNotFoundError) as exc:
-            _fail(str(exc))
-
-        from graphcost.frontend.programs.jax_program import require_jax
-
-        try:
-            require_jax()
-        except ImportError as exc:
-            _fail(str(exc), code=2)
+        from graphcost.commands.interrupts import Interrupt
+        from graphcost.errors import GraphcostError
         from graphcost.measure.interleaved import TimingProtocol
-        from graphcost.tuning.program import ProgramError, load_program, prepare_program
-        from graphcost.tuning.program_check import check_in_child
-        from graphcost.tuning.study import open_storage
-        from graphcost.tuning.tuner import TuneConfig, TuneInterrupted, tune
+        from graphcost.tuning.tune_program import JaxMissing, LoadInterrupted, tune_program
+        from graphcost.tuning.tuner import TuneInterrupted
 
-        # everything is checked before anything in --out is removed: the program, make(), its arguments, the storage
-        try:
-            check_in_child(program, prepare_timeout)  # os.abort(), an endless loop: reported, not suffered
-            fn, args, name = load_program(program)
-            prepared = prepare_program(fn, args, name, program)
-            if storage is not None:
-                open_storage(storage)
-            from graphcost.tuning.space import make_space
-            from graphcost.tuning.tuner import resolve_models
-
-            sp = make_space(space, prepared, allow_fast_math)
-            runs, _, _ = resolve_models(TuneConfig(model=[str(m) for m in model],
-                                                      strategies=list(strategy) or None), sp)
-            if runs:  # each run loads and fits the space (tune loads them again: cheap, and nothing is lost)
-                from graphcost.tuning.scoring import GraphModelScorer
-
-                GraphModelScorer(runs, prepared, sp)
-        except (ProgramError, ValueError, OSError) as exc:  # OSError: a --model run without a checkpoint
-            _fail(str(exc))
-        except KeyboardInterrupt:
-            typer.echo("\ninterrupted while loading the program, before any measurement: nothing was saved", err=True)
-            raise typer.Exit(130)
-        try:
-            with run_dir:  # locked until the run ends (a second run into --out is refused); emptied with --overwrite
-                config = TuneConfig(space=space, budget=budget, model=[str(m) for m in model],
-                                    strategies=list(strategy) or None, out=out, storage=storage, program_ref=program,
-                                    name=study or name, seed=seed, round_size=round_size, race=race,
-                                    processes=processes, protocol=TimingProtocol(rounds=rounds, calls=calls,
-                                                                           warmup=D.WARMUP, seed=seed),
-                                    min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math,
-                                    learner=online, kernels=kernels, ablation=ablation)
-                with terminate_as_interrupt() as signal_seen:  # SIGTERM, too, releases the study's reservations
-                    result = tune(prepared, config=config)
+        signal_seen = Interrupt()
+        try:  # the library checks everything once, before anything in --out is touched (its messages: NAMES)
+            name, result = tune_program(
+                program, inputs=inputs, overwrite=overwrite, resume=resume, prepare_timeout=prepare_timeout,
+                names=NAMES, say=lambda note: typer.echo(note, err=True),
+                searching=lambda: terminate_as_interrupt(signal_seen),  # SIGTERM, too, releases the reservations
+                space=space, budget=budget, model=[str(m) for m in model], strategies=list(strategy) or None,
+                out=out, storage=storage, name=study, seed=seed, round_size=round_size, race=race,
+                processes=processes, protocol=TimingProtocol(rounds=rounds, calls=calls, warmup=D.WARMUP, seed=seed),
+                min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online,
+                kernels=kernels, ablation=ablation)
         except TuneInterrupted as exc:
             by = "interrupted" if signal_seen.name == "SIGINT" else f"interrupted by {signal_seen.name}"
             if exc.measured:
@@ -180,8 +134,13 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"\n{by} before this run measured any configuration: nothing new was saved",
                            err=True)
             raise typer.Exit(signal_seen.exit_code)
-        except (ProgramError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a checkpoint,
-            _fail(str(exc))  # or --out held by another process
+        except LoadInterrupted:
+            typer.echo("\ninterrupted while loading the program, before any measurement: nothing was saved", err=True)
+            raise typer.Exit(130)
+        except JaxMissing as exc:
+            _fail(str(exc), code=2)
+        except (GraphcostError, ValueError, RuntimeError, OSError) as exc:  # OSError: a --model run without a
+            _fail(str(exc))  # checkpoint, or --out held by another process
         failed = sum(t.status != "ok" for t in result.trials)
         typer.echo(f"{name}: {len(result.trials)} configurations measured ({failed} failed); {result.message}")
         if result.beats_default:

@@ -341,33 +341,65 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     if not isinstance(fn, TuneProgram):
         check_fn(fn)
     cfg = _settings(config, overrides)
-    protocol = cfg.protocol or TimingProtocol(rounds=D.ROUNDS, calls=D.CALLS, warmup=D.WARMUP, seed=cfg.seed)
     if isinstance(fn, TuneProgram):  # already built (and lowered) by the caller, e.g. `prepare_program`
-        program, name = fn, cfg.name or fn.name
+        program = fn
     else:
-        name = cfg.name or str(getattr(fn, "__name__", "program"))
-        program = TuneProgram(fn, args, name)
+        program = TuneProgram(fn, args, cfg.name or str(getattr(fn, "__name__", "program")))
+    return search(program, cfg, plan_search(program, cfg))
+
+
+@dataclass
+class SearchPlan:
+    """What a run searches with, built once before anything is measured: the space, the model runs and what
+    result.json records as the model (`resolve_models`), the strategies, and (`plan_search` with
+    ``scorer=True``) the graph model's scorer, None when it is built in the search (`tune`) or not needed."""
+
+    space: Space
+    runs: list[str]
+    model_label: str | list[str] | None
+    strategies: list[str]
+    scorer: Any = None
+
+
+def plan_search(program: TuneProgram, cfg: TuneConfig, scorer: bool = False) -> SearchPlan:
+    """The `SearchPlan` of a run of `program`; said in one line (`models_line`). With `scorer`, the model runs
+    are loaded and fitted to the space now (an unusable run is refused before anything is measured)."""
     sp = make_space(cfg.space, program, cfg.allow_fast_math)
     runs, model_label, strategies = resolve_models(cfg, sp)
+    plan = SearchPlan(sp, runs, model_label, strategies)
+    if scorer and runs:
+        from graphcost.tuning.scoring import GraphModelScorer
+
+        plan.scorer = GraphModelScorer(runs, program, sp, device=cfg.device)
     log.info(models_line(runs, model_label, strategies, sp))  # said once, before anything is measured
+    return plan
+
+
+def search(program: TuneProgram, cfg: TuneConfig, plan: SearchPlan,
+           run_dir: contextlib.AbstractContextManager | None = None) -> TuneResult:
+    """`tune`'s search of `program` by `plan`, in `cfg.out` (if any): in `run_dir` when the caller checked and
+    holds it (`graphcost.tuning.tuning_run_dir`), else a tuning run there is continued and another process's
+    run refused (its lock)."""
+    protocol = cfg.protocol or TimingProtocol(rounds=D.ROUNDS, calls=D.CALLS, warmup=D.WARMUP, seed=cfg.seed)
     out = Path(cfg.out) if cfg.out is not None else None
     storage = cfg.storage
-    run_dir: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if out is not None:  # a tuning run continues in `out`; another process's run there is refused (its lock)
-        from graphcost.atomic import TUNE_MARKERS
-        from graphcost.runs.lifecycle import RunDirectory
-
-        run_dir = RunDirectory(out, "out", resume=True, markers=TUNE_MARKERS, holds="a tuning run")
+    if out is not None:
         storage = storage or _sqlite_url(out / "study.db")
-    with run_dir:
-        return _search(program, name, sp, cfg, protocol, runs, model_label, strategies, out, storage)
+        if run_dir is None:
+            from graphcost.atomic import TUNE_MARKERS
+            from graphcost.runs.lifecycle import RunDirectory
+
+            run_dir = RunDirectory(out, "out", resume=True, markers=TUNE_MARKERS, holds="a tuning run")
+    with run_dir or contextlib.nullcontext():
+        return _search(program, cfg.name or program.name, plan.space, cfg, protocol, plan.runs, plan.model_label,
+                       plan.strategies, out, storage, plan.scorer)
 
 
 def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protocol: TimingProtocol, runs: list,
             model_label: str | list[str] | None, strategies: list[str], out: Path | None,
-            storage: str | None) -> TuneResult:
+            storage: str | None, scorer: Any = None) -> TuneResult:
     """`tune`'s loop, in its run directory (if any): profile the default, search with every strategy, re-measure
-    the finalists, explain and write the outputs."""
+    the finalists, explain and write the outputs (`scorer`: the graph model's, built here when None)."""
     from tqdm.auto import tqdm
 
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
@@ -380,8 +412,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
 
             before = profile_default(program, evaluator, sp, cfg.processes, cfg.program_ref, cfg.allow_fast_math,
                                      (out / "jax_cache") if out is not None else None)
-        scorer = None
-        if runs:
+        if runs and scorer is None:
             from graphcost.tuning.scoring import GraphModelScorer
 
             scorer = GraphModelScorer(runs, program, sp, device=cfg.device)
