@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -37,7 +38,7 @@ def renamed(message: str, names: Mapping[str, str] | None) -> str:
     return message
 
 
-def tune_program(ref: str, *, inputs: str | os.PathLike | None = None, overwrite: bool = False, resume: bool = False,
+def tune_program(ref: str, *, inputs: str | Path | None = None, overwrite: bool = False, resume: bool = False,
                  prepare_timeout: float = 600.0, names: Mapping[str, str] | None = None,
                  say: Callable[[str], None] | None = None,
                  searching: Callable[[], AbstractContextManager] | None = None,
