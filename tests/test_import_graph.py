@@ -28,8 +28,9 @@ FLOORS = {
     "graphcost.kernels": 5,  # the kernel path: above measure (profiled passes) and frontend, below collect and tuning
     "graphcost.collect": 6,
     "graphcost.tuning": 7,
-    "graphcost.commands": 8, "graphcost": 8,
-    "graphcost.cli": 9, "graphcost.__main__": 10,
+    "graphcost.workload": 8,  # the verbs on a user's program (rank, profile, verify): above the search they use
+    "graphcost.commands": 9, "graphcost": 9,
+    "graphcost.cli": 10, "graphcost.__main__": 11,
 }  # fmt: skip
 # These two name one module each (the package's __init__), not everything below it: a new module
 # directly in src/graphcost/ or src/graphcost/frontend/ has no floor until it is given one here.

@@ -51,7 +51,8 @@ def compare(a: np.ndarray, b: np.ndarray) -> dict:
 
 def one_program(name: str, configs: int, processes: int, seed: int) -> dict:
     from graphcost.tuning.crossproc import remeasure_cross_process
-    from graphcost.tuning.space import TuneProgram, make_space
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import make_space
     from graphcost.tuning.trial import Evaluator, Trial
 
     fn, args = SUITE[name]()

@@ -73,7 +73,8 @@ from dev_loop_suite import DEV_LOOP  # noqa: E402
 from graphcost.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
-from graphcost.tuning.space import TuneProgram, make_space, sample_pool  # noqa: E402
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import make_space, sample_pool  # noqa: E402
 from graphcost.tuning.strategies import strategy_names, strategy_entry  # noqa: E402
 
 SPACES = ("flags", "layout", "both")

@@ -5,7 +5,7 @@
 
 For each tune-suite program (`benchmarks/tune/tune_suite.py`): `graphcost tune benchmarks/tune/tune_suite.py:make_NAME
 --budget B --out WORK/NAME` with no other options (what a user gets), then `graphcost verify WORK/NAME`
-(`graphcost.tuning.verify`: plain ``jax.jit(fn)`` against ``graphcost.compile_with(fn, best.json)`` in 3 fresh
+(`graphcost.workload.verify`: plain ``jax.jit(fn)`` against ``graphcost.compile_with(fn, best.json)`` in 3 fresh
 processes, mean per call, beside the final check's two executables, minimum per call). A finished run or
 verification in WORK is kept (re-run to resume). The JSON holds, per program, the run's claim (kept speedup
 and its range over the final check's processes) and the four reproduction figures: user pair / executables

@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # editors and type checkers see the lazy names below; at run 
     from graphcost.train.fit import FitResult, fit
     from graphcost.train.spec import RunSpec, recipe_config
     from graphcost.tuning import TuneConfig, TunedConfig, TuneResult, compile_with, tune
-    from graphcost.tuning.kernel_rank import KernelRanking, rank_configs
+    from graphcost.workload.rank import KernelRanking, rank_configs
 
 __all__ = ["FitResult", "GraphcostError", "KernelRanking", "RunSpec", "TuneConfig", "TuneResult", "TunedConfig",
            "__version__", "compile_with", "fit", "rank_configs", "recipe_config", "tune"]
@@ -62,8 +62,8 @@ __all__ = ["FitResult", "GraphcostError", "KernelRanking", "RunSpec", "TuneConfi
 _LAZY = {"tune": "graphcost.tuning", "compile_with": "graphcost.tuning", "TuneResult": "graphcost.tuning",
          "TunedConfig": "graphcost.tuning", "TuneConfig": "graphcost.tuning", "GraphcostError": "graphcost.errors",
          "fit": "graphcost.train.fit", "FitResult": "graphcost.train.fit", "RunSpec": "graphcost.train.spec",
-         "recipe_config": "graphcost.train.spec", "rank_configs": "graphcost.tuning.kernel_rank",
-         "KernelRanking": "graphcost.tuning.kernel_rank"}
+         "recipe_config": "graphcost.train.spec", "rank_configs": "graphcost.workload.rank",
+         "KernelRanking": "graphcost.workload.rank"}
 
 
 def __getattr__(name: str):

@@ -11,19 +11,19 @@ from graphcost.errors import GraphcostError
 
 
 def _profile(ws, **kw):
-    from graphcost.tuning.profile import profile_program
+    from graphcost.workload.profile import profile_program
 
     return profile_program(kw.pop("ref", f"{ws}/prog.py:make"), **kw)
 
 
 def _verify(ws, **kw):
-    from graphcost.tuning.verify import verify_run
+    from graphcost.workload.verify import verify_run
 
     return verify_run(kw.pop("run", ws), **kw)
 
 
 def _rank(ws, **kw):
-    from graphcost.tuning.kernel_rank import rank_program
+    from graphcost.workload.rank import rank_program
 
     return rank_program(kw.pop("ref", f"{ws}/prog.py:make"), **{"model": None, **kw})
 

@@ -154,7 +154,7 @@ def test_collection_verbs_check_out_and_cache(ws):
 
 
 def test_profile_program_checks_its_outputs_before_loading_the_program(ws):
-    from graphcost.tuning.profile import profile_program
+    from graphcost.workload.profile import profile_program
 
     before = _tree(ws)
     never = "no_such_program.py:make"  # loading it would fail: the outputs are refused first

@@ -12,8 +12,8 @@ from graphcost.cli import app
 from graphcost.commands.rank import packed
 from graphcost.frontend.programs.flags import CANDIDATES, FLAG_COLUMNS, known_options
 from graphcost.kernels.model import CostedConfig
-from graphcost.tuning import kernel_rank
-from graphcost.tuning.kernel_rank import KernelRanking, rank_flag_configs
+from graphcost.workload import rank as workload_rank
+from graphcost.workload.rank import KernelRanking, rank_flag_configs
 
 FAST_MATH = {c.option for c in CANDIDATES if c.fast_math}
 
@@ -62,7 +62,7 @@ def fake_rank(monkeypatch):
 
     monkeypatch.setattr(KernelCostModel, "load", classmethod(lambda cls, *a, **k: SimpleNamespace(
         meta={"data": "test", "date": "today"}, blended=False, flag_weight=1.0)))
-    monkeypatch.setattr(kernel_rank, "rank_program", rank_program)
+    monkeypatch.setattr(workload_rank, "rank_program", rank_program)
     return asked
 
 

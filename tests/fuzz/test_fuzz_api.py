@@ -263,12 +263,13 @@ def test_rank_configs_arguments(name, value):
 
     import numpy as np
 
-    from graphcost.tuning import kernel_rank, program
+    from graphcost.frontend.programs import user_program
+    from graphcost.workload import rank
 
-    with mock.patch.object(program, "prepare_program"), mock.patch.object(kernel_rank.KernelCostModel, "load"), \
-            mock.patch.object(kernel_rank, "_rank", return_value="ranked") as ranked:
+    with mock.patch.object(user_program, "prepare_program"), mock.patch.object(rank.KernelCostModel, "load"), \
+            mock.patch.object(rank, "_rank", return_value="ranked") as ranked:
         try:
-            result = kernel_rank.rank_configs(lambda x: x * 2, np.ones(4, np.float32), **{name: value})
+            result = rank.rank_configs(lambda x: x * 2, np.ones(4, np.float32), **{name: value})
         except ArgumentError as exc:
             assert str(exc).startswith(name), f"{name}={value!r}: {exc}"
             assert not ranked.called

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from graphcost import compile_with
-from graphcost.tuning.space import LayoutSpace, TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import LayoutSpace, make_space
 from graphcost.tuning.result import TunedConfig, load_best
 
 

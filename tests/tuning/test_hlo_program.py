@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from graphcost.cli import app
 from graphcost.frontend.programs import hlo_program
-from graphcost.tuning.program import ProgramError, load_program, program_file
+from graphcost.frontend.programs.user_program import ProgramError, load_program, program_file
 
 FAST = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2", "--no-kernels", "--no-ablation"]
 

@@ -7,7 +7,8 @@ import jax.numpy as jnp
 
 from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import trial as trial_module
-from graphcost.tuning.space import TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import make_space
 from graphcost.tuning.trial import COPY, OK, Evaluator
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from graphcost.frontend.programs.flags import default_flag_vector
 from graphcost.tuning.kernel_scoring import KernelModelScorer
-from graphcost.tuning.space import TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import make_space
 from graphcost.tuning.trial import Evaluator
 
 

@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from graphcost.measure.interleaved import TimingProtocol
-from graphcost.tuning.space import TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import make_space
 from graphcost.tuning.trial import Evaluator
 
 

@@ -56,7 +56,8 @@ def test_the_evaluator_compares_the_default_with_itself(prog):
     import importlib.util
 
     from graphcost.measure.interleaved import TimingProtocol
-    from graphcost.tuning.space import TuneProgram, make_space
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import make_space
     from graphcost.tuning.trial import Evaluator, NondeterministicProgram
 
     spec = importlib.util.spec_from_file_location("noisy_prog", prog)

@@ -7,7 +7,7 @@ import pytest
 
 from graphcost.frontend.hlo.origins import Origin, kernel_origins
 from graphcost.kernels.times import ConfigProfile, KernelTime, ProgramProfile
-from graphcost.tuning.profile import WIDTH, profile_table
+from graphcost.workload.profile import WIDTH, profile_table
 
 ROW = re.compile(r"^(\S+)\s+(\S+)\s+([\d.]+)%\s+([\d.]+)\s+(\d+)  (.*)$")
 

@@ -1,4 +1,4 @@
-"""Every run of a user's program has a deadline, in a child process (`graphcost.tuning.program_check`).
+"""Every run of a user's program has a deadline, in a child process (`graphcost.measure.program_check`).
 
 `rank`, `rank --measure`, `profile` and `verify` prepare the program (import, make(), trace, compile) and call its
 default once in a fresh process, each step under a deadline; a make() that hangs, an os.abort(), a segfault, an
@@ -12,7 +12,7 @@ import math
 import pytest
 
 from cli_asserts import invoke, one_line_error
-from graphcost.tuning.program_check import ENV, Deadlines, ProgramCheck, check_program, memory_message
+from graphcost.measure.program_check import ENV, Deadlines, ProgramCheck, check_program, memory_message
 
 HOSTILE = '''
 import os

@@ -9,7 +9,8 @@ import pytest
 from tune_fakes import FakeEvaluator, fake_scorer
 
 from graphcost.measure.interleaved import TimingProtocol
-from graphcost.tuning.space import FlagSpace, TuneProgram
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import FlagSpace
 from graphcost.tuning.study import Study
 from graphcost.tuning.trial import OK, RETIMED, Evaluator, Trial, pooled_ratio
 from graphcost.tuning.tuner import contenders, run_strategy

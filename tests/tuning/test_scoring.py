@@ -14,7 +14,8 @@ from graphcost.data.synth.collection import write_synthetic_collection
 from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.learners.finetune import FineTunedModel
 from graphcost.tuning.scoring import GraphModelScorer
-from graphcost.tuning.space import TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import make_space
 from graphcost.tuning.tuner import run_strategy
 
 TINY = ["--model", "tgraph", "--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",

@@ -10,7 +10,8 @@ import pytest
 
 from graphcost.frontend.programs import flags as flagspace
 from graphcost.frontend.programs import xla_options
-from graphcost.tuning.space import FlagSpace, TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import FlagSpace, make_space
 
 
 @pytest.fixture

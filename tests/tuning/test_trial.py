@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from graphcost.measure.interleaved import TimingProtocol
-from graphcost.tuning.space import Dim, FlagSpace, Space, TuneProgram
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import Dim, FlagSpace, Space
 from graphcost.tuning.trial import Evaluator, compare_outputs
 
 FAST = TimingProtocol(rounds=2, calls=2, warmup=1)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cli_asserts import invoke, one_line_error
-from graphcost.tuning.verify import VerifyProtocol, summarise
+from graphcost.workload.verify import VerifyProtocol, summarise
 
 PROGRAM = '''
 import jax.numpy as jnp
@@ -24,7 +24,8 @@ def _run(tmp_path, claimed=(1.0, 1.0), program=True):
     import jax.numpy as jnp
 
     from graphcost.tuning.result import TunedConfig
-    from graphcost.tuning.space import TuneProgram, make_space
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import make_space
 
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
@@ -37,7 +38,7 @@ def _run(tmp_path, claimed=(1.0, 1.0), program=True):
     (run / "best.json").write_text(json.dumps(TunedConfig.of(space, tuple(codes)).to_json()))
     result = {"speedup": sum(claimed) / 2, "speedup_range": list(claimed), "beats_default": True}
     if program:
-        from graphcost.tuning.program import program_sha256
+        from graphcost.frontend.programs.user_program import program_sha256
 
         result["program"], result["program_sha256"] = f"{prog}:make", program_sha256(f"{prog}:make")
     (run / "result.json").write_text(json.dumps(result))

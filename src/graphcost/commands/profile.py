@@ -1,6 +1,6 @@
 """`graphcost profile`: where a program's time goes, kernel by kernel (cross-process), beside a tuned configuration.
 
-Thin: calls `graphcost.tuning.profile.profile_program`, which checks --json and --plot before the program is
+Thin: calls `graphcost.workload.profile.profile_program`, which checks --json and --plot before the program is
 loaded and writes them once it is profiled, and prints the table.
 """
 
@@ -14,7 +14,7 @@ import typer
 from graphcost.bounds import PROCESSES_MAX
 from graphcost.commands.common import fail
 
-# the names of `graphcost.tuning.profile.profile_program`'s arguments in this command's messages
+# the names of `graphcost.workload.profile.profile_program`'s arguments in this command's messages
 NAMES = {"json_out": "--json", "plot": "--plot", "best": "--config"}
 
 
@@ -37,8 +37,8 @@ def profile(
     library call, copy, loop), how many times it runs and the source lines and op names it came from;
     then what the listed kernels add up to. With --config, the tuned configuration beside the default."""
     from graphcost.atomic import OutputExistsError
-    from graphcost.tuning.profile import profile_program, profile_table
-    from graphcost.tuning.program import ProgramError
+    from graphcost.workload.profile import profile_program, profile_table
+    from graphcost.frontend.programs.user_program import ProgramError
 
     try:  # --json and --plot are checked by the library before the program is loaded; written after it is timed
         result = profile_program(program, best=config, processes=processes, json_out=json_out, plot=plot, top=top,

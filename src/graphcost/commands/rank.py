@@ -117,12 +117,12 @@ def _is_program(text: str) -> bool:
 
 def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: bool, fmt,
                   allow_fast_math: bool = False, wide: bool = False) -> None:
-    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`tuning.kernel_rank`), each
+    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`graphcost.workload.rank`), each
     named by the XLA options it changes, as `graphcost tune` prints them."""
     from graphcost.frontend.programs.flags import known_options
     from graphcost.kernels.model import KernelCostModel
-    from graphcost.tuning.kernel_rank import rank_program
-    from graphcost.tuning.program import ProgramError
+    from graphcost.workload.rank import rank_program
+    from graphcost.frontend.programs.user_program import ProgramError
 
     try:
         model = KernelCostModel.load()
@@ -146,7 +146,7 @@ def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: b
         typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
     measured = None
     if measure:  # in a fresh process, under a deadline scaled from the program's check
-        from graphcost.tuning.kernel_rank import measure_ranking
+        from graphcost.workload.rank import measure_ranking
 
         try:
             measured = measure_ranking(ref, configs, seed, ranking.check, allow_fast_math=allow_fast_math)

@@ -1,6 +1,6 @@
 """`graphcost verify RUN`: reproduce a tuning run's kept speedup as its user would.
 
-Thin: calls `graphcost.tuning.verify.verify_run` and prints its figures.
+Thin: calls `graphcost.workload.verify.verify_run` and prints its figures.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def verify(
     Beside it, the final check's own executables in the same visits. Writes RUN/verify.json; exits 1 when the
     speedup does not agree with the run's."""
     from graphcost.frontend.programs.jax_program import require_jax
-    from graphcost.tuning.program import ProgramError
-    from graphcost.tuning.verify import VerifyProtocol, read_run, verify_run
+    from graphcost.frontend.programs.user_program import ProgramError
+    from graphcost.workload.verify import VerifyProtocol, read_run, verify_run
 
     try:
         _, ref = read_run(run, program)  # the run's files first: a wrong RUN is refused before JAX is imported

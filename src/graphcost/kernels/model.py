@@ -10,7 +10,7 @@ joined with the configuration's 24 flag columns, timed by the kernel trees, and
 
 with (a, b, d) the sum rule stored with the model. A program's configurations are ranked by the
 blend of that cost with the flag trees (`rank_scores`; `graphcost.kernels.trees`, "blend").
-`graphcost.tuning.kernel_rank` compiles a program's configurations and costs them with it. Only what
+`graphcost.workload.rank` compiles a program's configurations and costs them with it. Only what
 can be compiled is costed this way: a TpuGraphs npz holds no program to compile and keeps the graph
 models.
 """

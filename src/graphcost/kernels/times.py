@@ -20,7 +20,7 @@ level-median):
 
 Kernels are described from each configuration's optimized module (`graphcost.frontend.hlo.kernels`:
 what each is, its executions per call); `compare` pairs two configurations' kernels by fingerprint
-(the same computation on the same layout), then by name. `graphcost.tuning.profile` (the
+(the same computation on the same layout), then by name. `graphcost.workload.profile` (the
 `graphcost profile` command) and the tuner's kernel report build on these.
 """
 

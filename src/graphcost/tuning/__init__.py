@@ -6,10 +6,14 @@ in fresh processes, the answer picked) -> `result` (`TuneResult`, `TunedConfig`,
 model+online: effects, tree, finetune; the `OnlineLearner` Protocol) -> `scoring` (the graph cost
 model's scores of candidates), and `study` (Optuna storage) -> `trial` (compile, check outputs
 and time one batch of trials) and `crossproc` (final check in fresh processes: the collection's
-measuring worker, `graphcost.measure.worker`, with the tuner's builder) -> `space` (flags / layouts / both) and `program` (a program by reference, prepared) ->
-`graphcost.frontend`. Above the loop: `apply` (`compile_with`: the tuned configuration applied).
+measuring worker, `graphcost.measure.worker`, with the tuner's builder) -> `space` (flags / layouts / both) ->
+`graphcost.frontend` (`programs.user_program`: the program a user brings, by reference, loaded
+and prepared as a `TuneProgram`) and `graphcost.measure` (`program_check`: it prepared and run once in a
+child process, each step under a deadline). Above the loop: `apply` (`compile_with`: the tuned configuration applied).
 Beside it: `plot` (progress.png, drawn by `tuner`); `defaults` (what no options means, for `TuneConfig` and the
-command line).
+command line); `tuning_run_dir` (a tuning run's directory, checked before the program is loaded).
+The verbs a user runs on their own program besides tune (rank, profile, verify) are `graphcost.workload`,
+above this package.
 
 Example:
     ```python

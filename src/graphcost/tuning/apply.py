@@ -50,7 +50,8 @@ def compile_for(fn: Callable, args: tuple, best) -> Callable:
     import jax
 
     from graphcost.frontend.programs.jax_program import compile_lowered
-    from graphcost.tuning.space import LayoutSpace, TuneProgram
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import LayoutSpace
 
     cfg = _as_config(best)
     program = TuneProgram(fn, args)

@@ -67,7 +67,7 @@ def check_program_ref(ref: Any) -> None:
     if ref is None:
         return
     from graphcost.frontend.programs.hlo_program import is_hlo_reference
-    from graphcost.tuning.program import program_file
+    from graphcost.frontend.programs.user_program import program_file
 
     if isinstance(ref, str) and is_hlo_reference(ref):
         if program_file(ref) is None:

@@ -4,7 +4,7 @@ process's timings agree with themselves far better than with another process's).
 
 Each process is the collection's measuring worker (`graphcost.measure.worker`, started by
 `graphcost.measure.cross_process.run_worker`); its job names `lower_tune_job` as its
-builder, which rebuilds the program from its reference (`graphcost.tuning.program`) and lowers the
+builder, which rebuilds the program from its reference (`graphcost.frontend.programs.user_program`) and lowers the
 default and the candidates in the tuning space; the worker compiles them (through JAX's persistent
 compilation cache, so only the first process pays the compile) and times them with the interleaved
 protocol (`graphcost.measure.interleaved`). Per process p and candidate k the speedup is
@@ -82,8 +82,9 @@ def lower_tune_job(job: dict) -> tuple[list, list, list]:
     """The measuring worker's builder for a tuning job (`graphcost.measure.worker.lower_job`):
     ``(lowered, compiler_options, flat_args)`` of the program `job["program"]` (a reference) under each
     configuration of `job["configs"]` (codes of the `job["tune_space"]` space)."""
-    from graphcost.tuning.program import load_program
-    from graphcost.tuning.space import TuneProgram, make_space
+    from graphcost.frontend.programs.user_program import load_program
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import make_space
 
     fn, args, name = load_program(job["program"])
     program = TuneProgram(fn, args, name)

@@ -17,7 +17,8 @@ import numpy as np
 from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.result import TunedConfig, TuneResult
-from graphcost.tuning.space import Codes, Space, TuneProgram
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import Codes, Space
 from graphcost.tuning.trial import OK, Evaluator, Trial, pooled_ratio
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@
     seconds = scorer(configs)  # (K,) predicted seconds per call, LOWER = faster; inf where it failed
 
 Each configuration is compiled (`trial.Evaluator.compile_many`: threads over the cores, nothing run),
-its optimized module split into kernels once per distinct module (`kernel_rank.module_digest`,
+its optimized module split into kernels once per distinct module (`executable_fingerprint.module_digest`,
 `graphcost.frontend.hlo.kernels`) and costed by the kernel model
 (`graphcost.kernels.model.KernelCostModel.cost`): T̂ = a · Σ_k n_k t̂_k + b · Σ_k n_k + d, each
 leaf kernel's t̂_k predicted under the configuration's flag vector (the default's in a layout-only
@@ -64,7 +64,7 @@ class KernelModelScorer:
     def compile(self, batch: Sequence[Codes]) -> None:
         """Compile and cost the configurations of `batch` not seen yet."""
         from graphcost.frontend.programs.jax_program import optimized_kernels
-        from graphcost.tuning.kernel_rank import module_digest
+        from graphcost.frontend.programs.executable_fingerprint import module_digest
 
         new = [c for c in dict.fromkeys(batch) if c not in self.costed]
         if not new:

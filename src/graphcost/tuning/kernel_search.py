@@ -6,7 +6,7 @@ Each round:
 1. **A pool of compiled candidates.** At the start `POOL` configurations spread the way the other
    searches spread them (`space.sample_pool`: random, and mutations of the default), and every round
    `GROW` mutations of the best measured ones, are compiled (`Evaluator.compile_many`, threads over
-   the cores; nothing is run). Candidates whose optimized modules are identical (`kernel_rank.
+   the cores; nothing is run). Candidates whose optimized modules are identical (`executable_fingerprint.
    module_digest`) are split into kernels once.
 2. **A cost per candidate** from its kernels (`graphcost.frontend.hlo.kernels`): the shipped kernel
    model predicts each leaf kernel's time under the candidate's flags

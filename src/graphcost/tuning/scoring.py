@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from graphcost.tuning.space import Codes, FlagSpace, Space, TuneProgram
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import Codes, FlagSpace, Space
 
 if TYPE_CHECKING:
     from graphcost.inference.ensemble import EnsemblePredictor

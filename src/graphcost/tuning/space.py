@@ -22,6 +22,7 @@ import numpy as np
 
 from graphcost.frontend.programs import flags as flagspace
 from graphcost.frontend.programs import sampling
+from graphcost.frontend.programs.user_program import TuneProgram
 
 Codes = tuple[int, ...]
 
@@ -54,50 +55,6 @@ class Dim:
         if self.labels:
             return tuple(self.labels)
         return tuple(c if isinstance(c, (bool, int, float, str)) else str(c) for c in self.choices)
-
-
-class TuneProgram:
-    """A user's program ``fn(*args)``: lowered once per layout configuration, featurized once.
-
-    Calls go through the flattened arguments (``compiled(*flat_args)``), so flag-only and
-    layout configurations share one calling convention.
-    """
-
-    def __init__(self, fn: Callable, args: tuple, name: str = "program"):
-        import jax
-
-        self.fn, self.args, self.name = fn, tuple(args), name
-        self.flat_args, self._tree = jax.tree_util.tree_flatten(self.args)
-        self._plain: Any = None  # jax.stages.Lowered, once lowered
-        self._layout = None  # (LayoutProgram, FeaturizedModule, active sites, node ids), lazily
-
-    def flat_fn(self, *flat):
-        import jax
-
-        return self.fn(*jax.tree_util.tree_unflatten(self._tree, list(flat)))
-
-    def lower(self, layout_config: list | None = None):
-        """The `Lowered` program, unconstrained (`layout_config` None) or with layouts on every site."""
-        import jax
-
-        if layout_config is None:
-            if self._plain is None:
-                self._plain = jax.jit(self.flat_fn).lower(*self.flat_args)
-            return self._plain
-        return self.layout_parts()[0].lowered(layout_config)
-
-    def layout_parts(self):
-        """(LayoutProgram, FeaturizedModule, active sites, (C,) node ids), built on first use."""
-        if self._layout is None:
-            from graphcost.frontend.programs.layouts import LayoutProgram, locate_sites
-
-            lp = LayoutProgram(self.fn, self.args)
-            self._layout = (lp, *locate_sites(lp))
-        return self._layout
-
-    def featurized(self):
-        """The unoptimized, unconstrained HLO module's TpuGraphs features (`FeaturizedModule`)."""
-        return self.layout_parts()[1]
 
 
 class Space:

@@ -71,7 +71,8 @@ import numpy as np
 
 from graphcost.errors import GraphcostError
 from graphcost.measure.interleaved import TimingProtocol, measure_executables
-from graphcost.tuning.space import Codes, Space, TuneProgram
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import Codes, Space
 
 OK = "ok"
 FAILED = ("compile_error", "runtime_error", "wrong_output", "too_slow", "timeout")

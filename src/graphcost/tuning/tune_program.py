@@ -81,8 +81,8 @@ def tune_program(ref: str, *, inputs: str | Path | None = None, overwrite: bool 
         require_jax()
     except ImportError as exc:
         raise JaxMissing(str(exc)) from None
-    from graphcost.tuning.program import load_program, prepare_program
-    from graphcost.tuning.program_check import check_in_child
+    from graphcost.frontend.programs.user_program import load_program, prepare_program
+    from graphcost.measure.program_check import check_in_child
     from graphcost.tuning.study import open_storage
 
     try:

@@ -44,9 +44,10 @@ from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
 from graphcost.tuning.inert import InertOptions
-from graphcost.tuning.program import absolute_reference, program_sha256
+from graphcost.frontend.programs.user_program import absolute_reference, program_sha256
 from graphcost.tuning.result import TuneResult, write_outputs
-from graphcost.tuning.space import Codes, Space, TuneProgram, make_space
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.space import Codes, Space, make_space
 from graphcost.tuning.strategies import make_strategy, strategy_entry
 from graphcost.tuning import kernel_search  # noqa: F401  (registers the strategy ``kernels``)
 from graphcost.tuning.trial import COPY, MEASURED, OK, RETIMED, Evaluator, Trial, same_executable

@@ -34,7 +34,7 @@ def tuning_run_dir(out: str | os.PathLike, program: str | None = None, *, overwr
                    names: Mapping[str, str] | None = None) -> RunDirectory:
     """The checked `RunDirectory` of a tuning run of `program` (a ``FILE.py:FUNCTION`` / HLO reference, or None)
     in `out` (module docstring)."""
-    from graphcost.tuning.program import program_file
+    from graphcost.frontend.programs.user_program import program_file
 
     def name(key: str) -> str:
         return (names or {}).get(key, key)

@@ -221,3 +221,10 @@ def _without_module_id(message: memoryview, module_id: int, name: str, depth: in
         else:
             out.append(f"{number}:{bytes(value).hex()}")
     return "\n".join(out)
+
+
+def module_digest(compiled) -> str:
+    """SHA-256 of an executable's optimized module text: equal for configurations XLA compiled alike
+    (machine-code-only flags differ in the flag columns the kernel model sees, not here): a cruder
+    identity than `cached_fingerprint`, with no cache entry needed."""
+    return hashlib.sha256(compiled.as_text().encode()).hexdigest()

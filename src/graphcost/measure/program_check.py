@@ -26,7 +26,7 @@ that, at least `WORKER_FLOOR_S` and at most `WORKER_CAP_S`.
 ``GRAPHCOST_PROGRAM_TIMEOUT_S`` (seconds) sets the make and trace deadlines and the call's floor: a
 larger value for a program whose ``make()`` legitimately takes minutes, a small one in tests.
 
-The child is ``python -m graphcost.tuning.program_check REF RUN`` (an internal protocol).
+The child is ``python -m graphcost.measure.program_check REF RUN`` (an internal protocol).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import warnings
 from dataclasses import asdict, dataclass
 
 from graphcost.measure.cross_process import describe_signal, memory_message
-from graphcost.tuning.program import ProgramError, _why, check_reference
+from graphcost.frontend.programs.user_program import ProgramError, _why, check_reference
 
 ENV = "GRAPHCOST_PROGRAM_TIMEOUT_S"
 CHANNEL_ENV = "GRAPHCOST_CHECK_CHANNEL_FD"  # the child's end of the step pipe
@@ -138,7 +138,7 @@ def check_program(ref: str, run: bool = True, deadlines: Deadlines | None = None
     default `Deadlines.from_env`)."""
     deadlines = deadlines or Deadlines.from_env()
     check_reference(ref)  # a mistyped reference is refused here, before a process is started
-    cmd = [sys.executable, "-m", "graphcost.tuning.program_check", ref, "1" if run else "0"]
+    cmd = [sys.executable, "-m", "graphcost.measure.program_check", ref, "1" if run else "0"]
     read_end, write_end = os.pipe()
     with tempfile.TemporaryFile() as log:
         try:
@@ -294,7 +294,7 @@ def _child(ref: str, run: bool) -> int:
         pass
     import jax
 
-    from graphcost.tuning.program import load_program, prepare_program
+    from graphcost.frontend.programs.user_program import load_program, prepare_program
 
     step = "make"
     try:

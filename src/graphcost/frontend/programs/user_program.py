@@ -5,6 +5,9 @@ tuple of example arguments (``fn(*example_args)``). The same reference lets each
 worker process of the cross-process protocol rebuild the program by itself. A reference may
 also name an XLA HLO module (``MODULE.pb``, ``MODULE.hlo``, a dump directory, optionally with
 ``?inputs=FILE.npz``): `graphcost.frontend.programs.hlo_program` makes it ``(fn, args)``.
+
+`TuneProgram` is the program once loaded: ``fn(*args)`` lowered (once per layout configuration) and
+featurized; `prepare_program` makes one and lowers it, so a function JAX cannot trace is refused at once.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from graphcost.errors import GraphcostError
 from graphcost.frontend.programs import hlo_program
@@ -26,7 +29,7 @@ class ProgramError(GraphcostError, ValueError):
 def check_reference(ref: str) -> None:
     """What can be told of `ref` without running any of it: its form, and that the file or module (or dump
     directory) it names exists; ProgramError in one line otherwise. So a mistyped reference is refused at once,
-    before a child process is started to run the program (`graphcost.tuning.program_check`). A `ref` that is not
+    before a child process is started to run the program (`graphcost.measure.program_check`). A `ref` that is not
     a string is an ArgumentError."""
     if not isinstance(ref, str) or not ref.strip():
         from graphcost.bounds import ArgumentError
@@ -97,8 +100,6 @@ def prepare_program(fn: Callable, args: tuple, name: str, ref: str | None = None
     ProgramError, in one line naming `ref` (or `name`), when JAX cannot trace the function: a
     non-JAX function, an example argument JAX does not accept (a string), numpy on traced values.
     """
-    from graphcost.tuning.space import TuneProgram
-
     who = ref or name
     try:
         program = TuneProgram(fn, args, name)
@@ -149,3 +150,47 @@ def program_sha256(ref: str) -> str | None:
         return None if path is None else hashlib.sha256(path.read_bytes()).hexdigest()
     except (OSError, hlo_program.HloProgramError):
         return None
+
+
+class TuneProgram:
+    """A user's program ``fn(*args)``: lowered once per layout configuration, featurized once.
+
+    Calls go through the flattened arguments (``compiled(*flat_args)``), so flag-only and
+    layout configurations share one calling convention.
+    """
+
+    def __init__(self, fn: Callable, args: tuple, name: str = "program"):
+        import jax
+
+        self.fn, self.args, self.name = fn, tuple(args), name
+        self.flat_args, self._tree = jax.tree_util.tree_flatten(self.args)
+        self._plain: Any = None  # jax.stages.Lowered, once lowered
+        self._layout = None  # (LayoutProgram, FeaturizedModule, active sites, node ids), lazily
+
+    def flat_fn(self, *flat):
+        import jax
+
+        return self.fn(*jax.tree_util.tree_unflatten(self._tree, list(flat)))
+
+    def lower(self, layout_config: list | None = None):
+        """The `Lowered` program, unconstrained (`layout_config` None) or with layouts on every site."""
+        import jax
+
+        if layout_config is None:
+            if self._plain is None:
+                self._plain = jax.jit(self.flat_fn).lower(*self.flat_args)
+            return self._plain
+        return self.layout_parts()[0].lowered(layout_config)
+
+    def layout_parts(self):
+        """(LayoutProgram, FeaturizedModule, active sites, (C,) node ids), built on first use."""
+        if self._layout is None:
+            from graphcost.frontend.programs.layouts import LayoutProgram, locate_sites
+
+            lp = LayoutProgram(self.fn, self.args)
+            self._layout = (lp, *locate_sites(lp))
+        return self._layout
+
+    def featurized(self):
+        """The unoptimized, unconstrained HLO module's TpuGraphs features (`FeaturizedModule`)."""
+        return self.layout_parts()[1]

@@ -1,7 +1,7 @@
 """Where a program's time goes: its per-kernel times, cross-process, for the default and a tuned configuration.
 
 `profile_program(ref, best=None)` times the program ``ref`` (``FILE.py:make`` or ``MODULE:make``,
-`graphcost.tuning.program`) in P fresh processes, as the tuner's final check does (the measuring
+`graphcost.frontend.programs.user_program`) in P fresh processes, as the tuner's final check does (the measuring
 worker of `graphcost.measure.worker`, its job built by `graphcost.tuning.crossproc.
 lower_tune_job`): each process times the configurations with the interleaved protocol, then makes a
 profiled pass (`graphcost.measure.kernel_profile`). Kernels of one configuration are
@@ -45,15 +45,15 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     ``--config``). A `best` path that is no file is a ValueError, after those checks.
 
     The program is first prepared and called once in a child process under deadlines
-    (`graphcost.tuning.program_check.check_program`): a ``make()`` that hangs or aborts, an endless loop, an
+    (`graphcost.measure.program_check.check_program`): a ``make()`` that hangs or aborts, an endless loop, an
     out-of-memory is a ProgramError naming `ref`. Each measuring process then gets `timeout_s` seconds, or
     with None a deadline scaled from what that check measured (`ProgramCheck.worker_timeout`)."""
     from graphcost.atomic import check_output_path
     from graphcost.bounds import ArgumentError, check_path
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
-    from graphcost.tuning.program import load_program, prepare_program
-    from graphcost.tuning.program_check import check_program
+    from graphcost.frontend.programs.user_program import load_program, prepare_program
+    from graphcost.measure.program_check import check_program
     from graphcost.tuning.space import make_space
 
     _check_arguments(processes, protocol, timeout_s, top, overwrite, names)

@@ -15,7 +15,6 @@ ranked by its blend with the flag trees (`KernelCostModel.rank_scores`).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -23,12 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphcost.kernels.model import CostedConfig, KernelCostModel
-
-
-def module_digest(compiled) -> str:
-    """SHA-256 of an executable's optimized module text: equal for configurations XLA compiled alike
-    (machine-code-only flags differ in the flag columns the kernel model sees, not here)."""
-    return hashlib.sha256(compiled.as_text().encode()).hexdigest()
+from graphcost.frontend.programs.executable_fingerprint import module_digest
 
 
 @dataclass
@@ -75,10 +69,10 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
     Raises:
         graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable, a `name`
             that is not a string, a `model` that is not a KernelCostModel, an `allow_fast_math` that is not a bool.
-        graphcost.tuning.program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
+        graphcost.frontend.programs.user_program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
     from graphcost.bounds import ArgumentError
     from graphcost.tuning.arguments import check_fn
-    from graphcost.tuning.program import prepare_program
+    from graphcost.frontend.programs.user_program import prepare_program
 
     check_fn(fn)
     configs, seed, workers = _check_arguments(configs, seed, workers, model, allow_fast_math)
@@ -91,15 +85,15 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
 def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
                  workers: int = 2, call: bool = False, allow_fast_math: bool = False) -> KernelRanking:
     """`rank_configs` of the program `ref` (``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module;
-    `graphcost.tuning.program.load_program`).
+    `graphcost.frontend.programs.user_program.load_program`).
 
     The program is someone else's code: it is first prepared (and with `call`, called once: what a caller
     that then times it with `measure_ranking` needs) in a child process under deadlines
-    (`graphcost.tuning.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
+    (`graphcost.measure.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
     a hang or the end of this process; only then is it loaded here to be compiled and costed."""
     from graphcost.bounds import ArgumentError
-    from graphcost.tuning.program import load_program, prepare_program
-    from graphcost.tuning.program_check import check_program
+    from graphcost.frontend.programs.user_program import load_program, prepare_program
+    from graphcost.measure.program_check import check_program
 
     configs, seed, workers = _check_arguments(configs, seed, workers, model, allow_fast_math)
     if not isinstance(call, bool):
@@ -140,14 +134,14 @@ def measure_ranking(ref: str, configs: int, seed: int = 0, check=None, rounds: i
     from graphcost.atomic import atomic_write_json
     from graphcost.measure.cross_process import run_worker
     from graphcost.measure.interleaved import TimingProtocol
-    from graphcost.tuning.program_check import WORKER_CAP_S
+    from graphcost.measure.program_check import WORKER_CAP_S
 
     protocol = TimingProtocol(rounds=rounds, calls=calls, warmup=warmup, seed=seed)
     timeout, why = (check.worker_timeout(configs, configs * (rounds * calls + warmup)) if check is not None
                     else (WORKER_CAP_S, "the cap of a measuring process"))
     with tempfile.TemporaryDirectory(prefix="graphcost-rank-") as tmp:
         job, out = Path(tmp) / "job.json", Path(tmp) / "res0.npz"
-        atomic_write_json({"builder": "graphcost.tuning.kernel_rank:lower_rank_job", "space": "rank", "program": ref,
+        atomic_write_json({"builder": "graphcost.workload.rank:lower_rank_job", "space": "rank", "program": ref,
                            "configs": configs, "seed": seed, "allow_fast_math": allow_fast_math,
                            "protocol": asdict(protocol)}, job)
         run_worker(job, 0, out, core=None, timeout_s=timeout, label=ref, deadline_note=why)
@@ -158,8 +152,8 @@ def measure_ranking(ref: str, configs: int, seed: int = 0, check=None, rounds: i
 def lower_rank_job(job: dict) -> tuple[list, list, list]:
     """The measuring worker's builder for `measure_ranking` (`graphcost.measure.worker.lower_job`): the program
     `job["program"]` lowered once, under the compiler options of each of `rank_program`'s configurations."""
-    from graphcost.tuning.program import load_program
-    from graphcost.tuning.space import TuneProgram
+    from graphcost.frontend.programs.user_program import load_program
+    from graphcost.frontend.programs.user_program import TuneProgram
 
     fn, args, name = load_program(job["program"])
     program = TuneProgram(fn, args, name)

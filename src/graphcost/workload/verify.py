@@ -26,7 +26,7 @@ processes deviates less than one process does, so 1 / (P + 1) bounds the rate of
 claim (``false_alarm_at_most`` in verify.json). Beyond `NOISE_CAP` the machine was too busy to tell: the
 verification is inconclusive, not agreeing.
 
-The worker is ``python -m graphcost.tuning.verify JOB.json OUT.json`` (an internal protocol; `verify_run` is the
+The worker is ``python -m graphcost.workload.verify JOB.json OUT.json`` (an internal protocol; `verify_run` is the
 entry point).
 """
 
@@ -107,7 +107,7 @@ def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
         raise VerifyError(f"{result_path}: field 'program_sha256' is missing (a run of an older graphcost, or an "
                           f"edited file), so nothing shows that {ref} is the program that was tuned; give it with "
                           "--program to run it")
-    from graphcost.tuning.program import program_sha256
+    from graphcost.frontend.programs.user_program import program_sha256
 
     now = program_sha256(ref)
     if now != recorded:
@@ -124,11 +124,11 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
     compare with the run's claim; writes RUN/verify.json atomically and returns its data.
 
     The program is first prepared and called once in a child process under deadlines
-    (`graphcost.tuning.program_check.check_program`: a hang, an abort or a crash is a ProgramError naming it);
+    (`graphcost.measure.program_check.check_program`: a hang, an abort or a crash is a ProgramError naming it);
     each verifying process then gets `timeout_s` seconds, or with None a deadline scaled from what that check
     measured (`ProgramCheck.worker_timeout`)."""
     from graphcost.measure.cross_process import describe_signal, run_child
-    from graphcost.tuning.program_check import check_program
+    from graphcost.measure.program_check import check_program
     from graphcost.tuning.result import load_best
 
     run = _check_arguments(run, processes, protocol, program, tolerance, timeout_s)
@@ -147,7 +147,7 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
                            "protocol": protocol.__dict__}, job)
         for p in range(processes):
             out = Path(tmp) / f"p{p}.json"
-            cmd = [sys.executable, "-m", "graphcost.tuning.verify", str(job), str(out), str(p)]
+            cmd = [sys.executable, "-m", "graphcost.workload.verify", str(job), str(out), str(p)]
             try:
                 proc = run_child(cmd, scaled)
             except Exception as exc:  # noqa: BLE001 - subprocess.TimeoutExpired: say which process
@@ -223,9 +223,10 @@ def time_process(job: dict, process: int) -> dict[str, Any]:
     import jax
 
     from graphcost.tuning.apply import compile_for, compile_with
-    from graphcost.tuning.program import load_program
+    from graphcost.frontend.programs.user_program import load_program
     from graphcost.tuning.result import TunedConfig, load_best
-    from graphcost.tuning.space import TuneProgram, make_space
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import make_space
     from graphcost.tuning.trial import _leaves, compare_outputs
 
     protocol = VerifyProtocol(**job["protocol"])
@@ -274,7 +275,7 @@ def _per_call(call, n: int) -> tuple[float, float]:
 
 
 if __name__ == "__main__":  # the worker: JOB.json OUT.json PROCESS
-    from graphcost.tuning.program import ProgramError
+    from graphcost.frontend.programs.user_program import ProgramError
 
     job_path, out_path, index = sys.argv[1], sys.argv[2], int(sys.argv[3])
     try:
