@@ -103,7 +103,7 @@ def graph_scores(cell: Path, files: dict[str, Path], progress: bool) -> dict[str
     for split, tta in (("valid", 0), ("test", 10)):
         model = EnsemblePredictor.load([cell / "run"], device="cpu", tta=tta, trees=False)
         out[split] = model.score(prepare_graph(files[split], dedup=False))
-    from graphcost.atomic import atomic_write
+    from graphcost.guards.atomic import atomic_write
 
     with atomic_write(cache) as f:
         np.savez(f, **out)
@@ -151,7 +151,7 @@ def score_cell(cell: Path, files: dict[str, Path], graph: dict[str, np.ndarray],
 def write_results(summary: dict, about: dict) -> None:
     """Read-modify-write bench_real.json's ``few_shot`` ({dataset: {N: {row: τ}}}) and ``few_shot_about`` (the
     protocol, the data, the date and the load) keys, atomically, every other key kept."""
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     data = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
     data["few_shot"] = summary

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.collect.merge import merge
 from graphcost.data.io.packed import shipped_data_dir
 

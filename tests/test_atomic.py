@@ -8,7 +8,7 @@ import stat
 import numpy as np
 import pytest
 
-from graphcost.atomic import atomic_write, atomic_write_json, atomic_write_text, blocking_file, temp_beside
+from graphcost.guards.atomic import atomic_write, atomic_write_json, atomic_write_text, blocking_file, temp_beside
 from graphcost.data.io.npz_stream import NpzWriter
 
 
@@ -67,7 +67,7 @@ def test_temp_beside_never_reuses_an_existing_name(tmp_path, monkeypatch):
     taken = tmp_path / ".x.npz.aaaaaaaaaaaa.tmp"
     taken.write_text("someone else's")
     names = iter(["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
-    monkeypatch.setattr("graphcost.atomic.secrets.token_hex", lambda n: next(names))
+    monkeypatch.setattr("graphcost.guards.atomic.secrets.token_hex", lambda n: next(names))
     fd, tmp = temp_beside(tmp_path / "x.npz")
     os.close(fd)
     assert tmp.name == ".x.npz.bbbbbbbbbbbb.tmp" and taken.read_text() == "someone else's"

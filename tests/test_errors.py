@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import graphcost
-from graphcost.atomic import OutputExistsError
+from graphcost.guards.atomic import OutputExistsError
 from graphcost.errors import GraphcostError
 from graphcost.runs.run_json import RunInfoError
 

@@ -17,8 +17,8 @@ import graphcost
 FRONTEND = "graphcost.frontend"  # its sub-packages named through this, so tree-wide import rewrites (sed) skip them
 FLOORS = {
     "graphcost.errors": -2,  # the root of every error class, below everything that raises one
-    "graphcost.output_guard": -1,  # below atomic, which runs its checks
-    "graphcost.atomic": 0, "graphcost.bounds": 0, "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
+    "graphcost.guards": -1,  # atomic writes, output-path checks, the bounds of every number: what every verb reads and writes through
+    "graphcost.memory": 0, "graphcost.threads": 0, "graphcost.metrics": 0,
     "graphcost.datasets": 0,
     "graphcost.pretrained": 0,
     "graphcost.data": 1,
@@ -153,12 +153,12 @@ def test_imports_go_down_the_floors_without_circles():
 
 def test_the_check_finds_a_circle_and_an_arrow_up(tmp_path):
     """A fake package: data.a -> data.b -> data.a (a circle, one import inside a function), and
-    atomic (floor 0) importing data (floor 1) inside a function; data.c -> atomic is fine."""
+    memory (floor 0) importing data (floor 1) inside a function; data.c -> memory is fine."""
     files = {
         "__init__.py": "",
-        "atomic.py": "def f():\n    from graphcost.data import a\n",
+        "memory.py": "def f():\n    from graphcost.data import a\n",
         "data/__init__.py": "",
-        "data/c.py": "import graphcost.atomic as atomic\nfrom graphcost.atomic import write_json\n",
+        "data/c.py": "import graphcost.memory as memory\nfrom graphcost.memory import trim\n",
         "data/a.py": "from graphcost.data.b import x\n",
         "data/b.py": "x = 1\n\n\ndef g():\n    import graphcost.data.a\n",
     }
@@ -170,7 +170,7 @@ def test_the_check_finds_a_circle_and_an_arrow_up(tmp_path):
     assert found == [
         "import circle: graphcost/data/a.py:1 graphcost.data.a -> graphcost.data.b; "
         "graphcost/data/b.py:5 graphcost.data.b -> graphcost.data.a",
-        "graphcost/atomic.py:2 graphcost.atomic -> graphcost.data.a (floor 0 -> 1)",
+        "graphcost/memory.py:2 graphcost.memory -> graphcost.data.a (floor 0 -> 1)",
     ], found
     assert unit_of("graphcost.data.datasets.tpugraphs") == "graphcost.data"  # components, not string prefixes
     assert unit_of("graphcost.datasets") == "graphcost.datasets" and unit_of("graphcost.newmodule") is None

@@ -177,7 +177,7 @@ def main() -> None:
         print(f"  trained on {regime}, mean ± std over {args.seeds} seeds: "
               + ", ".join(f"{k} {np.mean(v):.3f} ± {np.std(v):.3f}" for k, v in rows.items()), flush=True)
     if args.json:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         shown = args.multi.resolve()
         report = {"command": "python benchmarks/lab/compare_regimes.py " + " ".join(sys.argv[1:]),

@@ -114,7 +114,7 @@ def main() -> None:
         print(f"  {variant}, mean ± std over {args.seeds} seeds: "
               + ", ".join(f"{k} {np.mean(v):.3f} ± {np.std(v):.3f}" for k, v in rows.items()), flush=True)
     if args.json:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         shown = args.add.resolve()
         atomic_write_json({"command": "python benchmarks/lab/compare_training_data.py " + " ".join(sys.argv[1:]),

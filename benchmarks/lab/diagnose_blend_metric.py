@@ -95,7 +95,7 @@ def main() -> None:
     args = p.parse_args()
     import torch
 
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     torch.set_num_threads(args.threads)
     folds = [fold(k, args.work) for k in range(args.folds)]

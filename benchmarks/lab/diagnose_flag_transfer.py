@@ -174,7 +174,7 @@ def main() -> None:
     for k in sorted(mean, key=lambda k: -mean[k]):
         print(f"  {k:<28} {mean[k]:+.3f}  {wins[k]}/{len(fams)}")
     if args.json:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         root = Path(__file__).resolve().parents[2]
         data = args.data.resolve()

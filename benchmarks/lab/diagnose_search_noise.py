@@ -34,7 +34,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / group) for group in ("
 
 from tune_suite import SUITE  # noqa: E402
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average, measure_executables, spearman  # noqa: E402
 
 

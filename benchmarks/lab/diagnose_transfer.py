@@ -196,7 +196,7 @@ def main() -> None:
         modes = " ".join(f"{mean.get(k + m, np.nan):+.3f}" for m in ("@random", "@default"))
         print(f"  {k:<34} {mean[k]:+.3f} {modes}")
     if args.json:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         atomic_write_json({"data": str(args.data), "extra": str(args.extra) if args.extra else None,
                            "families": rows, "mean": mean}, args.json)

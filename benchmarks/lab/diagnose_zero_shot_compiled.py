@@ -89,7 +89,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "zero_shot_compiled.json")
     args = p.parse_args()
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     report = json.loads(args.out.read_text()) if args.out.is_file() else {"tables": {}}
     report["meta"] = {"command": "python benchmarks/lab/diagnose_zero_shot_compiled.py " + " ".join(sys.argv[1:]),

@@ -95,7 +95,7 @@ def main() -> None:
               f"farther {s['mean farther']:.3f}; median {s['median all']:.3f} / {s['median near-default']:.3f} / "
               f"{s['median farther']:.3f}")
     if args.json:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         shown = Path(run).resolve()
         atomic_write_json({"run": str(shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown),

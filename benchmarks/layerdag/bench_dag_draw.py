@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from graphcost.atomic import atomic_write
+from graphcost.guards.atomic import atomic_write
 from graphcost.layerdag import draw
 from graphcost.layerdag.datasets import load_dataset
 

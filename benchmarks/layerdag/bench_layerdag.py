@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from graphcost.atomic import atomic_write_text
+from graphcost.guards.atomic import atomic_write_text
 from layerdag_recipe import (  # benchmarks/layerdag/layerdag_recipe.py
     LP_EPOCHS,
     LP_GRAPHS,

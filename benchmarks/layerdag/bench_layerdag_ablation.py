@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.layerdag.datasets import load_dataset
 from graphcost.layerdag.experiment import evaluate_model
 from graphcost.layerdag.train import (

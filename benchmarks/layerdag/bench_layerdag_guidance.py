@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.layerdag.datasets import load_dataset
 from graphcost.layerdag.quality.surrogate import SurrogateConfig, fit_real_surrogates
 from graphcost.layerdag.experiment import evaluate_model

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.layerdag.datasets import load_dataset
 from graphcost.layerdag.datasets.tpu_tile import NUM_CATEGORIES
 from graphcost.layerdag.quality.surrogate import (

@@ -188,7 +188,7 @@ def main() -> None:
 
     import torch
 
-    from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.guards.atomic import atomic_write_json, atomic_write_text
     from graphcost.datasets import default_dataset_dir
 
     global RESULTS, SECTION

@@ -293,7 +293,7 @@ def put_into(out: dict, results_path: Path, protocol: str, source: Path) -> None
     ``lofo_flags``), in its row shape, each naming the model, the kernel collection it was measured on and the
     same-data baselines (the protocol's other rows are whole-program models on another collection: not
     comparable digit for digit). bench_real keeps rows with a ``source`` when it re-runs the protocol."""
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     report = json.loads(results_path.read_text(encoding="utf-8"))
     target = report.setdefault("results", {}).setdefault(protocol, {})
@@ -343,7 +343,7 @@ def main(argv=None) -> int:
         print("validation families, kernels+copies by weight: "
               + ", ".join(f"{k} {v:.3f}" for k, v in out["validation_copies"].items()))
     if args.out:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         args.out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(out, args.out, indent=1)

@@ -36,7 +36,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from graphcost.atomic import atomic_write_text
+from graphcost.guards.atomic import atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results" / "bench_models.json"

@@ -566,7 +566,7 @@ def lofo(records: list[Record], models, args, work: Path, data: Path) -> dict | 
     finished fold is kept in ``--parts`` (`fold_part`), so a stopped run loses at most one fold. A fold
     another process is measuring (`claim_fold`) is skipped; then the result is None (nothing to average
     yet) and the last process to finish, or a re-run, averages every part."""
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     first_seed = getattr(args, "first_seed", 0)
     per_family: dict[str, dict] = {}
@@ -915,7 +915,7 @@ def main() -> None:
     if args.first_seed and not any(p in ("lofo", "lofo_flags") for p in args.protocols.split(",")):
         sys.exit("--first-seed: only the lofo and lofo_flags protocols keep seed parts; add one to --protocols")
     if args.render:
-        from graphcost.atomic import atomic_write_text
+        from graphcost.guards.atomic import atomic_write_text
 
         bench = ROOT / "BENCHMARKS.md"
         report = json.loads(args.out.read_text(encoding="utf-8"))
@@ -925,7 +925,7 @@ def main() -> None:
 
     import torch
 
-    from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.guards.atomic import atomic_write_json, atomic_write_text
     from graphcost.datasets import default_dataset_dir
 
     torch.set_num_threads(args.threads)

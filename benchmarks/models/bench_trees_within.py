@@ -121,7 +121,7 @@ def main() -> None:
     if args.synthetic:
         results.append(run(SYNTHETIC, [30, 100, 300], 100, args.seeds))
     if args.out is not None:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         atomic_write_json({"note": "Kendall tau on the held-out configurations; a plain LightGBM that cannot "
                                    "split (too few rows for its min_data_in_leaf 20) ranks nothing: 0",

@@ -157,7 +157,7 @@ def main() -> None:
     groups = br.family_folds([SimpleNamespace(family=e["family"]) for _, _, e in graphs.values()], args.folds)
     started = datetime.now(timezone.utc)
     rows = [run_fold(k, groups, manifest, graphs, args) for k in range(len(groups))]
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     out = {"command": " ".join(["python benchmarks/models/compare_seed_ensemble.py", *sys.argv[1:]]),
            "collections": [str(c) for c in args.collections], "seeds": args.seeds, "folds": rows,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.data.graph import GraphBatch
 from graphcost.metrics import kendall_tau
 from graphcost.models.precision import PRECISION_CHOICES, cpu_capability, describe_cpu, resolve_precision

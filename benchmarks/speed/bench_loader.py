@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.models.precision import describe_cpu
 from graphcost.data.io.locate import resolve_splits
 from graphcost.data.transforms.pool import load_prepared

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.stats
 
 from graphcost import metrics as M
-from graphcost.atomic import atomic_write_text
+from graphcost.guards.atomic import atomic_write_text
 
 
 def _best_time(fn, repeat: int) -> float:

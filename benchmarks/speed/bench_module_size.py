@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.featurize:
         print(json.dumps(featurize_here(args.featurize)))
         return
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     rows = {}
     with tempfile.TemporaryDirectory(prefix="graphcost-module-size-") as tmp:

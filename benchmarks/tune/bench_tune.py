@@ -70,7 +70,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tune_suite import SUITE  # noqa: E402
 from dev_loop_suite import DEV_LOOP  # noqa: E402
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 from graphcost.tuning.trial import OK, Evaluator, Trial  # noqa: E402
 from graphcost.frontend.programs.user_program import TuneProgram

@@ -60,7 +60,7 @@ from dev_loop_suite import DEV_LOOP  # noqa: E402
 from holdout_suite import HOLDOUT  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import cpu_model, load_average, spearman  # noqa: E402
 from graphcost.tuning.trial import COPY, OK  # noqa: E402
 

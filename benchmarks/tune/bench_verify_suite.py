@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 
 
 def run(cmd: list[str]) -> int:

@@ -29,7 +29,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 from graphcost.frontend.programs.flags import known_options, skipped_options  # noqa: E402
 
 

@@ -40,7 +40,7 @@ import bench_real as br  # noqa: E402
 import bench_tune as bt  # noqa: E402
 from tune_suite import SUITE  # noqa: E402
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 from graphcost.measure.interleaved import TimingProtocol, cpu_model, load_average  # noqa: E402
 
 

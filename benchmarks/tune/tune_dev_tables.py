@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
-from graphcost.atomic import atomic_write_json  # noqa: E402
+from graphcost.guards.atomic import atomic_write_json  # noqa: E402
 from graphcost.data.io.packed import shipped_data_dir  # noqa: E402
 
 COLLECTIONS = ("cpu_zoo_flags", "cpu_zoo_flags_tuner")

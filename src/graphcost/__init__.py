@@ -26,12 +26,12 @@ Packages by floor: a module imports its own package or a package on a LOWER floo
                  learning-rate schedule, devices and DDP (cost models and LayerDAG alike);
      frontend/hlo/        HLO protobuf decoding, featurizing, autotuner protobuf -> npz
   1  data/       TpuGraphs schema, validation, npz I/O, splits, preprocessing, batching, synthetic data
-  0  atomic, bounds, memory, threads, metrics   no graphcost imports but output_guard (atomic writes and output
-                 checks, the bounds of every number and ArgumentError, malloc_trim, --threads auto,
+  0  memory, threads, metrics   no graphcost imports (malloc_trim, --threads auto,
                  Kendall tau / OPA / top-K / tile score / APE);
      datasets/   the shipped real CPU datasets and their one locator
- -1  output_guard   the guard of every output path (devices, virtual / read-only file systems, inside an
-                 input); imports only errors
+ -1  guards/     what every verb reads and writes through: atomic writes, the guard of every output path
+                 (devices, virtual / read-only file systems, inside an input), the bounds of every number and
+                 ArgumentError; imports only errors
  -2  errors      GraphcostError, the root of every error graphcost diagnoses; no graphcost imports
 
 References:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphcost.atomic import OutputExistsError, OutputPathError
+from graphcost.guards.atomic import OutputExistsError, OutputPathError
 
 
 def _tree(root: Path) -> dict[str, bytes]:

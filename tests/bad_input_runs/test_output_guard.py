@@ -1,4 +1,4 @@
-"""The output guard (issue 36, `graphcost.output_guard`): no command writes into its own input, over a
+"""The output guard (issue 36, `graphcost.guards.outputs`): no command writes into its own input, over a
 device, on /proc or /sys, or over a run another live process holds."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from bad_runs import dag_cli
 from cli_asserts import invoke, one_line_error
 
-from graphcost.atomic import atomic_write_text, lock_dir
-from graphcost.output_guard import NotARegularFileError, OutputPathError, check_outside_inputs, check_writable_place
+from graphcost.guards.atomic import atomic_write_text, lock_dir
+from graphcost.guards.outputs import NotARegularFileError, OutputPathError, check_outside_inputs, check_writable_place
 
 TRAIN_SMALL = ["--model-opt", "hidden=8", "--model-opt", "opcode_dim=2", "--model-opt", "layout_dim=2",
                "--model-opt", "num_blocks=1", "--epochs", "1", "--batch-configs", "8", "--no-progress",

@@ -271,7 +271,7 @@ def test_rank_configs_from_python_ranks_a_function_through_its_kernels(collectio
     import jax.numpy as jnp
 
     import graphcost
-    from graphcost.bounds import ArgumentError
+    from graphcost.guards.bounds import ArgumentError
     from graphcost.frontend.programs.flags import default_flag_vector, flag_features
     from graphcost.kernels.model import KernelCostModel
 

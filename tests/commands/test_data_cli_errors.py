@@ -47,7 +47,7 @@ def test_stats_json_target_is_a_directory(tmp_path):
 
 
 def test_atomic_write_refuses_a_directory_and_leaves_no_temp_file(tmp_path, monkeypatch):
-    from graphcost.atomic import atomic_write_text
+    from graphcost.guards.atomic import atomic_write_text
 
     with pytest.raises(IsADirectoryError, match="is a directory, expected a file path"):
         atomic_write_text(tmp_path, "x")
@@ -55,9 +55,9 @@ def test_atomic_write_refuses_a_directory_and_leaves_no_temp_file(tmp_path, monk
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    import graphcost.atomic
+    import graphcost.guards.atomic
 
-    monkeypatch.setattr(graphcost.atomic.os, "replace", broken_replace)  # the shared atomic writer
+    monkeypatch.setattr(graphcost.guards.atomic.os, "replace", broken_replace)  # the shared atomic writer
     with pytest.raises(OSError):
         atomic_write_text(tmp_path / "a.json", "x")
     assert os.listdir(tmp_path) == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cli_asserts import invoke
 
-from graphcost.bounds import ArgumentError, check_int, check_real, check_seed, max_threads, max_workers
+from graphcost.guards.bounds import ArgumentError, check_int, check_real, check_seed, max_threads, max_workers
 
 
 def usage_error(result, option: str) -> str:
@@ -110,7 +110,7 @@ def test_generated_data_is_bounded_before_anything_is_generated(option, args, tm
 
 
 def test_generated_data_bounds_in_the_python_api(tmp_path):
-    from graphcost.bounds import GRAPHS_MAX
+    from graphcost.guards.bounds import GRAPHS_MAX
     from graphcost.layerdag.datasets import load_dataset
     from graphcost.data.synth.collection import write_synthetic_collection
 

@@ -222,7 +222,7 @@ def test_a_fifo_record_or_a_huge_manifest_is_refused_without_reading_it(tmp_path
 
 
 def test_kernels_into_an_out_another_process_holds_is_refused(tmp_path):
-    from graphcost.atomic import lock_dir
+    from graphcost.guards.atomic import lock_dir
 
     root = _collection(tmp_path / "coll")
     out = tmp_path / "ds"

@@ -2,7 +2,7 @@
 `TuneConfig`, `graphcost.compile_with`, `graphcost.rank_configs` and the LayerDAG API (`LayerDAGTrainConfig`,
 `train_layerdag`'s model overrides, `sample_dags`) driven with generated arguments.
 
-The property of every case: the call either accepts the value or raises `graphcost.bounds.ArgumentError` (a
+The property of every case: the call either accepts the value or raises `graphcost.guards.bounds.ArgumentError` (a
 `GraphcostError`, a ValueError and a TypeError) whose message STARTS with the argument's name, before any work;
 no other exception escapes (no AttributeError, no IndexError, no torch or JAX error). Values that no argument can
 use (NaN, an arbitrary object, bytes) must be refused. Outputs inside the inputs, inside another run, on a
@@ -23,7 +23,7 @@ from deep import DEEP, cap_address_space, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 from graphcost.errors import GraphcostError
 from graphcost.layerdag.train import LayerDAGTrainConfig
 
@@ -162,8 +162,8 @@ def test_fit_outputs_inside_inputs_runs_and_devices_are_refused(world, name, whe
     (max_memory_gb 1e-12), never train."""
     from graphcost.train.fit import fit
     from graphcost.train.spec import RunSpec
-    from graphcost.atomic import OutputExistsError
-    from graphcost.output_guard import OutputPathError
+    from graphcost.guards.atomic import OutputExistsError
+    from graphcost.guards.outputs import OutputPathError
 
     if name == "cache_dir" and where == "RUN":
         return  # a cache beside another run's files is allowed
@@ -324,7 +324,7 @@ def tiny_model(tiny_dags):
 def test_sample_dags_arguments(tiny_model, name, value):
     from graphcost.layerdag.sample import sample_dags
 
-    from graphcost.bounds import SAMPLES_MAX, SEED_MAX
+    from graphcost.guards.bounds import SAMPLES_MAX, SEED_MAX
 
     usable = {"num": (1, SAMPLES_MAX), "batch_size": (1, SAMPLES_MAX), "seed": (0, SEED_MAX),
               "max_layers": (1, SAMPLES_MAX)}  # the library's bounds: an integer inside would sample (tests/layerdag)

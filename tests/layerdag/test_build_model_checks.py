@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.train import build_model
 
@@ -24,9 +24,9 @@ def test_heads_that_do_not_divide_dim_are_refused_naming_the_override(dags, over
 
 
 def test_a_model_past_this_process_s_memory_is_refused_before_it_is_built(dags, monkeypatch):
-    import graphcost.bounds
+    import graphcost.guards.bounds
 
-    monkeypatch.setattr(graphcost.bounds, "memory_bytes", lambda: 2**30)  # 1 GiB to use
+    monkeypatch.setattr(graphcost.guards.bounds, "memory_bytes", lambda: 2**30)  # 1 GiB to use
     with pytest.raises(ArgumentError, match=r"^dim 2048: a LayerDAG of .* parameters .* more than the 1.07 GB"):
         build_model(dags, dim=2048)  # ~360 M parameters, ~5.7 GB to train: nothing is allocated
     model, _ = build_model(dags, dim=64)  # within memory: built
@@ -39,7 +39,7 @@ def test_memory_bytes_honours_the_address_space_limit():
     import resource
     from pathlib import Path
 
-    from graphcost.bounds import memory_bytes
+    from graphcost.guards.bounds import memory_bytes
 
     status = Path("/proc/self/status")
     if not status.is_file():

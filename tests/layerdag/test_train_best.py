@@ -54,7 +54,7 @@ def test_zero_epochs_or_batch_size_rejected(tmp_path):
     """Refused when the settings are built (issue 65), before any training directory is touched."""
     import pytest
 
-    from graphcost.bounds import ArgumentError
+    from graphcost.guards.bounds import ArgumentError
 
     with pytest.raises(ArgumentError, match="^epochs must be an integer >= 1, got 0"):
         LayerDAGTrainConfig(device="cpu", lr_decay=STEADY, epochs=0)

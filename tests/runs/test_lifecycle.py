@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from graphcost.atomic import LOCK_NAME, DirectoryLockedError, OutputExistsError, lock_dir
-from graphcost.output_guard import OutputPathError
+from graphcost.guards.atomic import LOCK_NAME, DirectoryLockedError, OutputExistsError, lock_dir
+from graphcost.guards.outputs import OutputPathError
 from graphcost.runs.lifecycle import RunDirectory
 
 
@@ -16,7 +16,7 @@ def held_by_another(path) -> bool:
     import subprocess
     import sys
 
-    code = "import sys; from graphcost.atomic import lock_dir; lock_dir(sys.argv[1])"
+    code = "import sys; from graphcost.guards.atomic import lock_dir; lock_dir(sys.argv[1])"
     return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True).returncode != 0
 
 

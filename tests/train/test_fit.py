@@ -54,7 +54,7 @@ def test_fit_refuses_outputs_inside_the_data_or_on_proc_before_reading_anything(
     import shutil
 
     from graphcost.datasets import shipped_dataset_dir
-    from graphcost.output_guard import OutputPathError
+    from graphcost.guards.outputs import OutputPathError
 
     data = tmp_path / "data"
     shutil.copytree(shipped_dataset_dir("cpu_layout"), data)
@@ -72,7 +72,7 @@ def test_fit_refuses_outputs_inside_the_data_or_on_proc_before_reading_anything(
 
 def test_fit_refuses_a_model_too_large_for_memory_before_building_it(tmp_path):
     """Issue 65: model_config={"hidden": 10**9} from the API tried to allocate 1 TB; it is checked on the meta device."""
-    from graphcost.bounds import ArgumentError
+    from graphcost.guards.bounds import ArgumentError
 
     huge = graphcost.RunSpec(config=graphcost.recipe_config(model_config={**recipe.MODEL_CONFIG, "hidden": 10**6}),
                              max_graphs=2)

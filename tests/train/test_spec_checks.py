@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 from graphcost.errors import GraphcostError
 from graphcost.train.fit import fit
 from graphcost.train.spec import RunSpec, recipe_config

@@ -105,7 +105,7 @@ def test_output_path_is_a_directory(tmp_path, run_dir):
 
 
 def test_atomic_writers_refuse_directories_and_clean_up(tmp_path):
-    from graphcost.atomic import write_json
+    from graphcost.guards.atomic import write_json
     from graphcost.inference.predict import write_csv_rows
 
     (tmp_path / "d").mkdir()

@@ -1,5 +1,5 @@
 """The Python API checks its arguments with the CLI's bounds (issue 36): `TuneConfig`, `graphcost.tune`
-and `compile_with` raise one typed error, `graphcost.bounds.ArgumentError` (a ValueError and a
+and `compile_with` raise one typed error, `graphcost.guards.bounds.ArgumentError` (a ValueError and a
 TypeError), whose message starts with the argument's name. Was: numpy / pathlib / dataclasses
 errors for wrong types ("unknown strategy 't'" for strategies="tpe"), and bad values accepted."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import graphcost
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 from graphcost.measure.interleaved import TimingProtocol
 
 CONFIG_CASES = [  # (field, value, words of the message)

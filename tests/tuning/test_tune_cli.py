@@ -179,7 +179,7 @@ def test_a_second_run_into_the_same_out_is_refused(tmp_path, prog):
     """issue 26: two runs into one --out: the second is refused, naming the holder of --out's lock."""
     from cli_asserts import one_line_error
 
-    from graphcost.atomic import lock_dir
+    from graphcost.guards.atomic import lock_dir
 
     out = tmp_path / "tuned"
     with lock_dir(out):  # a first run holds --out

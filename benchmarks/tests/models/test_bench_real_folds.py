@@ -52,7 +52,7 @@ def test_fold_parts_of_disjoint_seed_ranges_combine_into_the_mean_and_std_of_eve
     from types import SimpleNamespace
 
     import bench_real as br
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     def row(*taus):
         seeds = [{"kendall_tau": t} for t in taus]
@@ -94,7 +94,7 @@ def test_lofo_leaves_a_fold_another_process_measures_and_averages_once_every_fol
     from types import SimpleNamespace
 
     import bench_real as br
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     rng = np.random.default_rng(0)
     records = [br.Record(name=f"{fam}{i}", family=fam, split="train", path=tmp_path / f"{fam}{i}.npz", kind="layout",

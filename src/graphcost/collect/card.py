@@ -257,7 +257,7 @@ def write_card(root: str | Path, title: str = "a REAL dataset measured on this C
         ValueError: the collection cannot make a card (no or a damaged manifest, a missing key),
             naming `root` and the problem.
     """
-    from graphcost.atomic import atomic_write_text
+    from graphcost.guards.atomic import atomic_write_text
 
     root = Path(root)
     try:

@@ -6,11 +6,11 @@ lived in `graphcost collect`, so a Python caller of `collect`, `collect_ray`, `r
 API; the command passes ``--out`` / ``--cache-dir`` through `names`):
 
 * an output or cache directory that is a file or lies below one, a device, a virtual or read-only file system
-  (`graphcost.atomic.check_dir_option`, an OutputPathError);
+  (`graphcost.guards.atomic.check_dir_option`, an OutputPathError);
 * an output directory that holds a training or tuning run, or other files than a collection's (a
   training run directory got a manifest and split directories written into it), an OutputExistsError.
 
-`open_collection` is that check followed by the directory's lock (`graphcost.atomic.lock_dir`);
+`open_collection` is that check followed by the directory's lock (`graphcost.guards.atomic.lock_dir`);
 `check_configs_fit` the bound on configurations per measuring process (vm.max_map_count) of the verbs that
 compile a graph's configurations in one process (`collect`, `add_processes_collection`, `annotate_collection`).
 """
@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from graphcost.atomic import LOCK_NAME, DirLock, OutputExistsError, check_dir_option, lock_dir
+from graphcost.guards.atomic import LOCK_NAME, DirLock, OutputExistsError, check_dir_option, lock_dir
 
 RUN_FILES = ("run.json", "checkpoint.pt", "best.pt", "ensemble.json", "study.db", "result.json")  # a train / tune run
 SPLITS = ("train", "valid", "test")

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.collect.guard import check_collection_out, check_configs_fit, open_collection
 from graphcost.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
 from graphcost.data.splits import stratified_split

@@ -25,7 +25,7 @@ from pathlib import Path
 def lay_out(root: Path, manifest: dict, entries: dict[str, tuple[str, Path, dict]]) -> Path:
     """A data directory at `root` (replaced) holding `entries` (name -> (split, source npz, manifest
     entry)) under their splits, with `manifest`'s other keys (the collection: what it varied)."""
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     if root.exists():
         shutil.rmtree(root)

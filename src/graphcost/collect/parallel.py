@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.collect.local import MANIFEST, graph_file, label_statistic, read_graph, repeat_summary, save_arrays
 from graphcost.data.splits import family_split, stratified_split
 

@@ -185,7 +185,7 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
         import ray
     except ImportError as exc:
         raise ImportError("the Ray backend needs the optional extra: pip install 'graphcost[ray]'") from exc
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     check_reachable(address)
     with open_collection(out_dir, options.cache_dir, names=names):  # one collection at a time per directory

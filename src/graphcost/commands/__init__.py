@@ -10,7 +10,7 @@ options, call the library, and print. Library (torch, jax) imports happen inside
   tune                             tuning a program's compiler configuration (`graphcost.tuning`)
   dag                              the `dag` group: LayerDAG train, sample, evaluate (`graphcost.layerdag`)
 
-Shared: `common` (the one-line error `fail`, the option checks over `graphcost.atomic`, --device,
+Shared: `common` (the one-line error `fail`, the option checks over `graphcost.guards.atomic`, --device,
 --threads, the run helpers of the cost-model commands), `choices` (the choice options as enums),
 `tables` (table / JSON / CSV output), `console` (the library's log lines on the terminal).
 """

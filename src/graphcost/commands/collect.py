@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
+from graphcost.guards.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, SEED_MAX
 from graphcost.commands.common import fail
 from graphcost.commands.numbers import threads_bound
 
@@ -158,7 +158,7 @@ def register(app: typer.Typer) -> None:
 
         if space == "flags" and mode not in FLAG_MODES:
             raise typer.BadParameter(f"--mode must be {' or '.join(map(repr, FLAG_MODES))} for --space flags, got {mode!r}")
-        from graphcost.atomic import OutputExistsError
+        from graphcost.guards.atomic import OutputExistsError
         from graphcost.collect.jobs import select_programs
         from graphcost.collect.local import collect, repeat_collection
         from graphcost.frontend.programs.jax_program import require_jax

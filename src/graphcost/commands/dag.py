@@ -12,8 +12,8 @@ from typing import Optional
 
 import typer
 
-from graphcost.atomic import OutputExistsError, OutputWriteError
-from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX, ArgumentError
+from graphcost.guards.atomic import OutputExistsError, OutputWriteError
+from graphcost.guards.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, SAMPLES_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import complete_device
 from graphcost.commands.common import (
     DEVICE_HELP,

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import GRAPHS_MAX, SECONDS_MAX, SEED_MAX, ArgumentError
+from graphcost.guards.bounds import GRAPHS_MAX, SECONDS_MAX, SEED_MAX, ArgumentError
 from graphcost.commands.choices import Collection, Format, value
 from graphcost.commands.common import fail
 from graphcost.commands.tables import FORMAT_HELP, Column, print_table
@@ -81,7 +81,7 @@ def synth(
     ),
 ) -> None:
     """Write SYNTHETIC TpuGraphs-schema data (simulated runtimes) in the official directory layout."""
-    from graphcost.atomic import OutputExistsError
+    from graphcost.guards.atomic import OutputExistsError
     from graphcost.data.synth.collection import check_synth_params, check_synth_sizes, write_synthetic_collection
 
     if layout_pad not in (0.0, -1.0):
@@ -125,7 +125,7 @@ def stats(
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Print graphs, nodes, edges, configurations, unique configurations, runtime range, nodes after pruning."""
-    from graphcost.atomic import OutputExistsError, WriteError
+    from graphcost.guards.atomic import OutputExistsError, WriteError
     from graphcost.data.io.discover import default_data_root
     from graphcost.data.io.schema import SchemaError
     from graphcost.data.stats import stats_for_path
@@ -164,7 +164,7 @@ def split_configs(
     ),
 ) -> None:
     """Split ONE program's graph by configuration into train / valid / test (then: graphcost train --data-dir OUT)."""
-    from graphcost.atomic import OutputPathError
+    from graphcost.guards.atomic import OutputPathError
     from graphcost.data.config_split import ConfigSplitError, split_by_configuration
 
     try:  # --out is checked by the library before the graph is read
@@ -238,7 +238,7 @@ def from_proto(
     """Convert TpuGraphs autotuner protobufs into TpuGraphs npz graphs (official keys)."""
     from tqdm import tqdm
 
-    from graphcost.atomic import OutputPathError
+    from graphcost.guards.atomic import OutputPathError
     from graphcost.frontend.hlo.convert import ConversionError, convert_file, describe_unknown_opcodes
 
     if layout_pad not in (0.0, -1.0):

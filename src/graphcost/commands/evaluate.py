@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import TTA_MAX
+from graphcost.guards.bounds import TTA_MAX
 
 from graphcost.commands.choices import Collection, Format, Precision, complete_device, value
 from graphcost.commands.common import (
@@ -50,7 +50,7 @@ def evaluate(
     fmt: Format = typer.Option("table", "--format", help=FORMAT_HELP, callback=value),
 ) -> None:
     """Per-graph Kendall tau / OPA / top-K (and tile score) over ALL configurations, plus the mean."""
-    from graphcost.atomic import OutputExistsError, OutputWriteError
+    from graphcost.guards.atomic import OutputExistsError, OutputWriteError
     from graphcost.data.io.locate import DatasetError
     from graphcost.inference.verbs import evaluate_run
     from graphcost.runs.run_json import RunInfoError

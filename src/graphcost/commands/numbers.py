@@ -6,7 +6,7 @@ every float parameter refuses NaN and infinities, and every integer one a value 
 a usage error (exit 2) that names the option (checked on the parsed values, so it does not depend
 on how a typer version converts them). A fixed ceiling of one
 option (`--tta`, `-n`, `--diffusion-steps`, `--processes`, seeds) is declared with the option
-(`min=` / `max=`, the numbers of `graphcost.bounds`); one that depends on the machine (threads,
+(`min=` / `max=`, the numbers of `graphcost.guards.bounds`); one that depends on the machine (threads,
 worker processes) is a callback of this module.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from graphcost.bounds import INT_MAX, ArgumentError, check_threads_count, check_workers
+from graphcost.guards.bounds import INT_MAX, ArgumentError, check_threads_count, check_workers
 
 
 def _out_of_bounds(value: Any) -> str | None:
@@ -69,7 +69,7 @@ def _bad(exc: ArgumentError) -> typer.BadParameter:
 
 
 def threads_bound(value: int) -> int:
-    """Callback of a thread-count option: at most `graphcost.bounds.max_threads()`."""
+    """Callback of a thread-count option: at most `graphcost.guards.bounds.max_threads()`."""
     try:
         return check_threads_count("threads", value)
     except ArgumentError as exc:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import TTA_MAX
+from graphcost.guards.bounds import TTA_MAX
 
 from graphcost.commands.choices import Collection, Precision, complete_device, value
 from graphcost.commands.common import (
@@ -47,7 +47,7 @@ def predict(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the --out file if it exists"),
 ) -> None:
     """Kaggle-format `ID,TopConfigs` CSV for one collection (ensemble of MODELS), or --combine CSVs."""
-    from graphcost.atomic import OutputExistsError, OutputWriteError
+    from graphcost.guards.atomic import OutputExistsError, OutputWriteError
     from graphcost.data.io.locate import DatasetError
     from graphcost.inference.verbs import predict_run
     from graphcost.runs.run_json import RunInfoError

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import PROCESSES_MAX
+from graphcost.guards.bounds import PROCESSES_MAX
 from graphcost.commands.common import fail
 
 # the names of `graphcost.workload.profile.profile_program`'s arguments in this command's messages
@@ -36,7 +36,7 @@ def profile(
     loop's time is what it adds to its body) and its time in the call shown, what it is (fusion kind,
     library call, copy, loop), how many times it runs and the source lines and op names it came from;
     then what the listed kernels add up to. With --config, the tuned configuration beside the default."""
-    from graphcost.atomic import OutputExistsError
+    from graphcost.guards.atomic import OutputExistsError
     from graphcost.workload.profile import profile_program, profile_table
     from graphcost.frontend.programs.user_program import ProgramError
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import TTA_MAX
+from graphcost.guards.bounds import TTA_MAX
 
 from graphcost.commands.choices import Format, Precision, complete_device, value
 from graphcost.commands.common import (

@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import SECONDS_MAX, TTA_MAX
+from graphcost.guards.bounds import SECONDS_MAX, TTA_MAX
 from graphcost.commands.choices import Collection, Loss, Model, complete_device, value
 from graphcost.commands.common import COLLECTION_OPTION, DEVICE_HELP, fail, set_threads, threads_option
 from graphcost.commands.numbers import workers_bound

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from graphcost.bounds import PROCESSES_MAX, REPEATS_MAX
+from graphcost.guards.bounds import PROCESSES_MAX, REPEATS_MAX
 from graphcost.commands.common import fail
 
 

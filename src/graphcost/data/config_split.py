@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.atomic import atomic_write, check_dir_option
+from graphcost.guards.atomic import atomic_write, check_dir_option
 from graphcost.data.io.npz_stream import check_declared_memory
 from graphcost.data.io.schema import SchemaError
 from graphcost.errors import GraphcostError
-from graphcost.output_guard import OutputPathError, check_outside_inputs
+from graphcost.guards.outputs import OutputPathError, check_outside_inputs
 
 SPLITS = ("train", "valid", "test")
 
@@ -60,7 +60,7 @@ class WrittenSplits(dict):
 def check_split_out(out_dir: Path, path: Path, option: str, input_name: str) -> None:
     """OutputPathError when `out_dir` would put the split into the graph's own data: the graph file
     itself, its split's dataset directory ``D`` of ``D/train/g.npz`` or anything inside it
-    (`graphcost.output_guard.check_outside_inputs`), or the directory holding a loose graph (OUT/train
+    (`graphcost.guards.outputs.check_outside_inputs`), or the directory holding a loose graph (OUT/train
     beside the graph would join its directory's data). A linked graph is judged where the link is and
     where its file is."""
     data: list[tuple[str, object]] = [(input_name, path)]

@@ -191,7 +191,7 @@ def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = Tr
     `json_out`: also write the rows there as JSON. It is checked before any file is read (`check_stats_json`):
     an existing file without `overwrite` is an OutputExistsError, a directory, a device, a virtual or read-only
     file system or a file of the input `path` an OutputPathError, each naming `option` (the CLI passes
-    ``--json``; `input_name` names `path`, ``PATH`` for the CLI). A failed write is a `graphcost.atomic.WriteError`
+    ``--json``; `input_name` names `path`, ``PATH`` for the CLI). A failed write is a `graphcost.guards.atomic.WriteError`
     naming the file; nothing half-written is left.
     """
     from tqdm import tqdm
@@ -214,11 +214,11 @@ def stats_for_path(path: str | Path, per_file: bool = False, validate: bool = Tr
 
 def check_stats_json(json_out: str | Path, path: str | Path, overwrite: bool = False, *, option: str = "json_out",
                      input_name: str = "path") -> Path:
-    """The JSON output of `stats_for_path`, checked before any work (`graphcost.atomic.check_output_path`, then
-    `graphcost.output_guard.check_outside_inputs` against the input `path`: nothing inside a data directory,
+    """The JSON output of `stats_for_path`, checked before any work (`graphcost.guards.atomic.check_output_path`, then
+    `graphcost.guards.outputs.check_outside_inputs` against the input `path`: nothing inside a data directory,
     not the input file itself); returns it as a Path. A directory is refused with the file name to give instead."""
-    from graphcost.atomic import OutputPathError, check_output_path
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.atomic import OutputPathError, check_output_path
+    from graphcost.guards.outputs import check_outside_inputs
 
     json_out = Path(json_out)
     try:
@@ -235,7 +235,7 @@ def check_stats_json(json_out: str | Path, path: str | Path, overwrite: bool = F
 
 def _write_rows(rows: list[dict], json_out: Path) -> None:
     """`rows` as JSON at `json_out` (parents created), atomically; any OSError as a WriteError naming the file."""
-    from graphcost.atomic import WriteError, atomic_write_json
+    from graphcost.guards.atomic import WriteError, atomic_write_json
 
     try:
         json_out.parent.mkdir(parents=True, exist_ok=True)

@@ -143,7 +143,7 @@ class Blend:
         return self.combine(graph_scores, tree_scores, prior)
 
     def save(self, path: str | Path) -> Path:
-        from graphcost.atomic import atomic_write_json
+        from graphcost.guards.atomic import atomic_write_json
 
         return atomic_write_json({**asdict(self), "trees": TREES_FILE}, path)
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_text, check_output_file
+from graphcost.guards.atomic import atomic_write_text, check_output_file
 from graphcost.metrics import COLLECTIONS
 
 if TYPE_CHECKING:

@@ -5,12 +5,12 @@ report; `predict_run(models, out, ...)` writes a Kaggle-format submission CSV (`
 graphs, or merges per-collection CSVs (``combine=True``). Both check their outputs first, before the run is
 read or any graph is prepared:
 
-* the report / submission file (`graphcost.atomic.check_output_path`): an existing file without `overwrite` is
+* the report / submission file (`graphcost.guards.atomic.check_output_path`): an existing file without `overwrite` is
   an OutputExistsError; a directory, a path below a file, a device, a virtual or read-only file system an
   OutputPathError;
-* the cache directory (`graphcost.atomic.check_dir_option`): a file or a path below one, a device, a virtual or
+* the cache directory (`graphcost.guards.atomic.check_dir_option`): a file or a path below one, a device, a virtual or
   read-only file system;
-* both against the inputs (`graphcost.output_guard.check_outside_inputs`): nothing inside the data directory
+* both against the inputs (`graphcost.guards.outputs.check_outside_inputs`): nothing inside the data directory
   (the one given, and the one found once the run's data is resolved), no file of an input run or CSV replaced.
 
 Every message names the argument: its Python name by default, or the name `names` maps it to (the commands
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphcost.atomic import OutputWriteError
+from graphcost.guards.atomic import OutputWriteError
 
 SPLIT_NAMES = ("train", "valid", "test")
 # a report or submission file refused in the words `graphcost evaluate --json` / `predict --out` have always used
@@ -48,8 +48,8 @@ def check_model_outputs(out: str | os.PathLike | None, cache_dir: str | os.PathL
     before any work (module docstring). `inputs`: (argument, path) pairs of the runs or files read, whose files
     must not be replaced (by the cache too when `cache_inputs`); `data_dir`: a data directory nothing may be
     written into."""
-    from graphcost.atomic import check_dir_option, check_output_path
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.atomic import check_dir_option, check_output_path
+    from graphcost.guards.outputs import check_outside_inputs
 
     name = _namer(names)
     data = [(name("data_dir"), data_dir)]
@@ -65,7 +65,7 @@ def check_model_outputs(out: str | os.PathLike | None, cache_dir: str | os.PathL
 def _check_outside_data(outputs: Mapping[str, str | os.PathLike | None], root: Path,
                         names: Mapping[str, str] | None) -> None:
     """Each output outside the data the run's data resolved to (`root`)."""
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.outputs import check_outside_inputs
 
     for key, path in outputs.items():
         if path is not None:
@@ -133,7 +133,7 @@ def evaluate_run(run: str | os.PathLike, split: str | None = None, data_dir: str
     """
     import warnings
 
-    from graphcost.atomic import write_json
+    from graphcost.guards.atomic import write_json
     from graphcost.data.io.locate import has_runtimes, resolve_splits
     from graphcost.data.transforms.preprocess import prepare_graph
     from graphcost.inference.ranking import evaluate_graphs

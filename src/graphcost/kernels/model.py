@@ -59,7 +59,7 @@ class KernelCostModel:
     def load(cls, path: str | Path | None = None) -> "KernelCostModel":
         """The kernel model in `path`, or the shipped one; KernelModelError (a ValueError) in one line when it is
         missing, damaged or of another featurizer version; ArgumentError when `path` is not a path."""
-        from graphcost.bounds import check_path
+        from graphcost.guards.bounds import check_path
         from graphcost.pretrained import shipped_kernel_model_dir
 
         where = check_path("path", path) if path is not None else shipped_kernel_model_dir()

@@ -133,7 +133,7 @@ class KernelTable:
         damaged. `default_flags`: (24,) the flag vector a LAYOUT collection's kernels ran under
         (`graphcost.frontend.programs.flags.default_flag_vector()`); a layout graph needs it. An argument of
         the wrong type is an ArgumentError naming it."""
-        from graphcost.bounds import check_path
+        from graphcost.guards.bounds import check_path
 
         root = check_path("root", root)
         default_flags = _check_flags(default_flags)
@@ -232,7 +232,7 @@ class KernelTable:
 
 def _check_regular(path: Path, what: str) -> None:
     """KernelDataError when `path` is a FIFO, a device or a socket: reading one could wait for ever."""
-    from graphcost.output_guard import special_kind
+    from graphcost.guards.outputs import special_kind
 
     kind = special_kind(path)
     if kind is not None:
@@ -298,13 +298,13 @@ def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overw
     the collection root, a path inside it or a directory holding it (which `overwrite` would empty) is an
     OutputPathError naming `option` (the CLI passes ``--out``; `input_name` names the root, ``ROOT`` for the
     CLI). An existing non-empty `out` is refused (OutputExistsError) unless `overwrite`; `out` is written under
-    its lock (`graphcost.atomic.lock_dir`). Files are named by `kernel_file_name` (a digest of the fingerprint),
+    its lock (`graphcost.guards.atomic.lock_dir`). Files are named by `kernel_file_name` (a digest of the fingerprint),
     never by a string read from the collection. `default_flags`: (24,) the default flag vector
     (`graphcost.frontend.programs.flags.default_flag_vector`), whose row's time is each kernel's normaliser
     (None: the median of its rows)."""
-    from graphcost.atomic import OutputExistsError, check_dir_option, clear_dir, lock_dir
-    from graphcost.bounds import ArgumentError, check_path
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.atomic import OutputExistsError, check_dir_option, clear_dir, lock_dir
+    from graphcost.guards.bounds import ArgumentError, check_path
+    from graphcost.guards.outputs import check_outside_inputs
 
     if not isinstance(table, KernelTable):
         table = check_path(input_name, table)
@@ -328,7 +328,7 @@ def write_kernel_dataset(table: KernelTable | str | Path, out: str | Path, overw
 
 def _check_flags(default_flags) -> np.ndarray | None:
     """`default_flags` as a (24,) float32 vector of finite values, or None; ArgumentError naming it otherwise."""
-    from graphcost.bounds import ArgumentError
+    from graphcost.guards.bounds import ArgumentError
 
     if default_flags is None:
         return None
@@ -344,15 +344,15 @@ def _check_flags(default_flags) -> np.ndarray | None:
 
 
 def _holds_files(out: Path) -> bool:
-    """Whether directory `out` holds anything but the lock file of `graphcost.atomic.lock_dir`."""
-    from graphcost.atomic import LOCK_NAME
+    """Whether directory `out` holds anything but the lock file of `graphcost.guards.atomic.lock_dir`."""
+    from graphcost.guards.atomic import LOCK_NAME
 
     return out.is_dir() and any(p.name != LOCK_NAME for p in out.iterdir())
 
 
 def _write_dataset(table: KernelTable, out: Path, default_flags: np.ndarray | None) -> dict:
     """The files of `write_kernel_dataset` into checked, locked, empty `out`; its manifest."""
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
     from graphcost.data.graph import TileGraph
     from graphcost.data.io.tpugraphs_io import save_graph
 

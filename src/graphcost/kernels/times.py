@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.frontend.hlo.origins import Origin
 
 @dataclass

@@ -99,7 +99,7 @@ class KernelTrees:
         return np.exp(self.booster.predict(rows, num_iteration=self.rounds))
 
     def save(self, path: Path) -> None:
-        from graphcost.atomic import atomic_write_text
+        from graphcost.guards.atomic import atomic_write_text
 
         atomic_write_text(Path(path), self.booster.model_to_string(num_iteration=self.rounds))
 
@@ -150,7 +150,7 @@ class FlagTrees:
         return np.asarray(self.booster.predict(np.asarray(flags, np.float32)), np.float64)
 
     def save(self, path: Path) -> None:
-        from graphcost.atomic import atomic_write_text
+        from graphcost.guards.atomic import atomic_write_text
 
         atomic_write_text(Path(path), self.booster.model_to_string())
 
@@ -245,7 +245,7 @@ def save_kernel_model(out: Path, trees: KernelTrees, rule: SumRule, meta: dict, 
                       flag_weight: float = 1.0) -> None:
     """A kernel model directory: ``kernel_trees.txt`` (LightGBM text, no pickle), optionally
     ``flag_trees.txt`` with the blend's weight w, and ``kernel_model.json``."""
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     out.mkdir(parents=True, exist_ok=True)
     trees.save(out / "kernel_trees.txt")

@@ -10,7 +10,7 @@ RunDirectory`: not a file nor below one, not a device, not on a virtual or read-
 run unless `overwrite` or `resume`, and with `resume` a checkpoint to continue from) and holds its lock while it
 writes. The other two check, before the model is loaded or anything is sampled:
 
-* their outputs (`graphcost.atomic.check_output_path`): an existing file without `overwrite` is an
+* their outputs (`graphcost.guards.atomic.check_output_path`): an existing file without `overwrite` is an
   OutputExistsError; a directory, a path below a file, a device, a virtual or read-only file system, or a file
   of the inputs (the model's run, the data directory, the samples) an OutputPathError; the npz and its drawing
   may not be one file;
@@ -20,7 +20,7 @@ writes. The other two check, before the model is loaded or anything is sampled:
 
 Every message names the argument: its Python name by default, or the name `names` maps it to (the command
 passes ``{"out": "--out", "model_path": "MODEL", "labels": "--label", ...}`` so the CLI's words stay its own).
-A write that fails is an `graphcost.atomic.OutputWriteError` naming the argument.
+A write that fails is an `graphcost.guards.atomic.OutputWriteError` naming the argument.
 
 References:
     [LayerDAG] M. Li et al. LayerDAG: A Layerwise Autoregressive Diffusion Model for Directed Acyclic Graph
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphcost.atomic import OutputWriteError
+from graphcost.guards.atomic import OutputWriteError
 
 Say = Callable[[str], None]
 
@@ -123,12 +123,12 @@ def sample_to_file(model_path: str | os.PathLike, out: str | os.PathLike, n: int
 
     import numpy as np
 
-    from graphcost.atomic import check_output_path
+    from graphcost.guards.atomic import check_output_path
     from graphcost.layerdag.draw import describe_dataset, draw_dags
     from graphcost.layerdag.io import save_dags
     from graphcost.layerdag.dag_run_info import read_dag_run_info
     from graphcost.layerdag.sample import sample_dags
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.outputs import check_outside_inputs
 
     name, tell = _namer(names), say or (lambda line: None)
     out = Path(out)
@@ -205,7 +205,7 @@ def train_dag_run(dataset: str, out: str | os.PathLike, config: Any = None, *, n
     """
     import torch
 
-    from graphcost.atomic import OutputExistsError, atomic_write_json
+    from graphcost.guards.atomic import OutputExistsError, atomic_write_json
     from graphcost.layerdag import dag_recipe
     from graphcost.layerdag.datasets.locate import dag_data_dir
     from graphcost.layerdag.experiment import num_categories
@@ -288,12 +288,12 @@ def evaluate_dag_run(model_path: str | os.PathLike, dataset: str | None = None,
     `json_out`: also write the results there as JSON, checked before anything is loaded (module docstring);
     `ready()` is called once the data is loaded, before the model is.
     """
-    from graphcost.atomic import atomic_write_json, check_output_path
+    from graphcost.guards.atomic import atomic_write_json, check_output_path
     from graphcost.layerdag.experiment import describe_samples, evaluate_model
     from graphcost.layerdag.io import load_dags
     from graphcost.layerdag.quality.surrogate import SurrogateConfig
     from graphcost.layerdag.dag_run_info import read_dag_run_info
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.outputs import check_outside_inputs
 
     name = _namer(names)
     check_final_step(final_step, name("final_step"))

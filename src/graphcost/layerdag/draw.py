@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.atomic import atomic_write
+from graphcost.guards.atomic import atomic_write
 from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.tokenise import layer_index
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.atomic import atomic_write
+from graphcost.guards.atomic import atomic_write
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.errors import GraphcostError
 from graphcost.layerdag.dag_record import DAG

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from graphcost.bounds import SAMPLES_MAX, ArgumentError, check_int, check_real, check_seed
+from graphcost.guards.bounds import SAMPLES_MAX, ArgumentError, check_int, check_real, check_seed
 from graphcost.layerdag.denoising_schedule import ConstantSchedule, time_grid
 from graphcost.layerdag.dag_record import DAG
 from graphcost.layerdag.layer_size import LayerSizePredictor

@@ -53,8 +53,8 @@ import torch
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 from tqdm import tqdm
 
-from graphcost.atomic import remove_stale_temps
-from graphcost.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, ArgumentError, check_fits_memory, check_int, check_real, check_seed
+from graphcost.guards.atomic import remove_stale_temps
+from graphcost.guards.bounds import DIFFUSION_STEPS_MAX, GRAPHS_MAX, ArgumentError, check_fits_memory, check_int, check_real, check_seed
 from graphcost.layerdag import dag_recipe
 from graphcost.layerdag.batch import PreparedDAG, build_batch, dataset_statistics, prepare
 from graphcost.layerdag.dag_record import DAG
@@ -73,7 +73,7 @@ BEST = "best.pt"  # lowest validation loss so far (model selection against overf
 @dataclass
 class LayerDAGTrainConfig:
     """The training settings of `train_layerdag` (the recipe of `graphcost.layerdag.dag_recipe` by default). Every field
-    is checked when the config is built (`__post_init__`): `graphcost.bounds.ArgumentError` naming the
+    is checked when the config is built (`__post_init__`): `graphcost.guards.bounds.ArgumentError` naming the
     first field that cannot be used, with the bounds of `graphcost dag train`'s options."""
 
     epochs: int = 40

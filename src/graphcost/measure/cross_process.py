@@ -64,7 +64,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json, atomic_write_text
+from graphcost.guards.atomic import atomic_write_json, atomic_write_text
 from graphcost.measure.interleaved import load_average, spearman
 
 NOISE_RATIO_FLAG = 0.5  # r above this: configurations not separable (process-to-process rho < ~0.8)

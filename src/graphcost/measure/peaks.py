@@ -53,7 +53,7 @@ def measure_peaks(n: int = 1024, mib: int = 64, calls: int = 5) -> dict:
 
 
 def main(out: str, core: str = "-1") -> int:
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
 
     if int(core) >= 0:
         os.sched_setaffinity(0, {int(core)})

@@ -78,7 +78,7 @@ class Deadlines:
         text = os.environ.get(ENV, "").strip()
         if not text:
             return cls()
-        from graphcost.bounds import SECONDS_MAX, ArgumentError
+        from graphcost.guards.bounds import SECONDS_MAX, ArgumentError
 
         try:
             seconds = float(text)

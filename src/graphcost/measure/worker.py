@@ -113,7 +113,7 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
 
     import numpy as np
 
-    from graphcost.atomic import atomic_write
+    from graphcost.guards.atomic import atomic_write
     from graphcost.measure.interleaved import TimingProtocol, load_average, measure_interleaved
 
     load_start = load_average() or [np.nan] * 3

@@ -293,7 +293,7 @@ class TreeRanker:
         return np.asarray(self.booster.predict(x, num_iteration=best), dtype=np.float64)
 
     def save(self, path: str | Path) -> Path:
-        from graphcost.atomic import atomic_write_text
+        from graphcost.guards.atomic import atomic_write_text
 
         text = self.booster.model_to_string(num_iteration=self.booster.best_iteration or None)
         program = f" program={self.program}" if self.program else ""

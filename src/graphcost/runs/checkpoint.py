@@ -30,7 +30,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from graphcost.atomic import atomic_write
+from graphcost.guards.atomic import atomic_write
 from graphcost.errors import GraphcostError
 
 _NDARRAY_TAG = "__ndarray__"

@@ -2,13 +2,13 @@
 
 ``RunDirectory(path, name, ...)`` checks, when it is built and so before any work:
 
-* the path against the inputs, both ways (`graphcost.output_guard.check_outside_inputs`: nothing inside a data
+* the path against the inputs, both ways (`graphcost.guards.outputs.check_outside_inputs`: nothing inside a data
   directory, no input file replaced);
-* the path itself (`graphcost.atomic.check_run_dir_path`): not a file nor below one, not a device, not on a
+* the path itself (`graphcost.guards.atomic.check_run_dir_path`): not a file nor below one, not a device, not on a
   virtual or read-only file system, and not an earlier run (one of `markers`) unless `overwrite` (replace it)
   or `resume` (continue it).
 
-``with RunDirectory(...) as out:`` then takes the directory's lock (`graphcost.atomic.lock_dir`: a run
+``with RunDirectory(...) as out:`` then takes the directory's lock (`graphcost.guards.atomic.lock_dir`: a run
 another live process holds is never touched), checks again under the lock, empties the directory when
 `overwrite` (but for `keep`), and releases the lock when the block ends, however it ends. Every error is
 one line naming `name` (``out`` for the Python API, ``--out`` for the commands).
@@ -24,9 +24,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
-from graphcost.atomic import BELOW_A_FILE, RUN_DIR_IS_A_FILE, RUN_MARKERS, DirLock, check_run_dir, \
+from graphcost.guards.atomic import BELOW_A_FILE, RUN_DIR_IS_A_FILE, RUN_MARKERS, DirLock, check_run_dir, \
     check_run_dir_path, clear_dir, lock_dir
-from graphcost.output_guard import check_outside_inputs
+from graphcost.guards.outputs import check_outside_inputs
 
 _OPEN: dict[Path, int] = {}  # the directories a RunDirectory of this process holds open -> that process's pid
 

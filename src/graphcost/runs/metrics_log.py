@@ -14,7 +14,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from graphcost.atomic import atomic_write_text
+from graphcost.guards.atomic import atomic_write_text
 
 METRICS_CSV = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"

@@ -4,7 +4,7 @@ The policy: `--out DIR` when given (emptied first with --overwrite); with --resu
 the run `runs/latest` points to; otherwise a fresh `runs/<model>-<time>-<random>`, created at once
 so two runs never share it, and `runs/latest` re-pointed to it atomically. Under torchrun every rank
 uses rank 0's name. A directory that cannot hold a run raises `RunDirError` (a ValueError), or the
-`graphcost.atomic` errors for an existing or unwritable --out; the messages are one line each.
+`graphcost.guards.atomic` errors for an existing or unwritable --out; the messages are one line each.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphcost.atomic import check_run_dir_path, clear_dir
+from graphcost.guards.atomic import check_run_dir_path, clear_dir
 from graphcost.errors import GraphcostError
 
 if TYPE_CHECKING:

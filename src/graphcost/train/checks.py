@@ -1,6 +1,6 @@
 """The training settings check themselves when they are built: `TrainConfig` and `RunSpec`
 refuse a value of the wrong type, NaN, or outside the bounds `graphcost train`'s options have
-(`graphcost.bounds`), with an `ArgumentError` (a `GraphcostError`, ValueError and TypeError) that
+(`graphcost.guards.bounds`), with an `ArgumentError` (a `GraphcostError`, ValueError and TypeError) that
 names the field. So ``graphcost.fit`` and ``recipe_config(...)`` are as safe as the command line, whose
 options map onto these fields (`graphcost.commands.train_spec` puts the option's name on the message).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from graphcost.bounds import (
+from graphcost.guards.bounds import (
     GRAPHS_MAX,
     INT_MAX,
     TTA_MAX,

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.atomic import write_json
+from graphcost.guards.atomic import write_json
 from graphcost.data.splits import kfold_indices
 from graphcost.data.transforms.pool import graph_names, subset
 from graphcost.runs import checkpoint as ckpt

@@ -81,7 +81,7 @@ def fit(
     Raises DatasetError for data that cannot be read, RunDirError / OutputExistsError for an `out`
     that cannot be used, ValueError for settings the data or model refuse.
     """
-    from graphcost.atomic import lock_dir, write_json
+    from graphcost.guards.atomic import lock_dir, write_json
     from graphcost.data.io.locate import recorded_data_dir, resolve_splits
     from graphcost.data.transforms.pool import graph_kinds, load_prepared
     from graphcost.frontend.programs.flags import trained_flag_columns
@@ -223,7 +223,7 @@ def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, c
     (``fit("layout")``, ``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted)."""
     import os
 
-    from graphcost.bounds import ArgumentError, check_real
+    from graphcost.guards.bounds import ArgumentError, check_real
     from graphcost.train.checks import check_run_spec
 
     if not isinstance(spec, RunSpec):
@@ -273,8 +273,8 @@ def _check_outputs(out: Path | None, cache: Path | None, data_root: Path | None,
     unless `overwrite` or `resume`. OutputPathError / OutputExistsError naming the argument, before anything is
     read (`choose_run_dir` checks `out` again under its lock). `names`: the names messages give ``out``,
     ``cache_dir`` and the data (``data``); the data the user gave is named before the data found in it."""
-    from graphcost.atomic import check_dir_option
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.atomic import check_dir_option
+    from graphcost.guards.outputs import check_outside_inputs
     from graphcost.runs.run_dir import check_out
 
     def name(key: str) -> str:

@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from graphcost.atomic import atomic_write
+from graphcost.guards.atomic import atomic_write
 
 HEXBIN_MIN = 2000  # configurations from which a rank panel switches from a scatter to a hexbin
 # the plots' label of each loss, keyed by graphcost.models.losses.LOSS_NAMES

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from graphcost.atomic import write_json
+from graphcost.guards.atomic import write_json
 from graphcost.inference.ensemble import ENSEMBLE_FILE
 from graphcost.train.crossval import train_member
 

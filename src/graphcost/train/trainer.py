@@ -51,7 +51,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from graphcost.atomic import remove_stale_temps
+from graphcost.guards.atomic import remove_stale_temps
 from graphcost.data.graph import FEATURE_VERSION
 from graphcost.data.transforms.pool import LazyPrepared, graph_config_counts, graph_kinds, graph_names
 from graphcost.inference.ranking import EvalReport, ModelScorer, evaluate_graphs, selection_metric

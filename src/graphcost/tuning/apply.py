@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 from graphcost.tuning.arguments import check_fn, check_tuned
 from graphcost.tuning.result import TunedConfig, check_best, load_best
 
@@ -103,7 +103,7 @@ def compile_with(fn: Callable, best: TunedConfig | str | Path | dict) -> Callabl
 
     Raises:
         ValueError: `best` is malformed (naming the file and field), or XLA refuses its options;
-            `graphcost.bounds.ArgumentError` (also a TypeError) for an `fn` that is not callable,
+            `graphcost.guards.bounds.ArgumentError` (also a TypeError) for an `fn` that is not callable,
             a `best` of another type, an unknown space, codes outside the flag space, unknown flag
             names or compiler_options that contradict the codes.
 

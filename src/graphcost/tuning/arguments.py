@@ -2,7 +2,7 @@
 `graphcost.tune(..., **overrides)` and `dataclasses.replace` are checked too), the `fn` of
 `graphcost.tune` and `compile_with`, and a tuned configuration before `compile_with` applies it.
 
-Every check raises `graphcost.bounds.ArgumentError` (a ValueError and a TypeError) whose message
+Every check raises `graphcost.guards.bounds.ArgumentError` (a ValueError and a TypeError) whose message
 starts with the argument's name: the same bounds as the `graphcost tune` options.
 """
 
@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphcost.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, ArgumentError, check_int, check_real, check_seed
-from graphcost.output_guard import OutputPathError, check_target_kind, check_writable_place
+from graphcost.guards.bounds import MEASUREMENTS_MAX, PROCESSES_MAX, REPEATS_MAX, ArgumentError, check_int, check_real, check_seed
+from graphcost.guards.outputs import OutputPathError, check_target_kind, check_writable_place
 
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 
@@ -53,7 +53,7 @@ def check_out_dir(name: str, out: Any) -> None:
         raise ArgumentError(str(exc)) from None
     if Path(out).exists() and not Path(out).is_dir():
         raise ArgumentError(f"{name} {out}: is a file, but {name} must be a directory")
-    from graphcost.atomic import RUN_MARKERS
+    from graphcost.guards.atomic import RUN_MARKERS
 
     held = [m for m in RUN_MARKERS if (Path(out) / m).exists()]
     if held:  # tune(out=A_TRAINING_RUN) wrote its study and plots into a cost-model run

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.kernels.times import ProgramProfile, profile_of
 from graphcost.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes

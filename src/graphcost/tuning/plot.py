@@ -30,7 +30,7 @@ def plot_progress(trials: list[Trial], path: str | Path, final: dict | None = No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from graphcost.atomic import atomic_write
+    from graphcost.guards.atomic import atomic_write
 
     fig = progress_figure(trials, final)
     with atomic_write(path, "wb") as fh:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 
 PRIOR_WEIGHT_START = 0.5  # the model's share of a round before any measurement
 PRIOR_WEIGHT_MAX = 0.75  # the most it can earn: a quarter of every round stays model-free

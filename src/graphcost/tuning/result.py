@@ -155,7 +155,7 @@ def trials_csv(trials: list[Trial], space: Space) -> str:
 def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
     """trials.csv / trials.json, best.json (plain data for `compile_with`), result.json, progress.png;
     with profiled trials kernels.csv, and with a kernel profile kernels.png."""
-    from graphcost.atomic import atomic_write_json, atomic_write_text
+    from graphcost.guards.atomic import atomic_write_json, atomic_write_text
     from graphcost.tuning.kernel_report import kernels_csv
     from graphcost.tuning.plot import plot_progress
 

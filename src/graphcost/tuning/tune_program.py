@@ -17,7 +17,7 @@ from pathlib import Path
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from graphcost.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError
 from graphcost.errors import GraphcostError
 from graphcost.tuning.result import TuneResult
 

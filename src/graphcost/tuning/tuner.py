@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from graphcost.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
+from graphcost.guards.bounds import MEASUREMENTS_MAX, ArgumentError, check_int
 from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import defaults as D
 from graphcost.tuning.final_check import finish
@@ -321,7 +321,7 @@ def tune(fn: Callable, *args: Any, config: TuneConfig | None = None, **overrides
     Raises:
         ValueError: an unusable argument (a count below 1, an unknown space or strategy, a model
             of the wrong kind, a study of another program); a bad argument's type or value is
-            `graphcost.bounds.ArgumentError` (also a TypeError), naming it.
+            `graphcost.guards.bounds.ArgumentError` (also a TypeError), naming it.
         TypeError: a keyword that is not a `TuneConfig` field.
         TuneInterrupted: Ctrl-C; it says how many configurations this run measured (they are saved
             in the study when `out` or `storage` is given).
@@ -387,7 +387,7 @@ def search(program: TuneProgram, cfg: TuneConfig, plan: SearchPlan,
     if out is not None:
         storage = storage or _sqlite_url(out / "study.db")
         if run_dir is None:
-            from graphcost.atomic import TUNE_MARKERS
+            from graphcost.guards.atomic import TUNE_MARKERS
             from graphcost.runs.lifecycle import RunDirectory
 
             run_dir = RunDirectory(out, "out", resume=True, markers=TUNE_MARKERS, holds="a tuning run")

@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from graphcost.atomic import LOCK_NAME, TUNE_MARKERS, OutputExistsError, OutputPathError
+from graphcost.guards.atomic import LOCK_NAME, TUNE_MARKERS, OutputExistsError, OutputPathError
 from graphcost.runs.lifecycle import RunDirectory
 
 OUT_IS_A_FILE = "{path}: {option} must be a directory, but this path is a file"

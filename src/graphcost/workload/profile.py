@@ -39,7 +39,7 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
 
     `json_out`: also write the profile there as JSON (`ProgramProfile.save`); `plot`: draw its `top` kernels'
     shares there (PNG, `graphcost.tuning.plot.plot_profile`). Both are checked before the program is loaded
-    (`graphcost.atomic.check_output_path`): an existing file without `overwrite` is an OutputExistsError; a
+    (`graphcost.guards.atomic.check_output_path`): an existing file without `overwrite` is an OutputExistsError; a
     directory, a path below a file, a device, a virtual or read-only file system an OutputPathError, each naming
     the argument (`names` maps ``json_out`` / ``plot`` / ``best`` to the names messages use: ``--json`` / ``--plot`` /
     ``--config``). A `best` path that is no file is a ValueError, after those checks.
@@ -48,8 +48,8 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     (`graphcost.measure.program_check.check_program`): a ``make()`` that hangs or aborts, an endless loop, an
     out-of-memory is a ProgramError naming `ref`. Each measuring process then gets `timeout_s` seconds, or
     with None a deadline scaled from what that check measured (`ProgramCheck.worker_timeout`)."""
-    from graphcost.atomic import check_output_path
-    from graphcost.bounds import ArgumentError, check_path
+    from graphcost.guards.atomic import check_output_path
+    from graphcost.guards.bounds import ArgumentError, check_path
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
     from graphcost.frontend.programs.user_program import load_program, prepare_program
@@ -102,7 +102,7 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
 
 def _check_arguments(processes, protocol, timeout_s, top, overwrite, names) -> None:
     """`profile_program`'s counts, protocol, timeout and switches; ArgumentError naming the argument."""
-    from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_real
+    from graphcost.guards.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_real
 
     check_int("processes", processes, 1, PROCESSES_MAX)
     check_int("top", top, 1, 10_000)

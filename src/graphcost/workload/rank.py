@@ -67,10 +67,10 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
     shipped one) and rank them. `allow_fast_math`: the fast-math family too, as ``tune --allow-fast-math``.
 
     Raises:
-        graphcost.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable, a `name`
+        graphcost.guards.bounds.ArgumentError: `configs`, `seed` or `workers` out of range, `fn` not callable, a `name`
             that is not a string, a `model` that is not a KernelCostModel, an `allow_fast_math` that is not a bool.
         graphcost.frontend.programs.user_program.ProgramError: JAX cannot trace `fn` on `args` (one line)."""
-    from graphcost.bounds import ArgumentError
+    from graphcost.guards.bounds import ArgumentError
     from graphcost.tuning.arguments import check_fn
     from graphcost.frontend.programs.user_program import prepare_program
 
@@ -91,7 +91,7 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
     that then times it with `measure_ranking` needs) in a child process under deadlines
     (`graphcost.measure.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
     a hang or the end of this process; only then is it loaded here to be compiled and costed."""
-    from graphcost.bounds import ArgumentError
+    from graphcost.guards.bounds import ArgumentError
     from graphcost.frontend.programs.user_program import load_program, prepare_program
     from graphcost.measure.program_check import check_program
 
@@ -109,7 +109,7 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
 def _check_arguments(configs: Any, seed: Any, workers: Any, model: Any, allow_fast_math: Any) -> tuple[int, int, int]:
     """`configs`, `seed` and `workers` as ints in range, `model` a KernelCostModel or None, `allow_fast_math` a bool;
     ArgumentError naming the argument otherwise."""
-    from graphcost.bounds import ArgumentError, check_int, check_seed
+    from graphcost.guards.bounds import ArgumentError, check_int, check_seed
 
     configs = check_int("configs", configs, 2, 4096)
     seed = check_seed("seed", seed)
@@ -131,7 +131,7 @@ def measure_ranking(ref: str, configs: int, seed: int = 0, check=None, rounds: i
     from dataclasses import asdict
     from pathlib import Path
 
-    from graphcost.atomic import atomic_write_json
+    from graphcost.guards.atomic import atomic_write_json
     from graphcost.measure.cross_process import run_worker
     from graphcost.measure.interleaved import TimingProtocol
     from graphcost.measure.program_check import WORKER_CAP_S

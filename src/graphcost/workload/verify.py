@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json
+from graphcost.guards.atomic import atomic_write_json
 from graphcost.errors import GraphcostError
 
 # the callables of one process, in the order the worker times them
@@ -168,7 +168,7 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
 
 def _check_arguments(run, processes, protocol, program, tolerance, timeout_s) -> Path:
     """`verify_run`'s arguments checked before anything is read; ArgumentError naming the argument. `run` as a Path."""
-    from graphcost.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_path, check_real
+    from graphcost.guards.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_path, check_real
 
     run = check_path("run", run)
     check_int("processes", processes, 1, PROCESSES_MAX)

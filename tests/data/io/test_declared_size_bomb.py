@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from graphcost import bounds
+from graphcost.guards import bounds
 from graphcost.data.io.schema import SchemaError
 from graphcost.data.io.tpugraphs_io import load_graph
 

@@ -174,7 +174,7 @@ def test_standard_pyg_loader_refuses_graphs_with_different_sample_sizes(synth_ro
 
 def test_a_cache_inside_its_own_input_is_refused(synth_root):
     """TpuGraphsDataset(DATA/train, cache_dir=DATA/train/pc) wrote its cache into its input (issue 81)."""
-    from graphcost.output_guard import OutputPathError
+    from graphcost.guards.outputs import OutputPathError
 
     split = _split(synth_root, "layout:xla:random")
     with pytest.raises(OutputPathError, match="cache_dir .*lies inside the input raw"):

@@ -245,7 +245,7 @@ def test_cli_from_proto(layout_pb, tile_pb, tmp_path):
 def test_out_that_is_a_file_is_a_clear_error(tile_pb, tmp_path):
     """QA: --out naming an existing file was a FileExistsError traceback; the library verb owns the
     check (issue 65) and raises the shared OutputPathError, naming the option it was given."""
-    from graphcost.output_guard import OutputPathError
+    from graphcost.guards.outputs import OutputPathError
 
     taken = tmp_path / "taken.npz"
     taken.write_bytes(b"x")

@@ -201,10 +201,10 @@ def download_collection(
 ) -> Path:
     """Download (or reuse) and extract every split of `collection` into `root`; returns the collection dir.
 
-    `root` is checked before anything is fetched (`graphcost.atomic.check_dir_option`): a file, a path below
+    `root` is checked before anything is fetched (`graphcost.guards.atomic.check_dir_option`): a file, a path below
     one, a device, a virtual or read-only file system is an OutputPathError naming `option` (the CLI
     passes ``--data-dir``)."""
-    from graphcost.atomic import check_dir_option
+    from graphcost.guards.atomic import check_dir_option
 
     check_collection(collection)
     root = default_data_root() if root is None else Path(root).expanduser()

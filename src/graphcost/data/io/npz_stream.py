@@ -32,7 +32,7 @@ from typing import Generator, Iterator
 import numpy as np
 from numpy.lib import format as npy_format
 
-from graphcost.atomic import temp_beside
+from graphcost.guards.atomic import temp_beside
 from graphcost.data.io.schema import SchemaError
 
 __all__ = [
@@ -168,7 +168,7 @@ def check_declared_memory(zf: zipfile.ZipFile, path, keys) -> None:
     bytes than one graph can need (`DECLARED_BYTES_MAX`) or than this machine has available: a small file whose
     compressed members decompress to gigabytes is refused before anything is allocated (a 27 MB npz declaring a
     6 GB ``node_feat``)."""
-    from graphcost.bounds import available_memory_bytes
+    from graphcost.guards.bounds import available_memory_bytes
 
     free = available_memory_bytes()
     limit, why = ((DECLARED_BYTES_MAX, "the most one graph's arrays can need")
@@ -453,7 +453,7 @@ def save_npz_lzma(path: str | Path, arrays: dict[str, np.ndarray]) -> Path:
     reads it like any npz. zlib (``savez_compressed``) sees 32 KB back; LZMA's window spans whole members,
     so arrays that repeat themselves far apart (a program's near-identical kernels, a dataset's graphs)
     shrink several times more."""
-    from graphcost.atomic import atomic_write
+    from graphcost.guards.atomic import atomic_write
 
     with atomic_write(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_LZMA) as z:
         for key, value in arrays.items():

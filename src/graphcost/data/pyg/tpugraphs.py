@@ -193,7 +193,7 @@ class TpuGraphsDataset(Dataset):
         transform: Callable[[Data], Data] | None = None,
         log: bool = False,
     ) -> None:
-        from graphcost.bounds import ArgumentError, check_int, check_path, check_seed
+        from graphcost.guards.bounds import ArgumentError, check_int, check_path, check_seed
 
         check_int("batch_configs", batch_configs, 1)
         check_seed("seed", seed)
@@ -210,7 +210,7 @@ class TpuGraphsDataset(Dataset):
             raise ArgumentError(f"transform must be callable or None, got {type(transform).__name__}")
         self._files = _npz_files(raw)
         self._cache_dir = Path(cache_dir).expanduser()
-        from graphcost.output_guard import check_outside_inputs
+        from graphcost.guards.outputs import check_outside_inputs
 
         inputs = [raw] if isinstance(raw, (str, Path)) else list(raw)
         check_outside_inputs(self._cache_dir, "cache_dir", data=[("raw", Path(r).expanduser()) for r in inputs])

@@ -25,8 +25,8 @@ from typing import Iterator
 
 import numpy as np
 
-from graphcost.atomic import atomic_write_json, atomic_write_text
-from graphcost.bounds import GRAPHS_MAX, check_fits_memory, check_int
+from graphcost.guards.atomic import atomic_write_json, atomic_write_text
+from graphcost.guards.bounds import GRAPHS_MAX, check_fits_memory, check_int
 from graphcost.data.io.discover import COLLECTIONS, SPLITS, check_collection, collection_dir
 from graphcost.data.graph import LayoutGraph, TileGraph
 from graphcost.data.io.npz_stream import NpzWriter
@@ -265,7 +265,7 @@ def _prepare_collection_dir(base: Path, manifest: dict, overwrite: bool) -> None
     """Refuse (OutputExistsError) a collection directory holding other data; empty it for `overwrite`."""
     import shutil
 
-    from graphcost.atomic import OutputExistsError
+    from graphcost.guards.atomic import OutputExistsError
 
     if base.exists() and not base.is_dir():
         raise OutputExistsError(f"{base}: is a file, expected the collection directory")
@@ -292,7 +292,7 @@ def _prepare_collection_dir(base: Path, manifest: dict, overwrite: bool) -> None
 def _check_not_a_run(root: Path) -> None:
     """A data root is not a training or tuning run (``data synth -o A_TRAINING_RUN`` wrote its npz
     tree into the run): OutputExistsError naming the file that makes `root` a run."""
-    from graphcost.atomic import RUN_MARKERS, TUNE_MARKERS, OutputExistsError
+    from graphcost.guards.atomic import RUN_MARKERS, TUNE_MARKERS, OutputExistsError
 
     held = [m for m in (*RUN_MARKERS, *TUNE_MARKERS) if (root / m).exists()]
     if held:
@@ -332,7 +332,7 @@ def write_synthetic_collection(
     """
     from tqdm import tqdm
 
-    from graphcost.atomic import check_dir_option
+    from graphcost.guards.atomic import check_dir_option
 
     check_collection(collection)
     if layout_pad not in (0.0, -1.0):

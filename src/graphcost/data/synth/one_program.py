@@ -65,7 +65,7 @@ def one_program_layout_graph(num_configs: int = 30_000, num_nodes: int = 372, se
 
 def write_one_program_layout(path: str | Path, **kwargs) -> Path:
     """`one_program_layout_graph(**kwargs)` written atomically as a TpuGraphs layout npz at `path`."""
-    from graphcost.atomic import atomic_write
+    from graphcost.guards.atomic import atomic_write
 
     g = one_program_layout_graph(**kwargs)
     assert g.node_splits is not None  # (one_program_layout_graph always sets them)

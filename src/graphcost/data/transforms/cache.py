@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.atomic import atomic_write
+from graphcost.guards.atomic import atomic_write
 from graphcost.data.io.npz_stream import DAMAGED_ARCHIVE_ERRORS
 from graphcost.data.transforms.prepared import PreparedGraph
 from graphcost.errors import GraphcostError

@@ -295,11 +295,11 @@ def convert_file(path: Path, out_dir: Path, kind: str = "auto", layout_pad: floa
     `out_dir` is checked before the file is read: a file, a device, a virtual or read-only file system is an
     OutputPathError (a ValueError) naming `option` (the CLI passes ``--out``). An output file that would be
     `path` itself or one of `inputs` (the other files of the same command) is an OutputPathError naming it
-    (`graphcost.output_guard.check_outside_inputs`; `input_name` names them, ``INPUTS`` for the CLI): an
+    (`graphcost.guards.outputs.check_outside_inputs`; `input_name` names them, ``INPUTS`` for the CLI): an
     input is never replaced.
     """
-    from graphcost.atomic import check_dir_option
-    from graphcost.output_guard import check_outside_inputs
+    from graphcost.guards.atomic import check_dir_option
+    from graphcost.guards.outputs import check_outside_inputs
 
     path, out_dir = Path(path), Path(out_dir)
     check_dir_option(out_dir, option, is_file="{path}: {option} exists and is not a directory", blocked=None)

@@ -270,7 +270,7 @@ def parameter_bytes(a) -> int:
 def check_arguments_fit(path: Path, ins: list) -> None:
     """HloProgramError (one line) when the parameters of `path` could not be held: their bytes times
     `ARGUMENTS_MEMORY_FACTOR` past the memory this process can take now (`bounds.available_memory_bytes`)."""
-    from graphcost.bounds import available_memory_bytes
+    from graphcost.guards.bounds import available_memory_bytes
 
     need = sum(parameter_bytes(a) for a in ins)
     free = available_memory_bytes()

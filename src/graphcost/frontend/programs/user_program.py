@@ -32,7 +32,7 @@ def check_reference(ref: str) -> None:
     before a child process is started to run the program (`graphcost.measure.program_check`). A `ref` that is not
     a string is an ArgumentError."""
     if not isinstance(ref, str) or not ref.strip():
-        from graphcost.bounds import ArgumentError
+        from graphcost.guards.bounds import ArgumentError
 
         raise ArgumentError(f"program reference must be a string such as prog.py:make or module.hlo, got {ref!r} "
                             f"({type(ref).__name__})")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphcost.bounds import GRAPHS_MAX
+from graphcost.guards.bounds import GRAPHS_MAX
 from graphcost.layerdag.dag_record import DAG
 
 DATASET_NAMES = ("lp", "tpu-tile", "nasbench201")

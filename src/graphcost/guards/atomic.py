@@ -12,7 +12,7 @@ colleagues; `tempfile.mkstemp` would make every one of them 0600.
 The output checks raise typed errors, which the commands print as one line: `OutputExistsError`
 (a file or an earlier run is there and --overwrite was not given), `OutputPathError` (a path that can
 never be written: `check_output_path` for files, `check_dir_option` and `check_run_dir_path` for
-directories; defined in `graphcost.output_guard`, which also refuses devices, virtual and read-only
+directories; defined in `graphcost.guards.outputs`, which also refuses devices, virtual and read-only
 file systems and outputs inside inputs) and `DirectoryLockedError` (`lock_dir`).
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from graphcost.errors import GraphcostError
-from graphcost.output_guard import OutputPathError as OutputPathError  # raised by the checks below; re-exported
-from graphcost.output_guard import check_regular_target, check_target_kind, check_writable_place
+from graphcost.guards.outputs import OutputPathError as OutputPathError  # raised by the checks below; re-exported
+from graphcost.guards.outputs import check_regular_target, check_target_kind, check_writable_place
 
 
 def temp_beside(path: str | os.PathLike) -> tuple[int, Path]:
@@ -160,7 +160,7 @@ def check_output_path(path: str | os.PathLike, option: str = "--out", overwrite:
                       is_dir: str = FILE_IS_A_DIRECTORY, blocked: str | None = BELOW_A_FILE) -> Path:
     """An output FILE option, checked before any work: OutputExistsError when a file is there and
     not `overwrite`; OutputPathError when `path` is a directory or lies below a file (`blocked=None`:
-    that is left to the write); also a device, a virtual or read-only file system (`graphcost.output_guard`)."""
+    that is left to the write); also a device, a virtual or read-only file system (`graphcost.guards.outputs`)."""
     check_target_kind(path, option)
     check_writable_place(path, option)
     path = check_new_file(path, overwrite, option)
@@ -186,7 +186,7 @@ def check_dir_option(path: str | os.PathLike, option: str = "--out", *, is_file:
                      blocked: str | None = DIR_BELOW_A_FILE) -> Path:
     """A DIRECTORY option (created later if missing): OutputPathError when `path` exists and is not a
     directory, or lies below a file (`blocked=None`: that is left to the write); also a device, a virtual
-    or read-only file system (`graphcost.output_guard`)."""
+    or read-only file system (`graphcost.guards.outputs`)."""
     path = check_target_kind(path, option)
     check_writable_place(path, option)
     if path.exists() and not path.is_dir():

@@ -11,7 +11,7 @@ Three classes of output path are refused, each with one line naming the option:
   written into a training split breaks every later command on that data), or a path that is an
   input file or would replace a file of an input run.
 
-`graphcost.atomic` runs the first two in every output check (`check_output_path`,
+`graphcost.guards.atomic` runs the first two in every output check (`check_output_path`,
 `check_dir_option`, `check_run_dir_path`) and again, for a non-regular target, in `atomic_write`;
 the commands add the third with the inputs they read. This module imports nothing of graphcost.
 """
