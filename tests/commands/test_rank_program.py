@@ -48,20 +48,19 @@ def test_packed_options_keep_each_name_whole_within_the_width():
 @pytest.fixture()
 def fake_rank(monkeypatch):
     """`rank_program` without compiling: 16 configurations of the default space, the last predicted fastest."""
-    from graphcost.kernels.model import KernelCostModel
-
     asked = {}
 
-    def rank_program(ref, configs=16, seed=0, model=None, allow_fast_math=False, **_):
+    def rank_program(ref, configs=16, seed=0, model=None, allow_fast_math=False, ranked=None, **_):
         asked.update(allow_fast_math=allow_fast_math)
         flags = rank_flag_configs(configs, seed, allow_fast_math)
         costed = [CostedConfig(i, 1e-4 * (1 + (configs - i) / configs), [("ynn_fusion.5", "fusion:kCustom", 5e-5)])
                   for i in range(len(flags))]
         scores = np.asarray([c.seconds for c in costed])
-        return KernelRanking(costed, flags, scores, None, model)
+        ranking = KernelRanking(costed, flags, scores, None, SimpleNamespace(meta={"data": "test", "date": "today"}))
+        if ranked is not None:
+            ranked(ranking)
+        return ranking
 
-    monkeypatch.setattr(KernelCostModel, "load", classmethod(lambda cls, *a, **k: SimpleNamespace(
-        meta={"data": "test", "date": "today"}, blended=False, flag_weight=1.0)))
     monkeypatch.setattr(workload_rank, "rank_program", rank_program)
     return asked
 

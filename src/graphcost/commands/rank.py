@@ -1,7 +1,9 @@
 """`graphcost rank`: one graph's configurations ordered by a trained cost model, fastest first.
 
 Thin: loads the ensemble, calls `graphcost.inference.predict.rank_original`, prints the table (with the
-file's measured runtimes and their Kendall tau when it has them).
+file's measured runtimes and their Kendall tau when it has them). A PROGRAM goes to one library verb,
+`graphcost.workload.rank.rank_program`, which checks it and everything it needs once; its errors become
+one-line messages naming the options (`NAMES`).
 """
 
 from __future__ import annotations
@@ -59,15 +61,7 @@ def rank(
     from graphcost.inference.predict import prepare_for_prediction, rank_original
 
     if len(graph) == 1 and _is_program(str(graph[0])):
-        from graphcost.frontend.programs import hlo_program
-
-        try:
-            ref = hlo_program.with_inputs(str(graph[0]), inputs)
-        except ValueError as exc:
-            fail(str(exc))
-        if note := hlo_program.picked(ref):
-            typer.echo(note, err=True)
-        _rank_program(ref, configs, seed, top, measure, fmt, allow_fast_math, wide)
+        _rank_program(str(graph[0]), inputs, configs, seed, top, measure, fmt, allow_fast_math, wide)
         return
     if len(graph) > 2:
         fail(f"rank takes [MODEL] GRAPH, got {len(graph)} paths: {' '.join(map(str, graph))}", code=2)
@@ -115,43 +109,36 @@ def _is_program(text: str) -> bool:
     return bool(sep and target and attr.isidentifier() and not text.endswith(".npz"))
 
 
-def _rank_program(ref: str, configs: int, seed: int, top: int | None, measure: bool, fmt,
+# the names of `rank_program`'s arguments in this command's messages
+NAMES = {"configs": "--configs", "seed": "--seed", "allow_fast_math": "--allow-fast-math", "measure": "--measure",
+         "inputs": "--inputs"}
+
+
+def _rank_program(ref: str, inputs: Path | None, configs: int, seed: int, top: int | None, measure: bool, fmt,
                   allow_fast_math: bool = False, wide: bool = False) -> None:
-    """`graphcost rank PROGRAM`: flag configurations costed through their kernels (`graphcost.workload.rank`), each
-    named by the XLA options it changes, as `graphcost tune` prints them."""
+    """`graphcost rank PROGRAM`: flag configurations costed through their kernels by one library verb
+    (`graphcost.workload.rank.rank_program`, which reads the reference, loads the model and draws the
+    configurations once), each named by the XLA options it changes, as `graphcost tune` prints them."""
+    from graphcost.errors import GraphcostError
     from graphcost.frontend.programs.flags import known_options
-    from graphcost.kernels.model import KernelCostModel
-    from graphcost.workload.rank import rank_program
-    from graphcost.frontend.programs.user_program import ProgramError
+    from graphcost.workload.rank import KernelRanking, rank_program
+
+    def predicted(ranking: KernelRanking) -> None:  # said while the measuring (--measure) runs
+        typer.echo(f"{len(ranking.flags)} configurations drawn as graphcost tune draws its candidates, the fast-math "
+                   "family " + ("included" if allow_fast_math else "at its default (--allow-fast-math to include it)")
+                   + "; score: lower = predicted faster", err=True)
+        default = ranking.costed[0]
+        typer.echo("kernels that dominate the default (predicted share of the call):", err=True)
+        for name, kind, t in default.kernels[:5]:
+            typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
 
     try:
-        model = KernelCostModel.load()
-    except (FileNotFoundError, ValueError) as exc:
+        ranking = rank_program(ref, configs=configs, seed=seed, allow_fast_math=allow_fast_math, inputs=inputs,
+                               measure=measure, names=NAMES, say=lambda note: typer.echo(note, err=True),
+                               ranked=predicted)
+    except (GraphcostError, ValueError, RuntimeError, FileNotFoundError) as exc:
         fail(str(exc))
-    blend = (f", ranked with flag trees at weight {1 - model.flag_weight:.2f}" if model.blended else "")
-    typer.echo(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
-               f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}", err=True)
-    try:
-        ranking = rank_program(ref, configs=configs, seed=seed, model=model, call=measure,
-                               allow_fast_math=allow_fast_math)
-    except (ProgramError, ValueError, RuntimeError) as exc:
-        fail(str(exc))
-    costed, flags = ranking.costed, ranking.flags
-    typer.echo(f"{len(flags)} configurations drawn as graphcost tune draws its candidates, the fast-math family "
-               + ("included" if allow_fast_math else "at its default (--allow-fast-math to include it)")
-               + "; score: lower = predicted faster", err=True)
-    default = costed[0]
-    typer.echo("kernels that dominate the default (predicted share of the call):", err=True)
-    for name, kind, t in default.kernels[:5]:
-        typer.echo(f"  {name:36s} {kind:20s} {t / default.seconds:6.1%}", err=True)
-    measured = None
-    if measure:  # in a fresh process, under a deadline scaled from the program's check
-        from graphcost.workload.rank import measure_ranking
-
-        try:
-            measured = measure_ranking(ref, configs, seed, ranking.check, allow_fast_math=allow_fast_math)
-        except RuntimeError as exc:
-            fail(str(exc))
+    measured = ranking.measured
     seconds, scores, order = ranking.seconds, ranking.scores, ranking.order
     shown = order[:top] if top else order
     names = [o.candidate.option for o in known_options() if allow_fast_math or not o.candidate.fast_math]

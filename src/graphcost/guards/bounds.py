@@ -24,6 +24,7 @@ import math
 import os
 from numbers import Integral, Real
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from graphcost.errors import GraphcostError
@@ -47,6 +48,15 @@ SECONDS_MAX = 21 * 24 * 3600  # a timeout or wait (--prepare-timeout, --dist-tim
 
 class ArgumentError(GraphcostError, ValueError, TypeError):
     """An argument of the CLI or the Python API that graphcost cannot use; the message names it."""
+
+
+def renamed(message: str, names: Mapping[str, str] | None) -> str:
+    """`message`, which starts with an argument's name, with that name as `names` gives it (the longest match):
+    a verb's `ArgumentError` names its Python argument, a command passes ``{"budget": "--budget", ...}``."""
+    for key in sorted(names or {}, key=len, reverse=True):
+        if message.startswith(key) and message[len(key):len(key) + 1] in (" ", ":", ""):
+            return (names or {})[key] + message[len(key):]
+    return message
 
 
 def usable_cores() -> int:

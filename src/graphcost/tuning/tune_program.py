@@ -17,7 +17,7 @@ from pathlib import Path
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from graphcost.guards.bounds import ArgumentError
+from graphcost.guards.bounds import ArgumentError, renamed
 from graphcost.errors import GraphcostError
 from graphcost.tuning.result import TuneResult
 
@@ -28,14 +28,6 @@ class JaxMissing(GraphcostError, ImportError):
 
 class LoadInterrupted(KeyboardInterrupt):
     """Ctrl-C while the program was loaded, prepared and its models fitted, before any measurement."""
-
-
-def renamed(message: str, names: Mapping[str, str] | None) -> str:
-    """`message`, which starts with an argument's name, with that name as `names` gives it (the longest match)."""
-    for key in sorted(names or {}, key=len, reverse=True):
-        if message.startswith(key) and message[len(key):len(key) + 1] in (" ", ":", ""):
-            return (names or {})[key] + message[len(key):]
-    return message
 
 
 def tune_program(ref: str, *, inputs: str | Path | None = None, overwrite: bool = False, resume: bool = False,

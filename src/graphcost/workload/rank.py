@@ -16,7 +16,9 @@ ranked by its blend with the flag trees (`KernelCostModel.rank_scores`).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -35,6 +37,7 @@ class KernelRanking:
     program: Any  # the prepared `TuneProgram`
     model: KernelCostModel
     check: Any = None  # a program by reference: what its check in a child process measured (`ProgramCheck`)
+    measured: np.ndarray | None = None  # (K,) runtimes in ns timed here (`rank_program(measure=True)`), else None
 
     @property
     def order(self) -> np.ndarray:
@@ -83,26 +86,54 @@ def rank_configs(fn: Callable, *args, configs: int = 16, seed: int = 0, model: K
 
 
 def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostModel | None = None,
-                 workers: int = 2, call: bool = False, allow_fast_math: bool = False) -> KernelRanking:
+                 workers: int = 2, call: bool = False, allow_fast_math: bool = False, *,
+                 inputs: str | Path | None = None, measure: bool = False, names: Mapping[str, str] | None = None,
+                 say: Callable[[str], None] | None = None,
+                 ranked: Callable[[KernelRanking], None] | None = None) -> KernelRanking:
     """`rank_configs` of the program `ref` (``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module;
-    `graphcost.frontend.programs.user_program.load_program`).
+    `graphcost.frontend.programs.user_program.load_program`): `graphcost rank PROGRAM`'s one library verb.
 
     The program is someone else's code: it is first prepared (and with `call`, called once: what a caller
     that then times it with `measure_ranking` needs) in a child process under deadlines
     (`graphcost.measure.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
-    a hang or the end of this process; only then is it loaded here to be compiled and costed."""
-    from graphcost.guards.bounds import ArgumentError
+    a hang or the end of this process; only then is it loaded here to be compiled and costed. The reference
+    is read once, the kernel model loaded once (default: the shipped one) and the configurations drawn once.
+
+    inputs: an XLA module's arguments (an npz). measure: also time every costed configuration in a fresh
+    process (`measure_ranking`, after the check's call), into ``ranking.measured``. names: an argument's name
+    as the caller's user knows it in the messages (``graphcost rank`` passes ``{"configs": "--configs", ...}``).
+    say: where the notes go (which module of a dump directory, which kernel model ranks). ranked: called with
+    the ranking as soon as it is costed, before it is measured."""
+    from graphcost.guards.bounds import ArgumentError, renamed
+    from graphcost.frontend.programs import hlo_program
     from graphcost.frontend.programs.user_program import load_program, prepare_program
     from graphcost.measure.program_check import check_program
 
-    configs, seed, workers = _check_arguments(configs, seed, workers, model, allow_fast_math)
-    if not isinstance(call, bool):
-        raise ArgumentError(f"call must be True or False, got {call!r}")
-    model = model or KernelCostModel.load()
-    check = check_program(ref, run=call)
-    fn, args, name = load_program(ref)
+    if isinstance(ref, str):  # any other is refused by the check below, naming it
+        ref = hlo_program.with_inputs(ref, inputs)
+        if say is not None and (note := hlo_program.picked(ref)):
+            say(note)
+    try:
+        configs, seed, workers = _check_arguments(configs, seed, workers, model, allow_fast_math)
+        for key, flag in (("call", call), ("measure", measure)):
+            if not isinstance(flag, bool):
+                raise ArgumentError(f"{key} must be True or False, got {flag!r}")
+    except ArgumentError as exc:
+        raise ArgumentError(renamed(str(exc), names)) from None
+    if model is None:
+        model = KernelCostModel.load()
+        if say is not None:
+            blend = f", ranked with flag trees at weight {1 - model.flag_weight:.2f}" if model.blended else ""
+            say(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
+                f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}")
+    check = check_program(ref, run=call or measure)  # reads the reference: a mistyped one is refused here
+    fn, args, name = load_program(ref, checked=True)
     ranking = _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers, allow_fast_math)
     ranking.check = check
+    if ranked is not None:
+        ranked(ranking)
+    if measure:  # in a fresh process, under a deadline scaled from the program's check
+        ranking.measured = measure_ranking(ref, configs, seed, check, allow_fast_math=allow_fast_math)
     return ranking
 
 
@@ -129,7 +160,6 @@ def measure_ranking(ref: str, configs: int, seed: int = 0, check=None, rounds: i
     configuration that hangs, aborts or crashes is a RuntimeError naming `ref`, not the end of this process."""
     import tempfile
     from dataclasses import asdict
-    from pathlib import Path
 
     from graphcost.guards.atomic import atomic_write_json
     from graphcost.measure.cross_process import run_worker

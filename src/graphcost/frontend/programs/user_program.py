@@ -50,14 +50,16 @@ def check_reference(ref: str) -> None:
         raise ProgramError(f"{ref}: no such file {Path(target).expanduser().resolve()}")
 
 
-def load_program(ref: str) -> tuple[Callable, tuple, str]:
-    """``(fn, args, name)`` from `ref` (module docstring); ProgramError on any problem."""
+def load_program(ref: str, checked: bool = False) -> tuple[Callable, tuple, str]:
+    """``(fn, args, name)`` from `ref` (module docstring); ProgramError on any problem. `checked`: `ref` has passed
+    `check_reference` already (its caller's `check_program`), so it is not read for its form a second time."""
     if isinstance(ref, str) and hlo_program.is_hlo_reference(ref):
         try:
             return hlo_program.load_hlo_program(ref)
         except hlo_program.HloProgramError as exc:
             raise ProgramError(str(exc)) from None
-    check_reference(ref)
+    if not checked:
+        check_reference(ref)
     target, _, attr = ref.rpartition(":")
     if target.endswith(".py"):
         path = Path(target).expanduser().resolve()

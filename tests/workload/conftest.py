@@ -1,0 +1,5 @@
+"""The workload tests need JAX (the jax extra)."""
+
+import pytest
+
+jax = pytest.importorskip("jax")
