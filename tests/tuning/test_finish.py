@@ -128,3 +128,21 @@ def test_the_reported_speedup_is_the_confirmations_not_the_final_checks_that_cho
     res = TuneResult(TunedConfig.of(space, codes), 1.137, (1.124, 1.138), True, 1.0, [], {}, "m")
     res.confirm({"speedup": 1.10, "range": [1.05, 1.2], "processes": 3, "protocol": "cross-process"})
     assert not [x for x in summary_lines(res) if x.startswith("warning: timed again")]  # reproduced
+
+
+def test_a_final_check_process_gets_a_deadline_scaled_from_this_runs_own_figures():
+    """Not a fixed 900 s: a fast program's process gets the floor, a slow one's the time its calls need, 3x."""
+    from types import SimpleNamespace
+
+    from graphcost.measure.interleaved import TimingProtocol
+    from graphcost.measure.program_check import WORKER_FLOOR_S
+    from graphcost.tuning.final_check import process_deadline
+
+    protocol = TimingProtocol(rounds=5, calls=10, warmup=2)
+    fast = SimpleNamespace(default_compile_s=0.2, default_probe_ns=1e5)
+    seconds, why = process_deadline(fast, "prog.py:make", 4, protocol, kernels=False)
+    assert seconds == WORKER_FLOOR_S and "scaled" in why
+    slow = SimpleNamespace(default_compile_s=5.0, default_probe_ns=2e9)  # 2 s per call
+    seconds, why = process_deadline(slow, "prog.py:make", 4, protocol, kernels=True)
+    calls = 4 * (5 * 10 + 2 + 20)
+    assert abs(seconds - (30 + 3 * (5.0 + 4 * 5.0 + calls * 2.0))) < 1e-6 and f"{calls} call(s)" in why

@@ -239,8 +239,10 @@ class Evaluator:
         self.rtol, self.atol, self.compile_timeout, self.slow_limit = rtol, atol, compile_timeout, slow_limit
         self.compile_workers = max(1, compile_workers)
         default = space.default()
+        t0 = time.perf_counter()
         with self._fingerprinting():
             self.default_exe = self._compile_noted(default)  # the reference: errors here are the user's program's own
+        self.default_compile_s = time.perf_counter() - t0  # what a measuring process's deadline is scaled from
         if default in self.fingerprints:
             self.measured_as[self.fingerprints[default]] = None
         self.reference, self.output_names = _leaves(self.call(self.default_exe))
@@ -324,6 +326,11 @@ class Evaluator:
                     out.append(Trial(codes, "compile_error", error=_one_line(exc)))
         pool.shutdown(wait=False, cancel_futures=True)  # a stuck compile keeps its thread, not the tuner
         return out
+
+    def executables(self, batch: list[Codes]) -> list[Any]:
+        """`compile_many`'s executables, None where a configuration failed to compile: what a scorer that knows
+        no `Trial` is given (`graphcost.kernels.scoring.KernelModelScorer`)."""
+        return [None if isinstance(exe, Trial) else exe for exe in self.compile_many(batch)]
 
     def compiled_stats(self, batch: list[Codes]) -> np.ndarray:
         """(K, 7) what the compiler did to each configuration of `batch` (`graphcost.frontend.hlo.
@@ -414,10 +421,11 @@ class Evaluator:
 
     def _profile(self, new: list[tuple[int, Any]], trials: list) -> None:
         """Profiled trials: a profiled pass over the newly timed executables, after their timing (so it
-        does not perturb it); each trial's ``extra["kernels"]``: `kernel_rows` of its profile. A
+        does not perturb it); each trial's ``extra["kernels"]``: `graphcost.kernels.report.kernel_rows` of its profile. A
         profiler failure costs the kernel times, never the measurement."""
         if not new:
             return
+        from graphcost.kernels.report import kernel_rows
         from graphcost.kernels.times import profile_in_process
 
         try:
@@ -446,12 +454,6 @@ def same_executable(codes: Codes, twin: Trial | None, default_ns: float) -> Tria
 
 
 PROFILE_TARGET_NS = 10e6  # profiled calls of a trial: enough to fill 10 ms (3 at least, 20 at most)
-KERNEL_ROW = ("name", "kind", "fingerprint", "self_ns", "executions", "leaf")
-
-
-def kernel_rows(config) -> list[list]:
-    """A `ConfigProfile`'s kernels as JSON rows (`KERNEL_ROW`), largest first: what a trial stores."""
-    return [[k.name, k.kind, k.fingerprint[:16], round(k.self_ns, 1), k.executions, k.leaf] for k in config.kernels]
 
 
 def _one_line(exc: BaseException, limit: int = 300) -> str:
