@@ -5,7 +5,7 @@ configurations of the 14 tune-suite programs (never in its training data), again
         --out benchmarks/results/kernels/zero_shot.json --into benchmarks/results/bench_real.json
 
 For each table (program x space, ``flags`` or ``both``) a seeded sample of `--sample` of its measured
-configurations (all with 0) is compiled and costed by `graphcost.tuning.kernel_scoring.KernelModelScorer`
+configurations (all with 0) is compiled and costed by `graphcost.kernels.scoring.KernelModelScorer`
 (each configuration's kernels, Σ n_k t̂_k through the sum rule; the default flags for the layout part of
 ``both``, whose layouts are in the kernels' graphs) and ranked as `graphcost rank` ranks them
 (`KernelCostModel.rank_scores`: the kernel sum blended with the model's flag trees). Per table: Kendall's τ
@@ -43,7 +43,7 @@ def table_row(path: Path, sample: int, seed: int, kernel_model, runs: dict) -> d
     from scipy.stats import kendalltau
 
     import bench_tune as bt
-    from graphcost.tuning.kernel_scoring import KernelModelScorer
+    from graphcost.kernels.scoring import KernelModelScorer
     from graphcost.tuning.scoring import GraphModelScorer
     from graphcost.tuning.trial import Evaluator
 
@@ -54,7 +54,8 @@ def table_row(path: Path, sample: int, seed: int, kernel_model, runs: dict) -> d
     configs = [table.configs[i] for i in picked]
     ratios = np.asarray([table.ratios[i] for i in picked], np.float64)
     t0 = time.perf_counter()
-    scorer = KernelModelScorer(table.space, Evaluator(table.program, table.space), kernel_model)
+    evaluator = Evaluator(table.program, table.space)
+    scorer = KernelModelScorer(evaluator.executables, table.space.flag_vector, kernel_model)
     costs = scorer(configs)
     scores = kernel_model.rank_scores(costs, np.stack([scorer.flags(c) for c in configs]))  # what `rank` orders by
     seconds = time.perf_counter() - t0

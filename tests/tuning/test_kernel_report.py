@@ -1,13 +1,15 @@
-"""The tuner's kernel report: the default's top kernels, the same kernels in the kept configuration, kernels.csv."""
+"""The tuner's kernel report (`graphcost.kernels.report`): the default's top kernels, the same kernels in the kept
+configuration, and kernels.csv (`graphcost.tuning.result.trials_kernels_csv`)."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from graphcost.tuning.kernel_report import faster_kernels_line, kernels_csv, kernels_summary
+from graphcost.kernels.report import KERNEL_ROW, faster_kernels_line, kernel_rows, kernels_summary
 from graphcost.kernels.times import ConfigProfile, KernelTime, ProgramProfile
-from graphcost.tuning.trial import KERNEL_ROW, OK, Trial, kernel_rows
+from graphcost.tuning.result import trials_kernels_csv
+from graphcost.tuning.trial import OK, Trial
 
 
 def _profile(label, runtime, kernels):
@@ -42,6 +44,6 @@ def test_no_profile_no_summary_and_default_only():
 def test_kernels_csv_has_one_row_per_trial_kernel():
     trials = [Trial((1,), OK, 0.9, strategy="tpe", number=0, extra={"kernels": kernel_rows(KEPT)}),
               Trial((2,), "compile_error", strategy="tpe", number=1)]
-    rows = list(csv.DictReader(io.StringIO(kernels_csv(trials))))
+    rows = list(csv.DictReader(io.StringIO(trials_kernels_csv(trials))))
     assert len(rows) == len(KEPT.kernels) and list(rows[0])[3:] == list(KERNEL_ROW)
     assert rows[0]["name"] == "dot.7" and float(rows[0]["self_ns"]) == 400.0 and rows[0]["number"] == "0"

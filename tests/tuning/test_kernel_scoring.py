@@ -1,4 +1,5 @@
-"""KernelModelScorer: configurations of any space costed through their compiled kernels by the shipped kernel model."""
+"""KernelModelScorer: configurations of any space costed through their compiled kernels by the shipped kernel model,
+given the evaluator's executables and the space's flag vectors."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphcost.frontend.programs.flags import default_flag_vector
-from graphcost.tuning.kernel_scoring import KernelModelScorer
+from graphcost.kernels.scoring import KernelModelScorer
 from graphcost.frontend.programs.user_program import TuneProgram
 from graphcost.tuning.space import make_space
 from graphcost.tuning.trial import Evaluator
@@ -26,7 +27,7 @@ def test_costs_are_finite_cached_and_per_configuration(space_name):
     calls = []
     compile_many = evaluator.compile_many
     evaluator.compile_many = lambda batch: calls.append(len(batch)) or compile_many(batch)
-    scorer = KernelModelScorer(space, evaluator)
+    scorer = KernelModelScorer(evaluator.executables, space.flag_vector)
     rng = np.random.default_rng(0)
     configs = [space.default()] + [space.sample(rng) for _ in range(4)]
     seconds = scorer(configs)
@@ -47,7 +48,7 @@ def test_a_configuration_that_fails_to_compile_costs_inf():
     program = _program()
     space = make_space("flags", program)
     evaluator = Evaluator(program, space)
-    scorer = KernelModelScorer(space, evaluator)
+    scorer = KernelModelScorer(evaluator.executables, space.flag_vector)
     bad = space.sample(np.random.default_rng(1))
     evaluator.compile_many = lambda batch: [Trial(c, "compile_error", error="boom") if c == bad
                                             else Evaluator.compile_many(evaluator, [c])[0] for c in batch]

@@ -10,9 +10,11 @@ records -> table -> trees -> model, each module one step:
 * `trees`: the kernel trees, flag trees, roofline and sum rule, their features and their files;
 * `model`: the shipped kernel model (`KernelCostModel`) that costs a compiled configuration;
 * `fit`: the shipped kernel model's training recipe (`release/train_kernel_model.py`);
-* `times`: per-kernel times of a program's configurations (`graphcost profile`, the tuner's kernel view).
+* `times`: per-kernel times of a program's configurations (`graphcost profile`, the tuner's kernel view);
+* `report`: those times as a report: the default's top kernels beside a kept configuration's, kernels.csv;
+* `scoring`: configurations of any space costed with the model (`KernelModelScorer`, given how to compile
+  them and their flag vectors: the ``kernels`` search's, `graphcost.tuning.kernel_search`).
 
-Scoring a tuning space's configurations with the model is the search's (`graphcost.tuning.kernel_scoring`).
 Floor: above `graphcost.measure` (profiled passes, timing protocol) and `graphcost.frontend`
 (the kernels of an optimized module), below `graphcost.collect` and `graphcost.tuning`, which use it.
 Nothing is imported here: import the modules themselves.

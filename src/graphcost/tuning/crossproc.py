@@ -12,11 +12,13 @@ protocol (`graphcost.measure.interleaved`). Per process p and candidate k the sp
 spread their min..max. A program given as a Python object (the API's ``graphcost.tune(fn, *args)``)
 cannot be rebuilt in another process: it is timed in P independent passes in this process instead,
 and the result says so. `profile_cross_process` times configurations in the same processes, each then
-making a profiled pass: their per-kernel times (`graphcost.kernels.times`).
+making a profiled pass: their per-kernel times (`graphcost.kernels.times`); `profile_default` profiles the
+default so before the search (in this process without a reference), and the run logs its top kernels.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,9 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from graphcost.guards.atomic import atomic_write_json
-from graphcost.kernels.times import ProgramProfile, profile_of
+from graphcost.kernels.times import ConfigProfile, ProgramProfile, profile_of
 from graphcost.measure.interleaved import TimingProtocol, measure_executables
 from graphcost.tuning.space import Codes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -130,3 +134,29 @@ def profile_cross_process(ref: str, space_name: str, configs: list, labels: list
     rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
                                   timeout_s, kernels=True, timeout_note=timeout_note)
     return profile_of(rem, modules, labels, ref, origins)
+
+
+def profile_default(program, evaluator, space, processes: int, program_ref: str | None, allow_fast_math: bool,
+                    cache_dir=None) -> ConfigProfile | None:
+    """The default configuration's kernels before the search, timed in the final check's `processes` fresh
+    processes, each making a profiled pass (`profile_cross_process`; in this process when the program has no
+    reference), its top kernels logged with their share of the call; None (said in the log) when the profiler
+    fails: the search does not depend on it."""
+    from graphcost.kernels.times import profile_in_process, top_kernels
+
+    try:
+        if program_ref:
+            prof = profile_cross_process(program_ref, space.name, [space.default()], ["default"], processes,
+                                         TimingProtocol(rounds=3, calls=5, warmup=2), allow_fast_math, cache_dir)
+        else:
+            prof = profile_in_process(program.name, [evaluator.default_exe], list(program.flat_args), ["default"],
+                                      [evaluator.default_probe_ns])
+    except Exception as exc:  # noqa: BLE001 - the search runs without the profile
+        log.warning(f"could not profile the default configuration ({type(exc).__name__}: {exc}); "
+                    "searching without its kernel profile")
+        return None
+    base = prof.configs[0]
+    where = f"{prof.processes} processes" if prof.protocol == "cross-process" else "in-process"
+    log.info(f"the default: {base.runtime_ns / 1e3:.1f} µs per call ({where}); {len(base.kernels)} kernels cover "
+             f"{base.coverage:.0%} of a profiled call; top: {top_kernels(base)}")
+    return base

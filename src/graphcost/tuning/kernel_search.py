@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.tuning.kernel_scoring import KernelModelScorer
+from graphcost.kernels.scoring import KernelModelScorer
 from graphcost.tuning.learners.kernel_residual import KernelObservation, KernelResidualLearner
 from graphcost.tuning.space import Codes, Space, sample_pool
 from graphcost.tuning.strategies import FIRST_ROUND_PROBES, ProposingStrategy, Strategy, diverse_top, register_strategy
@@ -52,7 +52,7 @@ class KernelSearch(ProposingStrategy):
                  probes: float = FIRST_ROUND_PROBES):
         super().__init__(space, seed)
         self.evaluator, self.grow, self.probes = evaluator, grow, probes
-        self.scorer = KernelModelScorer(space, evaluator, model)
+        self.scorer = KernelModelScorer(evaluator.executables, space.flag_vector, model)
         self.learner = KernelResidualLearner()
         self._observed: set[Codes] = set()
         codes, _ = sample_pool(space, pool, seed)

@@ -76,7 +76,7 @@ class TuneResult:
             result.json also gives ``in_search_best``, the best in-search estimate (what the bar and
             progress.png show); ``speedup`` is the confirmation's figure of the kept configuration.
         kernels: the default's top kernels before the search and, when a configuration was kept,
-            the same kernels in it (`kernel_report.kernels_summary`); None when not profiled.
+            the same kernels in it (`graphcost.kernels.report.kernels_summary`); None when not profiled.
         ablation: per change of the kept configuration, the speedup kept without it
             (`ablation.ablation_report`); None when the default was kept or ablation was off.
         program: the program's reference (`file.py:make`, an XLA module) when it has one, so the run can be
@@ -152,16 +152,24 @@ def trials_csv(trials: list[Trial], space: Space) -> str:
     return buf.getvalue()
 
 
+def trials_kernels_csv(trials: list[Trial]) -> str:
+    """kernels.csv: one row per (profiled trial, kernel): strategy, number, status, then
+    `graphcost.kernels.report.KERNEL_ROW`."""
+    from graphcost.kernels.report import kernels_csv
+
+    return kernels_csv(("strategy", "number", "status"),
+                       (((t.strategy, t.number, t.status), t.extra.get("kernels", ())) for t in trials))
+
+
 def write_outputs(out: Path, space: Space, result: TuneResult) -> None:
     """trials.csv / trials.json, best.json (plain data for `compile_with`), result.json, progress.png;
     with profiled trials kernels.csv, and with a kernel profile kernels.png."""
     from graphcost.guards.atomic import atomic_write_json, atomic_write_text
-    from graphcost.tuning.kernel_report import kernels_csv
     from graphcost.tuning.plot import plot_progress
 
     atomic_write_text(out / "trials.csv", trials_csv(result.trials, space))
     if any("kernels" in t.extra for t in result.trials):
-        atomic_write_text(out / "kernels.csv", kernels_csv(result.trials))
+        atomic_write_text(out / "kernels.csv", trials_kernels_csv(result.trials))
     if result.kernel_profile is not None:
         from graphcost.tuning.plot import plot_profile
 

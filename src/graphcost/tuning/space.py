@@ -118,6 +118,11 @@ class Space:
     def compiler_options(self, codes: Codes) -> dict[str, Any]:
         return {}
 
+    def flag_vector(self, codes: Codes) -> np.ndarray:
+        """(24,) the flag columns `codes` compiles with, as the kernel model reads them
+        (`graphcost.kernels.scoring`): the default's in a space without flags (layouts alone)."""
+        return flagspace.default_flag_vector()
+
     def describe(self, codes: Codes) -> dict[str, Any]:
         """The configuration as plain data (what `compile_with` and best.json carry)."""
         raise NotImplementedError
@@ -184,6 +189,9 @@ class FlagSpace(Space):
 
     def compiler_options(self, codes):
         return self.config(codes).compiler_options()
+
+    def flag_vector(self, codes):
+        return flagspace.flag_features([self.config(codes)])[0]
 
     def describe(self, codes):
         return {"compiler_options": self.compiler_options(codes),
@@ -286,6 +294,9 @@ class JointSpace(Space):
 
     def compiler_options(self, codes):
         return self.flags.compiler_options(self.split(codes)[0])
+
+    def flag_vector(self, codes):
+        return self.flags.flag_vector(self.split(codes)[0])
 
     def describe(self, codes):
         f, l = self.split(codes)

@@ -1,7 +1,7 @@
 """`graphcost tune`: make a program faster within a budget of real measurements.
 
 First (with `kernels`, the default) the default configuration is profiled in the final check's
-processes, and its top kernels and their share of the call are shown (`kernel_report`). Then the
+processes, and its top kernels and their share of the call are shown (`crossproc.profile_default`). Then the
 loop, for each strategy in turn, with the same budget:
 
 1. the strategy proposes a round of `round_size` new configurations (`strategies`);
@@ -265,7 +265,7 @@ class TuneConfig:
             Thompson sampling; `graphcost.tuning.learners.effects`), tree (LightGBM with the graph model's
             score as a feature) or finetune (the graph model fine-tuned on the measurements).
         kernels: profile the default's kernels before the search (shown, and in result.json), every
-            measured trial's kernels (kernels.csv) and the kept configuration's (`kernel_report`).
+            measured trial's kernels (kernels.csv) and the kept configuration's (`graphcost.kernels.report`).
         ablation: re-measure the kept configuration without each of its changes in the final
             check's processes: which changes carry the speedup (`ablation`).
         progress: show progress bars.
@@ -408,8 +408,8 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
         evaluator = Evaluator(program, sp, protocol, rtol=cfg.rtol, atol=cfg.atol, profile_kernels=cfg.kernels,
                               cache_dir=(out / "jax_cache") if out is not None else None)  # identical executables once
         before = None
-        if cfg.kernels:  # where the default's time goes, shown before the search (kernel_report)
-            from graphcost.tuning.kernel_report import profile_default
+        if cfg.kernels:  # where the default's time goes, shown before the search (crossproc.profile_default)
+            from graphcost.tuning.crossproc import profile_default
 
             before = profile_default(program, evaluator, sp, cfg.processes, cfg.program_ref, cfg.allow_fast_math,
                                      (out / "jax_cache") if out is not None else None)
@@ -468,9 +468,9 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
 def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: Evaluator, protocol: TimingProtocol,
             cfg: TuneConfig, before, out: Path | None) -> None:
     """Say what was found: the kept configuration's speedup on the confirmation batch (the run's figure,
-    `TuneResult.confirm`), its ablation (`ablation`) and its kernels beside the default's (`kernel_report`),
-    into `result` (`summary_lines` words them)."""
-    from graphcost.tuning.kernel_report import kernels_summary
+    `TuneResult.confirm`), its ablation (`ablation`) and its kernels beside the default's
+    (`graphcost.kernels.report`), into `result` (`summary_lines` words them)."""
+    from graphcost.kernels.report import kernels_summary
     from graphcost.kernels.times import ProgramProfile
 
     final = None
@@ -490,7 +490,7 @@ def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: E
 def summary_lines(result: TuneResult) -> list[str]:
     """What the run found beyond its speedup, in words: which changes carry it, which kernels got faster."""
     from graphcost.tuning.ablation import summary_line
-    from graphcost.tuning.kernel_report import faster_kernels_line
+    from graphcost.kernels.report import faster_kernels_line
 
     lines = [summary_line(result.ablation)] if result.ablation is not None else []
     if result.beats_default and result.selected_speedup is not None and result.speedup_range[0] < 1.0:

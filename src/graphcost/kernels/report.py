@@ -1,56 +1,26 @@
-"""The tuner's kernel view of a run: where the default's time goes before the search, which kernels the
-kept configuration made faster, and every profiled trial's kernels.
+"""A program's kernels as a report: where the default's time goes, which kernels a kept configuration made
+faster, and every profiled configuration's kernels as rows and as a table.
 
-* Before the search, `profile_default` times the default configuration in the final check's P fresh
-  processes and makes a profiled pass in each (`graphcost.tuning.crossproc.profile_cross_process`;
-  in this process when the program has no file reference), and the run logs its top kernels
-  with their share of the call.
-* After the final check, the default, the kept configuration and its ablations are timed again
-  with a profiled pass (`graphcost.tuning.ablation`); `kernels_summary` pairs the default's top
-  kernels with the kept configuration's (`profile.compare`: by fingerprint, then name).
-* Every measured trial carries its own kernels (`trial.Evaluator(profile_kernels=True)`);
-  `kernels_csv` writes them beside trials.csv, one row per (trial, kernel).
+* `kernel_rows`: a `ConfigProfile`'s kernels as JSON rows (`KERNEL_ROW`), what a tuning trial stores;
+  `kernels_csv` lays rows of several owners (a tuning run's trials: `graphcost.tuning.result`) out as one
+  CSV table, one row per (owner, kernel).
+* `kernels_summary` pairs the default's top kernels before a search with the kept configuration's after it
+  (`graphcost.kernels.times.compare`: by fingerprint, then name): result.json's ``kernels``;
+  `faster_kernels_line` says it in one console line.
+
+The profiles come from `graphcost.kernels.times` (profiled passes, in fresh processes or in this one).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import logging
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from graphcost.kernels.times import ConfigProfile, ProgramProfile, compare, top_kernels
-from graphcost.tuning.trial import KERNEL_ROW, Trial
-
-log = logging.getLogger(__name__)
+from graphcost.kernels.times import ConfigProfile, ProgramProfile, compare
 
 TOP = 10  # kernels listed in result.json
-
-
-def profile_default(program, evaluator, space, processes: int, program_ref: str | None, allow_fast_math: bool,
-                    cache_dir=None) -> ConfigProfile | None:
-    """The default configuration's kernels before the search (module docstring), logged; None (said
-    in the log) when the profiler fails: the search does not depend on it."""
-    from graphcost.measure.interleaved import TimingProtocol
-    from graphcost.kernels.times import profile_in_process
-    from graphcost.tuning.crossproc import profile_cross_process
-
-    try:
-        if program_ref:
-            prof = profile_cross_process(program_ref, space.name, [space.default()], ["default"], processes,
-                                         TimingProtocol(rounds=3, calls=5, warmup=2), allow_fast_math, cache_dir)
-        else:
-            prof = profile_in_process(program.name, [evaluator.default_exe], list(program.flat_args), ["default"],
-                                      [evaluator.default_probe_ns])
-    except Exception as exc:  # noqa: BLE001 - the search runs without the profile
-        log.warning(f"could not profile the default configuration ({type(exc).__name__}: {exc}); "
-                    "searching without its kernel profile")
-        return None
-    base = prof.configs[0]
-    where = f"{prof.processes} processes" if prof.protocol == "cross-process" else "in-process"
-    log.info(f"the default: {base.runtime_ns / 1e3:.1f} µs per call ({where}); {len(base.kernels)} kernels cover "
-             f"{base.coverage:.0%} of a profiled call; top: {top_kernels(base)}")
-    return base
 
 
 def _row(k, profile: ConfigProfile) -> dict[str, Any]:
@@ -111,12 +81,21 @@ def faster_kernels_line(summary: dict[str, Any] | None, top: int = 3) -> str:
     return "kernels, default -> kept: " + "; ".join(parts) if parts else ""
 
 
-def kernels_csv(trials: list[Trial]) -> str:
-    """One row per (profiled trial, kernel): strategy, number, status, then `KERNEL_ROW`."""
+KERNEL_ROW = ("name", "kind", "fingerprint", "self_ns", "executions", "leaf")
+
+
+def kernel_rows(config: ConfigProfile) -> list[list]:
+    """A `ConfigProfile`'s kernels as JSON rows (`KERNEL_ROW`), largest first: what a trial stores."""
+    return [[k.name, k.kind, k.fingerprint[:16], round(k.self_ns, 1), k.executions, k.leaf] for k in config.kernels]
+
+
+def kernels_csv(head: Sequence[str], owners: Iterable[tuple[Sequence, Iterable[Sequence]]]) -> str:
+    """One row per (owner, kernel): the owner's `head` columns, then `KERNEL_ROW`; `owners`: each owner's
+    values of `head` and its `kernel_rows`."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["strategy", "number", "status", *KERNEL_ROW])
-    for t in trials:
-        for row in t.extra.get("kernels", ()):
-            w.writerow([t.strategy, t.number, t.status, *row])
+    w.writerow([*head, *KERNEL_ROW])
+    for values, rows in owners:
+        for row in rows:
+            w.writerow([*values, *row])
     return buf.getvalue()
