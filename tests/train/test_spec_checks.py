@@ -17,7 +17,7 @@ from graphcost.train.spec import RunSpec, recipe_config
     ({"epochs": -1}, "epochs must be an integer >= 1, got -1"),
     ({"lr": math.nan}, "lr must be a finite number"),
     ({"lr": "0.1"}, "lr must be a number, got '0.1'"),
-    ({"lr": 0.0}, "lr must be > 0"),
+    ({"lr": 0.0}, "lr must be a finite number > 0"),
     ({"loader_workers": 100_000}, "loader_workers must be an integer from 0 to"),
     ({"batch_configs": 0}, "batch_configs must be an integer >= 1"),
     ({"model_config": [1]}, "model_config must be a dict"),

@@ -1,10 +1,9 @@
 """`graphcost train`: train a cost model (TGraph's recipe by default), single or K-fold, on one
 process or data-parallel under torchrun.
 
-Thin: the options become the run's checked `RunSpec` (`graphcost.commands.train_spec`; each error
-names its flag), then `graphcost.train.fit.fit` finds the data, picks the run directory, records
-run.json and trains the graph model, the trees and their blend. Library (torch) imports happen inside
-the command so `graphcost --help` stays fast.
+Thin: the options go to one library verb, `graphcost.train.train_run.train_run`, which checks them, the model
+and the data once, before anything is read or written, and trains; its errors become one-line messages naming
+the options (`_names`). Library (torch) imports happen inside the command so `graphcost --help` stays fast.
 
 References:
     [TGraph] D. Khizbullin et al. Graph Neural Networks with Configuration Cross-Attention for Tensor
@@ -13,7 +12,7 @@ References:
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +23,11 @@ from graphcost.commands.choices import Collection, Loss, Model, complete_device,
 from graphcost.commands.common import COLLECTION_OPTION, DEVICE_HELP, fail, set_threads, threads_option
 from graphcost.commands.numbers import workers_bound
 from graphcost.train import recipe
+
+
+def _names(cli: typer.Context) -> dict[str, str]:
+    """The options `train_run`'s arguments (the `TrainConfig` and `RunSpec` fields among them) are in messages."""
+    return {**{k: "--" + k.replace("_", "-") for k in cli.params}, "model_config": "--model-opt", "data": "--data-dir"}
 
 
 def train(
@@ -76,36 +80,39 @@ def train(
 
     Under `torchrun --nproc_per_node N -m graphcost train ...` it trains data-parallel.
     """
-    from graphcost.commands.train_spec import FIT_NAMES, fail_collective, spec_from_options
-    from graphcost.data.io.locate import DatasetError
-    from graphcost.runs.distributed import init_from_env, shutdown
-    from graphcost.train.fit import fit
+    from graphcost.errors import GraphcostError
+    from graphcost.train.train_run import train_run
 
-    s, splits, device = spec_from_options(
-        cli, model=model, loss=loss, collection=collection, data_dir=data_dir, model_opt=model_opt, epochs=epochs,
-        patience=patience, max_steps_per_graph=max_steps_per_graph, trees=trees, folds=folds, train_folds=train_folds,
-        keep=keep, seeds=seeds, batch_configs=batch_configs, lr=lr, seed=seed, out=out, resume=resume,
-        overwrite=overwrite, max_graphs=max_graphs, device=device, checkpoint_every=checkpoint_every, eval_tta=eval_tta,
-        max_memory_gb=max_memory_gb, progress=progress, loader_workers=loader_workers,
-    )  # fmt: skip
-    set_threads(threads)  # once the options and data are known to be usable
-    try:
-        ctx = init_from_env(device, timeout_s=dist_timeout)
-    except ValueError as exc:  # WORLD_SIZE / RANK / LOCAL_RANK unusable
+    try:  # the library checks everything once, before anything is read or written (its messages: `_names`)
+        train_run(
+            out=out, resume=resume, overwrite=overwrite, cache_dir=cache_dir, max_memory_gb=max_memory_gb,
+            model_opts=_model_opts(model_opt), given=_options_given(cli), dist_timeout=dist_timeout, names=_names(cli),
+            report=typer.echo, ready=lambda: set_threads(threads),  # once the options and data are known usable
+            model=value(model), loss=value(loss), collection=value(collection), data_dir=data_dir, epochs=epochs,
+            patience=patience, max_steps_per_graph=max_steps_per_graph, trees=trees, folds=folds,
+            train_folds=train_folds, keep=keep, seeds=seeds, batch_configs=batch_configs, lr=lr, seed=seed,
+            max_graphs=max_graphs, device=device, checkpoint_every=checkpoint_every, eval_tta=eval_tta,
+            progress=progress, loader_workers=loader_workers)  # fmt: skip
+    except (GraphcostError, ValueError, KeyError, OSError) as exc:  # DirectoryLockedError: --out held by another run
         fail(str(exc))
-    except RuntimeError as exc:  # a peer never joined the rendezvous
-        fail_collective(exc, os.environ.get("RANK", "0"), dist_timeout)
-    try:
-        fit(s, out, resume=resume, overwrite=overwrite, cache_dir=cache_dir, max_memory_gb=max_memory_gb,
-            dist_ctx=ctx, report=typer.echo, splits=splits, names=FIT_NAMES)  # checks --out and --cache-dir first
-    except (DatasetError, ValueError, KeyError, OSError) as exc:  # DirectoryLockedError: --out held by another run
-        fail(str(exc))
-    except RuntimeError as exc:
-        if not ctx.enabled:
-            raise
-        fail_collective(exc, ctx.rank, dist_timeout)
-    finally:
-        shutdown(ctx)
+
+
+def _model_opts(items: list[str]) -> dict:
+    """--model-opt KEY=VALUE (VALUE parsed as JSON when possible: 32, 0.1, true, "x")."""
+    out = {}
+    for key, eq, text in (item.partition("=") for item in items):
+        if not eq:  # no "=": the whole item is in key
+            fail(f"--model-opt expects KEY=VALUE, got {key!r}")
+        try:
+            out[key.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key.strip()] = text
+    return out
+
+
+def _options_given(cli: typer.Context) -> set[str]:
+    """The options given on the command line or by environment variable: what --resume must find in run.json."""
+    return {k for k in cli.params if getattr(cli.get_parameter_source(k), "name", "") in ("COMMANDLINE", "ENVIRONMENT")}
 
 
 def register(app: typer.Typer) -> None:

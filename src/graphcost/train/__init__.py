@@ -9,6 +9,7 @@ Modules, lowest first (a module imports only those above it, never below):
   seeds         a seed ensemble (train --seeds n): n graph models on the train split, averaged
   plots         learning curves and validation-rank plots of a run
   fit           graphcost.fit(RunSpec): `graphcost train` from Python, trees and blend included
+  train_run     `graphcost train`'s one verb: its options checked once (a registered model too), then fit's run
 
 What a run keeps (checkpoints, run directory, run.json checks, metrics log, schedule, DDP) is
 `graphcost.runs`; scoring, the fold ensemble, the trees' blend and rankings are `graphcost.inference`.

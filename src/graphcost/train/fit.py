@@ -12,8 +12,10 @@ by graph on train+valid and the ensemble of the best (TGraph §2.4.3). Either wa
 run.json (`RunSpec.to_json`) and what `graphcost evaluate` / `rank` / `tune` load
 (`graphcost.inference.ensemble.EnsemblePredictor`).
 
-Nothing in --out is replaced until every graph is read and checked, and then only under the directory's
-lock (the one `tune` and `collect` take). Data-parallel: pass the `DistContext` of
+The checks run once, before any graph is read (`check_fit_arguments`: the arguments; `plan_fit`: the
+model's sizes and loss, the data, the outputs, the model's graph kind and memory on PyTorch's meta device); `run_fit`
+reads the graphs and trains. Nothing in --out is replaced until every graph is read and checked, and then
+only under the directory's lock (the one `tune` and `collect` take). Data-parallel: pass the `DistContext` of
 `graphcost.runs.distributed.init_from_env`; every rank calls `fit` and the main one writes.
 
 References:
@@ -23,7 +25,7 @@ References:
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,40 +78,120 @@ def fit(
     GB of them they are read back per step.
     report: where the progress lines go (default: this module's logger, INFO). splits: the data
     already found by `graphcost.data.io.locate.resolve_splits` (default: found from `spec`). names: how the
-    output checks name ``out``, ``cache_dir``, ``data_dir``, ``overwrite`` and the data they must lie outside
-    (``data``) in their messages (default: those names; `graphcost train` passes ``--out``, ``--cache-dir``...).
+    messages name the arguments, the spec's fields and the data the outputs must lie outside (``data``)
+    (default: by themselves; `graphcost.train.train_run` passes ``--out``, ``--model-opt``...).
+    Every check runs once, before any graph is read (`check_fit_arguments`, `plan_fit`), then `run_fit` trains.
     Raises DatasetError for data that cannot be read, RunDirError / OutputExistsError for an `out`
     that cannot be used, ValueError for settings the data or model refuse.
     """
-    from graphcost.guards.atomic import lock_dir, write_json
-    from graphcost.data.io.locate import recorded_data_dir, resolve_splits
-    from graphcost.data.transforms.pool import graph_kinds, load_prepared
-    from graphcost.frontend.programs.flags import trained_flag_columns
-    from graphcost.runs.run_dir import choose_run_dir
-    from graphcost.runs.run_json import RUN_INFO
-    from graphcost.train.checks import check_model_memory, check_model_sizes
-    from graphcost.train.trainer import default_batch_configs
+    from graphcost.train.checks import naming
 
     spec = spec if spec is not None else RunSpec()
-    _check_fit_arguments(spec, out, resume, overwrite, cache_dir, max_memory_gb, dist_ctx, report)
-    say = report or log.info
-    ctx = dist_ctx or DistContext()
+    with naming(names):
+        _check_spec(spec)
+        check_fit_arguments(out, resume, overwrite, cache_dir, max_memory_gb, dist_ctx, report)
+    plan = plan_fit(spec, out, resume=resume, overwrite=overwrite, cache_dir=cache_dir, max_memory_gb=max_memory_gb,
+                    splits=splits, names=names)
+    return run_fit(plan, dist_ctx, report)
+
+
+@dataclass
+class FitPlan:
+    """A run `plan_fit` checked, before anything was read or written: its spec (the collection's batch size
+    filled in), the data found, the run directory and cache, and the graph kind the model was checked for
+    (None: the files do not say it; `run_fit` checks the model once the graphs are read)."""
+
+    spec: RunSpec
+    splits: DataSplits
+    out: Path | None
+    cache: Path | None
+    kind: str | None
+    resume: bool
+    overwrite: bool
+    max_memory_gb: float
+    names: Mapping[str, str] | None = None
+
+
+def plan_fit(spec: RunSpec, out: str | Path | None = None, *, resume: bool = False, overwrite: bool = False,
+             cache_dir: str | Path | None = None, max_memory_gb: float = 8.0, splits: DataSplits | None = None,
+             names: Mapping[str, str] | None = None) -> FitPlan:
+    """The checks of a run whose arguments `check_fit_arguments` took, each once and before any graph is read:
+    the model sizes and loss, the data (`resolve_splits`, unless `splits` were found already), the run
+    directory and cache, the model against the data's graph kind and against `max_memory_gb` (built on
+    PyTorch's meta device). `names`: what the messages call ``model_config``, ``max_memory_gb``, ``out``,
+    ``cache_dir``, ``data_dir``, ``overwrite`` and the data (``data``)."""
+    from graphcost.data.io.locate import resolve_splits
+    from graphcost.models.losses import get_loss
+    from graphcost.train.checks import check_model_sizes
+    from graphcost.train.trainer import default_batch_configs
+
+    def name(key: str) -> str:
+        return (names or {}).get(key, key)
+
+    config = spec.config
+    check_model_sizes(config.model_config, name("model_config"))
+    get_loss(config.loss)
+    if splits is None:
+        splits = resolve_splits(spec.data_dir, spec.collection, seed=config.seed, max_graphs=spec.max_graphs,
+                                recorded_in=spec.recorded_in)  # fmt: skip
     out = Path(out) if out is not None else None
     cache = Path(cache_dir) if cache_dir is not None else None
-    if splits is None:
-        splits = resolve_splits(spec.data_dir, spec.collection, seed=spec.config.seed, max_graphs=spec.max_graphs,
-                                recorded_in=spec.recorded_in)  # fmt: skip
     _check_outputs(out, cache, splits.root, spec.data_dir, overwrite, resume, names)
-    collection = splits.collection
-    check_model_kind(spec.config.model, collection)
-    config = spec.config
-    if config.batch_configs is None:
-        config = dataclasses.replace(config, batch_configs=default_batch_configs(collection))
     if overwrite and out is not None and spec.data_dir is not None and \
             Path(spec.data_dir).resolve().is_relative_to(out.resolve()):
-        name = (names or {}).get
-        raise ValueError(f"{name('data_dir', 'data_dir')} {spec.data_dir} lies inside {name('out', 'out')} {out}, "
-                         f"which {name('overwrite', 'overwrite')} would empty; move the data out first")
+        raise ValueError(f"{name('data_dir')} {spec.data_dir} lies inside {name('out')} {out}, "
+                         f"which {name('overwrite')} would empty; move the data out first")
+    kind = splits.collection.split(":")[0] if splits.collection else _files_kind(splits.files["train"])
+    if kind is not None:
+        check_model(config, splits.collection, kind, splits.root, max_memory_gb, names)
+    if config.batch_configs is None:
+        spec = _with(spec, config=_with(config, batch_configs=default_batch_configs(splits.collection)))
+    return FitPlan(spec, splits, out, cache, kind, resume, overwrite, max_memory_gb, names)
+
+
+def check_model(config: TrainConfig, collection: str | None, kind: str, data: str | Path, max_memory_gb: float,
+                names: Mapping[str, str] | None = None) -> None:
+    """The model of `config` against the graphs it will train on (`check_model_kind`) and against
+    `max_memory_gb` (`checks.check_model_memory`, on the meta device: nothing allocated)."""
+    from graphcost.train.checks import check_model_memory
+
+    check_model_kind(config.model, collection, kind, data)
+    check_model_memory(config.model, kind, config.model_config, max_memory_gb,
+                       (names or {}).get("model_config", "model_config"),
+                       (names or {}).get("max_memory_gb", "max_memory_gb"))
+
+
+def _with(checked: Any, **changes: Any) -> Any:
+    """A copy of the checked dataclass `checked` with `changes` the library made (usable by construction): its
+    fields are not checked again, as `dataclasses.replace` would."""
+    new = copy.copy(checked)
+    for key, value in changes.items():
+        setattr(new, key, value)
+    return new
+
+
+def _files_kind(files: Sequence[Path]) -> str | None:
+    """The graph kind the first of `files` whose keys tell it says (`locate.file_kind`), else None."""
+    from graphcost.data.io.locate import file_kind
+
+    return next((k for k in map(file_kind, files) if k is not None), None)
+
+
+def run_fit(plan: FitPlan, dist_ctx: DistContext | None = None,
+            report: Callable[[str], None] | None = None) -> FitResult:
+    """Train the run `plan_fit` checked: read and prepare its graphs, then (under the run directory's lock)
+    record run.json and train the graph model, the trees and their blend, or the folds or seeds."""
+    from graphcost.data.io.locate import recorded_data_dir
+    from graphcost.data.transforms.pool import graph_kinds, load_prepared
+    from graphcost.frontend.programs.flags import trained_flag_columns
+    from graphcost.guards.atomic import lock_dir, write_json
+    from graphcost.runs.run_dir import choose_run_dir
+    from graphcost.runs.run_json import RUN_INFO
+
+    spec, splits, out, cache, resume = plan.spec, plan.splits, plan.out, plan.cache, plan.resume
+    config, max_memory_gb = spec.config, plan.max_memory_gb
+    say = report or log.info
+    ctx = dist_ctx or DistContext()
     if ctx.is_main:
         say(f"data: {splits.describe()}")
     show = config.progress and ctx.is_main
@@ -122,23 +204,22 @@ def fit(
         valid_graphs = load_prepared(splits.files["valid"], cache, show, "prepare valid", dedup=False,
                                      max_memory_gb=max_memory_gb)  # fmt: skip
         valid_graphs = _rankable(valid_graphs, say if ctx.is_main else None)
+    kind = graph_kinds(pool)[0]
+    if kind != plan.kind:  # data whose files did not say their kind: the model is checked on the graphs read
+        check_model(config, None, kind, splits.root, max_memory_gb, plan.names)
     if config.model_config.get("compiled_stats") and not any(getattr(g, "compiled", None) is not None for g in pool):
         # a term never trained would score any statistics it is given later (a tuner's compiled
         # candidates, an annotated graph) with its random initial weights
-        config = dataclasses.replace(config, model_config={**config.model_config, "compiled_stats": False})
+        config = _with(config, model_config={**config.model_config, "compiled_stats": False})
         if ctx.is_main:
             say("compiled statistics: no training graph carries config_compiled_stats, so the model has no term "
                 "for them")
-    spec = dataclasses.replace(spec, config=config)
-    kind = graph_kinds(pool)[0]
-    check_model_kind(config.model, None, kind, splits.root)  # data that names no collection: by its graphs
-    check_model_sizes(config.model_config)
-    check_model_memory(config.model, kind, config.model_config, max_memory_gb)  # on the meta device: nothing allocated
+        spec = _with(spec, config=config)
     # only now, with every graph read and validated, is an old run in `out` replaced (overwrite), and
     # only under its lock: a run another live process holds is never removed
     lock = lock_dir(out) if out is not None and ctx.is_main else None
     try:
-        out = choose_run_dir(out, config.model, resume, ctx, overwrite, keep=(cache,) if cache is not None else ())
+        out = choose_run_dir(out, config.model, resume, ctx, plan.overwrite, keep=(cache,) if cache is not None else ())
         if lock is None and ctx.is_main:
             lock = lock_dir(out)
         if ctx.is_main:
@@ -217,28 +298,37 @@ def _one_run(spec: RunSpec, train_graphs: Sequence[PreparedGraph], valid_graphs:
     return FitResult(out, kind, trainer.metric, result.best_score, blend)
 
 
-def _check_fit_arguments(spec: RunSpec, out: Any, resume: Any, overwrite: Any, cache_dir: Any, max_memory_gb: Any,
-                         dist_ctx: Any, report: Any) -> None:
-    """`fit`'s arguments, before anything is read or written: ArgumentError naming the first unusable one
-    (``fit("layout")``, ``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted)."""
-    import os
-
-    from graphcost.guards.bounds import ArgumentError, check_real
+def _check_spec(spec: Any) -> None:
+    """`fit`'s spec: a RunSpec whose fields are usable (``fit("layout")`` was a traceback)."""
+    from graphcost.guards.bounds import ArgumentError
     from graphcost.train.checks import check_run_spec
 
     if not isinstance(spec, RunSpec):
         raise ArgumentError(f"spec must be a RunSpec (graphcost.RunSpec(...)) or None, got {spec!r} "
                             f"({type(spec).__name__})")
     check_run_spec(spec, TrainConfig)  # again: a spec's fields may have been changed since it was built
+
+
+def check_fit_arguments(out: Any, resume: Any, overwrite: Any, cache_dir: Any, max_memory_gb: Any, dist_ctx: Any,
+                        report: Any) -> None:
+    """`fit`'s other arguments, before anything is read or written: ArgumentError naming the first unusable one
+    (``out=5``, ``report=5``, ``max_memory_gb=nan`` were tracebacks or accepted); within `checks.naming` the
+    messages name them as it says."""
+    import os
+
+    from graphcost.guards.bounds import ArgumentError
+    from graphcost.train.checks import check_positive, field_name
+
     for name, value in (("out", out), ("cache_dir", cache_dir)):
         if value is not None and not isinstance(value, (str, os.PathLike)):
-            raise ArgumentError(f"{name} must be a directory path or None, got {value!r} ({type(value).__name__})")
+            raise ArgumentError(f"{field_name(name)} must be a directory path or None, got {value!r} "
+                                f"({type(value).__name__})")
         if isinstance(value, str) and not value.strip():
-            raise ArgumentError(f"{name} must be a directory path, got an empty string")
+            raise ArgumentError(f"{field_name(name)} must be a directory path, got an empty string")
     for name, value in (("resume", resume), ("overwrite", overwrite)):
         if not isinstance(value, bool):
-            raise ArgumentError(f"{name} must be True or False, got {value!r}")
-    check_real("max_memory_gb", max_memory_gb, 0.0, lo_open=True)
+            raise ArgumentError(f"{field_name(name)} must be True or False, got {value!r}")
+    check_positive(field_name("max_memory_gb"), max_memory_gb)
     if dist_ctx is not None and not isinstance(dist_ctx, DistContext):
         raise ArgumentError(f"dist_ctx must be a DistContext or None, got {type(dist_ctx).__name__}")
     if report is not None and not callable(report):
