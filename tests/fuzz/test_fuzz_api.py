@@ -258,7 +258,7 @@ def test_compile_with_takes_no_option_outside_the_space(option, value):
 def test_rank_configs_arguments(name, value):
     """Every argument is checked before the program is traced: the tracing, the model's loading and the compiling
     and costing (`_rank`) are replaced here, so an accepted value ends at once (the real ranking:
-    tests/tuning/test_kernel_rank.py)."""
+    tests/collect/test_kernel_collection.py)."""
     from unittest import mock
 
     import numpy as np

@@ -11,8 +11,10 @@ import math
 
 import pytest
 
-from cli_asserts import invoke, one_line_error
-from graphcost.measure.program_check import ENV, Deadlines, ProgramCheck, check_program, memory_message
+pytest.importorskip("jax")  # the programs these tests run are JAX programs
+
+from cli_asserts import invoke, one_line_error  # noqa: E402
+from graphcost.measure.program_check import ENV, Deadlines, ProgramCheck, check_program, memory_message  # noqa: E402
 
 HOSTILE = '''
 import os
