@@ -20,11 +20,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 log = logging.getLogger(__name__)
+Config = TypeVar("Config", bound=Hashable)  # a configuration: any hashable key (a tuning space's codes)
 
 
 @dataclass(frozen=True)
@@ -35,28 +36,29 @@ class CostedCandidate:
     kernels: list[tuple[str, str, str, float]]  # (name, fingerprint, kind, predicted ns per call), largest first
 
 
-class KernelModelScorer:
+class KernelModelScorer(Generic[Config]):
     """Kernel-model costs of configurations (module docstring). compile_many: a batch of configurations to
     their executables (None where one failed); flags_of: a configuration's (24,) flag vector; model: a
     `KernelCostModel` (default: the shipped one)."""
 
-    def __init__(self, compile_many: Callable[[list], list[Any]], flags_of: Callable[[Any], np.ndarray], model=None):
+    def __init__(self, compile_many: Callable[[list[Config]], list[Any]], flags_of: Callable[[Config], np.ndarray],
+                 model=None):
         from graphcost.kernels.model import KernelCostModel
 
         self.compile_many, self.flags_of = compile_many, flags_of
         self.model = model or KernelCostModel.load()
-        self.costed: dict[Hashable, CostedCandidate | None] = {}  # config -> its cost (None: failed to compile or cost)
+        self.costed: dict[Config, CostedCandidate | None] = {}  # config -> its cost (None: failed to compile or cost)
         self._by_digest: dict[str, dict] = {}  # module digest -> its kernels
 
     @property
     def distinct_modules(self) -> int:
         return len(self._by_digest)
 
-    def flags(self, config: Hashable) -> np.ndarray:
+    def flags(self, config: Config) -> np.ndarray:
         """(24,) the flag columns the kernel model reads for `config` (`flags_of`)."""
         return self.flags_of(config)
 
-    def compile(self, batch: Sequence[Hashable]) -> None:
+    def compile(self, batch: Sequence[Config]) -> None:
         """Compile and cost the configurations of `batch` not seen yet."""
         from graphcost.frontend.programs.jax_program import optimized_kernels
         from graphcost.frontend.programs.executable_fingerprint import module_digest
@@ -80,12 +82,12 @@ class KernelModelScorer:
                 log.warning(f"kernels: could not cost a candidate ({type(exc).__name__}: {exc})")
                 self.costed[config] = None
 
-    def kernels(self, config: Hashable) -> list[tuple[str, str, str, float]] | None:
+    def kernels(self, config: Config) -> list[tuple[str, str, str, float]] | None:
         """The predicted kernels of a compiled configuration (None: not compiled, or it failed)."""
         c = self.costed.get(config)
         return c.kernels if c else None
 
-    def __call__(self, configs: Sequence[Hashable]) -> np.ndarray:
+    def __call__(self, configs: Sequence[Config]) -> np.ndarray:
         """(K,) predicted seconds per call of `configs`, inf where a configuration failed."""
         self.compile(configs)
         return np.asarray([c.seconds if (c := self.costed[config]) else np.inf for config in configs], np.float64)

@@ -421,8 +421,8 @@ class Evaluator:
 
     def _profile(self, new: list[tuple[int, Any]], trials: list) -> None:
         """Profiled trials: a profiled pass over the newly timed executables, after their timing (so it
-        does not perturb it); each trial's ``extra["kernels"]``: `graphcost.kernels.report.kernel_rows` of its profile. A
-        profiler failure costs the kernel times, never the measurement."""
+        does not perturb it); each trial's ``extra["kernels"]``: `graphcost.kernels.report.kernel_rows` of its
+        profile. A profiler failure costs the kernel times, never the measurement."""
         if not new:
             return
         from graphcost.kernels.report import kernel_rows
