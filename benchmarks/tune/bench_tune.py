@@ -222,6 +222,70 @@ class WrongPrior:
         return np.array([self.memo[c] for c in configs], np.float64)
 
 
+KERNEL_PRIORS = ("kernels", "ranks", "effects", "effects+graph", "rerank64")
+
+
+class KernelPriorMemo:
+    """The shipped kernel model as the model strategies' prior, memoised over a table (``--prior-models``):
+
+    * ``kernels``: log T̂(c), each table configuration compiled and costed through its kernels
+      (`graphcost.kernels.scoring.KernelModelScorer`): what a prior could be were every candidate compiled;
+    * ``ranks``: the mean of that ranking's and the graph model's ranks;
+    * ``effects``: additive main effects, Σ_i [log T̂(d with option i at c_i) − log T̂(d)] from the default d and
+      its single-option neighbours only (about 40 compiles per program, whatever the pool's size);
+      ``effects+graph``: the mean of its rank and the graph model's;
+    * ``rerank64``: the graph model's 64 best re-ordered among themselves by T̂ (what compiling the top of a
+      graph-scored pool gives).
+
+    Kernel costs are cached per program in `cache` (npy; re-made when absent)."""
+
+    def __init__(self, graph: "MemoScorer", program, base, table_codes: list[tuple], kind: str, cache: Path):
+        from scipy.stats import rankdata
+
+        from graphcost.kernels.scoring import KernelModelScorer
+
+        scorer: list = []  # built once, on the first compile needed (it compiles the default first)
+
+        def costs(configs: list[tuple], tag: str) -> np.ndarray:
+            path = cache / f"{program.name}-{tag}-{len(configs)}.npy"
+            if path.is_file():
+                return np.load(path, allow_pickle=False)
+            if not scorer:
+                ev = Evaluator(program, base)
+                scorer.append(KernelModelScorer(ev.executables, base.flag_vector))
+            sec = np.asarray(scorer[0](configs), np.float64)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, sec)
+            return sec
+
+        g = np.array([graph.memo[c] for c in table_codes])
+        if kind.startswith("effects"):
+            d = base.default()
+            singles = [d[:i] + (v,) + d[i + 1:] for i, dim in enumerate(base.dims) for v in range(1, len(dim.choices))]
+            sec = costs([d] + singles, "effects")
+            effect = {}
+            for c, t in zip(singles, sec[1:]):
+                i = next(k for k in range(len(d)) if c[k] != d[k])
+                effect[(i, c[i])] = float(np.log(t / sec[0])) if np.isfinite(t) else float(np.log(2.0))  # failed: slow
+            score = np.array([sum(effect.get((i, x), 0.0) for i, x in enumerate(c) if x != d[i]) for c in table_codes])
+        else:
+            sec = costs(table_codes, "table")
+            worst = np.nanmax(np.where(np.isfinite(sec), sec, np.nan))
+            score = np.log(np.where(np.isfinite(sec), sec, 2 * worst))  # a failed compile: ranked last
+        if kind in ("ranks", "effects+graph"):
+            score = (rankdata(score) + rankdata(g)) / 2.0
+        elif kind == "rerank64":
+            top = np.argsort(g, kind="stable")[:64]
+            out = g.copy()
+            out[top[np.argsort(score[top], kind="stable")]] = np.sort(g[top])
+            score = out
+        self.memo = dict(zip(table_codes, score))
+        self.predictors, self.space, self.program = graph.predictors, graph.space, graph.program
+
+    def __call__(self, configs):
+        return np.array([self.memo[c] for c in configs], np.float64)
+
+
 def wrong_prior(scorer, kind: str, seed: int):
     if kind not in WRONG_PRIORS:
         raise ValueError(f"unknown prior {kind!r}; expected one of {', '.join(WRONG_PRIORS)}")
@@ -309,6 +373,12 @@ def replay(args) -> None:
             entry["zero_shot_kendall"] = float(kendalltau([scorer.memo[c] for c in ok],
                                                           [table[c].ratio for c in ok]).statistic)
             entry["score_seconds"] = round(time.perf_counter() - t0, 2)
+        priors = {"graph": scorer}  # the model strategies' prior by --prior-models name
+        for kind in (k for k in args.prior_models if k != "graph" and scorer is not None):
+            priors[kind] = KernelPriorMemo(scorer, program, base, codes, kind, args.out / "kernel_costs")
+            ok = [c for c in table if table[c].status == OK]
+            entry[f"zero_shot_kendall^{kind}"] = float(kendalltau([priors[kind].memo[c] for c in ok],
+                                                                  [table[c].ratio for c in ok]).statistic)
         strategies = ["random", "tpe", "hedged", "model"] + [
             "model+online" if i == 0 else f"model+online:{learner}" for i, learner in enumerate(args.learners)] + [
             f"model+online:effects@p{share:g}" for share in args.probe_shares] + [
@@ -317,10 +387,14 @@ def replay(args) -> None:
             strategies = [s for s in strategies if s.split("@")[0].split(":")[0] in args.strategies]
         strategies += [f"{s}~{prior}" for prior in args.priors if prior != "real"
                        for s in strategies if s.split("@")[0].split(":")[0] in MODEL_STRATEGIES]
+        model_runs = [s for s in strategies if s.split("@")[0].split(":")[0].split("~")[0] in MODEL_STRATEGIES]
+        strategies = [s for s in strategies if s not in model_runs or "graph" in args.prior_models] + [
+            f"{s}^{kind}" for kind in args.prior_models if kind != "graph" for s in model_runs]
         for strategy in strategies:
-            if strategy.split("@")[0].split(":")[0].split("~")[0] in MODEL_STRATEGIES and scorer is None:
+            if strategy.split("@")[0].split(":")[0].split("~")[0].split("^")[0] in MODEL_STRATEGIES and scorer is None:
                 continue
-            strategy_, _, prior = strategy.partition("~")  # ~negated / ~random: a wrong prior (`wrong_prior`)
+            strategy_, _, prior_model = strategy.partition("^")  # ^kernels etc.: the kernel model's prior
+            strategy_, _, prior = strategy_.partition("~")  # ~negated / ~random: a wrong prior (`wrong_prior`)
             strategy_, _, weights = strategy_.partition("@w")  # @wSTART/MAX: hedged's weights of the prior
             weight_start, _, weight_max = weights.partition("/")
             weight_max, _, partner = weight_max.partition("/")
@@ -338,7 +412,7 @@ def replay(args) -> None:
                               "partner": partner or "tpe", **({"evidence": evidence} if evidence else {})}
                              if weight_start else {})
                     trials = run_strategy(run_as, space, ev, budget, None, f"{name}:{space_name}",
-                                          wrong_prior(scorer, prior, seed) if prior else scorer, seed,
+                                          wrong_prior(priors[prior_model or 'graph'], prior, seed) if prior else priors[prior_model or 'graph'], seed,
                                           round_size=args.round_size, pool_kwargs=None, learner=learner,
                                           probes=float(probes) if probes else None,
                                           explore=float(explore_share) if explore_share else None,
@@ -607,6 +681,9 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--confirm-top", type=int, default=3, help="confirm: the best k of each table")
     p.add_argument("--confirm-processes", type=int, default=3)
+    p.add_argument("--prior-models", nargs="+", default=["graph"], choices=("graph", *KERNEL_PRIORS),
+                   help="replay: the model strategies once per prior: the graph model (graph), the kernel model "
+                        "(name^kernels, ^ranks, ^effects, ^effects+graph, ^rerank64: KernelPriorMemo)")
     p.add_argument("--flags-model", type=Path)
     p.add_argument("--layout-model", type=Path)
     p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32, 64])

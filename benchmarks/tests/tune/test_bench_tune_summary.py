@@ -126,3 +126,30 @@ def test_summary_counts_clear_wins_and_merges_replays_of_other_seeds(bench, tmp_
     with pytest.raises(SystemExit, match=re.escape("replays 'a|flags' again")):
         bench.merge_replays(Namespace(replays=[tmp_path / "flags.json", tmp_path / "again.json"], json=None,
                                       summary=None, out=None))
+
+
+def test_the_kernel_priors_arithmetic_from_cached_kernel_costs(bench, tmp_path):
+    """``--prior-models``: the main-effects prior sums each option's log-cost change from the default's
+    single-option neighbours; the table prior is log T̂, a failed compile ranked last; rerank64 keeps the graph
+    model's values but orders its best by T̂. Costs come from the cache, so nothing is compiled."""
+    import numpy as np
+
+    from graphcost.frontend.programs.flags import FLAG_COLUMNS
+    from graphcost.tuning.space import FlagSpace
+
+    base = FlagSpace(columns=FLAG_COLUMNS[:3])
+    d = base.default()
+    singles = [d[:i] + (v,) + d[i + 1:] for i, dim in enumerate(base.dims) for v in range(1, len(dim.choices))]
+    table = [d, singles[0], singles[-1], tuple(s0 or s1 for s0, s1 in zip(singles[0], singles[-1]))]
+    program = Namespace(name="p")
+    graph = Namespace(memo={c: float(i) for i, c in enumerate(table)}, predictors={}, space=base, program=program)
+    effect_costs = np.ones(1 + len(singles))
+    effect_costs[1], effect_costs[-1] = 0.5, 4.0  # the first option halves the time, the last quadruples it
+    np.save(tmp_path / f"p-effects-{1 + len(singles)}.npy", effect_costs)
+    prior = bench.KernelPriorMemo(graph, program, base, table, "effects", tmp_path)
+    assert np.allclose(prior(table), [0.0, np.log(0.5), np.log(4.0), np.log(2.0)])
+    np.save(tmp_path / f"p-table-{len(table)}.npy", np.array([1.0, 0.5, np.inf, 2.0]))
+    prior = bench.KernelPriorMemo(graph, program, base, table, "kernels", tmp_path)
+    assert np.allclose(prior(table), np.log([1.0, 0.5, 4.0, 2.0]))  # inf -> twice the slowest that compiled
+    prior = bench.KernelPriorMemo(graph, program, base, table, "rerank64", tmp_path)
+    assert sorted(prior(table)) == sorted(graph.memo.values()) and prior([table[1]])[0] == 0.0
