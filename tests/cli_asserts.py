@@ -23,3 +23,24 @@ def one_line_error(result, *needles) -> str:
     for needle in needles:
         assert str(needle) in lines[0], (needle, lines[0])
     return lines[0]
+
+
+def count_calls(monkeypatch, calls, module, attr: str, key=None) -> None:
+    """Replace `module.attr` by a wrapper that counts its calls in `calls` (a Counter) under `attr`, or under
+    `key(*args)`: what the one-validation-pass tests count (a command calls each library check once)."""
+    real = getattr(module, attr)
+
+    def counted(*args, **kwargs):
+        calls[key(*args) if key is not None else attr] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, attr, counted)
+
+
+TINY_PROGRAM = '''
+import jax.numpy as jnp
+
+def make():
+    a = jnp.ones((4, 4))
+    return (lambda a: (a @ a).sum()), (a,)
+'''

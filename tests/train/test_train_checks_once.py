@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 from train_stubs import TinyConfig, TinyModel, write_cli_collections
+from cli_asserts import count_calls
 from typer.testing import CliRunner
 
 from graphcost.cli import app
@@ -22,16 +23,6 @@ def data_root(tmp_path_factory):
     return write_cli_collections(tmp_path_factory.mktemp("synthetic"), seed=3, max_nodes=20, max_configs=16)
 
 
-def _counting(monkeypatch, calls: Counter, module, attr: str, key=None) -> None:
-    real = getattr(module, attr)
-
-    def counted(*args, **kwargs):
-        calls[key(*args) if key is not None else attr] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, attr, counted)
-
-
 def test_train_checks_the_numbers_kind_sizes_and_memory_once(tmp_path, data_root, monkeypatch):
     import graphcost.runs.lr_schedule as lr_schedule
     import graphcost.train.checks as checks
@@ -41,9 +32,9 @@ def test_train_checks_the_numbers_kind_sizes_and_memory_once(tmp_path, data_root
     for module, attr in ((fit, "check_model_kind"), (checks, "check_model_sizes"), (checks, "check_model_memory"),
                          (lr_schedule, "adamw_training_bytes"), (checks, "check_train_config"),
                          (checks, "check_run_spec"), (fit, "check_fit_arguments")):
-        _counting(monkeypatch, calls, module, attr)
+        count_calls(monkeypatch, calls, module, attr)
     for attr in ("check_positive", "check_seed"):  # the numbers: --lr and --max-memory-gb, --seed
-        _counting(monkeypatch, calls, checks, attr, key=lambda name, value: name)
+        count_calls(monkeypatch, calls, checks, attr, key=lambda name, value: name)
     run = tmp_path / "run"
     result = CliRunner().invoke(app, ["train", "-c", "layout:xla:random", "--data-dir", str(data_root), *SMALL,
                                       "--epochs", "1", "--batch-configs", "8", "--no-trees", "--out", str(run),

@@ -6,27 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from types import SimpleNamespace
 
+from cli_asserts import TINY_PROGRAM as PROGRAM
+from cli_asserts import count_calls
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-
-PROGRAM = '''
-import jax.numpy as jnp
-
-def make():
-    a = jnp.ones((4, 4))
-    return (lambda a: (a @ a).sum()), (a,)
-'''
-
-
-def _counting(monkeypatch, calls: Counter, module, attr: str) -> None:
-    real = getattr(module, attr)
-
-    def counted(*args, **kwargs):
-        calls[attr] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, attr, counted)
 
 
 def test_tune_builds_the_config_run_dir_space_models_and_scorer_once(tmp_path, monkeypatch):
@@ -39,7 +23,7 @@ def test_tune_builds_the_config_run_dir_space_models_and_scorer_once(tmp_path, m
     calls: Counter = Counter()
     for module, attr in ((tuner, "make_space"), (tuner, "resolve_models"), (arguments, "check_tune_config"),
                          (tuning_run_dir, "RunDirectory"), (lifecycle, "RunDirectory")):
-        _counting(monkeypatch, calls, module, attr)
+        count_calls(monkeypatch, calls, module, attr)
     monkeypatch.setattr(scoring, "GraphModelScorer", lambda *a, **k: calls.update(["GraphModelScorer"]) or "scorer")
     seen = {}
 

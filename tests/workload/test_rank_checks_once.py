@@ -7,27 +7,11 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+from cli_asserts import TINY_PROGRAM as PROGRAM
+from cli_asserts import count_calls
 from typer.testing import CliRunner
 
 from graphcost.cli import app
-
-PROGRAM = '''
-import jax.numpy as jnp
-
-def make():
-    a = jnp.ones((4, 4))
-    return (lambda a: (a @ a).sum()), (a,)
-'''
-
-
-def _counting(monkeypatch, calls: Counter, module, attr: str) -> None:
-    real = getattr(module, attr)
-
-    def counted(*args, **kwargs):
-        calls[attr] += 1
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(module, attr, counted)
 
 
 def test_rank_reads_the_reference_loads_the_model_and_draws_the_space_once(tmp_path, monkeypatch):
@@ -40,9 +24,9 @@ def test_rank_reads_the_reference_loads_the_model_and_draws_the_space_once(tmp_p
     calls: Counter = Counter()
     for module, attr in ((hlo_program, "with_inputs"), (user_program, "load_program"),
                          (program_check, "check_program"), (rank, "rank_flag_configs")):
-        _counting(monkeypatch, calls, module, attr)
+        count_calls(monkeypatch, calls, module, attr)
     for module in (user_program, program_check):  # check_reference under both names it is called by
-        _counting(monkeypatch, calls, module, "check_reference")
+        count_calls(monkeypatch, calls, module, "check_reference")
     real_load = KernelCostModel.load.__func__
     monkeypatch.setattr(KernelCostModel, "load", classmethod(
         lambda cls, *a, **k: calls.update(["KernelCostModel.load"]) or real_load(cls, *a, **k)))
