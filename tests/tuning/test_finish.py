@@ -140,9 +140,9 @@ def test_a_final_check_process_gets_a_deadline_scaled_from_this_runs_own_figures
 
     protocol = TimingProtocol(rounds=5, calls=10, warmup=2)
     fast = SimpleNamespace(default_compile_s=0.2, default_probe_ns=1e5)
-    seconds, why = process_deadline(fast, "prog.py:make", 4, protocol, kernels=False)
+    seconds, why = process_deadline(fast, 4, protocol, kernels=False)
     assert seconds == WORKER_FLOOR_S and "scaled" in why
     slow = SimpleNamespace(default_compile_s=5.0, default_probe_ns=2e9)  # 2 s per call
-    seconds, why = process_deadline(slow, "prog.py:make", 4, protocol, kernels=True)
+    seconds, why = process_deadline(slow, 4, protocol, kernels=True)
     calls = 4 * (5 * 10 + 2 + 20)
     assert abs(seconds - (30 + 3 * (5.0 + 4 * 5.0 + calls * 2.0))) < 1e-6 and f"{calls} call(s)" in why

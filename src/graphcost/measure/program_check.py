@@ -102,6 +102,21 @@ class Deadlines:
                 "run": self.run_s(estimate_s)}[step]
 
 
+def worker_deadline(prepare_s: float, compile_s: float, call_s: float, compiles: int, calls: int,
+                    wall_s: float = 0.0, source: str = "the check's") -> tuple[float, str]:
+    """``(seconds, why)``: the deadline of a process that rebuilds the program (`prepare_s`), compiles `compiles`
+    configurations (`compile_s` each), makes `calls` calls (`call_s` each) and spends `wall_s` more seconds timing
+    (visits of a fixed length): three times that, plus the start of a process, within [`WORKER_FLOOR_S`,
+    `WORKER_CAP_S`]; `why` says so in words, the figures being `source`."""
+    need = 30.0 + 3.0 * (prepare_s + compiles * compile_s + calls * call_s + wall_s)
+    seconds = min(WORKER_CAP_S, max(WORKER_FLOOR_S, need))
+    why = (f"its deadline, scaled from {source} {prepare_s:.2g} s to prepare, {compile_s:.2g} s to "
+           f"compile and {_seconds(call_s)} per call: 3x {compiles} compile(s) and {calls} call(s)"
+           + (f" and {wall_s:.3g} s of timed visits" if wall_s else "")
+           + f", at least {WORKER_FLOOR_S:g} s, at most {WORKER_CAP_S:g} s")
+    return seconds, why
+
+
 @dataclass(frozen=True)
 class ProgramCheck:
     """What the check measured, in seconds (`call_s` None when it did not call the program)."""
@@ -113,18 +128,9 @@ class ProgramCheck:
     call_s: float | None = None
 
     def worker_timeout(self, compiles: int, calls: int, wall_s: float = 0.0) -> tuple[float, str]:
-        """``(seconds, why)``: the deadline of a process that rebuilds the program, compiles `compiles`
-        configurations, makes `calls` calls and spends `wall_s` more seconds timing (visits of a fixed length):
-        three times what the check's figures give for that, plus the start of a process, within
-        [`WORKER_FLOOR_S`, `WORKER_CAP_S`]; `why` says so in words."""
+        """`worker_deadline` from the check's figures (its cost estimate per call when it made no call)."""
         call = self.call_s if self.call_s is not None else self.estimate_s
-        need = 30.0 + 3.0 * (self.prepare_s + compiles * self.compile_s + calls * call + wall_s)
-        seconds = min(WORKER_CAP_S, max(WORKER_FLOOR_S, need))
-        why = (f"its deadline, scaled from the check's {self.prepare_s:.2g} s to prepare, {self.compile_s:.2g} s to "
-               f"compile and {_seconds(call)} per call: 3x {compiles} compile(s) and {calls} call(s)"
-               + (f" and {wall_s:.3g} s of timed visits" if wall_s else "")
-               + f", at least {WORKER_FLOOR_S:g} s, at most {WORKER_CAP_S:g} s")
-        return seconds, why
+        return worker_deadline(self.prepare_s, self.compile_s, call, compiles, calls, wall_s)
 
     def to_json(self) -> dict:
         return asdict(self)

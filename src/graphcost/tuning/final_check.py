@@ -91,25 +91,23 @@ def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs
              f"{'processes' if program_ref else 'passes (in-process: the program has no file reference)'}")
     if program_ref:
         cache = (out / "jax_cache") if out is not None else None
-        timeout, note = process_deadline(evaluator, program_ref, len(configs), protocol, kernels)
+        timeout, note = process_deadline(evaluator, len(configs), protocol, kernels)
         return remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache,
                                        timeout=timeout, kernels=kernels, timeout_note=note)
     return remeasure_in_process(evaluator, configs, processes, protocol, kernels=kernels)
 
 
-def process_deadline(evaluator: Evaluator, program_ref: str, configs: int, protocol: TimingProtocol,
-                     kernels: bool) -> tuple[float, str]:
-    """``(seconds, why)``: the deadline of one final-check process, scaled as `ProgramCheck.worker_timeout` scales
-    rank's and profile's from this run's own figures: the default's compile time (the rebuild and each
-    configuration's compile) and its measured time per call, for the protocol's calls of every configuration
-    (a profiled pass: 20 more each)."""
-    from graphcost.measure.program_check import ProgramCheck
+def process_deadline(evaluator: Evaluator, configs: int, protocol: TimingProtocol, kernels: bool) -> tuple[float, str]:
+    """``(seconds, why)``: the deadline of one final-check process (`measure.program_check.worker_deadline`, the rule
+    of rank's and profile's) from this run's own figures: the default's compile time (for the rebuild, taken as
+    its preparation, and for each configuration's compile) and its measured time per call, for the protocol's
+    calls of every configuration (a profiled pass: 20 more each)."""
+    from graphcost.measure.program_check import worker_deadline
 
     compile_s = float(getattr(evaluator, "default_compile_s", 0.0))
     call_s = float(getattr(evaluator, "default_probe_ns", 0.0)) * 1e-9
-    estimate = ProgramCheck(program_ref, prepare_s=compile_s, compile_s=compile_s, estimate_s=call_s, call_s=call_s)
     calls = configs * (protocol.rounds * protocol.calls + protocol.warmup + (20 if kernels else 0))
-    return estimate.worker_timeout(configs, calls)
+    return worker_deadline(compile_s, compile_s, call_s, configs, calls, source="this run's")
 
 
 def search_vs_final(pairs: list[tuple[float, float]]) -> dict[str, Any]:
