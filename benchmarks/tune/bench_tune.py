@@ -376,7 +376,6 @@ def replay(args) -> None:
         priors = {"graph": scorer}  # the model strategies' prior by --prior-models name
         for kind in (k for k in args.prior_models if k != "graph" and scorer is not None):
             priors[kind] = KernelPriorMemo(scorer, program, base, codes, kind, args.out / "kernel_costs")
-            ok = [c for c in table if table[c].status == OK]
             entry[f"zero_shot_kendall^{kind}"] = float(kendalltau([priors[kind].memo[c] for c in ok],
                                                                   [table[c].ratio for c in ok]).statistic)
         strategies = ["random", "tpe", "hedged", "model"] + [

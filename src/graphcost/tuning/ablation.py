@@ -138,10 +138,9 @@ def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, p
     rem = _remeasure(program, space, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
                      kernels=kernels)
     kept_sp = rem.speedups[:, 0]  # (P,)
-    while kept_sp.shape[0] < CONFIRM_MAX and median_standard_error(kept_sp) > CONFIRM_SE:
+    while kept_sp.shape[0] < CONFIRM_MAX and (se := median_standard_error(kept_sp)) > CONFIRM_SE:
         more = min(CONFIRM_STEP, CONFIRM_MAX - kept_sp.shape[0])
-        log.info(f"the confirmation's processes disagree (standard error {median_standard_error(kept_sp):.1%} of "
-                 f"the speedup): {more} more")
+        log.info(f"the confirmation's processes disagree (standard error {se:.1%} of the speedup): {more} more")
         extra = _remeasure(program, space, evaluator, [space.default(), kept], more, protocol, program_ref,
                            allow_fast_math, out)
         kept_sp = np.concatenate([kept_sp, extra.speedups[:, 0]])
