@@ -2,33 +2,20 @@
 as graphcost.collect.merge lays them out, and its summary."""
 
 import json
-from pathlib import Path
 
-import numpy as np
+from collection_stubs import tiny_flag_collection
 
 from compare_seed_ensemble import development_graphs, fold_layout, summary
-
-
-def _collection(root: Path, graphs: dict[str, tuple[str, str]], columns: list[str]) -> Path:
-    """A tiny flag collection: name -> (family, split); one empty-ish npz per graph."""
-    entries = {}
-    for name, (family, split) in graphs.items():
-        (root / split).mkdir(parents=True, exist_ok=True)
-        np.savez(root / split / f"{name}.npz", config_runtime=np.arange(3))
-        entries[name] = {"family": family, "split": split, "file": f"{split}/{name}.npz"}
-    (root / "manifest.json").write_text(json.dumps({"collection": {"space": "flags", "flag_columns": columns},
-                                                    "graphs": entries}))
-    return root
 
 
 def test_seed_ensemble_folds_never_read_a_test_family_and_hold_each_development_family_out_once(tmp_path):
     import bench_real as br
     from types import SimpleNamespace
 
-    zoo = _collection(tmp_path / "zoo", {"a1": ("a", "train"), "b1": ("b", "valid"), "c1": ("c", "test"),
+    zoo = tiny_flag_collection(tmp_path / "zoo", {"a1": ("a", "train"), "b1": ("b", "valid"), "c1": ("c", "test"),
                                          "d1": ("d", "train"), "e1": ("e", "train")}, ["x"])
     # the second collection's copy of c1 is a test program of the first: never read
-    tuner = _collection(tmp_path / "tuner", {"a1": ("a", "train"), "c1": ("c", "train"), "f1": ("f", "valid")}, ["x"])
+    tuner = tiny_flag_collection(tmp_path / "tuner", {"a1": ("a", "train"), "c1": ("c", "train"), "f1": ("f", "valid")}, ["x"])
     manifest, graphs = development_graphs([zoo, tuner])
     assert sorted(graphs) == ["a1", "a1__tuner", "b1", "d1", "e1", "f1__tuner"]
     family = {name: e["family"] for name, (_, _, e) in graphs.items()}
