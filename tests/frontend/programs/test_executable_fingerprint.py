@@ -75,3 +75,34 @@ def test_an_unexpected_serialization_is_hashed_whole():
     a, b = fingerprint(b"\x02\x08\x01not an executable"), fingerprint(b"\x02\x08\x01not an executable!")
     assert a != b and a == fingerprint(b"\x02\x08\x01not an executable") and len(a) == 64
     assert np.array_equal(executable_ids([a, b, a]), [0, 1, 0])
+
+
+
+FIRST_COMPILE = """
+import tempfile
+import jax.numpy as jnp
+from graphcost.frontend.programs.user_program import TuneProgram
+from graphcost.tuning.learners.effects import single_option_configs
+from graphcost.tuning.space import make_space
+from graphcost.tuning.trial import Evaluator
+
+a = jnp.linspace(-1.0, 1.0, 32 * 32).reshape(32, 32)
+program = TuneProgram(lambda a, b: jnp.tanh(a @ b.T).sum(axis=0), (a, a + 1.0), "tiny")
+space = make_space("flags", program)
+with tempfile.TemporaryDirectory() as cache:
+    ev = Evaluator(program, space, cache_dir=cache)  # the default: this fresh process's first compile
+    ev.compile_many(single_option_configs(space))
+    print(sum(fp == ev.fingerprints[space.default()] for fp in ev.fingerprints.values()) - 1)
+"""
+
+
+def test_the_first_compile_of_a_process_is_fingerprinted_like_later_ones():
+    """A fresh process's first XLA compile with options serialized to other bytes than its later ones (jaxlib
+    0.10.2), so the default, compiled first, shared its executable with none of its single-option neighbours
+    that make the same code; the recording warms the compiler up first, and some of them share it."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", FIRST_COMPILE], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.strip().splitlines()[-1]) >= 1

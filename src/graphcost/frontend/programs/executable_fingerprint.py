@@ -73,18 +73,38 @@ def fingerprint(serialized: bytes) -> str:
     return digest.hexdigest()
 
 
+_warmed = threading.Event()
+
+
+def warm_up_compiler() -> None:
+    """Compile a trivial function once per process. The first XLA CPU compile of a process serializes to
+    other bytes than every later compile of the same configuration (jaxlib 0.10.2: a tune's default, compiled
+    first, matched none of the 23 of its 31 single-option configurations that made the same code, and the
+    same process's second compile of it matched all 23), so the first compile that is fingerprinted must
+    not be the process's first."""
+    if _warmed.is_set():
+        return
+    import jax
+    import jax.numpy as jnp
+
+    jax.jit(lambda x: x * 2.0 + 1.0).lower(jnp.zeros((4,), jnp.float32)).compile()
+    _warmed.set()
+
+
 @contextmanager
 def recording_cache_keys() -> Iterator[None]:
     """Within the block, each compile through JAX's persistent cache notes its cache key in the
     compiling thread (for `cached_fingerprint`); a JAX without the hook records nothing. JAX's
     in-memory caches are cleared on entry (``jax.clear_caches``): a program compiled earlier in this
-    process would otherwise be served from memory, without a look at the persistent cache."""
+    process would otherwise be served from memory, without a look at the persistent cache. The compiler is
+    warmed up first (`warm_up_compiler`)."""
     try:
         import jax
         from jax._src import compilation_cache as cc
     except ImportError:  # pragma: no cover - another JAX layout: no fingerprints, nothing pooled
         yield
         return
+    warm_up_compiler()
     jax.clear_caches()
     original = getattr(cc, "get_executable_and_time", None)
     if original is None:  # pragma: no cover - another JAX version
