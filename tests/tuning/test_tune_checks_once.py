@@ -27,7 +27,7 @@ def test_tune_builds_the_config_run_dir_space_models_and_scorer_once(tmp_path, m
     monkeypatch.setattr(scoring, "GraphModelScorer", lambda *a, **k: calls.update(["GraphModelScorer"]) or "scorer")
     seen = {}
 
-    def search(program, name, sp, cfg, protocol, runs, label, strategies, out, storage, scorer=None):
+    def search(program, name, sp, cfg, protocol, runs, label, strategies, out, storage, scorer=None, kernel_model=None):
         seen.update(scorer=scorer, strategies=strategies)
         return SimpleNamespace(trials=[], message="kept the default", beats_default=False)
 

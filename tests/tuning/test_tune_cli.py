@@ -418,13 +418,14 @@ def test_two_worker_processes_share_one_storage_and_its_budget(tmp_path, prog):
 
 def test_tune_without_options_is_guided_by_the_shipped_model(tmp_path, prog):
     """No --model, no --strategy: hedged (the model earns its share of each round, TPE the rest) with the shipped
-    flag model, recorded in result.json; no measured (ok) trial of trials.csv copies another's executable."""
+    kernel model's single-option effects as the flag prior, recorded in result.json; no measured (ok) trial of
+    trials.csv copies another's executable."""
     out = tmp_path / "tuned"
     res = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "6", "--out", str(out), *FAST])
     assert res.exit_code == 0, res.output
-    assert "strategy: hedged; model: the shipped tile model" in res.output
+    assert "strategy: hedged; model: the shipped kernel model's single-option effects" in res.output
     result = json.loads((out / "result.json").read_text())
-    assert result["strategy"] == "hedged" and result["model"] == "shipped"
+    assert result["strategy"] == "hedged" and result["model"] == "kernels:effects"
     assert "search_vs_final" in result
     rows = _rows(out)
     assert {r["strategy"] for r in rows} == {"hedged"} and sum(r["status"] == "ok" for r in rows) == 6

@@ -88,14 +88,12 @@ class InertOptions:
     def probe(self, compile_many: Callable[[list[Codes]], list], fingerprints: dict[Codes, str],
               seconds: float = PROBE_SECONDS, chunk: int = 4) -> int:
         """Compile the single-option configurations (each non-default choice of each dimension, the default
-        elsewhere), `chunk` at a time, until `seconds` have been spent; learn from their executables.
-        `compile_many` is `trial.Evaluator.compile_many` (it notes `fingerprints`). How many were compiled."""
-        probes = []
-        for i, d in enumerate(self.space.dims):
-            for c in range(1, len(d.choices)):
-                codes = list(self.space.default())
-                codes[i] = c
-                probes.append(tuple(codes))
+        elsewhere) not compiled yet, `chunk` at a time, until `seconds` have been spent; learn from their
+        executables. `compile_many` is `trial.Evaluator.compile_many` (it notes `fingerprints`). How many were
+        compiled now."""
+        from graphcost.tuning.learners.effects import single_option_configs
+
+        probes = [c for c in single_option_configs(self.space) if c not in fingerprints]  # (the prior's are known)
         start, done = time.perf_counter(), 0
         for k in range(0, len(probes), chunk):
             if time.perf_counter() - start > seconds:

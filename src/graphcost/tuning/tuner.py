@@ -47,7 +47,9 @@ from graphcost.tuning.inert import InertOptions
 from graphcost.frontend.programs.user_program import absolute_reference, program_sha256
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.frontend.programs.user_program import TuneProgram
-from graphcost.tuning.space import Codes, Space, make_space
+from graphcost.tuning.space import Codes, FlagSpace, Space, make_space
+from graphcost.tuning import kernel_prior
+from graphcost.tuning.learners.effects import single_option_configs
 from graphcost.tuning.strategies import make_strategy, strategy_entry
 from graphcost.tuning import kernel_search  # noqa: F401  (registers the strategy ``kernels``)
 from graphcost.tuning.trial import COPY, MEASURED, OK, RETIMED, Evaluator, Trial, same_executable
@@ -360,6 +362,7 @@ class SearchPlan:
     model_label: str | list[str] | None
     strategies: list[str]
     scorer: Any = None
+    kernel_model: Any = None  # the kernel model of the default flag prior (`kernel_prior`), when it guides
 
 
 def plan_search(program: TuneProgram, cfg: TuneConfig, scorer: bool = False) -> SearchPlan:
@@ -368,6 +371,17 @@ def plan_search(program: TuneProgram, cfg: TuneConfig, scorer: bool = False) -> 
     sp = make_space(cfg.space, program, cfg.allow_fast_math)
     runs, model_label, strategies = resolve_models(cfg, sp)
     plan = SearchPlan(sp, runs, model_label, strategies)
+    if model_label == kernel_prior.LABEL:
+        from graphcost.kernels.model import KernelCostModel, KernelModelError
+
+        try:
+            plan.kernel_model = KernelCostModel.load()
+        except KernelModelError as exc:
+            import graphcost.pretrained as pretrained
+
+            log.warning(f"{exc}; the shipped flag model guides the search instead")
+            plan.runs, plan.model_label = [str(pretrained.shipped_model_dir(k)) for k in sp.kinds], pretrained.SHIPPED
+            runs, model_label = plan.runs, plan.model_label
     if scorer and runs:
         from graphcost.tuning.scoring import GraphModelScorer
 
@@ -393,14 +407,15 @@ def search(program: TuneProgram, cfg: TuneConfig, plan: SearchPlan,
             run_dir = RunDirectory(out, "out", resume=True, markers=TUNE_MARKERS, holds="a tuning run")
     with run_dir or contextlib.nullcontext():
         return _search(program, cfg.name or program.name, plan.space, cfg, protocol, plan.runs, plan.model_label,
-                       plan.strategies, out, storage, plan.scorer)
+                       plan.strategies, out, storage, plan.scorer, plan.kernel_model)
 
 
 def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protocol: TimingProtocol, runs: list,
             model_label: str | list[str] | None, strategies: list[str], out: Path | None,
-            storage: str | None, scorer: Any = None) -> TuneResult:
+            storage: str | None, scorer: Any = None, kernel_model: Any = None) -> TuneResult:
     """`tune`'s loop, in its run directory (if any): profile the default, search with every strategy, re-measure
-    the finalists, explain and write the outputs (`scorer`: the graph model's, built here when None)."""
+    the finalists, explain and write the outputs (`scorer`: the graph model's, built here when None; with
+    `kernel_model`, the default flag prior `kernel_prior.KernelEffectsPrior`, which compiles, built here)."""
     from tqdm.auto import tqdm
 
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
@@ -417,13 +432,16 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
             from graphcost.tuning.scoring import GraphModelScorer
 
             scorer = GraphModelScorer(runs, program, sp, device=cfg.device)
+        elif kernel_model is not None and scorer is None:
+            scorer = kernel_prior.KernelEffectsPrior(sp, evaluator, kernel_model)
 
         from graphcost.tuning.study import program_fingerprint
 
         fingerprint = program_fingerprint(program, sp)
         inert = InertOptions(sp)
         if getattr(evaluator, "fingerprints", None):  # (with a cache to fingerprint executables in: `out` given)
-            probed = inert.probe(evaluator.compile_many, evaluator.fingerprints)
+            inert.probe(evaluator.compile_many, evaluator.fingerprints)
+            probed = sum(c in evaluator.fingerprints for c in single_option_configs(sp))
             dropped = inert.inert()
             log.info(f"compiled {probed} single-option configurations: {len(dropped)} of {len(sp.dims)} options "
                      f"change nothing in this program's executable and are left out of the search"
@@ -533,8 +551,12 @@ def models_line(runs: list[str], label: str | list[str] | None, strategies: list
     """The one line that says which strategy searches and which cost model guides it."""
     import graphcost.pretrained as pretrained
 
-    shown = ("; ".join(pretrained.describe(kind) for kind in space.kinds) if label == pretrained.SHIPPED
-             else ", ".join(runs) or "none")
+    if label == kernel_prior.LABEL:
+        shown = (f"the shipped kernel model's single-option effects ({pretrained.shipped_kernel_model_dir()}; "
+                 "graphcost.tuning.kernel_prior)")
+    else:
+        shown = ("; ".join(pretrained.describe(kind) for kind in space.kinds) if label == pretrained.SHIPPED
+                 else ", ".join(runs) or "none")
     return f"strategy: {', '.join(strategies)}; model: {shown}"
 
 
@@ -542,8 +564,9 @@ def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list
     """(model runs, what result.json records as the model, strategies) of a run.
 
     Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
-    one) uses the cost models that ship with graphcost for the space's kinds (`graphcost.pretrained`);
-    the default strategy is then ``hedged`` (`models_line` says which, once). Only when no shipped model is
+    one) uses the cost models that ship with graphcost: in the flag space the kernel model's single-option
+    effects (`kernel_prior`, recorded as ``"kernels:effects"``), elsewhere the graph models of the space's kinds
+    (`graphcost.pretrained`); the default strategy is then ``hedged`` (`models_line` says which, once). Only when no shipped model is
     installed does the default fall back to TPE (said in the log). A strategy with a model of its own records
     its `StrategyEntry.model_label` (``kernels``: ``"kernels:shipped"``, the shipped kernel model)."""
     runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
@@ -556,6 +579,12 @@ def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list
         labels = [strategy_entry(s).model_label for s in cfg.strategies or []]
         return [], next((label for label in labels if label), None), list(cfg.strategies or [])
 
+    if isinstance(space, FlagSpace) and cfg.learner != "finetune":  # (fine-tuning needs a graph model)
+        try:
+            pretrained.shipped_kernel_model_dir()
+            return [], kernel_prior.LABEL, list(cfg.strategies or [DEFAULT_STRATEGY])
+        except FileNotFoundError as exc:
+            log.warning(f"{exc}; the shipped flag model guides the search instead")
     try:
         runs = [str(pretrained.shipped_model_dir(kind)) for kind in space.kinds]
     except FileNotFoundError as exc:
