@@ -10,6 +10,10 @@ Protocol (all parameters recorded in the dataset metadata):
    MINIMUM wall time (the least-disturbed call; `jax.block_until_ready` on the outputs);
 4. the runtime of a configuration is the MEDIAN over rounds of those per-round minima.
 
+Each visit's MEAN wall time per call is kept too (``mean_ns``: the median over rounds of the per-round means):
+what a user who times the program with ``timeit`` sees, slow calls included. The minimum ranks configurations
+with the least noise; the mean is what a tuned program's speedup is reported in (`graphcost.tuning.ablation`).
+
 The per-round matrix is kept, so two independent estimates (even rounds vs odd rounds) can be
 compared to report measurement repeatability (Spearman rank correlation).
 """
@@ -61,6 +65,14 @@ class Measurement:
     runtime_ns: np.ndarray  # (K,) float64, median over rounds of per-round minima
     per_round_ns: np.ndarray  # (rounds, K) float64, per-round minimum of `calls` calls
     protocol: TimingProtocol
+    per_round_mean_ns: np.ndarray | None = None  # (rounds, K) float64, per-round mean of `calls` calls
+
+    @property
+    def mean_ns(self) -> np.ndarray:
+        """(K,) float64: the median over rounds of the per-round mean per call (module docstring, step 4)."""
+        if self.per_round_mean_ns is None:
+            raise ValueError("this measurement kept no per-call means")
+        return np.median(self.per_round_mean_ns, axis=0)
 
     def split_halves(self) -> tuple[np.ndarray, np.ndarray]:
         """Two independent estimates: medians over even rounds and over odd rounds, each (K,)."""
@@ -95,17 +107,20 @@ def measure_interleaved(calls: list[Callable[[], Any]], protocol: TimingProtocol
         for _ in range(protocol.warmup):
             block(call())
     per_round = np.empty((protocol.rounds, k), np.float64)
+    per_round_mean = np.empty((protocol.rounds, k), np.float64)
     for r in range(protocol.rounds):  # step 3: round-robin in a fresh random order
         for j in rng.permutation(k):
-            best = np.inf
+            best, total = np.inf, 0.0
             for _ in range(protocol.calls):
                 t0 = clock()
                 block(calls[j]())
-                best = min(best, clock() - t0)
+                took = clock() - t0
+                best, total = min(best, took), total + took
             per_round[r, j] = best
+            per_round_mean[r, j] = total / protocol.calls
         if progress is not None:
             progress(k)
-    return Measurement(np.median(per_round, axis=0), per_round, protocol)  # step 4
+    return Measurement(np.median(per_round, axis=0), per_round, protocol, per_round_mean)  # step 4
 
 
 def measure_executables(executables: list, args, protocol: TimingProtocol = TimingProtocol()) -> Measurement:

@@ -11,7 +11,8 @@ compiles every configuration through JAX's persistent compilation cache (``cache
 (`graphcost.measure.interleaved.measure_interleaved`, seed ``protocol.seed + 1000 * P``) and writes
 ``OUT.npz`` atomically:
 
-* ``runtime_ns`` (K,) float64 and ``per_round_ns`` (rounds, K) float64;
+* ``runtime_ns`` (K,) float64 and ``per_round_ns`` (rounds, K) float64; ``mean_ns`` (K,) float64, the
+  median over rounds of the mean per call (`Measurement.mean_ns`);
 * ``compile_s``: time to compile or load all K executables in this process;
 * ``loadavg_start`` / ``loadavg_end`` (3,), ``core`` (-1 when not pinned);
 * with ``"kernels": true`` in the job, a profiled pass AFTER the timed calls (so the labels above are
@@ -141,7 +142,7 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
         repeats = [repeats_for(t, target) for t in m.runtime_ns]
         profiled = profile_arrays(profile_calls(calls, repeats), len(calls))
     with atomic_write(out) as fh:
-        np.savez(fh, **profiled, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, compile_s=compile_s, core=core,
+        np.savez(fh, **profiled, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, mean_ns=m.mean_ns, compile_s=compile_s, core=core,
                  loadavg_start=np.asarray(load_start, np.float64),
                  loadavg_end=np.asarray(load_average() or [np.nan] * 3, np.float64))
     return 0

@@ -41,11 +41,19 @@ class Remeasurement:
     protocol: str  # "cross-process" or "in-process"
     compile_s: list[float]  # per process: compile time of all K configurations
     profiles: list[dict] | None = None  # per process, its profiled pass (`kernel_profile.profile_arrays`), if asked
+    mean_ns: np.ndarray | None = None  # (P, K) float64, the mean per call (`Measurement.mean_ns`); None: not kept
 
     @property
     def speedups(self) -> np.ndarray:
         """(P, K-1) default runtime / candidate runtime, per process."""
         return self.runtime_ns[:, :1] / self.runtime_ns[:, 1:]
+
+    @property
+    def mean_speedups(self) -> np.ndarray:
+        """(P, K-1) the same from the mean per call (a user's ``timeit``); `speedups` where means were not kept."""
+        if self.mean_ns is None:
+            return self.speedups
+        return self.mean_ns[:, :1] / self.mean_ns[:, 1:]
 
     def to_json(self) -> dict:
         return {"runtime_ns": self.runtime_ns.tolist(), "protocol": self.protocol, "compile_s": self.compile_s,
@@ -63,7 +71,7 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
     from graphcost.kernels.records import read_process_profiles
     from graphcost.measure.cross_process import run_worker
 
-    rows, compile_s, files = [], [], []
+    rows, means, compile_s, files = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
         job = Path(tmp) / "job.json"
         atomic_write_json({
@@ -76,10 +84,12 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
             run_worker(job, p, out, core=None, timeout_s=timeout, label=program_ref, deadline_note=timeout_note)
             with np.load(out, allow_pickle=False) as res:
                 rows.append(np.asarray(res["runtime_ns"], np.float64))
+                means.append(np.asarray(res["mean_ns"], np.float64) if "mean_ns" in res.files else None)
                 compile_s.append(round(float(res["compile_s"]), 3))
             files.append(out)
         profiles = read_process_profiles(files) if kernels else None
-    return Remeasurement(np.array(rows, np.float64), "cross-process", compile_s, profiles)
+    mean_ns = np.array(means, np.float64) if all(m is not None for m in means) else None
+    return Remeasurement(np.array(rows, np.float64), "cross-process", compile_s, profiles, mean_ns)
 
 
 def lower_tune_job(job: dict) -> tuple[list, list, list]:
@@ -106,14 +116,16 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
     t0 = time.perf_counter()
     exes = [evaluator.compile(c) for c in configs]
     compile_s = time.perf_counter() - t0
-    rows = [measure_executables(exes, evaluator.program.flat_args, replace(protocol, seed=protocol.seed + 7 * p)).runtime_ns
-            for p in range(passes)]
+    passes_ = [measure_executables(exes, evaluator.program.flat_args, replace(protocol, seed=protocol.seed + 7 * p))
+               for p in range(passes)]
+    rows = [m.runtime_ns for m in passes_]
     profiles = None
     if kernels:
         from graphcost.measure.kernel_profile import profiled_pass
 
         profiles = [profiled_pass(exes, evaluator.program.flat_args, np.median(rows, axis=0))]
-    return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles)
+    return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles,
+                         np.array([m.mean_ns for m in passes_], np.float64))
 
 
 def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
