@@ -240,3 +240,22 @@ def test_a_measuring_process_that_runs_past_its_deadline_or_dies_says_so(tmp_pat
                                  deadline_note=why)
     for needle in needles:
         assert needle in str(info.value), str(info.value)
+
+
+def test_collect_of_an_endless_while_is_one_line(tmp_path, monkeypatch):
+    """Was: `collect --kernels` of a module whose while never ends waited for its measuring process's 30-minute
+    deadline; the module is now called once in a child under the program deadlines before anything is measured."""
+    monkeypatch.setenv(ENV, "3")
+    module = tmp_path / "endless.hlo"
+    module.write_text(ENDLESS_WHILE)
+    one_line_error(invoke("collect", "--programs", module, "--space", "flags", "--configs", 2, "--kernels",
+                          "--out", tmp_path / "out"), "endless", TIMED_OUT, "endless while loop")
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_collect_of_an_unreadable_module_is_one_error_line_not_a_usage_block(tmp_path):
+    module = tmp_path / "broken.hlo"
+    module.write_text("HloModule broken\n\nENTRY main {\n  x = f32[ parameter(0)\n}\n")
+    result = invoke("collect", "--programs", module, "--space", "flags", "--configs", 2, "--out", tmp_path / "out")
+    one_line_error(result, "broken.hlo")
+    assert "Usage:" not in result.output

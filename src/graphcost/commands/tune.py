@@ -57,7 +57,8 @@ def register(app: typer.Typer) -> None:
         budget: int = typer.Option(D.BUDGET, min=1, max=MEASUREMENTS_MAX, help="Configurations measured per strategy (failed ones count)."),
         model: list[Path] = typer.Option([], "--model", help="Trained cost model run (repeatable: a tile model for "
                                          "flags, a layout model for layouts); default: the models that ship with "
-                                         "graphcost."),
+                                         "graphcost (for flags, the kernel model's effect of each option on this "
+                                         "program, from compiling each alone; for layouts, the layout model)."),
         strategy: list[str] = typer.Option([], "--strategy", help="hedged | model+online | model | tpe | "
                                            "random | kernels (repeatable; default hedged: each round split between "
                                            "the model, guided by --model or the shipped models, and TPE, the "

@@ -79,7 +79,7 @@ def tune_program(ref: str, *, inputs: str | Path | None = None, overwrite: bool 
 
     try:
         check_in_child(ref, prepare_timeout)  # os.abort(), an endless loop: reported, not suffered
-        fn, args, function = load_program(ref)
+        fn, args, function = load_program(ref, checked=True)  # (check_in_child read the reference)
         program = prepare_program(fn, args, function, ref)
         if cfg.storage is not None:
             open_storage(cfg.storage)

@@ -76,7 +76,7 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
         space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
     # someone else's code: prepared and called once in a child process under deadlines before it is loaded here
     check = check_program(ref, run=True)
-    fn, args, name = load_program(ref)
+    fn, args, name = load_program(ref, checked=True)  # (check_program read the reference)
     program = prepare_program(fn, args, name, ref)
     space = make_space(space_name, program)
     for c in codes:
