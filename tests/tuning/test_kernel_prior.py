@@ -85,3 +85,16 @@ def test_the_default_flag_prior_is_the_kernel_effects_and_layouts_keep_the_graph
     assert runs and label == "shipped"
     runs, label, _ = resolve_models(TuneConfig(learner="finetune"), make_space("flags", program))
     assert runs and label == "shipped"  # fine-tuning needs a graph model
+
+
+def test_a_damaged_kernel_model_falls_back_to_the_shipped_flag_model(monkeypatch, caplog):
+    import graphcost.kernels.model as kernel_model
+    from graphcost.tuning.tuner import TuneConfig, plan_search
+
+    def damaged(*args, **kwargs):
+        raise kernel_model.KernelModelError("kernel_model.json: sum rule a: 1e+300 is out of range")
+
+    monkeypatch.setattr(kernel_model.KernelCostModel, "load", damaged)
+    plan = plan_search(_program(), TuneConfig())
+    assert plan.model_label == "shipped" and plan.runs and plan.kernel_model is None
+    assert "the shipped flag model guides the search instead" in caplog.text

@@ -48,7 +48,7 @@ from graphcost.frontend.programs.user_program import absolute_reference, program
 from graphcost.tuning.result import TuneResult, write_outputs
 from graphcost.frontend.programs.user_program import TuneProgram
 from graphcost.tuning.space import Codes, FlagSpace, Space, make_space
-from graphcost.tuning import kernel_prior
+from graphcost.tuning.kernel_prior import LABEL as KERNEL_PRIOR, KernelEffectsPrior
 from graphcost.tuning.learners.effects import single_option_configs
 from graphcost.tuning.strategies import make_strategy, strategy_entry
 from graphcost.tuning import kernel_search  # noqa: F401  (registers the strategy ``kernels``)
@@ -371,17 +371,15 @@ def plan_search(program: TuneProgram, cfg: TuneConfig, scorer: bool = False) -> 
     sp = make_space(cfg.space, program, cfg.allow_fast_math)
     runs, model_label, strategies = resolve_models(cfg, sp)
     plan = SearchPlan(sp, runs, model_label, strategies)
-    if model_label == kernel_prior.LABEL:
+    if model_label == KERNEL_PRIOR:
         from graphcost.kernels.model import KernelCostModel, KernelModelError
 
         try:
             plan.kernel_model = KernelCostModel.load()
-        except KernelModelError as exc:
-            import graphcost.pretrained as pretrained
-
+        except KernelModelError as exc:  # damaged: the graph models guide instead (`resolve_models` without it)
             log.warning(f"{exc}; the shipped flag model guides the search instead")
-            plan.runs, plan.model_label = [str(pretrained.shipped_model_dir(k)) for k in sp.kinds], pretrained.SHIPPED
-            runs, model_label = plan.runs, plan.model_label
+            runs, model_label, strategies = resolve_models(cfg, sp, kernel_prior=False)
+            plan = SearchPlan(sp, runs, model_label, strategies)
     if scorer and runs:
         from graphcost.tuning.scoring import GraphModelScorer
 
@@ -415,7 +413,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
             storage: str | None, scorer: Any = None, kernel_model: Any = None) -> TuneResult:
     """`tune`'s loop, in its run directory (if any): profile the default, search with every strategy, re-measure
     the finalists, explain and write the outputs (`scorer`: the graph model's, built here when None; with
-    `kernel_model`, the default flag prior `kernel_prior.KernelEffectsPrior`, which compiles, built here)."""
+    `kernel_model`, the default flag prior `KernelEffectsPrior`, which compiles, built here)."""
     from tqdm.auto import tqdm
 
     measured = [0]  # configurations this run measured and stored (said on an interrupt)
@@ -433,7 +431,7 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
 
             scorer = GraphModelScorer(runs, program, sp, device=cfg.device)
         elif kernel_model is not None and scorer is None:
-            scorer = kernel_prior.KernelEffectsPrior(sp, evaluator, kernel_model)
+            scorer = KernelEffectsPrior(sp, evaluator, kernel_model)
 
         from graphcost.tuning.study import program_fingerprint
 
@@ -551,7 +549,7 @@ def models_line(runs: list[str], label: str | list[str] | None, strategies: list
     """The one line that says which strategy searches and which cost model guides it."""
     import graphcost.pretrained as pretrained
 
-    if label == kernel_prior.LABEL:
+    if label == KERNEL_PRIOR:
         shown = (f"the shipped kernel model's single-option effects ({pretrained.shipped_kernel_model_dir()}; "
                  "graphcost.tuning.kernel_prior)")
     else:
@@ -560,14 +558,16 @@ def models_line(runs: list[str], label: str | list[str] | None, strategies: list
     return f"strategy: {', '.join(strategies)}; model: {shown}"
 
 
-def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list[str] | None, list[str]]:
+def resolve_models(cfg: TuneConfig, space: Space, kernel_prior: bool = True
+                   ) -> tuple[list[str], str | list[str] | None, list[str]]:
     """(model runs, what result.json records as the model, strategies) of a run.
 
     Without `cfg.model`, a search that wants a model (the default strategies, or any ``model*``
-    one) uses the cost models that ship with graphcost: in the flag space the kernel model's single-option
-    effects (`kernel_prior`, recorded as ``"kernels:effects"``), elsewhere the graph models of the space's kinds
-    (`graphcost.pretrained`); the default strategy is then ``hedged`` (`models_line` says which, once). Only when no shipped model is
-    installed does the default fall back to TPE (said in the log). A strategy with a model of its own records
+    one) uses the cost models that ship with graphcost: in the flag space (with `kernel_prior`) the kernel
+    model's single-option effects (`kernel_prior`, recorded as ``"kernels:effects"``), elsewhere the graph
+    models of the space's kinds (`graphcost.pretrained`); the default strategy is then ``hedged`` (`models_line`
+    says which, once). Only when no shipped model is installed does the default fall back to TPE (said in the
+    log). A strategy with a model of its own records
     its `StrategyEntry.model_label` (``kernels``: ``"kernels:shipped"``, the shipped kernel model)."""
     runs = [str(cfg.model)] if isinstance(cfg.model, (str, Path)) else [str(m) for m in cfg.model or []]
     wants_model = cfg.strategies is None or any(strategy_entry(s).graph_model for s in cfg.strategies)
@@ -579,10 +579,10 @@ def resolve_models(cfg: TuneConfig, space: Space) -> tuple[list[str], str | list
         labels = [strategy_entry(s).model_label for s in cfg.strategies or []]
         return [], next((label for label in labels if label), None), list(cfg.strategies or [])
 
-    if isinstance(space, FlagSpace) and cfg.learner != "finetune":  # (fine-tuning needs a graph model)
+    if kernel_prior and isinstance(space, FlagSpace) and cfg.learner != "finetune":  # (fine-tuning: a graph model)
         try:
             pretrained.shipped_kernel_model_dir()
-            return [], kernel_prior.LABEL, list(cfg.strategies or [DEFAULT_STRATEGY])
+            return [], KERNEL_PRIOR, list(cfg.strategies or [DEFAULT_STRATEGY])
         except FileNotFoundError as exc:
             log.warning(f"{exc}; the shipped flag model guides the search instead")
     try:
