@@ -254,6 +254,13 @@ def test_collect_of_an_endless_while_is_one_line(tmp_path, monkeypatch):
 
 
 def test_collect_of_an_unreadable_module_is_one_error_line_not_a_usage_block(tmp_path):
+    """Was: a dump directory holding no module got typer's Usage block from `collect` (one `error:` line from
+    `tune`); broken module text is one line too."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    result = invoke("collect", "--programs", dump, "--space", "flags", "--configs", 2, "--out", tmp_path / "out")
+    one_line_error(result, str(dump), "no HLO module")
+    assert "Usage:" not in result.output
     module = tmp_path / "broken.hlo"
     module.write_text("HloModule broken\n\nENTRY main {\n  x = f32[ parameter(0)\n}\n")
     result = invoke("collect", "--programs", module, "--space", "flags", "--configs", 2, "--out", tmp_path / "out")

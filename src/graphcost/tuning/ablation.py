@@ -98,7 +98,8 @@ def summary_line(ablation: dict[str, Any], top: int = 4) -> str:
     carry = [r for r in rows if r["carries"]]
     text = ", ".join(f"{r['dimension']}={r['value']} (without it {r['speedup_without']:.3f}x)" for r in carry[:top])
     rest = len(rows) - len(carry)
-    return (f"ablation, in {ablation['processes']} processes where the kept configuration ran "
+    n = ablation["processes"]
+    return (f"ablation, in {n} process{'es' if n != 1 else ''} where the kept configuration ran "
             f"{ablation['kept_speedup']:.3f}x (the ablation's own timing, not the reported figure): "
             + (f"carried by {text}" if carry else "no single change carries it (they act together)")
             + (f"; {rest} of {len(rows)} change(s) within the noise" if rest else ""))

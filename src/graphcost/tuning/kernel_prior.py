@@ -40,11 +40,12 @@ class KernelEffectsPrior:
     """``score(c) = Σ_i e_i(c_i)`` (module docstring) of `space`'s configurations. `evaluator`: the tuner's
     `trial.Evaluator` (its ``executables`` compile, nothing run; its ``fingerprints`` say which compiles share
     an executable); `model`: a `KernelCostModel` (default: the shipped one). Built eagerly: the single-option
-    configurations are compiled here, `chunk` at a time, until `seconds` of compiling have been spent."""
+    configurations are compiled here, `chunk` at a time, until `seconds` (None: `PRIOR_SECONDS`) of compiling have been
+    spent."""
 
     reads_compiled = False  # scores come from the configurations alone (no `compiled=` statistics)
 
-    def __init__(self, space: Space, evaluator: Any, model=None, seconds: float = PRIOR_SECONDS, chunk: int = 4):
+    def __init__(self, space: Space, evaluator: Any, model=None, seconds: float | None = None, chunk: int = 4):
         from graphcost.kernels.scoring import KernelModelScorer
         from graphcost.tuning.learners.effects import single_option_configs
 
@@ -53,6 +54,7 @@ class KernelEffectsPrior:
         scorer = KernelModelScorer(evaluator.executables, space.flag_vector, model)
         default = space.default()
         singles = single_option_configs(space)
+        seconds = PRIOR_SECONDS if seconds is None else seconds
         start = time.perf_counter()
         base = float(scorer([default])[0])
         if not np.isfinite(base) or base <= 0.0:
