@@ -58,7 +58,8 @@ class KernelEffectsPrior:
         start = time.perf_counter()
         base = float(scorer([default])[0])
         if not np.isfinite(base) or base <= 0.0:
-            raise ValueError(f"the kernel model could not cost {space.name} default of this program")
+            raise ValueError(f"the kernel model could not cost the default configuration of this program (its "
+                             f"{space.name} space)")
         done: list[Codes] = []
         for k in range(0, len(singles), chunk):
             scorer.compile(singles[k:k + chunk])
@@ -90,5 +91,5 @@ class KernelEffectsPrior:
                          for c in configs], np.float64)
 
     def describe(self) -> dict[str, Any]:
-        """What the prior was built from, for result.json."""
+        """What the prior was built from (`benchmarks/tune/tuner_prior_tau.py` records it)."""
         return {"compiled": self.compiled, "seconds": round(self.seconds, 2), "unscored_options": self.unscored}
