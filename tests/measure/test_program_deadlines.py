@@ -253,6 +253,25 @@ def test_collect_of_an_endless_while_is_one_line(tmp_path, monkeypatch):
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
+def test_the_library_collect_checks_a_module_before_measuring(tmp_path, monkeypatch):
+    """Was: only the `collect` command checked a module in a child first; `graphcost.collect.collect` from Python
+    measured it directly and hung for its measuring process's deadline. A module already collected is not
+    called again on a resume."""
+    from graphcost.collect.jobs import CollectOptions, select_programs
+    from graphcost.collect.local import collect
+    from graphcost.frontend.programs.user_program import ProgramError
+
+    monkeypatch.setenv(ENV, "3")
+    module = tmp_path / "endless.hlo"
+    module.write_text(ENDLESS_WHILE)
+    with pytest.raises(ProgramError) as info:
+        collect(select_programs(str(module)), tmp_path / "out", CollectOptions(space="flags", configs=2),
+                progress=False)
+    for needle in ("endless", TIMED_OUT, "endless while loop"):
+        assert needle in str(info.value), str(info.value)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
 def test_collect_of_an_unreadable_module_is_one_error_line_not_a_usage_block(tmp_path):
     """Was: a dump directory holding no module got typer's Usage block from `collect` (one `error:` line from
     `tune`); broken module text is one line too."""

@@ -78,6 +78,19 @@ def select_programs(selectors: str, limit: int = 0, seed: int = 0) -> list[Progr
     return [s for s in specs if s.name in names]
 
 
+def check_modules(specs: list[ProgramSpec]) -> None:
+    """Each XLA module among `specs` loaded, compiled and called once in a child process under deadlines
+    (`graphcost.measure.program_check.check_program`) before anything is measured: a module whose ``while`` never
+    ends, that waits on an infeed or that crashes the compiler is a ProgramError naming it (one line), not a
+    measuring process that hangs until its deadline. Zoo programs are graphcost's own and are not checked."""
+    from graphcost.frontend.programs.hlo_program import MODULE_FAMILY
+    from graphcost.measure.program_check import check_program
+
+    for spec in specs:
+        if spec.family == MODULE_FAMILY:
+            check_program(spec.hparams["module"], run=True)
+
+
 def _names_a_module(item: str) -> bool:
     """A `--programs` item is an XLA module when it has a module's suffix, or is a directory that no zoo
     selector names."""

@@ -36,6 +36,9 @@ of a collection made before they existed (and pools their labels).
 A program that cannot be built, compiled or measured (an error in the program, a JAX version that
 lacks something it uses) is skipped with a warning and recorded under the manifest's ``skipped``
 (its error's first line), so a long collection never dies on one program; a resume tries it again.
+An XLA module given as a file is someone else's program: each not yet collected is first loaded, compiled and
+called once in a child process under deadlines (`graphcost.collect.jobs.check_modules`), and one that hangs, waits on
+an infeed or crashes stops the collection with one line naming it, before anything is measured.
 
 Output directory: ``OUT/{train,valid,test}/<program>.npz`` plus ``OUT/manifest.json`` (collection
 parameters, environment metadata, one entry per finished graph with its noise statistics, the
@@ -63,7 +66,7 @@ import numpy as np
 
 from graphcost.guards.atomic import atomic_write_json
 from graphcost.collect.guard import check_collection_out, check_configs_fit, open_collection
-from graphcost.collect.jobs import CollectOptions, GraphJob, prepare_job, round_robin
+from graphcost.collect.jobs import CollectOptions, GraphJob, check_modules, prepare_job, round_robin
 from graphcost.data.splits import stratified_split
 from graphcost.frontend.programs.compile import compile_all, persistent_cache
 from graphcost.frontend.programs.zoo import ProgramSpec, resolve_program
@@ -286,6 +289,7 @@ def collect(specs: list[ProgramSpec], out_dir: str | Path, options: CollectOptio
     with open_collection(out_dir, options.cache_dir, names=names):  # one collection at a time per directory
         manifest = load_manifest(out_dir, options)
         check_same_cpu(manifest, out_dir / MANIFEST)
+        check_modules(pending(specs, out_dir, manifest))  # before anything is measured: one line, not a hang
         cache_dir = Path(options.cache_dir or out_dir / WORK / "jax-cache").resolve()
         options = replace(options, cache_dir=cache_dir)
         with persistent_cache(cache_dir):

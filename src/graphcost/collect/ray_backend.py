@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from graphcost.collect.jobs import CollectOptions, prepare_job
+from graphcost.collect.jobs import CollectOptions, check_modules, prepare_job
 from graphcost.collect.local import MANIFEST, add_compiled_stats, finish_graph, load_manifest, pending
 from graphcost.data.splits import stratified_split
 from graphcost.frontend.hlo.compiled_stats import COMPILED_STATS
@@ -194,6 +194,7 @@ def collect_ray(specs: list[ProgramSpec], out_dir: str | Path, options: CollectO
         todo = pending(specs, out_dir, manifest)
         if not todo:  # every graph finished: no cluster to start, nothing to write
             return manifest
+        check_modules(todo)  # before the cluster starts: a module that hangs or crashes is one line
         env = {"XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
         started = not ray.is_initialized()
         if started:

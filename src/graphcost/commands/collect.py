@@ -17,23 +17,6 @@ from graphcost.commands.numbers import threads_bound
 NAMES = {"out_dir": "--out", "cache_dir": "--cache-dir", "configs": "--configs"}
 
 
-def _check_modules(specs: list) -> None:
-    """Each XLA module among `specs` loaded, compiled and called once in a child process under deadlines
-    (`graphcost.measure.program_check.check_program`) before anything is measured: a module whose ``while`` never
-    ends, that waits on an infeed or that crashes the compiler is one `error:` line naming it, not a measuring
-    process that hangs until its deadline."""
-    from graphcost.frontend.programs.hlo_program import MODULE_FAMILY
-    from graphcost.frontend.programs.user_program import ProgramError
-    from graphcost.measure.program_check import check_program
-
-    for spec in specs:
-        if spec.family == MODULE_FAMILY:
-            try:
-                check_program(spec.hparams["module"], run=True)
-            except ProgramError as exc:
-                fail(str(exc))
-
-
 def _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load, max_wait,
              compile_workers, cache_dir, label, kernels=False):
     """The `CollectOptions` of the command line."""
@@ -221,8 +204,6 @@ def register(app: typer.Typer) -> None:
                                      f"{sorted(os.sched_getaffinity(0))}")
         options = _options(space, mode, configs, seed, rounds, calls, warmup, processes, measure_core, max_load,
                            max_wait, compile_workers, cache_dir, label, kernels)
-        if action == "measure":
-            _check_modules(specs)
         if action == "annotate":
             from graphcost.collect.local import annotate_collection
 
