@@ -243,6 +243,7 @@ class KernelPriorMemo:
         from scipy.stats import rankdata
 
         from graphcost.kernels.scoring import KernelModelScorer
+        from graphcost.tuning.kernel_prior import additive_scores, main_effects
 
         scorer: list = []  # built once, on the first compile needed (it compiles the default first)
 
@@ -263,11 +264,7 @@ class KernelPriorMemo:
             d = base.default()
             singles = [d[:i] + (v,) + d[i + 1:] for i, dim in enumerate(base.dims) for v in range(1, len(dim.choices))]
             sec = costs([d] + singles, "effects")
-            effect = {}
-            for c, t in zip(singles, sec[1:]):
-                i = next(k for k in range(len(d)) if c[k] != d[k])
-                effect[(i, c[i])] = float(np.log(t / sec[0])) if np.isfinite(t) else float(np.log(2.0))  # failed: slow
-            score = np.array([sum(effect.get((i, x), 0.0) for i, x in enumerate(c) if x != d[i]) for c in table_codes])
+            score = additive_scores(main_effects(d, singles, sec[0], sec[1:]), d, table_codes)
         else:
             sec = costs(table_codes, "table")
             worst = np.nanmax(np.where(np.isfinite(sec), sec, np.nan))

@@ -94,11 +94,20 @@ class InertOptions:
         from graphcost.tuning.learners.effects import single_option_configs
 
         probes = [c for c in single_option_configs(self.space) if c not in fingerprints]  # (the prior's are known)
-        start, done = time.perf_counter(), 0
-        for k in range(0, len(probes), chunk):
-            if time.perf_counter() - start > seconds:
-                break
-            compile_many(probes[k:k + chunk])
-            done += len(probes[k:k + chunk])
+        done = compile_for(probes, compile_many, seconds, chunk)
         self.learn(fingerprints)
-        return done
+        return len(done)
+
+
+def compile_for(configs: list[Codes], compile_many: Callable[[list[Codes]], Any], seconds: float,
+                chunk: int = 4) -> list[Codes]:
+    """Compile `configs` `chunk` at a time (`compile_many` of each chunk) until `seconds` have been spent, the first
+    chunk always; the configurations compiled, in order. What the inert-option probe and the kernel prior
+    (`graphcost.tuning.kernel_prior`) spend their compile time with."""
+    start, done = time.perf_counter(), []
+    for k in range(0, len(configs), chunk):
+        if done and time.perf_counter() - start > seconds:
+            break
+        compile_many(configs[k:k + chunk])
+        done += configs[k:k + chunk]
+    return done

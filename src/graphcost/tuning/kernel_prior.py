@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from graphcost.tuning.inert import compile_for
 from graphcost.tuning.space import Codes, Space
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,28 @@ log = logging.getLogger(__name__)
 LABEL = "kernels:effects"  # what result.json records as the model of a run guided by this prior
 FAILED_EFFECT = float(np.log(2.0))  # e_i(v) of a single-option configuration that failed to compile
 PRIOR_SECONDS = 60.0  # compile time (2 threads) after which the remaining options get no effect (0)
+
+
+def main_effects(default: Codes, singles: list[Codes], base_s: float, singles_s, inert: list[bool] | None = None
+                 ) -> dict[tuple[int, int], float]:
+    """{(i, v): e_i(v)} of the single-option configurations `singles` (each `default` with one option i at v),
+    from the predicted seconds `base_s` of the default and `singles_s` (len(singles),) of each: log T̂(d[i←v]) −
+    log T̂(d); `FAILED_EFFECT` where its cost is not a positive number (a failed compile), 0 where `inert` (the
+    default's own executable)."""
+    effects = {}
+    for k, (c, t) in enumerate(zip(singles, np.asarray(singles_s, np.float64))):
+        i = next(j for j in range(len(c)) if c[j] != default[j])
+        if inert is not None and inert[k]:
+            effects[(i, int(c[i]))] = 0.0
+        else:
+            effects[(i, int(c[i]))] = float(np.log(t / base_s)) if np.isfinite(t) and t > 0.0 else FAILED_EFFECT
+    return effects
+
+
+def additive_scores(effects: dict[tuple[int, int], float], default: Codes, configs: list[Codes]) -> np.ndarray:
+    """(K,) Σ_{i : c_i ≠ d_i} e_i(c_i) of each configuration c of `configs` (an option without an effect: 0)."""
+    return np.array([sum(effects.get((i, int(x)), 0.0) for i, x in enumerate(c) if x != default[i])
+                     for c in configs], np.float64)
 
 
 class KernelEffectsPrior:
@@ -60,23 +83,11 @@ class KernelEffectsPrior:
         if not np.isfinite(base) or base <= 0.0:
             raise ValueError(f"the kernel model could not cost the default configuration of this program (its "
                              f"{space.name} space)")
-        done: list[Codes] = []
-        for k in range(0, len(singles), chunk):
-            scorer.compile(singles[k:k + chunk])
-            done += singles[k:k + chunk]
-            if time.perf_counter() - start > seconds:
-                break
+        done = compile_for(singles, scorer.compile, seconds - (time.perf_counter() - start), chunk)
         fingerprints = getattr(evaluator, "fingerprints", {}) or {}
         same = fingerprints.get(default)
-        self.effects: dict[tuple[int, int], float] = {}  # (dimension, code) -> e_i(code)
-        for c in done:
-            i = next(k for k in range(len(c)) if c[k] != default[k])
-            t = float(scorer([c])[0])
-            if same is not None and fingerprints.get(c) == same:
-                e = 0.0  # the default's own executable: the option does nothing here
-            else:
-                e = float(np.log(t / base)) if np.isfinite(t) and t > 0.0 else FAILED_EFFECT
-            self.effects[(i, c[i])] = e
+        self.effects = main_effects(default, done, base, scorer(done) if done else np.zeros(0),
+                                    [same is not None and fingerprints.get(c) == same for c in done])
         self.compiled = len(done) + 1  # the default and the single-option configurations costed
         self.seconds = time.perf_counter() - start
         self.unscored = len(singles) - len(done)
@@ -86,9 +97,7 @@ class KernelEffectsPrior:
 
     def __call__(self, configs: list[Codes], compiled: np.ndarray | None = None) -> np.ndarray:
         """(K,) scores of `configs`, lower = predicted faster (`compiled` is not read)."""
-        default = self.space.default()
-        return np.array([sum(self.effects.get((i, int(x)), 0.0) for i, x in enumerate(c) if x != default[i])
-                         for c in configs], np.float64)
+        return additive_scores(self.effects, self.space.default(), configs)
 
     def describe(self) -> dict[str, Any]:
         """What the prior was built from (`benchmarks/tune/tuner_prior_tau.py` records it)."""
