@@ -432,8 +432,15 @@ def test_tune_without_options_is_guided_by_the_shipped_model(tmp_path, prog):
     rows = _rows(out)
     assert {r["strategy"] for r in rows} == {"hedged"}
     # the budget: 6 trials measured or failed (a configuration may fail its output check); copies and re-timings
-    # of a configuration measured before are not new trials
-    assert sum(r["status"] not in ("copy", "retimed") for r in rows) == 6 and sum(r["status"] == "ok" for r in rows)
+    # of a configuration measured before are not new trials. This tiny program has few distinct executables: how
+    # many options the time-capped probe finds inert depends on the machine's speed, and a search that meets
+    # COPIES_MAX copies per budgeted trial stops early (was a flaky `== 6`)
+    from graphcost.tuning.tuner import COPIES_MAX
+
+    measured, copies = (sum(r["status"] not in ("copy", "retimed") for r in rows),
+                        sum(r["status"] == "copy" for r in rows))
+    assert measured == 6 or (measured < 6 and copies >= COPIES_MAX * 6), (measured, copies)
+    assert sum(r["status"] == "ok" for r in rows)
     assert not [r for r in rows if r["status"] == "ok" and r["same_executable_as"]]
     assert all(r["same_executable_as"] for r in rows if r["status"] == "copy")
     tpe = CliRunner().invoke(app, ["tune", f"{prog}:make", "--budget", "2", "--strategy", "tpe",
