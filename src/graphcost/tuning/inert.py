@@ -104,7 +104,8 @@ def compile_for(configs: list[Codes], compile_many: Callable[[list[Codes]], Any]
     """Compile `configs` `chunk` at a time (`compile_many` of each chunk) until `seconds` have been spent, the first
     chunk always; the configurations compiled, in order. What the inert-option probe and the kernel prior
     (`graphcost.tuning.kernel_prior`) spend their compile time with."""
-    start, done = time.perf_counter(), []
+    start = time.perf_counter()
+    done: list[Codes] = []
     for k in range(0, len(configs), chunk):
         if done and time.perf_counter() - start > seconds:
             break
