@@ -228,6 +228,7 @@ def summary(args) -> None:
     rows = [json.loads(p.read_text()) for p in sorted((args.out / "runs").glob("*.json"))]
     if args.programs is not None:  # a subset (e.g. the programs whose largest budget finished)
         rows = [r for r in rows if r["program"] in args.programs]
+    rows = [r for r in rows if r["budget"] in args.budgets and r["seed"] in args.seeds]  # e.g. one machine's seeds
     if not rows:
         raise SystemExit(f"{args.out}/runs: no finished runs to summarise")
     live = {"command": " ".join(sys.argv), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -285,8 +286,8 @@ def main(argv=None) -> None:
                         "(dev_loop_suite.py); summary: only these (default: every program of OUT/runs)")
     p.add_argument("--space", default="flags", choices=("flags", "layout", "both"))
     p.add_argument("--strategies", nargs="+", default=list(STRATEGIES[:3]), choices=list(STRATEGIES))
-    p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--budgets", type=int, nargs="+", default=[8, 16, 32], help="run: these; summary: only these")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="run: these; summary: only these")
     p.add_argument("--processes", type=int, default=3, help="processes of the final check")
     p.add_argument("--race", type=int, default=None, help="configurations raced per round (default: graphcost "
                    "tune's; the runs before racing existed had none: benchmarks/results/tune_live)")
