@@ -184,6 +184,19 @@ def test_the_check_measures_what_the_later_deadlines_scale_from(hostile):
     assert slow.worker_timeout(100, 10**6)[0] == 3600  # capped
 
 
+def test_parallel_compiles_fit_the_free_memory_at_the_check_s_compile_footprint(monkeypatch):
+    import graphcost.guards.bounds as bounds
+
+    big = ProgramCheck("p", 1.0, 10.0, 0.0, compile_bytes=3 * 2**30)  # a compile that raised the peak by 3 GiB
+    monkeypatch.setattr(bounds, "available_memory_bytes", lambda: 7 * 2**30)
+    assert big.parallel_compiles(4) == 2
+    monkeypatch.setattr(bounds, "available_memory_bytes", lambda: 2**30)
+    assert big.parallel_compiles(4) == 1  # never fewer than one
+    monkeypatch.setattr(bounds, "available_memory_bytes", lambda: None)
+    assert big.parallel_compiles(4) == 4  # nothing known: as asked
+    assert ProgramCheck("p", 1.0, 10.0, 0.0).parallel_compiles(2) == 2
+
+
 def test_deadlines_from_the_environment(monkeypatch):
     from graphcost.errors import GraphcostError
 

@@ -43,8 +43,9 @@ def test_rank_reads_the_reference_loads_the_model_and_draws_the_space_once(tmp_p
     assert res.exit_code == 0, res.output
     assert "kernels that dominate the default" in res.output and "Kendall tau of the ranking" in res.output
     assert seen["ref"] == f"{prog}:make" and seen["check"] is not None  # measured under the check's deadline
-    assert calls == Counter({"with_inputs": 1, "check_reference": 1, "check_program": 1, "load_program": 1,
-                             "rank_flag_configs": 1, "KernelCostModel.load": 1})
+    # the program is loaded only in child processes (the check's, the costing's), never here
+    assert calls == Counter({"with_inputs": 1, "check_reference": 1, "check_program": 1, "rank_flag_configs": 1,
+                             "KernelCostModel.load": 1})
 
 
 def test_rank_errors_name_the_option(tmp_path):

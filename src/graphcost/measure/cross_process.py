@@ -206,29 +206,35 @@ def _bytes(n: float) -> str:
 def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, timeout_s: float,
                env: dict | None = None, label: str | None = None, deadline_note: str = "") -> None:
     """Run one fresh measuring process (``python -m graphcost.measure.worker``); it is
-    killed with its parent (`die_with_parent`).
-
-    Raises RuntimeError with the worker's last stderr line when it fails or writes nothing, and says which
-    signal ended it; messages name `label` (default: the job file) and, when it ran past `timeout_s`,
-    `deadline_note` (how that deadline was chosen).
-    """
+    killed with its parent (`die_with_parent`). Its failures are `run_checked`'s, named
+    "measuring process P"."""
     cmd = [sys.executable, "-m", "graphcost.measure.worker", str(job_path), str(process), str(out_path),
            str(-1 if core is None else core), "0"]  # worker.main's five arguments
-    who = label or str(job_path)
+    run_checked(cmd, out_path, timeout_s, env, label or str(job_path), f"measuring process {process}", deadline_note)
+
+
+def run_checked(cmd: list[str], out_path: Path, timeout_s: float, env: dict | None, who: str, what: str,
+                deadline_note: str = "") -> None:
+    """Run the graphcost child `cmd` (`run_child`), which writes `out_path`.
+
+    Raises RuntimeError in one line naming `who` and `what` (its last stderr line, or the line it printed
+    as ``error: ...``) when it fails or writes nothing, and says which signal ended it, or that XLA ran out
+    of memory; when it runs past `timeout_s`, `deadline_note` says how that deadline was chosen.
+    """
     try:
         proc = run_child(cmd, timeout_s, env)
     except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"{who}: measuring process {process} timed out after {timeout_s:.0f} s"
+        raise RuntimeError(f"{who}: {what} timed out after {timeout_s:.0f} s"
                            + (f" ({deadline_note})" if deadline_note else "")) from exc
     if proc.returncode is not None and proc.returncode < 0:
-        raise RuntimeError(f"{who}: measuring process {process}: {describe_signal(-proc.returncode)}")
+        raise RuntimeError(f"{who}: {what}: {describe_signal(-proc.returncode)}")
     if proc.returncode != 0 or not out_path.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         if last.startswith("error: "):
             raise RuntimeError(last[len("error: "):])
         if (oom := memory_message(proc.stderr[-4000:])) is not None:
-            raise RuntimeError(f"{who}: measuring process {process}: {oom}")
-        raise RuntimeError(f"{who}: measuring process {process} failed (exit {proc.returncode}): {last}")
+            raise RuntimeError(f"{who}: {what}: {oom}")
+        raise RuntimeError(f"{who}: {what} failed (exit {proc.returncode}): {last}")
 
 
 # --- the driver side: the P measuring processes of one graph ----------------------------------

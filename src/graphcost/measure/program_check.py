@@ -126,11 +126,22 @@ class ProgramCheck:
     compile_s: float
     estimate_s: float  # the compile's cost estimate of one call
     call_s: float | None = None
+    compile_bytes: int = 0  # how much the compile raised the process's peak resident set (0: not known)
 
     def worker_timeout(self, compiles: int, calls: int, wall_s: float = 0.0) -> tuple[float, str]:
         """`worker_deadline` from the check's figures (its cost estimate per call when it made no call)."""
         call = self.call_s if self.call_s is not None else self.estimate_s
         return worker_deadline(self.prepare_s, self.compile_s, call, compiles, calls, wall_s)
+
+    def parallel_compiles(self, most: int) -> int:
+        """How many compiles of this program may run at once, at most `most`: as many as the memory the machine
+        has free takes at `compile_bytes` each (at least 1)."""
+        from graphcost.guards.bounds import available_memory_bytes
+
+        free = available_memory_bytes()
+        if self.compile_bytes <= 0 or free is None:
+            return most
+        return max(1, min(most, free // self.compile_bytes))
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -281,6 +292,16 @@ def cost_estimate(compiled) -> float:
     return estimate if math.isfinite(estimate) else 0.0
 
 
+def _peak_rss() -> int:
+    """This process's peak resident set in bytes so far (0 where the OS does not say)."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * (1 if sys.platform == "darwin" else 1024)
+    except (ImportError, OSError, ValueError):
+        return 0
+
+
 def _child(ref: str, run: bool) -> int:
     """The child of `check_program`: reports each step on the pipe `CHANNEL_ENV` names, then "done" with its
     figures (exit 0) or "error" with one line (exit 3)."""
@@ -311,9 +332,11 @@ def _child(ref: str, run: bool) -> int:
         program = prepare_program(fn, args, name, ref)
         prepare_s = time.perf_counter() - t0
         say(step=(step := "compile"))
+        peak = _peak_rss()
         t0 = time.perf_counter()
         compiled = program.lower().compile()
         compile_s = time.perf_counter() - t0
+        compile_bytes = max(0, _peak_rss() - peak)
         estimate = cost_estimate(compiled)
         call_s = None
         if run:
@@ -330,7 +353,7 @@ def _child(ref: str, run: bool) -> int:
                                 f"compiling or running the default configuration failed: {_why(exc)}"))
         return 3
     say(done={"prepare_s": round(prepare_s, 4), "compile_s": round(compile_s, 4), "estimate_s": estimate,
-              "call_s": None if call_s is None else round(call_s, 6)})
+              "call_s": None if call_s is None else round(call_s, 6), "compile_bytes": compile_bytes})
     channel.close()
     return 0
 

@@ -131,21 +131,71 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
 def profile_cross_process(ref: str, space_name: str, configs: list, labels: list[str], processes: int = 3,
                           protocol: TimingProtocol | None = None, allow_fast_math: bool = True,
                           cache_dir: str | Path | None = None, timeout_s: float = 900.0,
-                          timeout_note: str = "") -> ProgramProfile:
+                          timeout_note: str = "", described: tuple[list, list] | None = None) -> ProgramProfile:
     """Profiles of `configs` (codes of the `space_name` tuning space) of the program `ref`, each of
-    `processes` fresh processes timing them together and then making a profiled pass (`graphcost.kernels.times`)."""
-    from graphcost.frontend.hlo.origins import kernel_origins
-    from graphcost.frontend.programs.jax_program import compile_lowered, optimized_kernels
-
+    `processes` fresh processes timing them together and then making a profiled pass (`graphcost.kernels.times`).
+    `described`: each configuration's kernels and their origins (`describe_configs`, or `describe_job` in a
+    child process); None: `describe_configs` here (the tuner, which holds the program already)."""
     protocol = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)
-    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
-                                          "configs": [list(c) for c in configs]})
-    compiled = [compile_lowered(low, opt) for low, opt in zip(lowered, options)]
-    modules = [optimized_kernels(exe) for exe in compiled]
-    origins = [kernel_origins(exe.as_text()) for exe in compiled]
+    modules, origins = described or describe_configs(ref, space_name, configs, allow_fast_math)
     rem = remeasure_cross_process(ref, space_name, configs, processes, protocol, allow_fast_math, cache_dir,
                                   timeout_s, kernels=True, timeout_note=timeout_note)
     return profile_of(rem, modules, labels, ref, origins)
+
+
+def describe_configs(ref: str, space_name: str, configs: list, allow_fast_math: bool) -> tuple[list, list]:
+    """``(kernels, origins)`` of each configuration of the program `ref`, compiled in this process: its
+    optimized module's kernels (`optimized_kernels`, by name) and what user code each came from
+    (`graphcost.frontend.hlo.origins.kernel_origins`)."""
+    from graphcost.frontend.hlo.origins import kernel_origins
+    from graphcost.frontend.programs.jax_program import compile_lowered, optimized_kernels
+
+    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
+                                          "configs": [list(c) for c in configs]})
+    compiled = [compile_lowered(low, opt) for low, opt in zip(lowered, options)]
+    return [optimized_kernels(exe) for exe in compiled], [kernel_origins(exe.as_text()) for exe in compiled]
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What a profile says of a kernel it did not compile itself (`describe_job`)."""
+
+    kind: str
+    fingerprint: str
+    parent: str
+
+
+def describe_job(job: dict) -> dict:
+    """`graphcost profile`'s describing process (`graphcost.measure.child_call`): the program `job["program"]`'s
+    `job["tune_space"]` space built, the tuned `job["codes"]` checked in it (``{"refused": "<where>: why"}``
+    when one is not of it), then the default and those codes described (`describe_configs`):
+    ``{"configs", "kernels": [{name: [kind, fingerprint, parent]}], "origins": [{name: [ops, sources]}]}``,
+    read back by `described`."""
+    from graphcost.frontend.programs.user_program import TuneProgram, load_program
+    from graphcost.tuning.space import make_space
+
+    fn, args, name = load_program(job["program"], checked=True)
+    space = make_space(job["tune_space"], TuneProgram(fn, args, name), allow_fast_math=job["allow_fast_math"])
+    for c in job["codes"]:
+        try:
+            space.check(c)
+        except ValueError as exc:  # a best.json of another program, or a dict filled in by hand
+            return {"refused": f"{job['where']}: {exc}"}
+    configs = [[0] * len(space.dims), *job["codes"]]
+    modules, origins = describe_configs(job["program"], job["tune_space"], configs, job["allow_fast_math"])
+    return {"configs": configs,
+            "kernels": [{n: [k.kind, k.fingerprint, k.parent] for n, k in m.items()} for m in modules],
+            "origins": [{n: [list(o.ops), [list(s) for s in o.sources]] for n, o in orig.items()} for orig in origins]}
+
+
+def described(result: dict) -> tuple[list, list]:
+    """`describe_job`'s JSON as `describe_configs` returns it (`KernelInfo`s for the kernels)."""
+    from graphcost.frontend.hlo.origins import Origin
+
+    modules = [{n: KernelInfo(*k) for n, k in m.items()} for m in result["kernels"]]
+    origins = [{n: Origin(tuple(ops), tuple((str(f), int(line)) for f, line in sources))
+                for n, (ops, sources) in orig.items()} for orig in result["origins"]]
+    return modules, origins
 
 
 def profile_default(program, evaluator, space, processes: int, program_ref: str | None, allow_fast_math: bool,

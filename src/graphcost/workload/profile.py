@@ -7,8 +7,9 @@ lower_tune_job`): each process times the configurations with the interleaved pro
 profiled pass (`graphcost.measure.kernel_profile`). Kernels of one configuration are
 joined over processes as the collection's kernel labels are (`graphcost.kernels.records.
 combine_profiles`, level-median), and described from the configuration's optimized
-module compiled here (`graphcost.frontend.hlo.kernels`): what each is (fusion kind, library call,
-copy, loop) and its executions per call.
+module (`graphcost.frontend.hlo.kernels`), compiled in one more fresh process (`graphcost.tuning.crossproc.
+describe_job`): what each is (fusion kind, library call, copy, loop), its executions per call and the user's
+code it came from. The program is never loaded, traced or compiled in this process.
 
 With `best` (a tuned configuration: `TunedConfig`, best.json or its dict), the default and the tuned
 configuration are profiled side by side; `compare` pairs their kernels by fingerprint (the same
@@ -52,9 +53,9 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
     from graphcost.guards.bounds import ArgumentError, check_path
     from graphcost.tuning.apply import _as_config, check_options
     from graphcost.tuning.arguments import check_tuned
-    from graphcost.frontend.programs.user_program import load_program, prepare_program
+    from graphcost.measure.child_call import run_in_child
     from graphcost.measure.program_check import check_program
-    from graphcost.tuning.space import make_space
+    from graphcost.tuning.crossproc import described
 
     _check_arguments(processes, protocol, timeout_s, top, overwrite, names)
     outputs = {"json_out": json_out, "plot": plot}
@@ -68,29 +69,27 @@ def profile_program(ref: str, best=None, processes: int = 3, protocol: TimingPro
         raise ArgumentError(f"{(names or {}).get('best', 'best')} {best}: no such file (a best.json written by "
                          "graphcost tune)")
     space_name, labels, codes = "flags", ["default"], []
+    where: str | Path = ""  # the tuned configuration, in messages
     if best is not None:  # checked before the program runs
         cfg = _as_config(best)
         where = best if isinstance(best, (str, Path)) else "the tuned configuration"
         check_tuned(cfg, where)
         check_options(cfg.compiler_options, where)
         space_name, labels, codes = cfg.space, ["default", "tuned"], [list(cfg.codes)]
-    # someone else's code: prepared and called once in a child process under deadlines before it is loaded here
+    # someone else's code, never run here: prepared and called once in a child process under deadlines, then
+    # its configurations checked and described (compiled) in another, then timed in `processes` more
     check = check_program(ref, run=True)
-    fn, args, name = load_program(ref, checked=True)  # (check_program read the reference)
-    program = prepare_program(fn, args, name, ref)
-    space = make_space(space_name, program)
-    for c in codes:
-        try:
-            space.check(c)
-        except ValueError as exc:  # a best.json of another program, or a dict filled in by hand
-            raise ArgumentError(f"{where}: {exc}") from None
-    configs = [[0] * len(space.dims), *codes]
     timing = protocol or TimingProtocol(rounds=3, calls=5, warmup=2)  # profile_cross_process's default
-    calls = len(configs) * (timing.rounds * timing.calls + timing.warmup + 20)  # 20: the profiled pass's most
-    scaled, note = check.worker_timeout(len(configs), calls)
-    result = profile_cross_process(ref, space_name, configs, labels, processes, protocol, True, None,
-                                   scaled if timeout_s is None else timeout_s,
-                                   timeout_note=note if timeout_s is None else "")
+    calls = len(labels) * (timing.rounds * timing.calls + timing.warmup + 20)  # 20: the profiled pass's most
+    scaled, note = check.worker_timeout(len(labels), calls)
+    timeout, note = (scaled, note) if timeout_s is None else (timeout_s, "")
+    job = {"program": ref, "tune_space": space_name, "allow_fast_math": True, "codes": codes, "where": str(where)}
+    description = run_in_child("graphcost.tuning.crossproc:describe_job", job, timeout, ref, "describing process",
+                               note)
+    if "refused" in description:
+        raise ArgumentError(description["refused"])
+    result = profile_cross_process(ref, space_name, description["configs"], labels, processes, protocol, True, None,
+                                   timeout, timeout_note=note, described=described(description))
     if json_out is not None:
         result.save(Path(json_out))
     if plot is not None:

@@ -34,7 +34,7 @@ class KernelRanking:
     costed: list[CostedConfig]  # per configuration, in `flags` order: predicted seconds, kernels, compile time
     flags: list  # the `FlagConfig`s (row 0 the default)
     scores: np.ndarray  # (K,) what the ranking orders by, lower = predicted faster (`KernelCostModel.rank_scores`)
-    program: Any  # the prepared `TuneProgram`
+    program: Any  # the prepared `TuneProgram` (`rank_configs`); None from `rank_program`: never loaded here
     model: KernelCostModel
     check: Any = None  # a program by reference: what its check in a child process measured (`ProgramCheck`)
     measured: np.ndarray | None = None  # (K,) runtimes in ns timed here (`rank_program(measure=True)`), else None
@@ -93,20 +93,26 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
     """`rank_configs` of the program `ref` (``FILE.py:FUNCTION``, ``MODULE:FUNCTION`` or an XLA module;
     `graphcost.frontend.programs.user_program.load_program`): `graphcost rank PROGRAM`'s one library verb.
 
-    The program is someone else's code: it is first prepared (and with `call`, called once: what a caller
-    that then times it with `measure_ranking` needs) in a child process under deadlines
-    (`graphcost.measure.program_check`), so a ``make()`` that hangs or aborts is a ProgramError naming it, not
-    a hang or the end of this process; only then is it loaded here to be compiled and costed. The reference
-    is read once, the kernel model loaded once (default: the shipped one) and the configurations drawn once.
+    The program is someone else's code, and it never runs in this process: it is first prepared (and with
+    `call`, called once: what a caller that then times it with `measure_ranking` needs) in a child process
+    under deadlines (`graphcost.measure.program_check`), so a ``make()`` that hangs or aborts is a ProgramError
+    naming it, not a hang or the end of this process; then another fresh process compiles and costs its
+    configurations (`cost_job`, through `graphcost.measure.child_call`) under a deadline scaled from that
+    check, so a compile that crashes, runs out of memory or never ends is a RuntimeError naming it. The
+    reference is checked once here, the kernel model loaded once here (default: the shipped one; a given
+    `model` must have been loaded from its directory, which the costing process loads) and the
+    configurations drawn once here (the costing process draws the same ones from the same seed).
 
     inputs: an XLA module's arguments (an npz). measure: also time every costed configuration in a fresh
     process (`measure_ranking`, after the check's call), into ``ranking.measured``. names: an argument's name
     as the caller's user knows it in the messages (``graphcost rank`` passes ``{"configs": "--configs", ...}``).
     say: where the notes go (which module of a dump directory, which kernel model ranks). ranked: called with
-    the ranking as soon as it is costed, before it is measured."""
+    the ranking as soon as it is costed, before it is measured. workers: compiles at once, fewer where the
+    machine's free memory does not take that many at what the check's compile took
+    (`ProgramCheck.parallel_compiles`)."""
     from graphcost.guards.bounds import ArgumentError, renamed
     from graphcost.frontend.programs import hlo_program
-    from graphcost.frontend.programs.user_program import load_program, prepare_program
+    from graphcost.measure.child_call import run_in_child
     from graphcost.measure.program_check import check_program
 
     if isinstance(ref, str):  # any other is refused by the check below, naming it
@@ -118,6 +124,9 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
         for key, flag in (("call", call), ("measure", measure)):
             if not isinstance(flag, bool):
                 raise ArgumentError(f"{key} must be True or False, got {flag!r}")
+        if model is not None and not Path(model.trained_on).is_dir():
+            raise ArgumentError(f"model: the costing process loads the model from its directory, and "
+                                f"{model.trained_on!r} is none (a model from KernelCostModel.load(DIR), or None)")
     except ArgumentError as exc:
         raise ArgumentError(renamed(str(exc), names)) from None
     if model is None:
@@ -127,8 +136,15 @@ def rank_program(ref: str, configs: int = 16, seed: int = 0, model: KernelCostMo
             say(f"ranking {ref} with the shipped kernel model ({model.meta.get('data', '?')}, "
                 f"{model.meta.get('date', '?')}): each configuration costed as the sum of its kernels{blend}")
     check = check_program(ref, run=call or measure)  # reads the reference: a mistyped one is refused here
-    fn, args, name = load_program(ref, checked=True)
-    ranking = _rank(prepare_program(fn, args, name, ref), configs, seed, model, workers, allow_fast_math)
+    flag_list = rank_flag_configs(configs, seed, allow_fast_math)
+    # a compile and the costing of its kernels, each counted as one compile of the check's
+    timeout, why = check.worker_timeout(2 * configs, 0)
+    costed = run_in_child("graphcost.workload.rank:cost_job",
+                          {"program": ref, "configs": configs, "seed": seed, "allow_fast_math": allow_fast_math,
+                           "workers": check.parallel_compiles(workers), "model": model.trained_on}, timeout, ref,
+                          "costing process", why)
+    ranking = _ranking([CostedConfig(c["index"], c["seconds"], [tuple(k) for k in c["kernels"]], c["compile_s"])
+                        for c in costed["costed"]], flag_list, model, None)
     ranking.check = check
     if ranked is not None:
         ranked(ranking)
@@ -217,16 +233,43 @@ def _forget_compiled() -> None:
             clear()
     except ImportError:
         pass
-    try:
-        import ctypes
+    from graphcost.memory import release_free_memory
 
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    release_free_memory()
+
+
+def cost_job(job: dict) -> dict:
+    """The costing process of `rank_program` (`graphcost.measure.child_call`): the program `job["program"]` loaded,
+    traced and its configurations (`rank_flag_configs` of the job's count, seed and fast-math switch) compiled and
+    costed by the kernel model in the directory `job["model"]`; ``{"costed": [{index, seconds, kernels,
+    compile_s}, ...]}`` in configuration order."""
+    from graphcost.frontend.programs.user_program import load_program, prepare_program
+
+    fn, args, name = load_program(job["program"], checked=True)
+    program = prepare_program(fn, args, name, job["program"])
+    flag_list = rank_flag_configs(int(job["configs"]), int(job["seed"]), bool(job["allow_fast_math"]))
+    costed = _cost(program, flag_list, KernelCostModel.load(job["model"]), int(job["workers"]))
+    return {"costed": [{"index": c.index, "seconds": c.seconds, "kernels": [list(k) for k in c.kernels],
+                        "compile_s": c.compile_s} for c in costed]}
 
 
 def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int,
           allow_fast_math: bool = False) -> KernelRanking:
+    """`rank_configs`'s ranking, costed in this process (the caller's own function and arguments)."""
+    flag_list = rank_flag_configs(configs, seed, allow_fast_math)
+    return _ranking(_cost(program, flag_list, model, workers), flag_list, model, program)
+
+
+def _ranking(costed: list[CostedConfig], flag_list: list, model: KernelCostModel, program) -> KernelRanking:
+    """The `KernelRanking` of configurations `costed` in `flag_list` order: scored by the model's blend."""
+    from graphcost.frontend.programs.flags import flag_features
+
+    scores = model.rank_scores(np.asarray([c.seconds for c in costed]), flag_features(flag_list))
+    return KernelRanking(costed, flag_list, scores, program, model)
+
+
+def _cost(program, flag_list: list, model: KernelCostModel, workers: int) -> list[CostedConfig]:
+    """Each configuration of `flag_list` compiled (`workers` at a time) and costed by `model`, in order."""
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
@@ -234,7 +277,6 @@ def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int
     from graphcost.frontend.programs.flags import flag_features
 
     lowered = program.lower()
-    flag_list = rank_flag_configs(configs, seed, allow_fast_math)
     feats = flag_features(flag_list)
 
     def compile_one(i: int):
@@ -263,5 +305,4 @@ def _rank(program, configs: int, seed: int, model: KernelCostModel, workers: int
             pending.append(pool.submit(compile_one, i))
             while len(pending) > workers or (i == len(flag_list) - 1 and pending):
                 cost(pending.popleft())
-    scores = model.rank_scores(np.asarray([c.seconds for c in out]), feats)
-    return KernelRanking(out, flag_list, scores, program, model)
+    return out
