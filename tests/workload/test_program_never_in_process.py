@@ -47,6 +47,7 @@ def test_make_runs_only_in_child_processes(command, tmp_path):
     assert res.exit_code == 0, res.output
     pids = [int(p) for p in log.read_text().split()]
     assert len(pids) >= 2 and os.getpid() not in pids  # the check, then the costing / describing process
+    assert len(set(pids)) == len(pids)  # and each of those processes makes the program once
 
 
 @pytest.mark.parametrize("command,what", [(["rank", "--configs", "2"], "costing process"),
@@ -60,3 +61,13 @@ def test_a_program_that_aborts_after_its_check_is_one_line(command, what, tmp_pa
     assert error == [f"error: {prog}:make: {what}: the program aborted (signal 6, SIGABRT: os.abort() or a failed "
                      "check)"], res.output
     assert "Traceback" not in res.output
+
+
+def test_from_python_the_failure_is_a_graphcost_error(tmp_path):
+    from graphcost.errors import GraphcostError
+    from graphcost.workload.rank import rank_program
+
+    prog = tmp_path / "prog.py"
+    prog.write_text(textwrap.dedent(SECOND_MAKE_ABORTS.format(marker=str(tmp_path / "made"))))
+    with pytest.raises(GraphcostError, match=r"costing process: the program aborted \(signal 6"):
+        rank_program(f"{prog}:make", configs=2)

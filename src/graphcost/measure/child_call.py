@@ -29,7 +29,8 @@ from graphcost.guards.atomic import atomic_write_json
 def run_in_child(function: str, job: dict, timeout_s: float, label: str, what: str = "child process",
                  deadline_note: str = "") -> dict:
     """``function(job)`` (``"graphcost.module:name"``) in a fresh process killed after `timeout_s` seconds; its
-    JSON result. RuntimeError in one line naming `label` and `what` when it fails (module docstring)."""
+    JSON result. `graphcost.measure.cross_process.ProcessFailed` (a RuntimeError) in one line naming `label` and
+    `what` when it fails (module docstring)."""
     from graphcost.measure.cross_process import run_checked
 
     if not function.startswith("graphcost.") or ":" not in function:

@@ -64,6 +64,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from graphcost.errors import GraphcostError
 from graphcost.guards.atomic import atomic_write_json, atomic_write_text
 from graphcost.measure.interleaved import load_average, spearman
 
@@ -213,28 +214,33 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
     run_checked(cmd, out_path, timeout_s, env, label or str(job_path), f"measuring process {process}", deadline_note)
 
 
+class ProcessFailed(GraphcostError, RuntimeError):
+    """A fresh process graphcost ran on a program (measuring, costing, describing, verifying) failed, timed out or
+    was killed: one line naming the program, the process and what ended it."""
+
+
 def run_checked(cmd: list[str], out_path: Path, timeout_s: float, env: dict | None, who: str, what: str,
                 deadline_note: str = "") -> None:
     """Run the graphcost child `cmd` (`run_child`), which writes `out_path`.
 
-    Raises RuntimeError in one line naming `who` and `what` (its last stderr line, or the line it printed
-    as ``error: ...``) when it fails or writes nothing, and says which signal ended it, or that XLA ran out
+    Raises ProcessFailed (a RuntimeError) in one line naming `who` and `what` (its last stderr line, or the line
+    it printed as ``error: ...``) when it fails or writes nothing, and says which signal ended it, or that XLA ran out
     of memory; when it runs past `timeout_s`, `deadline_note` says how that deadline was chosen.
     """
     try:
         proc = run_child(cmd, timeout_s, env)
     except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"{who}: {what} timed out after {timeout_s:.0f} s"
+        raise ProcessFailed(f"{who}: {what} timed out after {timeout_s:.0f} s"
                            + (f" ({deadline_note})" if deadline_note else "")) from exc
     if proc.returncode is not None and proc.returncode < 0:
-        raise RuntimeError(f"{who}: {what}: {describe_signal(-proc.returncode)}")
+        raise ProcessFailed(f"{who}: {what}: {describe_signal(-proc.returncode)}")
     if proc.returncode != 0 or not out_path.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         if last.startswith("error: "):
-            raise RuntimeError(last[len("error: "):])
+            raise ProcessFailed(last[len("error: "):])
         if (oom := memory_message(proc.stderr[-4000:])) is not None:
-            raise RuntimeError(f"{who}: {what}: {oom}")
-        raise RuntimeError(f"{who}: {what} failed (exit {proc.returncode}): {last}")
+            raise ProcessFailed(f"{who}: {what}: {oom}")
+        raise ProcessFailed(f"{who}: {what} failed (exit {proc.returncode}): {last}")
 
 
 # --- the driver side: the P measuring processes of one graph ----------------------------------

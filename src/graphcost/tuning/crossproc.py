@@ -103,7 +103,12 @@ def lower_tune_job(job: dict) -> tuple[list, list, list]:
     fn, args, name = load_program(job["program"])
     program = TuneProgram(fn, args, name)
     space = make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"])
-    codes = [space.check(c) for c in job["configs"]]
+    return _lowered(program, space, job["configs"])
+
+
+def _lowered(program, space, configs: list) -> tuple[list, list, list]:
+    """``(lowered, compiler_options, flat_args)`` of `program` under each of `configs` (codes of `space`)."""
+    codes = [space.check(c) for c in configs]
     return [space.lower(program, c) for c in codes], [space.compiler_options(c) for c in codes], program.flat_args
 
 
@@ -147,11 +152,16 @@ def describe_configs(ref: str, space_name: str, configs: list, allow_fast_math: 
     """``(kernels, origins)`` of each configuration of the program `ref`, compiled in this process: its
     optimized module's kernels (`optimized_kernels`, by name) and what user code each came from
     (`graphcost.frontend.hlo.origins.kernel_origins`)."""
+    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
+                                          "configs": [list(c) for c in configs]})
+    return _described_here(lowered, options)
+
+
+def _described_here(lowered: list, options: list) -> tuple[list, list]:
+    """`describe_configs` of the lowered configurations: each compiled under its options, then read."""
     from graphcost.frontend.hlo.origins import kernel_origins
     from graphcost.frontend.programs.jax_program import compile_lowered, optimized_kernels
 
-    lowered, options, _ = lower_tune_job({"program": ref, "tune_space": space_name, "allow_fast_math": allow_fast_math,
-                                          "configs": [list(c) for c in configs]})
     compiled = [compile_lowered(low, opt) for low, opt in zip(lowered, options)]
     return [optimized_kernels(exe) for exe in compiled], [kernel_origins(exe.as_text()) for exe in compiled]
 
@@ -174,15 +184,17 @@ def describe_job(job: dict) -> dict:
     from graphcost.frontend.programs.user_program import TuneProgram, load_program
     from graphcost.tuning.space import make_space
 
-    fn, args, name = load_program(job["program"], checked=True)
-    space = make_space(job["tune_space"], TuneProgram(fn, args, name), allow_fast_math=job["allow_fast_math"])
+    fn, args, name = load_program(job["program"], checked=True)  # make() runs once in this process
+    program = TuneProgram(fn, args, name)
+    space = make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"])
     for c in job["codes"]:
         try:
             space.check(c)
         except ValueError as exc:  # a best.json of another program, or a dict filled in by hand
             return {"refused": f"{job['where']}: {exc}"}
     configs = [[0] * len(space.dims), *job["codes"]]
-    modules, origins = describe_configs(job["program"], job["tune_space"], configs, job["allow_fast_math"])
+    lowered, options, _ = _lowered(program, space, configs)
+    modules, origins = _described_here(lowered, options)
     return {"configs": configs,
             "kernels": [{n: [k.kind, k.fingerprint, k.parent] for n, k in m.items()} for m in modules],
             "origins": [{n: [list(o.ops), [list(s) for s in o.sources]] for n, o in orig.items()} for orig in origins]}

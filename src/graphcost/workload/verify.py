@@ -127,7 +127,7 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
     (`graphcost.measure.program_check.check_program`: a hang, an abort or a crash is a ProgramError naming it);
     each verifying process then gets `timeout_s` seconds, or with None a deadline scaled from what that check
     measured (`ProgramCheck.worker_timeout`)."""
-    from graphcost.measure.cross_process import describe_signal, run_child
+    from graphcost.measure.cross_process import run_checked
     from graphcost.measure.program_check import check_program
     from graphcost.tuning.result import load_best
 
@@ -148,16 +148,7 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
         for p in range(processes):
             out = Path(tmp) / f"p{p}.json"
             cmd = [sys.executable, "-m", "graphcost.workload.verify", str(job), str(out), str(p)]
-            try:
-                proc = run_child(cmd, scaled)
-            except Exception as exc:  # noqa: BLE001 - subprocess.TimeoutExpired: say which process
-                raise RuntimeError(f"{ref}: verifying process {p} timed out after {scaled:.0f} s"
-                                   + (f" ({note})" if note else "")) from exc
-            if proc.returncode is not None and proc.returncode < 0:
-                raise RuntimeError(f"{ref}: verifying process {p}: {describe_signal(-proc.returncode)}")
-            if proc.returncode != 0 or not out.exists():
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise RuntimeError(f"{run}: verifying process {p} failed (exit {proc.returncode}): {last}")
+            run_checked(cmd, out, scaled, None, ref, f"verifying process {p}", note)
             rows.append(json.loads(out.read_text(encoding="utf-8")))
             if progress is not None:
                 progress(p + 1)
@@ -278,8 +269,10 @@ if __name__ == "__main__":  # the worker: JOB.json OUT.json PROCESS
     from graphcost.frontend.programs.user_program import ProgramError
 
     job_path, out_path, index = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     try:
-        data = time_process(json.loads(Path(job_path).read_text(encoding="utf-8")), index)
+        data = time_process(job, index)
     except (ProgramError, ValueError) as exc:  # the program no longer loads, or best.json no longer fits it
-        sys.exit(f"error: {exc}")
+        text = " ".join(str(exc).split())
+        sys.exit(f"error: {text if text.startswith(job['program']) else job['program'] + ': ' + text}")
     atomic_write_json(data, Path(out_path))
