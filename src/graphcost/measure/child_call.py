@@ -47,24 +47,19 @@ def run_in_child(function: str, job: dict, timeout_s: float, label: str, what: s
 def main(job_path: str, out: str) -> int:
     """The child: call the job's function, write its result; one ``error:`` line on stderr (exit 3) when it
     raises. Exceptions are caught broadly on purpose: the user's code may raise anything."""
-    try:
-        import resource
+    from graphcost.measure.program_check import no_core_files
 
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash of the user's code leaves no core file
-    except (ImportError, ValueError, OSError):
-        pass
+    no_core_files()
     with open(job_path, encoding="utf-8") as fh:
         spec = json.load(fh)
     module, _, name = spec["function"].partition(":")
     try:
         result = getattr(importlib.import_module(module), name)(spec["job"])
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - one line for the parent, whatever the program raised
-        from graphcost.measure.cross_process import memory_message
+        from graphcost.measure.cross_process import labelled, memory_message
 
         text = " ".join(str(exc).split()) or type(exc).__name__
-        text = memory_message(text) or text
-        label = spec.get("label", "")
-        print(f"error: {text if text.startswith(label) else f'{label}: {text}'}", file=sys.stderr)
+        print(f"error: {labelled(memory_message(text) or text, spec.get('label', ''))}", file=sys.stderr)
         return 3
     atomic_write_json(result, Path(out))
     return 0

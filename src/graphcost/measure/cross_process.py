@@ -214,6 +214,12 @@ def run_worker(job_path: Path, process: int, out_path: Path, core: int | None, t
     run_checked(cmd, out_path, timeout_s, env, label or str(job_path), f"measuring process {process}", deadline_note)
 
 
+def labelled(text: str, label: str) -> str:
+    """A child's one-line error `text`, beginning with `label` (the program) unless it names it first already:
+    what a child prints as ``error: ...`` for `run_checked` to raise."""
+    return text if text.startswith(label) else f"{label}: {text}"
+
+
 class ProcessFailed(GraphcostError, RuntimeError):
     """A fresh process graphcost ran on a program (measuring, costing, describing, verifying) failed, timed out or
     was killed: one line naming the program, the process and what ended it."""

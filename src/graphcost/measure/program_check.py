@@ -292,6 +292,17 @@ def cost_estimate(compiled) -> float:
     return estimate if math.isfinite(estimate) else 0.0
 
 
+def no_core_files() -> None:
+    """In a child that runs the user's code: an ``os.abort()`` or a crash there leaves no core file (where the OS
+    lets a process say so)."""
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def _peak_rss() -> int:
     """This process's peak resident set in bytes so far (0 where the OS does not say)."""
     try:
@@ -313,12 +324,7 @@ def _child(ref: str, run: bool) -> int:
         channel.write(json.dumps(msg) + "\n")
         channel.flush()
 
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an os.abort() of the user's code leaves no core file
-    except (ImportError, ValueError, OSError):
-        pass
+    no_core_files()
     import jax
 
     from graphcost.frontend.programs.user_program import load_program, prepare_program

@@ -267,12 +267,12 @@ def _per_call(call, n: int) -> tuple[float, float]:
 
 if __name__ == "__main__":  # the worker: JOB.json OUT.json PROCESS
     from graphcost.frontend.programs.user_program import ProgramError
+    from graphcost.measure.cross_process import labelled
 
     job_path, out_path, index = sys.argv[1], sys.argv[2], int(sys.argv[3])
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     try:
         data = time_process(job, index)
     except (ProgramError, ValueError) as exc:  # the program no longer loads, or best.json no longer fits it
-        text = " ".join(str(exc).split())
-        sys.exit(f"error: {text if text.startswith(job['program']) else job['program'] + ': ' + text}")
+        sys.exit(f"error: {labelled(' '.join(str(exc).split()), job['program'])}")
     atomic_write_json(data, Path(out_path))
