@@ -13,7 +13,6 @@ draws `DEEP_RANK` / `DEEP_PROFILE`.
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 
@@ -35,16 +34,19 @@ def _settings(ci: int, deep: int):
                     phases=(Phase.explicit, Phase.generate))  # no shrinking: each case is a process of seconds
 
 
-def _cap() -> None:
-    cap = int(float(os.environ.get("GRAPHCOST_FUZZ_MAX_AS_GB", DEEP_ADDRESS_SPACE_GB)) * 2**30)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+# The cap is set in the child itself, before graphcost is imported: a ``preexec_fn`` would make this (JAX-importing,
+# multithreaded) test process fork and run Python code in the fork, which JAX rightly warns may deadlock.
+_LAUNCH = ("import resource, runpy, sys; cap = int(sys.argv.pop(1)); "
+           "resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1])); "
+           "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); sys.argv[0] = 'graphcost'; "
+           "runpy.run_module('graphcost', run_name='__main__', alter_sys=True)")
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
     """`graphcost ARGS` in a fresh process under the address-space cap."""
-    return subprocess.run([sys.executable, "-m", "graphcost", *map(str, args)], capture_output=True, text=True,
-                          timeout=LIMIT_S, preexec_fn=_cap, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    cap = int(float(os.environ.get("GRAPHCOST_FUZZ_MAX_AS_GB", DEEP_ADDRESS_SPACE_GB)) * 2**30)
+    return subprocess.run([sys.executable, "-c", _LAUNCH, str(cap), *map(str, args)], capture_output=True,
+                          text=True, timeout=LIMIT_S, env={**os.environ, "JAX_PLATFORMS": "cpu"})
 
 
 def check_outcome(proc: subprocess.CompletedProcess) -> None:

@@ -445,8 +445,9 @@ def _search(program: TuneProgram, name: str, sp: Space, cfg: TuneConfig, protoco
                      f"change nothing in this program's executable and are left out of the search"
                      + (f" ({', '.join(dropped)})" if dropped else ""))
         trials: list[Trial] = []
+        shown = Path(cfg.program_ref).name if cfg.program_ref else name  # `FILE.py:make_X`, not only the file's stem
         for strat in strategies:
-            bar = tqdm(total=cfg.budget, desc=f"tune {name} [{strat}]", unit="config", disable=not cfg.progress)
+            bar = tqdm(total=cfg.budget, desc=f"tune {shown} [{strat}]", unit="config", disable=not cfg.progress)
 
             failed = [0]
 
