@@ -10,7 +10,9 @@ Each measurement runs in a fresh process (its peak RSS from `os.wait4`):
 - featurize: the module read and checked (`hlo_program.module_proto`: XLA's text parser, graphcost's proto
   reader, the nesting and chain checks) and made TpuGraphs node features (`featurizer.featurize_module`);
 - rank: ``graphcost rank MODULE.hlo --format json`` (16 configurations compiled and costed by the shipped
-  kernel model; no ``--measure``).
+  kernel model; no ``--measure``). It compiles in a child process, so beside the largest single process's peak
+  (``peak_rss_mib``, what ``os.wait4`` reports) the process tree's resident memory is sampled every 50 ms and its
+  peak kept (``peak_rss_with_children_mib``): what the machine must hold at once.
 
     nice -n 10 python benchmarks/speed/bench_module_size.py --out benchmarks/results/module_size.json
 """
@@ -66,12 +68,37 @@ def featurize_here(path: str) -> dict:
             "edges": int(fm.num_edges)}
 
 
-def run_measured(cmd: list[str], timeout_s: float) -> tuple[int, float, float, str, str]:
-    """(exit status, wall seconds, peak RSS MiB, stdout, stderr) of `cmd` in a fresh process."""
+def tree_rss_mib(root: int) -> float:
+    """The resident memory of process `root` and all its descendants together, in MiB (Linux /proc; 0 elsewhere)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, ...
+            parents[int(stat.parent.name)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue  # the process ended while being read
+    tree, grew = {root}, True
+    while grew:
+        more = {pid for pid, ppid in parents.items() if ppid in tree} - tree
+        tree |= more
+        grew = bool(more)
+    pages = 0
+    for pid in tree:
+        try:
+            pages += int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def run_measured(cmd: list[str], timeout_s: float) -> tuple[int, float, float, float, str, str]:
+    """(exit status, wall seconds, peak RSS MiB of the largest single process, peak RSS MiB of the process and its
+    children together (sampled every 50 ms: `rank` compiles in a child process), stdout, stderr) of `cmd` in a
+    fresh process."""
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err)
-    deadline = t0 + timeout_s
+    deadline, together = t0 + timeout_s, 0.0
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
@@ -80,22 +107,25 @@ def run_measured(cmd: list[str], timeout_s: float) -> tuple[int, float, float, s
             proc.kill()
             pid, status, usage = os.wait4(proc.pid, 0)
             break
+        together = max(together, tree_rss_mib(proc.pid))
         time.sleep(0.05)
     proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
     wall = time.perf_counter() - t0
     out.seek(0)
     err.seek(0)
-    return proc.returncode, wall, usage.ru_maxrss / 1024, out.read().decode(), err.read().decode()
+    single = usage.ru_maxrss / 1024  # the largest of the process and its reaped descendants, not their sum
+    return proc.returncode, wall, single, max(together, single), out.read().decode(), err.read().decode()
 
 
 def measure(path: Path, timeout_s: float) -> dict:
-    rc, wall, rss, out, err = run_measured([sys.executable, __file__, "--featurize", str(path)], timeout_s)
+    rc, wall, rss, _, out, err = run_measured([sys.executable, __file__, "--featurize", str(path)], timeout_s)
     featurize = json.loads(out) if rc == 0 else {"failed": err.strip().splitlines()[-1:]}
     featurize.update(process_s=round(wall, 2), peak_rss_mib=round(rss, 1))
-    rc, wall, rss, out, err = run_measured([sys.executable, "-m", "graphcost", "rank", str(path), "--format", "json"],
-                                           timeout_s)
+    rc, wall, rss, together, out, err = run_measured([sys.executable, "-m", "graphcost", "rank", str(path),
+                                                      "--format", "json"], timeout_s)
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    rank = {"exit": rc, "seconds": round(wall, 2), "peak_rss_mib": round(rss, 1)}
+    rank = {"exit": rc, "seconds": round(wall, 2), "peak_rss_mib": round(rss, 1),
+            "peak_rss_with_children_mib": round(together, 1)}
     if errors:
         rank["error"] = errors[-1]
     elif rc == 0:
@@ -114,8 +144,9 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(featurize_here(args.featurize)))
         return
     from graphcost.guards.atomic import atomic_write_json
+    from graphcost.measure.interleaved import cpu_model
 
-    rows = {}
+    rows, load_before = {}, os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="graphcost-module-size-") as tmp:
         cases = [(f"chain_{n}", n, BLOCK) for n in args.sizes] + [(f"pure_chain_{PURE_CHAIN}", PURE_CHAIN, None)]
         for name, n, block in cases:
@@ -124,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
             rows[name] = {"instructions": n, "dot_every": block, **measure(path, args.timeout)}
             print(name, json.dumps(rows[name]), flush=True)
     report = {"what": __doc__.split("\n\n")[0], "command": "python " + " ".join([__file__, *(argv or sys.argv[1:])]),
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg": Path("/proc/loadavg").read_text()
-              .strip() if Path("/proc/loadavg").exists() else None, "cpus": os.cpu_count(), "rows": rows}
+              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "loadavg_before": list(load_before),
+              "loadavg": list(os.getloadavg()), "cpu": cpu_model(), "cpus": os.cpu_count(), "rows": rows}
     atomic_write_json(report, args.out)
     print(f"wrote {args.out}")
 
