@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import pytest
-from deep import DEEP, DEEP_ADDRESS_SPACE_GB
+from deep import DEEP
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from modules import NPZ_DAMAGES, hlo_modules, write_inputs
@@ -34,19 +34,19 @@ def _settings(ci: int, deep: int):
                     phases=(Phase.explicit, Phase.generate))  # no shrinking: each case is a process of seconds
 
 
-# The cap is set in the child itself, before graphcost is imported: a ``preexec_fn`` would make this (JAX-importing,
-# multithreaded) test process fork and run Python code in the fork, which JAX rightly warns may deadlock.
-_LAUNCH = ("import resource, runpy, sys; cap = int(sys.argv.pop(1)); "
-           "resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1])); "
-           "resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); sys.argv[0] = 'graphcost'; "
+# The cap is set in the child itself (`deep.cap_address_space`, the deep mode's cap), before graphcost is imported: a
+# ``preexec_fn`` would make this (JAX-importing, multithreaded) test process fork and run Python code in the fork,
+# which JAX rightly warns may deadlock.
+_LAUNCH = ("import resource, runpy, sys; sys.path.insert(0, sys.argv.pop(1)); from deep import cap_address_space; "
+           "cap_address_space(); resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); sys.argv[0] = 'graphcost'; "
            "runpy.run_module('graphcost', run_name='__main__', alter_sys=True)")
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
     """`graphcost ARGS` in a fresh process under the address-space cap."""
-    cap = int(float(os.environ.get("GRAPHCOST_FUZZ_MAX_AS_GB", DEEP_ADDRESS_SPACE_GB)) * 2**30)
-    return subprocess.run([sys.executable, "-c", _LAUNCH, str(cap), *map(str, args)], capture_output=True,
-                          text=True, timeout=LIMIT_S, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    here = os.path.dirname(os.path.abspath(__file__))  # where `deep` is
+    return subprocess.run([sys.executable, "-c", _LAUNCH, here, *map(str, args)], capture_output=True, text=True,
+                          timeout=LIMIT_S, env={**os.environ, "JAX_PLATFORMS": "cpu"})
 
 
 def check_outcome(proc: subprocess.CompletedProcess) -> None:
