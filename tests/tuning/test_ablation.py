@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning import ablation, final_check
 from graphcost.tuning.crossproc import Remeasurement
 from graphcost.tuning.space import FlagSpace
+
+
+SEARCH = TimingProtocol(rounds=5, calls=10, warmup=2)  # the in-search protocol
 
 
 def _kept(space, moved):
@@ -57,16 +61,18 @@ def test_ablate_kept_measures_default_kept_and_each_ablation_together(monkeypatc
     def remeasure(program, space_, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
                   kernels=False):
         calls.append((list(configs), kernels))
+        assert protocol == TimingProtocol(rounds=9, calls=3, warmup=2, visit_ms=100.0)  # timed as timeit does
         times = np.array([np.broadcast_to(truth[c], processes) for c in configs]).T  # (P, configs)
         return Remeasurement(times, "in-process", [0.0] * processes)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
-    confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None,
+    confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None,
                                                       ablation=True, kernels=False)
     assert len(calls) == 1 and calls[0] == ([space.default(), kept, first, second], False)
     assert profile is None and report["kept_speedup"] == 2.0
     assert confirmed == {"speedup": 2.0, "range": [2.0, 2.0], "processes": 3, "protocol": "in-process",
-                         "per_process": [2.0, 2.0, 2.0]}  # processes that agree: no more are timed
+                         "per_process": [2.0, 2.0, 2.0],  # processes that agree: no more are timed
+                         "timing": {"rounds": 9, "visit_ms": 100.0, "min_calls": 3}}
     rows = {r["dimension"]: r for r in report["changes"]}
     assert rows[space.dims[moved[0]].param_name]["carries"]
     assert not rows[space.dims[moved[1]].param_name]["carries"]
@@ -85,7 +91,7 @@ def test_too_many_changes_are_not_ablated_but_the_kept_one_is_still_confirmed(mo
         return Remeasurement(np.stack([np.full(processes, 1000.0), kept_ns], 1), "cross-process", [0.0] * processes)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
-    confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None,
+    confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None,
                                                       ablation=True, kernels=False)
     # the confirmation alone, then more processes (2, 2, 2) while the median's standard error is above 1.5%
     assert calls == [[space.default(), kept]] * 4 and confirmed["processes"] == ablation.CONFIRM_MAX
@@ -121,7 +127,7 @@ def test_the_reported_speedup_is_by_the_mean_per_call_as_a_user_times_it(monkeyp
         return Remeasurement(fastest, "cross-process", [0.0] * processes, mean_ns=mean)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
-    confirmed, report, _ = ablation.ablate_kept(None, space, None, kept, 3, None, None, False, None,
+    confirmed, report, _ = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None,
                                                 ablation=True, kernels=False)
     assert confirmed["speedup"] == 1.1 and report["kept_speedup"] == 1.1
 
@@ -140,3 +146,29 @@ def test_measurements_keep_the_mean_per_call_beside_the_minimum():
 
     m = measure_interleaved([call], TimingProtocol(rounds=3, calls=4, warmup=0), clock=clock, block=lambda out: None)
     assert m.runtime_ns.tolist() == [100.0] and m.mean_ns.tolist() == [200.0]
+
+
+def test_visits_sized_by_their_length_give_every_configuration_about_the_same_time():
+    """With visit_ms, a configuration 10x slower than another makes 10x fewer calls per visit (at least `calls`):
+    each visit lasts about visit_ms, as ``python -m timeit`` sizes its loops."""
+    from graphcost.measure.interleaved import CALLS_PER_VISIT_MAX, measure_interleaved, visit_calls
+
+    now = [0]
+    made = [0, 0, 0]
+
+    def make(j, ns):
+        def call():
+            now[0] += ns
+            made[j] += 1
+        return call
+
+    calls = [make(0, 1_000_000), make(1, 100_000), make(2, 50_000_000)]  # 1 ms, 0.1 ms, 50 ms per call
+    m = measure_interleaved(calls, TimingProtocol(rounds=2, calls=3, warmup=1, visit_ms=10.0), clock=lambda: now[0],
+                            block=lambda out: None)
+    assert m.calls_per_visit.tolist() == [10, 100, 3]  # 10 ms / 1 ms, 10 ms / 0.1 ms, and the floor of 3 calls
+    assert made == [1 + 1 + 2 * 10, 1 + 1 + 2 * 100, 1 + 1 + 2 * 3]  # warm-up, the sizing call, 2 rounds
+    assert m.mean_ns.tolist() == [1e6, 1e5, 5e7]
+    assert visit_calls(1.0, 1e-9, 1) == CALLS_PER_VISIT_MAX
+    m = measure_interleaved(calls, TimingProtocol(rounds=1, calls=3, warmup=0), clock=lambda: now[0],
+                            block=lambda out: None)
+    assert m.calls_per_visit.tolist() == [3, 3, 3]  # without visit_ms: `calls` each, as before

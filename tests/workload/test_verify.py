@@ -89,14 +89,16 @@ def test_only_the_timings_own_noise_widens_the_agreement():
 
 def test_verify_times_the_run_in_fresh_processes_and_writes_verify_json(tmp_path):
     run = _run(tmp_path, claimed=(50.0, 60.0))  # a claim no optimisation level of a tiny matmul can reach
-    res = invoke("verify", run, "--processes", "2", "--rounds", "2", "--visit-ms", "1")
+    res = invoke("verify", run, "--processes", "2", "--rounds", "2", "--visit-ms", "1", "--calls", "4")
     assert res.exit_code == 1, res.output  # does not agree: exit 1, and says so
     assert ("DOES NOT agree" in res.output or "TOO NOISY to tell" in res.output)  # never "agrees" with 50x
     assert "the final check's executables" in res.output
     report = json.loads((run / "verify.json").read_text())
     assert report["processes"] == 2 and len(report["processes_detail"]) == 2 and not report["agrees"]
     assert report["outputs_differ"] == ""  # the tuned outputs match plain jax.jit's
+    assert report["protocol"]["calls"] == 4  # exactly as a user's timeit(number=4), whatever --visit-ms says
     for row in report["processes_detail"]:
+        assert row["calls_per_visit"] == 4
         assert set(row["mean"]) == {"jit", "jit_again", "compile_with", "default_executable", "kept_executable"}
         assert all(row["min"][k] <= row["mean"][k] * 1.0001 and row["min"][k] > 0 for k in row["mean"])
     assert 0.05 < report["speedup"] < 5.0  # O0 on a tiny matmul: about 0.3x plain jit, lower on a busy machine

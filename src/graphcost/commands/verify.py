@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from graphcost.guards.bounds import PROCESSES_MAX, REPEATS_MAX
+from graphcost.measure.interleaved import CALLS_PER_VISIT_MAX
 from graphcost.commands.common import fail
 
 
@@ -19,8 +20,11 @@ def verify(
     processes: int = typer.Option(3, "--processes", min=1, max=PROCESSES_MAX, help="Fresh processes, each timing "
                                   "plain jax.jit(fn) against compile_with(fn, RUN/best.json)."),
     rounds: int = typer.Option(9, "--rounds", min=1, max=REPEATS_MAX, help="Interleaved rounds per process."),
-    visit_ms: float = typer.Option(50.0, "--visit-ms", min=0.0, max=60_000.0, help="How long one visit of a "
-                                   "function lasts (back-to-back calls; their mean is the visit's time)."),
+    visit_ms: float = typer.Option(100.0, "--visit-ms", min=0.0, max=60_000.0, help="How long the fastest "
+                                   "function's visit lasts (back-to-back calls; their mean is the visit's time); "
+                                   "every function gets as many calls per visit."),
+    calls: int = typer.Option(0, "--calls", min=0, max=CALLS_PER_VISIT_MAX, help="Exactly this many calls per "
+                              "visit, as your own timeit(number=CALLS) loop; 0: sized by --visit-ms."),
     program: Optional[str] = typer.Option(None, "--program", help="The program, when RUN/result.json does not "
                                           "name it (FILE.py:FUNCTION, MODULE:FUNCTION or an XLA module)."),
     tolerance: float = typer.Option(0.02, "--tolerance", min=0.0, max=1.0, help="Agreement: the speedup must lie "
@@ -46,7 +50,7 @@ def verify(
                " (the file that was tuned: its SHA-256 matches)") + f", {processes} fresh process(es), {rounds} rounds "
                "each", err=True)
     try:
-        report = verify_run(run, processes, VerifyProtocol(rounds=rounds, visit_ms=visit_ms), program, tolerance,
+        report = verify_run(run, processes, VerifyProtocol(rounds=rounds, visit_ms=visit_ms, calls=calls), program, tolerance,
                             progress=lambda p: typer.echo(f"  process {p}/{processes} done", err=True))
     except (ProgramError, ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))

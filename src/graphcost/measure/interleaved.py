@@ -7,7 +7,11 @@ Protocol (all parameters recorded in the dataset metadata):
 3. `rounds` rounds; in each round the configurations are visited in a fresh random order
    (round-robin, so a burst of load from other processes hits all configurations alike rather
    than a contiguous block of them); a visit makes `calls` back-to-back calls and keeps the
-   MINIMUM wall time (the least-disturbed call; `jax.block_until_ready` on the outputs);
+   MINIMUM wall time (the least-disturbed call; `jax.block_until_ready` on the outputs). With `visit_ms` > 0
+   the visits are timed by length instead, as ``python -m timeit`` sizes its loops: one more call of each
+   configuration after its warm-up gives its time per call t, and its visits make
+   ``clamp(ceil(visit_ms / t), calls, CALLS_PER_VISIT_MAX)`` calls (`visit_calls`), so each configuration's
+   visits last about `visit_ms` however fast it runs;
 4. the runtime of a configuration is the MEDIAN over rounds of those per-round minima.
 
 Each visit's MEAN wall time per call is kept too (``mean_ns``: the median over rounds of the per-round means):
@@ -20,6 +24,7 @@ compared to report measurement repeatability (Spearman rank correlation).
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import time
@@ -35,9 +40,10 @@ class TimingProtocol:
     shared with `typing.Protocol`; the old name still imports, with a DeprecationWarning, for one release."""
 
     rounds: int = 5
-    calls: int = 10
+    calls: int = 10  # calls per visit (with visit_ms > 0: at least this many)
     warmup: int = 2
     seed: int = 0
+    visit_ms: float = 0.0  # > 0: each visit lasts about this long (module docstring, step 3)
 
     def __post_init__(self):
         for name in ("rounds", "calls"):
@@ -45,6 +51,17 @@ class TimingProtocol:
                 raise ValueError(f"measurement protocol: {name} must be >= 1, got {getattr(self, name)}")
         if self.warmup < 0:
             raise ValueError(f"measurement protocol: warmup must be >= 0, got {self.warmup}")
+        if not (0.0 <= self.visit_ms <= 60_000.0):  # also refuses NaN
+            raise ValueError(f"measurement protocol: visit_ms must be in [0, 60000], got {self.visit_ms}")
+
+
+CALLS_PER_VISIT_MAX = 10_000  # a visit sized by its length makes at most this many calls
+
+
+def visit_calls(visit_s: float, call_s: float, at_least: int) -> int:
+    """Calls a visit of about `visit_s` seconds makes of a function taking `call_s` seconds per call:
+    ``clamp(ceil(visit_s / call_s), at_least, CALLS_PER_VISIT_MAX)``."""
+    return max(at_least, min(CALLS_PER_VISIT_MAX, math.ceil(visit_s / max(call_s, 1e-7))))
 
 
 def __getattr__(name: str) -> Any:
@@ -66,6 +83,7 @@ class Measurement:
     per_round_ns: np.ndarray  # (rounds, K) float64, per-round minimum of `calls` calls
     protocol: TimingProtocol
     per_round_mean_ns: np.ndarray | None = None  # (rounds, K) float64, per-round mean of `calls` calls
+    calls_per_visit: np.ndarray | None = None  # (K,) int64, calls per visit of each configuration
 
     @property
     def mean_ns(self) -> np.ndarray:
@@ -106,21 +124,27 @@ def measure_interleaved(calls: list[Callable[[], Any]], protocol: TimingProtocol
     for call in calls:  # step 2: warm-up (page-in, thread-pool start, caches)
         for _ in range(protocol.warmup):
             block(call())
+    n = np.full(k, protocol.calls, np.int64)
+    if protocol.visit_ms > 0:  # step 3's visits sized by their length: one timed call of each
+        for j, call in enumerate(calls):
+            t0 = clock()
+            block(call())
+            n[j] = visit_calls(protocol.visit_ms / 1e3, (clock() - t0) / 1e9, protocol.calls)
     per_round = np.empty((protocol.rounds, k), np.float64)
     per_round_mean = np.empty((protocol.rounds, k), np.float64)
     for r in range(protocol.rounds):  # step 3: round-robin in a fresh random order
         for j in rng.permutation(k):
             best, total = np.inf, 0.0
-            for _ in range(protocol.calls):
+            for _ in range(n[j]):
                 t0 = clock()
                 block(calls[j]())
                 took = clock() - t0
                 best, total = min(best, took), total + took
             per_round[r, j] = best
-            per_round_mean[r, j] = total / protocol.calls
+            per_round_mean[r, j] = total / n[j]
         if progress is not None:
             progress(k)
-    return Measurement(np.median(per_round, axis=0), per_round, protocol, per_round_mean)  # step 4
+    return Measurement(np.median(per_round, axis=0), per_round, protocol, per_round_mean, n)  # step 4
 
 
 def measure_executables(executables: list, args, protocol: TimingProtocol = TimingProtocol()) -> Measurement:

@@ -36,15 +36,22 @@ interval of one more process's speedup (Student's t on the logs, centred on the 
 
 what a fresh timing of the same pair should fall inside, not the processes' min..max (which covers a new
 process only with probability (P − 1) / (P + 1)).
+
+The batch times as a user's ``timeit`` does, not as the search does (`confirmation_protocol`): each visit of a
+configuration lasts about `CONFIRM_VISIT_MS` (`graphcost.measure.interleaved`, step 3), over at least
+`CONFIRM_ROUNDS` rounds. With the search's 5 rounds of 10 calls (25 ms for a 2.5 ms program), one held-out
+program's interval from 9 processes was 3.1-6.2x (BENCHMARKS.md, "Does tune's one speedup hold").
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.space import Codes, Space
 
 log = logging.getLogger(__name__)
@@ -53,6 +60,16 @@ ABLATION_MAX = 32  # changes ablated one by one at most (the flag space has fewe
 CONFIRM_SE = 0.015  # the reported speedup's relative standard error to reach by adding processes (docstring)
 CONFIRM_MAX = 9  # processes (in-process: passes) of the confirmation at most
 CONFIRM_STEP = 2  # processes added at a time while the standard error is above CONFIRM_SE
+CONFIRM_ROUNDS = 9  # interleaved rounds per process of the confirmation, at least
+CONFIRM_VISIT_MS = 100.0  # how long one visit of a configuration lasts in the confirmation
+CONFIRM_MIN_CALLS = 3  # calls per visit at least (a slow program's visit lasts longer)
+
+
+def confirmation_protocol(protocol: TimingProtocol) -> TimingProtocol:
+    """The confirmation batch's timing protocol: the search's, with visits sized by their length (module
+    docstring)."""
+    return replace(protocol, rounds=max(protocol.rounds, CONFIRM_ROUNDS), calls=CONFIRM_MIN_CALLS,
+                   visit_ms=CONFIRM_VISIT_MS)
 
 
 def ablated_configs(space: Space, kept: Codes) -> list[tuple[str, Any, Codes]]:
@@ -143,16 +160,18 @@ def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, p
     configs = [space.default(), kept, *(c for _, _, c in ablated)]
     log.info("confirming the kept configuration against the default on timings that did not choose it"
              + (f", and without each of its {len(ablated)} change(s) (ablation)" if ablated else ""))
-    rem = _remeasure(program, space, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
+    timing = confirmation_protocol(protocol)
+    rem = _remeasure(program, space, evaluator, configs, processes, timing, program_ref, allow_fast_math, out,
                      kernels=kernels)
     kept_sp = rem.mean_speedups[:, 0]  # (P,) by the mean per call (module docstring)
     while kept_sp.shape[0] < CONFIRM_MAX and (se := median_standard_error(kept_sp)) > CONFIRM_SE:
         more = min(CONFIRM_STEP, CONFIRM_MAX - kept_sp.shape[0])
         log.info(f"the confirmation's processes disagree (standard error {se:.1%} of the speedup): {more} more")
-        extra = _remeasure(program, space, evaluator, [space.default(), kept], more, protocol, program_ref,
+        extra = _remeasure(program, space, evaluator, [space.default(), kept], more, timing, program_ref,
                            allow_fast_math, out)
         kept_sp = np.concatenate([kept_sp, extra.mean_speedups[:, 0]])
-    confirmed = confirmation(kept_sp, rem.protocol)
+    confirmed = {**confirmation(kept_sp, rem.protocol),
+                 "timing": {"rounds": timing.rounds, "visit_ms": timing.visit_ms, "min_calls": timing.calls}}
     if ablated:
         report = ablation_report([(d, v) for d, v, _ in ablated], rem.mean_speedups, rem.protocol)
     profile = None

@@ -101,13 +101,16 @@ def process_deadline(evaluator: Evaluator, configs: int, protocol: TimingProtoco
     """``(seconds, why)``: the deadline of one final-check process (`measure.program_check.worker_deadline`, the rule
     of rank's and profile's) from this run's own figures: the default's compile time (for the rebuild, taken as
     its preparation, and for each configuration's compile) and its measured time per call, for the protocol's
-    calls of every configuration (a profiled pass: 20 more each)."""
+    calls of every configuration (a profiled pass: 20 more each) and, with visits sized by their length, that
+    length for every visit."""
     from graphcost.measure.program_check import worker_deadline
 
     compile_s = float(getattr(evaluator, "default_compile_s", 0.0))
     call_s = float(getattr(evaluator, "default_probe_ns", 0.0)) * 1e-9
-    calls = configs * (protocol.rounds * protocol.calls + protocol.warmup + (20 if kernels else 0))
-    return worker_deadline(compile_s, compile_s, call_s, configs, calls, source="this run's")
+    sizing = 1 if protocol.visit_ms > 0 else 0  # the timed call that sizes the visits
+    calls = configs * (protocol.rounds * protocol.calls + protocol.warmup + sizing + (20 if kernels else 0))
+    wall_s = configs * protocol.rounds * protocol.visit_ms / 1e3  # visits sized by their length
+    return worker_deadline(compile_s, compile_s, call_s, configs, calls, wall_s, source="this run's")
 
 
 def search_vs_final(pairs: list[tuple[float, float]]) -> dict[str, Any]:

@@ -60,7 +60,8 @@ class TuneResult:
         speedup: THE speedup of the run: the median over processes of default runtime / best runtime on the
             confirmation batch, timings made after `best` was chosen and not used to choose it
             (`ablation.confirmation`); 1.0 for the default.
-        speedup_range: (min, max) of that speedup over the confirmation batch's processes.
+        speedup_range: that speedup's 95% prediction interval for one more process (`ablation.confirmation`).
+        confirmation: the confirmation batch's data: its per-process speedups and its timing protocol.
         selected_speedup, selected_range: the final check's figure of `best`, the one that chose it (biased up:
             the best of several noisy candidates); None when the default was kept.
         beats_default: whether `best` was faster than the default in every process by `min_gain`.
@@ -104,11 +105,13 @@ class TuneResult:
     kernel_profile: Any = field(default=None, repr=False)
     selected_speedup: float | None = None
     selected_range: tuple[float, float] | None = None
+    confirmation: dict[str, Any] | None = None  # `ablation.confirmation`'s data: per-process figures, timing
 
     def confirm(self, confirmed: dict[str, Any]) -> None:
         """Report the confirmation batch's figure (`ablation.confirmation`) of the kept configuration as the
         run's speedup; the final check's, which chose it, is kept as ``selected_speedup``."""
         self.selected_speedup, self.selected_range = self.speedup, self.speedup_range
+        self.confirmation = confirmed
         self.speedup, self.speedup_range = confirmed["speedup"], (confirmed["range"][0], confirmed["range"][1])
         what = "processes" if confirmed["protocol"] == "cross-process" else "in-process passes"
         self.message = (f"{self.speedup:.3f}x faster than the default (95% interval {self.speedup_range[0]:.3f}-"
@@ -125,7 +128,8 @@ class TuneResult:
                 "strategy": self.strategies[0] if len(self.strategies) == 1 else self.strategies,
                 "in_search_best": round(max([1.0] + [1.0 / t.ratio for t in self.trials if t.status == OK and t.ratio]), 4),
                 "model": self.model, "search_vs_final": self.search_vs_final, "kernels": self.kernels,
-                "ablation": self.ablation, "program": self.program, "program_sha256": self.program_sha256}
+                "ablation": self.ablation, "confirmation": self.confirmation, "program": self.program,
+                "program_sha256": self.program_sha256}
 
 
 TRIAL_FIELDS = ("strategy", "number", "round", "status", "ratio", "speedup", "timings", "runtime_ns", "default_ns")

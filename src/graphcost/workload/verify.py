@@ -12,9 +12,9 @@ executables in the same interleaved visits, so a disagreement can be traced to i
   final check times), called with the flattened arguments.
 
 Each is summarised two ways from the same visits: the mean per call (what a user's ``timeit`` loop reports) and the
-minimum per call (the protocol's statistic). A visit makes ``n`` back-to-back calls, ``n`` chosen so a visit lasts
-about ``visit_ms``; the figure of a process is the median over its rounds; the reported speedup is the median over
-processes of ``plain / tuned`` and the range their min..max. A third pair, ``null``, times plain ``jax.jit(fn)``
+minimum per call (the protocol's statistic). A visit makes ``n`` back-to-back calls, ``n`` chosen so the fastest
+callable's visit lasts about ``visit_ms`` (or ``calls``, as a user's own ``timeit(number=calls)`` loop); the figure
+of a process is the median over its rounds; the reported speedup is the median over processes of ``plain / tuned`` and the range their min..max. A third pair, ``null``, times plain ``jax.jit(fn)``
 against a second ``jax.jit(fn)``: what the timing moves by on its own here. It agrees with the run when the user's
 mean-per-call speedup lies inside the run's reported range (its confirmation batch's: timings made after the
 kept configuration was chosen, never widened by any other figure of the run), widened by ``tolerance`` or by the
@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from graphcost.guards.atomic import atomic_write_json
+from graphcost.measure.interleaved import visit_calls
 from graphcost.errors import GraphcostError
 
 # the callables of one process, in the order the worker times them
@@ -61,14 +62,17 @@ class VerifyError(GraphcostError, ValueError):
 
 @dataclass(frozen=True)
 class VerifyProtocol:
-    """How each process times: `rounds` interleaved rounds of one visit per callable, a visit about `visit_ms`
-    long (at least `min_calls` calls), after `warmup` calls of each."""
+    """How each process times: `rounds` interleaved rounds of one visit per callable, after `warmup` calls of
+    each. Every visit makes the same number of calls, as one ``timeit`` loop count does: `calls` when it is set (a
+    user's own ``timeit(number=calls)``), else as many as make the fastest callable's visit about `visit_ms` long
+    (at least `min_calls`; `graphcost.measure.interleaved.visit_calls`)."""
 
     rounds: int = 9
-    visit_ms: float = 50.0
+    visit_ms: float = 100.0
     min_calls: int = 3
     warmup: int = 3
     seed: int = 0
+    calls: int = 0  # > 0: exactly this many calls per visit
 
 
 def read_run(run: Path, program: str | None = None) -> tuple[dict, str]:
@@ -137,7 +141,8 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
     check = check_program(ref, run=True)
     visits = protocol.rounds * len(CALLABLES)
     scaled, note = check.worker_timeout(len(CALLABLES), (protocol.warmup + 1) * len(CALLABLES)
-                                        + visits * protocol.min_calls, wall_s=visits * protocol.visit_ms / 1e3)
+                                        + visits * max(protocol.min_calls, protocol.calls),
+                                        wall_s=0.0 if protocol.calls else visits * protocol.visit_ms / 1e3)
     if timeout_s is not None:
         scaled, note = timeout_s, ""
     rows: list[dict] = []
@@ -239,7 +244,7 @@ def time_process(job: dict, process: int) -> dict[str, Any]:
         for _ in range(protocol.warmup):
             jax.block_until_ready(call())
     one = min(_per_call(calls["jit"], 1)[0], _per_call(calls["compile_with"], 1)[0])  # seconds
-    n = max(protocol.min_calls, min(10_000, math.ceil(protocol.visit_ms / 1e3 / max(one, 1e-7))))
+    n = protocol.calls or visit_calls(protocol.visit_ms / 1e3, one, protocol.min_calls)
     rng = np.random.default_rng(protocol.seed + 1000 * process)
     per_round: dict[str, list[tuple[float, float]]] = {k: [] for k in CALLABLES}  # per round: (mean, min) s/call
     for _ in range(protocol.rounds):

@@ -59,6 +59,9 @@ def test_measure_interleaved_protocol():
     assert spearman(np.array([1.0, 2, 3]), np.array([10.0, 20, 30])) == pytest.approx(1.0)
     with pytest.raises(ValueError):
         TimingProtocol(rounds=0)
+    for bad in (-1.0, float("nan"), 1e9):
+        with pytest.raises(ValueError, match="visit_ms must be in"):
+            TimingProtocol(visit_ms=bad)
 
 
 def test_flag_space_on_a_non_cpu_backend_is_a_clear_error(monkeypatch):
