@@ -50,8 +50,8 @@ def verify(
                " (the file that was tuned: its SHA-256 matches)") + f", {processes} fresh process(es), {rounds} rounds "
                "each", err=True)
     try:
-        report = verify_run(run, processes, VerifyProtocol(rounds=rounds, visit_ms=visit_ms, calls=calls), program, tolerance,
-                            progress=lambda p: typer.echo(f"  process {p}/{processes} done", err=True))
+        report = verify_run(run, processes, VerifyProtocol(rounds=rounds, visit_ms=visit_ms, calls=calls), program,
+                            tolerance, progress=lambda p: typer.echo(f"  process {p}/{processes} done", err=True))
     except (ProgramError, ValueError, RuntimeError, OSError) as exc:
         fail(str(exc))
     fig = report["figures"]
