@@ -49,7 +49,9 @@ def test_report_says_which_change_carries_the_gain():
     assert "carried by A=True" in line and "1 of 2 change(s) within the noise" in line
 
 
-def test_ablate_kept_measures_default_kept_and_each_ablation_together(monkeypatch):
+def test_the_kept_one_is_confirmed_alone_as_timeit_times_then_ablated_with_the_search_protocol(monkeypatch):
+    """The confirmation times [default, kept] in processes of their own, with visits of about 200 ms over 15
+    rounds; the ablation then times [default, kept, each ablation] together by the search's protocol."""
     space = FlagSpace()
     moved = _movable(space, 2)
     kept = _kept(space, moved)
@@ -60,19 +62,19 @@ def test_ablate_kept_measures_default_kept_and_each_ablation_together(monkeypatc
 
     def remeasure(program, space_, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
                   kernels=False):
-        calls.append((list(configs), kernels))
-        assert protocol == TimingProtocol(rounds=9, calls=3, warmup=2, visit_ms=100.0)  # timed as timeit does
+        calls.append((list(configs), protocol, kernels))
         times = np.array([np.broadcast_to(truth[c], processes) for c in configs]).T  # (P, configs)
         return Remeasurement(times, "in-process", [0.0] * processes)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
     confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None,
                                                       ablation=True, kernels=False)
-    assert len(calls) == 1 and calls[0] == ([space.default(), kept, first, second], False)
+    timeit_like = TimingProtocol(rounds=15, calls=3, warmup=2, visit_ms=200.0)
+    assert calls == [([space.default(), kept], timeit_like, False),  # processes that agree: no more are timed
+                     ([space.default(), kept, first, second], SEARCH, False)]
     assert profile is None and report["kept_speedup"] == 2.0
     assert confirmed == {"speedup": 2.0, "range": [2.0, 2.0], "processes": 3, "protocol": "in-process",
-                         "per_process": [2.0, 2.0, 2.0],  # processes that agree: no more are timed
-                         "timing": {"rounds": 9, "visit_ms": 100.0, "min_calls": 3}}
+                         "per_process": [2.0, 2.0, 2.0], "timing": {"rounds": 15, "visit_ms": 200.0, "min_calls": 3}}
     rows = {r["dimension"]: r for r in report["changes"]}
     assert rows[space.dims[moved[0]].param_name]["carries"]
     assert not rows[space.dims[moved[1]].param_name]["carries"]
@@ -122,8 +124,9 @@ def test_the_reported_speedup_is_by_the_mean_per_call_as_a_user_times_it(monkeyp
     kept = _kept(space, _movable(space, 1))
 
     def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False):
-        fastest = np.tile([1500.0, 1000.0], (processes, 1))  # (P, 2): by the per-round minimum, 1.5x
-        mean = np.tile([1650.0, 1500.0], (processes, 1))  # by the mean per call, 1.1x
+        extra = len(configs) - 2  # the ablated configurations: as fast as the default
+        fastest = np.tile([1500.0, 1000.0] + [1500.0] * extra, (processes, 1))  # by the per-round minimum, 1.5x
+        mean = np.tile([1650.0, 1500.0] + [1650.0] * extra, (processes, 1))  # by the mean per call, 1.1x
         return Remeasurement(fastest, "cross-process", [0.0] * processes, mean_ns=mean)
 
     monkeypatch.setattr(final_check, "_remeasure", remeasure)
