@@ -10,7 +10,9 @@ For each program (default: the held-out set's, `holdout_suite.py`, reporting onl
 
 Per program it records the speedup the run reports (the confirmation batch's, timed after the choice) with its
 range, the final check's figure that chose it, and the user-style timing; the summary counts the programs whose
-reported figure is within +-3% of the user's and those whose user figure lies inside the reported range. Programs
+reported figure is within +-3% of the user's and those whose user figure lies inside the reported range, and how
+often the null pair (plain ``jax.jit`` against itself, the same timing) moves by more than 3%: an estimate of how
+often even an exact reported figure would miss a 3-process user timing by more than 3%. Programs
 whose kept speedup is below ``--min-kept`` are listed but not counted (the issue's target is on kept speedups of at
 least 1.05x). Resumable: a program whose verify.json exists is not run again.
 
@@ -59,7 +61,8 @@ def run_program(name: str, out: Path, budget: int, which: str = "holdout") -> di
             "user": verify["speedup"], "user_range": verify["speedup_range"], "agrees": verify["agrees"],
             "conclusive": verify["conclusive"], "noise": verify["noise"],
             "confirmation": (result.get("confirmation") or {}).get("per_process"),
-            "user_per_process": verify["figures"]["user_mean"]["per_process"], **meta}
+            "user_per_process": verify["figures"]["user_mean"]["per_process"],
+            "null": verify["figures"]["null_mean"]["median"], **meta}
 
 
 def main() -> None:
@@ -79,7 +82,10 @@ def main() -> None:
     counted = [r for r in rows if r["kept"] and r["reported"] >= args.min_kept]
     within = [r for r in counted if abs(math.log(r["reported"] / r["user"])) <= math.log(1.03)]
     inside = [r for r in counted if r["reported_range"][0] <= r["user"] <= r["reported_range"][1]]
+    # plain jax.jit against itself, timed the same way: how often the user's own figure moves by more than 3%
+    null_off = [r for r in rows if abs(math.log(r["null"])) > math.log(1.03)]
     summary = {"programs": len(rows), "counted": len(counted), "within_3pct": len(within),
+               "null_beyond_3pct": len(null_off),
                "inside_reported_range": len(inside), "budget": args.budget, "min_kept": args.min_kept,
                "set": args.set, "user_timing": "graphcost verify " + " ".join(USER_TIMING)}
     for r in rows:
