@@ -141,3 +141,15 @@ def test_a_non_finite_claimed_range_is_refused(tmp_path):
     for bad in ([float("nan"), 1.2], [1.0, float("inf")], [1.2, 1.1], [0.0, 1.0]):
         (run / "result.json").write_text(json.dumps({**result, "speedup_range": bad}))
         one_line_error(invoke("verify", run), "result.json", "'speedup_range'", "finite positive")
+
+
+def test_a_bad_protocol_from_python_is_refused_naming_its_field(tmp_path):
+    """The library call checks the protocol's fields with the bounds the command's options have, before anything
+    is read or run."""
+    from graphcost.guards.bounds import ArgumentError
+    from graphcost.workload.verify import verify_run
+
+    for field, bad in (("calls", -5), ("calls", 10_001), ("rounds", 0), ("visit_ms", float("nan")),
+                       ("min_calls", 0), ("warmup", -1)):
+        with pytest.raises(ArgumentError, match=rf"^protocol\.{field} must"):
+            verify_run(tmp_path, 1, VerifyProtocol(**{field: bad}))

@@ -14,17 +14,17 @@ executables in the same interleaved visits, so a disagreement can be traced to i
 Each is summarised two ways from the same visits: the mean per call (what a user's ``timeit`` loop reports) and the
 minimum per call (the protocol's statistic). A visit makes ``n`` back-to-back calls, ``n`` chosen so the fastest
 callable's visit lasts about ``visit_ms`` (or ``calls``, as a user's own ``timeit(number=calls)`` loop); the figure
-of a process is the median over its rounds; the reported speedup is the median over processes of ``plain / tuned`` and the range their min..max. A third pair, ``null``, times plain ``jax.jit(fn)``
-against a second ``jax.jit(fn)``: what the timing moves by on its own here. It agrees with the run when the user's
-mean-per-call speedup lies inside the run's reported range (its confirmation batch's: timings made after the
-kept configuration was chosen, never widened by any other figure of the run), widened by ``tolerance`` or by the
-null pair's largest deviation over the P processes, whichever is larger (on the 2-core EPYC VM, plain jit against
-the default configuration applied, the same program, moved by up to 13% in one process: BENCHMARKS.md, "graphcost
-verify on the tune suite"). The false-alarm rate: were the claim true and the user pair's deviation from it
-exchangeable with the P null deviations, it would exceed all of them with probability 1 / (P + 1); the median of P
-processes deviates less than one process does, so 1 / (P + 1) bounds the rate of "DOES NOT agree" on a true
-claim (``false_alarm_at_most`` in verify.json). Beyond `NOISE_CAP` the machine was too busy to tell: the
-verification is inconclusive, not agreeing.
+of a process is the median over its rounds; the reported speedup is the median over processes of ``plain / tuned``
+and the range their min..max. A third pair, ``null``, times plain ``jax.jit(fn)`` against a second ``jax.jit(fn)``:
+what the timing moves by on its own here. It agrees with the run when the user's mean-per-call speedup lies inside
+the run's reported range (its confirmation batch's: timings made after the kept configuration was chosen, never
+widened by any other figure of the run), widened by ``tolerance`` or by the null pair's largest deviation over the P
+processes, whichever is larger (on the 2-core EPYC VM, plain jit against the default configuration applied, the same
+program, moved by up to 13% in one process: BENCHMARKS.md, "graphcost verify on the tune suite"). The false-alarm
+rate: were the claim true and the user pair's deviation from it exchangeable with the P null deviations, it would
+exceed all of them with probability 1 / (P + 1); the median of P processes deviates less than one process does, so
+1 / (P + 1) bounds the rate of "DOES NOT agree" on a true claim (``false_alarm_at_most`` in verify.json). Beyond
+`NOISE_CAP` the machine was too busy to tell: the verification is inconclusive, not agreeing.
 
 The worker is ``python -m graphcost.workload.verify JOB.json OUT.json`` (an internal protocol; `verify_run` is the
 entry point).
@@ -164,12 +164,19 @@ def verify_run(run: str | Path, processes: int = 3, protocol: VerifyProtocol = V
 
 def _check_arguments(run, processes, protocol, program, tolerance, timeout_s) -> Path:
     """`verify_run`'s arguments checked before anything is read; ArgumentError naming the argument. `run` as a Path."""
-    from graphcost.guards.bounds import PROCESSES_MAX, SECONDS_MAX, ArgumentError, check_int, check_path, check_real
+    from graphcost.guards.bounds import (PROCESSES_MAX, REPEATS_MAX, SECONDS_MAX, ArgumentError, check_int,
+                                         check_path, check_real)
+    from graphcost.measure.interleaved import CALLS_PER_VISIT_MAX
 
     run = check_path("run", run)
     check_int("processes", processes, 1, PROCESSES_MAX)
     if not isinstance(protocol, VerifyProtocol):
         raise ArgumentError(f"protocol must be a VerifyProtocol, got {type(protocol).__name__}")
+    check_int("protocol.rounds", protocol.rounds, 1, REPEATS_MAX)  # the bounds `graphcost verify`'s options have
+    check_real("protocol.visit_ms", protocol.visit_ms, 0.0, 60_000.0)
+    check_int("protocol.min_calls", protocol.min_calls, 1, CALLS_PER_VISIT_MAX)
+    check_int("protocol.warmup", protocol.warmup, 0, REPEATS_MAX)
+    check_int("protocol.calls", protocol.calls, 0, CALLS_PER_VISIT_MAX)
     if program is not None and not isinstance(program, str):
         raise ArgumentError(f"program must be a program reference (a string) or None, got {type(program).__name__}")
     check_real("tolerance", tolerance, 0.0, 1.0)
