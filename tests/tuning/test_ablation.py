@@ -50,8 +50,9 @@ def test_report_says_which_change_carries_the_gain():
 
 
 def test_the_kept_one_is_confirmed_alone_as_timeit_times_then_ablated_with_the_search_protocol(monkeypatch):
-    """The confirmation times [default, kept] in processes of their own, with visits of about 200 ms over 15
-    rounds; the ablation then times [default, kept, each ablation] together by the search's protocol."""
+    """The confirmation times [default, kept] in processes of their own, as the user runs the program (plain jit
+    against compile_with), with visits of about 200 ms over 15 rounds; the ablation then times [default, kept, each
+    ablation] together by the search's protocol, as executables."""
     space = FlagSpace()
     moved = _movable(space, 2)
     kept = _kept(space, moved)
@@ -61,8 +62,8 @@ def test_the_kept_one_is_confirmed_alone_as_timeit_times_then_ablated_with_the_s
     calls = []
 
     def remeasure(program, space_, evaluator, configs, processes, protocol, program_ref, allow_fast_math, out,
-                  kernels=False):
-        calls.append((list(configs), protocol, kernels))
+                  kernels=False, as_user=False):
+        calls.append((list(configs), protocol, kernels, as_user))
         times = np.array([np.broadcast_to(truth[c], processes) for c in configs]).T  # (P, configs)
         return Remeasurement(times, "in-process", [0.0] * processes)
 
@@ -70,8 +71,8 @@ def test_the_kept_one_is_confirmed_alone_as_timeit_times_then_ablated_with_the_s
     confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None,
                                                       ablation=True, kernels=False)
     timeit_like = TimingProtocol(rounds=15, calls=3, warmup=2, visit_ms=200.0)
-    assert calls == [([space.default(), kept], timeit_like, False),  # processes that agree: no more are timed
-                     ([space.default(), kept, first, second], SEARCH, False)]
+    assert calls == [([space.default(), kept], timeit_like, False, True),  # processes that agree: no more timed
+                     ([space.default(), kept, first, second], SEARCH, False, False)]
     assert profile is None and report["kept_speedup"] == 2.0
     assert confirmed == {"speedup": 2.0, "range": [2.0, 2.0], "processes": 3, "protocol": "in-process",
                          "per_process": [2.0, 2.0, 2.0], "timing": {"rounds": 15, "visit_ms": 200.0, "min_calls": 3}}
@@ -87,7 +88,7 @@ def test_too_many_changes_are_not_ablated_but_the_kept_one_is_still_confirmed(mo
     monkeypatch.setattr(ablation, "ABLATION_MAX", 1)
     calls = []
 
-    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False):
+    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False, as_user=False):
         calls.append(list(configs))
         kept_ns = np.resize([800.0, 900.0, 850.0], processes)  # processes that disagree by 12%
         return Remeasurement(np.stack([np.full(processes, 1000.0), kept_ns], 1), "cross-process", [0.0] * processes)
@@ -123,7 +124,7 @@ def test_the_reported_speedup_is_by_the_mean_per_call_as_a_user_times_it(monkeyp
     space = FlagSpace()
     kept = _kept(space, _movable(space, 1))
 
-    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False):
+    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False, as_user=False):
         extra = len(configs) - 2  # the ablated configurations: as fast as the default
         fastest = np.tile([1500.0, 1000.0] + [1500.0] * extra, (processes, 1))  # by the per-round minimum, 1.5x
         mean = np.tile([1650.0, 1500.0] + [1650.0] * extra, (processes, 1))  # by the mean per call, 1.1x

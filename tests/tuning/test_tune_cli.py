@@ -447,3 +447,42 @@ def test_tune_without_options_is_guided_by_the_shipped_model(tmp_path, prog):
                                    "--out", str(tmp_path / "tpe"), *FAST])
     assert tpe.exit_code == 0, tpe.output
     assert json.loads((tmp_path / "tpe" / "result.json").read_text())["model"] is None
+
+
+def test_the_confirmation_worker_times_the_program_as_its_user_runs_it(tmp_path, prog):
+    """`as_user`: each process builds plain jax.jit(fn) and compile_with(fn, kept) and times them on make()'s own
+    arguments, the means per call kept and a profiled pass made, as for the executables."""
+    from graphcost.tuning.space import FlagSpace
+
+    default = FlagSpace().default()
+    rem = remeasure_cross_process(f"{prog}:make", "flags", [default, (1, *default[1:])], processes=2,
+                                  protocol=TimingProtocol(rounds=2, calls=2, warmup=1), kernels=True, as_user=True)
+    assert rem.runtime_ns.shape == (2, 2) and (rem.runtime_ns > 0).all() and rem.mean_ns.shape == (2, 2)
+    assert rem.profiles is not None and len(rem.profiles) == 2
+
+
+def test_user_calls_are_plain_jit_and_compile_with_on_the_programs_own_arguments(monkeypatch):
+    import jax.numpy as jnp
+    import numpy as np
+
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning import apply
+    from graphcost.tuning.crossproc import user_calls
+    from graphcost.tuning.space import make_space
+
+    applied, real = [], apply.compile_with
+    monkeypatch.setattr(apply, "compile_with", lambda fn, cfg: applied.append(cfg.codes) or real(fn, cfg))
+
+    def fn(p, w):
+        return jnp.tanh(p["a"] @ w) + p["b"]
+
+    args = ({"a": jnp.linspace(0.0, 1.0, 64).reshape(8, 8), "b": jnp.ones(8)}, jnp.eye(8))
+    program = TuneProgram(fn, args)
+    space = make_space("flags", program)
+    kept = (1, *space.default()[1:])
+    calls = user_calls(program, space, [space.default(), kept])
+    assert applied == [list(kept)]  # the default is not applied: it is plain jax.jit(fn)
+    plain = calls[0].__defaults__[0]
+    assert hasattr(plain, "lower") and not hasattr(plain, "config")
+    for call in calls:
+        np.testing.assert_allclose(np.asarray(call()), np.asarray(fn(*args)), rtol=1e-5)

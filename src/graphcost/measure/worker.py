@@ -24,7 +24,9 @@ COMPILE_ONLY = THREADS > 0 only compiles (THREADS threads) into the job's cache 
 ``compile_s``: the compile step of the Ray backend (`graphcost.collect.ray_backend`), whose
 compile tasks ship the cache entries to the measuring node.
 
-Job kinds (key ``space``; a job with a ``builder`` is lowered by it, `lower_job`): ``layout`` (``configs``: one full layout configuration per entry, a
+Job kinds (key ``space``; a job with a ``builder`` is lowered by it, `lower_job`; one with a ``calls_builder``
+gets its zero-argument calls from it, compiled already, e.g. the tuner's confirmation, which times the program
+as its user runs it, `graphcost.tuning.crossproc.user_tune_calls`): ``layout`` (``configs``: one full layout configuration per entry, a
 list over the program's layout sites of [output, operand 0, operand 1] ``minor_to_major`` or
 null), ``flags`` (``configs``: flag values of `graphcost.frontend.programs.flags.FLAG_COLUMNS`) and
 ``fake`` (no program: ``fake_runtime_ns[P][k]`` nanoseconds elapse on a fake clock per call of
@@ -60,12 +62,7 @@ def lower_job(job: dict) -> tuple[list, list, list]:
     from its reference and lowers its candidates in its own spaces; everything else (pinning, the
     compilation cache, the interleaved timing, the result file) is this worker's."""
     if "builder" in job:
-        import importlib
-
-        module, _, function = str(job["builder"]).partition(":")
-        if not module.startswith("graphcost.") or not function.isidentifier():
-            raise SystemExit(f"job builder {job['builder']!r}: expected graphcost.MODULE:FUNCTION")
-        return getattr(importlib.import_module(module), function)(job)
+        return _graphcost_function(job["builder"])(job)
     from graphcost.frontend.programs.jax_program import lower
     from graphcost.frontend.programs.zoo import resolve_program
 
@@ -81,6 +78,16 @@ def lower_job(job: dict) -> tuple[list, list, list]:
 
     lowered = lower(fn, args)
     return [lowered] * len(job["configs"]), [FlagConfig(tuple(v)).compiler_options() for v in job["configs"]], list(args)
+
+
+def _graphcost_function(name: str):
+    """The function ``graphcost.MODULE:FUNCTION`` a job names (a job runs graphcost's own builders only)."""
+    import importlib
+
+    module, _, function = str(name).partition(":")
+    if not module.startswith("graphcost.") or not function.isidentifier():
+        raise SystemExit(f"job builder {name!r}: expected graphcost.MODULE:FUNCTION")
+    return getattr(importlib.import_module(module), function)
 
 
 def fake_calls(runtime_ns: list):
@@ -125,9 +132,13 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
         block = lambda out: None  # noqa: E731 - nothing to wait for
     else:
         configure_cache(job.get("cache_dir"))
-        lowered, options, flat_args = lower_job(job)
-        exes = compile_all(lowered, options, max(1, compile_only))
-        calls, clock, block = [lambda e=e: e(*flat_args) for e in exes], time.perf_counter_ns, None
+        if "calls_builder" in job:  # the program as its user runs it, each call compiled by its builder
+            calls = _graphcost_function(job["calls_builder"])(job)
+        else:
+            lowered, options, flat_args = lower_job(job)
+            exes = compile_all(lowered, options, max(1, compile_only))
+            calls = [lambda e=e: e(*flat_args) for e in exes]
+        clock, block = time.perf_counter_ns, None
     compile_s = time.perf_counter() - t0
     if compile_only:
         with atomic_write(out) as fh:

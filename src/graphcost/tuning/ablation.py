@@ -37,14 +37,17 @@ interval of one more process's speedup (Student's t on the logs, centred on the 
 what a fresh timing of the same pair should fall inside, not the processes' min..max (which covers a new
 process only with probability (P − 1) / (P + 1)).
 
-The confirmation times the default and c* alone, in processes of its own, as a user's ``timeit`` does rather
-than as the search does (`confirmation_protocol`): each visit lasts about `CONFIRM_VISIT_MS` (``timeit``'s
-loops last at least 0.2 s; `graphcost.measure.interleaved`, step 3), over at least `CONFIRM_ROUNDS` rounds (a
-newcomer's own timing: 15 rounds of 100 calls). With the search's 5 rounds of 10 calls, one held-out
-program's interval from 9 processes was 3.1-6.2x (`benchmarks/history/verify-2026-12-07-short-visits.md`); by
-this protocol, 3.7-4.4x (BENCHMARKS.md, "Does tune's one speedup hold"). With 9 rounds of 100 ms visits beside
-the ablation, the processes of two of three suite programs still spread 3x wider (sd of the log speedup) than
-the user's own timing of the same runs. The ablation, which needs many configurations in each process, keeps the
+The confirmation times the default and c* alone, in processes of its own, as a user runs and times them rather than
+as the search does: plain ``jax.jit(fn)`` against ``compile_with(fn, c*)`` on the program's own arguments
+(`graphcost.tuning.crossproc.user_calls`; in `graphcost verify`'s processes on the held-out programs the
+executables' pair and this one, timed in the same visits, differed by 9.7-15.8% on one program and 5.3-8.9% on a
+suite one, one way in every process), with `confirmation_protocol`: each visit lasts about `CONFIRM_VISIT_MS`
+(``timeit``'s loops last at least 0.2 s; `graphcost.measure.interleaved`, step 3), over at least `CONFIRM_ROUNDS`
+rounds (a newcomer's own timing: 15 rounds of 100 calls). With the search's 5 rounds of 10 calls, one held-out
+program's interval from 9 processes was 3.1-6.2x (`benchmarks/history/verify-2026-12-07-short-visits.md`); by this
+protocol, 3.7-4.4x (BENCHMARKS.md, "Does tune's one speedup hold"). With 9 rounds of 100 ms visits beside the
+ablation, the processes of two of three suite programs still spread 3x wider (sd of the log speedup) than the
+user's own timing of the same runs. The ablation, which needs many configurations in each process, keeps the
 search's shorter protocol: its figures are its own, labelled so, and never the reported one.
 """
 
@@ -168,12 +171,13 @@ def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, p
     log.info("confirming the kept configuration against the default on timings that did not choose it")
     timing = confirmation_protocol(protocol)
     rem = _remeasure(program, space, evaluator, pair, processes, timing, program_ref, allow_fast_math, out,
-                     kernels=kernels)
+                     kernels=kernels, as_user=True)
     kept_sp = rem.mean_speedups[:, 0]  # (P,) by the mean per call (module docstring)
     while kept_sp.shape[0] < CONFIRM_MAX and (se := median_standard_error(kept_sp)) > CONFIRM_SE:
         more = min(CONFIRM_STEP, CONFIRM_MAX - kept_sp.shape[0])
         log.info(f"the confirmation's processes disagree (standard error {se:.1%} of the speedup): {more} more")
-        extra = _remeasure(program, space, evaluator, pair, more, timing, program_ref, allow_fast_math, out)
+        extra = _remeasure(program, space, evaluator, pair, more, timing, program_ref, allow_fast_math, out,
+                           as_user=True)
         kept_sp = np.concatenate([kept_sp, extra.mean_speedups[:, 0]])
     confirmed = {**confirmation(kept_sp, rem.protocol),
                  "timing": {"rounds": timing.rounds, "visit_ms": timing.visit_ms, "min_calls": timing.calls}}

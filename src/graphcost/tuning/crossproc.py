@@ -9,11 +9,13 @@ default and the candidates in the tuning space; the worker compiles them (throug
 compilation cache, so only the first process pays the compile) and times them with the interleaved
 protocol (`graphcost.measure.interleaved`). Per process p and candidate k the speedup is
 ``default runtime / candidate runtime``; the reported speedup is the median over processes and the
-spread their min..max. A program given as a Python object (the API's ``graphcost.tune(fn, *args)``)
-cannot be rebuilt in another process: it is timed in P independent passes in this process instead,
-and the result says so. `profile_cross_process` times configurations in the same processes, each then
-making a profiled pass: their per-kernel times (`graphcost.kernels.times`); `profile_default` profiles the
-default so before the search (in this process without a reference), and the run logs its top kernels.
+spread their min..max. A program given as a Python object (the API's ``graphcost.tune(fn, *args)``) cannot be
+rebuilt in another process: it is timed in P independent passes in this process instead, and the result says so.
+With ``as_user`` (the confirmation of the configuration a run keeps, `graphcost.tuning.ablation`) the processes
+time the program as its user runs it instead: plain ``jax.jit(fn)`` against ``graphcost.compile_with(fn,
+configuration)`` on make()'s own arguments (`user_calls`). `profile_cross_process` times configurations in the same
+processes, each then making a profiled pass: their per-kernel times (`graphcost.kernels.times`); `profile_default`
+profiles the default so before the search (in this process without a reference), and the run logs its top kernels.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import numpy as np
 
 from graphcost.guards.atomic import atomic_write_json
 from graphcost.kernels.times import ConfigProfile, ProgramProfile, profile_of
-from graphcost.measure.interleaved import TimingProtocol, measure_executables
+from graphcost.measure.interleaved import TimingProtocol
 from graphcost.tuning.space import Codes
 
 log = logging.getLogger(__name__)
@@ -63,11 +65,13 @@ class Remeasurement:
 
 def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], processes: int, protocol: TimingProtocol,
                             allow_fast_math: bool = False, cache_dir: str | Path | None = None,
-                            timeout: float = 900.0, kernels: bool = False, timeout_note: str = "") -> Remeasurement:
+                            timeout: float = 900.0, kernels: bool = False, timeout_note: str = "",
+                            as_user: bool = False) -> Remeasurement:
     """Time `configs` (configs[0] = the default) in `processes` fresh worker processes, one after
-    another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`). A process
-    that runs past `timeout` seconds (chosen as `timeout_note` says), aborts or crashes is a RuntimeError
-    naming the program."""
+    another; with `kernels`, each process then makes a profiled pass (`Remeasurement.profiles`). With `as_user`
+    the processes time the program as its user runs it (`user_calls`), else the compiled executables on the
+    flattened arguments. A process that runs past `timeout` seconds (chosen as `timeout_note` says), aborts or
+    crashes is a RuntimeError naming the program."""
     from graphcost.kernels.records import read_process_profiles
     from graphcost.measure.cross_process import run_worker
 
@@ -75,7 +79,8 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
         job = Path(tmp) / "job.json"
         atomic_write_json({
-            "builder": "graphcost.tuning.crossproc:lower_tune_job", "space": "tune", "program": program_ref,
+            ("calls_builder" if as_user else "builder"): "graphcost.tuning.crossproc:"
+            + ("user_tune_calls" if as_user else "lower_tune_job"), "space": "tune", "program": program_ref,
             "tune_space": space, "allow_fast_math": allow_fast_math, "configs": [list(c) for c in configs],
             "cache_dir": str(cache_dir) if cache_dir else None, "protocol": asdict(protocol), "kernels": kernels}, job)
         for p in range(processes):
@@ -106,6 +111,37 @@ def lower_tune_job(job: dict) -> tuple[list, list, list]:
     return _lowered(program, space, job["configs"])
 
 
+def user_tune_calls(job: dict) -> list:
+    """The measuring worker's calls builder for a tuning job timed as its user runs it (`graphcost.measure.worker`):
+    `user_calls` of the program `job["program"]` under each configuration of `job["configs"]`."""
+    from graphcost.frontend.programs.user_program import TuneProgram, load_program
+    from graphcost.tuning.space import make_space
+
+    fn, args, name = load_program(job["program"])
+    program = TuneProgram(fn, args, name)
+    return user_calls(program, make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"]),
+                      job["configs"])
+
+
+def user_calls(program, space, configs: list) -> list:
+    """Zero-argument calls of `program` under each of `configs` (codes of `space`) as its user runs it: plain
+    ``jax.jit(fn)`` for the default, ``graphcost.compile_with(fn, configuration)`` for the others, called on the
+    program's own arguments (its pytree) through their own dispatch, not the executables on flattened arguments
+    (a flattening wrapper once made a tuned MLP time 1.05x where the executables ran 1.20x; `compile_with`). Each
+    is called once here, so its compile is done."""
+    import jax
+
+    from graphcost.tuning.apply import compile_with
+    from graphcost.tuning.result import TunedConfig
+
+    configs = [TunedConfig.of(space, space.check(c)) for c in configs]
+    fns = [jax.jit(program.fn) if cfg.is_default else compile_with(program.fn, cfg) for cfg in configs]
+    calls = [lambda f=f: f(*program.args) for f in fns]
+    for call in calls:
+        jax.block_until_ready(call())
+    return calls
+
+
 def _lowered(program, space, configs: list) -> tuple[list, list, list]:
     """``(lowered, compiler_options, flat_args)`` of `program` under each of `configs` (codes of `space`)."""
     codes = [space.check(c) for c in configs]
@@ -113,22 +149,27 @@ def _lowered(program, space, configs: list) -> tuple[list, list, list]:
 
 
 def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol: TimingProtocol,
-                         kernels: bool = False) -> Remeasurement:
-    """Fallback for programs without a reference: `passes` independent interleaved passes here; with
-    `kernels`, one profiled pass after them."""
+                         kernels: bool = False, as_user: bool = False) -> Remeasurement:
+    """Fallback for programs without a reference: `passes` independent interleaved passes here (with `as_user`, of
+    `user_calls`, else of the executables); with `kernels`, one profiled pass after them."""
     import time
 
+    from graphcost.measure.interleaved import measure_interleaved
+    from graphcost.measure.kernel_profile import profile_arrays, profile_calls, repeats_for
+
     t0 = time.perf_counter()
-    exes = [evaluator.compile(c) for c in configs]
+    if as_user:
+        calls = user_calls(evaluator.program, evaluator.space, configs)
+    else:
+        exes = [evaluator.compile(c) for c in configs]
+        calls = [lambda e=e: e(*evaluator.program.flat_args) for e in exes]
     compile_s = time.perf_counter() - t0
-    passes_ = [measure_executables(exes, evaluator.program.flat_args, replace(protocol, seed=protocol.seed + 7 * p))
-               for p in range(passes)]
+    passes_ = [measure_interleaved(calls, replace(protocol, seed=protocol.seed + 7 * p)) for p in range(passes)]
     rows = [m.runtime_ns for m in passes_]
     profiles = None
     if kernels:
-        from graphcost.measure.kernel_profile import profiled_pass
-
-        profiles = [profiled_pass(exes, evaluator.program.flat_args, np.median(rows, axis=0))]
+        repeats = [repeats_for(t, 30e6) for t in np.median(rows, axis=0)]
+        profiles = [profile_arrays(profile_calls(calls, repeats), len(calls))]
     return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles,
                          np.array([m.mean_ns for m in passes_], np.float64))
 

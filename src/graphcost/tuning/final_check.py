@@ -82,9 +82,10 @@ def finish(program: TuneProgram, space: Space, evaluator: Evaluator, trials: lis
 
 def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs: list[Codes], processes: int,
                protocol: TimingProtocol, program_ref: str | None, allow_fast_math: bool, out: Path | None,
-               kernels: bool = False) -> Remeasurement:
+               kernels: bool = False, as_user: bool = False) -> Remeasurement:
     """The final check of `configs` (the default first): fresh processes when the program has a file;
-    with `kernels`, a profiled pass after the timings (`Remeasurement.profiles`)."""
+    with `kernels`, a profiled pass after the timings (`Remeasurement.profiles`); with `as_user`, the program
+    timed as its user runs it (`crossproc.user_calls`), else the executables."""
     from graphcost.tuning.crossproc import remeasure_cross_process, remeasure_in_process
 
     log.info(f"re-measuring {len(configs) - 1} candidate(s) against the default in {processes} "
@@ -93,8 +94,8 @@ def _remeasure(program: TuneProgram, space: Space, evaluator: Evaluator, configs
         cache = (out / "jax_cache") if out is not None else None
         timeout, note = process_deadline(evaluator, len(configs), protocol, kernels)
         return remeasure_cross_process(program_ref, space.name, configs, processes, protocol, allow_fast_math, cache,
-                                       timeout=timeout, kernels=kernels, timeout_note=note)
-    return remeasure_in_process(evaluator, configs, processes, protocol, kernels=kernels)
+                                       timeout=timeout, kernels=kernels, timeout_note=note, as_user=as_user)
+    return remeasure_in_process(evaluator, configs, processes, protocol, kernels=kernels, as_user=as_user)
 
 
 def process_deadline(evaluator: Evaluator, configs: int, protocol: TimingProtocol, kernels: bool) -> tuple[float, str]:
