@@ -45,10 +45,10 @@ suite one, one way in every process), with `confirmation_protocol`: each visit l
 (``timeit``'s loops last at least 0.2 s; `graphcost.measure.interleaved`, step 3), over at least `CONFIRM_ROUNDS`
 rounds (a newcomer's own timing: 15 rounds of 100 calls). With the search's 5 rounds of 10 calls, one held-out
 program's interval from 9 processes was 3.1-6.2x (`benchmarks/history/verify-2026-12-07-short-visits.md`); by this
-protocol, 3.7-4.4x (BENCHMARKS.md, "Does tune's one speedup hold"). With 9 rounds of 100 ms visits beside the
-ablation, the processes of two of three suite programs still spread 3x wider (sd of the log speedup) than the
-user's own timing of the same runs. The ablation, which needs many configurations in each process, keeps the
-search's shorter protocol: its figures are its own, labelled so, and never the reported one.
+protocol, 3.7-4.4x (`benchmarks/history/verify-2026-12-07-executables-confirmation.md`). With 9 rounds of 100 ms
+visits beside the ablation, the processes of two of three suite programs still spread 3x wider (sd of the log
+speedup) than the user's own timing of the same runs. The ablation, which needs many configurations in each
+process, keeps the search's shorter protocol: its figures are its own, labelled so, and never the reported one.
 """
 
 from __future__ import annotations
