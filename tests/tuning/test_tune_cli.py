@@ -22,7 +22,7 @@ def make():
 def broken():
     return 42
 '''
-PROFILED = ["--rounds", "1", "--calls", "1", "--processes", "1", "--round-size", "2"]
+PROFILED = ["--rounds", "1", "--calls", "1", "--processes", "1", "--confirm-processes", "1", "--round-size", "2"]
 FAST = [*PROFILED, "--no-kernels", "--no-ablation"]  # the kernel profiles are tested once, below
 
 

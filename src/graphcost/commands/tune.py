@@ -21,6 +21,7 @@ from graphcost.tuning import defaults as D
 NAMES = {"out": "--out", "resume": "--resume", "overwrite": "--overwrite", "space": "--space", "budget": "--budget",
          "model": "--model", "strategies entry": "--strategy", "strategies": "--strategy", "storage": "--storage",
          "name": "--study", "seed": "--seed", "round_size": "--round-size", "race": "--race", "processes": "--processes",
+         "confirm_processes": "--confirm-processes",
          "protocol.rounds": "--rounds", "protocol.calls": "--calls", "rtol": "--rtol", "atol": "--atol",
          "min_gain": "--min-gain", "allow_fast_math": "--allow-fast-math", "learner": "--online",
          "kernels": "--kernels", "ablation": "--ablation"}
@@ -84,6 +85,9 @@ def register(app: typer.Typer) -> None:
         race: int = typer.Option(D.RACE, min=0, max=MEASUREMENTS_MAX, help="The best configurations so far timed again "
                                  "with every round and after the last (their in-search figure: the geometric mean; 0: off)."),
         processes: int = typer.Option(D.PROCESSES, min=1, max=PROCESSES_MAX, help="Fresh processes for the final check against the default."),
+        confirm_processes: int = typer.Option(D.CONFIRM_PROCESSES, min=1, max=PROCESSES_MAX, help="Fresh processes "
+                                              "the confirmation of the kept configuration grows to at most while "
+                                              "they disagree (it starts with --processes)."),
         rounds: int = typer.Option(D.ROUNDS, min=1, max=REPEATS_MAX, help="Timing rounds per batch (median over rounds)."),
         calls: int = typer.Option(D.CALLS, min=1, max=REPEATS_MAX, help="Calls per configuration per round (minimum kept)."),
         rtol: float = typer.Option(D.RTOL, min=0.0, help="Relative tolerance of the output check against the default."),
@@ -123,7 +127,7 @@ def register(app: typer.Typer) -> None:
                 searching=lambda: terminate_as_interrupt(signal_seen),  # SIGTERM, too, releases the reservations
                 space=space, budget=budget, model=[str(m) for m in model], strategies=list(strategy) or None,
                 out=out, storage=storage, name=study, seed=seed, round_size=round_size, race=race,
-                processes=processes, protocol=TimingProtocol(rounds=rounds, calls=calls, warmup=D.WARMUP, seed=seed),
+                processes=processes, confirm_processes=confirm_processes, protocol=TimingProtocol(rounds=rounds, calls=calls, warmup=D.WARMUP, seed=seed),
                 min_gain=min_gain, rtol=rtol, atol=atol, allow_fast_math=allow_fast_math, learner=online,
                 kernels=kernels, ablation=ablation)
         except TuneInterrupted as exc:

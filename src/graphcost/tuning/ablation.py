@@ -27,7 +27,7 @@ A configuration with more than `ABLATION_MAX` changes is not ablated (the result
 change costs one more compile and timing in every process.
 
 The figure the run reports (`confirmation`) is the median over processes of s_p(c*). Where the processes
-disagree, more are timed (the default and c* only, `CONFIRM_STEP` at a time, up to `CONFIRM_MAX`) until the
+disagree, more are timed (the default and c* only, `CONFIRM_STEP` at a time, up to `most`: 9) until the
 median's standard error, estimated as 1.2533 · sd_p(log s_p) / √P, is at most `CONFIRM_SE`: half the ±3% within
 which a user's own timing of the program should find the reported speedup. Its interval is the 95% prediction
 interval of one more process's speedup (Student's t on the logs, centred on the median):
@@ -60,13 +60,13 @@ from typing import Any
 import numpy as np
 
 from graphcost.measure.interleaved import TimingProtocol
+from graphcost.tuning.defaults import CONFIRM_PROCESSES
 from graphcost.tuning.space import Codes, Space
 
 log = logging.getLogger(__name__)
 
 ABLATION_MAX = 32  # changes ablated one by one at most (the flag space has fewer dimensions)
 CONFIRM_SE = 0.015  # the reported speedup's relative standard error to reach by adding processes (docstring)
-CONFIRM_MAX = 9  # processes (in-process: passes) of the confirmation at most
 CONFIRM_STEP = 2  # processes added at a time while the standard error is above CONFIRM_SE
 CONFIRM_ROUNDS = 15  # interleaved rounds per process of the confirmation, at least
 CONFIRM_VISIT_MS = 200.0  # how long one visit of a configuration lasts in the confirmation
@@ -155,10 +155,12 @@ def median_standard_error(speedups: np.ndarray) -> float:
 
 
 def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, protocol, program_ref: str | None,
-                allow_fast_math: bool, out, ablation: bool = True, kernels: bool = True):
+                allow_fast_math: bool, out, ablation: bool = True, kernels: bool = True,
+                most: int = CONFIRM_PROCESSES):
     """After the choice (module docstring): the confirmation, [default, kept] in `processes` fresh processes (more
     while they disagree) by `confirmation_protocol`, with a profiled pass when `kernels`; then the ablation,
-    [default, kept, each ablation of kept] in `processes` more by the search's `protocol`. Returns (`confirmation`
+    [default, kept, each ablation of kept] in `processes` more by the search's `protocol`. The confirmation times at
+    most `most` processes (passes). Returns (`confirmation`
     of the kept configuration, ablation report or None, `ProgramProfile` of the default and the kept configuration
     or None)."""
     from graphcost.tuning.final_check import _remeasure
@@ -170,11 +172,11 @@ def ablate_kept(program, space: Space, evaluator, kept: Codes, processes: int, p
     pair = [space.default(), kept]
     log.info("confirming the kept configuration against the default on timings that did not choose it")
     timing = confirmation_protocol(protocol)
-    rem = _remeasure(program, space, evaluator, pair, processes, timing, program_ref, allow_fast_math, out,
+    rem = _remeasure(program, space, evaluator, pair, min(processes, most), timing, program_ref, allow_fast_math, out,
                      kernels=kernels, as_user=True)
     kept_sp = rem.mean_speedups[:, 0]  # (P,) by the mean per call (module docstring)
-    while kept_sp.shape[0] < CONFIRM_MAX and (se := median_standard_error(kept_sp)) > CONFIRM_SE:
-        more = min(CONFIRM_STEP, CONFIRM_MAX - kept_sp.shape[0])
+    while kept_sp.shape[0] < most and (se := median_standard_error(kept_sp)) > CONFIRM_SE:
+        more = min(CONFIRM_STEP, most - kept_sp.shape[0])
         log.info(f"the confirmation's processes disagree (standard error {se:.1%} of the speedup): {more} more")
         extra = _remeasure(program, space, evaluator, pair, more, timing, program_ref, allow_fast_math, out,
                            as_user=True)

@@ -93,6 +93,7 @@ def check_tune_config(cfg: Any) -> None:
         check_int(name, getattr(cfg, name), 1, MEASUREMENTS_MAX)
     check_int("race", cfg.race, 0, MEASUREMENTS_MAX)
     check_int("processes", cfg.processes, 1, PROCESSES_MAX)
+    check_int("confirm_processes", cfg.confirm_processes, 1, PROCESSES_MAX)
     check_seed("seed", cfg.seed)
     check_real("min_gain", cfg.min_gain, 0.0)
     check_real("rtol", cfg.rtol, 0.0)

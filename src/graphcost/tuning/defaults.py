@@ -7,6 +7,7 @@ BUDGET = 32  # configurations measured per strategy
 ROUND_SIZE = 4  # configurations measured together per round
 RACE = 3  # the best configurations so far timed again with every round
 PROCESSES = 3  # fresh processes of the final check
+CONFIRM_PROCESSES = 9  # the confirmation's fresh processes at most, added while they disagree (tuning.ablation)
 FINALISTS = 3  # candidates re-measured per batch of the final check
 MIN_GAIN = 0.01  # the kept configuration beats the default by this share in every process
 RTOL, ATOL = 1e-3, 1e-5  # the output check against the default

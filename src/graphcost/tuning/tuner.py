@@ -251,6 +251,8 @@ class TuneConfig:
         round_size: configurations measured together in one interleaved batch.
         protocol: the timing protocol (default: 5 rounds of 10 calls after 2 warm-up calls).
         processes: processes (or passes) of the final check.
+        confirm_processes: the confirmation's processes (passes) at most: it starts with `processes` and adds 2 at a
+            time while they disagree (`graphcost.tuning.ablation`).
         finalists: best configurations re-measured in the final check.
         race: the best configurations so far timed again with every round and after the last
             (racing, module docstring; 0: off).
@@ -285,6 +287,7 @@ class TuneConfig:
     round_size: int = D.ROUND_SIZE
     protocol: TimingProtocol | None = None
     processes: int = D.PROCESSES
+    confirm_processes: int = D.CONFIRM_PROCESSES
     finalists: int = D.FINALISTS
     race: int = D.RACE
     min_gain: float = D.MIN_GAIN
@@ -497,7 +500,7 @@ def explain(result: TuneResult, program: TuneProgram, space: Space, evaluator: E
         kept = tuple(result.best.codes)
         confirmed, result.ablation, final = ablate_kept(program, space, evaluator, kept, cfg.processes, protocol,
                                                         cfg.program_ref, cfg.allow_fast_math, out, cfg.ablation,
-                                                        cfg.kernels)
+                                                        cfg.kernels, cfg.confirm_processes)
         result.confirm(confirmed)
     result.kernels = kernels_summary(before, final)
     result.kernel_profile = final or (ProgramProfile(program.name, cfg.processes, "cross-process" if cfg.program_ref
