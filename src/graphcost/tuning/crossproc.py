@@ -24,7 +24,6 @@ import logging
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -112,7 +111,7 @@ def user_tune_calls(job: dict) -> list:
     return user_calls(*_program_and_space(job), job["configs"])
 
 
-def _program_and_space(job: dict) -> tuple[Any, Any]:
+def _program_and_space(job: dict) -> tuple:
     """``(TuneProgram, Space)`` of a tuning job: its program rebuilt from the reference `job["program"]` and its
     `job["tune_space"]` space."""
     from graphcost.frontend.programs.user_program import TuneProgram, load_program
