@@ -24,17 +24,6 @@ def _movable(space, n):
     return [i for i, d in enumerate(space.dims) if len(d.choices) > 1][:n]
 
 
-def _disagreeing(calls: list):
-    """A `_remeasure` whose processes disagree by 12% (kept 800 / 900 / 850 ns in turn, the others 1000 ns); each
-    call appends ``(configs, processes)`` to `calls`."""
-    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False, as_user=False):
-        calls.append((list(configs), processes))
-        kept_ns = np.resize([800.0, 900.0, 850.0], processes)
-        return Remeasurement(np.stack([np.full(processes, 1000.0), kept_ns], 1), "cross-process", [0.0] * processes)
-
-    return remeasure
-
-
 def test_each_change_is_dropped_in_turn():
     space = FlagSpace()
     moved = _movable(space, 3)
@@ -98,12 +87,17 @@ def test_too_many_changes_are_not_ablated_but_the_kept_one_is_still_confirmed(mo
     kept = _kept(space, _movable(space, 2))
     monkeypatch.setattr(ablation, "ABLATION_MAX", 1)
     calls = []
-    monkeypatch.setattr(final_check, "_remeasure", _disagreeing(calls))
+
+    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False, as_user=False):
+        calls.append(list(configs))
+        kept_ns = np.resize([800.0, 900.0, 850.0], processes)  # processes that disagree by 12%
+        return Remeasurement(np.stack([np.full(processes, 1000.0), kept_ns], 1), "cross-process", [0.0] * processes)
+
+    monkeypatch.setattr(final_check, "_remeasure", remeasure)
     confirmed, report, profile = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None,
                                                       ablation=True, kernels=False)
     # the confirmation alone, then more processes (2, 2, 2) while the median's standard error is above 1.5%
-    assert [c for c, _ in calls] == [[space.default(), kept]] * 4
-    assert confirmed["processes"] == ablation.CONFIRM_PROCESSES
+    assert calls == [[space.default(), kept]] * 4 and confirmed["processes"] == ablation.CONFIRM_PROCESSES
     sp = 1000 / np.resize([800.0, 900.0, 850.0], 9)
     assert confirmed["speedup"] == round(float(np.median(sp)), 4)
     lo, hi = confirmed["range"]  # a 95% prediction interval of one more process: wider than the processes' spread
@@ -116,13 +110,19 @@ def test_the_confirmation_grows_no_further_than_it_is_allowed(monkeypatch):
     space = FlagSpace()
     kept = _kept(space, _movable(space, 1))
     calls = []
-    monkeypatch.setattr(final_check, "_remeasure", _disagreeing(calls))
+
+    def remeasure(program, space_, evaluator, configs, processes, protocol, *rest, kernels=False, as_user=False):
+        calls.append(processes)
+        kept_ns = np.resize([800.0, 900.0, 850.0], processes)  # processes that disagree by 12%
+        return Remeasurement(np.stack([np.full(processes, 1000.0), kept_ns], 1), "cross-process", [0.0] * processes)
+
+    monkeypatch.setattr(final_check, "_remeasure", remeasure)
     confirmed, _, _ = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None, ablation=False,
                                            kernels=False, most=4)
-    assert [p for _, p in calls] == [3, 1] and confirmed["processes"] == 4
+    assert calls == [3, 1] and confirmed["processes"] == 4
     confirmed, _, _ = ablation.ablate_kept(None, space, None, kept, 3, SEARCH, None, False, None, ablation=False,
                                            kernels=False, most=1)
-    assert [p for _, p in calls[2:]] == [1] and confirmed["processes"] == 1
+    assert calls[2:] == [1] and confirmed["processes"] == 1
 
 
 def test_the_confirmation_interval_is_a_prediction_interval_and_more_processes_narrow_it():

@@ -171,7 +171,7 @@ def profile_in_process(name: str, executables: list, args: list, labels: list[st
     from graphcost.kernels.records import combine_profiles
     from graphcost.measure.kernel_profile import profiled_pass
 
-    arrays = profiled_pass([lambda e=e: e(*args) for e in executables], runtime_ns, target_ns)
+    arrays = profiled_pass(executables, args, runtime_ns, target_ns)
     samples = np.asarray(runtime_ns, np.float64)[:, None]  # (K, 1)
     combined = combine_profiles([arrays], samples)
     modules = [optimized_kernels(e) for e in executables]

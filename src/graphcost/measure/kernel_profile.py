@@ -248,11 +248,14 @@ def repeats_for(runtime_ns: float, target_ns: float = 30e6, low: int = 3, high: 
     return int(min(high, max(low, round(target_ns / runtime_ns))))
 
 
-def profiled_pass(calls: Sequence[Callable[[], object]], runtime_ns: Sequence[float], target_ns: float = 30e6) -> dict:
-    """`profile_arrays` of one profiled pass over zero-argument `calls` (e.g. ``lambda: executable(*args)``), each
+def profiled_pass(executables: Sequence, args: Sequence, runtime_ns: Sequence[float], target_ns: float = 30e6) -> dict:
+    """`profile_arrays` of one profiled pass over compiled `executables` called on `args`, each
     called `repeats_for(its runtime_ns, target_ns)` times."""
+    import jax
+
+    calls = [lambda e=e: e(*args) for e in executables]
     repeats = [repeats_for(t, target_ns) for t in runtime_ns]
-    return profile_arrays(profile_calls(calls, repeats), len(calls))
+    return profile_arrays(profile_calls(calls, repeats, block=jax.block_until_ready), len(calls))
 
 
 # --- the arrays of a measuring process's profiled pass ----------------------------------------

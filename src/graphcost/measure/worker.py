@@ -147,9 +147,11 @@ def main(job_path: str | Path, process: int | str, out: str | Path, core: int | 
     m = measure_interleaved(calls, protocol, clock=clock, block=block)
     profiled = {}
     if job.get("kernels") and job["space"] != "fake":
-        from graphcost.measure.kernel_profile import profiled_pass
+        from graphcost.measure.kernel_profile import profile_arrays, profile_calls, repeats_for
 
-        profiled = profiled_pass(calls, m.runtime_ns, float(job.get("kernel_target_ms", 30.0)) * 1e6)
+        target = float(job.get("kernel_target_ms", 30.0)) * 1e6
+        repeats = [repeats_for(t, target) for t in m.runtime_ns]
+        profiled = profile_arrays(profile_calls(calls, repeats), len(calls))
     with atomic_write(out) as fh:
         np.savez(fh, **profiled, runtime_ns=m.runtime_ns, per_round_ns=m.per_round_ns, mean_ns=m.mean_ns, compile_s=compile_s, core=core,
                  loadavg_start=np.asarray(load_start, np.float64),

@@ -78,10 +78,9 @@ def remeasure_cross_process(program_ref: str, space: str, configs: list[Codes], 
     rows, means, compile_s, files = [], [], [], []
     with tempfile.TemporaryDirectory(prefix="graphcost-remeasure-") as tmp:
         job = Path(tmp) / "job.json"
-        builder = ({"calls_builder": "graphcost.tuning.crossproc:user_tune_calls"} if as_user
-                   else {"builder": "graphcost.tuning.crossproc:lower_tune_job"})
         atomic_write_json({
-            **builder, "space": "tune", "program": program_ref,
+            ("calls_builder" if as_user else "builder"): "graphcost.tuning.crossproc:"
+            + ("user_tune_calls" if as_user else "lower_tune_job"), "space": "tune", "program": program_ref,
             "tune_space": space, "allow_fast_math": allow_fast_math, "configs": [list(c) for c in configs],
             "cache_dir": str(cache_dir) if cache_dir else None, "protocol": asdict(protocol), "kernels": kernels}, job)
         for p in range(processes):
@@ -102,24 +101,26 @@ def lower_tune_job(job: dict) -> tuple[list, list, list]:
     """The measuring worker's builder for a tuning job (`graphcost.measure.worker.lower_job`):
     ``(lowered, compiler_options, flat_args)`` of the program `job["program"]` (a reference) under each
     configuration of `job["configs"]` (codes of the `job["tune_space"]` space)."""
-    return _lowered(*_program_and_space(job), job["configs"])
+    from graphcost.frontend.programs.user_program import load_program
+    from graphcost.frontend.programs.user_program import TuneProgram
+    from graphcost.tuning.space import make_space
+
+    fn, args, name = load_program(job["program"])
+    program = TuneProgram(fn, args, name)
+    space = make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"])
+    return _lowered(program, space, job["configs"])
 
 
 def user_tune_calls(job: dict) -> list:
     """The measuring worker's calls builder for a tuning job timed as its user runs it (`graphcost.measure.worker`):
     `user_calls` of the program `job["program"]` under each configuration of `job["configs"]`."""
-    return user_calls(*_program_and_space(job), job["configs"])
-
-
-def _program_and_space(job: dict) -> tuple:
-    """``(TuneProgram, Space)`` of a tuning job: its program rebuilt from the reference `job["program"]` and its
-    `job["tune_space"]` space."""
     from graphcost.frontend.programs.user_program import TuneProgram, load_program
     from graphcost.tuning.space import make_space
 
     fn, args, name = load_program(job["program"])
     program = TuneProgram(fn, args, name)
-    return program, make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"])
+    return user_calls(program, make_space(job["tune_space"], program, allow_fast_math=job["allow_fast_math"]),
+                      job["configs"])
 
 
 def user_calls(program, space, configs: list) -> list:
@@ -154,7 +155,7 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
     import time
 
     from graphcost.measure.interleaved import measure_interleaved
-    from graphcost.measure.kernel_profile import profiled_pass
+    from graphcost.measure.kernel_profile import profile_arrays, profile_calls, repeats_for
 
     t0 = time.perf_counter()
     if as_user:
@@ -167,7 +168,8 @@ def remeasure_in_process(evaluator, configs: list[Codes], passes: int, protocol:
     rows = [m.runtime_ns for m in passes_]
     profiles = None
     if kernels:
-        profiles = [profiled_pass(calls, np.median(rows, axis=0))]
+        repeats = [repeats_for(t, 30e6) for t in np.median(rows, axis=0)]
+        profiles = [profile_arrays(profile_calls(calls, repeats), len(calls))]
     return Remeasurement(np.array(rows, np.float64), "in-process", [compile_s] + [0.0] * (passes - 1), profiles,
                          np.array([m.mean_ns for m in passes_], np.float64))
 
